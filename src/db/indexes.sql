@@ -1,0 +1,13 @@
+-- Indexes created after the bulk import (creating them first would slow every insert).
+CREATE INDEX ranges_by_name ON ranges(domain_id, name_id);
+CREATE INDEX ranges_by_thread ON ranges(start_thread_id, start_ns);
+CREATE INDEX marks_by_thread ON marks(thread_id, ts_ns);
+CREATE INDEX threads_by_process ON threads(process_id);
+CREATE INDEX cuda_api_by_corr ON cuda_api(process_id, correlation_id);
+CREATE INDEX cuda_api_by_thread ON cuda_api(thread_id, start_ns);
+CREATE INDEX kernels_by_start ON kernels(start_ns);
+CREATE INDEX kernels_by_name ON kernels(name_id);
+CREATE INDEX kernels_by_range ON kernels(nvtx_range_id);
+CREATE INDEX memcpys_by_start ON memcpys(start_ns);
+CREATE INDEX memsets_by_start ON memsets(start_ns);
+CREATE INDEX gpu_samples_by_gpu ON gpu_samples(gpu_id, ts_ns);

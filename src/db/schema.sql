@@ -1,0 +1,135 @@
+-- The Lantern database schema (SQLite). docs/schema.md explains every table and column;
+-- change both together and bump meta.schema_version. Times are nanoseconds on the
+-- session's clock (CLOCK_MONOTONIC of the host); durations are end_ns - start_ns.
+-- Names are interned: *_id columns ending in a string point at strings(id).
+
+CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+-- keys: schema_version, lantern_version, command, host, start_wall_ns, start_ns, end_ns,
+--       clock, trace (e.g. 'nvtx,cuda,nvml'), exit_status, dropped_events, import_warnings
+
+CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE processes(
+  id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, ppid INTEGER, exe TEXT, cmdline TEXT,
+  host TEXT, start_ns INTEGER, end_ns INTEGER,
+  clean_exit INTEGER NOT NULL DEFAULT 0,      -- 0: killed or crashed; events after the last flush lost
+  dropped_events INTEGER NOT NULL DEFAULT 0,  -- records the agent could not buffer (drop-and-count)
+  unbalanced_pops INTEGER NOT NULL DEFAULT 0,
+  raw_file TEXT, import_warning TEXT);        -- import_warning: damage found in the raw file
+
+CREATE TABLE threads(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL REFERENCES processes(id),
+  tid INTEGER NOT NULL, name_id INTEGER REFERENCES strings(id), start_ns INTEGER,
+  dropped_events INTEGER NOT NULL DEFAULT 0);
+
+CREATE TABLE domains(id INTEGER PRIMARY KEY, name_id INTEGER REFERENCES strings(id));
+-- domain 0 is NVTX's default domain (name NULL); other domains are merged by name across processes
+
+CREATE TABLE categories(
+  domain_id INTEGER NOT NULL, category INTEGER NOT NULL, name_id INTEGER REFERENCES strings(id),
+  PRIMARY KEY(domain_id, category)) WITHOUT ROWID;
+
+CREATE TABLE ranges(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, domain_id INTEGER NOT NULL DEFAULT 0,
+  name_id INTEGER REFERENCES strings(id), category INTEGER NOT NULL DEFAULT 0,
+  color INTEGER,                               -- 0xAARRGGBB, NULL when none given
+  payload,                                     -- INTEGER or REAL as given, NULL when none
+  style INTEGER NOT NULL,                      -- 0 push/pop (nested, per thread), 1 start/end
+  depth INTEGER,                               -- push/pop: 0-based nesting level
+  parent_id INTEGER,                           -- push/pop: enclosing range on the same thread and domain
+  start_thread_id INTEGER NOT NULL REFERENCES threads(id),
+  end_thread_id INTEGER REFERENCES threads(id),
+  start_ns INTEGER NOT NULL, end_ns INTEGER);  -- end_ns NULL: never ended (program exited or was killed)
+
+CREATE TABLE marks(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,
+  domain_id INTEGER NOT NULL DEFAULT 0, name_id INTEGER, category INTEGER NOT NULL DEFAULT 0,
+  color INTEGER, payload, ts_ns INTEGER NOT NULL);
+
+-- ---- CUDA (issue: CUDA tracing through CUPTI) ----------------------------------------------
+
+CREATE TABLE gpus(                              -- one row per physical GPU, merged by uuid
+  id INTEGER PRIMARY KEY, uuid TEXT UNIQUE, name TEXT, nvml_index INTEGER, pci_bus_id TEXT,
+  cc_major INTEGER, cc_minor INTEGER, sm_count INTEGER, memory_bytes INTEGER,
+  sm_clock_khz INTEGER, memory_clock_khz INTEGER, memory_bus_bits INTEGER, l2_bytes INTEGER,
+  max_threads_per_sm INTEGER, max_regs_per_sm INTEGER, max_smem_per_sm INTEGER,
+  max_blocks_per_sm INTEGER, regs_per_block INTEGER, smem_per_block_optin INTEGER,
+  peak_fp32_flops REAL, peak_fp16_flops REAL, peak_bf16_flops REAL, peak_tf32_flops REAL,
+  peak_fp64_flops REAL, peak_dram_bytes_per_s REAL, power_limit_mw INTEGER);
+
+CREATE TABLE process_gpus(process_id INTEGER, device INTEGER, gpu_id INTEGER,
+  PRIMARY KEY(process_id, device)) WITHOUT ROWID;  -- CUDA ordinal in that process -> gpus.id
+
+CREATE TABLE cuda_contexts(id INTEGER PRIMARY KEY, process_id INTEGER, context INTEGER,
+  gpu_id INTEGER, name_id INTEGER);
+CREATE TABLE cuda_streams(id INTEGER PRIMARY KEY, process_id INTEGER, context INTEGER,
+  stream INTEGER, gpu_id INTEGER, priority INTEGER, is_default INTEGER, name_id INTEGER);
+-- context and stream: CUPTI's ids within the process
+
+CREATE TABLE cuda_api(                          -- CPU side of CUDA runtime/driver calls
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,
+  api INTEGER NOT NULL,                         -- 0 runtime, 1 driver
+  cbid INTEGER, name_id INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  return_code INTEGER, correlation_id INTEGER,
+  nvtx_range_id INTEGER);                       -- innermost push/pop range open on the thread
+
+CREATE TABLE kernels(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, gpu_id INTEGER, device INTEGER,
+  context INTEGER, stream INTEGER, correlation_id INTEGER,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  name_id INTEGER,                              -- mangled name as CUPTI gives it
+  demangled_id INTEGER,
+  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER,
+  cluster_x INTEGER, cluster_y INTEGER, cluster_z INTEGER,
+  regs_per_thread INTEGER, static_smem INTEGER, dynamic_smem INTEGER, local_mem_per_thread INTEGER,
+  launch_type INTEGER,                          -- 0 regular, 1 cooperative single device, 2 multi device, 3 cluster
+  graph_id INTEGER, graph_node_id INTEGER,
+  api_id INTEGER,                               -- cuda_api row of the launching call
+  nvtx_range_id INTEGER);                       -- innermost push/pop range of the launching thread at launch
+
+CREATE TABLE memcpys(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, gpu_id INTEGER, device INTEGER,
+  context INTEGER, stream INTEGER, correlation_id INTEGER,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  copy_kind TEXT,                               -- 'HtoD','DtoH','DtoD','HtoH','PtoP','HtoA',...
+  bytes INTEGER NOT NULL,
+  src_kind TEXT, dst_kind TEXT,                 -- 'pageable','pinned','device','managed','array'
+  is_async INTEGER, src_device INTEGER, dst_device INTEGER, graph_node_id INTEGER,
+  api_id INTEGER, nvtx_range_id INTEGER);
+
+CREATE TABLE memsets(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, gpu_id INTEGER, device INTEGER,
+  context INTEGER, stream INTEGER, correlation_id INTEGER,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER NOT NULL, value INTEGER,
+  mem_kind TEXT, is_async INTEGER, graph_node_id INTEGER, api_id INTEGER, nvtx_range_id INTEGER);
+
+CREATE TABLE cuda_syncs(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, thread_id INTEGER,
+  sync_kind TEXT,                               -- 'event','stream_wait_event','stream','context'
+  context INTEGER, stream INTEGER, event INTEGER, correlation_id INTEGER,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
+
+CREATE TABLE cuda_memory(                       -- allocations and frees, for memory in use over time
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, gpu_id INTEGER, device INTEGER,
+  op TEXT NOT NULL,                             -- 'alloc' or 'free'
+  mem_kind TEXT,                                -- 'device','pinned','managed','pageable',...
+  address INTEGER, bytes INTEGER NOT NULL, ts_ns INTEGER NOT NULL, stream INTEGER,
+  correlation_id INTEGER);
+
+CREATE TABLE cupti_overhead(id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER,
+  kind TEXT, start_ns INTEGER, end_ns INTEGER);
+
+-- ---- GPU counters and energy (issue: power and energy) ---------------------------------------
+
+CREATE TABLE gpu_samples(                       -- NVML samples taken by the launcher
+  gpu_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL,
+  power_mw INTEGER,                             -- instantaneous power
+  power_avg_mw INTEGER,                         -- NVML's averaged power field
+  energy_mj INTEGER,                            -- total energy counter since driver load
+  sm_clock_mhz INTEGER, memory_clock_mhz INTEGER, gpu_util INTEGER, memory_util INTEGER,
+  memory_used_bytes INTEGER, temperature_c INTEGER, throttle_reasons INTEGER);
+
+CREATE TABLE energy_windows(                    -- lantern.h energy windows seen under `profile`
+  id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER, name_id INTEGER,
+  start_ns INTEGER NOT NULL, end_ns INTEGER, gpu_id INTEGER, energy_j REAL, error_j REAL,
+  counter_updates INTEGER, flags INTEGER);

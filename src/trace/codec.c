@@ -1,0 +1,358 @@
+/* Varints, records, chunks and the damage-tolerant file reader of the raw trace format.
+ * The layout is specified in docs/trace-format.md and src/trace/format.h. */
+#include "trace/codec.h"
+#include "trace/format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- CRC32C (Castagnoli), table driven; the table is built on first use ---------------- */
+
+static uint32_t crc_table[256];
+static int crc_ready;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[i] = c;
+    }
+    __atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    if (!__atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE))
+        crc_init(); /* idempotent: racing initialisers write identical values */
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (len--)
+        crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* ---- encoding ---------------------------------------------------------------------- */
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void trace_file_header(uint8_t out[16])
+{
+    memcpy(out, TRACE_FILE_MAGIC, 8);
+    put_le32(out + 8, TRACE_FORMAT_VERSION);
+    put_le32(out + 12, 0);
+}
+
+void trace_chunk_begin(struct trace_chunk_builder *b, uint8_t *buf, size_t cap, uint64_t base_ts)
+{
+    b->buf = buf;
+    b->cap = cap;
+    b->len = TRACE_CHUNK_HEADER_SIZE;
+    b->records = 0;
+    b->base_ts = base_ts;
+    b->prev_ts = base_ts;
+    b->overflow = 0;
+}
+
+size_t trace_chunk_finish(struct trace_chunk_builder *b)
+{
+    uint32_t body_len = (uint32_t)(b->len - TRACE_CHUNK_HEADER_SIZE);
+    put_le32(b->buf, TRACE_CHUNK_MAGIC);
+    put_le32(b->buf + 4, body_len);
+    put_le32(b->buf + 8, trace_crc32c(0, b->buf + TRACE_CHUNK_HEADER_SIZE, body_len));
+    put_le32(b->buf + 12, b->records);
+    put_le64(b->buf + 16, b->base_ts);
+    return b->len;
+}
+
+static void put_varint(struct trace_chunk_builder *b, uint64_t v)
+{
+    if (b->cap - b->len < 10) {
+        b->overflow = 1;
+        return;
+    }
+    uint8_t *p = b->buf + b->len;
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    b->len = (size_t)(p - b->buf);
+}
+
+/* A record's body length is not known until its end, so the header reserves a fixed
+ * 1 + 3 bytes: a type below 128 and a 3-byte padded varint length (bodies < 2 MiB, or
+ * the record is refused). Padded varints are valid LEB128. */
+#define RECORD_LEN_BYTES 3
+#define RECORD_MAX_BODY ((1u << (7 * RECORD_LEN_BYTES)) - 1)
+
+struct trace_record_mark trace_record_begin(struct trace_chunk_builder *b, unsigned type)
+{
+    struct trace_record_mark m = { b->len, b->prev_ts };
+    if (b->overflow || type >= 128 || b->cap - b->len < 1 + RECORD_LEN_BYTES) {
+        b->overflow = 1;
+        return m;
+    }
+    b->buf[b->len] = (uint8_t)type;
+    b->len += 1 + RECORD_LEN_BYTES;
+    return m;
+}
+
+int trace_record_end(struct trace_chunk_builder *b, struct trace_record_mark m)
+{
+    size_t body = b->len - m.start - 1 - RECORD_LEN_BYTES;
+    if (b->overflow || body > RECORD_MAX_BODY) {
+        b->len = m.start;
+        b->prev_ts = m.prev_ts;
+        b->overflow = 0;
+        return -1;
+    }
+    uint8_t *p = b->buf + m.start + 1;
+    p[0] = (uint8_t)(body | 0x80);
+    p[1] = (uint8_t)((body >> 7) | 0x80);
+    p[2] = (uint8_t)(body >> 14);
+    b->records++;
+    return 0;
+}
+
+void trace_put_u(struct trace_chunk_builder *b, uint64_t v) { put_varint(b, v); }
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+void trace_put_i(struct trace_chunk_builder *b, int64_t v) { put_varint(b, zigzag(v)); }
+
+void trace_put_ts(struct trace_chunk_builder *b, uint64_t ts)
+{
+    put_varint(b, zigzag((int64_t)(ts - b->prev_ts)));
+    b->prev_ts = ts;
+}
+
+void trace_put_s(struct trace_chunk_builder *b, const void *bytes, size_t len)
+{
+    put_varint(b, len);
+    if (b->overflow || b->cap - b->len < len) {
+        b->overflow = 1;
+        return;
+    }
+    if (len)
+        memcpy(b->buf + b->len, bytes, len);
+    b->len += len;
+}
+
+void trace_put_f(struct trace_chunk_builder *b, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    put_varint(b, bits);
+}
+
+/* ---- decoding ---------------------------------------------------------------------- */
+
+static int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (p >= end)
+            return -1;
+        uint8_t byte = *p++;
+        v |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+uint64_t trace_get_u(struct trace_fields *f)
+{
+    uint64_t v = 0;
+    if (f->p >= f->end)
+        return 0;
+    if (get_varint(&f->p, f->end, &v) < 0) {
+        f->bad = 1;
+        f->p = f->end;
+        return 0;
+    }
+    return v;
+}
+
+int64_t trace_get_i(struct trace_fields *f) { return unzigzag(trace_get_u(f)); }
+
+uint64_t trace_get_ts(struct trace_fields *f)
+{
+    if (f->p >= f->end)
+        return 0;
+    *f->prev_ts += (uint64_t)unzigzag(trace_get_u(f));
+    return *f->prev_ts;
+}
+
+size_t trace_get_s(struct trace_fields *f, const uint8_t **bytes)
+{
+    uint64_t len = trace_get_u(f);
+    if (len > (uint64_t)(f->end - f->p)) {
+        f->bad = 1;
+        f->p = f->end;
+        *bytes = f->end;
+        return 0;
+    }
+    *bytes = f->p;
+    f->p += len;
+    return (size_t)len;
+}
+
+double trace_get_f(struct trace_fields *f)
+{
+    uint64_t bits = trace_get_u(f);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+int trace_reader_open(struct trace_reader *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    r->fd = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(r->damage, sizeof r->damage, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        snprintf(r->damage, sizeof r->damage, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    r->fd = fd;
+    r->size = (size_t)st.st_size;
+    if (r->size < TRACE_FILE_HEADER_SIZE) {
+        snprintf(r->damage, sizeof r->damage, "file too short for a trace header (%zu bytes)", r->size);
+        r->bytes_lost = r->size;
+        return -1;
+    }
+    r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (r->map == MAP_FAILED) {
+        r->map = NULL;
+        snprintf(r->damage, sizeof r->damage, "cannot map: %s", strerror(errno));
+        return -1;
+    }
+    r->data = r->map;
+    if (memcmp(r->data, TRACE_FILE_MAGIC, 8) != 0) {
+        snprintf(r->damage, sizeof r->damage, "not a Lantern raw trace (bad magic)");
+        r->bytes_lost = r->size;
+        return -1;
+    }
+    uint32_t version = get_le32(r->data + 8);
+    if (version != TRACE_FORMAT_VERSION) {
+        snprintf(r->damage, sizeof r->damage, "unsupported trace format version %u", version);
+        r->bytes_lost = r->size;
+        return -1;
+    }
+    r->pos = TRACE_FILE_HEADER_SIZE;
+    return 0;
+}
+
+void trace_reader_close(struct trace_reader *r)
+{
+    if (r->map)
+        munmap(r->map, r->size);
+    if (r->fd >= 0)
+        close(r->fd);
+    r->map = NULL;
+    r->fd = -1;
+}
+
+static int reader_fail(struct trace_reader *r, size_t chunk_start, const char *why)
+{
+    snprintf(r->damage, sizeof r->damage, "chunk %llu at offset %zu: %s",
+             (unsigned long long)r->chunk_index, chunk_start, why);
+    r->bytes_lost = r->size - chunk_start;
+    r->rec = r->rec_end = NULL;
+    r->pos = r->size;
+    return -1;
+}
+
+static int reader_load_chunk(struct trace_reader *r)
+{
+    size_t start = r->pos;
+    size_t left = r->size - start;
+    if (left < TRACE_CHUNK_HEADER_SIZE)
+        return reader_fail(r, start, "truncated chunk header");
+    const uint8_t *h = r->data + start;
+    if (get_le32(h) != TRACE_CHUNK_MAGIC)
+        return reader_fail(r, start, "bad chunk magic");
+    uint32_t body_len = get_le32(h + 4);
+    if (body_len > TRACE_CHUNK_MAX_BODY)
+        return reader_fail(r, start, "chunk length out of range");
+    if (body_len > left - TRACE_CHUNK_HEADER_SIZE)
+        return reader_fail(r, start, "truncated chunk (the writer was stopped mid-write)");
+    const uint8_t *body = h + TRACE_CHUNK_HEADER_SIZE;
+    if (trace_crc32c(0, body, body_len) != get_le32(h + 8))
+        return reader_fail(r, start, "checksum mismatch (corrupt chunk)");
+    r->rec = body;
+    r->rec_end = body + body_len;
+    r->prev_ts = get_le64(h + 16);
+    r->pos = start + TRACE_CHUNK_HEADER_SIZE + body_len;
+    return 0;
+}
+
+int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_fields *fields)
+{
+    while (!r->rec || r->rec >= r->rec_end) {
+        if (r->rec)
+            r->chunk_index++;
+        r->rec = NULL;
+        if (r->pos >= r->size)
+            return 0;
+        if (reader_load_chunk(r) < 0)
+            return -1;
+    }
+    uint64_t t, len;
+    const uint8_t *p = r->rec;
+    if (get_varint(&p, r->rec_end, &t) < 0 || get_varint(&p, r->rec_end, &len) < 0 ||
+        len > (uint64_t)(r->rec_end - p)) {
+        snprintf(r->damage, sizeof r->damage, "chunk %llu: malformed record at offset %zu",
+                 (unsigned long long)r->chunk_index, (size_t)(r->rec - r->data));
+        r->bytes_lost = r->size - (size_t)(r->rec - r->data);
+        r->rec = r->rec_end = NULL;
+        r->pos = r->size;
+        return -1;
+    }
+    *type = (unsigned)t;
+    fields->p = p;
+    fields->end = p + len;
+    fields->prev_ts = &r->prev_ts;
+    fields->bad = 0;
+    r->rec = p + len;
+    return 1;
+}

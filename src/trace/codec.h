@@ -1,0 +1,87 @@
+/* Encoding and decoding of the raw trace format (src/trace/format.h): varints, records,
+ * chunks with CRC32C, and a reader that walks a file chunk by chunk and stops, with a
+ * reason, at the first damage. Used by the agent's writer thread, the launcher and the
+ * importer. Nothing here allocates on the encode path. */
+#ifndef LANTERN_TRACE_CODEC_H
+#define LANTERN_TRACE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- encoding ---------------------------------------------------------------------- */
+
+/* A chunk under construction in caller-owned memory. Records are appended to the body;
+ * trace_chunk_finish() fills the 24-byte header in front of it. */
+struct trace_chunk_builder {
+    uint8_t *buf;        /* TRACE_CHUNK_HEADER_SIZE bytes of header, then the body */
+    size_t cap;          /* bytes available at buf */
+    size_t len;          /* bytes used, header included */
+    uint32_t records;
+    uint64_t base_ts;
+    uint64_t prev_ts;
+    int overflow;        /* set when an append did not fit; the record was not added */
+};
+
+void trace_chunk_begin(struct trace_chunk_builder *b, uint8_t *buf, size_t cap, uint64_t base_ts);
+/* Writes the header; returns the total chunk size in bytes (header + body). */
+size_t trace_chunk_finish(struct trace_chunk_builder *b);
+static inline int trace_chunk_empty(const struct trace_chunk_builder *b) { return b->records == 0; }
+
+/* A record is built field by field between record_begin and record_end. If the record does
+ * not fit, record_end rolls the chunk back to where the record began and returns -1. */
+struct trace_record_mark { size_t start; uint64_t prev_ts; };
+struct trace_record_mark trace_record_begin(struct trace_chunk_builder *b, unsigned type);
+void trace_put_u(struct trace_chunk_builder *b, uint64_t v);
+void trace_put_i(struct trace_chunk_builder *b, int64_t v);
+void trace_put_ts(struct trace_chunk_builder *b, uint64_t ts);
+void trace_put_s(struct trace_chunk_builder *b, const void *bytes, size_t len);
+void trace_put_f(struct trace_chunk_builder *b, double v);
+int trace_record_end(struct trace_chunk_builder *b, struct trace_record_mark m);
+
+/* The 16-byte file header. */
+void trace_file_header(uint8_t out[16]);
+
+uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* ---- decoding ---------------------------------------------------------------------- */
+
+/* A cursor over one record's body. Reading past the end yields 0 (absent trailing fields). */
+struct trace_fields {
+    const uint8_t *p, *end;
+    uint64_t *prev_ts;   /* the chunk's running timestamp */
+    int bad;             /* set on a malformed varint or string */
+};
+
+uint64_t trace_get_u(struct trace_fields *f);
+int64_t trace_get_i(struct trace_fields *f);
+uint64_t trace_get_ts(struct trace_fields *f);
+/* Points *bytes into the record (not NUL-terminated); returns the length. */
+size_t trace_get_s(struct trace_fields *f, const uint8_t **bytes);
+double trace_get_f(struct trace_fields *f);
+
+/* A reader over a whole file held in memory (mapped read-only). */
+struct trace_reader {
+    const uint8_t *data;
+    size_t size;
+    size_t pos;               /* offset of the next chunk header */
+    int fd;
+    void *map;
+    /* the current chunk */
+    const uint8_t *rec, *rec_end;
+    uint64_t prev_ts;
+    uint64_t chunk_index;
+    /* when the reader stopped early: what went wrong and how many bytes were not read */
+    char damage[200];
+    size_t bytes_lost;
+};
+
+/* Opens and validates the file header. Returns 0, or -1 with damage[] saying why. */
+int trace_reader_open(struct trace_reader *r, const char *path);
+void trace_reader_close(struct trace_reader *r);
+
+/* Next record of the file: returns 1 and fills *type and *fields, 0 at a clean end of file,
+ * -1 at damage (truncated or corrupt chunk, malformed record): damage[] and bytes_lost
+ * describe it, and everything before the damaged chunk has been returned. */
+int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_fields *fields);
+
+#endif
