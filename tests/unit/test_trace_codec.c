@@ -114,7 +114,7 @@ static void not_a_trace_is_refused(void)
 
 static void record_that_does_not_fit_is_rolled_back(void)
 {
-    uint8_t buf[64];
+    uint8_t buf[80];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, 0);
     struct trace_record_mark m = trace_record_begin(&b, TRACE_STRING);
