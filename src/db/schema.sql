@@ -15,7 +15,8 @@ CREATE TABLE processes(
   clean_exit INTEGER NOT NULL DEFAULT 0,      -- 0: killed or crashed; events after the last flush lost
   dropped_events INTEGER NOT NULL DEFAULT 0,  -- records the agent could not buffer (drop-and-count)
   unbalanced_pops INTEGER NOT NULL DEFAULT 0,
-  raw_file TEXT, import_warning TEXT);        -- import_warning: damage found in the raw file
+  raw_file TEXT, import_warning TEXT,         -- import_warning: damage found in the raw file
+  cuda_rejected_records INTEGER NOT NULL DEFAULT 0);  -- CUPTI records with zero or inverted times
 
 CREATE TABLE threads(
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL REFERENCES processes(id),
@@ -61,10 +62,14 @@ CREATE TABLE process_gpus(process_id INTEGER, device INTEGER, gpu_id INTEGER,
   PRIMARY KEY(process_id, device)) WITHOUT ROWID;  -- CUDA ordinal in that process -> gpus.id
 
 CREATE TABLE cuda_contexts(id INTEGER PRIMARY KEY, process_id INTEGER, context INTEGER,
-  gpu_id INTEGER, name_id INTEGER);
+  gpu_id INTEGER, name_id INTEGER,
+  device INTEGER, null_stream INTEGER);         -- CUDA ordinal; CUPTI id of its NULL stream
 CREATE TABLE cuda_streams(id INTEGER PRIMARY KEY, process_id INTEGER, context INTEGER,
-  stream INTEGER, gpu_id INTEGER, priority INTEGER, is_default INTEGER, name_id INTEGER);
+  stream INTEGER, gpu_id INTEGER, priority INTEGER, is_default INTEGER, name_id INTEGER,
+  handle INTEGER);                              -- the CUstream as the program saw it (NVTX names it)
 -- context and stream: CUPTI's ids within the process
+CREATE TABLE cuda_stream_handles(process_id INTEGER, handle INTEGER, context INTEGER,
+  stream INTEGER);                              -- CUstream -> CUPTI ids, recorded at creation
 
 CREATE TABLE cuda_api(                          -- CPU side of CUDA runtime/driver calls
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,

@@ -51,18 +51,92 @@ enum trace_record_type {
     TRACE_MARK = 26,          /* u thread_idx, ts, u domain, EVENT */
     TRACE_UNBALANCED_POP = 27,/* u thread_idx, ts, u domain */
     TRACE_DOMAIN_DESTROY = 28,/* u domain id, ts */
+    TRACE_NAME_RESOURCE = 29, /* u kind (TRACE_RESOURCE_*), u handle value, u name string id */
     /* EVENT = u name string id, u category, u color (0: none, else ARGB + 1),
      *         u payload_type (NVTX_PAYLOAD_TYPE_*, 0: none), u payload bits */
 
-    /* CUDA through CUPTI (40-79): defined by src/agent/cupti*.c, documented in
-     * docs/trace-format.md. */
+    /* CUDA through CUPTI (40-79): written by src/agent/cupti*.c, imported by
+     * src/db/import_cuda.c, documented in docs/trace-format.md. ids (device, context,
+     * stream, correlation) are CUPTI's within the process. */
     TRACE_CUDA_FIRST = 40,
+    TRACE_CUDA_KERNEL = 40,   /* u device, u context, u stream, u correlation, ts start, ts end,
+                                 u name string id (mangled), u demangled string id (0: none),
+                                 u grid x, y, z, u block x, y, z, u cluster x, y, z,
+                                 u registers per thread, u static smem, u dynamic smem,
+                                 u local mem per thread, u launch type (TRACE_CUDA_LAUNCH_*),
+                                 u graph id, u graph node id */
+    TRACE_CUDA_MEMCPY = 41,   /* u device, u context, u stream, u correlation, ts start, ts end,
+                                 u copy kind (TRACE_CUDA_COPY_*), u bytes, u src mem kind,
+                                 u dst mem kind (TRACE_CUDA_MEM_*), u async (0/1),
+                                 u src device, u dst device, u graph node id */
+    TRACE_CUDA_MEMSET = 42,   /* u device, u context, u stream, u correlation, ts start, ts end,
+                                 u bytes, u value, u mem kind, u async, u graph node id */
+    TRACE_CUDA_API = 43,      /* u os_tid, u api (0 runtime, 1 driver), u cbid,
+                                 u name string id, ts start, ts end, u return code,
+                                 u correlation */
+    TRACE_CUDA_SYNC = 44,     /* u sync kind (TRACE_CUDA_SYNC_*), u context, u stream,
+                                 u event, u correlation, ts start, ts end */
+    TRACE_CUDA_MEMORY = 45,   /* u op (1 alloc, 2 free), u mem kind, u device, u context,
+                                 u stream, u address, u bytes, ts, u correlation */
+    TRACE_CUDA_DEVICE = 46,   /* u device, s name, s uuid ("GPU-xxxxxxxx-xxxx-..." as NVML
+                                 prints it), s pci bus id, u cc major, u cc minor, u SM count,
+                                 u memory bytes, u SM clock kHz, u memory clock kHz,
+                                 u memory bus bits, u L2 bytes, u max threads per SM,
+                                 u max registers per SM, u max smem per SM, u max blocks per SM,
+                                 u registers per block, u smem per block opt-in,
+                                 u DRAM bandwidth (bytes/s, as CUPTI reports it) */
+    TRACE_CUDA_CONTEXT = 47,  /* u context, u device, u null stream id */
+    TRACE_CUDA_STREAM = 48,   /* u context, u stream, u priority, u flag (TRACE_CUDA_STREAM_*),
+                                 u correlation */
+    TRACE_CUDA_STREAM_HANDLE = 49, /* u CUstream handle (as NVTX names it), u context,
+                                 u stream: written when a stream is created */
+    TRACE_CUDA_OVERHEAD = 50, /* u kind (CUPTI's CUpti_ActivityOverheadKind), u os_tid (0: not
+                                 a thread's), ts start, ts end */
+    TRACE_CUDA_REJECTED = 51, /* u count: CUPTI records dropped by the agent because their
+                                 timestamps were zero or inverted, since the last REJECTED */
     TRACE_CUDA_LAST = 79,
 
     /* GPU counters sampled by the launcher (80-99): defined by src/nvml, documented in
      * docs/trace-format.md. */
     TRACE_NVML_FIRST = 80,
     TRACE_NVML_LAST = 99,
+};
+
+/* CUDA enumerations in the trace, numbered as CUPTI numbers them (stable since CUDA 10). */
+enum trace_cuda_copy_kind {
+    TRACE_CUDA_COPY_UNKNOWN = 0, TRACE_CUDA_COPY_HTOD = 1, TRACE_CUDA_COPY_DTOH = 2,
+    TRACE_CUDA_COPY_HTOA = 3, TRACE_CUDA_COPY_ATOH = 4, TRACE_CUDA_COPY_ATOA = 5,
+    TRACE_CUDA_COPY_ATOD = 6, TRACE_CUDA_COPY_DTOA = 7, TRACE_CUDA_COPY_DTOD = 8,
+    TRACE_CUDA_COPY_HTOH = 9, TRACE_CUDA_COPY_PTOP = 10,
+};
+enum trace_cuda_mem_kind {
+    TRACE_CUDA_MEM_UNKNOWN = 0, TRACE_CUDA_MEM_PAGEABLE = 1, TRACE_CUDA_MEM_PINNED = 2,
+    TRACE_CUDA_MEM_DEVICE = 3, TRACE_CUDA_MEM_ARRAY = 4, TRACE_CUDA_MEM_MANAGED = 5,
+    TRACE_CUDA_MEM_DEVICE_STATIC = 6, TRACE_CUDA_MEM_MANAGED_STATIC = 7,
+};
+enum trace_cuda_sync_kind {
+    TRACE_CUDA_SYNC_UNKNOWN = 0, TRACE_CUDA_SYNC_EVENT = 1, TRACE_CUDA_SYNC_STREAM_WAIT_EVENT = 2,
+    TRACE_CUDA_SYNC_STREAM = 3, TRACE_CUDA_SYNC_CONTEXT = 4,
+};
+enum trace_cuda_launch_type {   /* kernels.launch_type */
+    TRACE_CUDA_LAUNCH_REGULAR = 0, TRACE_CUDA_LAUNCH_COOPERATIVE = 1,
+    TRACE_CUDA_LAUNCH_COOPERATIVE_MULTI_DEVICE = 2, TRACE_CUDA_LAUNCH_CLUSTER = 3,
+};
+enum trace_cuda_stream_flag {
+    TRACE_CUDA_STREAM_UNKNOWN = 0, TRACE_CUDA_STREAM_DEFAULT = 1,
+    TRACE_CUDA_STREAM_NON_BLOCKING = 2, TRACE_CUDA_STREAM_NULL = 3,
+};
+
+/* TRACE_NAME_RESOURCE kinds: what nvtxName{Cu,Cuda}*{A,W} and nvtxDomainResourceCreate named */
+enum trace_resource_kind {
+    TRACE_RESOURCE_CU_DEVICE = 1,
+    TRACE_RESOURCE_CU_CONTEXT = 2,
+    TRACE_RESOURCE_CU_STREAM = 3,
+    TRACE_RESOURCE_CU_EVENT = 4,
+    TRACE_RESOURCE_CUDART_DEVICE = 5,
+    TRACE_RESOURCE_CUDART_STREAM = 6,
+    TRACE_RESOURCE_CUDART_EVENT = 7,
+    TRACE_RESOURCE_NVTX_GENERIC = 8,  /* nvtxDomainResourceCreate: its identifier value */
 };
 
 /* TRACE_PROCESS agent_flags */

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Overhead of CUDA tracing on PyTorch programs (docs/benchmarks.md, "CUDA tracing"): the same
+workload run as is, under `lantern profile -t cuda,nvtx`, under torch.profiler (CUDA
+activities) and under Nsight Systems' collection, in alternating rounds; each run times its
+steady-state iterations itself and the medians' ratios to the baseline are reported.
+
+  python3 bench/bench_cuda.py --build build [--rounds 5] [--nsys PATH] [--json OUT]
+  python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler]   (one run)
+
+Workloads: "loop", launch-bound (two tiny elementwise kernels and one NVTX range per
+iteration); "transformer", one training step of a small transformer encoder."""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+LOOP_WARMUP, LOOP_ITERS = 3000, 30000
+STEP_WARMUP, STEP_ITERS = 10, 40
+
+
+# ---- one run: the workload, timed inside the program ----------------------------------------
+
+def loop_workload(torch):
+    x = torch.ones(256, device="cuda")
+    nvtx = torch.cuda.nvtx
+
+    def iterations(n):
+        for _ in range(n):
+            nvtx.range_push("iter")
+            y = x + 1.0
+            y.mul_(2.0)
+            nvtx.range_pop()
+
+    return iterations, LOOP_WARMUP, LOOP_ITERS
+
+
+def transformer_workload(torch):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=4).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = torch.randn(32, 128, 256, device="cuda")
+    nvtx = torch.cuda.nvtx
+
+    def iterations(n):
+        for _ in range(n):
+            nvtx.range_push("step")
+            opt.zero_grad(set_to_none=True)
+            loss = model(data).pow(2).mean()
+            loss.backward()
+            opt.step()
+            nvtx.range_pop()
+
+    return iterations, STEP_WARMUP, STEP_ITERS
+
+
+def run_one(name, use_torch_profiler):
+    import torch
+    iterations, warmup, iters = {"loop": loop_workload, "transformer": transformer_workload}[name](torch)
+    profiler = None
+    if use_torch_profiler:
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CUDA])
+        profiler.__enter__()
+    iterations(warmup)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    iterations(iters)
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    if profiler:
+        profiler.__exit__(None, None, None)   # collection ends outside the timed part
+    print(f"per_iter_us={elapsed / iters * 1e6:.3f}")
+
+
+# ---- the driver: alternating rounds ----------------------------------------------------------
+
+def find_nsys(explicit):
+    if explicit:
+        return explicit
+    found = shutil.which("nsys")
+    if found:
+        return found
+    for pattern in ("/usr/local/cuda*/bin/nsys", "/opt/nvidia/nsight-systems*/bin/nsys",
+                    "/usr/local/cuda*/nsight-systems*/bin/nsys", "/opt/nvidia/nsight-compute*/**/nsys",
+                    "/usr/local/cuda*/nsight-compute*/**/nsys"):
+        hits = [h for h in glob.glob(pattern, recursive=True) if os.path.isfile(h) and os.access(h, os.X_OK)]
+        if hits:
+            return sorted(hits)[-1]
+    return None
+
+
+def mode_commands(build, nsys, tmp):
+    me = [sys.executable, os.path.abspath(__file__)]
+    lantern = os.path.join(build, "bin", "lantern")
+    modes = {
+        "baseline": lambda w, r: me + ["--workload", w],
+        "lantern": lambda w, r: [lantern, "profile", "-f", "-t", "cuda,nvtx", "-o",
+                                 os.path.join(tmp, f"{w}-{r}.db"), "--"] + me + ["--workload", w],
+        "torch.profiler": lambda w, r: me + ["--workload", w, "--torch-profiler"],
+    }
+    if nsys:
+        modes["nsys"] = lambda w, r: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
+                                      "-o", os.path.join(tmp, f"nsys-{w}-{r}")] + me + ["--workload", w]
+    return modes
+
+
+def timed_run(cmd):
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    for line in run.stdout.splitlines():
+        if line.startswith("per_iter_us="):
+            return float(line.split("=", 1)[1]), run
+    return None, run
+
+
+def drive(args):
+    nsys = find_nsys(args.nsys)
+    print(f"nsys: {nsys or 'not found'}", flush=True)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        modes = mode_commands(args.build, nsys, tmp)
+        for workload in args.workloads:
+            samples = {m: [] for m in modes}
+            for r in range(args.rounds):
+                # Alternate the order each round so drift (clocks, caches) hits every mode alike.
+                order = list(modes) if r % 2 == 0 else list(reversed(modes))
+                for mode in order:
+                    value, run = timed_run(modes[mode](workload, r))
+                    if value is None:
+                        print(f"{workload}/{mode}: no timing (exit {run.returncode}):\n{run.stderr[-2000:]}",
+                              flush=True)
+                        continue
+                    samples[mode].append(value)
+                    print(f"{workload} round {r} {mode}: {value:.3f} us/iter", flush=True)
+            base = statistics.median(samples["baseline"]) if samples["baseline"] else None
+            results[workload] = {}
+            for mode, values in samples.items():
+                if not values:
+                    continue
+                med = statistics.median(values)
+                ratio = med / base if base else None
+                results[workload][mode] = {"median_us": med, "ratio": ratio, "samples": values}
+                print(f"{workload:12s} {mode:15s} median {med:10.3f} us/iter  x{ratio:.3f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", choices=["loop", "transformer"], help="run one workload once")
+    p.add_argument("--torch-profiler", action="store_true")
+    p.add_argument("--build", default="build")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--nsys")
+    p.add_argument("--workloads", nargs="+", default=["loop", "transformer"])
+    p.add_argument("--json")
+    args = p.parse_args()
+    if args.workload:
+        run_one(args.workload, args.torch_profiler)
+    else:
+        drive(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+/* The agent's life cycle: the once-per-process start (an atomic state machine that never
+ * blocks), the event sources named in LANTERN_TRACE, fork handling, the final drain at exit,
+ * and the single "lantern:" warning line. */
+#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/ring.h"
+#include "agent/writer.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum agent_state { AGENT_FRESH = 0, AGENT_STARTING, AGENT_RECORDING, AGENT_INERT };
+
+static _Atomic int agent_state;
+static _Atomic int agent_exited;
+
+/* Sources registered with AGENT_SOURCE(); the linker provides the section bounds. */
+extern const struct agent_source __start_lantern_sources[] __attribute__((visibility("hidden")));
+extern const struct agent_source __stop_lantern_sources[] __attribute__((visibility("hidden")));
+#define AGENT_MAX_SOURCES 16
+static int agent_source_on[AGENT_MAX_SOURCES];
+
+#define FOR_EACH_ON_SOURCE(s)                                                               \
+    for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++) \
+        if (agent_source_on[s - __start_lantern_sources])
+
+uint64_t agent_now(void) { return clock_mono_ns(); }
+
+void agent_warn(const char *fmt, ...)
+{
+    char line[512] = "lantern: ";
+    size_t prefix = strlen(line);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line + prefix, sizeof(line) - prefix - 1, fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? prefix : prefix + (size_t)n;
+    if (len > sizeof(line) - 2)
+        len = sizeof(line) - 2;
+    line[len++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, line, len); /* one write: lines never interleave */
+    (void)ignored;
+}
+
+/* Is `name` in the comma-separated list? */
+static int agent_list_has(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t item = comma ? (size_t)(comma - p) : strlen(p);
+        if (item == len && strncmp(p, name, len) == 0)
+            return 1;
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+static uint32_t agent_choose_sources(uint32_t loaded_for)
+{
+    const char *wanted = getenv("LANTERN_TRACE");
+    uint32_t flags = loaded_for;
+    for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++) {
+        size_t i = (size_t)(s - __start_lantern_sources);
+        if (i >= AGENT_MAX_SOURCES)
+            break;
+        agent_source_on[i] = s->always_on || agent_list_has(wanted, s->name);
+        if (agent_source_on[i] && (s->always_on == 0 || s->trace_flag == loaded_for))
+            flags |= s->trace_flag;
+    }
+    return flags;
+}
+
+static void agent_fork_prepare(void)
+{
+    FOR_EACH_ON_SOURCE(s)
+        if (s->at_fork_prepare)
+            s->at_fork_prepare();
+    writer_fork_prepare();
+}
+
+static void agent_fork_parent(void)
+{
+    writer_fork_parent();
+    FOR_EACH_ON_SOURCE(s)
+        if (s->at_fork_parent)
+            s->at_fork_parent();
+}
+
+static void agent_fork_child(void)
+{
+    writer_fork_child();
+    FOR_EACH_ON_SOURCE(s)
+        if (s->at_fork_child)
+            s->at_fork_child();
+}
+
+/* atexit and the library destructor both come here; only the first call works. */
+static void agent_exit(void)
+{
+    if (__atomic_load_n(&agent_state, __ATOMIC_ACQUIRE) != AGENT_RECORDING)
+        return;
+    if (__atomic_exchange_n(&agent_exited, 1, __ATOMIC_ACQ_REL))
+        return;
+    FOR_EACH_ON_SOURCE(s)
+        if (s->at_exit)
+            s->at_exit();
+    writer_finish();
+}
+
+__attribute__((destructor)) static void agent_unload(void) { agent_exit(); }
+
+static void agent_start_sources(void)
+{
+    FOR_EACH_ON_SOURCE(s)
+        if (s->init && s->init() != 0)
+            agent_source_on[s - __start_lantern_sources] = 0;
+}
+
+int agent_init(uint32_t loaded_for)
+{
+    int expected = AGENT_FRESH;
+    if (!__atomic_compare_exchange_n(&agent_state, &expected, AGENT_STARTING, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return expected == AGENT_INERT ? -1 : 0; /* another caller is starting or has started */
+    clock_init();
+    ring_configured_size();
+    const char *dir = getenv("LANTERN_SESSION_DIR");
+    if (!dir || !*dir) {
+        agent_warn("LANTERN_SESSION_DIR is not set; running untraced");
+        goto inert;
+    }
+    if (writer_start(dir, agent_choose_sources(loaded_for)) < 0)
+        goto inert;
+    pthread_atfork(agent_fork_prepare, agent_fork_parent, agent_fork_child);
+    atexit(agent_exit);
+    __atomic_store_n(&agent_state, AGENT_RECORDING, __ATOMIC_RELEASE);
+    agent_start_sources();
+    return 0;
+inert:
+    ring_disable();
+    __atomic_store_n(&agent_state, AGENT_INERT, __ATOMIC_RELEASE);
+    return -1;
+}

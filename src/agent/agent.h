@@ -1,0 +1,39 @@
+/* The agent's process-wide services shared by its source modules (nvtx.c, cupti*.c): init
+ * state machine, CLOCK_MONOTONIC time, the one-line warning, and the table of event
+ * sources that the agent starts, forks and stops. */
+#ifndef LANTERN_AGENT_AGENT_H
+#define LANTERN_AGENT_AGENT_H
+
+#include <stdint.h>
+
+/* Starts the agent once per process; any thread, any number of times, never blocks (a
+ * caller that loses the race returns while the winner finishes). `loaded_for` is the
+ * TRACE_FLAG_* of the entry point (NVTX or CUDA injection). Returns 0 when recording or
+ * starting, -1 when inert. */
+int agent_init(uint32_t loaded_for);
+
+uint64_t agent_now(void);                                   /* CLOCK_MONOTONIC ns */
+void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* An event source. The agent calls init after the trace file is open when the source is
+ * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs
+ * before the writer lock is taken, child after the child's file is open) and at_exit runs
+ * before the final drain. Any hook may be NULL. */
+struct agent_source {
+    const char *name;          /* as in LANTERN_TRACE: "nvtx", "cuda" */
+    uint32_t trace_flag;       /* TRACE_FLAG_* added to TRACE_PROCESS when enabled */
+    int always_on;
+    int (*init)(void);         /* 0: running; else the source stays off */
+    void (*at_fork_prepare)(void);
+    void (*at_fork_parent)(void);
+    void (*at_fork_child)(void);
+    void (*at_exit)(void);
+};
+
+/* Registers a source from its own file, with no edit elsewhere: the linker gathers these
+ * into the section lantern_sources, which agent.c walks. */
+#define AGENT_SOURCE(var)                                                                   \
+    __attribute__((used, section("lantern_sources"), aligned(sizeof(void *))))              \
+    const struct agent_source var
+
+#endif

@@ -1,0 +1,452 @@
+/* CUPTI activity records -> Lantern trace records. Runs in CUPTI's buffer-completed
+ * callback under the writer lock (src/agent/cupti.c) and in CPU tests with records the test
+ * builds; the layouts it reads are those of the CUPTI headers it is compiled against. */
+#include "agent/cupti_translate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/format.h"
+
+void cupti_translate_init(struct cupti_translate *t, const struct cupti_translate_hooks *hooks,
+                          int all_apis)
+{
+    memset(t, 0, sizeof(*t));
+    t->hooks = *hooks;
+    t->all_apis = all_apis;
+}
+
+void cupti_translate_reset(struct cupti_translate *t)
+{
+    for (unsigned i = 0; i < CUPTI_NAME_CACHE_SIZE; i++) {
+        free(t->names[i].copy);
+        t->names[i] = (struct cupti_name_cache_entry){ 0 };
+    }
+    memset(t->api_name_id, 0, sizeof(t->api_name_id));
+    t->rejected = 0;
+}
+
+void cupti_translate_release(struct cupti_translate *t)
+{
+    cupti_translate_reset(t);
+}
+
+/* ---- the API allow-list ---------------------------------------------------------------- */
+
+/* Calls that do work on or wait for the GPU, or change what it holds. */
+static const char *const api_allowed_words[] = {
+    "Launch", "Memcpy", "Memset", "Synchronize", "Malloc", "Free", "MemAlloc", "HostAlloc",
+    "HostRegister", "HostUnregister", "Prefetch", "Graph", "Stream", "Event", "ProfilerStart",
+    "ProfilerStop",
+};
+/* Queries and attribute reads: cheap, frequent (PyTorch's allocator polls cudaEventQuery
+ * and cudaStreamIsCapturing), and not GPU work. They win over the words above. */
+static const char *const api_noise_words[] = { "Get", "Query", "IsCapturing", "Attribute" };
+
+int cupti_api_allowed(const char *name)
+{
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < sizeof(api_noise_words) / sizeof(api_noise_words[0]); i++)
+        if (strstr(name, api_noise_words[i]))
+            return 0;
+    for (size_t i = 0; i < sizeof(api_allowed_words) / sizeof(api_allowed_words[0]); i++)
+        if (strstr(name, api_allowed_words[i]))
+            return 1;
+    return 0;
+}
+
+/* Runtime names carry the CUDA version that introduced them ("cudaMemcpy_v3020"); reports
+ * want "cudaMemcpy". Driver suffixes (_v2, _ptsz) are kept: they name different entry points. */
+static size_t api_name_length(const char *name)
+{
+    size_t len = strlen(name);
+    size_t digits = 0;
+    while (digits < len && name[len - 1 - digits] >= '0' && name[len - 1 - digits] <= '9')
+        digits++;
+    if (digits >= 4 && len > digits + 2 && name[len - digits - 1] == 'v' && name[len - digits - 2] == '_')
+        return len - digits - 2;
+    return len;
+}
+
+/* The string id of an API's name, and whether it is recorded; 0 when it is not. */
+static int api_lookup(struct cupti_translate *t, int driver, uint32_t cbid, uint64_t *name_id)
+{
+    int cached = cbid < CUPTI_API_CACHE_SIZE;
+    if (cached && t->api_name_id[driver][cbid]) {
+        *name_id = t->api_name_id[driver][cbid] - 1;
+        return t->api_allowed[driver][cbid] == 1;
+    }
+    const char *name = t->hooks.api_name(t->hooks.ctx, driver, cbid);
+    int allowed = t->all_apis || cupti_api_allowed(name);
+    *name_id = allowed && name ? t->hooks.intern(t->hooks.ctx, name, api_name_length(name)) : 0;
+    if (cached) {
+        t->api_name_id[driver][cbid] = *name_id + 1;
+        t->api_allowed[driver][cbid] = allowed ? 1 : 2;
+    }
+    return allowed;
+}
+
+/* ---- kernel names ---------------------------------------------------------------------- */
+
+static uint64_t name_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static void kernel_names(struct cupti_translate *t, const char *name, uint64_t *name_id,
+                         uint64_t *demangled_id)
+{
+    *name_id = *demangled_id = 0;
+    if (!name)
+        return;
+    struct cupti_name_cache_entry *e = &t->names[name_hash(name) % CUPTI_NAME_CACHE_SIZE];
+    if (e->key == name && e->copy && strcmp(e->copy, name) == 0) {
+        *name_id = e->name_id;
+        *demangled_id = e->demangled_id;
+        return;
+    }
+    *name_id = t->hooks.intern(t->hooks.ctx, name, strlen(name));
+    char *demangled = t->hooks.demangle ? t->hooks.demangle(t->hooks.ctx, name) : NULL;
+    if (demangled)
+        *demangled_id = t->hooks.intern(t->hooks.ctx, demangled, strlen(demangled));
+    free(demangled);
+    /* A failed copy only costs a cache miss next time. */
+    free(e->copy);
+    *e = (struct cupti_name_cache_entry){ name, strdup(name), *name_id, *demangled_id };
+}
+
+/* ---- one record per kind --------------------------------------------------------------- */
+
+static int bad_times(struct cupti_translate *t, uint64_t start, uint64_t end)
+{
+    if (start && end && end >= start)
+        return 0;
+    t->rejected++;
+    t->rejected_total++;
+    return 1;
+}
+
+static int finish(struct cupti_translate *t, struct trace_chunk_builder *b,
+                  struct trace_record_mark m)
+{
+    if (trace_record_end(b, m) < 0)
+        return CUPTI_NO_ROOM;
+    t->translated_total++;
+    return CUPTI_TRANSLATED;
+}
+
+static unsigned kernel_launch_type(const CUpti_ActivityKernel10 *k)
+{
+    if (k->launchType == CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE)
+        return TRACE_CUDA_LAUNCH_COOPERATIVE;
+    if (k->launchType == CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE)
+        return TRACE_CUDA_LAUNCH_COOPERATIVE_MULTI_DEVICE;
+    if ((uint64_t)k->clusterX * k->clusterY * k->clusterZ > 1)
+        return TRACE_CUDA_LAUNCH_CLUSTER;
+    return TRACE_CUDA_LAUNCH_REGULAR;
+}
+
+static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
+                      const CUpti_ActivityKernel10 *k)
+{
+    if (bad_times(t, k->start, k->end))
+        return CUPTI_REJECTED;
+    uint64_t name_id, demangled_id;
+    kernel_names(t, k->name, &name_id, &demangled_id);
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_KERNEL);
+    trace_put_u(b, k->deviceId);
+    trace_put_u(b, k->contextId);
+    trace_put_u(b, k->streamId);
+    trace_put_u(b, k->correlationId);
+    trace_put_ts(b, k->start);
+    trace_put_ts(b, k->end);
+    trace_put_u(b, name_id);
+    trace_put_u(b, demangled_id);
+    trace_put_u(b, (uint32_t)k->gridX);
+    trace_put_u(b, (uint32_t)k->gridY);
+    trace_put_u(b, (uint32_t)k->gridZ);
+    trace_put_u(b, (uint32_t)k->blockX);
+    trace_put_u(b, (uint32_t)k->blockY);
+    trace_put_u(b, (uint32_t)k->blockZ);
+    trace_put_u(b, k->clusterX);
+    trace_put_u(b, k->clusterY);
+    trace_put_u(b, k->clusterZ);
+    trace_put_u(b, k->registersPerThread);
+    trace_put_u(b, (uint32_t)k->staticSharedMemory);
+    trace_put_u(b, (uint32_t)k->dynamicSharedMemory);
+    trace_put_u(b, k->localMemoryPerThread);
+    trace_put_u(b, kernel_launch_type(k));
+    trace_put_u(b, k->graphId);
+    trace_put_u(b, k->graphNodeId);
+    return finish(t, b, m);
+}
+
+static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
+                      const CUpti_ActivityMemcpy6 *c)
+{
+    if (bad_times(t, c->start, c->end))
+        return CUPTI_REJECTED;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
+    trace_put_u(b, c->deviceId);
+    trace_put_u(b, c->contextId);
+    trace_put_u(b, c->streamId);
+    trace_put_u(b, c->correlationId);
+    trace_put_ts(b, c->start);
+    trace_put_ts(b, c->end);
+    trace_put_u(b, c->copyKind);
+    trace_put_u(b, c->bytes);
+    trace_put_u(b, c->srcKind);
+    trace_put_u(b, c->dstKind);
+    trace_put_u(b, (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
+    trace_put_u(b, c->deviceId);   /* a copy within one device: source and destination */
+    trace_put_u(b, c->deviceId);
+    trace_put_u(b, c->graphNodeId);
+    return finish(t, b, m);
+}
+
+static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder *b,
+                           const CUpti_ActivityMemcpyPtoP4 *c)
+{
+    if (bad_times(t, c->start, c->end))
+        return CUPTI_REJECTED;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
+    trace_put_u(b, c->deviceId);
+    trace_put_u(b, c->contextId);
+    trace_put_u(b, c->streamId);
+    trace_put_u(b, c->correlationId);
+    trace_put_ts(b, c->start);
+    trace_put_ts(b, c->end);
+    trace_put_u(b, c->copyKind);
+    trace_put_u(b, c->bytes);
+    trace_put_u(b, c->srcKind);
+    trace_put_u(b, c->dstKind);
+    trace_put_u(b, (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
+    trace_put_u(b, c->srcDeviceId);
+    trace_put_u(b, c->dstDeviceId);
+    trace_put_u(b, c->graphNodeId);
+    return finish(t, b, m);
+}
+
+static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
+                      const CUpti_ActivityMemset4 *s)
+{
+    if (bad_times(t, s->start, s->end))
+        return CUPTI_REJECTED;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMSET);
+    trace_put_u(b, s->deviceId);
+    trace_put_u(b, s->contextId);
+    trace_put_u(b, s->streamId);
+    trace_put_u(b, s->correlationId);
+    trace_put_ts(b, s->start);
+    trace_put_ts(b, s->end);
+    trace_put_u(b, s->bytes);
+    trace_put_u(b, s->value);
+    trace_put_u(b, s->memoryKind);
+    trace_put_u(b, (s->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0);
+    trace_put_u(b, s->graphNodeId);
+    return finish(t, b, m);
+}
+
+static int put_api(struct cupti_translate *t, struct trace_chunk_builder *b,
+                   const CUpti_ActivityAPI *a, int driver)
+{
+    uint64_t name_id;
+    if (!api_lookup(t, driver, a->cbid, &name_id)) {
+        t->filtered_total++;
+        return CUPTI_SKIPPED;
+    }
+    if (bad_times(t, a->start, a->end))
+        return CUPTI_REJECTED;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_API);
+    trace_put_u(b, a->threadId);
+    trace_put_u(b, driver ? 1 : 0);
+    trace_put_u(b, a->cbid);
+    trace_put_u(b, name_id);
+    trace_put_ts(b, a->start);
+    trace_put_ts(b, a->end);
+    trace_put_u(b, a->returnValue);
+    trace_put_u(b, a->correlationId);
+    return finish(t, b, m);
+}
+
+static int put_sync(struct cupti_translate *t, struct trace_chunk_builder *b,
+                    const CUpti_ActivitySynchronization2 *s)
+{
+    if (bad_times(t, s->start, s->end))
+        return CUPTI_REJECTED;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_SYNC);
+    trace_put_u(b, s->type);
+    trace_put_u(b, s->contextId);
+    /* CUPTI marks "no stream" / "no event" with CUPTI_SYNCHRONIZATION_INVALID_VALUE (~0). */
+    trace_put_u(b, s->streamId == (uint32_t)-1 ? 0 : (uint64_t)s->streamId + 1);
+    trace_put_u(b, s->cudaEventId == (uint32_t)-1 ? 0 : (uint64_t)s->cudaEventId + 1);
+    trace_put_u(b, s->correlationId);
+    trace_put_ts(b, s->start);
+    trace_put_ts(b, s->end);
+    return finish(t, b, m);
+}
+
+static int put_memory(struct cupti_translate *t, struct trace_chunk_builder *b,
+                      const CUpti_ActivityMemory4 *r)
+{
+    if (!r->timestamp) {
+        t->rejected++;
+        t->rejected_total++;
+        return CUPTI_REJECTED;
+    }
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMORY);
+    trace_put_u(b, r->memoryOperationType);
+    trace_put_u(b, r->memoryKind);
+    trace_put_u(b, r->deviceId);
+    trace_put_u(b, r->contextId);
+    trace_put_u(b, r->streamId);
+    trace_put_u(b, r->address);
+    trace_put_u(b, r->bytes);
+    trace_put_ts(b, r->timestamp);
+    trace_put_u(b, r->correlationId);
+    return finish(t, b, m);
+}
+
+void cupti_format_uuid(const uint8_t u[16], char out[41])
+{
+    snprintf(out, 41,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15]);
+}
+
+static uint64_t attribute_or_zero(struct cupti_translate *t, uint32_t device, int attribute)
+{
+    if (!t->hooks.device_attribute)
+        return 0;
+    int64_t v = t->hooks.device_attribute(t->hooks.ctx, device, attribute);
+    return v < 0 ? 0 : (uint64_t)v;
+}
+
+static int put_device(struct cupti_translate *t, struct trace_chunk_builder *b,
+                      const CUpti_ActivityDevice5 *d)
+{
+    char uuid[41], pci[32] = "";
+    cupti_format_uuid((const uint8_t *)d->uuid.bytes, uuid);
+    uint64_t pci_domain = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+    uint64_t pci_bus = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+    uint64_t pci_device = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+    if (t->hooks.device_attribute)   /* NVML's form: "00000000:19:00.0" */
+        snprintf(pci, sizeof(pci), "%08x:%02x:%02x.0", (unsigned)pci_domain, (unsigned)pci_bus,
+                 (unsigned)pci_device);
+    uint64_t memory_clock = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    uint64_t bus_bits = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    uint64_t smem_optin =
+        attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    const char *name = d->name ? d->name : "";
+
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_DEVICE);
+    trace_put_u(b, d->id);
+    trace_put_s(b, name, strlen(name));
+    trace_put_s(b, uuid, strlen(uuid));
+    trace_put_s(b, pci, strlen(pci));
+    trace_put_u(b, d->computeCapabilityMajor);
+    trace_put_u(b, d->computeCapabilityMinor);
+    trace_put_u(b, d->numMultiprocessors);
+    trace_put_u(b, d->globalMemorySize);
+    trace_put_u(b, d->coreClockRate);
+    trace_put_u(b, memory_clock);
+    trace_put_u(b, bus_bits);
+    trace_put_u(b, d->l2CacheSize);
+    trace_put_u(b, (uint64_t)d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp);
+    trace_put_u(b, d->maxRegistersPerMultiprocessor);
+    trace_put_u(b, d->maxSharedMemoryPerMultiprocessor);
+    trace_put_u(b, d->maxBlocksPerMultiprocessor);
+    trace_put_u(b, d->maxRegistersPerBlock);
+    trace_put_u(b, smem_optin ? smem_optin : d->maxSharedMemoryPerBlock);
+    trace_put_u(b, d->globalMemoryBandwidth * 1000u);   /* CUPTI gives kB/s */
+    return finish(t, b, m);
+}
+
+static int put_context(struct cupti_translate *t, struct trace_chunk_builder *b,
+                       const CUpti_ActivityContext3 *c)
+{
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_CONTEXT);
+    trace_put_u(b, c->contextId);
+    trace_put_u(b, c->deviceId);
+    trace_put_u(b, c->nullStreamId);
+    return finish(t, b, m);
+}
+
+static int put_stream(struct cupti_translate *t, struct trace_chunk_builder *b,
+                      const CUpti_ActivityStream *s)
+{
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_STREAM);
+    trace_put_u(b, s->contextId);
+    trace_put_u(b, s->streamId);
+    trace_put_u(b, s->priority);
+    trace_put_u(b, s->flag);
+    trace_put_u(b, s->correlationId);
+    return finish(t, b, m);
+}
+
+static int put_overhead(struct cupti_translate *t, struct trace_chunk_builder *b,
+                        const CUpti_ActivityOverhead3 *o)
+{
+    if (bad_times(t, o->start, o->end))
+        return CUPTI_REJECTED;
+    uint32_t os_tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_OVERHEAD);
+    trace_put_u(b, o->overheadKind);
+    trace_put_u(b, os_tid);
+    trace_put_ts(b, o->start);
+    trace_put_ts(b, o->end);
+    return finish(t, b, m);
+}
+
+int cupti_translate_record(struct cupti_translate *t, struct trace_chunk_builder *b,
+                           const CUpti_Activity *r)
+{
+    switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        return put_kernel(t, b, (const CUpti_ActivityKernel10 *)r);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return put_memcpy(t, b, (const CUpti_ActivityMemcpy6 *)r);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+        return put_memcpy_peer(t, b, (const CUpti_ActivityMemcpyPtoP4 *)r);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+        return put_memset(t, b, (const CUpti_ActivityMemset4 *)r);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+        return put_api(t, b, (const CUpti_ActivityAPI *)r, 0);
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+        return put_api(t, b, (const CUpti_ActivityAPI *)r, 1);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return put_sync(t, b, (const CUpti_ActivitySynchronization2 *)r);
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+        return put_memory(t, b, (const CUpti_ActivityMemory4 *)r);
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+        return put_device(t, b, (const CUpti_ActivityDevice5 *)r);
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+        return put_context(t, b, (const CUpti_ActivityContext3 *)r);
+    case CUPTI_ACTIVITY_KIND_STREAM:
+        return put_stream(t, b, (const CUpti_ActivityStream *)r);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+        return put_overhead(t, b, (const CUpti_ActivityOverhead3 *)r);
+    default:
+        return CUPTI_SKIPPED;
+    }
+}
+
+int cupti_translate_flush_rejected(struct cupti_translate *t, struct trace_chunk_builder *b)
+{
+    if (!t->rejected)
+        return CUPTI_SKIPPED;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_REJECTED);
+    trace_put_u(b, t->rejected);
+    if (trace_record_end(b, m) < 0)
+        return CUPTI_NO_ROOM;
+    t->rejected = 0;
+    return CUPTI_TRANSLATED;
+}

@@ -1,0 +1,716 @@
+/* NVTX injection: InitializeInjectionNvtx2 fills NVTX's CORE, CORE2, CUDA and CUDART
+ * function tables with the callbacks below. Each callback stamps the time, keeps the
+ * thread's range depth, and copies one fixed-size record (plus its message) into the
+ * thread's ring; domains, categories and registered strings live in a small registry. */
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCuda.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
+
+#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/ring.h"
+#include "agent/writer.h"
+#include "trace/format.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+/* ---- the registry: domains, categories (not on the hot path; re-emitted in a fork child) ---- */
+
+struct nvtx_domain {
+    uint32_t id;
+    int emitted;               /* TRACE_DOMAIN is in the current file */
+    char *name;                /* UTF-8 */
+    struct nvtx_domain *next;
+};
+
+struct nvtx_category {
+    uint32_t domain, category;
+    int emitted;
+    char *name;
+    struct nvtx_category *next;
+};
+
+static pthread_mutex_t nvtx_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nvtx_domain *nvtx_domains;
+static uint32_t nvtx_domain_count;         /* ids 1..; 0 is the default domain */
+static struct nvtx_category *nvtx_categories;
+
+/* Registered strings stay reachable from here: their handles are valid until exit. */
+struct nvtx_string {
+    struct writer_registered_string string; /* first: the handle is also its address */
+    struct nvtx_string *next;
+};
+static struct nvtx_string *nvtx_strings;
+static _Atomic uint64_t nvtx_next_resource = 1;
+
+/* A heap UTF-8 copy of an ASCII (UTF-8) or wide string; NULL if out of memory. */
+static char *nvtx_utf8_dup(const char *ascii, const wchar_t *wide, size_t *len_out)
+{
+    size_t len;
+    char *copy;
+    if (ascii) {
+        len = strlen(ascii);
+        copy = malloc(len + 1);
+        if (copy)
+            memcpy(copy, ascii, len + 1);
+    } else {
+        size_t units = wide ? wcslen(wide) : 0;
+        copy = malloc(units * 4 + 1);
+        len = copy ? writer_wide_to_utf8(wide, units, copy) : 0;
+        if (copy)
+            copy[len] = '\0';
+    }
+    if (len_out)
+        *len_out = len;
+    return copy;
+}
+
+/* Writes the registry's unwritten entries to the file (registry lock held). */
+static void nvtx_emit_registry_locked(void)
+{
+    struct trace_chunk_builder *b = writer_lock();
+    if (!b)
+        return;
+    for (struct nvtx_domain *d = nvtx_domains; d; d = d->next) {
+        if (d->emitted)
+            continue;
+        uint64_t name = writer_intern(d->name, strlen(d->name));
+        writer_reserve_locked(32);
+        struct trace_record_mark m = trace_record_begin(b, TRACE_DOMAIN);
+        trace_put_u(b, d->id);
+        trace_put_u(b, name);
+        trace_record_end(b, m);
+        d->emitted = 1;
+    }
+    for (struct nvtx_category *c = nvtx_categories; c; c = c->next) {
+        if (c->emitted)
+            continue;
+        uint64_t name = writer_intern(c->name, strlen(c->name));
+        writer_reserve_locked(40);
+        struct trace_record_mark m = trace_record_begin(b, TRACE_CATEGORY);
+        trace_put_u(b, c->domain);
+        trace_put_u(b, c->category);
+        trace_put_u(b, name);
+        trace_record_end(b, m);
+        c->emitted = 1;
+    }
+    writer_unlock();
+}
+
+static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *wide)
+{
+    size_t len;
+    char *name = nvtx_utf8_dup(ascii, wide, &len);
+    if (!name)
+        return NULL;
+    pthread_mutex_lock(&nvtx_registry_lock);
+    struct nvtx_domain *d;
+    for (d = nvtx_domains; d; d = d->next)
+        if (strcmp(d->name, name) == 0)
+            goto out;
+    if (nvtx_domain_count + 1 >= AGENT_MAX_DOMAINS) {
+        agent_warn("more than %u NVTX domains; the rest are recorded in the default domain",
+                   AGENT_MAX_DOMAINS - 1);
+        goto out;
+    }
+    d = calloc(1, sizeof(*d));
+    if (!d)
+        goto out;
+    d->id = ++nvtx_domain_count;
+    d->name = name;
+    name = NULL;
+    d->next = nvtx_domains;
+    nvtx_domains = d;
+    nvtx_emit_registry_locked();
+out:
+    pthread_mutex_unlock(&nvtx_registry_lock);
+    free(name);
+    return (nvtxDomainHandle_t)d;
+}
+
+static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, const char *ascii,
+                               const wchar_t *wide)
+{
+    struct nvtx_category *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->name = nvtx_utf8_dup(ascii, wide, NULL);
+    if (!c->name) {
+        free(c);
+        return;
+    }
+    c->domain = domain ? ((struct nvtx_domain *)domain)->id : 0;
+    c->category = category;
+    pthread_mutex_lock(&nvtx_registry_lock);
+    c->next = nvtx_categories;
+    nvtx_categories = c;
+    nvtx_emit_registry_locked();
+    pthread_mutex_unlock(&nvtx_registry_lock);
+}
+
+static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t *wide)
+{
+    struct nvtx_string *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->string.bytes = nvtx_utf8_dup(ascii, wide, &r->string.len);
+    if (!r->string.bytes) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_lock(&nvtx_registry_lock);
+    r->next = nvtx_strings;
+    nvtx_strings = r;
+    pthread_mutex_unlock(&nvtx_registry_lock);
+    return (nvtxStringHandle_t)&r->string;
+}
+
+/* ---- the hot path ---- */
+
+struct nvtx_event {
+    const void *msg;          /* bytes, or a registered string handle */
+    size_t msg_bytes;
+    uint8_t msg_kind;         /* RING_MSG_* */
+    uint8_t has_color;
+    uint8_t payload_type;
+    uint32_t category;
+    uint32_t color;
+    uint64_t payload;
+};
+
+static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
+{
+    return domain ? ((const struct nvtx_domain *)domain)->id : 0;
+}
+
+static inline void nvtx_record_short(struct agent_thread *t, uint8_t type, uint64_t ticks,
+                                     uint32_t domain, uint64_t arg)
+{
+    struct ring_record *rec = ring_reserve(&t->ring, RING_SHORT_RECORD_SIZE);
+    if (__builtin_expect(!rec, 0)) {
+        ring_count_drop(t);
+        return;
+    }
+    rec->type = type;
+    rec->size = RING_SHORT_RECORD_SIZE;
+    rec->ticks = ticks;
+    rec->arg = arg;
+    rec->domain = domain;
+    ring_commit(&t->ring, RING_SHORT_RECORD_SIZE);
+}
+
+/* Messages over 1/8 of the ring take one heap copy so that a huge name is recorded whole
+ * without filling the ring; the writer frees it. */
+static __attribute__((noinline)) void *nvtx_heap_copy(const void *bytes, size_t len)
+{
+    void *copy = malloc(len ? len : 1);
+    if (copy)
+        memcpy(copy, bytes, len);
+    return copy;
+}
+
+static inline __attribute__((always_inline)) void
+nvtx_record_event(struct agent_thread *t, uint8_t type, uint64_t ticks, uint32_t domain,
+                  uint64_t arg, const struct nvtx_event *ev)
+{
+    struct ring *r = &t->ring;
+    if (__builtin_expect(r->size == 0, 0)) {
+        ring_count_drop(t);
+        return;
+    }
+    size_t inline_bytes = ev->msg_kind == RING_MSG_REGISTERED ? 0 : ev->msg_bytes;
+    const void *msg_ptr = ev->msg_kind == RING_MSG_REGISTERED ? ev->msg : NULL;
+    uint8_t kind = ev->msg_kind;
+    if (__builtin_expect(inline_bytes > r->size / 8, 0)) {
+        msg_ptr = nvtx_heap_copy(ev->msg, inline_bytes);
+        if (!msg_ptr) {
+            ring_count_drop(t);
+            return;
+        }
+        kind |= RING_MSG_ON_HEAP;
+        inline_bytes = 0;
+    }
+    uint32_t size = RING_EVENT_RECORD_SIZE + (uint32_t)((inline_bytes + 7) & ~(size_t)7);
+    struct ring_record *rec = ring_reserve(r, size);
+    if (__builtin_expect(!rec, 0)) {
+        if (kind & RING_MSG_ON_HEAP)
+            free((void *)msg_ptr);
+        ring_count_drop(t);
+        return;
+    }
+    rec->type = type;
+    rec->msg_kind = kind;
+    rec->payload_type = ev->payload_type;
+    rec->has_color = ev->has_color;
+    rec->size = size;
+    rec->ticks = ticks;
+    rec->arg = arg;
+    rec->domain = domain;
+    rec->category = ev->category;
+    rec->color = ev->color;
+    rec->msg_len = (uint32_t)ev->msg_bytes;
+    rec->payload = ev->payload;
+    rec->msg_ptr = msg_ptr;
+    memcpy(rec + 1, ev->msg, inline_bytes);
+    ring_commit(r, size);
+}
+
+static inline struct nvtx_event nvtx_event_ascii(const char *message)
+{
+    return (struct nvtx_event){ .msg = message, .msg_bytes = message ? strlen(message) : 0,
+                                .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE };
+}
+
+static inline struct nvtx_event nvtx_event_wide(const wchar_t *message)
+{
+    return (struct nvtx_event){ .msg = message,
+                                .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
+                                .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE };
+}
+
+/* Event attributes, read only as far as the caller's struct size says they exist. */
+static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t *a)
+{
+    struct nvtx_event ev = { 0 };
+    if (!a || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message))
+        return ev;
+    ev.category = a->category;
+    if (a->colorType == NVTX_COLOR_ARGB) {
+        ev.has_color = 1;
+        ev.color = a->color;
+    }
+    ev.payload_type = (uint8_t)a->payloadType;
+    switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: ev.payload = a->payload.uiValue; break;
+    case NVTX_PAYLOAD_TYPE_INT32: ev.payload = (uint32_t)a->payload.iValue; break;
+    case NVTX_PAYLOAD_TYPE_FLOAT: {
+        uint32_t bits;
+        memcpy(&bits, &a->payload.fValue, sizeof(bits));
+        ev.payload = bits;
+        break;
+    }
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+    case NVTX_PAYLOAD_TYPE_INT64:
+    case NVTX_PAYLOAD_TYPE_DOUBLE: ev.payload = a->payload.ullValue; break;
+    default: ev.payload_type = 0; break;
+    }
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: {
+        struct nvtx_event m = nvtx_event_ascii(a->message.ascii);
+        ev.msg = m.msg, ev.msg_bytes = m.msg_bytes, ev.msg_kind = m.msg_kind;
+        break;
+    }
+    case NVTX_MESSAGE_TYPE_UNICODE: {
+        struct nvtx_event m = nvtx_event_wide(a->message.unicode);
+        ev.msg = m.msg, ev.msg_bytes = m.msg_bytes, ev.msg_kind = m.msg_kind;
+        break;
+    }
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+        if (a->message.registered) {
+            ev.msg = a->message.registered;
+            ev.msg_kind = RING_MSG_REGISTERED;
+        }
+        break;
+    default:
+        break;
+    }
+    return ev;
+}
+
+static inline int nvtx_push(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+{
+    struct agent_thread *t = ring_self();
+    if (__builtin_expect(!t, 0))
+        return 0;
+    int level = t->depth[domain]++;
+    nvtx_record_event(t, TRACE_PUSH, ticks, domain, (uint64_t)level, ev);
+    return level;
+}
+
+static inline int nvtx_pop(uint32_t domain)
+{
+    uint64_t ticks = clock_ticks();
+    struct agent_thread *t = ring_self();
+    if (__builtin_expect(!t, 0))
+        return -1;
+    if (__builtin_expect(t->depth[domain] <= 0, 0)) {
+        nvtx_record_short(t, TRACE_UNBALANCED_POP, ticks, domain, 0);
+        return -1;
+    }
+    int level = --t->depth[domain];
+    nvtx_record_short(t, TRACE_POP, ticks, domain, (uint64_t)level);
+    return level;
+}
+
+/* Range ids: the thread's index in the top 24 bits, its own counter below, so ids are
+ * unique and non-zero without a shared atomic. */
+static inline nvtxRangeId_t nvtx_start(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+{
+    struct agent_thread *t = ring_self();
+    if (__builtin_expect(!t, 0))
+        return 0;
+    nvtxRangeId_t id = (t->thread_idx << 40) | (++t->next_range & ((1ull << 40) - 1));
+    nvtx_record_event(t, TRACE_START, ticks, domain, id, ev);
+    return id;
+}
+
+static inline void nvtx_end(nvtxRangeId_t id)
+{
+    uint64_t ticks = clock_ticks();
+    struct agent_thread *t = ring_self();
+    if (__builtin_expect(t != NULL, 1))
+        nvtx_record_short(t, TRACE_END, ticks, 0, id);
+}
+
+static inline void nvtx_mark(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+{
+    struct agent_thread *t = ring_self();
+    if (__builtin_expect(t != NULL, 1))
+        nvtx_record_event(t, TRACE_MARK, ticks, domain, 0, ev);
+}
+
+/* Names (threads, CUDA objects) go through the ring too: no lock for the caller. */
+static void nvtx_name(uint8_t type, uint32_t kind, uint64_t handle, const char *ascii,
+                      const wchar_t *wide)
+{
+    uint64_t ticks = clock_ticks();
+    struct agent_thread *t = ring_self();
+    if (!t)
+        return;
+    struct nvtx_event ev = ascii ? nvtx_event_ascii(ascii) : nvtx_event_wide(wide);
+    nvtx_record_event(t, type, ticks, kind, handle, &ev);
+}
+
+/* ---- the callbacks NVTX calls ---- */
+
+static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    nvtx_mark(0, &ev, ticks);
+}
+
+static void nvtx_mark_a(const char *message)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_ascii(message);
+    nvtx_mark(0, &ev, ticks);
+}
+
+static void nvtx_mark_w(const wchar_t *message)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_wide(message);
+    nvtx_mark(0, &ev, ticks);
+}
+
+static nvtxRangeId_t nvtx_range_start_ex(const nvtxEventAttributes_t *a)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    return nvtx_start(0, &ev, ticks);
+}
+
+static nvtxRangeId_t nvtx_range_start_a(const char *message)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_ascii(message);
+    return nvtx_start(0, &ev, ticks);
+}
+
+static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_wide(message);
+    return nvtx_start(0, &ev, ticks);
+}
+
+static void nvtx_range_end(nvtxRangeId_t id) { nvtx_end(id); }
+
+static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    return nvtx_push(0, &ev, ticks);
+}
+
+static int nvtx_range_push_a(const char *message)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_ascii(message);
+    return nvtx_push(0, &ev, ticks);
+}
+
+static int nvtx_range_push_w(const wchar_t *message)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_wide(message);
+    return nvtx_push(0, &ev, ticks);
+}
+
+static int nvtx_range_pop(void) { return nvtx_pop(0); }
+
+static void nvtx_name_category_a(uint32_t category, const char *name)
+{
+    nvtx_name_category(NULL, category, name, NULL);
+}
+
+static void nvtx_name_category_w(uint32_t category, const wchar_t *name)
+{
+    nvtx_name_category(NULL, category, NULL, name);
+}
+
+static void nvtx_name_os_thread_a(uint32_t tid, const char *name)
+{
+    nvtx_name(TRACE_THREAD_NAME, 0, tid, name, NULL);
+}
+
+static void nvtx_name_os_thread_w(uint32_t tid, const wchar_t *name)
+{
+    nvtx_name(TRACE_THREAD_NAME, 0, tid, NULL, name);
+}
+
+static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    nvtx_mark(nvtx_domain_id(domain), &ev, ticks);
+}
+
+static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
+                                                const nvtxEventAttributes_t *a)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    return nvtx_start(nvtx_domain_id(domain), &ev, ticks);
+}
+
+static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
+{
+    (void)domain; /* the id alone names the range */
+    nvtx_end(id);
+}
+
+static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    return nvtx_push(nvtx_domain_id(domain), &ev, ticks);
+}
+
+static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)
+{
+    return nvtx_pop(nvtx_domain_id(domain));
+}
+
+/* Generic resources are recorded as names of their identifier; the handle only needs to be
+ * unique and non-NULL, so it is a counter, and destroying it records nothing. */
+static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domain,
+                                                        nvtxResourceAttributes_t *attribs)
+{
+    (void)domain;
+    uint64_t handle = __atomic_fetch_add(&nvtx_next_resource, 1, __ATOMIC_RELAXED);
+    if (attribs && attribs->size >= offsetof(nvtxResourceAttributes_t, message) + sizeof(attribs->message)) {
+        const char *ascii = attribs->messageType == NVTX_MESSAGE_TYPE_ASCII ? attribs->message.ascii : NULL;
+        const wchar_t *wide = attribs->messageType == NVTX_MESSAGE_TYPE_UNICODE ? attribs->message.unicode : NULL;
+        if (ascii || wide)
+            nvtx_name(TRACE_NAME_RESOURCE, TRACE_RESOURCE_NVTX_GENERIC,
+                      attribs->identifier.ullValue, ascii, wide);
+    }
+    return (nvtxResourceHandle_t)(uintptr_t)handle;
+}
+
+static void nvtx_domain_resource_destroy(nvtxResourceHandle_t resource) { (void)resource; }
+
+static void nvtx_domain_name_category_a(nvtxDomainHandle_t domain, uint32_t category, const char *name)
+{
+    nvtx_name_category(domain, category, name, NULL);
+}
+
+static void nvtx_domain_name_category_w(nvtxDomainHandle_t domain, uint32_t category, const wchar_t *name)
+{
+    nvtx_name_category(domain, category, NULL, name);
+}
+
+static nvtxStringHandle_t nvtx_domain_register_string_a(nvtxDomainHandle_t domain, const char *s)
+{
+    (void)domain; /* string ids are per file, shared by all domains */
+    return s ? nvtx_register_string(s, NULL) : NULL;
+}
+
+static nvtxStringHandle_t nvtx_domain_register_string_w(nvtxDomainHandle_t domain, const wchar_t *s)
+{
+    (void)domain;
+    return s ? nvtx_register_string(NULL, s) : NULL;
+}
+
+static nvtxDomainHandle_t nvtx_domain_create_a(const char *name)
+{
+    return name ? nvtx_domain_create(name, NULL) : NULL;
+}
+
+static nvtxDomainHandle_t nvtx_domain_create_w(const wchar_t *name)
+{
+    return name ? nvtx_domain_create(NULL, name) : NULL;
+}
+
+/* The handle stays valid (a later create by the same name returns it again). */
+static void nvtx_domain_destroy(nvtxDomainHandle_t domain)
+{
+    uint64_t ticks = clock_ticks();
+    struct agent_thread *t = ring_self();
+    if (domain && t)
+        nvtx_record_short(t, TRACE_DOMAIN_DESTROY, ticks, nvtx_domain_id(domain), 0);
+}
+
+/* nvtxInitialize only forces NVTX to load us, which has happened by the time it is called. */
+static void nvtx_initialize(const void *reserved) { (void)reserved; }
+
+#define NVTX_NAME_FUNCTIONS(fn, type, kind, to_handle)                                      \
+    static void fn##_a(type h, const char *name)                                           \
+    {                                                                                      \
+        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), name, NULL);                    \
+    }                                                                                      \
+    static void fn##_w(type h, const wchar_t *name)                                        \
+    {                                                                                      \
+        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), NULL, name);                    \
+    }
+#define NVTX_POINTER_HANDLE(h) ((uint64_t)(uintptr_t)(h))
+#define NVTX_DEVICE_HANDLE(h) ((uint64_t)(uint32_t)(h))
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_device, nvtx_CUdevice, TRACE_RESOURCE_CU_DEVICE, NVTX_DEVICE_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_context, nvtx_CUcontext, TRACE_RESOURCE_CU_CONTEXT, NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_stream, nvtx_CUstream, TRACE_RESOURCE_CU_STREAM, NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_event, nvtx_CUevent, TRACE_RESOURCE_CU_EVENT, NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cuda_device, int, TRACE_RESOURCE_CUDART_DEVICE, NVTX_DEVICE_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cuda_stream, nvtx_cudaStream_t, TRACE_RESOURCE_CUDART_STREAM, NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cuda_event, nvtx_cudaEvent_t, TRACE_RESOURCE_CUDART_EVENT, NVTX_POINTER_HANDLE)
+
+/* ---- the tables and the entry point ---- */
+
+#define FN(f) ((NvtxFunctionPointer)(f))
+
+static const NvtxFunctionPointer nvtx_core_table[NVTX_CBID_CORE_SIZE] = {
+    [NVTX_CBID_CORE_MarkEx] = FN(nvtx_mark_ex),
+    [NVTX_CBID_CORE_MarkA] = FN(nvtx_mark_a),
+    [NVTX_CBID_CORE_MarkW] = FN(nvtx_mark_w),
+    [NVTX_CBID_CORE_RangeStartEx] = FN(nvtx_range_start_ex),
+    [NVTX_CBID_CORE_RangeStartA] = FN(nvtx_range_start_a),
+    [NVTX_CBID_CORE_RangeStartW] = FN(nvtx_range_start_w),
+    [NVTX_CBID_CORE_RangeEnd] = FN(nvtx_range_end),
+    [NVTX_CBID_CORE_RangePushEx] = FN(nvtx_range_push_ex),
+    [NVTX_CBID_CORE_RangePushA] = FN(nvtx_range_push_a),
+    [NVTX_CBID_CORE_RangePushW] = FN(nvtx_range_push_w),
+    [NVTX_CBID_CORE_RangePop] = FN(nvtx_range_pop),
+    [NVTX_CBID_CORE_NameCategoryA] = FN(nvtx_name_category_a),
+    [NVTX_CBID_CORE_NameCategoryW] = FN(nvtx_name_category_w),
+    [NVTX_CBID_CORE_NameOsThreadA] = FN(nvtx_name_os_thread_a),
+    [NVTX_CBID_CORE_NameOsThreadW] = FN(nvtx_name_os_thread_w),
+};
+
+static const NvtxFunctionPointer nvtx_core2_table[NVTX_CBID_CORE2_SIZE] = {
+    [NVTX_CBID_CORE2_DomainMarkEx] = FN(nvtx_domain_mark_ex),
+    [NVTX_CBID_CORE2_DomainRangeStartEx] = FN(nvtx_domain_range_start_ex),
+    [NVTX_CBID_CORE2_DomainRangeEnd] = FN(nvtx_domain_range_end),
+    [NVTX_CBID_CORE2_DomainRangePushEx] = FN(nvtx_domain_range_push_ex),
+    [NVTX_CBID_CORE2_DomainRangePop] = FN(nvtx_domain_range_pop),
+    [NVTX_CBID_CORE2_DomainResourceCreate] = FN(nvtx_domain_resource_create),
+    [NVTX_CBID_CORE2_DomainResourceDestroy] = FN(nvtx_domain_resource_destroy),
+    [NVTX_CBID_CORE2_DomainNameCategoryA] = FN(nvtx_domain_name_category_a),
+    [NVTX_CBID_CORE2_DomainNameCategoryW] = FN(nvtx_domain_name_category_w),
+    [NVTX_CBID_CORE2_DomainRegisterStringA] = FN(nvtx_domain_register_string_a),
+    [NVTX_CBID_CORE2_DomainRegisterStringW] = FN(nvtx_domain_register_string_w),
+    [NVTX_CBID_CORE2_DomainCreateA] = FN(nvtx_domain_create_a),
+    [NVTX_CBID_CORE2_DomainCreateW] = FN(nvtx_domain_create_w),
+    [NVTX_CBID_CORE2_DomainDestroy] = FN(nvtx_domain_destroy),
+    [NVTX_CBID_CORE2_Initialize] = FN(nvtx_initialize),
+};
+
+static const NvtxFunctionPointer nvtx_cuda_table[NVTX_CBID_CUDA_SIZE] = {
+    [NVTX_CBID_CUDA_NameCuDeviceA] = FN(nvtx_name_cu_device_a),
+    [NVTX_CBID_CUDA_NameCuDeviceW] = FN(nvtx_name_cu_device_w),
+    [NVTX_CBID_CUDA_NameCuContextA] = FN(nvtx_name_cu_context_a),
+    [NVTX_CBID_CUDA_NameCuContextW] = FN(nvtx_name_cu_context_w),
+    [NVTX_CBID_CUDA_NameCuStreamA] = FN(nvtx_name_cu_stream_a),
+    [NVTX_CBID_CUDA_NameCuStreamW] = FN(nvtx_name_cu_stream_w),
+    [NVTX_CBID_CUDA_NameCuEventA] = FN(nvtx_name_cu_event_a),
+    [NVTX_CBID_CUDA_NameCuEventW] = FN(nvtx_name_cu_event_w),
+};
+
+static const NvtxFunctionPointer nvtx_cudart_table[NVTX_CBID_CUDART_SIZE] = {
+    [NVTX_CBID_CUDART_NameCudaDeviceA] = FN(nvtx_name_cuda_device_a),
+    [NVTX_CBID_CUDART_NameCudaDeviceW] = FN(nvtx_name_cuda_device_w),
+    [NVTX_CBID_CUDART_NameCudaStreamA] = FN(nvtx_name_cuda_stream_a),
+    [NVTX_CBID_CUDART_NameCudaStreamW] = FN(nvtx_name_cuda_stream_w),
+    [NVTX_CBID_CUDART_NameCudaEventA] = FN(nvtx_name_cuda_event_a),
+    [NVTX_CBID_CUDART_NameCudaEventW] = FN(nvtx_name_cuda_event_w),
+};
+
+static void nvtx_fill_module(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,
+                             const NvtxFunctionPointer *ours, unsigned count)
+{
+    NvtxFunctionTable table = NULL;
+    unsigned int size = 0;
+    if (!callbacks->GetModuleFunctionTable(module, &table, &size) || !table)
+        return;
+    for (unsigned i = 1; i <= size && i < count; i++)
+        if (ours[i] && table[i])
+            *table[i] = ours[i];
+}
+
+/* Called by NVTX once per library that embeds it, possibly from several threads at once:
+ * agent_init() runs the process-wide start once and never blocks; every call fills its
+ * caller's tables. Returning 1 even when inert keeps NVTX from unloading us and keeps the
+ * return values of push/pop right. */
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+{
+    agent_init(TRACE_FLAG_NVTX);
+    const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
+    if (!callbacks || callbacks->struct_size < sizeof(*callbacks))
+        return 0;
+    nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE, nvtx_core_table, NVTX_CBID_CORE_SIZE);
+    nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE2, nvtx_core2_table, NVTX_CBID_CORE2_SIZE);
+    nvtx_fill_module(callbacks, NVTX_CB_MODULE_CUDA, nvtx_cuda_table, NVTX_CBID_CUDA_SIZE);
+    nvtx_fill_module(callbacks, NVTX_CB_MODULE_CUDART, nvtx_cudart_table, NVTX_CBID_CUDART_SIZE);
+    const NvtxExportTableVersionInfo *version = get_export_table(NVTX_ETID_VERSIONINFO);
+    if (version && version->struct_size >= sizeof(*version) && version->SetInjectionNvtxVersion)
+        version->SetInjectionNvtxVersion(NVTX_VERSION);
+    return 1;
+}
+
+/* ---- the source hooks: the registry reaches every file, and survives fork ---- */
+
+static int nvtx_source_init(void)
+{
+    pthread_mutex_lock(&nvtx_registry_lock);
+    nvtx_emit_registry_locked();
+    pthread_mutex_unlock(&nvtx_registry_lock);
+    return 0;
+}
+
+static void nvtx_fork_prepare(void) { pthread_mutex_lock(&nvtx_registry_lock); }
+static void nvtx_fork_parent(void) { pthread_mutex_unlock(&nvtx_registry_lock); }
+
+static void nvtx_fork_child(void)
+{
+    pthread_mutex_init(&nvtx_registry_lock, NULL);
+    for (struct nvtx_domain *d = nvtx_domains; d; d = d->next)
+        d->emitted = 0;
+    for (struct nvtx_category *c = nvtx_categories; c; c = c->next)
+        c->emitted = 0;
+    nvtx_emit_registry_locked();
+}
+
+AGENT_SOURCE(nvtx_source) = {
+    .name = "nvtx",
+    .trace_flag = TRACE_FLAG_NVTX,
+    .always_on = 1,
+    .init = nvtx_source_init,
+    .at_fork_prepare = nvtx_fork_prepare,
+    .at_fork_parent = nvtx_fork_parent,
+    .at_fork_child = nvtx_fork_child,
+};

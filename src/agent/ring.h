@@ -1,0 +1,164 @@
+/* Per-thread single-producer/single-consumer byte rings and the lock-free registry of the
+ * threads that own them. The producer (an application thread) reserves and commits records
+ * without locks, syscalls or allocation; the writer thread consumes every ring. */
+#ifndef LANTERN_AGENT_RING_H
+#define LANTERN_AGENT_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One record in a ring. Short records (POP, END, ...) stop after `domain`; event records
+ * (PUSH, START, MARK, names) carry all fields, then msg_len bytes of inline message padded
+ * to 8. `type` is the TRACE_* record type; 0 marks padding up to the end of the ring. */
+struct ring_record {
+    uint8_t type;
+    uint8_t msg_kind;      /* RING_MSG_* */
+    uint8_t payload_type;  /* NVTX_PAYLOAD_TYPE_*, 0: none */
+    uint8_t has_color;
+    uint32_t size;         /* bytes this record takes in the ring, a multiple of 8 */
+    uint64_t ticks;
+    uint64_t arg;          /* depth, range id, os tid or resource handle */
+    uint32_t domain;       /* domain id, or resource kind for TRACE_NAME_RESOURCE */
+    uint32_t category;
+    /* event records only */
+    uint32_t color;        /* ARGB */
+    uint32_t msg_len;      /* bytes of message, inline or on the heap */
+    uint64_t payload;
+    const void *msg_ptr;   /* heap copy (RING_MSG_ON_HEAP) or registered string handle */
+};
+
+#define RING_SHORT_RECORD_SIZE 32u
+#define RING_EVENT_RECORD_SIZE ((uint32_t)sizeof(struct ring_record))
+
+enum ring_msg_kind {
+    RING_MSG_NONE = 0,
+    RING_MSG_UTF8 = 1,       /* bytes as given (ASCII API: recorded byte-exact) */
+    RING_MSG_WIDE = 2,       /* wchar_t units, converted to UTF-8 by the writer */
+    RING_MSG_REGISTERED = 3, /* msg_ptr is a struct nvtx_string_handle */
+    RING_MSG_ON_HEAP = 0x80, /* flag: bytes are at msg_ptr (malloc'd, freed by the consumer) */
+};
+
+struct ring {
+    /* producer side */
+    uint64_t head_private;     /* next write position, published into head on commit */
+    uint64_t tail_seen;        /* the consumer's tail as last read: avoids a shared load */
+    uint8_t *data;
+    uint64_t size;             /* a power of two; 0 for a thread without a ring */
+    uint64_t pending;          /* position of the reserved record */
+    _Alignas(64) _Atomic uint64_t head;
+    _Alignas(64) _Atomic uint64_t tail;
+};
+
+/* Maximum NVTX domains with their own per-thread stack (id 0 is the default domain). */
+#define AGENT_MAX_DOMAINS 1024u
+/* Rings in the registry: caps memory at AGENT_MAX_RINGS x LANTERN_BUFFER_KB. */
+#define AGENT_MAX_RINGS 256u
+
+/* What the agent keeps per application thread. Fields above `depth` are written by the
+ * owning thread; `dropped` is read by the writer; the writer's own fields follow. */
+struct agent_thread {
+    struct ring ring;
+    uint64_t thread_idx;       /* per process, 1.., never reused */
+    uint32_t os_tid;
+    int slot;                  /* registry slot, -1 when the thread has no ring */
+    uint64_t first_ticks;
+    uint64_t next_range;       /* per-thread range id counter */
+    _Atomic uint64_t dropped;  /* records dropped because the ring was full */
+    /* writer-owned */
+    uint64_t dropped_reported;
+    int announced;             /* TRACE_THREAD written to the current file */
+    int32_t depth[AGENT_MAX_DOMAINS];
+};
+
+/* ---- producer (the owning thread) ---- */
+
+/* Reserves `bytes` (a multiple of 8, at most size/2) and returns where to write them, or
+ * NULL when the ring is full: the caller drops the record and calls ring_count_drop(). */
+static inline void *ring_reserve(struct ring *r, uint32_t bytes)
+{
+    uint64_t pos = r->head_private;
+    uint64_t index = pos & (r->size - 1);
+    uint64_t contiguous = r->size - index;
+    uint64_t need = bytes <= contiguous ? bytes : contiguous + bytes;
+    if (__builtin_expect(pos + need - r->tail_seen > r->size, 0)) {
+        r->tail_seen = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+        if (pos + need - r->tail_seen > r->size || r->size == 0)
+            return NULL;
+    }
+    if (bytes > contiguous) { /* pad to the end so records never wrap */
+        struct ring_record *pad = (struct ring_record *)(r->data + index);
+        pad->type = 0;
+        pad->size = (uint32_t)contiguous;
+        pos += contiguous;
+        index = 0;
+    }
+    r->pending = pos;
+    return r->data + index;
+}
+
+void ring_wake_writer(void);
+
+/* Publishes the reserved record; wakes the writer once when the ring passes half full. */
+static inline void ring_commit(struct ring *r, uint32_t bytes)
+{
+    uint64_t old_used = r->head_private - r->tail_seen;
+    uint64_t new_head = r->pending + bytes;
+    r->head_private = new_head;
+    __atomic_store_n(&r->head, new_head, __ATOMIC_RELEASE);
+    uint64_t half = r->size / 2;
+    if (__builtin_expect(old_used < half && new_head - r->tail_seen >= half, 0))
+        ring_wake_writer();
+}
+
+void ring_count_unregistered_drop(void);
+
+/* Per-thread drop counter, written only by its thread (no atomic read-modify-write). */
+static inline void ring_count_drop(struct agent_thread *t)
+{
+    if (t->slot < 0) {
+        ring_count_unregistered_drop();
+        return;
+    }
+    __atomic_store_n(&t->dropped, __atomic_load_n(&t->dropped, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+}
+
+/* The calling thread's state, created on its first event (the only slow step). NULL only
+ * when even a ring-less thread record cannot be allocated. */
+extern __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-exec")));
+struct agent_thread *ring_thread_attach(void);
+
+static inline struct agent_thread *ring_self(void)
+{
+    struct agent_thread *t = ring_self_tls;
+    return __builtin_expect(t != NULL, 1) ? t : ring_thread_attach();
+}
+
+/* Stops new rings from being created (the agent is inert). */
+void ring_disable(void);
+/* Sets the ring size from LANTERN_BUFFER_KB (idempotent, safe from any thread). */
+uint64_t ring_configured_size(void);
+
+/* ---- consumer (the writer, under the writer lock) ---- */
+
+/* Calls fn for every record published so far, then releases them. */
+void ring_consume(struct ring *r, void (*fn)(struct agent_thread *, const struct ring_record *, void *),
+                  struct agent_thread *t, void *ctx);
+/* Frees the heap messages of unconsumed records and empties the ring. */
+void ring_discard(struct ring *r);
+
+/* Registry walk: fn sees every registered thread; threads that have exited are passed with
+ * exited = 1 and are freed after fn returns (fn drains them). */
+void ring_for_each_thread(void (*fn)(struct agent_thread *, int exited, void *), void *ctx);
+/* Threads beyond AGENT_MAX_RINGS (no ring) count their drops here. */
+uint64_t ring_unregistered_drops(void);
+/* A thread index for a thread seen only by another source (CUPTI), from the same counter. */
+uint64_t ring_new_thread_index(void);
+
+/* In a fork child: the calling thread survives (new os tid, empty ring); all other threads'
+ * state is freed. */
+void ring_fork_child(void);
+
+uint32_t ring_gettid(void);
+
+#endif

@@ -1,0 +1,645 @@
+/* The writer thread and the trace file: drains the rings every 10 ms (sooner when a ring is
+ * half full), turns ring records into trace records, interns strings, and write()s whole
+ * chunks at least every 50 ms, so a SIGKILL loses at most ~100 ms of events. */
+#include "agent/writer.h"
+#include "agent/clock.h"
+#include "agent/ring.h"
+#include "trace/format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#define WRITER_DRAIN_PERIOD_NS 10000000u   /* 10 ms */
+#define WRITER_FLUSH_PERIOD_NS 50000000u   /* 50 ms: with the drain period, SIGKILL loses <= ~100 ms */
+#define WRITER_CHUNK_BYTES (1u << 20)      /* grows for a record larger than this */
+#define WRITER_INTERN_MAX (1u << 20)       /* distinct strings remembered per file; more are not deduplicated */
+#define WRITER_THREAD_MAP_SIZE 4096u       /* os tid -> thread_idx for writer_thread_index */
+
+struct writer_string {
+    uint64_t hash;
+    uint64_t id;
+    char *bytes;
+    size_t len;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    int open;                    /* a file is open and records are accepted */
+    int finished;                /* TRACE_PROCESS_END written: nothing more */
+    int write_failed;
+    int fd;
+    uint32_t agent_flags;
+    char session_dir[PATH_MAX];
+    struct trace_chunk_builder chunk;
+    uint8_t *chunk_buf;
+    size_t chunk_cap;
+    uint64_t last_flush_ns;
+    struct clock_calibration calibration;
+    /* strings of the current file */
+    struct writer_string *strings;
+    size_t strings_cap, strings_used;
+    uint64_t next_string_id;
+    uint64_t file_generation;
+    char *scratch;               /* wide -> UTF-8 conversions */
+    size_t scratch_cap;
+    struct { uint32_t tid; uint64_t idx; } thread_map[WRITER_THREAD_MAP_SIZE];
+    uint64_t dropped_total;
+    uint64_t unregistered_dropped_reported;
+    pthread_t thread;
+} writer = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static _Atomic uint32_t writer_wake_word;
+static _Atomic int writer_stop;
+
+/* ---- waking ---- */
+
+void ring_wake_writer(void)
+{
+    __atomic_fetch_add(&writer_wake_word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &writer_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void writer_sleep(uint32_t seen)
+{
+    struct timespec period = { 0, WRITER_DRAIN_PERIOD_NS };
+    syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &period, NULL, 0);
+}
+
+/* ---- the file ---- */
+
+static int writer_write_all(const uint8_t *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(writer.fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static uint64_t writer_now_ns(void) { return clock_mono_ns(); }
+
+int writer_flush_locked(void)
+{
+    int rc = 0;
+    if (!trace_chunk_empty(&writer.chunk) && writer.fd >= 0 && !writer.write_failed) {
+        size_t len = trace_chunk_finish(&writer.chunk);
+        if (writer_write_all(writer.chunk_buf, len) < 0) {
+            writer.write_failed = 1;
+            agent_warn("cannot write the trace file: %s; tracing stops", strerror(errno));
+            rc = -1;
+        }
+    }
+    writer.last_flush_ns = writer_now_ns();
+    trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, writer.last_flush_ns);
+    return rc;
+}
+
+int writer_reserve_locked(size_t bytes)
+{
+    if (writer.chunk_cap - writer.chunk.len >= bytes)
+        return 0;
+    writer_flush_locked();
+    size_t need = TRACE_CHUNK_HEADER_SIZE + bytes;
+    if (writer.chunk_cap >= need)
+        return 0;
+    size_t cap = writer.chunk_cap;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *buf = realloc(writer.chunk_buf, cap);
+    if (!buf)
+        return -1;
+    writer.chunk_buf = buf;
+    writer.chunk_cap = cap;
+    trace_chunk_begin(&writer.chunk, buf, cap, writer.last_flush_ns);
+    return 0;
+}
+
+/* ---- strings ---- */
+
+static uint64_t writer_hash(const char *s, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 0x100000001b3u;
+    return h | 1; /* 0 marks an empty slot */
+}
+
+static void writer_emit_string(uint64_t id, const char *s, size_t len)
+{
+    writer_reserve_locked(len + 32);
+    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_STRING);
+    trace_put_u(&writer.chunk, id);
+    trace_put_s(&writer.chunk, s, len);
+    trace_record_end(&writer.chunk, m);
+}
+
+static int writer_strings_grow(void)
+{
+    size_t cap = writer.strings_cap ? writer.strings_cap * 2 : 4096;
+    struct writer_string *table = calloc(cap, sizeof(*table));
+    if (!table)
+        return -1;
+    for (size_t i = 0; i < writer.strings_cap; i++) {
+        struct writer_string *old = &writer.strings[i];
+        if (!old->hash)
+            continue;
+        size_t j = old->hash & (cap - 1);
+        while (table[j].hash)
+            j = (j + 1) & (cap - 1);
+        table[j] = *old;
+    }
+    free(writer.strings);
+    writer.strings = table;
+    writer.strings_cap = cap;
+    return 0;
+}
+
+uint64_t writer_intern(const char *s, size_t len)
+{
+    uint64_t hash = writer_hash(s, len);
+    if (writer.strings_used * 2 >= writer.strings_cap && writer.strings_used < WRITER_INTERN_MAX)
+        writer_strings_grow();
+    uint64_t id = writer.next_string_id++;
+    if (writer.strings_cap && writer.strings_used * 2 < writer.strings_cap) {
+        size_t j = hash & (writer.strings_cap - 1);
+        for (; writer.strings[j].hash; j = (j + 1) & (writer.strings_cap - 1)) {
+            struct writer_string *e = &writer.strings[j];
+            if (e->hash == hash && e->len == len && memcmp(e->bytes, s, len) == 0) {
+                writer.next_string_id--;
+                return e->id;
+            }
+        }
+        char *copy = malloc(len ? len : 1);
+        if (copy) {
+            memcpy(copy, s, len);
+            writer.strings[j] = (struct writer_string){ hash, id, copy, len };
+            writer.strings_used++;
+        }
+    }
+    writer_emit_string(id, s, len);
+    return id;
+}
+
+static void writer_strings_clear(void)
+{
+    for (size_t i = 0; i < writer.strings_cap; i++)
+        free(writer.strings[i].bytes);
+    memset(writer.strings, 0, writer.strings_cap * sizeof(*writer.strings));
+    writer.strings_used = 0;
+    writer.next_string_id = 1;
+    writer.file_generation++;
+}
+
+static char *writer_scratch(size_t len)
+{
+    if (len <= writer.scratch_cap)
+        return writer.scratch;
+    char *p = realloc(writer.scratch, len);
+    if (!p)
+        return NULL;
+    writer.scratch = p;
+    writer.scratch_cap = len;
+    return p;
+}
+
+/* wchar_t is UTF-32 on Linux; invalid code points become U+FFFD. */
+size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < units; i++) {
+        uint32_t c = (uint32_t)w[i];
+        if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            c = 0xFFFD;
+        if (c < 0x80) {
+            out[n++] = (char)c;
+        } else if (c < 0x800) {
+            out[n++] = (char)(0xC0 | (c >> 6));
+            out[n++] = (char)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            out[n++] = (char)(0xE0 | (c >> 12));
+            out[n++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            out[n++] = (char)(0x80 | (c & 0x3F));
+        } else {
+            out[n++] = (char)(0xF0 | (c >> 18));
+            out[n++] = (char)(0x80 | ((c >> 12) & 0x3F));
+            out[n++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            out[n++] = (char)(0x80 | (c & 0x3F));
+        }
+    }
+    return n;
+}
+
+static uint64_t writer_registered_id(struct writer_registered_string *r)
+{
+    if (r->file_generation != writer.file_generation || !r->id) {
+        r->id = writer_intern(r->bytes, r->len);
+        r->file_generation = writer.file_generation;
+    }
+    return r->id;
+}
+
+/* The string id of a ring record's message; frees a heap copy. */
+static uint64_t writer_message_id(const struct ring_record *rec)
+{
+    int on_heap = rec->msg_kind & RING_MSG_ON_HEAP;
+    const void *bytes = on_heap ? rec->msg_ptr : (const void *)(rec + 1);
+    uint64_t id = 0;
+    switch (rec->msg_kind & ~RING_MSG_ON_HEAP) {
+    case RING_MSG_UTF8:
+        id = writer_intern(bytes, rec->msg_len);
+        break;
+    case RING_MSG_WIDE: {
+        size_t units = rec->msg_len / sizeof(wchar_t);
+        char *utf8 = writer_scratch(units * 4 + 1);
+        if (utf8)
+            id = writer_intern(utf8, writer_wide_to_utf8(bytes, units, utf8));
+        break;
+    }
+    case RING_MSG_REGISTERED:
+        id = writer_registered_id((struct writer_registered_string *)rec->msg_ptr);
+        break;
+    default:
+        break;
+    }
+    if (on_heap)
+        free((void *)rec->msg_ptr);
+    return id;
+}
+
+/* ---- ring records -> trace records ---- */
+
+static void writer_put_event(const struct ring_record *rec, uint64_t name_id)
+{
+    struct trace_chunk_builder *b = &writer.chunk;
+    trace_put_u(b, name_id);
+    trace_put_u(b, rec->category);
+    trace_put_u(b, rec->has_color ? (uint64_t)rec->color + 1 : 0);
+    trace_put_u(b, rec->payload_type);
+    trace_put_u(b, rec->payload_type ? rec->payload : 0);
+}
+
+static void writer_put_ring_record(struct agent_thread *t, const struct ring_record *rec, void *ctx)
+{
+    (void)ctx;
+    struct trace_chunk_builder *b = &writer.chunk;
+    uint64_t name_id = writer_message_id(rec); /* may emit TRACE_STRING first */
+    writer_reserve_locked(128);
+    uint64_t ts = clock_ticks_to_ns(&writer.calibration, rec->ticks);
+    struct trace_record_mark m = trace_record_begin(b, rec->type);
+    switch (rec->type) {
+    case TRACE_PUSH:
+    case TRACE_POP:
+        trace_put_u(b, t->thread_idx);
+        trace_put_ts(b, ts);
+        trace_put_u(b, rec->domain);
+        trace_put_u(b, rec->arg);
+        if (rec->type == TRACE_PUSH)
+            writer_put_event(rec, name_id);
+        break;
+    case TRACE_START:
+        trace_put_u(b, t->thread_idx);
+        trace_put_ts(b, ts);
+        trace_put_u(b, rec->arg);
+        trace_put_u(b, rec->domain);
+        writer_put_event(rec, name_id);
+        break;
+    case TRACE_END:
+        trace_put_u(b, t->thread_idx);
+        trace_put_ts(b, ts);
+        trace_put_u(b, rec->arg);
+        break;
+    case TRACE_MARK:
+        trace_put_u(b, t->thread_idx);
+        trace_put_ts(b, ts);
+        trace_put_u(b, rec->domain);
+        writer_put_event(rec, name_id);
+        break;
+    case TRACE_UNBALANCED_POP:
+        trace_put_u(b, t->thread_idx);
+        trace_put_ts(b, ts);
+        trace_put_u(b, rec->domain);
+        break;
+    case TRACE_DOMAIN_DESTROY:
+        trace_put_u(b, rec->domain);
+        trace_put_ts(b, ts);
+        break;
+    case TRACE_THREAD_NAME:
+        trace_put_u(b, rec->arg);
+        trace_put_u(b, name_id);
+        break;
+    case TRACE_NAME_RESOURCE:
+        trace_put_u(b, rec->domain);
+        trace_put_u(b, rec->arg);
+        trace_put_u(b, name_id);
+        break;
+    default:
+        break;
+    }
+    trace_record_end(b, m);
+}
+
+static void writer_put_dropped(uint64_t thread_idx, uint64_t count)
+{
+    writer_reserve_locked(32);
+    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_DROPPED);
+    trace_put_u(&writer.chunk, thread_idx);
+    trace_put_u(&writer.chunk, count);
+    trace_record_end(&writer.chunk, m);
+    writer.dropped_total += count;
+}
+
+static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t first_seen_ns)
+{
+    writer_reserve_locked(48);
+    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_THREAD);
+    trace_put_u(&writer.chunk, thread_idx);
+    trace_put_u(&writer.chunk, os_tid);
+    trace_put_ts(&writer.chunk, first_seen_ns);
+    trace_record_end(&writer.chunk, m);
+}
+
+static void writer_map_thread(uint32_t tid, uint64_t idx)
+{
+    for (unsigned i = 0, j = tid % WRITER_THREAD_MAP_SIZE; i < WRITER_THREAD_MAP_SIZE;
+         i++, j = (j + 1) % WRITER_THREAD_MAP_SIZE) {
+        if (writer.thread_map[j].tid == tid || writer.thread_map[j].tid == 0) {
+            writer.thread_map[j].tid = tid;
+            writer.thread_map[j].idx = idx;
+            return;
+        }
+    }
+}
+
+uint64_t writer_thread_index(uint32_t os_tid)
+{
+    for (unsigned i = 0, j = os_tid % WRITER_THREAD_MAP_SIZE; i < WRITER_THREAD_MAP_SIZE;
+         i++, j = (j + 1) % WRITER_THREAD_MAP_SIZE) {
+        if (writer.thread_map[j].tid == os_tid)
+            return writer.thread_map[j].idx;
+        if (writer.thread_map[j].tid == 0)
+            break;
+    }
+    uint64_t idx = ring_new_thread_index();
+    writer_put_thread(idx, os_tid, writer_now_ns());
+    writer_map_thread(os_tid, idx);
+    return idx;
+}
+
+static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
+{
+    (void)exited;
+    (void)ctx;
+    if (!t->announced) {
+        writer_put_thread(t->thread_idx, t->os_tid,
+                          clock_ticks_to_ns(&writer.calibration, t->first_ticks));
+        writer_map_thread(t->os_tid, t->thread_idx);
+        t->announced = 1;
+    }
+    ring_consume(&t->ring, writer_put_ring_record, t, NULL);
+    uint64_t dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
+    if (dropped != t->dropped_reported) {
+        writer_put_dropped(t->thread_idx, dropped - t->dropped_reported);
+        t->dropped_reported = dropped;
+    }
+}
+
+static void writer_drain_locked(void)
+{
+    clock_calibration_update(&writer.calibration);
+    ring_for_each_thread(writer_drain_thread, NULL);
+    uint64_t unregistered = ring_unregistered_drops();
+    if (unregistered != writer.unregistered_dropped_reported) {
+        writer_put_dropped(0, unregistered - writer.unregistered_dropped_reported);
+        writer.unregistered_dropped_reported = unregistered;
+    }
+}
+
+/* ---- the locked interface ---- */
+
+struct trace_chunk_builder *writer_lock(void)
+{
+    pthread_mutex_lock(&writer.lock);
+    if (writer.open)
+        return &writer.chunk;
+    pthread_mutex_unlock(&writer.lock);
+    return NULL;
+}
+
+void writer_unlock(void)
+{
+    if (writer.chunk.len * 2 > writer.chunk_cap)
+        writer_flush_locked();
+    pthread_mutex_unlock(&writer.lock);
+}
+
+/* ---- the thread ---- */
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "lantern-writer");
+    uint32_t seen = __atomic_load_n(&writer_wake_word, __ATOMIC_ACQUIRE);
+    while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {
+        writer_sleep(seen);
+        seen = __atomic_load_n(&writer_wake_word, __ATOMIC_ACQUIRE);
+        pthread_mutex_lock(&writer.lock);
+        if (writer.open) {
+            writer_drain_locked();
+            uint64_t now = writer_now_ns();
+            int due = now - writer.last_flush_ns >= WRITER_FLUSH_PERIOD_NS;
+            if (!trace_chunk_empty(&writer.chunk) && (due || writer.chunk.len * 2 > writer.chunk_cap))
+                writer_flush_locked();
+        }
+        pthread_mutex_unlock(&writer.lock);
+    }
+    return NULL;
+}
+
+/* The writer must never take the application's signals. */
+static int writer_start_thread(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    __atomic_store_n(&writer_stop, 0, __ATOMIC_RELEASE);
+    int rc = pthread_create(&writer.thread, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -1;
+    pthread_detach(writer.thread);
+    return 0;
+}
+
+/* ---- the process record and the file ---- */
+
+static size_t writer_read_file(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t len = 0;
+    ssize_t n;
+    while (len < cap && (n = read(fd, buf + len, cap - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    return len;
+}
+
+static void writer_put_process(uint64_t start_ns)
+{
+    static char exe[PATH_MAX], cmdline[16384], host[256];
+    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof(exe));
+    size_t cmd_len = writer_read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+    if (cmd_len && cmdline[cmd_len - 1] == '\0')
+        cmd_len--; /* the format separates arguments by NUL; no terminator */
+    if (gethostname(host, sizeof(host)) != 0)
+        host[0] = '\0';
+    host[sizeof(host) - 1] = '\0';
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+
+    struct trace_chunk_builder *b = &writer.chunk;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_PROCESS);
+    trace_put_u(b, (uint64_t)getpid());
+    trace_put_u(b, (uint64_t)getppid());
+    trace_put_ts(b, start_ns);
+    trace_put_u(b, (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
+    trace_put_s(b, exe, exe_len > 0 ? (size_t)exe_len : 0);
+    trace_put_s(b, cmdline, cmd_len);
+    trace_put_s(b, host, strlen(host));
+    trace_put_u(b, writer.agent_flags);
+    trace_put_s(b, LANTERN_VERSION, strlen(LANTERN_VERSION));
+    trace_record_end(b, m);
+}
+
+/* Opens this process's file and writes its header and TRACE_PROCESS (lock held). */
+static int writer_open_file(void)
+{
+    uint64_t start_ns = writer_now_ns();
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%d-%llu.lrt", writer.session_dir, (int)getpid(),
+             (unsigned long long)start_ns);
+    writer.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (writer.fd < 0) {
+        agent_warn("cannot create '%s': %s; tracing disabled", path, strerror(errno));
+        return -1;
+    }
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    trace_file_header(header);
+    writer.write_failed = 0;
+    if (writer_write_all(header, sizeof(header)) < 0) {
+        agent_warn("cannot write '%s': %s; tracing disabled", path, strerror(errno));
+        close(writer.fd);
+        writer.fd = -1;
+        return -1;
+    }
+    writer.dropped_total = 0;
+    writer.unregistered_dropped_reported = ring_unregistered_drops();
+    memset(writer.thread_map, 0, sizeof(writer.thread_map));
+    trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, start_ns);
+    writer_put_process(start_ns);
+    writer_flush_locked(); /* the process record reaches the disk even if we die now */
+    return 0;
+}
+
+int writer_start(const char *session_dir, uint32_t agent_flags)
+{
+    if (strlen(session_dir) >= sizeof(writer.session_dir)) {
+        agent_warn("LANTERN_SESSION_DIR is too long; tracing disabled");
+        return -1;
+    }
+    pthread_mutex_lock(&writer.lock);
+    strcpy(writer.session_dir, session_dir);
+    writer.agent_flags = agent_flags;
+    writer.chunk_cap = WRITER_CHUNK_BYTES;
+    writer.chunk_buf = malloc(writer.chunk_cap);
+    writer.next_string_id = 1;
+    writer.file_generation = 1;
+    clock_calibration_start(&writer.calibration);
+    if (!writer.chunk_buf || writer_open_file() < 0)
+        goto fail;
+    if (writer_start_thread() < 0) {
+        agent_warn("cannot start the writer thread; tracing disabled");
+        goto fail;
+    }
+    writer.open = 1;
+    pthread_mutex_unlock(&writer.lock);
+    return 0;
+fail:
+    if (writer.fd >= 0)
+        close(writer.fd);
+    writer.fd = -1;
+    free(writer.chunk_buf);
+    writer.chunk_buf = NULL;
+    pthread_mutex_unlock(&writer.lock);
+    return -1;
+}
+
+void writer_finish(void)
+{
+    pthread_mutex_lock(&writer.lock);
+    if (!writer.open || writer.finished)
+        goto out;
+    __atomic_store_n(&writer_stop, 1, __ATOMIC_RELEASE);
+    writer_drain_locked();
+    writer_reserve_locked(48);
+    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_PROCESS_END);
+    trace_put_ts(&writer.chunk, writer_now_ns());
+    trace_put_u(&writer.chunk, writer.dropped_total);
+    trace_put_u(&writer.chunk, 1);
+    trace_record_end(&writer.chunk, m);
+    writer_flush_locked();
+    close(writer.fd);
+    writer.fd = -1;
+    writer.open = 0;
+    writer.finished = 1;
+out:
+    pthread_mutex_unlock(&writer.lock);
+    ring_wake_writer(); /* lets the thread see writer_stop and end */
+}
+
+/* fork(): the parent's events so far go to the parent's file before the address space is
+ * copied; the lock is held across fork() so the child never sees a half-built chunk. */
+void writer_fork_prepare(void)
+{
+    pthread_mutex_lock(&writer.lock);
+    if (writer.open) {
+        writer_drain_locked();
+        writer_flush_locked();
+    }
+}
+
+void writer_fork_parent(void) { pthread_mutex_unlock(&writer.lock); }
+
+void writer_fork_child(void)
+{
+    pthread_mutex_init(&writer.lock, NULL); /* held by the parent's thread at fork */
+    ring_fork_child();
+    if (!writer.open)
+        return;
+    close(writer.fd);
+    writer.fd = -1;
+    writer.open = 0;
+    writer_strings_clear();
+    clock_calibration_update(&writer.calibration);
+    if (writer_open_file() < 0 || writer_start_thread() < 0)
+        return;
+    writer.open = 1;
+}

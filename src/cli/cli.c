@@ -1,0 +1,127 @@
+/* Helpers the subcommands share: one-line errors, opening a report database with a clear
+ * reason when it is not one, and running the importer with warnings and progress on stderr. */
+#include "cli/cli.h"
+#include "db/import.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("lantern: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return CLI_EXIT_ERROR;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("lantern: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'lantern %s --help'.\n", cmd);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+/* The schema version this build reads (meta.schema_version, see docs/schema.md). */
+#define CLI_SCHEMA_VERSION 1
+
+int cli_open_db(const char *path, sqlite3 **out)
+{
+    struct stat st;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    if (stat(path, &st) < 0)
+        return cli_error("cannot open '%s': %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return cli_error("cannot open '%s': not a Lantern database (not a regular file)", path);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        cli_error("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        goto fail;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_ROW) {
+        cli_error("cannot open '%s': not a Lantern database", path);
+        goto fail;
+    }
+    int version = sqlite3_column_int(q, 0);
+    if (version != CLI_SCHEMA_VERSION) {
+        cli_error("cannot open '%s': schema version %d, this lantern reads version %d", path, version,
+                  CLI_SCHEMA_VERSION);
+        goto fail;
+    }
+    sqlite3_finalize(q);
+    *out = db;
+    return CLI_EXIT_OK;
+fail:
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return CLI_EXIT_ERROR;
+}
+
+/* Progress of a long import: a live percentage on a terminal, else a line every few
+ * seconds (so CI logs show a slow import is alive). Quiet for the first second. */
+struct progress_state {
+    struct timespec start, last;
+    int tty, shown;
+};
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct progress_state *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (seconds_between(&p->start, &now) < 1.0)
+        return;
+    if (!p->tty && p->shown && seconds_between(&p->last, &now) < 5.0)
+        return;
+    int percent = total ? (int)(100.0 * (double)done / (double)total) : 0;
+    fprintf(stderr, p->tty ? "\rlantern: importing... %3d%%" : "lantern: importing... %d%%\n", percent);
+    p->last = now;
+    p->shown = 1;
+}
+
+static void show_warning(void *ctx, const char *msg)
+{
+    struct progress_state *p = ctx;
+    if (p->tty && p->shown)
+        fputc('\n', stderr);
+    p->shown = 0;
+    fprintf(stderr, "lantern: warning: %s\n", msg);
+}
+
+int cli_import(const char *session_dir, const char *db_path, int force)
+{
+    struct progress_state progress = { .tty = isatty(STDERR_FILENO) };
+    clock_gettime(CLOCK_MONOTONIC, &progress.start);
+    struct import_options opt = { .warn = show_warning, .progress = show_progress, .ctx = &progress };
+    if (force && unlink(db_path) < 0 && errno != ENOENT)
+        return cli_error("cannot replace '%s': %s", db_path, strerror(errno));
+    int rc = import_session(session_dir, db_path, &opt, NULL);
+    if (progress.tty && progress.shown)
+        fputc('\n', stderr);
+    if (rc == -EEXIST)
+        return cli_error("'%s' exists (use --force to replace it)", db_path);
+    if (rc == -ENOENT || rc == -ENOTDIR)
+        return cli_error("cannot import '%s': no such session folder", session_dir);
+    if (rc < 0)
+        return cli_error("cannot import '%s' into '%s': %s", session_dir, db_path,
+                         rc == -EIO ? "database write failed" : strerror(-rc));
+    return CLI_EXIT_OK;
+}

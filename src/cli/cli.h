@@ -1,0 +1,37 @@
+/* What the lantern subcommands share: their entry points (the table is in main.c), the
+ * one-line error convention, opening a Lantern database, and running the importer. Exit
+ * codes: 0 ok, 1 runtime error (bad file, failed import), 2 usage error. */
+#ifndef LANTERN_CLI_H
+#define LANTERN_CLI_H
+
+#include <sqlite3.h>
+#include <stdio.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_ERROR 1
+#define CLI_EXIT_USAGE 2
+
+int cmd_profile(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
+
+/* Prints "lantern: <message>" on stderr and returns CLI_EXIT_ERROR. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "lantern: <message>" and "Try 'lantern <cmd> --help'." and returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Opens a Lantern database read-only. On failure prints the one-line reason
+ * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */
+int cli_open_db(const char *path, sqlite3 **db);
+
+/* Imports a session folder into db_path (replacing it when force), printing the importer's
+ * warnings and, for long imports, its progress. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
+int cli_import(const char *session_dir, const char *db_path, int force);
+
+/* Prints a report of the report table (src/report/reports.c) from a database file in
+ * format "table", "csv" or "json". Returns a CLI_EXIT_* code (errors already printed). */
+int cli_print_report(const char *db_path, const char *report, const char *format, FILE *out);
+
+#endif

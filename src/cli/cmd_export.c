@@ -1,0 +1,88 @@
+/* lantern export: writes a Lantern database in another tool's format (chrome: the Chrome
+ * trace-event JSON that Perfetto and chrome://tracing open). */
+#include "cli/cli.h"
+#include "export/export.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_help(void)
+{
+    printf("Usage: lantern export FILE --format chrome [-o OUT.json]\n\n"
+           "Exports a Lantern database.\n\n"
+           "  -f, --format FMT    chrome: trace-event JSON for https://ui.perfetto.dev and chrome://tracing\n"
+           "  -o, --output OUT    the file to write (default: FILE with .json instead of .db; - for stdout)\n"
+           "  -h, --help          show this help\n");
+}
+
+/* x.db -> x.json; anything else gets .json appended. */
+static char *default_output(const char *db_path)
+{
+    size_t len = strlen(db_path);
+    char *out;
+    if (len > 3 && !strcmp(db_path + len - 3, ".db"))
+        return asprintf(&out, "%.*s.json", (int)(len - 3), db_path) < 0 ? NULL : out;
+    return asprintf(&out, "%s.json", db_path) < 0 ? NULL : out;
+}
+
+static int write_chrome(sqlite3 *db, const char *output)
+{
+    char error[256] = "";
+    int to_stdout = !strcmp(output, "-");
+    FILE *out = to_stdout ? stdout : fopen(output, "w");
+    if (!out)
+        return cli_error("cannot write '%s': %s", output, strerror(errno));
+    int rc = export_chrome(db, out, error, sizeof error);
+    if (!to_stdout && fclose(out) != 0 && rc == 0) {
+        snprintf(error, sizeof error, "%s", strerror(errno));
+        rc = -1;
+    }
+    if (rc < 0)
+        return cli_error("cannot export to '%s': %s", output, error);
+    if (!to_stdout)
+        fprintf(stderr, "lantern: trace written to %s\n", output);
+    return CLI_EXIT_OK;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "format", required_argument, NULL, 'f' },
+        { "output", required_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *format = NULL, *output = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'f': format = optarg; break;
+        case 'o': output = optarg; break;
+        case 'h': print_help(); return CLI_EXIT_OK;
+        case ':': return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("export", "expected one database FILE");
+    if (!format)
+        return cli_usage_error("export", "missing --format (chrome)");
+    if (strcmp(format, "chrome") != 0)
+        return cli_usage_error("export", "unknown format '%s' (chrome)", format);
+    const char *db_path = argv[optind];
+    char *fallback = output ? NULL : default_output(db_path);
+    if (!output && !(output = fallback))
+        return cli_error("out of memory");
+    sqlite3 *db;
+    int rc = cli_open_db(db_path, &db);
+    if (rc == CLI_EXIT_OK) {
+        rc = write_chrome(db, output);
+        sqlite3_close(db);
+    }
+    free(fallback);
+    return rc;
+}

@@ -1,0 +1,411 @@
+/* lantern profile: the launcher. Creates the session folder, points the profiled program at
+ * the agent through the environment (docs/architecture.md), runs it, forwards the signals
+ * sent to the launcher, then imports the raw files into the report database. */
+#include "cli/cli.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct profile_options {
+    const char *output;
+    const char *trace;
+    int stats, keep_raw, force;
+    char **command; /* NULL-terminated */
+};
+
+static void print_help(void)
+{
+    printf("Usage: lantern profile [options] [--] COMMAND [ARGS...]\n\n"
+           "Runs COMMAND under Lantern and writes a report database.\n\n"
+           "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
+           "                      in the current folder); raw files go to FILE.raw/ meanwhile\n"
+           "  -t, --trace LIST    what to trace, comma-separated: nvtx, cuda, nvml (default nvtx)\n"
+           "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
+           "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
+           "  -f, --force         replace FILE (and FILE.raw/) if they exist\n"
+           "  -h, --help          show this help\n\n"
+           "Signals sent to lantern (kill) are forwarded to COMMAND; a Ctrl-C reaches COMMAND\n"
+           "directly. lantern exits with COMMAND's status (128+N if killed by signal N).\n"
+           "Environment: LANTERN_AGENT overrides the agent library's path.\n");
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static int trace_list_valid(const char *list)
+{
+    static const char *const known[] = { "nvtx", "cuda", "nvml" };
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        int ok = 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (len == strlen(known[i]) && !strncmp(p, known[i], len))
+                ok = 1;
+        if (!ok)
+            return 0;
+        if (!p[len])
+            return 1;
+        p += len + 1;
+    }
+}
+
+static int trace_has(const char *list, const char *what)
+{
+    size_t n = strlen(what);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, what, n) && (p[n] == ',' || !p[n]))
+            return 1;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct profile_options *o)
+{
+    enum { OPT_STATS = 256, OPT_KEEP_RAW };
+    static const struct option options[] = {
+        { "output", required_argument, NULL, 'o' }, { "trace", required_argument, NULL, 't' },
+        { "stats", no_argument, NULL, OPT_STATS },   { "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
+        { "force", no_argument, NULL, 'f' },         { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    opterr = 0;
+    /* '+': stop at the first non-option, which begins the profiled command */
+    while ((c = getopt_long(argc, argv, "+:o:t:fh", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 't': o->trace = optarg; break;
+        case OPT_STATS: o->stats = 1; break;
+        case OPT_KEEP_RAW: o->keep_raw = 1; break;
+        case 'f': o->force = 1; break;
+        case 'h': print_help(); return -1;
+        case ':': return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!trace_list_valid(o->trace))
+        return cli_usage_error("profile", "unknown trace source in '%s' (known: nvtx, cuda, nvml)", o->trace);
+    if (optind >= argc)
+        return cli_usage_error("profile", "missing the command to run");
+    o->command = argv + optind;
+    return 0;
+}
+
+/* ---- the session folder ----------------------------------------------------------------- */
+
+static int path_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* The first lantern-N.db of the current folder that exists neither as a file nor as a
+ * session folder, so a second run never overwrites the first. */
+static char *default_output(void)
+{
+    for (unsigned n = 1; n < 100000; n++) {
+        char *name, *raw;
+        if (asprintf(&name, "lantern-%u.db", n) < 0)
+            return NULL;
+        if (asprintf(&raw, "%s.raw", name) < 0) {
+            free(name);
+            return NULL;
+        }
+        int taken = path_exists(name) || path_exists(raw);
+        free(raw);
+        if (!taken)
+            return name;
+        free(name);
+    }
+    return NULL;
+}
+
+/* Removes a session folder: its regular files, then the folder (nothing else is ours). */
+static void remove_session_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d)))
+        if (e->d_type == DT_REG && snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            unlink(path);
+    closedir(d);
+    rmdir(dir);
+}
+
+/* The agent: $LANTERN_AGENT, else ../lib/liblantern-agent.so beside this executable. */
+static char *find_agent(void)
+{
+    const char *env = getenv("LANTERN_AGENT");
+    char exe[PATH_MAX], candidate[PATH_MAX + 64];
+    if (env && *env)
+        return realpath(env, NULL);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n < 0)
+        return NULL;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(candidate, sizeof candidate, "%s/../lib/liblantern-agent.so", exe);
+    return realpath(candidate, NULL);
+}
+
+/* ---- the launcher's own raw file ---------------------------------------------------------- */
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* launcher.lrt describes the session: a TRACE_PROCESS record flagged TRACE_FLAG_LAUNCHER
+ * (cmdline = the profiled command, plus a trailing "s trace" field), and at the end a
+ * TRACE_PROCESS_END with a trailing "u exit_status" field (docs/trace-format.md). */
+static int launcher_write_start(int fd, char **command, const char *trace)
+{
+    size_t cmd_len = 0;
+    for (char **a = command; *a; a++)
+        cmd_len += strlen(*a) + 1;
+    char *cmdline = malloc(cmd_len + 1), exe[PATH_MAX] = "", host[256] = "";
+    size_t cap = cmd_len + sizeof exe + sizeof host + strlen(trace) + 256;
+    uint8_t *buf = malloc(cap);
+    int rc = -1;
+    if (!cmdline || !buf)
+        goto out;
+    size_t pos = 0;
+    for (char **a = command; *a; a++) {
+        memcpy(cmdline + pos, *a, strlen(*a) + 1);
+        pos += strlen(*a) + 1;
+    }
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    gethostname(host, sizeof host - 1);
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    struct trace_chunk_builder b;
+    trace_chunk_begin(&b, buf, cap, now);
+    struct trace_record_mark m = trace_record_begin(&b, TRACE_PROCESS);
+    trace_put_u(&b, (uint64_t)getpid());
+    trace_put_u(&b, (uint64_t)getppid());
+    trace_put_ts(&b, now);
+    trace_put_u(&b, clock_ns(CLOCK_REALTIME));
+    trace_put_s(&b, exe, strlen(exe));
+    trace_put_s(&b, cmdline, cmd_len ? cmd_len - 1 : 0);
+    trace_put_s(&b, host, strlen(host));
+    trace_put_u(&b, TRACE_FLAG_LAUNCHER);
+    trace_put_s(&b, LANTERN_VERSION, strlen(LANTERN_VERSION));
+    trace_put_s(&b, trace, strlen(trace));
+    if (trace_record_end(&b, m) < 0)
+        goto out;
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    trace_file_header(header);
+    size_t len = trace_chunk_finish(&b);
+    if (write(fd, header, sizeof header) == (ssize_t)sizeof header && write(fd, buf, len) == (ssize_t)len)
+        rc = 0;
+out:
+    free(cmdline);
+    free(buf);
+    return rc;
+}
+
+static int launcher_write_end(int fd, int exit_status)
+{
+    uint8_t buf[128];
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    struct trace_chunk_builder b;
+    trace_chunk_begin(&b, buf, sizeof buf, now);
+    struct trace_record_mark m = trace_record_begin(&b, TRACE_PROCESS_END);
+    trace_put_ts(&b, now);
+    trace_put_u(&b, 0); /* the launcher drops nothing */
+    trace_put_u(&b, 1);
+    trace_put_u(&b, (uint64_t)exit_status);
+    if (trace_record_end(&b, m) < 0)
+        return -1;
+    size_t len = trace_chunk_finish(&b);
+    return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* ---- running the command ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t child_pid;
+
+/* A Ctrl-C or terminal hang-up reaches the child directly (same process group), so only
+ * signals sent to the launcher itself (kill(2), sigqueue(3)) are forwarded: otherwise the
+ * child would get a Ctrl-C twice. */
+static void forward_signal(int sig, siginfo_t *info, void *ucontext)
+{
+    (void)ucontext;
+    if ((info->si_code == SI_USER || info->si_code == SI_QUEUE) && child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static const int forwarded_signals[] = { SIGINT, SIGTERM };
+
+static void install_forwarding(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaction(forwarded_signals[i], &sa, NULL);
+}
+
+/* In the child between fork and exec: default dispositions, then exec; an exec failure is
+ * reported to the parent through the close-on-exec pipe. */
+static void exec_child(char **command, int report_fd, const sigset_t *old_mask)
+{
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        signal(forwarded_signals[i], SIG_DFL);
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    execvp(command[0], command);
+    int err = errno;
+    ssize_t unused = write(report_fd, &err, sizeof err); /* nothing to do if it fails */
+    (void)unused;
+    _exit(127);
+}
+
+/* Runs the command; returns its status as a shell reports it (128+N when killed by signal
+ * N), or -1 when it could not be started (error printed). */
+static int run_command(char **command)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return cli_error("cannot start '%s': %s", command[0], strerror(errno)), -1;
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaddset(&block, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &old); /* no forwarding before child_pid is known */
+    install_forwarding();
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_child(command, pipefd[1], &old);
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(pipefd[1]);
+    if (pid < 0) {
+        close(pipefd[0]);
+        return cli_error("cannot start '%s': %s", command[0], strerror(errno)), -1;
+    }
+    int err = 0, status = 0;
+    ssize_t n;
+    while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    close(pipefd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    child_pid = 0;
+    if (n == (ssize_t)sizeof err) {
+        cli_error("cannot run '%s': %s", command[0], strerror(err));
+        return -1;
+    }
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+/* ---- the subcommand ------------------------------------------------------------------------ */
+
+static int prepare_session(const struct profile_options *o, const char *raw_dir)
+{
+    if (!o->force && path_exists(o->output))
+        return cli_error("'%s' exists (use --force to replace it, or -o another name)", o->output);
+    if (path_exists(raw_dir)) {
+        if (!o->force)
+            return cli_error("session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
+                             raw_dir);
+        remove_session_dir(raw_dir);
+    }
+    if (mkdir(raw_dir, 0755) < 0)
+        return cli_error("cannot create session folder '%s': %s", raw_dir, strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+static int set_environment(const struct profile_options *o, const char *agent, const char *session_dir)
+{
+    if (setenv("NVTX_INJECTION64_PATH", agent, 1) < 0 || setenv("LANTERN_SESSION_DIR", session_dir, 1) < 0 ||
+        setenv("LANTERN_TRACE", o->trace, 1) < 0)
+        return -1;
+    if (trace_has(o->trace, "cuda") && setenv("CUDA_INJECTION64_PATH", agent, 1) < 0)
+        return -1;
+    return 0;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+    struct profile_options o = { .trace = "nvtx" };
+    char *default_name = NULL, *raw_dir = NULL, *session_dir = NULL, *agent = NULL;
+    int rc = parse_options(argc, argv, &o), fd = -1, status = -1;
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    rc = CLI_EXIT_ERROR;
+    if (!o.output && !(o.output = default_name = default_output())) {
+        cli_error("no free lantern-N.db name in the current folder");
+        goto out;
+    }
+    if (!(agent = find_agent())) {
+        cli_error("cannot find the agent library liblantern-agent.so (set LANTERN_AGENT)");
+        goto out;
+    }
+    if (asprintf(&raw_dir, "%s.raw", o.output) < 0) {
+        raw_dir = NULL;
+        goto out;
+    }
+    if ((rc = prepare_session(&o, raw_dir)) != CLI_EXIT_OK)
+        goto out;
+    rc = CLI_EXIT_ERROR;
+    session_dir = realpath(raw_dir, NULL);
+    char launcher_path[PATH_MAX];
+    snprintf(launcher_path, sizeof launcher_path, "%s/launcher.lrt", session_dir ? session_dir : raw_dir);
+    fd = open(launcher_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!session_dir || fd < 0 || launcher_write_start(fd, o.command, o.trace) < 0 ||
+        set_environment(&o, agent, session_dir) < 0) {
+        cli_error("cannot write the session folder '%s': %s", raw_dir, strerror(errno));
+        goto out;
+    }
+    /* The NVML sampler (-t nvml) starts here and stops after the command. */
+    status = run_command(o.command);
+    if (status < 0) {
+        remove_session_dir(raw_dir);
+        rc = 127; /* like a shell: the command could not be run */
+        goto out;
+    }
+    launcher_write_end(fd, status);
+    close(fd);
+    fd = -1;
+    if (cli_import(raw_dir, o.output, o.force) != CLI_EXIT_OK) {
+        cli_error("the raw files are kept in '%s'", raw_dir);
+        goto out;
+    }
+    if (!o.keep_raw)
+        remove_session_dir(raw_dir);
+    fprintf(stderr, "lantern: report written to %s\n", o.output);
+    rc = status;
+    if (o.stats && cli_print_report(o.output, "nvtx_sum", "table", stdout) != CLI_EXIT_OK && !status)
+        rc = CLI_EXIT_ERROR;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(default_name);
+    free(raw_dir);
+    free(session_dir);
+    free(agent);
+    return rc;
+}

@@ -1,0 +1,99 @@
+/* lantern stats: prints a report from the table of reports (src/report/reports.c) after
+ * the session header, as an aligned table, CSV or JSON. */
+#include "cli/cli.h"
+#include "report/report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+/* --sort, for the reports that offer more than one order (report_ctx.sort). */
+static const char *stats_sort;
+
+static void print_help(void)
+{
+    printf("Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-o OUT]\n\n"
+           "Prints a report of a Lantern database, after a header describing the session.\n\n"
+           "  -r, --report NAME   the report (default nvtx_sum)\n"
+           "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
+           "  -o, --output OUT    write to OUT instead of standard output\n"
+           "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
+           "  -h, --help          show this help\n\nReports:\n");
+    for (const struct report *r = report_table; r->name; r++)
+        printf("  %-12s %s\n", r->name, r->help);
+}
+
+/* JSON: {"report": NAME, "session": {...}, "rows": [...]}. Table: the header, then the
+ * table. CSV: the header on stderr, so the CSV itself stays machine-readable. */
+static int print_report(struct report_ctx *ctx, const struct report *r)
+{
+    if (ctx->format == TABLE_FORMAT_JSON) {
+        fprintf(ctx->out, "{\"report\": \"%s\", \"session\": ", r->name);
+        if (report_session_header(ctx, ctx->out) < 0)
+            return -1;
+        fputs(", \"rows\": ", ctx->out);
+    } else if (report_session_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out) < 0) {
+        return -1;
+    }
+    if (r->run(ctx) < 0)
+        return -1;
+    if (ctx->format == TABLE_FORMAT_JSON)
+        fputs("}\n", ctx->out);
+    return fflush(ctx->out) == 0 ? 0 : -1;
+}
+
+int cli_print_report(const char *db_path, const char *report, const char *format, FILE *out)
+{
+    struct report_ctx ctx = { .out = out, .sort = stats_sort };
+    const struct report *r = report_find(report);
+    if (!r)
+        return cli_usage_error("stats", "unknown report '%s'", report);
+    if (table_parse_format(format, &ctx.format) < 0)
+        return cli_usage_error("stats", "unknown format '%s' (table, csv or json)", format);
+    if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    int rc = print_report(&ctx, r);
+    sqlite3_close(ctx.db);
+    if (rc < 0)
+        return cli_error("%s: %s", db_path, ctx.error[0] ? ctx.error : strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "report", required_argument, NULL, 'r' }, { "format", required_argument, NULL, 'F' },
+        { "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+        { "sort", required_argument, NULL, 'S' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *report = "nvtx_sum", *format = "table", *output = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":r:o:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'r': report = optarg; break;
+        case 'F': format = optarg; break;
+        case 'o': output = optarg; break;
+        case 'S': stats_sort = optarg; break;
+        case 'h': print_help(); return CLI_EXIT_OK;
+        case ':': return cli_usage_error("stats", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("stats", "expected one database FILE");
+    if (!report_find(report))
+        return cli_usage_error("stats", "unknown report '%s'", report);
+    enum table_format parsed;
+    if (table_parse_format(format, &parsed) < 0)
+        return cli_usage_error("stats", "unknown format '%s' (table, csv or json)", format);
+    FILE *out = stdout;
+    if (output && !(out = fopen(output, "w")))
+        return cli_error("cannot write '%s': %s", output, strerror(errno));
+    int rc = cli_print_report(argv[optind], report, format, out);
+    if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
+        rc = cli_error("cannot write '%s': %s", output, strerror(errno));
+    return rc;
+}

@@ -1,0 +1,280 @@
+/* The CUDA part of the Chrome trace-event export: a process row per GPU with a thread row per
+ * stream holding its kernels, copies and memsets; CUDA API calls on their CPU threads; a flow
+ * arrow from each launching call to its GPU operation; a device-memory-in-use counter per GPU. */
+#include "export/export.h"
+#include "export/json.h"
+
+#include <string.h>
+
+/* GPU rows need pids no OS pid can take (Linux caps pids at 2^22): 1e9 + gpus.id, and 1e9
+ * itself for operations the importer could not place on a GPU. */
+#define CHROME_GPU_PID(col) "(1000000000 + COALESCE(" col ", 0))"
+
+/* Every GPU operation with the columns the timeline shows; kernels fill the launch columns,
+ * copies and memsets the byte columns. flow_id is unique per operation (its own id times 4
+ * plus a kind tag), so an API call launching several operations draws one arrow to each. */
+#define CHROME_GPU_OPS                                                                        \
+    "gpu_ops AS ("                                                                            \
+    " SELECT 'kernel' AS kind, k.id * 4 AS flow_id, k.process_id, k.gpu_id, k.device,"        \
+    " k.context, k.stream, k.correlation_id, k.start_ns, k.end_ns, k.api_id,"                 \
+    " COALESCE(dn.value, mn.value, '(unnamed kernel)') AS name, k.grid_x, k.grid_y, k.grid_z,"\
+    " k.block_x, k.block_y, k.block_z, k.regs_per_thread, k.static_smem, k.dynamic_smem,"     \
+    " NULL AS bytes, NULL AS copy_kind, NULL AS src_kind, NULL AS dst_kind"                   \
+    " FROM kernels k LEFT JOIN strings dn ON dn.id = k.demangled_id"                          \
+    " LEFT JOIN strings mn ON mn.id = k.name_id"                                              \
+    " UNION ALL SELECT 'memcpy', c.id * 4 + 1, c.process_id, c.gpu_id, c.device, c.context,"  \
+    " c.stream, c.correlation_id, c.start_ns, c.end_ns, c.api_id, "                           \
+    CUDA_COPY_NAME ", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.bytes,"          \
+    " c.copy_kind, c.src_kind, c.dst_kind FROM memcpys c"                                     \
+    " UNION ALL SELECT 'memset', s.id * 4 + 2, s.process_id, s.gpu_id, s.device, s.context,"  \
+    " s.stream, s.correlation_id, s.start_ns, s.end_ns, s.api_id, '[CUDA memset]', NULL,"     \
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.bytes, NULL, NULL, s.mem_kind"         \
+    " FROM memsets s)"
+
+#define CUDA_COPY_NAME                                                                        \
+    "'[CUDA memcpy ' || CASE c.copy_kind WHEN 'HtoD' THEN 'Host-to-Device'"                   \
+    " WHEN 'DtoH' THEN 'Device-to-Host' WHEN 'DtoD' THEN 'Device-to-Device'"                  \
+    " WHEN 'HtoH' THEN 'Host-to-Host' WHEN 'PtoP' THEN 'Peer-to-Peer'"                        \
+    " ELSE COALESCE(c.copy_kind, 'Unknown') END || ']'"
+
+/* One thread row per (GPU, process, stream), numbered from 1 in that order. */
+#define CHROME_LANES                                                                          \
+    "lanes AS (SELECT gpu_id, process_id, stream,"                                            \
+    " ROW_NUMBER() OVER (ORDER BY COALESCE(gpu_id, 0), process_id, stream) AS tid"            \
+    " FROM (SELECT DISTINCT gpu_id, process_id, stream FROM gpu_ops))"
+
+static void write_column_string(FILE *out, sqlite3_stmt *st, int col)
+{
+    json_write_string(out, (const char *)sqlite3_column_text(st, col),
+                      (size_t)sqlite3_column_bytes(st, col));
+}
+
+static int finish(sqlite3_stmt *st, int step_rc)
+{
+    int rc = sqlite3_finalize(st);
+    return step_rc == SQLITE_DONE && rc == SQLITE_OK ? 0 : -1;
+}
+
+/* "M" events naming the GPU processes ("GPU 0: NVIDIA H100 80GB HBM3") and the stream
+ * threads (the NVTX name the program gave the stream, else "Stream 7"). */
+static int write_names(struct chrome_writer *w)
+{
+    static const char sql[] =
+        "WITH " CHROME_GPU_OPS ", " CHROME_LANES
+        " SELECT 'process_name', " CHROME_GPU_PID("l.gpu_id") ", 0, 'GPU ' ||"
+        " COALESCE(g.nvml_index, (SELECT MIN(device) FROM process_gpus WHERE gpu_id = g.id),"
+        " '?') || ': ' || COALESCE(g.name, 'unknown GPU') FROM"
+        " (SELECT DISTINCT gpu_id FROM lanes) l LEFT JOIN gpus g ON g.id = l.gpu_id"
+        " UNION ALL SELECT 'thread_name', " CHROME_GPU_PID("l.gpu_id") ", l.tid,"
+        " COALESCE((SELECT s.value FROM cuda_streams cs JOIN strings s ON s.id = cs.name_id"
+        "  WHERE cs.process_id = l.process_id AND cs.stream = l.stream LIMIT 1),"
+        "  'Stream ' || l.stream)"
+        " || CASE WHEN (SELECT COUNT(*) FROM processes) > 1"
+        "  THEN ' (pid ' || (SELECT pid FROM processes WHERE id = l.process_id) || ')' ELSE '' END"
+        " FROM lanes l";
+    sqlite3_stmt *st;
+    int rc;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        chrome_event_begin(w);
+        fprintf(w->out, "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
+                        "\"args\": {\"name\": ",
+                (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+                sqlite3_column_int64(st, 2));
+        write_column_string(w->out, st, 3);
+        fputs("}}", w->out);
+    }
+    return finish(st, rc);
+}
+
+/* CUDA API calls as complete events on the calling thread. */
+static int write_api_calls(struct chrome_writer *w)
+{
+    static const char sql[] =
+        "SELECT p.pid, t.tid, a.start_ns, a.end_ns, COALESCE(s.value, 'cbid ' || a.cbid),"
+        " a.correlation_id, a.return_code FROM cuda_api a"
+        " JOIN processes p ON p.id = a.process_id JOIN threads t ON t.id = a.thread_id"
+        " LEFT JOIN strings s ON s.id = a.name_id ORDER BY a.start_ns, a.id";
+    sqlite3_stmt *st;
+    int rc;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        long long start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
+        chrome_event_begin(w);
+        fputs("\"name\": ", w->out);
+        write_column_string(w->out, st, 4);
+        fprintf(w->out, ", \"cat\": \"cuda_api\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, "
+                        "\"ts\": ",
+                sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        chrome_write_us(w, start);
+        fputs(", \"dur\": ", w->out);
+        chrome_write_duration_us(w->out, end > start ? end - start : 0);
+        fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"return_code\": %lld}}",
+                sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6));
+    }
+    return finish(st, rc);
+}
+
+enum {
+    OP_KIND, OP_FLOW_ID, OP_PID, OP_TID, OP_START, OP_END, OP_NAME, OP_CORRELATION, OP_STREAM,
+    OP_DEVICE, OP_CONTEXT, OP_GRID_X, OP_GRID_Y, OP_GRID_Z, OP_BLOCK_X, OP_BLOCK_Y, OP_BLOCK_Z,
+    OP_REGS, OP_STATIC_SMEM, OP_DYNAMIC_SMEM, OP_BYTES, OP_COPY_KIND, OP_SRC_KIND, OP_DST_KIND,
+    OP_API_PID, OP_API_TID, OP_API_START, OP_API_END,
+};
+
+static void write_kernel_args(FILE *out, sqlite3_stmt *st)
+{
+    fprintf(out,
+            ", \"grid\": [%lld, %lld, %lld], \"block\": [%lld, %lld, %lld], "
+            "\"registers_per_thread\": %lld, \"static_smem_bytes\": %lld, "
+            "\"dynamic_smem_bytes\": %lld",
+            sqlite3_column_int64(st, OP_GRID_X), sqlite3_column_int64(st, OP_GRID_Y),
+            sqlite3_column_int64(st, OP_GRID_Z), sqlite3_column_int64(st, OP_BLOCK_X),
+            sqlite3_column_int64(st, OP_BLOCK_Y), sqlite3_column_int64(st, OP_BLOCK_Z),
+            sqlite3_column_int64(st, OP_REGS), sqlite3_column_int64(st, OP_STATIC_SMEM),
+            sqlite3_column_int64(st, OP_DYNAMIC_SMEM));
+}
+
+/* Bytes, GB/s, and the memory kinds: what tells a pageable copy from a pinned one. */
+static void write_memory_args(FILE *out, sqlite3_stmt *st, long long duration)
+{
+    long long bytes = sqlite3_column_int64(st, OP_BYTES);
+    fprintf(out, ", \"bytes\": %lld, \"throughput_gb_per_s\": ", bytes);
+    json_write_double(out, duration > 0 ? (double)bytes / (double)duration : 0.0);
+    static const struct { int col; const char *key; } kinds[] = {
+        { OP_COPY_KIND, "copy_kind" }, { OP_SRC_KIND, "src_kind" }, { OP_DST_KIND, "dst_kind" },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        if (sqlite3_column_type(st, kinds[i].col) == SQLITE_NULL)
+            continue;
+        fprintf(out, ", \"%s\": ", kinds[i].key);
+        write_column_string(out, st, kinds[i].col);
+    }
+}
+
+/* Chrome's reserved color names: copies touching pageable memory red, pinned green, the rest
+ * (device to device, memsets) keep the viewer's colors. */
+static const char *copy_color(sqlite3_stmt *st)
+{
+    const char *src = (const char *)sqlite3_column_text(st, OP_SRC_KIND);
+    const char *dst = (const char *)sqlite3_column_text(st, OP_DST_KIND);
+    if ((src && !strcmp(src, "pageable")) || (dst && !strcmp(dst, "pageable")))
+        return "terrible";
+    if ((src && !strcmp(src, "pinned")) || (dst && !strcmp(dst, "pinned")))
+        return "good";
+    return NULL;
+}
+
+static void write_gpu_op(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    const char *kind = (const char *)sqlite3_column_text(st, OP_KIND);
+    long long start = sqlite3_column_int64(st, OP_START), end = sqlite3_column_int64(st, OP_END);
+    const char *color = !strcmp(kind, "memcpy") ? copy_color(st) : NULL;
+    chrome_event_begin(w);
+    fputs("\"name\": ", w->out);
+    write_column_string(w->out, st, OP_NAME);
+    fprintf(w->out, ", \"cat\": \"cuda_%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, ",
+            kind, sqlite3_column_int64(st, OP_PID), sqlite3_column_int64(st, OP_TID));
+    if (color)
+        fprintf(w->out, "\"cname\": \"%s\", ", color);
+    fputs("\"ts\": ", w->out);
+    chrome_write_us(w, start);
+    fputs(", \"dur\": ", w->out);
+    chrome_write_duration_us(w->out, end > start ? end - start : 0);
+    fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"device\": %lld, \"context\": %lld, "
+                    "\"stream\": %lld",
+            sqlite3_column_int64(st, OP_CORRELATION), sqlite3_column_int64(st, OP_DEVICE),
+            sqlite3_column_int64(st, OP_CONTEXT), sqlite3_column_int64(st, OP_STREAM));
+    if (!strcmp(kind, "kernel"))
+        write_kernel_args(w->out, st);
+    else
+        write_memory_args(w->out, st, end - start);
+    fputs("}}", w->out);
+}
+
+/* A flow arrow (trace-event flow v1), each end bound to the slice enclosing it ("bp": "e"):
+ * placed at the middle of the API call and of the GPU operation, where no viewer can bind it
+ * to a neighbour that starts or ends at the same nanosecond. */
+static long long middle(long long start, long long end)
+{
+    return end > start ? start + (end - start) / 2 : start;
+}
+
+static void write_flow(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    long long id = sqlite3_column_int64(st, OP_FLOW_ID);
+    chrome_event_begin(w);
+    fprintf(w->out, "\"name\": \"launch\", \"cat\": \"cuda_flow\", \"ph\": \"s\", \"bp\": \"e\", "
+                    "\"id\": %lld, "
+                    "\"pid\": %lld, \"tid\": %lld, \"ts\": ",
+            id, sqlite3_column_int64(st, OP_API_PID), sqlite3_column_int64(st, OP_API_TID));
+    chrome_write_us(w, middle(sqlite3_column_int64(st, OP_API_START),
+                              sqlite3_column_int64(st, OP_API_END)));
+    fputs("}", w->out);
+    chrome_event_begin(w);
+    fprintf(w->out, "\"name\": \"launch\", \"cat\": \"cuda_flow\", \"ph\": \"f\", \"bp\": \"e\", "
+                    "\"id\": %lld, \"pid\": %lld, \"tid\": %lld, \"ts\": ",
+            id, sqlite3_column_int64(st, OP_PID), sqlite3_column_int64(st, OP_TID));
+    chrome_write_us(w, middle(sqlite3_column_int64(st, OP_START), sqlite3_column_int64(st, OP_END)));
+    fputs("}", w->out);
+}
+
+/* Kernels, copies and memsets on their stream rows, each with its flow from the API call. */
+static int write_gpu_ops(struct chrome_writer *w)
+{
+    static const char sql[] =
+        "WITH " CHROME_GPU_OPS ", " CHROME_LANES
+        " SELECT o.kind, o.flow_id, " CHROME_GPU_PID("o.gpu_id") ", l.tid, o.start_ns, o.end_ns,"
+        " o.name, o.correlation_id, o.stream, o.device, o.context, o.grid_x, o.grid_y, o.grid_z,"
+        " o.block_x, o.block_y, o.block_z, o.regs_per_thread, o.static_smem, o.dynamic_smem,"
+        " o.bytes, o.copy_kind, o.src_kind, o.dst_kind, p.pid, t.tid, a.start_ns, a.end_ns"
+        " FROM gpu_ops o JOIN lanes l ON l.gpu_id IS o.gpu_id AND l.process_id = o.process_id"
+        " AND l.stream IS o.stream"
+        " LEFT JOIN cuda_api a ON a.id = o.api_id LEFT JOIN processes p ON p.id = a.process_id"
+        " LEFT JOIN threads t ON t.id = a.thread_id ORDER BY o.start_ns, o.flow_id";
+    sqlite3_stmt *st;
+    int rc;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        write_gpu_op(w, st);
+        if (sqlite3_column_type(st, OP_API_START) != SQLITE_NULL &&
+            sqlite3_column_type(st, OP_API_TID) != SQLITE_NULL)
+            write_flow(w, st);
+    }
+    return finish(st, rc);
+}
+
+/* Device memory in use per GPU after each allocation and free ("C" counter events): the
+ * running sum of device allocations minus frees, in CUPTI's order. */
+static int write_memory_counters(struct chrome_writer *w)
+{
+    static const char sql[] =
+        "SELECT " CHROME_GPU_PID("gpu_id") ", ts_ns, SUM(CASE op WHEN 'alloc' THEN bytes"
+        " ELSE -bytes END) OVER (PARTITION BY COALESCE(gpu_id, 0) ORDER BY ts_ns, id"
+        " ROWS UNBOUNDED PRECEDING) FROM cuda_memory"
+        " WHERE mem_kind IS NULL OR mem_kind = 'device' ORDER BY ts_ns, id";
+    sqlite3_stmt *st;
+    int rc;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        chrome_event_begin(w);
+        fprintf(w->out, "\"name\": \"Device memory in use\", \"ph\": \"C\", \"pid\": %lld, "
+                        "\"ts\": ",
+                sqlite3_column_int64(st, 0));
+        chrome_write_us(w, sqlite3_column_int64(st, 1));
+        fprintf(w->out, ", \"args\": {\"bytes\": %lld}}", sqlite3_column_int64(st, 2));
+    }
+    return finish(st, rc);
+}
+
+int chrome_cuda_events(struct chrome_writer *w)
+{
+    if (write_names(w) < 0 || write_api_calls(w) < 0 || write_gpu_ops(w) < 0 ||
+        write_memory_counters(w) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* Exports of a Lantern database to other tools' formats. Each writes to a stream as it
+ * reads the database (nothing is built whole in memory). */
+#ifndef LANTERN_EXPORT_EXPORT_H
+#define LANTERN_EXPORT_EXPORT_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Chrome trace-event JSON (Perfetto, chrome://tracing): process/thread names, push/pop
+ * ranges as complete events, start/end ranges as async events, marks as instant events.
+ * Returns 0, or -1 with a reason in error. */
+int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size);
+
+/* What the source modules' exporters share (chrome.c calls chrome_cuda_events() and
+ * chrome_nvml_events() from their files): the session start all timestamps are relative
+ * to, and a comma before every event but the first. */
+struct chrome_writer {
+    sqlite3 *db;
+    FILE *out;
+    long long start_ns;
+    unsigned long long events;
+};
+/* Starts an event object: writes the separator and "{". */
+void chrome_event_begin(struct chrome_writer *w);
+/* Writes ns on the session clock as microseconds since the session start, 3 decimals. */
+void chrome_write_us(struct chrome_writer *w, long long ns);
+/* Writes a duration in microseconds, 3 decimals. */
+void chrome_write_duration_us(FILE *out, long long ns);
+
+/* CUDA rows (chrome_cuda.c): a process per GPU, a thread per stream with its kernels, copies
+ * and memsets, the CUDA API calls on their CPU threads, flow arrows from each launching call
+ * to its GPU operation, and a device-memory-in-use counter per GPU. Returns 0 or -1 (the
+ * database's error message says why). */
+int chrome_cuda_events(struct chrome_writer *w);
+
+#endif

@@ -1,0 +1,258 @@
+/* Interpolation of the GPU energy counter with power samples (see energy_model.h). The
+ * counter is exact but coarse in time (one update per ~100 ms); power samples are fine in time
+ * but only as accurate as the sensor. Between two counter updates the energy follows the
+ * power integral, rescaled so that it meets both counter values exactly. */
+#include "nvml/energy_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NVIDIA specifies the power sensor to about ±5 %; used where no counter update bounds us. */
+#define ENERGY_SENSOR_TOLERANCE 0.05
+
+int energy_track_init(struct energy_track *t, size_t power_cap, size_t update_cap)
+{
+    memset(t, 0, sizeof *t);
+    t->power = calloc(power_cap ? power_cap : 1, sizeof *t->power);
+    t->updates = calloc(update_cap ? update_cap : 1, sizeof *t->updates);
+    if (!t->power || !t->updates) {
+        energy_track_release(t);
+        return -1;
+    }
+    t->power_cap = power_cap ? power_cap : 1;
+    t->update_cap = update_cap ? update_cap : 1;
+    return 0;
+}
+
+void energy_track_release(struct energy_track *t)
+{
+    free(t->power);
+    free(t->updates);
+    t->power = NULL;
+    t->updates = NULL;
+}
+
+/* ---- the rings: absolute indexes, the last *_cap of which are held ------------------------- */
+
+static uint64_t power_first(const struct energy_track *t)
+{
+    return t->power_total > t->power_cap ? t->power_total - t->power_cap : 0;
+}
+
+static const struct energy_power_point *power_get(const struct energy_track *t, uint64_t i)
+{
+    return &t->power[i % t->power_cap];
+}
+
+static uint64_t update_first(const struct energy_track *t)
+{
+    return t->update_total > t->update_cap ? t->update_total - t->update_cap : 0;
+}
+
+static const struct energy_update *update_get(const struct energy_track *t, uint64_t i)
+{
+    return &t->updates[i % t->update_cap];
+}
+
+/* Number of power samples with ts <= at (absolute index of the first one after it). */
+static uint64_t power_count_until(const struct energy_track *t, uint64_t at)
+{
+    uint64_t lo = power_first(t), hi = t->power_total;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (power_get(t, mid)->ts <= at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t update_count_until(const struct energy_track *t, uint64_t at)
+{
+    uint64_t lo = update_first(t), hi = t->update_total;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (update_get(t, mid)->ts <= at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ---- adding samples ------------------------------------------------------------------------ */
+
+static double mw_ns_to_mj(double mw, double ns) { return mw * ns / 1e9; }
+
+void energy_track_add_power(struct energy_track *t, uint64_t ts, double mw)
+{
+    struct energy_power_point p = {.ts = ts, .mw = mw};
+    if (t->power_total) {
+        const struct energy_power_point *last = power_get(t, t->power_total - 1);
+        if (ts < last->ts)
+            return;
+        p.integral_mj = last->integral_mj + mw_ns_to_mj((last->mw + mw) / 2, (double)(ts - last->ts));
+    }
+    t->power[t->power_total % t->power_cap] = p;
+    t->power_total++;
+}
+
+void energy_track_add_update(struct energy_track *t, uint64_t ts, uint64_t uncertainty_ns,
+                             double counter_mj)
+{
+    if (t->update_total && ts < update_get(t, t->update_total - 1)->ts)
+        return;
+    t->updates[t->update_total % t->update_cap] =
+        (struct energy_update){.ts = ts, .uncertainty_ns = uncertainty_ns, .counter_mj = counter_mj};
+    t->update_total++;
+}
+
+int energy_track_add_counter(struct energy_track *t, uint64_t read_start, uint64_t read_end,
+                             double counter_mj)
+{
+    uint64_t read_ts = read_start + (read_end - read_start) / 2;
+    int changed = t->have_counter && counter_mj != t->last_counter_mj;
+    if (changed) {
+        /* the change happened between the previous read and this one: take the middle */
+        uint64_t half = (read_ts - t->last_counter_read_ts) / 2;
+        energy_track_add_update(t, t->last_counter_read_ts + half, half, counter_mj);
+    }
+    t->have_counter = 1;
+    t->last_counter_mj = counter_mj;
+    t->last_counter_read_ts = read_ts;
+    return changed;
+}
+
+/* ---- reading --------------------------------------------------------------------------------- */
+
+double energy_track_integral_at(const struct energy_track *t, uint64_t ts)
+{
+    if (!t->power_total)
+        return 0;
+    uint64_t n = power_count_until(t, ts);
+    if (n == power_first(t)) {
+        const struct energy_power_point *first = power_get(t, n);
+        return first->integral_mj - mw_ns_to_mj(first->mw, (double)(first->ts - ts));
+    }
+    const struct energy_power_point *a = power_get(t, n - 1);
+    if (n == t->power_total)
+        return a->integral_mj + mw_ns_to_mj(a->mw, (double)(ts - a->ts));
+    const struct energy_power_point *b = power_get(t, n);
+    double f = (double)(ts - a->ts) / (double)(b->ts - a->ts);
+    double mw_at = a->mw + f * (b->mw - a->mw);
+    return a->integral_mj + mw_ns_to_mj((a->mw + mw_at) / 2, (double)(ts - a->ts));
+}
+
+/* Relative spread of power over [from, to]: (max - min) / (max + min), 0 when flat. It bounds
+ * how wrong the power shape can place energy inside one counter interval. */
+static double power_spread(const struct energy_track *t, uint64_t from, uint64_t to)
+{
+    uint64_t i = power_count_until(t, from);
+    if (i > power_first(t))
+        i--;
+    double lo = INFINITY, hi = 0;
+    for (; i < t->power_total; i++) {
+        const struct energy_power_point *p = power_get(t, i);
+        lo = p->mw < lo ? p->mw : lo;
+        hi = p->mw > hi ? p->mw : hi;
+        if (p->ts >= to)
+            break;
+    }
+    return hi + lo > 0 && isfinite(lo) ? (hi - lo) / (hi + lo) : 0;
+}
+
+/* Counter mJ per power-integral mJ over up to ENERGY_GAIN_UPDATES update intervals ending at
+ * update k: the power sensor's gain against the counter, used to extrapolate past the last
+ * update. A long span makes the gain insensitive to when each update was seen (±2 ms of a
+ * 100 ms interval is ±2 %, of ten intervals ±0.2 %). */
+#define ENERGY_GAIN_UPDATES 10
+
+static double counter_scale(const struct energy_track *t, uint64_t k)
+{
+    if (k == 0 || k - 1 < update_first(t) || k >= t->update_total)
+        return 1;
+    uint64_t from = k > ENERGY_GAIN_UPDATES ? k - ENERGY_GAIN_UPDATES : 0;
+    from = from < update_first(t) ? update_first(t) : from;
+    const struct energy_update *a = update_get(t, from), *b = update_get(t, k);
+    double w = energy_track_integral_at(t, b->ts) - energy_track_integral_at(t, a->ts);
+    double scale = w > 0 ? (b->counter_mj - a->counter_mj) / w : 1;
+    return scale > 0.5 && scale < 2 ? scale : 1; /* outside that the sensor is not comparable */
+}
+
+static struct energy_estimate interpolate(const struct energy_track *t, uint64_t k, uint64_t ts)
+{
+    const struct energy_update *a = update_get(t, k), *b = update_get(t, k + 1);
+    double wa = energy_track_integral_at(t, a->ts), wb = energy_track_integral_at(t, b->ts);
+    double span = (double)(b->ts - a->ts);
+    double f = wb > wa ? (energy_track_integral_at(t, ts) - wa) / (wb - wa)
+                       : (double)(ts - a->ts) / span;
+    f = f < 0 ? 0 : f > 1 ? 1 : f;
+    double delta = b->counter_mj - a->counter_mj;
+    double mw = delta / span * 1e9;
+    struct energy_estimate e = {.mj = a->counter_mj + f * delta, .updates_before = k + 1};
+    /* where the updates really happened (each within ± its uncertainty) and how uneven power
+     * was inside the interval */
+    e.error_mj = mw_ns_to_mj(mw, (1 - f) * (double)a->uncertainty_ns + f * (double)b->uncertainty_ns) +
+                 delta * (f < 1 - f ? f : 1 - f) * power_spread(t, a->ts, b->ts);
+    return e;
+}
+
+static struct energy_estimate extrapolate(const struct energy_track *t, uint64_t k, uint64_t ts,
+                                          int after)
+{
+    const struct energy_update *u = update_get(t, k);
+    double scale = counter_scale(t, after ? k : k + 1);
+    double w = energy_track_integral_at(t, ts) - energy_track_integral_at(t, u->ts);
+    double mw = t->power_total ? power_get(t, t->power_total - 1)->mw : 0;
+    struct energy_estimate e = {.mj = u->counter_mj + scale * w,
+                                .flags = ENERGY_EXTRAPOLATED,
+                                .updates_before = after ? k + 1 : k};
+    e.error_mj = fabs(scale * w) * ENERGY_SENSOR_TOLERANCE + mw_ns_to_mj(mw, (double)u->uncertainty_ns);
+    return e;
+}
+
+struct energy_estimate energy_track_at(const struct energy_track *t, uint64_t ts)
+{
+    struct energy_estimate e = {0};
+    if (!t->power_total && !t->update_total) {
+        e.flags = ENERGY_NO_DATA;
+        return e;
+    }
+    uint64_t n = update_count_until(t, ts);
+    if (t->power_only || t->update_total == 0) {
+        e.mj = energy_track_integral_at(t, ts);
+        e.flags = ENERGY_POWER_ONLY;
+        e.updates_before = n;
+        return e;
+    }
+    if (n == update_first(t))
+        return extrapolate(t, n, ts, 0);
+    if (n == t->update_total)
+        return extrapolate(t, n - 1, ts, 1);
+    return interpolate(t, n - 1, ts);
+}
+
+int energy_track_holds(const struct energy_track *t, uint64_t ts)
+{
+    if (t->power_total > t->power_cap && ts < power_get(t, power_first(t))->ts)
+        return 0;
+    return !(t->update_total > t->update_cap && ts < update_get(t, update_first(t))->ts);
+}
+
+struct energy_interval energy_track_between(const struct energy_track *t, uint64_t start,
+                                            uint64_t end)
+{
+    return energy_interval_of(energy_track_at(t, start), energy_track_at(t, end));
+}
+
+struct energy_interval energy_interval_of(struct energy_estimate a, struct energy_estimate b)
+{
+    struct energy_interval r = {.mj = b.mj - a.mj, .flags = a.flags | b.flags};
+    r.updates = b.updates_before - a.updates_before;
+    r.error_mj = a.error_mj + b.error_mj;
+    if (r.flags & ENERGY_POWER_ONLY)
+        r.error_mj = fabs(r.mj) * ENERGY_SENSOR_TOLERANCE;
+    return r;
+}

@@ -1,0 +1,82 @@
+/* The energy model shared by the energy windows (live) and the reports (from the database):
+ * the GPU's energy counter only changes every ~100 ms (H100/H200, measured), so the energy
+ * at any instant is interpolated between two counter updates with the shape of the power
+ * samples. Energies of disjoint adjacent intervals then add up exactly (they telescope). */
+#ifndef LANTERN_NVML_ENERGY_MODEL_H
+#define LANTERN_NVML_ENERGY_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How energy_track_at found its answer (bits). */
+#define ENERGY_EXTRAPOLATED 0x1u  /* no counter update after the instant yet: power-integrated */
+#define ENERGY_POWER_ONLY 0x2u    /* no counter at all (pre-Volta, or forced): power-integrated */
+#define ENERGY_NO_DATA 0x4u       /* no power sample: 0 */
+
+struct energy_power_point {
+    uint64_t ts;
+    double mw;
+    double integral_mj;           /* trapezoidal integral of power from the first sample */
+};
+
+struct energy_update {
+    uint64_t ts;                  /* middle of the read that first saw the new value */
+    uint64_t uncertainty_ns;      /* the change happened within ts ± uncertainty_ns */
+    double counter_mj;
+};
+
+/* One GPU's samples: fixed-capacity rings (the oldest are overwritten), so memory stays
+ * bounded in a long-running program. The caller serialises access. */
+struct energy_track {
+    struct energy_power_point *power;
+    size_t power_cap;
+    uint64_t power_total;         /* samples ever added; the ring holds the last power_cap */
+    struct energy_update *updates;
+    size_t update_cap;
+    uint64_t update_total;
+    double last_counter_mj;       /* last value read, to detect changes */
+    uint64_t last_counter_read_ts;
+    int have_counter;
+    int power_only;               /* ignore the counter: integrate power (the pre-Volta method) */
+};
+
+/* Returns 0 or -1 (no memory). */
+int energy_track_init(struct energy_track *t, size_t power_cap, size_t update_cap);
+void energy_track_release(struct energy_track *t);
+
+/* Adds a power sample; samples come in time order. */
+void energy_track_add_power(struct energy_track *t, uint64_t ts, double mw);
+/* Adds a counter read made between read_start and read_end; records an update when the value
+ * changed since the previous read. Returns 1 when it was an update. */
+int energy_track_add_counter(struct energy_track *t, uint64_t read_start, uint64_t read_end,
+                             double counter_mj);
+/* Adds an update whose time is already known (the importer's path). */
+void energy_track_add_update(struct energy_track *t, uint64_t ts, uint64_t uncertainty_ns,
+                             double counter_mj);
+
+/* Integral of power from the first sample up to ts (extended with the nearest sample's power
+ * outside the samples). */
+double energy_track_integral_at(const struct energy_track *t, uint64_t ts);
+
+/* The GPU's energy (mJ, on the counter's scale) at instant ts, an error bound for it (mJ) and
+ * ENERGY_* flags. */
+struct energy_estimate {
+    double mj;
+    double error_mj;
+    unsigned flags;
+    uint64_t updates_before;      /* counter updates at or before ts */
+};
+struct energy_estimate energy_track_at(const struct energy_track *t, uint64_t ts);
+
+/* Energy between two instants with its bound: end - start; flags or-ed; updates = counter
+ * updates strictly inside. */
+struct energy_interval { double mj; double error_mj; unsigned flags; uint64_t updates; };
+struct energy_interval energy_track_between(const struct energy_track *t, uint64_t start,
+                                            uint64_t end);
+/* The interval between two instants estimated separately (e.g. the start estimated when it
+ * happened, because the samples around it may have left the rings since). */
+struct energy_interval energy_interval_of(struct energy_estimate start, struct energy_estimate end);
+/* Whether ts is still inside the samples the rings hold (1) or older (0). */
+int energy_track_holds(const struct energy_track *t, uint64_t ts);
+
+#endif

@@ -1,0 +1,319 @@
+/* A test double for NVML: a shared library exporting the NVML functions Lantern uses, with
+ * GPUs, power over time and faults read from the script named by $LANTERN_FAKE_NVML_SCRIPT.
+ * The energy counter integrates the scripted power exactly and, like H100/H200, changes only
+ * every energy_period_ms (100 by default), so tests know the exact joules to expect.
+ *
+ * Script lines ('#' starts a comment; times in ms after the epoch):
+ *   epoch_ns N                 CLOCK_MONOTONIC ns of time 0 (default: when the library loads)
+ *   gpu UUID NAME [mig] [no_energy] [no_instant]
+ *   power GPU T_MS MW          from T_MS on, GPU (0-based, script order) draws MW milliwatts
+ *   energy_period_ms N         counter update period (default 100)
+ *   energy_start_mj N          counter value at time 0 (default 1000000)
+ *   fail FUNCTION N [CODE]     the Nth call of FUNCTION (1-based) returns CODE (default 999)
+ *   init_error CODE            nvmlInit_v2 returns CODE (4: no permission, 9: no driver) */
+#include "nvml/nvml_iface.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define FAKE_MAX_STEPS 256
+#define FAKE_MAX_FAULTS 16
+
+struct fake_step { double t_ms; double mw; };
+
+struct fake_gpu {
+    char uuid[NVML_UUID_LEN];
+    char name[NVML_NAME_LEN];
+    int mig, no_energy, no_instant;
+    struct fake_step steps[FAKE_MAX_STEPS];
+    int step_count;
+};
+
+struct fake_fault { char function[64]; unsigned long nth; int code; unsigned long calls; };
+
+static struct {
+    uint64_t epoch_ns;
+    double period_ms;
+    double start_mj;
+    int init_error;
+    struct fake_gpu gpus[8];
+    unsigned int gpu_count;
+    struct fake_fault faults[FAKE_MAX_FAULTS];
+    int fault_count;
+} fake;
+
+static uint64_t fake_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void parse_line(char *line)
+{
+    char word[64], a[NVML_UUID_LEN], b[NVML_NAME_LEN];
+    unsigned long long n;
+    double t, mw;
+    int code;
+    if (sscanf(line, "%63s", word) != 1 || word[0] == '#')
+        return;
+    if (!strcmp(word, "epoch_ns") && sscanf(line, "%*s %llu", &n) == 1)
+        fake.epoch_ns = n;
+    else if (!strcmp(word, "energy_period_ms"))
+        sscanf(line, "%*s %lf", &fake.period_ms);
+    else if (!strcmp(word, "energy_start_mj"))
+        sscanf(line, "%*s %lf", &fake.start_mj);
+    else if (!strcmp(word, "init_error"))
+        sscanf(line, "%*s %d", &fake.init_error);
+    else if (!strcmp(word, "gpu") && fake.gpu_count < 8 &&
+             sscanf(line, "%*s %95s %95s", a, b) == 2) {
+        struct fake_gpu *g = &fake.gpus[fake.gpu_count++];
+        snprintf(g->uuid, sizeof g->uuid, "%s", a);
+        snprintf(g->name, sizeof g->name, "%s", b);
+        g->mig = strstr(line, " mig") != NULL;
+        g->no_energy = strstr(line, "no_energy") != NULL;
+        g->no_instant = strstr(line, "no_instant") != NULL;
+    } else if (!strcmp(word, "power") && sscanf(line, "%*s %llu %lf %lf", &n, &t, &mw) == 3 &&
+               n < fake.gpu_count && fake.gpus[n].step_count < FAKE_MAX_STEPS) {
+        struct fake_gpu *g = &fake.gpus[n];
+        g->steps[g->step_count++] = (struct fake_step){t, mw};
+    } else if (!strcmp(word, "fail") && fake.fault_count < FAKE_MAX_FAULTS) {
+        struct fake_fault *f = &fake.faults[fake.fault_count];
+        f->code = NVML_ERR_UNKNOWN;
+        int fields = sscanf(line, "%*s %63s %lu %d", f->function, &f->nth, &code);
+        if (fields == 3)
+            f->code = code;
+        if (fields >= 2)
+            fake.fault_count++;
+    }
+}
+
+/* Each nvmlInit_v2 reads the script afresh, so one test process can run several scripts. */
+static void load_script(void)
+{
+    uint64_t loaded_at = fake.epoch_ns;
+    memset(&fake, 0, sizeof fake);
+    fake.epoch_ns = loaded_at;
+    fake.period_ms = 100;
+    fake.start_mj = 1000000;
+    const char *path = getenv("LANTERN_FAKE_NVML_SCRIPT");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        parse_line(line);
+    fclose(f);
+}
+
+__attribute__((constructor)) static void fake_loaded(void)
+{
+    fake.epoch_ns = fake_now_ns();
+}
+
+/* Returns the scripted error for this call of `function`, or NVML_OK. */
+static nvml_return_t injected(const char *function)
+{
+    for (int i = 0; i < fake.fault_count; i++) {
+        struct fake_fault *f = &fake.faults[i];
+        if (strcmp(f->function, function) != 0)
+            continue;
+        if (__atomic_add_fetch(&f->calls, 1, __ATOMIC_RELAXED) == f->nth)
+            return f->code;
+    }
+    return NVML_OK;
+}
+
+static double now_ms(void)
+{
+    return (double)(int64_t)(fake_now_ns() - fake.epoch_ns) / 1e6;
+}
+
+static double power_at(const struct fake_gpu *g, double t_ms)
+{
+    double mw = 0;
+    for (int i = 0; i < g->step_count && g->steps[i].t_ms <= t_ms; i++)
+        mw = g->steps[i].mw;
+    return mw;
+}
+
+/* Exact integral of the step function from 0 to t_ms, in mJ. */
+static double energy_until(const struct fake_gpu *g, double t_ms)
+{
+    double mj = 0;
+    for (int i = 0; i < g->step_count && g->steps[i].t_ms < t_ms; i++) {
+        double end = i + 1 < g->step_count && g->steps[i + 1].t_ms < t_ms ? g->steps[i + 1].t_ms
+                                                                          : t_ms;
+        mj += g->steps[i].mw * (end - g->steps[i].t_ms) / 1000.0;
+    }
+    return mj;
+}
+
+static struct fake_gpu *gpu_of(nvml_device_t d)
+{
+    uintptr_t i = (uintptr_t)d;
+    return i >= 1 && i <= fake.gpu_count ? &fake.gpus[i - 1] : NULL;
+}
+
+#define FAULT(fn)                                                                               \
+    do {                                                                                        \
+        nvml_return_t rc_ = injected(fn);                                                       \
+        if (rc_ != NVML_OK)                                                                     \
+            return rc_;                                                                         \
+    } while (0)
+
+EXPORT nvml_return_t nvmlInit_v2(void)
+{
+    load_script();
+    FAULT("nvmlInit_v2");
+    return fake.init_error;
+}
+
+EXPORT nvml_return_t nvmlShutdown(void) { return NVML_OK; }
+
+EXPORT const char *nvmlErrorString(nvml_return_t rc)
+{
+    switch (rc) {
+    case NVML_OK: return "Success";
+    case NVML_ERR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERR_GPU_IS_LOST: return "GPU is lost";
+    default: return "Unknown Error";
+    }
+}
+
+EXPORT nvml_return_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+    FAULT("nvmlDeviceGetCount_v2");
+    *count = fake.gpu_count;
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvml_device_t *d)
+{
+    FAULT("nvmlDeviceGetHandleByIndex_v2");
+    if (i >= fake.gpu_count)
+        return NVML_ERR_INVALID_ARGUMENT;
+    *d = (nvml_device_t)(uintptr_t)(i + 1);
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetUUID(nvml_device_t d, char *out, unsigned int len)
+{
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    snprintf(out, len, "%s", g->uuid);
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetName(nvml_device_t d, char *out, unsigned int len)
+{
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    snprintf(out, len, "%s", g->name);
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetMigMode(nvml_device_t d, unsigned int *cur, unsigned int *pend)
+{
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    *cur = *pend = (unsigned int)g->mig;
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw)
+{
+    FAULT("nvmlDeviceGetPowerUsage");
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    *mw = (unsigned int)power_at(g, now_ms());
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetFieldValues(nvml_device_t d, int count,
+                                              struct nvml_field_value *values)
+{
+    FAULT("nvmlDeviceGetFieldValues");
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < count; i++) {
+        struct nvml_field_value *v = &values[i];
+        v->status = NVML_ERR_NOT_SUPPORTED;
+        if (v->field_id != NVML_FIELD_POWER_INSTANT || g->no_instant)
+            continue;
+        v->status = NVML_OK;
+        v->value_type = NVML_VALUE_KIND_UINT;
+        v->value.ui = (unsigned int)power_at(g, now_ms());
+    }
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t d,
+                                                         unsigned long long *mj)
+{
+    FAULT("nvmlDeviceGetTotalEnergyConsumption");
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    if (g->no_energy)
+        return NVML_ERR_NOT_SUPPORTED;
+    double t = now_ms();
+    double last_update = t < 0 ? 0 : floor(t / fake.period_ms) * fake.period_ms;
+    *mj = (unsigned long long)floor(fake.start_mj + energy_until(g, last_update));
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetEnforcedPowerLimit(nvml_device_t d, unsigned int *mw)
+{
+    *mw = 700000;
+    return gpu_of(d) ? NVML_OK : NVML_ERR_INVALID_ARGUMENT;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetClockInfo(nvml_device_t d, int type, unsigned int *mhz)
+{
+    FAULT("nvmlDeviceGetClockInfo");
+    *mhz = type == NVML_CLOCK_KIND_SM ? 1980 : 2619;
+    return gpu_of(d) ? NVML_OK : NVML_ERR_INVALID_ARGUMENT;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetUtilizationRates(nvml_device_t d, struct nvml_utilization *u)
+{
+    struct fake_gpu *g = gpu_of(d);
+    if (!g)
+        return NVML_ERR_INVALID_ARGUMENT;
+    u->gpu = power_at(g, now_ms()) > 200000 ? 100 : 0;  /* busy when drawing over 200 W */
+    u->memory = u->gpu / 2;
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetMemoryInfo(nvml_device_t d, struct nvml_memory *m)
+{
+    m->total = 80ull << 30;
+    m->used = 1ull << 30;
+    m->free = m->total - m->used;
+    return gpu_of(d) ? NVML_OK : NVML_ERR_INVALID_ARGUMENT;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetTemperature(nvml_device_t d, int sensor, unsigned int *c)
+{
+    *c = sensor == NVML_TEMPERATURE_SENSOR_GPU ? 45 : 0;
+    return gpu_of(d) ? NVML_OK : NVML_ERR_INVALID_ARGUMENT;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetCurrentClocksEventReasons(nvml_device_t d,
+                                                            unsigned long long *reasons)
+{
+    *reasons = 0;
+    return gpu_of(d) ? NVML_OK : NVML_ERR_INVALID_ARGUMENT;
+}

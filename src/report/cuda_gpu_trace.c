@@ -1,0 +1,70 @@
+/* cuda_gpu_trace: one row per GPU operation (kernel, copy, memset) with its launch geometry,
+ * sizes and placement, like nsys's report of the same name. Rows come in start order, or
+ * longest first with --sort duration (the "what took longest" view). */
+#include <string.h>
+
+#include "report/cuda_report.h"
+#include "report/cuda_sql.h"
+
+/* Kernels fill the launch columns, copies and memsets the byte columns; the rest stay NULL. */
+#define CUDA_GPU_TRACE_SQL                                                                    \
+    "WITH trace_ops AS ("                                                                     \
+    " SELECT k.start_ns, k.end_ns, k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x,"\
+    " k.block_y, k.block_z, k.regs_per_thread, k.static_smem, k.dynamic_smem, NULL AS bytes," \
+    " NULL AS src_kind, NULL AS dst_kind, k.gpu_id, k.device, k.context, k.stream, "          \
+    CUDA_SQL_KERNEL_NAME("k") " AS name FROM kernels k"                                        \
+    " UNION ALL SELECT c.start_ns, c.end_ns, c.correlation_id, NULL, NULL, NULL, NULL, NULL," \
+    " NULL, NULL, NULL, NULL, c.bytes, c.src_kind, c.dst_kind, c.gpu_id, c.device, c.context,"\
+    " c.stream, " CUDA_SQL_COPY_NAME("c.copy_kind") " FROM memcpys c"                          \
+    " UNION ALL SELECT s.start_ns, s.end_ns, s.correlation_id, NULL, NULL, NULL, NULL, NULL," \
+    " NULL, NULL, NULL, NULL, s.bytes, NULL, s.mem_kind, s.gpu_id, s.device, s.context,"      \
+    " s.stream, '[CUDA memset]' FROM memsets s)"                                               \
+    " SELECT o.start_ns - " CUDA_SQL_SESSION_START ", o.end_ns - o.start_ns AS duration,"     \
+    " o.correlation_id, o.grid_x, o.grid_y, o.grid_z, o.block_x, o.block_y, o.block_z,"       \
+    " o.regs_per_thread, o.static_smem, o.dynamic_smem, o.bytes,"                             \
+    " CASE WHEN o.bytes IS NOT NULL AND o.end_ns > o.start_ns"                                \
+    "  THEN o.bytes * 1000.0 / (o.end_ns - o.start_ns) END, "                                 \
+    CUDA_SQL_MEM_KIND("o.src_kind") ", " CUDA_SQL_MEM_KIND("o.dst_kind") ", "                  \
+    CUDA_SQL_DEVICE_NAME("o") ", o.context, o.stream, o.name FROM trace_ops o"
+
+static const char by_start_sql[] = CUDA_GPU_TRACE_SQL " ORDER BY o.start_ns, duration, o.name";
+static const char by_duration_sql[] =
+    CUDA_GPU_TRACE_SQL " ORDER BY duration DESC, o.start_ns, o.name";
+
+/* Throughput is bytes per ns * 1000 = MB/s (10^6 bytes), nsys's unit. */
+static const struct table_column cuda_gpu_trace_columns[] = {
+    {"Start", "start_ns", TABLE_NS},
+    {"Duration", "duration_ns", TABLE_NS},
+    {"CorrId", "correlation_id", TABLE_INT},
+    {"GrdX", "grid_x", TABLE_INT},
+    {"GrdY", "grid_y", TABLE_INT},
+    {"GrdZ", "grid_z", TABLE_INT},
+    {"BlkX", "block_x", TABLE_INT},
+    {"BlkY", "block_y", TABLE_INT},
+    {"BlkZ", "block_z", TABLE_INT},
+    {"Reg/Trd", "regs_per_thread", TABLE_INT},
+    {"StcSMem", "static_smem_bytes", TABLE_BYTES},
+    {"DymSMem", "dynamic_smem_bytes", TABLE_BYTES},
+    {"Bytes", "bytes", TABLE_BYTES},
+    {"Throughput (MB/s)", "throughput_mb_per_s", TABLE_REAL},
+    {"SrcMemKd", "src_mem_kind", TABLE_TEXT},
+    {"DstMemKd", "dst_mem_kind", TABLE_TEXT},
+    {"Device", "device", TABLE_TEXT},
+    {"Ctx", "context", TABLE_INT},
+    {"Strm", "stream", TABLE_INT},
+    {"Name", "name", TABLE_TEXT},
+};
+
+int report_cuda_gpu_trace(struct report_ctx *ctx)
+{
+    const char *sql = by_start_sql;
+    if (ctx->sort && strcmp(ctx->sort, "duration") == 0) {
+        sql = by_duration_sql;
+    } else if (ctx->sort && strcmp(ctx->sort, "start") != 0) {
+        snprintf(ctx->error, sizeof ctx->error,
+                 "cuda_gpu_trace: cannot sort by '%s' (start or duration)", ctx->sort);
+        return -1;
+    }
+    return cuda_report_query(ctx, "cuda_gpu_trace", cuda_gpu_trace_columns,
+                             sizeof cuda_gpu_trace_columns / sizeof *cuda_gpu_trace_columns, sql);
+}

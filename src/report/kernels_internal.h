@@ -1,0 +1,101 @@
+/* Shared between kernels.c (loading rows from the database and attributing them to layers and
+ * ops) and kernels_output.c (columns and the text/CSV/JSON writers): the resolved row, and the
+ * small containers both use (an arena for strings, an int64 hash map). */
+#ifndef LANTERN_REPORT_KERNELS_INTERNAL_H
+#define LANTERN_REPORT_KERNELS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report/kernels_model.h"
+
+/* ---- containers -------------------------------------------------------------------------- */
+
+/* Bump allocator: everything the report keeps (names, layer paths) lives until the end. */
+struct kernels_arena {
+    struct kernels_arena_block *blocks;
+};
+char *kernels_arena_strndup(struct kernels_arena *a, const char *s, size_t len);
+void *kernels_arena_alloc(struct kernels_arena *a, size_t size);
+void kernels_arena_release(struct kernels_arena *a);
+
+/* Open-addressing map from int64 keys to pointers. */
+struct kernels_map {
+    int64_t *keys;
+    void **values;
+    size_t capacity, count;
+};
+void *kernels_map_get(const struct kernels_map *m, int64_t key);
+int kernels_map_put(struct kernels_map *m, int64_t key, void *value); /* 0 or -ENOMEM */
+void kernels_map_release(struct kernels_map *m);
+
+/* ---- report rows -------------------------------------------------------------------------- */
+
+enum kernels_row_kind { KERNELS_ROW_KERNEL, KERNELS_ROW_MEMCPY, KERNELS_ROW_MEMSET };
+enum kernels_dir { KERNELS_DIR_NA, KERNELS_DIR_FWD, KERNELS_DIR_BWD, KERNELS_DIR_OPT };
+
+struct kernels_gpu {
+    int64_t id, sm_count;
+    struct kernels_sm_limits sm;
+    double peak_fp32, peak_fp16, peak_bf16, peak_tf32, peak_fp64, peak_dram;
+};
+
+/* A kernel name's properties, computed once per distinct name. */
+struct kernels_name_info {
+    const char *short_name;
+    enum kernels_dtype dtype;
+    enum kernels_tc tc;
+    enum kernels_part part;
+};
+
+#define KERNELS_CHAIN_SEQS 6
+
+/* Where a launch came from: what the NVTX ranges open on its thread say, computed once per
+ * innermost range. Strings are NULL when unknown. */
+struct kernels_context {
+    enum kernels_dir dir;
+    const char *layer;       /* user ranges, outermost first, joined by '/' */
+    const char *mod;         /* innermost user range */
+    const char *op;          /* innermost PyTorch op, without the "aten::" namespace */
+    const char *node;        /* autograd node of a backward launch ("AddmmBackward0") */
+    const char *sizes;       /* the op's "sizes = [...]" text */
+    size_t sizes_len;
+    int64_t op_range_id;     /* the op instance (its range id); 0 without an op */
+    int64_t seq, altseq;     /* -1 when absent (see docs/kernels.md) */
+    int64_t chain_seqs[KERNELS_CHAIN_SEQS]; /* seqs of every op in the chain, for matching */
+    int chain_seq_count;
+};
+
+struct kernels_row {
+    enum kernels_row_kind kind;
+    int64_t start_ns, end_ns;
+    int64_t process_id, device, stream, tid; /* -1 when unknown */
+    int64_t range_id;
+    int64_t grid[3], block[3], regs, smem;   /* -1 when unknown */
+    int64_t copy_bytes;                      /* memcpy/memset bytes */
+    const char *copy_kind;                   /* memcpy: "HtoD", ...; memset: NULL */
+    const struct kernels_name_info *name;    /* kernels only */
+    const struct kernels_gpu *gpu;           /* NULL when unknown */
+    const struct kernels_context *ctx;       /* never NULL (an empty context at worst) */
+    /* filled by the attribution pass */
+    const char *layer, *mod;                 /* ctx's, or the forward op's for backward rows */
+    const char *params;
+    int64_t sub;                             /* index within its op instance; -1 without op */
+    double flops, bytes;                     /* -1 when unknown */
+    int dtype_assumed;                       /* 1: bytes computed with an assumed fp32 dtype */
+    enum kernels_dtype dtype;
+    unsigned hints;
+};
+
+struct kernels_rows {
+    struct kernels_row *rows;
+    size_t count;
+};
+
+/* kernels_output.c */
+struct kernels_options;
+int kernels_output_write(const struct kernels_rows *rows, const struct kernels_options *opt,
+                         FILE *out);
+
+#endif

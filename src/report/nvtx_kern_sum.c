@@ -1,0 +1,38 @@
+/* nvtx_kern_sum: the kernels launched inside each NVTX range, like nsys's report of the same
+ * name: one row per (range name, style, process, thread, kernel) with the number of range
+ * instances, kernel instances and the kernels' GPU time statistics. A kernel counts for every
+ * range it was launched inside, nested ones included (cuda_sql.h, CUDA_SQL_OP_RANGES). */
+#include "report/cuda_report.h"
+
+#include "report/cuda_sql.h"
+
+#define DURATION "(o.end_ns - o.start_ns)"
+
+static const char nvtx_kern_sum_sql[] =
+    CUDA_SQL_GPU_OPS_KERNELS CUDA_SQL_OP_RANGES
+    " SELECT " CUDA_SQL_RANGE_NAME("r") " AS range_name, " CUDA_SQL_RANGE_STYLE("r") ","
+    " p.pid, t.tid, COUNT(DISTINCT r.id), COUNT(*), SUM(" DURATION ") AS total,"
+    " AVG(" DURATION "), lantern_median(" DURATION "), MIN(" DURATION "), MAX(" DURATION "),"
+    " lantern_stddev(" DURATION "), o.name"
+    " FROM op_ranges x JOIN gpu_ops o ON o.kind = x.kind AND o.id = x.op_id"
+    " JOIN ranges r ON r.id = x.range_id JOIN processes p ON p.id = r.process_id"
+    " JOIN threads t ON t.id = r.start_thread_id"
+    " GROUP BY r.domain_id, r.name_id, r.style, r.process_id, r.start_thread_id, o.name"
+    " ORDER BY range_name, total DESC, o.name";
+
+static const struct table_column nvtx_kern_sum_columns[] = {
+    {"NVTX Range", "range", TABLE_TEXT},       {"Style", "style", TABLE_TEXT},
+    {"PID", "pid", TABLE_INT},                 {"TID", "tid", TABLE_INT},
+    {"NVTX Inst", "range_instances", TABLE_INT}, {"Kern Inst", "kernel_instances", TABLE_INT},
+    {"Total Time", "total_ns", TABLE_NS},      {"Avg", "avg_ns", TABLE_NS},
+    {"Med", "med_ns", TABLE_NS},               {"Min", "min_ns", TABLE_NS},
+    {"Max", "max_ns", TABLE_NS},               {"StdDev", "stddev_ns", TABLE_NS},
+    {"Kernel Name", "kernel", TABLE_TEXT},
+};
+
+int report_nvtx_kern_sum(struct report_ctx *ctx)
+{
+    return cuda_report_query(ctx, "nvtx_kern_sum", nvtx_kern_sum_columns,
+                             sizeof nvtx_kern_sum_columns / sizeof *nvtx_kern_sum_columns,
+                             nvtx_kern_sum_sql);
+}

@@ -1,0 +1,172 @@
+/* nvtx_sum: time spent in each NVTX range, per name, domain and style, in the manner of
+ * nsys's nvtx_sum: sorted by total time, Time % of the sum of all rows, and the statistics
+ * of the instances' durations. Ranges that never ended are left out (the header counts them). */
+#include "report/report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct range_group {
+    char *label; /* "domain:name", ":name" in the default domain (as nsys prints it) */
+    int style;
+    double total, avg, med, min, max, stddev;
+    int64_t count;
+};
+
+struct durations {
+    int64_t *v;
+    size_t n, cap;
+};
+
+static int durations_push(struct durations *d, int64_t v)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 256;
+        int64_t *grown = realloc(d->v, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        d->v = grown;
+        d->cap = cap;
+    }
+    d->v[d->n++] = v;
+    return 0;
+}
+
+/* Statistics of durations sorted ascending; the standard deviation is the sample one
+ * (n - 1), 0 for a single instance, as nsys reports it. */
+static void summarize(const struct durations *d, struct range_group *g)
+{
+    long double sum = 0, squares = 0;
+    for (size_t i = 0; i < d->n; i++)
+        sum += d->v[i];
+    long double mean = sum / d->n;
+    for (size_t i = 0; i < d->n; i++)
+        squares += (d->v[i] - mean) * (d->v[i] - mean);
+    g->count = (int64_t)d->n;
+    g->total = (double)sum;
+    g->avg = (double)mean;
+    g->min = (double)d->v[0];
+    g->max = (double)d->v[d->n - 1];
+    g->med = d->n % 2 ? (double)d->v[d->n / 2] : ((double)d->v[d->n / 2 - 1] + (double)d->v[d->n / 2]) / 2;
+    g->stddev = d->n > 1 ? (double)sqrtl(squares / (d->n - 1)) : 0;
+}
+
+static int compare_groups(const void *a, const void *b)
+{
+    const struct range_group *x = a, *y = b;
+    if (x->total != y->total)
+        return x->total < y->total ? 1 : -1;
+    int c = strcmp(x->label, y->label);
+    return c ? c : x->style - y->style;
+}
+
+struct group_list {
+    struct range_group *v;
+    size_t n, cap;
+};
+
+static int groups_add(struct group_list *l, const struct durations *d, const char *domain, const char *name,
+                      int style)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct range_group *grown = realloc(l->v, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        l->v = grown;
+        l->cap = cap;
+    }
+    struct range_group *g = &l->v[l->n];
+    summarize(d, g);
+    g->style = style;
+    if (asprintf(&g->label, "%s:%s", domain ? domain : "", name ? name : "(unnamed)") < 0)
+        return -1;
+    l->n++;
+    return 0;
+}
+
+static const char query[] =
+    "SELECT r.domain_id, ifnull(r.name_id, 0), r.style, r.end_ns - r.start_ns, ds.value, s.value "
+    "FROM ranges r LEFT JOIN strings s ON s.id = r.name_id "
+    "LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id "
+    "WHERE r.end_ns IS NOT NULL ORDER BY 1, 2, 3, 4";
+
+/* One pass over the ranges sorted by (domain, name, style, duration) makes the groups. */
+static int collect_groups(struct report_ctx *ctx, struct group_list *groups)
+{
+    sqlite3_stmt *st = NULL;
+    struct durations d = { 0 };
+    char *domain = NULL, *name = NULL;
+    int64_t key[3] = { -1, -1, -1 }, rc = -1, step;
+    if (sqlite3_prepare_v2(ctx->db, query, -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t row[3] = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+        if (memcmp(row, key, sizeof key) != 0) {
+            if (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0)
+                goto fail;
+            d.n = 0;
+            memcpy(key, row, sizeof key);
+            free(domain);
+            free(name);
+            domain = sqlite3_column_text(st, 4) ? strdup((const char *)sqlite3_column_text(st, 4)) : NULL;
+            name = sqlite3_column_text(st, 5) ? strdup((const char *)sqlite3_column_text(st, 5)) : NULL;
+        }
+        if (durations_push(&d, sqlite3_column_int64(st, 3)) < 0)
+            goto fail;
+    }
+    if (step != SQLITE_DONE || (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0))
+        goto fail;
+    rc = 0;
+fail:
+    if (rc)
+        snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: %s", sqlite3_errmsg(ctx->db));
+    sqlite3_finalize(st);
+    free(d.v);
+    free(domain);
+    free(name);
+    return (int)rc;
+}
+
+static const struct table_column columns[] = {
+    { "Time", "time_percent", TABLE_PERCENT }, { "Total Time", "total_ns", TABLE_NS },
+    { "Instances", "instances", TABLE_INT },   { "Avg", "avg_ns", TABLE_NS },
+    { "Med", "med_ns", TABLE_NS },             { "Min", "min_ns", TABLE_NS },
+    { "Max", "max_ns", TABLE_NS },             { "StdDev", "stddev_ns", TABLE_NS },
+    { "Style", "style", TABLE_TEXT },          { "Range", "range", TABLE_TEXT },
+};
+
+int report_nvtx_sum(struct report_ctx *ctx)
+{
+    struct group_list groups = { 0 };
+    int rc = collect_groups(ctx, &groups);
+    if (rc == 0) {
+        qsort(groups.v, groups.n, sizeof *groups.v, compare_groups);
+        double all = 0;
+        for (size_t i = 0; i < groups.n; i++)
+            all += groups.v[i].total;
+        struct table *t = table_new(ctx->out, ctx->format, columns, sizeof columns / sizeof columns[0]);
+        for (size_t i = 0; t && i < groups.n; i++) {
+            const struct range_group *g = &groups.v[i];
+            table_percent(t, all > 0 ? 100.0 * g->total / all : 0);
+            table_ns(t, g->total);
+            table_int(t, g->count);
+            table_ns(t, g->avg);
+            table_ns(t, g->med);
+            table_ns(t, g->min);
+            table_ns(t, g->max);
+            table_ns(t, g->stddev);
+            table_text(t, g->style ? "StartEnd" : "PushPop");
+            table_text(t, g->label);
+        }
+        if (!t || table_finish(t) < 0) {
+            snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: cannot write the table");
+            rc = -1;
+        }
+    }
+    for (size_t i = 0; i < groups.n; i++)
+        free(groups.v[i].label);
+    free(groups.v);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/* Reports: each is one function in its own file, listed in the table of reports.c that
+ * `lantern stats --report`, its --help and the tests all read. */
+#ifndef LANTERN_REPORT_REPORT_H
+#define LANTERN_REPORT_REPORT_H
+
+#include <sqlite3.h>
+#include <stdio.h>
+
+#include "report/table.h"
+
+struct report_ctx {
+    sqlite3 *db;             /* an open Lantern database */
+    FILE *out;
+    enum table_format format;
+    char error[256];         /* why a report returned non-zero */
+    const char *sort;        /* --sort: NULL for the report's own order, or a column ("duration") */
+};
+
+struct report {
+    const char *name;
+    int (*run)(struct report_ctx *ctx); /* 0, or -1 with ctx->error set */
+    const char *help;
+};
+
+/* The table of reports, ended by a row of NULLs. */
+extern const struct report report_table[];
+const struct report *report_find(const char *name);
+
+/* The session header (command, duration, processes, threads, dropped events, warnings)
+ * written to out: text lines for a table or CSV (the caller picks a stream that keeps the
+ * CSV clean), a JSON object for JSON. Returns 0 or -1 with ctx->error set. */
+int report_session_header(struct report_ctx *ctx, FILE *out);
+
+int report_nvtx_sum(struct report_ctx *ctx);
+
+#endif

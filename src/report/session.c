@@ -1,0 +1,114 @@
+/* The session header every report starts with: what ran, for how long, in how many
+ * processes and threads, and what was lost (dropped events, damaged raw files), so a
+ * summary is never read without knowing it may be incomplete. */
+#include "report/report.h"
+#include "export/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct session_info {
+    char *command;
+    int64_t duration_ns, processes, threads, dropped, warnings, unended, exit_status;
+    int has_exit_status;
+};
+
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void read_info(sqlite3 *db, struct session_info *s)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            s->command = strdup((const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+    }
+    s->duration_ns = query_int(db, "SELECT (SELECT value FROM meta WHERE key = 'end_ns') - "
+                                   "(SELECT value FROM meta WHERE key = 'start_ns')");
+    s->processes = query_int(db, "SELECT count(*) FROM processes");
+    s->threads = query_int(db, "SELECT count(*) FROM threads");
+    s->dropped = query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'");
+    s->warnings = query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'");
+    s->unended = query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL");
+    s->has_exit_status = query_int(db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL") > 0;
+    s->exit_status = query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'");
+}
+
+/* Each damaged raw file's warning, as the importer stored it. */
+static sqlite3_stmt *warnings_query(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT import_warning FROM processes WHERE import_warning IS NOT NULL ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    return st;
+}
+
+static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
+{
+    char duration[32];
+    table_format_duration(duration, sizeof duration, (double)s->duration_ns);
+    fprintf(out, "Command:         %s\n", s->command ? s->command : "(unknown)");
+    fprintf(out, "Duration:        %s\n", duration);
+    if (s->has_exit_status)
+        fprintf(out, "Exit status:     %lld\n", (long long)s->exit_status);
+    fprintf(out, "Processes:       %lld\n", (long long)s->processes);
+    fprintf(out, "Threads:         %lld\n", (long long)s->threads);
+    fprintf(out, "Dropped events:  %lld%s\n", (long long)s->dropped,
+            s->dropped ? " (some ranges may be missing or unended; see LANTERN_BUFFER_KB)" : "");
+    fprintf(out, "Unended ranges:  %lld\n", (long long)s->unended);
+    fprintf(out, "Import warnings: %lld\n", (long long)s->warnings);
+    sqlite3_stmt *st = warnings_query(db);
+    while (st && sqlite3_step(st) == SQLITE_ROW)
+        fprintf(out, "  warning: %s\n", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    putc('\n', out);
+}
+
+static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
+{
+    fputs("{\"command\": ", out);
+    json_write_cstring(out, s->command);
+    fprintf(out, ", \"duration_ns\": %lld, \"processes\": %lld, \"threads\": %lld, \"dropped_events\": %lld, "
+                 "\"unended_ranges\": %lld, \"exit_status\": ",
+            (long long)s->duration_ns, (long long)s->processes, (long long)s->threads, (long long)s->dropped,
+            (long long)s->unended);
+    if (s->has_exit_status)
+        fprintf(out, "%lld", (long long)s->exit_status);
+    else
+        fputs("null", out);
+    fprintf(out, ", \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
+    sqlite3_stmt *st = warnings_query(db);
+    for (int i = 0; st && sqlite3_step(st) == SQLITE_ROW; i++) {
+        fputs(i ? ", " : "", out);
+        json_write_cstring(out, (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    fputs("]}", out);
+}
+
+int report_session_header(struct report_ctx *ctx, FILE *out)
+{
+    struct session_info s = { 0 };
+    read_info(ctx->db, &s);
+    if (ctx->format == TABLE_FORMAT_JSON)
+        print_json(ctx->db, &s, out);
+    else
+        print_text(ctx->db, &s, out);
+    free(s.command);
+    if (ferror(out)) {
+        snprintf(ctx->error, sizeof ctx->error, "cannot write the session header");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,283 @@
+/* The table/CSV/JSON writer behind every report (see table.h). */
+#include "report/table.h"
+#include "export/json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct table {
+    FILE *out;
+    enum table_format format;
+    const struct table_column *cols;
+    int ncols, col;
+    size_t rows;
+    /* text format only: every cell formatted, row-major, until table_finish */
+    char **cells;
+    size_t ncells, cells_cap;
+    int failed;
+};
+
+int table_parse_format(const char *name, enum table_format *out)
+{
+    static const char *const names[] = { "table", "csv", "json" };
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, names[i])) {
+            *out = (enum table_format)i;
+            return 0;
+        }
+    return -1;
+}
+
+static const char *unit_suffix(enum table_kind kind)
+{
+    return kind == TABLE_NS ? " (ns)" : kind == TABLE_PERCENT ? " (%)" : kind == TABLE_BYTES ? " (B)" : "";
+}
+
+static void csv_field(FILE *out, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    putc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            putc('"', out);
+        putc(*s, out);
+    }
+    putc('"', out);
+}
+
+struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols, int ncols)
+{
+    struct table *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->out = out;
+    t->format = format;
+    t->cols = cols;
+    t->ncols = ncols;
+    if (format == TABLE_FORMAT_CSV) {
+        for (int i = 0; i < ncols; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", cols[i].name, unit_suffix(cols[i].kind));
+            if (i)
+                putc(',', out);
+            csv_field(out, name);
+        }
+        putc('\n', out);
+    } else if (format == TABLE_FORMAT_JSON) {
+        putc('[', out);
+    }
+    return t;
+}
+
+static void store_cell(struct table *t, const char *text)
+{
+    if (t->ncells == t->cells_cap) {
+        size_t cap = t->cells_cap ? t->cells_cap * 2 : 64;
+        char **cells = realloc(t->cells, cap * sizeof *cells);
+        if (!cells) {
+            t->failed = 1;
+            return;
+        }
+        t->cells = cells;
+        t->cells_cap = cap;
+    }
+    char *copy = strdup(text ? text : "");
+    if (!copy)
+        t->failed = 1;
+    t->cells[t->ncells++] = copy;
+}
+
+/* Every cell passes here: text tables store it, CSV and JSON write it now. json_value is
+ * the exact form (already JSON), text the human form. */
+static void put_cell(struct table *t, const char *text, const char *exact, int is_string)
+{
+    const struct table_column *c = &t->cols[t->col];
+    switch (t->format) {
+    case TABLE_FORMAT_TABLE:
+        store_cell(t, text);
+        break;
+    case TABLE_FORMAT_CSV:
+        if (t->col)
+            putc(',', t->out);
+        csv_field(t->out, exact);
+        break;
+    case TABLE_FORMAT_JSON:
+        fputs(t->col ? ", " : t->rows ? ",\n {" : "\n {", t->out);
+        json_write_cstring(t->out, c->key);
+        fputs(": ", t->out);
+        if (is_string || !exact)
+            json_write_cstring(t->out, exact);
+        else
+            fputs(exact, t->out);
+        break;
+    }
+    if (++t->col < t->ncols)
+        return;
+    t->col = 0;
+    t->rows++;
+    if (t->format == TABLE_FORMAT_CSV)
+        putc('\n', t->out);
+    else if (t->format == TABLE_FORMAT_JSON)
+        putc('}', t->out);
+}
+
+void table_text(struct table *t, const char *text) { put_cell(t, text, text, 1); }
+
+void table_int(struct table *t, int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    put_cell(t, buf, buf, 0);
+}
+
+/* Whole numbers print without a fraction; otherwise up to three decimals (averages and
+ * standard deviations of integer nanoseconds). */
+static void format_exact(char *buf, size_t size, double v)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, size, "null");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 9e15) {
+        snprintf(buf, size, "%lld", (long long)v);
+        return;
+    }
+    snprintf(buf, size, "%.3f", v);
+    char *end = buf + strlen(buf) - 1;
+    while (*end == '0')
+        *end-- = 0;
+}
+
+void table_format_duration(char *buf, size_t size, double ns)
+{
+    double a = fabs(ns);
+    if (a < 1e3)
+        snprintf(buf, size, "%.0f ns", ns);
+    else if (a < 1e6)
+        snprintf(buf, size, "%.3f µs", ns / 1e3);
+    else if (a < 1e9)
+        snprintf(buf, size, "%.3f ms", ns / 1e6);
+    else
+        snprintf(buf, size, "%.3f s", ns / 1e9);
+}
+
+void table_ns(struct table *t, double ns)
+{
+    char human[32], exact[32];
+    table_format_duration(human, sizeof human, ns);
+    format_exact(exact, sizeof exact, ns);
+    put_cell(t, human, exact, 0);
+}
+
+void table_percent(struct table *t, double percent)
+{
+    char human[32], exact[32];
+    snprintf(human, sizeof human, "%.1f", percent);
+    snprintf(exact, sizeof exact, "%.3f", percent);
+    put_cell(t, human, exact, 0);
+}
+
+void table_bytes(struct table *t, double bytes)
+{
+    char human[32], exact[32];
+    snprintf(human, sizeof human, "%.3f MB", bytes / 1e6);
+    format_exact(exact, sizeof exact, bytes);
+    put_cell(t, human, exact, 0);
+}
+
+void table_real(struct table *t, double v)
+{
+    char human[32], exact[32];
+    snprintf(human, sizeof human, "%.2f", v);
+    format_exact(exact, sizeof exact, v);
+    put_cell(t, human, exact, 0);
+}
+
+/* Display width of UTF-8 text: one column per code point (µ is two bytes, one column). */
+static size_t display_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+static void print_padded(FILE *out, const char *s, size_t width, int right)
+{
+    size_t pad = width - display_width(s);
+    if (right)
+        fprintf(out, "%*s%s", (int)pad, "", s);
+    else
+        fprintf(out, "%s%*s", s, (int)pad, "");
+}
+
+/* Percentages say so in the header ("Time (%)"); durations carry their unit in each cell. */
+static void print_text_table(struct table *t)
+{
+    size_t *width = calloc((size_t)t->ncols, sizeof *width);
+    if (!width) {
+        t->failed = 1;
+        return;
+    }
+    char **headers = calloc((size_t)t->ncols, sizeof *headers);
+    for (int c = 0; headers && c < t->ncols; c++)
+        if (asprintf(&headers[c], "%s%s", t->cols[c].name, t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0)
+            headers[c] = NULL;
+    for (int c = 0; c < t->ncols; c++)
+        width[c] = display_width(headers && headers[c] ? headers[c] : t->cols[c].name);
+    for (size_t i = 0; i < t->ncells; i++) {
+        size_t w = t->cells[i] ? display_width(t->cells[i]) : 0;
+        if (w > width[i % (size_t)t->ncols])
+            width[i % (size_t)t->ncols] = w;
+    }
+    for (int pass = 0; pass < 2; pass++) { /* the header, then the rule under it */
+        for (int c = 0; c < t->ncols; c++) {
+            int right = t->cols[c].kind != TABLE_TEXT;
+            fputs(c ? "  " : "", t->out);
+            if (pass)
+                for (size_t k = 0; k < width[c]; k++)
+                    putc('-', t->out);
+            else if (c == t->ncols - 1 && !right)
+                fputs(headers && headers[c] ? headers[c] : t->cols[c].name, t->out);
+            else
+                print_padded(t->out, headers && headers[c] ? headers[c] : t->cols[c].name, width[c], right);
+        }
+        putc('\n', t->out);
+    }
+    for (size_t i = 0; i < t->ncells; i++) {
+        int c = (int)(i % (size_t)t->ncols);
+        fputs(c ? "  " : "", t->out);
+        const char *cell = t->cells[i] ? t->cells[i] : "";
+        if (c == t->ncols - 1 && t->cols[c].kind == TABLE_TEXT)
+            fputs(cell, t->out); /* no trailing blanks after the last column */
+        else
+            print_padded(t->out, cell, width[c], t->cols[c].kind != TABLE_TEXT);
+        if (c == t->ncols - 1)
+            putc('\n', t->out);
+    }
+    for (int c = 0; headers && c < t->ncols; c++)
+        free(headers[c]);
+    free(headers);
+    free(width);
+}
+
+int table_finish(struct table *t)
+{
+    if (t->format == TABLE_FORMAT_TABLE)
+        print_text_table(t);
+    else if (t->format == TABLE_FORMAT_JSON)
+        fputs(t->rows ? "\n]" : "]", t->out);
+    int rc = t->failed || ferror(t->out) ? -1 : 0;
+    for (size_t i = 0; i < t->ncells; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    free(t);
+    return rc;
+}

@@ -1,0 +1,357 @@
+"""End-to-end tests of the lantern command line, run against the real binary.
+
+Reports and exports are checked on databases built here from schema.sql with known values
+(the expected numbers come from Python's statistics module, not from Lantern); the launcher
+is checked by running real programs under it.
+"""
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
+SOURCE = Path(os.environ.get("LANTERN_SOURCE", Path(__file__).resolve().parents[2]))
+LANTERN = BUILD / "bin" / "lantern"
+AGENT = BUILD / "lib" / "liblantern-agent.so"
+NVTX_DEMO = BUILD / "bin" / "nvtx_demo"
+NVTX_WAIT = BUILD / "bin" / "lantern_test_nvtx_wait"
+
+needs_agent = pytest.mark.skipif(not AGENT.exists(), reason=f"agent not built: {AGENT}")
+
+
+def run(*args, cwd=None, timeout=60):
+    return subprocess.run([str(LANTERN), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, errors="replace")
+
+
+def one_error_line(result, code):
+    """The CLI's error convention: the exit code and one 'lantern: ' line on stderr."""
+    assert result.returncode == code, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lantern: "), result.stderr
+    return lines[0]
+
+
+# ---- a database with known contents ----------------------------------------------------------
+
+START = 1_000_000_000  # meta.start_ns
+
+
+def make_db(path, ranges, marks=(), strings=None):
+    """ranges: (name, domain_id, style, start_ns, end_ns or None, extra dict) on pid 4242."""
+    db = sqlite3.connect(path)
+    db.executescript((SOURCE / "src/db/schema.sql").read_text())
+    meta = {"schema_version": 1, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
+            "start_wall_ns": 0, "start_ns": START, "end_ns": START + 5_000_000, "clock": "CLOCK_MONOTONIC",
+            "trace": "nvtx", "exit_status": 0, "dropped_events": 2, "import_warnings": 0}
+    db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
+    db.execute("INSERT INTO processes(id, pid, exe, start_ns, end_ns, clean_exit) VALUES(1, 4242, '/bin/app', ?, ?, 1)",
+               (START, START + 5_000_000))
+    db.execute("INSERT INTO threads(id, process_id, tid, name_id) VALUES(1, 1, 4243, NULL), (2, 1, 4244, NULL)")
+    names = {}
+
+    def intern(text):
+        if text not in names:
+            names[text] = len(names) + 1
+            db.execute("INSERT INTO strings(id, value) VALUES(?, ?)", (names[text], text))
+        return names[text]
+
+    db.execute("INSERT INTO domains(id, name_id) VALUES(0, NULL), (1, ?)", (intern("io"),))
+    db.execute("INSERT INTO categories VALUES(1, 3, ?)", (intern("disk"),))
+    for i, (name, domain, style, start, end, extra) in enumerate(ranges, 1):
+        db.execute("INSERT INTO ranges(id, process_id, domain_id, name_id, category, color, payload, style, depth, "
+                   "start_thread_id, end_thread_id, start_ns, end_ns) VALUES(?, 1, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                   (i, domain, intern(name), extra.get("category", 0), extra.get("color"), extra.get("payload"),
+                    style, 0 if style == 0 else None, extra.get("end_thread", 1), start, end))
+    for name, ts in marks:
+        db.execute("INSERT INTO marks(process_id, thread_id, domain_id, name_id, ts_ns) VALUES(1, 2, 0, ?, ?)",
+                   (intern(name), ts))
+    db.commit()
+    db.close()
+
+
+DURATIONS = {("a", 0, 0): [10, 20, 30, 40], ("b", 0, 1): [7, 1000, 5], ("a", 1, 0): [50_000]}
+
+
+@pytest.fixture
+def known_db(tmp_path):
+    ranges, t = [], START
+    for (name, domain, style), durations in DURATIONS.items():
+        for d in durations:
+            ranges.append((name, domain, style, t, t + d, {}))
+            t += 100_000
+    ranges.append(("a", 0, 0, t, None, {}))  # never ended: not in the summary
+    path = tmp_path / "known.db"
+    make_db(path, ranges)
+    return path
+
+
+# ---- usage ----------------------------------------------------------------------------------------
+
+def test_help_lists_commands_and_version():
+    r = run("--help")
+    assert r.returncode == 0
+    for command in ("profile", "stats", "export", "import"):
+        assert f"  {command} " in r.stdout
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == "lantern 0.1.0"
+
+
+def test_profile_help_lists_every_option():
+    r = run("profile", "--help")
+    assert r.returncode == 0
+    for option in ("-o, --output", "-t, --trace", "--stats", "--keep-raw", "-f, --force", "-h, --help"):
+        assert option in r.stdout
+
+
+def test_stats_help_lists_reports():
+    r = run("stats", "--help")
+    assert r.returncode == 0 and "nvtx_sum" in r.stdout
+
+
+@pytest.mark.parametrize("args", [
+    [], ["frobnicate"], ["stats"], ["stats", "--bogus", "x.db"], ["stats", "a.db", "b.db"],
+    ["stats", "--report", "nope", "x.db"], ["stats", "--format", "xml", "x.db"], ["export", "x.db"],
+    ["export", "--format", "svg", "x.db"], ["profile"], ["profile", "--frob", "--", "true"],
+    ["profile", "-t", "nvtx,bogus", "--", "true"], ["profile", "-t", "", "--", "true"], ["import", "dir"],
+    ["import", "-o"],
+])
+def test_usage_errors_exit_2(args, tmp_path):
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 2, r
+    assert r.stderr.startswith("lantern: ")
+    assert not list(tmp_path.iterdir())  # nothing was created
+
+
+# ---- bad files --------------------------------------------------------------------------------------
+
+def bad_files(tmp_path, known_db):
+    (tmp_path / "empty.db").write_bytes(b"")
+    (tmp_path / "text.db").write_text("hello, I am not a database\n" * 100)
+    data = known_db.read_bytes()
+    (tmp_path / "truncated.db").write_bytes(data[: len(data) // 3])
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE foo(x)")
+    other.commit()
+    other.close()
+    (tmp_path / "folder.db").mkdir()
+    return ["missing.db", "empty.db", "text.db", "truncated.db", "other.db", "folder.db"]
+
+
+@pytest.mark.parametrize("command", [["stats"], ["stats", "--format", "json"], ["export", "--format", "chrome"]])
+def test_bad_files_give_one_line_and_exit_1(command, tmp_path, known_db):
+    for name in bad_files(tmp_path, known_db):
+        r = run(*command, name, "-o", tmp_path / "out.txt", cwd=tmp_path)
+        line = one_error_line(r, 1)
+        assert name in line, line
+    r = run("stats", "other.db", cwd=tmp_path)
+    assert one_error_line(r, 1) == "lantern: cannot open 'other.db': not a Lantern database"
+    r = run("stats", "missing.db", cwd=tmp_path)
+    assert one_error_line(r, 1) == "lantern: cannot open 'missing.db': No such file or directory"
+
+
+def test_newer_schema_is_refused(tmp_path, known_db):
+    db = sqlite3.connect(known_db)
+    db.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    line = one_error_line(run("stats", known_db), 1)
+    assert "schema version 2" in line
+
+
+# ---- nvtx_sum -----------------------------------------------------------------------------------------
+
+def expected_rows():
+    rows = []
+    for (name, domain, style), d in DURATIONS.items():
+        rows.append({"range": ("io:" if domain else ":") + name, "style": "StartEnd" if style else "PushPop",
+                     "total_ns": sum(d), "instances": len(d), "avg_ns": statistics.mean(d),
+                     "med_ns": statistics.median(d), "min_ns": min(d), "max_ns": max(d),
+                     "stddev_ns": statistics.stdev(d) if len(d) > 1 else 0})
+    rows.sort(key=lambda r: -r["total_ns"])
+    everything = sum(r["total_ns"] for r in rows)
+    for r in rows:
+        r["time_percent"] = 100 * r["total_ns"] / everything
+    return rows
+
+
+def test_nvtx_sum_json_matches_independent_statistics(known_db):
+    r = run("stats", known_db, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["report"] == "nvtx_sum"
+    assert doc["session"]["command"] == "./app --x"
+    assert doc["session"]["duration_ns"] == 5_000_000
+    assert doc["session"]["processes"] == 1 and doc["session"]["threads"] == 2
+    assert doc["session"]["dropped_events"] == 2 and doc["session"]["unended_ranges"] == 1
+    expected = expected_rows()
+    assert [row["range"] for row in doc["rows"]] == [row["range"] for row in expected]
+    for got, want in zip(doc["rows"], expected):
+        for key in ("style", "total_ns", "instances", "min_ns", "max_ns", "med_ns"):
+            assert got[key] == want[key], key
+        assert got["avg_ns"] == pytest.approx(want["avg_ns"], abs=0.001)
+        assert got["stddev_ns"] == pytest.approx(want["stddev_ns"], abs=0.001)
+        assert got["time_percent"] == pytest.approx(want["time_percent"], abs=0.001)
+
+
+def test_nvtx_sum_csv_has_exact_ns_and_header_on_stderr(known_db):
+    r = run("stats", known_db, "--format", "csv")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),"
+                        "Style,Range")
+    assert lines[1] == "97.824,50000,1,50000,50000,50000,50000,0,PushPop,io:a"
+    assert lines[2] == "1.980,1012,3,337.333,7,5,1000,573.887,StartEnd,:b"
+    assert lines[3] == "0.196,100,4,25,25,10,40,12.91,PushPop,:a"
+    assert "Command:         ./app --x" in r.stderr
+
+
+def test_nvtx_sum_table_uses_human_units(known_db, tmp_path):
+    out = tmp_path / "report.txt"
+    r = run("stats", known_db, "-o", out)
+    assert r.returncode == 0 and r.stdout == ""
+    text = out.read_text()
+    assert "Dropped events:  2" in text and "Duration:        5.000 ms" in text
+    row = next(line for line in text.splitlines() if line.endswith("io:a"))
+    assert row.split() == ["97.8", "50.000", "µs", "1", "50.000", "µs", "50.000", "µs", "50.000", "µs",
+                           "50.000", "µs", "0", "ns", "PushPop", "io:a"]
+
+
+# ---- chrome export --------------------------------------------------------------------------------------
+
+def test_chrome_export_events(tmp_path):
+    path = tmp_path / "t.db"
+    make_db(path, [
+        ("step", 0, 0, START + 1_500, START + 4_001, {"color": 0xFF112233, "payload": 7}),
+        ("load", 1, 1, START + 2_000, START + 9_999, {"category": 3, "end_thread": 2, "payload": 2.5}),
+        ("bad \xff\x01 \"name\"", 0, 0, START + 3_000, None, {}),
+    ], marks=[("tick", START + 123_456)])
+    # invalid UTF-8 must survive into the database as bytes
+    db = sqlite3.connect(path)
+    db.execute("UPDATE strings SET value = CAST(X'62616420FF01202268692220' AS TEXT) WHERE value LIKE 'bad%'")
+    db.execute("UPDATE threads SET name_id = (SELECT id FROM strings WHERE value = 'tick') WHERE id = 2")
+    db.commit()
+    db.close()
+    r = run("export", path, "--format", "chrome")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "t.json"
+    assert r.stderr.strip() == f"lantern: trace written to {out}"
+    events = json.loads(out.read_text(encoding="utf-8"))["traceEvents"]
+    by_ph = {}
+    for e in events:
+        by_ph.setdefault(e["ph"], []).append(e)
+    assert {(e["name"], e["tid"], e["args"]["name"]) for e in by_ph["M"]} == {
+        ("process_name", 0, "/bin/app"), ("thread_name", 4243, "thread 4243"), ("thread_name", 4244, "tick")}
+    step, bad = by_ph["X"]
+    assert step == {"name": "step", "cat": "nvtx", "ph": "X", "pid": 4242, "tid": 4243, "ts": 1.5, "dur": 2.501,
+                    "args": {"color": "#112233", "payload": 7}}
+    assert bad["name"] == "bad \ufffd\u0001 \"hi\" " and bad["args"] == {"unended": True}
+    assert bad["dur"] == pytest.approx(5000 - 3.0)  # unended: lasts to the process's end
+    begin, end = by_ph["b"] + by_ph["e"]
+    assert begin == {"name": "load", "cat": "io", "ph": "b", "pid": 4242, "id": 2, "tid": 4243, "ts": 2.0,
+                     "args": {"payload": 2.5, "category": "disk"}}
+    assert end == {"name": "load", "cat": "io", "ph": "e", "pid": 4242, "id": 2, "tid": 4244, "ts": 9.999}
+    assert by_ph["i"] == [{"name": "tick", "cat": "nvtx", "ph": "i", "pid": 4242, "s": "t", "tid": 4244,
+                           "ts": 123.456, "args": {}}]
+    # timestamps keep nanosecond precision as three decimals in the text
+    assert '"ts": 1.500' in out.read_text()
+
+
+# ---- the launcher -------------------------------------------------------------------------------------------
+
+def query(path, sql):
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+@needs_agent
+def test_profile_nvtx_demo_with_stats(tmp_path):
+    r = run("profile", "-o", "demo.db", "--stats", "--", NVTX_DEMO, "2", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "lantern: report written to demo.db" in r.stderr
+    assert "nvtx_demo: 2 steps done" in r.stdout and ":forward" in r.stdout and "io:read" in r.stdout
+    db = tmp_path / "demo.db"
+    assert not (tmp_path / "demo.db.raw").exists()
+    assert query(db, "SELECT s.value, r.style, count(*), count(r.end_ns) FROM ranges r JOIN strings s "
+                     "ON s.id = r.name_id GROUP BY 1, 2 ORDER BY 1") == [
+        ("backward", 0, 2, 2), ("forward", 0, 2, 2), ("load", 1, 1, 1), ("read", 0, 6, 6), ("step", 0, 2, 2)]
+    assert query(db, "SELECT count(*) FROM ranges r JOIN ranges p ON p.id = r.parent_id JOIN strings s "
+                     "ON s.id = p.name_id WHERE s.value = 'step'") == [(4,)]
+    assert query(db, "SELECT s.value FROM marks JOIN strings s ON s.id = name_id ORDER BY ts_ns") == [
+        ("start",), ("done",)]
+    assert query(db, "SELECT s.value FROM threads t JOIN strings s ON s.id = t.name_id ORDER BY 1") == [
+        ("main",), ("worker 0",), ("worker 1",)]
+    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx",)]
+
+
+def test_exit_status_is_the_childs(tmp_path):
+    r = run("profile", "-o", "seven.db", "--", "sh", "-c", "exit 7", cwd=tmp_path)
+    assert r.returncode == 7
+    assert query(tmp_path / "seven.db", "SELECT value FROM meta WHERE key = 'exit_status'") == [(7,)]
+    r = run("profile", "-o", "killed.db", "--", "sh", "-c", "kill -KILL $$", cwd=tmp_path)
+    assert r.returncode == 128 + signal.SIGKILL
+    assert query(tmp_path / "killed.db", "SELECT value FROM meta WHERE key = 'command'") == [
+        ("sh -c kill -KILL $$",)]
+
+
+def test_command_that_cannot_run_exits_127(tmp_path):
+    r = run("profile", "-o", "x.db", "--", "./no-such-program", cwd=tmp_path)
+    assert one_error_line(r, 127) == "lantern: cannot run './no-such-program': No such file or directory"
+    assert not list(tmp_path.iterdir())
+
+
+@needs_agent
+def test_sigterm_to_launcher_reaches_child_and_its_events_are_kept(tmp_path):
+    launcher = subprocess.Popen([str(LANTERN), "profile", "-o", "sig.db", "--", str(NVTX_WAIT)], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert launcher.stdout.readline() == "ready\n"
+    launcher.send_signal(signal.SIGTERM)
+    out, err = launcher.communicate(timeout=30)
+    assert launcher.returncode == 43, err
+    db = tmp_path / "sig.db"
+    assert query(db, "SELECT s.value, r.end_ns > r.start_ns FROM ranges r JOIN strings s ON s.id = r.name_id") == [
+        ("waiting", 1)]
+    assert query(db, "SELECT s.value FROM marks JOIN strings s ON s.id = name_id") == [("got SIGTERM",)]
+
+
+def test_default_output_names_never_overwrite(tmp_path):
+    for expected in ("lantern-1.db", "lantern-2.db"):
+        r = run("profile", "--", "true", cwd=tmp_path)
+        assert r.returncode == 0 and f"report written to {expected}" in r.stderr
+    (tmp_path / "lantern-3.db.raw").mkdir()  # a kept session folder also takes its name
+    r = run("profile", "--", "true", cwd=tmp_path)
+    assert "report written to lantern-4.db" in r.stderr
+    before = (tmp_path / "lantern-1.db").read_bytes()
+    r = run("profile", "-o", "lantern-1.db", "--", "sh", "-c", "exit 5", cwd=tmp_path)
+    assert one_error_line(r, 1) == ("lantern: 'lantern-1.db' exists (use --force to replace it, "
+                                    "or -o another name)")
+    assert (tmp_path / "lantern-1.db").read_bytes() == before
+    r = run("profile", "--force", "-o", "lantern-1.db", "--", "sh", "-c", "exit 5", cwd=tmp_path)
+    assert r.returncode == 5
+    assert query(tmp_path / "lantern-1.db", "SELECT value FROM meta WHERE key = 'exit_status'") == [(5,)]
+
+
+@needs_agent
+def test_keep_raw_then_import_gives_the_same_rows(tmp_path):
+    r = run("profile", "--keep-raw", "-o", "a.db", NVTX_DEMO, "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    raw = tmp_path / "a.db.raw"
+    assert (raw / "launcher.lrt").exists() and len(list(raw.glob("*.lrt"))) == 2
+    r = run("import", raw, "-o", "b.db", cwd=tmp_path)
+    assert r.returncode == 0 and "report written to b.db" in r.stderr
+    sql = "SELECT name_id, style, depth, parent_id, start_ns, end_ns FROM ranges ORDER BY id"
+    assert query(tmp_path / "a.db", sql) == query(tmp_path / "b.db", sql)
+    assert one_error_line(run("import", raw, "-o", "b.db", cwd=tmp_path), 1) == (
+        "lantern: 'b.db' exists (use --force to replace it)")
+    assert one_error_line(run("import", "nowhere", "-o", "c.db", cwd=tmp_path), 1) == (
+        "lantern: cannot import 'nowhere': no such session folder")

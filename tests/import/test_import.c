@@ -1,0 +1,257 @@
+/* The importer on synthetic raw files: every NVTX record type lands in the exact rows
+ * expected, dropped records leave unended ranges instead of mispaired ones, a truncated
+ * file imports up to the damage with a warning, and the launcher's file fills meta. */
+#include "db/import.h"
+#include "harness.h"
+#include "raw_writer.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/lantern-import-XXXXXX";
+static char db_path[256];
+static int warnings_seen;
+static char last_warning[512];
+
+static void on_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    warnings_seen++;
+    snprintf(last_warning, sizeof last_warning, "%s", msg);
+}
+
+static void fresh_session(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(mkdir(dir, 0755), 0);
+    snprintf(db_path, sizeof db_path, "%s.db", dir);
+    unlink(db_path);
+    warnings_seen = 0;
+}
+
+static sqlite3 *import_and_open(void)
+{
+    struct import_options opt = { .warn = on_warning };
+    struct import_summary sum;
+    ASSERT_EQ(import_session(dir, db_path, &opt, &sum), 0);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(db_path, &db), SQLITE_OK);
+    return db;
+}
+
+/* The rows of a query as text: columns separated by '|', rows by ';', NULL as "-". */
+static const char *rows(sqlite3 *db, const char *sql)
+{
+    static char out[4096];
+    sqlite3_stmt *st;
+    size_t len = 0;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "bad query: %s: %s\n", sql, sqlite3_errmsg(db));
+        exit(1);
+    }
+    for (int r = 0; sqlite3_step(st) == SQLITE_ROW; r++) {
+        for (int c = 0; c < sqlite3_column_count(st); c++) {
+            const char *v = (const char *)sqlite3_column_text(st, c);
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s%s", c ? "|" : r ? ";" : "", v ? v : "-");
+        }
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+static uint64_t bits_of(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+/* 100-1.lrt: two threads, the default domain and "io", nested push/pop, a start/end range
+ * ended on another thread, a mark, an unbalanced pop, dropped records, and (chunk 2) the
+ * traces dropped records leave: a pop without its push, a push without its pop, and ranges
+ * still open when the file ends. */
+static void write_full_process(void)
+{
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/100-1.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, 1000);
+    raw_process(&w, 100, 1000, "demo\0-x", 7, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 100, 1000);
+    raw_thread(&w, 2, 101, 1100);
+    const char *names[] = { "outer", "inner", "io", "disk", "async", "tick", "main thread" };
+    for (int i = 0; i < 7; i++)
+        raw_string(&w, (uint64_t)i + 1, names[i]);
+    raw_begin(&w, TRACE_DOMAIN), raw_u(&w, 1), raw_u(&w, 3), raw_end(&w);
+    raw_begin(&w, TRACE_CATEGORY), raw_u(&w, 1), raw_u(&w, 7), raw_u(&w, 4), raw_end(&w);
+    raw_begin(&w, TRACE_THREAD_NAME), raw_u(&w, 100), raw_u(&w, 7), raw_end(&w);
+    raw_begin(&w, TRACE_PUSH), raw_u(&w, 1), raw_ts(&w, 2000), raw_u(&w, 0), raw_u(&w, 0);
+    raw_event(&w, 1, 0, 0xFF112233u + 1, 2, (uint64_t)-5), raw_end(&w);
+    raw_begin(&w, TRACE_PUSH), raw_u(&w, 1), raw_ts(&w, 2100), raw_u(&w, 0), raw_u(&w, 1);
+    raw_event(&w, 2, 0, 0, 3, bits_of(2.5)), raw_end(&w);
+    raw_pop(&w, 1, 2300, 0, 1);
+    raw_begin(&w, TRACE_PUSH), raw_u(&w, 1), raw_ts(&w, 2400), raw_u(&w, 1), raw_u(&w, 0);
+    raw_event(&w, 1, 7, 0, 0, 0), raw_end(&w);
+    raw_pop(&w, 1, 2450, 1, 0);
+    raw_begin(&w, TRACE_START), raw_u(&w, 1), raw_ts(&w, 2500), raw_u(&w, 77), raw_u(&w, 0);
+    raw_event(&w, 5, 0, 0, 4, 0xFFFFFFFFu), raw_end(&w);
+    raw_begin(&w, TRACE_MARK), raw_u(&w, 2), raw_ts(&w, 2600), raw_u(&w, 1);
+    raw_event(&w, 6, 7, 0xFF00FF00u + 1, 5, 0xFFFFFFFEu), raw_end(&w);
+    raw_begin(&w, TRACE_END), raw_u(&w, 2), raw_ts(&w, 2900), raw_u(&w, 77), raw_end(&w);
+    raw_begin(&w, TRACE_UNBALANCED_POP), raw_u(&w, 2), raw_ts(&w, 2950), raw_u(&w, 0), raw_end(&w);
+    raw_begin(&w, TRACE_DROPPED), raw_u(&w, 2), raw_u(&w, 3), raw_end(&w);
+    raw_pop(&w, 1, 3000, 0, 0);
+    raw_flush(&w, 0);
+
+    raw_chunk(&w, 3000);
+    raw_push(&w, 2, 3100, 0, 0, 2);                 /* never popped: the file ends */
+    raw_begin(&w, TRACE_START), raw_u(&w, 1), raw_ts(&w, 3200), raw_u(&w, 78), raw_u(&w, 0);
+    raw_event(&w, 5, 0, 0, 0, 0), raw_end(&w);      /* never ended */
+    raw_push(&w, 1, 3300, 0, 1, 2);                 /* its parent's push was dropped */
+    raw_pop(&w, 1, 3400, 0, 1);
+    raw_pop(&w, 1, 3500, 0, 0);                     /* the dropped push's pop: ignored */
+    raw_push(&w, 1, 3600, 0, 0, 1);
+    raw_push(&w, 1, 3700, 0, 1, 2);                 /* its pop was dropped */
+    raw_pop(&w, 1, 3900, 0, 0);
+    raw_begin(&w, TRACE_DOMAIN_DESTROY), raw_u(&w, 1), raw_ts(&w, 3950), raw_end(&w);
+    raw_begin(&w, TRACE_CLOCK), raw_u(&w, 123456), raw_ts(&w, 3960), raw_end(&w);
+    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, 4000), raw_u(&w, 5), raw_u(&w, 1), raw_end(&w);
+    raw_flush(&w, 0);
+    raw_close(&w);
+}
+
+static void every_nvtx_record_becomes_its_row(void)
+{
+    fresh_session();
+    write_full_process();
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 0);
+    ASSERT_STR_EQ(rows(db, "SELECT pid, ppid, exe, cmdline, host, start_ns, end_ns, clean_exit, dropped_events, "
+                           "unbalanced_pops, raw_file, import_warning FROM processes"),
+                  "100|1|/bin/demo|demo -x|h1|1000|4000|1|5|1|100-1.lrt|-");
+    ASSERT_STR_EQ(rows(db, "SELECT t.id, tid, s.value, start_ns, dropped_events FROM threads t "
+                           "LEFT JOIN strings s ON s.id = t.name_id ORDER BY t.id"),
+                  "1|100|main thread|1000|0;2|101|-|1100|3");
+    ASSERT_STR_EQ(rows(db, "SELECT d.id, s.value FROM domains d LEFT JOIN strings s ON s.id = d.name_id"),
+                  "0|-;1|io");
+    ASSERT_STR_EQ(rows(db, "SELECT domain_id, category, s.value FROM categories JOIN strings s ON s.id = name_id"),
+                  "1|7|disk");
+    ASSERT_STR_EQ(rows(db, "SELECT r.id, s.value, domain_id, category, iif(color IS NULL, NULL, printf('%X', color)), payload, style, depth, "
+                           "parent_id, start_thread_id, end_thread_id, start_ns, end_ns FROM ranges r "
+                           "LEFT JOIN strings s ON s.id = r.name_id ORDER BY r.id"),
+                  "1|outer|0|0|FF112233|-5|0|0|-|1|1|2000|3000;"
+                  "2|inner|0|0|-|2.5|0|1|1|1|1|2100|2300;"
+                  "3|outer|1|7|-|-|0|0|-|1|1|2400|2450;"
+                  "4|async|0|0|-|4294967295|1|-|-|1|2|2500|2900;"
+                  "5|inner|0|0|-|-|0|0|-|2|-|3100|-;"
+                  "6|async|0|0|-|-|1|-|-|1|-|3200|-;"
+                  "7|inner|0|0|-|-|0|1|-|1|1|3300|3400;"
+                  "8|outer|0|0|-|-|0|0|-|1|1|3600|3900;"
+                  "9|inner|0|0|-|-|0|1|8|1|-|3700|-");
+    ASSERT_STR_EQ(rows(db, "SELECT process_id, thread_id, domain_id, s.value, category, iif(color IS NULL, NULL, printf('%X', color)), "
+                           "payload, ts_ns FROM marks JOIN strings s ON s.id = name_id"),
+                  "1|2|1|tick|7|FF00FF00|-2|2600");
+    ASSERT_STR_EQ(rows(db, "SELECT key, value FROM meta ORDER BY key"),
+                  "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
+                  "import_warnings|0;lantern_version|0.1.0;schema_version|1;start_ns|1000;"
+                  "start_wall_ns|1700000000000001000;trace|nvtx");
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'ranges_by_name'"), "1");
+    sqlite3_close(db);
+}
+
+/* A second process: its "io" domain merges with the first's by name; its second chunk was
+ * cut short by a kill, so it imports up to there and says so. The launcher's file gives
+ * the command, the trace list and the exit status, and is no process. */
+static void truncated_file_imports_up_to_damage(void)
+{
+    fresh_session();
+    write_full_process();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/200-2.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 10000);
+    raw_process(&w, 200, 10000, "worker", 6, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 200, 10000);
+    raw_string(&w, 1, "io");
+    raw_string(&w, 2, "x");
+    raw_begin(&w, TRACE_DOMAIN), raw_u(&w, 5), raw_u(&w, 1), raw_end(&w);
+    raw_push(&w, 1, 10000, 5, 0, 2);
+    raw_pop(&w, 1, 10100, 5, 0);
+    raw_flush(&w, 0);
+    raw_chunk(&w, 10100);
+    raw_push(&w, 1, 10200, 5, 0, 2);
+    raw_pop(&w, 1, 10300, 5, 0);
+    raw_flush(&w, 10);
+    raw_close(&w);
+    struct stat st;
+    ASSERT_EQ(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/launcher.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 500);
+    raw_process(&w, 99, 500, "demo\0-x", 7, TRACE_FLAG_LAUNCHER, "nvtx,cuda");
+    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, 20000), raw_u(&w, 0), raw_u(&w, 1), raw_u(&w, 3), raw_end(&w);
+    raw_flush(&w, 0);
+    raw_close(&w);
+
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 1);
+    /* the damaged chunk is chunk 1 (0-based); all of its bytes are lost */
+    ASSERT(strstr(last_warning, "200-2.lrt: chunk 1 at offset ") == last_warning);
+    ASSERT(strstr(last_warning, "truncated chunk"));
+    long lost = strtol(strstr(last_warning, "; ") + 2, NULL, 10);
+    ASSERT(lost > 10 && lost < st.st_size - 16);
+    ASSERT_STR_EQ(rows(db, "SELECT pid, import_warning IS NOT NULL FROM processes ORDER BY id"), "100|0;200|1");
+    sqlite3_stmt *q;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT import_warning FROM processes WHERE pid = 200", -1, &q, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    ASSERT_STR_EQ((const char *)sqlite3_column_text(q, 0), last_warning);
+    sqlite3_finalize(q);
+    ASSERT_STR_EQ(rows(db, "SELECT r.id, domain_id, start_ns, end_ns FROM ranges r WHERE process_id = 2"),
+                  "10|1|10000|10100");
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM domains"), "2");
+    ASSERT_STR_EQ(rows(db, "SELECT key, value FROM meta WHERE key IN ('command', 'trace', 'exit_status', "
+                           "'start_ns', 'end_ns', 'import_warnings', 'start_wall_ns') ORDER BY key"),
+                  "command|demo -x;end_ns|20000;exit_status|3;import_warnings|1;start_ns|500;"
+                  "start_wall_ns|1700000000000000500;trace|nvtx,cuda");
+    sqlite3_close(db);
+}
+
+static void existing_database_is_not_overwritten(void)
+{
+    fresh_session();
+    write_full_process();
+    FILE *f = fopen(db_path, "w");
+    fputs("keep me", f);
+    fclose(f);
+    ASSERT_EQ(import_session(dir, db_path, NULL, NULL), -EEXIST);
+    struct stat st;
+    ASSERT_EQ(stat(db_path, &st), 0);
+    ASSERT_EQ(st.st_size, 7);
+    ASSERT_EQ(import_session("/nonexistent-lantern-session", "/tmp/never.db", NULL, NULL), -ENOENT);
+    unlink(db_path);
+}
+
+static const struct test_case tests[] = {
+    { "every_nvtx_record_becomes_its_row", every_nvtx_record_becomes_its_row },
+    { "truncated_file_imports_up_to_damage", truncated_file_imports_up_to_damage },
+    { "existing_database_is_not_overwritten", existing_database_is_not_overwritten },
+    { NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+    if (!mkdtemp(dir))
+        return 1;
+    int rc = test_main(tests, argc, argv);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, db_path);
+    if (system(cmd) != 0)
+        return 1;
+    return rc;
+}
