@@ -20,8 +20,11 @@ import sys
 import tempfile
 import time
 
-LOOP_WARMUP, LOOP_ITERS = 3000, 30000
-STEP_WARMUP, STEP_ITERS = 10, 40
+# Iterations: warm-up, then BLOCKS timed blocks; a run reports its median block, so a
+# hiccup inside one run (a page fault storm, a frequency change) does not move its figure.
+LOOP_WARMUP, LOOP_BLOCK = 3000, 3000
+STEP_WARMUP, STEP_BLOCK = 10, 5
+BLOCKS = 9
 
 
 # ---- one run: the workload, timed inside the program ----------------------------------------
@@ -37,7 +40,7 @@ def loop_workload(torch):
             y.mul_(2.0)
             nvtx.range_pop()
 
-    return iterations, LOOP_WARMUP, LOOP_ITERS
+    return iterations, LOOP_WARMUP, LOOP_BLOCK
 
 
 def transformer_workload(torch):
@@ -58,12 +61,12 @@ def transformer_workload(torch):
             opt.step()
             nvtx.range_pop()
 
-    return iterations, STEP_WARMUP, STEP_ITERS
+    return iterations, STEP_WARMUP, STEP_BLOCK
 
 
 def run_one(name, use_torch_profiler):
     import torch
-    iterations, warmup, iters = {"loop": loop_workload, "transformer": transformer_workload}[name](torch)
+    iterations, warmup, block = {"loop": loop_workload, "transformer": transformer_workload}[name](torch)
     profiler = None
     if use_torch_profiler:
         from torch.profiler import ProfilerActivity, profile
@@ -71,13 +74,15 @@ def run_one(name, use_torch_profiler):
         profiler.__enter__()
     iterations(warmup)
     torch.cuda.synchronize()
-    start = time.perf_counter()
-    iterations(iters)
-    torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
+    per_iter = []
+    for _ in range(BLOCKS):
+        start = time.perf_counter()
+        iterations(block)
+        torch.cuda.synchronize()
+        per_iter.append((time.perf_counter() - start) / block)
     if profiler:
         profiler.__exit__(None, None, None)   # collection ends outside the timed part
-    print(f"per_iter_us={elapsed / iters * 1e6:.3f}")
+    print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
 
 
 # ---- the driver: alternating rounds ----------------------------------------------------------
@@ -97,22 +102,32 @@ def find_nsys(explicit):
     return None
 
 
-def mode_commands(build, nsys, tmp):
+def mode_commands(build, nsys, tmp, variants, torch_profiler):
     me = [sys.executable, os.path.abspath(__file__)]
     lantern = os.path.join(build, "bin", "lantern")
     modes = {
         "baseline": lambda w, r: me + ["--workload", w],
         "lantern": lambda w, r: [lantern, "profile", "-f", "-t", "cuda,nvtx", "-o",
                                  os.path.join(tmp, f"{w}-{r}.db"), "--"] + me + ["--workload", w],
-        "torch.profiler": lambda w, r: me + ["--workload", w, "--torch-profiler"],
     }
+    if torch_profiler:
+        modes["torch.profiler"] = lambda w, r: me + ["--workload", w, "--torch-profiler"]
+    for spec in variants:
+        # "name|trace|VAR=value;VAR=value": lantern with another -t list or environment
+        name, trace, env = (spec.split("|") + ["", ""])[:3]
+        env_args = ["env"] + [kv for kv in env.split(";") if kv]
+        modes[name] = (lambda t, e, n: lambda w, r: e + [lantern, "profile", "-f", "-t", t, "-o",
+                       os.path.join(tmp, f"{n}-{w}-{r}.db"), "--"] + me + ["--workload", w])(trace, env_args, name)
     if nsys:
         modes["nsys"] = lambda w, r: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
                                       "-o", os.path.join(tmp, f"nsys-{w}-{r}")] + me + ["--workload", w]
     return modes
 
 
-def timed_run(cmd):
+def timed_run(cmd, cpus):
+    # Every mode on the same CPUs, so where the scheduler puts a run does not decide its figure.
+    if cpus:
+        cmd = ["taskset", "-c", cpus] + cmd
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     for line in run.stdout.splitlines():
         if line.startswith("per_iter_us="):
@@ -125,14 +140,15 @@ def drive(args):
     print(f"nsys: {nsys or 'not found'}", flush=True)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        modes = mode_commands(args.build, nsys, tmp)
+        modes = mode_commands(args.build, nsys if not args.no_nsys else None, tmp, args.variant,
+                              not args.no_torch_profiler)
         for workload in args.workloads:
             samples = {m: [] for m in modes}
             for r in range(args.rounds):
                 # Alternate the order each round so drift (clocks, caches) hits every mode alike.
                 order = list(modes) if r % 2 == 0 else list(reversed(modes))
                 for mode in order:
-                    value, run = timed_run(modes[mode](workload, r))
+                    value, run = timed_run(modes[mode](workload, r), args.cpus)
                     if value is None:
                         print(f"{workload}/{mode}: no timing (exit {run.returncode}):\n{run.stderr[-2000:]}",
                               flush=True)
@@ -162,6 +178,11 @@ def main():
     p.add_argument("--nsys")
     p.add_argument("--workloads", nargs="+", default=["loop", "transformer"])
     p.add_argument("--json")
+    p.add_argument("--variant", action="append", default=[],
+                   help="another lantern mode: 'name|trace list|VAR=value;VAR=value'")
+    p.add_argument("--no-nsys", action="store_true")
+    p.add_argument("--no-torch-profiler", action="store_true")
+    p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")
     args = p.parse_args()
     if args.workload:
         run_one(args.workload, args.torch_profiler)

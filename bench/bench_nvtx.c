@@ -44,12 +44,15 @@ static int bench_worker(void)
     return 0;
 }
 
-struct worker { pid_t pid; FILE *to, *from; };
+struct worker {
+    pid_t pid;
+    FILE *to, *from;
+};
 
 static int worker_start(struct worker *w, const char *self, const char *agent, const char *session)
 {
     int in[2], out[2];
-    if (pipe(in) || pipe(out))
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) /* dup2 clears it on 0 and 1 */
         return -1;
     w->pid = fork();
     if (w->pid < 0)
@@ -104,7 +107,7 @@ static double percentile(double *v, int n, double p)
     return v[(int)(p * (n - 1) + 0.5)];
 }
 
-/* Pushes, pops and drops in the agent's trace file, and its size. */
+/* Pushes, pops and drops in the agent's trace file, and its size; then removes the file. */
 static int read_trace(const char *session, uint64_t *pushes, uint64_t *pops, uint64_t *dropped,
                       uint64_t *bytes)
 {
@@ -132,6 +135,7 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *pops, uin
         }
     }
     trace_reader_close(&r);
+    unlink(path);
     return 0;
 }
 
@@ -152,7 +156,7 @@ int main(int argc, char **argv)
         return 1;
     double *none = calloc((size_t)rounds, sizeof(double));
     double *agent = calloc((size_t)rounds, sizeof(double));
-    struct timespec pause = { 0, 15000000 }; /* > the writer's 10 ms drain period */
+    struct timespec pause = {0, 15000000}; /* > the writer's 10 ms drain period */
     for (int i = 0; i < rounds; i++) {
         none[i] = worker_round(&plain, pairs);
         agent[i] = worker_round(&traced, pairs);
@@ -166,13 +170,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_nvtx: no trace file in %s\n", session);
         return 1;
     }
-    double none_median = percentile(none, rounds, 0.5), agent_median = percentile(agent, rounds, 0.5);
-    printf("bench_nvtx: %d alternating rounds x %ld nvtxRangePushA+nvtxRangePop pairs\n", rounds, pairs);
+    rmdir(session);
+    double none_median = percentile(none, rounds, 0.5),
+           agent_median = percentile(agent, rounds, 0.5);
+    printf("bench_nvtx: %d alternating rounds x %ld nvtxRangePushA+nvtxRangePop pairs\n", rounds,
+           pairs);
     printf("  no tool : median %6.1f ns/pair  (p10 %.1f, p90 %.1f)\n", none_median,
            percentile(none, rounds, 0.1), percentile(none, rounds, 0.9));
     printf("  lantern : median %6.1f ns/pair  (p10 %.1f, p90 %.1f)\n", agent_median,
            percentile(agent, rounds, 0.1), percentile(agent, rounds, 0.9));
-    printf("  recorded: %llu pushes, %llu pops, %llu dropped; trace file %llu bytes = %.1f bytes/range\n",
+    printf("  recorded: %llu pushes, %llu pops, %llu dropped; trace file %llu bytes = %.1f "
+           "bytes/range\n",
            (unsigned long long)pushes, (unsigned long long)pops, (unsigned long long)dropped,
            (unsigned long long)bytes, pushes ? (double)bytes / (double)pushes : 0.0);
     return dropped != 0 || pushes != (uint64_t)rounds * (uint64_t)pairs;

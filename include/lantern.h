@@ -27,13 +27,13 @@ int lantern_libversion_number(void);
 /* ---- errors ------------------------------------------------------------------------------ */
 
 #define LANTERN_OK 0
-#define LANTERN_ERR_ARGUMENT -1     /* a NULL handle or name, an index out of range */
+#define LANTERN_ERR_ARGUMENT -1 /* a NULL handle or name, an index out of range */
 #define LANTERN_ERR_NO_MEMORY -2
-#define LANTERN_ERR_GPU -3          /* unknown GPU, MIG instance, or ambiguous UUID prefix */
-#define LANTERN_ERR_NO_WINDOW -4    /* ending a window that was not begun; popping an empty stack */
-#define LANTERN_ERR_WINDOW_OPEN -5  /* beginning a window whose name is already open */
-#define LANTERN_ERR_UNAVAILABLE -6  /* that quantity cannot be measured here (see below) */
-#define LANTERN_ERR_THREAD -7       /* the sampling thread could not be started */
+#define LANTERN_ERR_GPU -3         /* unknown GPU, MIG instance, or ambiguous UUID prefix */
+#define LANTERN_ERR_NO_WINDOW -4   /* ending a window that was not begun; popping an empty stack */
+#define LANTERN_ERR_WINDOW_OPEN -5 /* beginning a window whose name is already open */
+#define LANTERN_ERR_UNAVAILABLE -6 /* that quantity cannot be measured here (see below) */
+#define LANTERN_ERR_THREAD -7      /* the sampling thread could not be started */
 
 /* A static English sentence for an error code; never NULL. */
 const char *lantern_strerror(int code);
@@ -43,14 +43,16 @@ const char *lantern_strerror(int code);
 typedef struct lantern_monitor lantern_monitor;
 
 /* Options for lantern_monitor_open (bits). */
-#define LANTERN_POWER_ONLY 0x1u     /* integrate power only, ignore the energy counter: the method
-                                     * for GPUs older than Volta, selectable to compare with it
-                                     * (also with LANTERN_ENERGY_METHOD=power in the environment) */
-#define LANTERN_NO_NVTX 0x2u        /* do not emit NVTX ranges for windows */
+#define LANTERN_POWER_ONLY                                                                         \
+    0x1u                     /* integrate power only, ignore the energy counter: the method        \
+                              * for GPUs older than Volta, selectable to compare with it           \
+                              * (also with LANTERN_ENERGY_METHOD=power in the environment) */
+#define LANTERN_NO_NVTX 0x2u /* do not emit NVTX ranges for windows */
 
 /* Opens a monitor and starts sampling.
- *   gpus: NULL or "" for every GPU CUDA shows this process, else a comma-separated list of CUDA
- *         indices (after CUDA_VISIBLE_DEVICES) or UUIDs (full or unique prefix).
+ *   gpus: NULL or "" for every GPU CUDA shows this process, "none" for none, else a
+ *         comma-separated list of CUDA indices (after CUDA_VISIBLE_DEVICES) or UUIDs (full or
+ *         unique prefix).
  *   cpus: NULL or "" for every CPU package with RAPL, "none" for none, else package indices.
  * A machine without usable NVML (no driver, no GPU, no permission) still gets a monitor: GPU
  * energy is then unavailable and lantern_monitor_disabled_reason says why.
@@ -101,12 +103,14 @@ int lantern_measurement_gpu_count(const lantern_measurement *r);
 int lantern_measurement_gpu_index(const lantern_measurement *r, int i);
 
 /* Flags of a GPU's measurement (bits). */
-#define LANTERN_ENERGY_EXTRAPOLATED 0x1u /* an edge lies past the last counter update: that part
-                                          * is power integrated, scaled by the counter's gain */
-#define LANTERN_ENERGY_POWER_ONLY 0x2u   /* power integrated only (no counter, or chosen) */
-#define LANTERN_ENERGY_TOO_SHORT 0x4u    /* the window spans fewer than 2 counter updates: its
-                                          * energy rests on the power sensor's shape; trust the
-                                          * error bound, not the digits */
+#define LANTERN_ENERGY_EXTRAPOLATED                                                                \
+    0x1u                               /* an edge lies past the last counter update: that part     \
+                                        * is power integrated, scaled by the counter's gain */
+#define LANTERN_ENERGY_POWER_ONLY 0x2u /* power integrated only (no counter, or chosen) */
+#define LANTERN_ENERGY_TOO_SHORT                                                                   \
+    0x4u /* the window spans fewer than 2 counter updates: its                                     \
+          * energy rests on the power sensor's shape; trust the                                    \
+          * error bound, not the digits */
 
 /* The i-th GPU's energy in joules and its error bound (joules; either pointer may be NULL).
  * Returns LANTERN_OK, LANTERN_ERR_UNAVAILABLE (GPU energy disabled, or no sample yet) or

@@ -170,8 +170,9 @@ static int setup(const struct options *opt, struct buffers *buf)
         goto fail;
     for (int s = 0; s < opt->streams; s++) {
         char name[32];
-        if (check(cudaStreamCreateWithFlags(&buf->streams[s], cudaStreamNonBlocking),
-                  "cudaStreamCreate"))
+        /* Blocking streams (not cudaStreamNonBlocking): they wait for the memsets that
+         * find_range queues on the default stream. */
+        if (check(cudaStreamCreate(&buf->streams[s]), "cudaStreamCreate"))
             goto fail;
         buf->stream_count++;
         snprintf(name, sizeof name, "chunks %d", s);
@@ -226,7 +227,8 @@ static int find_range(const struct options *opt, struct buffers *buf)
         chunk_min_max<<<blocks_per_chunk(count), THREADS_PER_BLOCK, 0, stream>>>(
             buf->device + first, count, buf->block_min + c * 1024, buf->block_max + c * 1024);
     }
-    if (check(cudaDeviceSynchronize(), "reduce chunks"))
+    if (check(cudaGetLastError(), "launch chunk_min_max") ||
+        check(cudaDeviceSynchronize(), "reduce chunks"))
         goto fail;
     final_min_max<<<1, THREADS_PER_BLOCK>>>(buf->block_min, buf->block_max, opt->chunks * 1024,
                                              buf->range);
@@ -256,7 +258,10 @@ static int normalize(const struct options *opt, struct buffers *buf)
         cudaMemcpyAsync(buf->host + first, buf->device + first, count * sizeof(float),
                         cudaMemcpyDeviceToHost, stream);
     }
-    int rc = check(cudaDeviceSynchronize(), "normalize");
+    int rc = check(cudaGetLastError(), "launch normalize_chunk") ||
+                     check(cudaDeviceSynchronize(), "normalize")
+                 ? -1
+                 : 0;
     nvtxRangePop();
     return rc;
 }

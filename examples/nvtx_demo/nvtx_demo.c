@@ -9,7 +9,7 @@
 
 static void sleep_ms(long ms)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
@@ -23,7 +23,7 @@ static void *worker(void *arg)
     snprintf(name, sizeof name, "worker %ld", index);
     nvtxNameOsThreadA((uint32_t)gettid(), name);
     for (int i = 0; i < 3; i++) {
-        nvtxEventAttributes_t a = { 0 };
+        nvtxEventAttributes_t a = {0};
         a.version = NVTX_VERSION;
         a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
         a.category = 1;
@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     nvtxNameOsThreadA((uint32_t)gettid(), "main");
     nvtxMarkA("start");
 
-    nvtxEventAttributes_t load = { 0 };
+    nvtxEventAttributes_t load = {0};
     load.version = NVTX_VERSION;
     load.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
     load.colorType = NVTX_COLOR_ARGB;

@@ -192,7 +192,10 @@ def _sync(framework: Optional[str], gpu_indices: List[int]) -> None:
 
 
 def _spec(indices) -> bytes:
-    return b"" if indices is None else ",".join(str(i) for i in indices).encode()
+    """None: all; []: none (as Zeus); else the indices, comma-separated."""
+    if indices is None:
+        return b""
+    return ",".join(str(i) for i in indices).encode() if len(indices) else b"none"
 
 
 class Monitor:
@@ -211,9 +214,8 @@ class Monitor:
                              f"not {sync_execution_with!r}")
         self._lib = _lib()
         self.sync_execution_with = sync_execution_with
-        cpus = b"none" if cpu_indices is not None and not cpu_indices else _spec(cpu_indices)
         handle = ctypes.c_void_p()
-        rc = self._lib.lantern_monitor_open(_spec(gpu_indices), cpus,
+        rc = self._lib.lantern_monitor_open(_spec(gpu_indices), _spec(cpu_indices),
                                             POWER_ONLY if power_only else 0, ctypes.byref(handle))
         if rc != _OK:
             raise LanternError(rc, f"cannot monitor GPUs {gpu_indices} / CPUs {cpu_indices}")

@@ -6,7 +6,9 @@
 #include "agent/ring.h"
 #include "agent/writer.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +26,26 @@ extern const struct agent_source __stop_lantern_sources[] __attribute__((visibil
 #define AGENT_MAX_SOURCES 16
 static int agent_source_on[AGENT_MAX_SOURCES];
 
-#define FOR_EACH_ON_SOURCE(s)                                                               \
-    for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++) \
-        if (agent_source_on[s - __start_lantern_sources])
+static int *agent_source_state(const struct agent_source *s)
+{
+    size_t i = (size_t)(s - __start_lantern_sources);
+    return i < AGENT_MAX_SOURCES ? &agent_source_on[i] : NULL;
+}
 
-uint64_t agent_now(void) { return clock_mono_ns(); }
+static int agent_source_enabled(const struct agent_source *s)
+{
+    int *on = agent_source_state(s);
+    return on && *on;
+}
+
+#define FOR_EACH_ON_SOURCE(s)                                                                      \
+    for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++)  \
+        if (agent_source_enabled(s))
+
+uint64_t agent_now(void)
+{
+    return clock_mono_ns();
+}
 
 void agent_warn(const char *fmt, ...)
 {
@@ -60,16 +77,18 @@ static int agent_list_has(const char *list, const char *name)
     return 0;
 }
 
+/* Turns on the always-on sources and those LANTERN_TRACE names; returns the TRACE_FLAG_*
+ * set for TRACE_PROCESS: the entry point's own and those of the sources asked for. */
 static uint32_t agent_choose_sources(uint32_t loaded_for)
 {
     const char *wanted = getenv("LANTERN_TRACE");
     uint32_t flags = loaded_for;
     for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++) {
-        size_t i = (size_t)(s - __start_lantern_sources);
-        if (i >= AGENT_MAX_SOURCES)
-            break;
-        agent_source_on[i] = s->always_on || agent_list_has(wanted, s->name);
-        if (agent_source_on[i] && (s->always_on == 0 || s->trace_flag == loaded_for))
+        int *on = agent_source_state(s);
+        int listed = agent_list_has(wanted, s->name);
+        if (on)
+            *on = s->always_on || listed;
+        if (on && listed)
             flags |= s->trace_flag;
     }
     return flags;
@@ -78,8 +97,8 @@ static uint32_t agent_choose_sources(uint32_t loaded_for)
 static void agent_fork_prepare(void)
 {
     FOR_EACH_ON_SOURCE(s)
-        if (s->at_fork_prepare)
-            s->at_fork_prepare();
+    if (s->at_fork_prepare)
+        s->at_fork_prepare();
     writer_fork_prepare();
 }
 
@@ -87,16 +106,16 @@ static void agent_fork_parent(void)
 {
     writer_fork_parent();
     FOR_EACH_ON_SOURCE(s)
-        if (s->at_fork_parent)
-            s->at_fork_parent();
+    if (s->at_fork_parent)
+        s->at_fork_parent();
 }
 
 static void agent_fork_child(void)
 {
     writer_fork_child();
     FOR_EACH_ON_SOURCE(s)
-        if (s->at_fork_child)
-            s->at_fork_child();
+    if (s->at_fork_child)
+        s->at_fork_child();
 }
 
 /* atexit and the library destructor both come here; only the first call works. */
@@ -107,25 +126,57 @@ static void agent_exit(void)
     if (__atomic_exchange_n(&agent_exited, 1, __ATOMIC_ACQ_REL))
         return;
     FOR_EACH_ON_SOURCE(s)
-        if (s->at_exit)
-            s->at_exit();
+    if (s->at_exit)
+        s->at_exit();
     writer_finish();
 }
 
-__attribute__((destructor)) static void agent_unload(void) { agent_exit(); }
+__attribute__((destructor)) static void agent_unload(void)
+{
+    agent_exit();
+}
+
+/* SIGTERM, SIGINT and SIGHUP kill a program that does not handle them before atexit runs;
+ * Python's multiprocessing Pool ends its workers so. Where the program left the default
+ * action, the agent has the writer end the file first (at most 100 ms), then lets the signal
+ * kill the process as before. A program that installs its own handler replaces this one. */
+static const int agent_ending_signals[] = {SIGTERM, SIGINT, SIGHUP};
+
+static void agent_on_ending_signal(int sig)
+{
+    int saved_errno = errno;
+    writer_finish_from_signal(100);
+    struct sigaction default_action = {.sa_handler = SIG_DFL};
+    sigaction(sig, &default_action, NULL);
+    errno = saved_errno;
+    raise(sig); /* blocked until this handler returns, then the default action */
+}
+
+static void agent_catch_ending_signals(void)
+{
+    for (size_t i = 0; i < sizeof(agent_ending_signals) / sizeof(agent_ending_signals[0]); i++) {
+        struct sigaction old;
+        if (sigaction(agent_ending_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction ours = {.sa_handler = agent_on_ending_signal, .sa_flags = SA_RESTART};
+        sigemptyset(&ours.sa_mask);
+        sigaction(agent_ending_signals[i], &ours, NULL);
+    }
+}
 
 static void agent_start_sources(void)
 {
     FOR_EACH_ON_SOURCE(s)
-        if (s->init && s->init() != 0)
-            agent_source_on[s - __start_lantern_sources] = 0;
+    if (s->init && s->init() != 0)
+        *agent_source_state(s) = 0;
 }
 
 int agent_init(uint32_t loaded_for)
 {
     int expected = AGENT_FRESH;
-    if (!__atomic_compare_exchange_n(&agent_state, &expected, AGENT_STARTING, 0,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (!__atomic_compare_exchange_n(&agent_state, &expected, AGENT_STARTING, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
         return expected == AGENT_INERT ? -1 : 0; /* another caller is starting or has started */
     clock_init();
     ring_configured_size();
@@ -138,6 +189,7 @@ int agent_init(uint32_t loaded_for)
         goto inert;
     pthread_atfork(agent_fork_prepare, agent_fork_parent, agent_fork_child);
     atexit(agent_exit);
+    agent_catch_ending_signals();
     __atomic_store_n(&agent_state, AGENT_RECORDING, __ATOMIC_RELEASE);
     agent_start_sources();
     return 0;

@@ -12,7 +12,7 @@
  * starting, -1 when inert. */
 int agent_init(uint32_t loaded_for);
 
-uint64_t agent_now(void);                                   /* CLOCK_MONOTONIC ns */
+uint64_t agent_now(void); /* CLOCK_MONOTONIC ns */
 void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* An event source. The agent calls init after the trace file is open when the source is
@@ -20,10 +20,10 @@ void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * before the writer lock is taken, child after the child's file is open) and at_exit runs
  * before the final drain. Any hook may be NULL. */
 struct agent_source {
-    const char *name;          /* as in LANTERN_TRACE: "nvtx", "cuda" */
-    uint32_t trace_flag;       /* TRACE_FLAG_* added to TRACE_PROCESS when enabled */
+    const char *name;    /* as in LANTERN_TRACE: "nvtx", "cuda" */
+    uint32_t trace_flag; /* TRACE_FLAG_* added to TRACE_PROCESS when enabled */
     int always_on;
-    int (*init)(void);         /* 0: running; else the source stays off */
+    int (*init)(void); /* 0: running; else the source stays off */
     void (*at_fork_prepare)(void);
     void (*at_fork_parent)(void);
     void (*at_fork_child)(void);
@@ -32,8 +32,8 @@ struct agent_source {
 
 /* Registers a source from its own file, with no edit elsewhere: the linker gathers these
  * into the section lantern_sources, which agent.c walks. */
-#define AGENT_SOURCE(var)                                                                   \
-    __attribute__((used, section("lantern_sources"), aligned(sizeof(void *))))              \
+#define AGENT_SOURCE(var)                                                                          \
+    __attribute__((used, section("lantern_sources"), aligned(sizeof(void *))))                     \
     const struct agent_source var
 
 #endif

@@ -13,6 +13,7 @@
 /* Set once by clock_init(): 1 when ticks are TSC cycles, 0 when they are already ns. */
 extern int clock_ticks_are_tsc;
 
+/* Idempotent and a pure function of the CPU: any thread may call it, at any time. */
 void clock_init(void);
 
 static inline uint64_t clock_mono_ns(void)

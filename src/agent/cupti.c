@@ -31,7 +31,6 @@ static struct {
     uint64_t buffers_refused;              /* requests met with no buffer (CUPTI then drops) */
     uint64_t dropped_total;                /* records lost, reported in TRACE_DROPPED */
     CUpti_SubscriberHandle subscriber;
-    char *(*cxa_demangle)(const char *, char *, size_t *, int *);
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);
     int running;
@@ -55,20 +54,6 @@ static const char *cupti_hook_api_name(void *ctx, int driver, uint32_t cbid)
     return name;
 }
 
-static char *cupti_hook_demangle(void *ctx, const char *mangled)
-{
-    (void)ctx;
-    int status = 0;
-    if (!cupti.cxa_demangle || strncmp(mangled, "_Z", 2) != 0)
-        return NULL;
-    char *out = cupti.cxa_demangle(mangled, NULL, NULL, &status);
-    if (status != 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
 static int64_t cupti_hook_device_attribute(void *ctx, uint32_t ordinal, int attribute)
 {
     (void)ctx;
@@ -80,16 +65,9 @@ static int64_t cupti_hook_device_attribute(void *ctx, uint32_t ordinal, int attr
     return value;
 }
 
-/* __cxa_demangle from the process's C++ runtime (CUDA programs link one; the agent itself
- * stays C), cuDevice* from the driver that loaded us. Both optional. */
+/* cuDevice* from the driver that loaded us, for what CUPTI's device record lacks. */
 static void cupti_find_helpers(void)
 {
-    cupti.cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    if (!cupti.cxa_demangle) {
-        void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-        if (cxx)
-            cupti.cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(cxx, "__cxa_demangle");
-    }
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!driver)
         driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -178,29 +156,39 @@ static uint64_t CUPTIAPI cupti_timestamp(void) { return agent_now(); }
 
 /* ---- stream handles ------------------------------------------------------------------ */
 
-/* NVTX names streams by CUstream; CUPTI's records name them by id. The resource callback
- * is the one place both are known. */
-static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomain domain,
-                                             CUpti_CallbackId cbid, const void *data)
+/* NVTX names streams and contexts by CUstream and CUcontext; CUPTI's records name them by
+ * id. The resource callbacks are the one place both are known. */
+static void cupti_put_handle(unsigned type, uint64_t handle, uint32_t context_id, uint32_t stream_id)
 {
-    (void)userdata;
-    if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_STREAM_CREATED)
-        return;
-    const CUpti_ResourceData *r = data;
-    uint32_t context_id = 0, stream_id = 0;
-    if (cupti.api.get_context_id(r->context, &context_id) != CUPTI_SUCCESS ||
-        cupti.api.get_stream_id_ex(r->context, r->resourceHandle.stream, 0, &stream_id) != CUPTI_SUCCESS)
-        return;
     struct trace_chunk_builder *b = writer_lock();
     if (!b)
         return;
     writer_reserve_locked(64);
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_STREAM_HANDLE);
-    trace_put_u(b, (uint64_t)(uintptr_t)r->resourceHandle.stream);
+    struct trace_record_mark m = trace_record_begin(b, type);
+    trace_put_u(b, handle);
     trace_put_u(b, context_id);
-    trace_put_u(b, stream_id);
+    if (type == TRACE_CUDA_STREAM_HANDLE)
+        trace_put_u(b, stream_id);
     trace_record_end(b, m);
     writer_unlock();
+}
+
+static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomain domain,
+                                             CUpti_CallbackId cbid, const void *data)
+{
+    (void)userdata;
+    const CUpti_ResourceData *r = data;
+    uint32_t context_id = 0, stream_id = 0;
+    if (domain != CUPTI_CB_DOMAIN_RESOURCE || cupti.api.get_context_id(r->context, &context_id) != CUPTI_SUCCESS)
+        return;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+        cupti_put_handle(TRACE_CUDA_CONTEXT_HANDLE, (uint64_t)(uintptr_t)r->context, context_id, 0);
+        return;
+    }
+    if (cbid == CUPTI_CBID_RESOURCE_STREAM_CREATED &&
+        cupti.api.get_stream_id_ex(r->context, r->resourceHandle.stream, 0, &stream_id) == CUPTI_SUCCESS)
+        cupti_put_handle(TRACE_CUDA_STREAM_HANDLE, (uint64_t)(uintptr_t)r->resourceHandle.stream,
+                         context_id, stream_id);
 }
 
 /* ---- setup --------------------------------------------------------------------------- */
@@ -242,12 +230,50 @@ static int cupti_enable_apis(int all_apis)
     return rc == CUPTI_SUCCESS ? 0 : -1;
 }
 
-static const CUpti_ActivityKind cupti_kinds[] = {
-    CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MEMORY2,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,
+/* LANTERN_CUDA_KINDS picks what is recorded (default: all); devices, contexts and streams
+ * always are, since every other record refers to them. */
+struct cupti_kind_group { const char *name; CUpti_ActivityKind kinds[2]; };
+static const struct cupti_kind_group cupti_kind_groups[] = {
+    { "kernel", { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID } },
+    { "memcpy", { CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2 } },
+    { "memset", { CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID } },
+    { "sync", { CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID } },
+    { "memory", { CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_INVALID } },
+    { "overhead", { CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID } },
+    { "device", { CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT } },
+    { "stream", { CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_INVALID } },
 };
+
+static int cupti_list_has(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == 0))
+            return 1;
+    return 0;
+}
+
+static int cupti_group_wanted(const char *list, const char *name)
+{
+    if (!list || !*list || strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
+        return 1;
+    return cupti_list_has(list, name);
+}
+
+static CUptiResult cupti_enable_kinds(const char *list)
+{
+    for (size_t g = 0; g < sizeof(cupti_kind_groups) / sizeof(cupti_kind_groups[0]); g++) {
+        if (!cupti_group_wanted(list, cupti_kind_groups[g].name))
+            continue;
+        for (int k = 0; k < 2; k++) {
+            CUpti_ActivityKind kind = cupti_kind_groups[g].kinds[k];
+            CUptiResult rc = kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_SUCCESS : cupti.api.activity_enable(kind);
+            if (rc != CUPTI_SUCCESS)
+                return rc;
+        }
+    }
+    return CUPTI_SUCCESS;
+}
 
 /* Where there is no NVIDIA driver, say so once and leave CUDA off (NVTX still records). */
 static int cupti_gpu_present(void)
@@ -265,6 +291,30 @@ static int cupti_gpu_present(void)
     return 1;
 }
 
+/* The capture range (lantern profile --capture-range, --delay, --duration) as the launcher
+ * passed it; the importer keeps the CUDA records inside it. Recording everything and
+ * filtering at import keeps the agent simple and the windows exact, at the price of
+ * CUPTI's overhead outside the windows too. */
+static void cupti_put_capture(void)
+{
+    const char *mode = getenv("LANTERN_CAPTURE");
+    const char *from = getenv("LANTERN_CAPTURE_FROM_NS"), *until = getenv("LANTERN_CAPTURE_UNTIL_NS");
+    if ((!mode || !*mode || strcmp(mode, "none") == 0) && !from && !until)
+        return;
+    if (!mode || !*mode)
+        mode = "none";
+    struct trace_chunk_builder *b = writer_lock();
+    if (!b)
+        return;
+    writer_reserve_locked(strlen(mode) + 64);
+    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_CAPTURE);
+    trace_put_s(b, mode, strlen(mode));
+    trace_put_u(b, from ? strtoull(from, NULL, 10) : 0);
+    trace_put_u(b, until ? strtoull(until, NULL, 10) : 0);
+    trace_record_end(b, m);
+    writer_unlock();
+}
+
 static int cupti_start(void)
 {
     char why[512];
@@ -280,28 +330,32 @@ static int cupti_start(void)
     struct cupti_translate_hooks hooks = {
         .intern = cupti_hook_intern,
         .api_name = cupti_hook_api_name,
-        .demangle = cupti_hook_demangle,
         .device_attribute = cupti_hook_device_attribute,
     };
     cupti_translate_init(&cupti.translate, &hooks, all_apis);
 
+    const char *kinds = getenv("LANTERN_CUDA_KINDS");
     CUptiResult rc = cupti.api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     if (rc == CUPTI_SUCCESS)
         rc = cupti.api.activity_register_timestamp_callback(cupti_timestamp);
     if (rc == CUPTI_SUCCESS)
         rc = cupti.api.activity_register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
-    for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(cupti_kinds) / sizeof(cupti_kinds[0]); i++)
-        rc = cupti.api.activity_enable(cupti_kinds[i]);
-    if (rc != CUPTI_SUCCESS || cupti_enable_apis(all_apis) < 0) {
+    if (rc == CUPTI_SUCCESS)
+        rc = cupti_enable_kinds(kinds);
+    if (rc != CUPTI_SUCCESS || (cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
         agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced", cupti_error(rc));
         return -1;
     }
     cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);
-    /* Stream handles are a nicety: another CUPTI subscriber in the process (one per process
-     * is allowed) only costs the NVTX names of streams. */
-    if (cupti.api.subscribe(&cupti.subscriber, cupti_resource_callback, NULL) == CUPTI_SUCCESS)
+    /* Handles are a nicety: another CUPTI subscriber in the process (one per process is
+     * allowed) only costs the NVTX names of streams and contexts. */
+    if (cupti.api.subscribe(&cupti.subscriber, cupti_resource_callback, NULL) == CUPTI_SUCCESS) {
+        cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                  CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
         cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_STREAM_CREATED);
+    }
+    cupti_put_capture();
     cupti.running = 1;
     return 0;
 }

@@ -99,26 +99,18 @@ static uint64_t name_hash(const void *p)
     return x;
 }
 
-static void kernel_names(struct cupti_translate *t, const char *name, uint64_t *name_id,
-                         uint64_t *demangled_id)
+static uint64_t kernel_name_id(struct cupti_translate *t, const char *name)
 {
-    *name_id = *demangled_id = 0;
     if (!name)
-        return;
+        return 0;
     struct cupti_name_cache_entry *e = &t->names[name_hash(name) % CUPTI_NAME_CACHE_SIZE];
-    if (e->key == name && e->copy && strcmp(e->copy, name) == 0) {
-        *name_id = e->name_id;
-        *demangled_id = e->demangled_id;
-        return;
-    }
-    *name_id = t->hooks.intern(t->hooks.ctx, name, strlen(name));
-    char *demangled = t->hooks.demangle ? t->hooks.demangle(t->hooks.ctx, name) : NULL;
-    if (demangled)
-        *demangled_id = t->hooks.intern(t->hooks.ctx, demangled, strlen(demangled));
-    free(demangled);
+    if (e->key == name && e->copy && strcmp(e->copy, name) == 0)
+        return e->name_id;
+    uint64_t id = t->hooks.intern(t->hooks.ctx, name, strlen(name));
     /* A failed copy only costs a cache miss next time. */
     free(e->copy);
-    *e = (struct cupti_name_cache_entry){ name, strdup(name), *name_id, *demangled_id };
+    *e = (struct cupti_name_cache_entry){ name, strdup(name), id };
+    return id;
 }
 
 /* ---- one record per kind --------------------------------------------------------------- */
@@ -157,8 +149,7 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
 {
     if (bad_times(t, k->start, k->end))
         return CUPTI_REJECTED;
-    uint64_t name_id, demangled_id;
-    kernel_names(t, k->name, &name_id, &demangled_id);
+    uint64_t name_id = kernel_name_id(t, k->name);
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_KERNEL);
     trace_put_u(b, k->deviceId);
     trace_put_u(b, k->contextId);
@@ -167,7 +158,7 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_ts(b, k->start);
     trace_put_ts(b, k->end);
     trace_put_u(b, name_id);
-    trace_put_u(b, demangled_id);
+    trace_put_u(b, 0);   /* demangled name: left to the importer */
     trace_put_u(b, (uint32_t)k->gridX);
     trace_put_u(b, (uint32_t)k->gridY);
     trace_put_u(b, (uint32_t)k->gridZ);

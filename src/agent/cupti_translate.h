@@ -17,20 +17,19 @@
 struct cupti_translate_hooks {
     uint64_t (*intern)(void *ctx, const char *s, size_t len);     /* string id, 0 on failure */
     const char *(*api_name)(void *ctx, int driver, uint32_t cbid); /* NULL if unknown */
-    /* A malloc'd demangled name, or NULL (then the record carries none). */
-    char *(*demangle)(void *ctx, const char *mangled);
     /* A CUdevice_attribute of a CUDA ordinal, or -1 when it cannot be read. */
     int64_t (*device_attribute)(void *ctx, uint32_t device, int attribute);
     void *ctx;
 };
 
 /* Kernel names come as pointers that CUPTI shares among all records of a kernel; a small
- * cache maps them to string ids so interning and demangling happen once per kernel. */
+ * cache maps them to string ids so a kernel's name is hashed once, not per launch. Names
+ * stay mangled: the importer demangles, away from the profiled process. */
 #define CUPTI_NAME_CACHE_SIZE 1024u
 struct cupti_name_cache_entry {
     const char *key;     /* CUPTI's pointer */
     char *copy;          /* our copy, compared on a hit: CUPTI may reuse an address */
-    uint64_t name_id, demangled_id;
+    uint64_t name_id;
 };
 
 /* Runtime and driver callback ids are below these (cupti_runtime_cbid.h and

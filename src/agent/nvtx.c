@@ -1,6 +1,6 @@
 /* NVTX injection: InitializeInjectionNvtx2 fills NVTX's CORE, CORE2, CUDA and CUDART
  * function tables with the callbacks below. Each callback stamps the time, keeps the
- * thread's range depth, and copies one fixed-size record (plus its message) into the
+ * thread's range depth, and copies one small fixed-layout record (plus its message) into the
  * thread's ring; domains, categories and registered strings live in a small registry. */
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
@@ -23,8 +23,8 @@
 
 struct nvtx_domain {
     uint32_t id;
-    int emitted;               /* TRACE_DOMAIN is in the current file */
-    char *name;                /* UTF-8 */
+    int emitted; /* TRACE_DOMAIN is in the current file */
+    char *name;  /* UTF-8 */
     struct nvtx_domain *next;
 };
 
@@ -37,7 +37,7 @@ struct nvtx_category {
 
 static pthread_mutex_t nvtx_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nvtx_domain *nvtx_domains;
-static uint32_t nvtx_domain_count;         /* ids 1..; 0 is the default domain */
+static uint32_t nvtx_domain_count; /* ids 1..; 0 is the default domain */
 static struct nvtx_category *nvtx_categories;
 
 /* Registered strings stay reachable from here: their handles are valid until exit. */
@@ -133,24 +133,34 @@ out:
     return (nvtxDomainHandle_t)d;
 }
 
+/* Naming a category again renames it (one entry per domain and category). */
 static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, const char *ascii,
                                const wchar_t *wide)
 {
-    struct nvtx_category *c = calloc(1, sizeof(*c));
-    if (!c)
+    char *name = nvtx_utf8_dup(ascii, wide, NULL);
+    if (!name)
         return;
-    c->name = nvtx_utf8_dup(ascii, wide, NULL);
-    if (!c->name) {
-        free(c);
-        return;
-    }
-    c->domain = domain ? ((struct nvtx_domain *)domain)->id : 0;
-    c->category = category;
+    uint32_t domain_id = domain ? ((struct nvtx_domain *)domain)->id : 0;
     pthread_mutex_lock(&nvtx_registry_lock);
-    c->next = nvtx_categories;
-    nvtx_categories = c;
-    nvtx_emit_registry_locked();
+    struct nvtx_category *c;
+    for (c = nvtx_categories; c; c = c->next)
+        if (c->domain == domain_id && c->category == category)
+            break;
+    if (!c && (c = calloc(1, sizeof(*c)))) {
+        c->domain = domain_id;
+        c->category = category;
+        c->next = nvtx_categories;
+        nvtx_categories = c;
+    }
+    if (c) {
+        free(c->name);
+        c->name = name;
+        c->emitted = 0;
+        name = NULL;
+        nvtx_emit_registry_locked();
+    }
     pthread_mutex_unlock(&nvtx_registry_lock);
+    free(name);
 }
 
 static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t *wide)
@@ -173,9 +183,9 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
 /* ---- the hot path ---- */
 
 struct nvtx_event {
-    const void *msg;          /* bytes, or a registered string handle */
+    const void *msg; /* bytes, or a registered string handle */
     size_t msg_bytes;
-    uint8_t msg_kind;         /* RING_MSG_* */
+    uint8_t msg_kind; /* RING_MSG_* */
     uint8_t has_color;
     uint8_t payload_type;
     uint32_t category;
@@ -188,24 +198,23 @@ static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
     return domain ? ((const struct nvtx_domain *)domain)->id : 0;
 }
 
-static inline void nvtx_record_short(struct agent_thread *t, uint8_t type, uint64_t ticks,
-                                     uint32_t domain, uint64_t arg)
+static inline __attribute__((always_inline)) void nvtx_record_short(struct agent_thread *t,
+                                                                    uint8_t type, uint64_t ticks,
+                                                                    uint32_t domain, uint64_t arg)
 {
-    struct ring_record *rec = ring_reserve(&t->ring, RING_SHORT_RECORD_SIZE);
+    struct ring_record *rec = ring_reserve(&t->ring, sizeof(*rec));
     if (__builtin_expect(!rec, 0)) {
         ring_count_drop(t);
         return;
     }
-    rec->type = type;
-    rec->size = RING_SHORT_RECORD_SIZE;
-    rec->ticks = ticks;
-    rec->arg = arg;
-    rec->domain = domain;
-    ring_commit(&t->ring, RING_SHORT_RECORD_SIZE);
+    /* every byte is written: the ring holds stale bytes from its previous lap */
+    *rec = (struct ring_record){
+        .type = type, .domain = (uint16_t)domain, .size = sizeof(*rec), .ticks = ticks, .arg = arg};
+    ring_commit(&t->ring, sizeof(*rec));
 }
 
-/* Messages over 1/8 of the ring take one heap copy so that a huge name is recorded whole
- * without filling the ring; the writer frees it. */
+/* Messages over the ring's inline limit take one heap copy so that a huge name is
+ * recorded whole without filling the ring; the writer frees it. */
 static __attribute__((noinline)) void *nvtx_heap_copy(const void *bytes, size_t len)
 {
     void *copy = malloc(len ? len : 1);
@@ -214,69 +223,78 @@ static __attribute__((noinline)) void *nvtx_heap_copy(const void *bytes, size_t 
     return copy;
 }
 
-static inline __attribute__((always_inline)) void
-nvtx_record_event(struct agent_thread *t, uint8_t type, uint64_t ticks, uint32_t domain,
-                  uint64_t arg, const struct nvtx_event *ev)
+static inline __attribute__((always_inline)) void nvtx_record_event(struct agent_thread *t,
+                                                                    uint8_t type, uint64_t ticks,
+                                                                    uint32_t domain, uint64_t arg,
+                                                                    const struct nvtx_event *ev)
 {
     struct ring *r = &t->ring;
-    if (__builtin_expect(r->size == 0, 0)) {
-        ring_count_drop(t);
-        return;
-    }
-    size_t inline_bytes = ev->msg_kind == RING_MSG_REGISTERED ? 0 : ev->msg_bytes;
-    const void *msg_ptr = ev->msg_kind == RING_MSG_REGISTERED ? ev->msg : NULL;
     uint8_t kind = ev->msg_kind;
-    if (__builtin_expect(inline_bytes > r->size / 8, 0)) {
-        msg_ptr = nvtx_heap_copy(ev->msg, inline_bytes);
-        if (!msg_ptr) {
+    const void *pointer = kind == RING_MSG_REGISTERED ? ev->msg : NULL;
+    if (__builtin_expect(ev->msg_bytes > r->inline_max, 0)) {
+        if (r->size == 0 || !(pointer = nvtx_heap_copy(ev->msg, ev->msg_bytes))) {
             ring_count_drop(t);
             return;
         }
         kind |= RING_MSG_ON_HEAP;
-        inline_bytes = 0;
     }
-    uint32_t size = RING_EVENT_RECORD_SIZE + (uint32_t)((inline_bytes + 7) & ~(size_t)7);
-    struct ring_record *rec = ring_reserve(r, size);
+    int has_attributes = ev->has_color || ev->payload_type;
+    size_t message_bytes =
+        ring_message_is_pointer(kind) ? sizeof(void *) : (ev->msg_bytes + 7) & ~(size_t)7;
+    uint32_t size =
+        (uint32_t)(sizeof(struct ring_event) +
+                   (has_attributes ? sizeof(struct ring_attributes) : 0) + message_bytes);
+    struct ring_event *rec = ring_reserve(r, size);
     if (__builtin_expect(!rec, 0)) {
         if (kind & RING_MSG_ON_HEAP)
-            free((void *)msg_ptr);
+            free((void *)pointer);
         ring_count_drop(t);
         return;
     }
-    rec->type = type;
-    rec->msg_kind = kind;
-    rec->payload_type = ev->payload_type;
-    rec->has_color = ev->has_color;
-    rec->size = size;
-    rec->ticks = ticks;
-    rec->arg = arg;
-    rec->domain = domain;
-    rec->category = ev->category;
-    rec->color = ev->color;
-    rec->msg_len = (uint32_t)ev->msg_bytes;
-    rec->payload = ev->payload;
-    rec->msg_ptr = msg_ptr;
-    memcpy(rec + 1, ev->msg, inline_bytes);
+    *rec = (struct ring_event){
+        .head = {.type = type,
+                 .msg_kind = kind,
+                 .payload_type = ev->payload_type,
+                 .flags = (uint8_t)((has_attributes ? RING_HAS_ATTRIBUTES : 0) |
+                                    (ev->has_color ? RING_HAS_COLOR : 0)),
+                 .domain = (uint16_t)domain,
+                 .size = (uint16_t)size,
+                 .ticks = ticks,
+                 .arg = arg},
+        .msg_len = (uint32_t)ev->msg_bytes,
+        .category = ev->category,
+    };
+    char *tail = (char *)(rec + 1);
+    if (has_attributes) {
+        *(struct ring_attributes *)tail =
+            (struct ring_attributes){.color = ev->color, .payload = ev->payload};
+        tail += sizeof(struct ring_attributes);
+    }
+    if (ring_message_is_pointer(kind))
+        memcpy(tail, &pointer, sizeof(pointer));
+    else
+        memcpy(tail, ev->msg, ev->msg_bytes);
     ring_commit(r, size);
 }
 
 static inline struct nvtx_event nvtx_event_ascii(const char *message)
 {
-    return (struct nvtx_event){ .msg = message, .msg_bytes = message ? strlen(message) : 0,
-                                .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE };
+    return (struct nvtx_event){.msg = message,
+                               .msg_bytes = message ? strlen(message) : 0,
+                               .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE};
 }
 
 static inline struct nvtx_event nvtx_event_wide(const wchar_t *message)
 {
-    return (struct nvtx_event){ .msg = message,
-                                .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
-                                .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE };
+    return (struct nvtx_event){.msg = message,
+                               .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
+                               .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE};
 }
 
 /* Event attributes, read only as far as the caller's struct size says they exist. */
 static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t *a)
 {
-    struct nvtx_event ev = { 0 };
+    struct nvtx_event ev = {0};
     if (!a || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message))
         return ev;
     ev.category = a->category;
@@ -286,8 +304,12 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
     }
     ev.payload_type = (uint8_t)a->payloadType;
     switch (a->payloadType) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: ev.payload = a->payload.uiValue; break;
-    case NVTX_PAYLOAD_TYPE_INT32: ev.payload = (uint32_t)a->payload.iValue; break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+        ev.payload = a->payload.uiValue;
+        break;
+    case NVTX_PAYLOAD_TYPE_INT32:
+        ev.payload = (uint32_t)a->payload.iValue;
+        break;
     case NVTX_PAYLOAD_TYPE_FLOAT: {
         uint32_t bits;
         memcpy(&bits, &a->payload.fValue, sizeof(bits));
@@ -296,8 +318,12 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
     }
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
     case NVTX_PAYLOAD_TYPE_INT64:
-    case NVTX_PAYLOAD_TYPE_DOUBLE: ev.payload = a->payload.ullValue; break;
-    default: ev.payload_type = 0; break;
+    case NVTX_PAYLOAD_TYPE_DOUBLE:
+        ev.payload = a->payload.ullValue;
+        break;
+    default:
+        ev.payload_type = 0;
+        break;
     }
     switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII: {
@@ -322,9 +348,10 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
     return ev;
 }
 
-static inline int nvtx_push(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+static inline __attribute__((always_inline)) int
+nvtx_push(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
 {
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return 0;
     int level = t->depth[domain]++;
@@ -332,10 +359,10 @@ static inline int nvtx_push(uint32_t domain, const struct nvtx_event *ev, uint64
     return level;
 }
 
-static inline int nvtx_pop(uint32_t domain)
+static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain)
 {
     uint64_t ticks = clock_ticks();
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return -1;
     if (__builtin_expect(t->depth[domain] <= 0, 0)) {
@@ -349,9 +376,10 @@ static inline int nvtx_pop(uint32_t domain)
 
 /* Range ids: the thread's index in the top 24 bits, its own counter below, so ids are
  * unique and non-zero without a shared atomic. */
-static inline nvtxRangeId_t nvtx_start(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+static inline __attribute__((always_inline)) nvtxRangeId_t
+nvtx_start(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
 {
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return 0;
     nvtxRangeId_t id = (t->thread_idx << 40) | (++t->next_range & ((1ull << 40) - 1));
@@ -359,17 +387,18 @@ static inline nvtxRangeId_t nvtx_start(uint32_t domain, const struct nvtx_event 
     return id;
 }
 
-static inline void nvtx_end(nvtxRangeId_t id)
+static inline __attribute__((always_inline)) void nvtx_end(nvtxRangeId_t id)
 {
     uint64_t ticks = clock_ticks();
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
         nvtx_record_short(t, TRACE_END, ticks, 0, id);
 }
 
-static inline void nvtx_mark(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+static inline __attribute__((always_inline)) void
+nvtx_mark(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
 {
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
         nvtx_record_event(t, TRACE_MARK, ticks, domain, 0, ev);
 }
@@ -379,7 +408,7 @@ static void nvtx_name(uint8_t type, uint32_t kind, uint64_t handle, const char *
                       const wchar_t *wide)
 {
     uint64_t ticks = clock_ticks();
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (!t)
         return;
     struct nvtx_event ev = ascii ? nvtx_event_ascii(ascii) : nvtx_event_wide(wide);
@@ -430,7 +459,10 @@ static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
     return nvtx_start(0, &ev, ticks);
 }
 
-static void nvtx_range_end(nvtxRangeId_t id) { nvtx_end(id); }
+static void nvtx_range_end(nvtxRangeId_t id)
+{
+    nvtx_end(id);
+}
 
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 {
@@ -453,7 +485,10 @@ static int nvtx_range_push_w(const wchar_t *message)
     return nvtx_push(0, &ev, ticks);
 }
 
-static int nvtx_range_pop(void) { return nvtx_pop(0); }
+static int nvtx_range_pop(void)
+{
+    return nvtx_pop(0);
+}
 
 static void nvtx_name_category_a(uint32_t category, const char *name)
 {
@@ -515,9 +550,12 @@ static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domai
 {
     (void)domain;
     uint64_t handle = __atomic_fetch_add(&nvtx_next_resource, 1, __ATOMIC_RELAXED);
-    if (attribs && attribs->size >= offsetof(nvtxResourceAttributes_t, message) + sizeof(attribs->message)) {
-        const char *ascii = attribs->messageType == NVTX_MESSAGE_TYPE_ASCII ? attribs->message.ascii : NULL;
-        const wchar_t *wide = attribs->messageType == NVTX_MESSAGE_TYPE_UNICODE ? attribs->message.unicode : NULL;
+    if (attribs &&
+        attribs->size >= offsetof(nvtxResourceAttributes_t, message) + sizeof(attribs->message)) {
+        const char *ascii =
+            attribs->messageType == NVTX_MESSAGE_TYPE_ASCII ? attribs->message.ascii : NULL;
+        const wchar_t *wide =
+            attribs->messageType == NVTX_MESSAGE_TYPE_UNICODE ? attribs->message.unicode : NULL;
         if (ascii || wide)
             nvtx_name(TRACE_NAME_RESOURCE, TRACE_RESOURCE_NVTX_GENERIC,
                       attribs->identifier.ullValue, ascii, wide);
@@ -525,14 +563,19 @@ static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domai
     return (nvtxResourceHandle_t)(uintptr_t)handle;
 }
 
-static void nvtx_domain_resource_destroy(nvtxResourceHandle_t resource) { (void)resource; }
+static void nvtx_domain_resource_destroy(nvtxResourceHandle_t resource)
+{
+    (void)resource;
+}
 
-static void nvtx_domain_name_category_a(nvtxDomainHandle_t domain, uint32_t category, const char *name)
+static void nvtx_domain_name_category_a(nvtxDomainHandle_t domain, uint32_t category,
+                                        const char *name)
 {
     nvtx_name_category(domain, category, name, NULL);
 }
 
-static void nvtx_domain_name_category_w(nvtxDomainHandle_t domain, uint32_t category, const wchar_t *name)
+static void nvtx_domain_name_category_w(nvtxDomainHandle_t domain, uint32_t category,
+                                        const wchar_t *name)
 {
     nvtx_name_category(domain, category, NULL, name);
 }
@@ -563,32 +606,40 @@ static nvtxDomainHandle_t nvtx_domain_create_w(const wchar_t *name)
 static void nvtx_domain_destroy(nvtxDomainHandle_t domain)
 {
     uint64_t ticks = clock_ticks();
-    struct agent_thread *t = ring_self();
+    struct agent_thread *t = ring_self(ticks);
     if (domain && t)
         nvtx_record_short(t, TRACE_DOMAIN_DESTROY, ticks, nvtx_domain_id(domain), 0);
 }
 
 /* nvtxInitialize only forces NVTX to load us, which has happened by the time it is called. */
-static void nvtx_initialize(const void *reserved) { (void)reserved; }
+static void nvtx_initialize(const void *reserved)
+{
+    (void)reserved;
+}
 
-#define NVTX_NAME_FUNCTIONS(fn, type, kind, to_handle)                                      \
-    static void fn##_a(type h, const char *name)                                           \
-    {                                                                                      \
-        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), name, NULL);                    \
-    }                                                                                      \
-    static void fn##_w(type h, const wchar_t *name)                                        \
-    {                                                                                      \
-        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), NULL, name);                    \
+#define NVTX_NAME_FUNCTIONS(fn, type, kind, to_handle)                                             \
+    static void fn##_a(type h, const char *name)                                                   \
+    {                                                                                              \
+        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), name, NULL);                            \
+    }                                                                                              \
+    static void fn##_w(type h, const wchar_t *name)                                                \
+    {                                                                                              \
+        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), NULL, name);                            \
     }
 #define NVTX_POINTER_HANDLE(h) ((uint64_t)(uintptr_t)(h))
 #define NVTX_DEVICE_HANDLE(h) ((uint64_t)(uint32_t)(h))
-NVTX_NAME_FUNCTIONS(nvtx_name_cu_device, nvtx_CUdevice, TRACE_RESOURCE_CU_DEVICE, NVTX_DEVICE_HANDLE)
-NVTX_NAME_FUNCTIONS(nvtx_name_cu_context, nvtx_CUcontext, TRACE_RESOURCE_CU_CONTEXT, NVTX_POINTER_HANDLE)
-NVTX_NAME_FUNCTIONS(nvtx_name_cu_stream, nvtx_CUstream, TRACE_RESOURCE_CU_STREAM, NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_device, nvtx_CUdevice, TRACE_RESOURCE_CU_DEVICE,
+                    NVTX_DEVICE_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_context, nvtx_CUcontext, TRACE_RESOURCE_CU_CONTEXT,
+                    NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cu_stream, nvtx_CUstream, TRACE_RESOURCE_CU_STREAM,
+                    NVTX_POINTER_HANDLE)
 NVTX_NAME_FUNCTIONS(nvtx_name_cu_event, nvtx_CUevent, TRACE_RESOURCE_CU_EVENT, NVTX_POINTER_HANDLE)
 NVTX_NAME_FUNCTIONS(nvtx_name_cuda_device, int, TRACE_RESOURCE_CUDART_DEVICE, NVTX_DEVICE_HANDLE)
-NVTX_NAME_FUNCTIONS(nvtx_name_cuda_stream, nvtx_cudaStream_t, TRACE_RESOURCE_CUDART_STREAM, NVTX_POINTER_HANDLE)
-NVTX_NAME_FUNCTIONS(nvtx_name_cuda_event, nvtx_cudaEvent_t, TRACE_RESOURCE_CUDART_EVENT, NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cuda_stream, nvtx_cudaStream_t, TRACE_RESOURCE_CUDART_STREAM,
+                    NVTX_POINTER_HANDLE)
+NVTX_NAME_FUNCTIONS(nvtx_name_cuda_event, nvtx_cudaEvent_t, TRACE_RESOURCE_CUDART_EVENT,
+                    NVTX_POINTER_HANDLE)
 
 /* ---- the tables and the entry point ---- */
 
@@ -664,11 +715,15 @@ static void nvtx_fill_module(const NvtxExportTableCallbacks *callbacks, NvtxCall
 
 /* Called by NVTX once per library that embeds it, possibly from several threads at once:
  * agent_init() runs the process-wide start once and never blocks; every call fills its
- * caller's tables. Returning 1 even when inert keeps NVTX from unloading us and keeps the
- * return values of push/pop right. */
-__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+ * caller's tables. When the agent is inert (no session folder), returning 0 leaves the
+ * library on NVTX's own no-op path (the cheapest, with NVTX's no-tool return values); a
+ * library that raced the failing start keeps our callbacks, which then only count levels. */
+__attribute__((visibility("default"))) int
+InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 {
-    agent_init(TRACE_FLAG_NVTX);
+    clock_init(); /* before our callbacks are reachable: a racing caller's first timestamps */
+    if (agent_init(TRACE_FLAG_NVTX) < 0)
+        return 0;
     const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
     if (!callbacks || callbacks->struct_size < sizeof(*callbacks))
         return 0;
@@ -692,8 +747,14 @@ static int nvtx_source_init(void)
     return 0;
 }
 
-static void nvtx_fork_prepare(void) { pthread_mutex_lock(&nvtx_registry_lock); }
-static void nvtx_fork_parent(void) { pthread_mutex_unlock(&nvtx_registry_lock); }
+static void nvtx_fork_prepare(void)
+{
+    pthread_mutex_lock(&nvtx_registry_lock);
+}
+static void nvtx_fork_parent(void)
+{
+    pthread_mutex_unlock(&nvtx_registry_lock);
+}
 
 static void nvtx_fork_child(void)
 {

@@ -26,9 +26,15 @@ static _Atomic uint64_t ring_drops_without_ring;
 static pthread_key_t ring_exit_key;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 
-uint32_t ring_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
+uint32_t ring_gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
 
-void ring_disable(void) { __atomic_store_n(&ring_disabled, 1, __ATOMIC_RELEASE); }
+void ring_disable(void)
+{
+    __atomic_store_n(&ring_disabled, 1, __ATOMIC_RELEASE);
+}
 
 uint64_t ring_unregistered_drops(void)
 {
@@ -116,20 +122,25 @@ static void ring_give_ring(struct agent_thread *t)
     }
     t->ring.data = data;
     t->ring.size = size;
+    t->ring.inline_max =
+        size / 8 < RING_INLINE_MESSAGE_MAX ? (uint32_t)(size / 8) : RING_INLINE_MESSAGE_MAX;
     t->slot = slot;
     __atomic_store_n(&ring_registry.thread[slot], t, __ATOMIC_RELEASE);
     __atomic_store_n(&ring_registry.state[slot], SLOT_ACTIVE, __ATOMIC_RELEASE);
 }
 
-struct agent_thread *ring_thread_attach(void)
+struct agent_thread *ring_thread_attach(uint64_t now_ticks)
 {
     pthread_once(&ring_key_once, ring_key_create);
-    struct agent_thread *t = calloc(1, sizeof(*t));
+    /* the ring's head and tail sit on their own cache lines: the struct needs their alignment */
+    size_t bytes = (sizeof(struct agent_thread) + 63) & ~(size_t)63;
+    struct agent_thread *t = aligned_alloc(_Alignof(struct agent_thread), bytes);
     if (!t)
         return NULL;
+    memset(t, 0, sizeof(*t));
     t->thread_idx = __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
     t->os_tid = ring_gettid();
-    t->first_ticks = clock_ticks();
+    t->first_ticks = now_ticks;
     ring_give_ring(t);
     if (ring_exit_key != (pthread_key_t)-1)
         pthread_setspecific(ring_exit_key, t);
@@ -142,9 +153,12 @@ uint64_t ring_new_thread_index(void)
     return __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
 }
 
+/* Threads beyond the ring cap share one counter; an inert agent counts nothing, so that
+ * its no-op calls never touch a shared cache line. */
 void ring_count_unregistered_drop(void)
 {
-    __atomic_fetch_add(&ring_drops_without_ring, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&ring_disabled, __ATOMIC_RELAXED))
+        __atomic_fetch_add(&ring_drops_without_ring, 1, __ATOMIC_RELAXED);
 }
 
 void ring_consume(struct ring *r,
@@ -166,8 +180,11 @@ static void ring_free_heap_message(struct agent_thread *t, const struct ring_rec
 {
     (void)t;
     (void)ctx;
-    if (rec->msg_kind & RING_MSG_ON_HEAP)
-        free((void *)rec->msg_ptr);
+    if (ring_record_is_event(rec) && (rec->msg_kind & RING_MSG_ON_HEAP)) {
+        void *heap;
+        memcpy(&heap, ring_event_message((const struct ring_event *)rec), sizeof(heap));
+        free(heap);
+    }
 }
 
 void ring_discard(struct ring *r)

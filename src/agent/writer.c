@@ -8,8 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,11 +21,15 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#define WRITER_DRAIN_PERIOD_NS 10000000u   /* 10 ms */
-#define WRITER_FLUSH_PERIOD_NS 50000000u   /* 50 ms: with the drain period, SIGKILL loses <= ~100 ms */
-#define WRITER_CHUNK_BYTES (1u << 20)      /* grows for a record larger than this */
-#define WRITER_INTERN_MAX (1u << 20)       /* distinct strings remembered per file; more are not deduplicated */
-#define WRITER_THREAD_MAP_SIZE 4096u       /* os tid -> thread_idx for writer_thread_index */
+#define WRITER_DRAIN_PERIOD_NS 10000000u /* 10 ms */
+#define WRITER_FLUSH_PERIOD_NS                                                                     \
+    50000000u                         /* 50 ms: with the drain period, SIGKILL loses <= ~100 ms */
+#define WRITER_CHUNK_BYTES (1u << 20) /* grows for a record larger than this */
+#define WRITER_INTERN_MAX                                                                          \
+    (1u << 20) /* distinct strings remembered per file; more are not deduplicated */
+#define WRITER_INTERN_BYTES_MAX                                                                    \
+    (64u << 20)                      /* ... and their bytes: the writer's memory stays bounded */
+#define WRITER_THREAD_MAP_SIZE 4096u /* os tid -> thread_idx for writer_thread_index */
 
 struct writer_string {
     uint64_t hash;
@@ -36,8 +40,8 @@ struct writer_string {
 
 static struct {
     pthread_mutex_t lock;
-    int open;                    /* a file is open and records are accepted */
-    int finished;                /* TRACE_PROCESS_END written: nothing more */
+    int open;     /* a file is open and records are accepted */
+    int finished; /* TRACE_PROCESS_END written: nothing more */
     int write_failed;
     int fd;
     uint32_t agent_flags;
@@ -49,19 +53,26 @@ static struct {
     struct clock_calibration calibration;
     /* strings of the current file */
     struct writer_string *strings;
-    size_t strings_cap, strings_used;
+    size_t strings_cap, strings_used, strings_bytes;
     uint64_t next_string_id;
     uint64_t file_generation;
-    char *scratch;               /* wide -> UTF-8 conversions */
+    char *scratch; /* wide -> UTF-8 conversions */
     size_t scratch_cap;
-    struct { uint32_t tid; uint64_t idx; } thread_map[WRITER_THREAD_MAP_SIZE];
+    struct {
+        uint32_t tid;
+        uint64_t idx;
+    } thread_map[WRITER_THREAD_MAP_SIZE];
     uint64_t dropped_total;
     uint64_t unregistered_dropped_reported;
     pthread_t thread;
-} writer = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+} writer = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static _Atomic uint32_t writer_wake_word;
 static _Atomic int writer_stop;
+static _Atomic int writer_end_requested; /* by a signal handler: end the file now */
+static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
+
+static void writer_end(int clean);
 
 /* ---- waking ---- */
 
@@ -73,7 +84,7 @@ void ring_wake_writer(void)
 
 static void writer_sleep(uint32_t seen)
 {
-    struct timespec period = { 0, WRITER_DRAIN_PERIOD_NS };
+    struct timespec period = {0, WRITER_DRAIN_PERIOD_NS};
     syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &period, NULL, 0);
 }
 
@@ -93,7 +104,10 @@ static int writer_write_all(const uint8_t *p, size_t len)
     return 0;
 }
 
-static uint64_t writer_now_ns(void) { return clock_mono_ns(); }
+static uint64_t writer_now_ns(void)
+{
+    return clock_mono_ns();
+}
 
 int writer_flush_locked(void)
 {
@@ -176,21 +190,26 @@ uint64_t writer_intern(const char *s, size_t len)
     uint64_t hash = writer_hash(s, len);
     if (writer.strings_used * 2 >= writer.strings_cap && writer.strings_used < WRITER_INTERN_MAX)
         writer_strings_grow();
-    uint64_t id = writer.next_string_id++;
-    if (writer.strings_cap && writer.strings_used * 2 < writer.strings_cap) {
-        size_t j = hash & (writer.strings_cap - 1);
-        for (; writer.strings[j].hash; j = (j + 1) & (writer.strings_cap - 1)) {
+    struct writer_string *slot = NULL;
+    if (writer.strings_cap) { /* at most half full, so the probe ends */
+        size_t mask = writer.strings_cap - 1, j = hash & mask;
+        for (; writer.strings[j].hash; j = (j + 1) & mask) {
             struct writer_string *e = &writer.strings[j];
-            if (e->hash == hash && e->len == len && memcmp(e->bytes, s, len) == 0) {
-                writer.next_string_id--;
+            if (e->hash == hash && e->len == len && memcmp(e->bytes, s, len) == 0)
                 return e->id;
-            }
         }
+        slot = &writer.strings[j];
+    }
+    uint64_t id = writer.next_string_id++;
+    /* past the caps a string is written again on each use instead of being remembered */
+    if (slot && writer.strings_used * 2 < writer.strings_cap &&
+        writer.strings_bytes + len <= WRITER_INTERN_BYTES_MAX) {
         char *copy = malloc(len ? len : 1);
         if (copy) {
             memcpy(copy, s, len);
-            writer.strings[j] = (struct writer_string){ hash, id, copy, len };
+            *slot = (struct writer_string){hash, id, copy, len};
             writer.strings_used++;
+            writer.strings_bytes += len;
         }
     }
     writer_emit_string(id, s, len);
@@ -203,6 +222,7 @@ static void writer_strings_clear(void)
         free(writer.strings[i].bytes);
     memset(writer.strings, 0, writer.strings_cap * sizeof(*writer.strings));
     writer.strings_used = 0;
+    writer.strings_bytes = 0;
     writer.next_string_id = 1;
     writer.file_generation++;
 }
@@ -255,51 +275,64 @@ static uint64_t writer_registered_id(struct writer_registered_string *r)
     return r->id;
 }
 
-/* The string id of a ring record's message; frees a heap copy. */
-static uint64_t writer_message_id(const struct ring_record *rec)
+/* The string id of an event's message; frees a heap copy. */
+static uint64_t writer_message_id(const struct ring_event *ev)
 {
-    int on_heap = rec->msg_kind & RING_MSG_ON_HEAP;
-    const void *bytes = on_heap ? rec->msg_ptr : (const void *)(rec + 1);
+    uint8_t kind = ev->head.msg_kind;
+    const void *bytes = ring_event_message(ev);
+    if (ring_message_is_pointer(kind))
+        memcpy(&bytes, bytes, sizeof(bytes));
     uint64_t id = 0;
-    switch (rec->msg_kind & ~RING_MSG_ON_HEAP) {
+    switch (kind & ~RING_MSG_ON_HEAP) {
     case RING_MSG_UTF8:
-        id = writer_intern(bytes, rec->msg_len);
+        id = writer_intern(bytes, ev->msg_len);
         break;
     case RING_MSG_WIDE: {
-        size_t units = rec->msg_len / sizeof(wchar_t);
+        size_t units = ev->msg_len / sizeof(wchar_t);
         char *utf8 = writer_scratch(units * 4 + 1);
         if (utf8)
             id = writer_intern(utf8, writer_wide_to_utf8(bytes, units, utf8));
         break;
     }
     case RING_MSG_REGISTERED:
-        id = writer_registered_id((struct writer_registered_string *)rec->msg_ptr);
+        id = writer_registered_id((struct writer_registered_string *)bytes);
         break;
     default:
         break;
     }
-    if (on_heap)
-        free((void *)rec->msg_ptr);
+    if (kind & RING_MSG_ON_HEAP)
+        free((void *)bytes);
     return id;
 }
 
 /* ---- ring records -> trace records ---- */
 
+/* EVENT fields; trailing zeros are left out (readers take absent trailing fields as 0),
+ * which makes a plain push 8 bytes on disk instead of 12. */
 static void writer_put_event(const struct ring_record *rec, uint64_t name_id)
 {
-    struct trace_chunk_builder *b = &writer.chunk;
-    trace_put_u(b, name_id);
-    trace_put_u(b, rec->category);
-    trace_put_u(b, rec->has_color ? (uint64_t)rec->color + 1 : 0);
-    trace_put_u(b, rec->payload_type);
-    trace_put_u(b, rec->payload_type ? rec->payload : 0);
+    const struct ring_event *ev = (const struct ring_event *)rec;
+    const struct ring_attributes *attributes = ring_event_attributes(ev);
+    uint64_t fields[5] = {name_id, ev->category, 0, 0, 0};
+    if (attributes) {
+        fields[2] = (rec->flags & RING_HAS_COLOR) ? (uint64_t)attributes->color + 1 : 0;
+        fields[3] = rec->payload_type;
+        fields[4] = rec->payload_type ? attributes->payload : 0;
+    }
+    int count = 5;
+    while (count > 0 && fields[count - 1] == 0)
+        count--;
+    for (int i = 0; i < count; i++)
+        trace_put_u(&writer.chunk, fields[i]);
 }
 
 static void writer_put_ring_record(struct agent_thread *t, const struct ring_record *rec, void *ctx)
 {
     (void)ctx;
     struct trace_chunk_builder *b = &writer.chunk;
-    uint64_t name_id = writer_message_id(rec); /* may emit TRACE_STRING first */
+    /* may emit TRACE_STRING first */
+    uint64_t name_id =
+        ring_record_is_event(rec) ? writer_message_id((const struct ring_event *)rec) : 0;
     writer_reserve_locked(128);
     uint64_t ts = clock_ticks_to_ns(&writer.calibration, rec->ticks);
     struct trace_record_mark m = trace_record_begin(b, rec->type);
@@ -459,12 +492,17 @@ static void *writer_main(void *arg)
     while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {
         writer_sleep(seen);
         seen = __atomic_load_n(&writer_wake_word, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&writer_end_requested, __ATOMIC_ACQUIRE)) {
+            writer_end(0); /* the process is being killed: not a clean exit */
+            break;
+        }
         pthread_mutex_lock(&writer.lock);
         if (writer.open) {
             writer_drain_locked();
             uint64_t now = writer_now_ns();
             int due = now - writer.last_flush_ns >= WRITER_FLUSH_PERIOD_NS;
-            if (!trace_chunk_empty(&writer.chunk) && (due || writer.chunk.len * 2 > writer.chunk_cap))
+            if (!trace_chunk_empty(&writer.chunk) &&
+                (due || writer.chunk.len * 2 > writer.chunk_cap))
                 writer_flush_locked();
         }
         pthread_mutex_unlock(&writer.lock);
@@ -592,7 +630,8 @@ fail:
     return -1;
 }
 
-void writer_finish(void)
+/* Drains everything, writes TRACE_PROCESS_END and closes the file; once. */
+static void writer_end(int clean)
 {
     pthread_mutex_lock(&writer.lock);
     if (!writer.open || writer.finished)
@@ -603,7 +642,7 @@ void writer_finish(void)
     struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_PROCESS_END);
     trace_put_ts(&writer.chunk, writer_now_ns());
     trace_put_u(&writer.chunk, writer.dropped_total);
-    trace_put_u(&writer.chunk, 1);
+    trace_put_u(&writer.chunk, (uint64_t)clean);
     trace_record_end(&writer.chunk, m);
     writer_flush_locked();
     close(writer.fd);
@@ -612,7 +651,25 @@ void writer_finish(void)
     writer.finished = 1;
 out:
     pthread_mutex_unlock(&writer.lock);
+    __atomic_store_n(&writer_ended, 1, __ATOMIC_RELEASE);
     ring_wake_writer(); /* lets the thread see writer_stop and end */
+}
+
+void writer_finish(void)
+{
+    writer_end(1);
+}
+
+/* From a signal handler (async-signal-safe: atomics, futex, nanosleep): the writer thread
+ * does the work, since the interrupted thread may hold any lock; gives up after timeout_ms
+ * (e.g. when the interrupted thread holds the writer lock). */
+void writer_finish_from_signal(int timeout_ms)
+{
+    __atomic_store_n(&writer_end_requested, 1, __ATOMIC_RELEASE);
+    ring_wake_writer();
+    struct timespec millisecond = {0, 1000000};
+    for (int i = 0; i < timeout_ms && !__atomic_load_n(&writer_ended, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&millisecond, NULL);
 }
 
 /* fork(): the parent's events so far go to the parent's file before the address space is
@@ -626,10 +683,15 @@ void writer_fork_prepare(void)
     }
 }
 
-void writer_fork_parent(void) { pthread_mutex_unlock(&writer.lock); }
+void writer_fork_parent(void)
+{
+    pthread_mutex_unlock(&writer.lock);
+}
 
 void writer_fork_child(void)
 {
+    __atomic_store_n(&writer_end_requested, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&writer_ended, 0, __ATOMIC_RELAXED);
     pthread_mutex_init(&writer.lock, NULL); /* held by the parent's thread at fork */
     ring_fork_child();
     if (!writer.open)

@@ -13,20 +13,22 @@
 
 /* ---- for sources (docs/architecture.md, "Agent internals") ---- */
 
-struct trace_chunk_builder *writer_lock(void);      /* takes the writer lock; NULL if inert */
-void writer_unlock(void);                           /* may write the chunk to the file */
+struct trace_chunk_builder *writer_lock(void); /* takes the writer lock; NULL if inert */
+void writer_unlock(void);                      /* may write the chunk to the file */
 /* Writes the chunk built so far and starts an empty one (lock held). 0 or -1. */
 int writer_flush_locked(void);
 /* Makes room for a record of up to `bytes` (lock held): flushes, grows the buffer if one
  * record is larger than a whole chunk. 0, or -1 if memory ran out. */
 int writer_reserve_locked(size_t bytes);
-uint64_t writer_intern(const char *s, size_t len);  /* string id, emits TRACE_STRING if new (lock held) */
-uint64_t writer_thread_index(uint32_t os_tid);      /* thread_idx, emits TRACE_THREAD if new (lock held) */
+uint64_t writer_intern(const char *s,
+                       size_t len); /* string id, emits TRACE_STRING if new (lock held) */
+uint64_t
+writer_thread_index(uint32_t os_tid); /* thread_idx, emits TRACE_THREAD if new (lock held) */
 
 /* A string registered once (nvtxDomainRegisterString) and named by its handle afterwards;
  * the writer caches its id per file so use costs no copy and no hashing. */
 struct writer_registered_string {
-    char *bytes;             /* UTF-8, owned, never freed: handles live as long as the process */
+    char *bytes; /* UTF-8, owned, never freed: handles live as long as the process */
     size_t len;
     uint64_t file_generation;
     uint64_t id;
@@ -41,6 +43,9 @@ size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out);
 int writer_start(const char *session_dir, uint32_t agent_flags);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
+/* The same from a signal handler about to let the process die: asks the writer thread and
+ * waits for it, at most timeout_ms. TRACE_PROCESS_END then says clean = 0. */
+void writer_finish_from_signal(int timeout_ms);
 void writer_fork_prepare(void);
 void writer_fork_parent(void);
 void writer_fork_child(void);

@@ -31,18 +31,18 @@
 struct api_gpu {
     struct lantern_monitor *monitor;
     const struct nvml_gpu *gpu;
-    struct energy_track track;          /* guarded by monitor->lock */
+    struct energy_track track; /* guarded by monitor->lock */
     pthread_t thread;
     int thread_started;
-    int counter;                        /* read the energy counter (else power only) */
+    int counter; /* read the energy counter (else power only) */
 };
 
 struct window {
-    char *name;                         /* NULL: a pushed window */
+    char *name; /* NULL: a pushed window */
     uint64_t start_ns;
     struct energy_estimate gpu_start[NVML_MAX_GPUS];
     uint64_t cpu_start_uj[RAPL_MAX_PACKAGES], dram_start_uj[RAPL_MAX_PACKAGES];
-    unsigned int cpu_ok, dram_ok;       /* bit i: package i's counter was read at the start */
+    unsigned int cpu_ok, dram_ok; /* bit i: package i's counter was read at the start */
     nvtxRangeId_t range;
     struct window *next;
 };
@@ -50,16 +50,16 @@ struct window {
 struct lantern_monitor {
     struct nvml nvml;
     int nvml_open;
-    char disabled_reason[256];          /* why GPU energy is unavailable; "" when it works */
+    char disabled_reason[256]; /* why GPU energy is unavailable; "" when it works */
     unsigned int options;
     unsigned int gpu_count;
     struct api_gpu gpus[NVML_MAX_GPUS];
     int cpu_count;
     struct rapl_package cpus[RAPL_MAX_PACKAGES];
     pthread_mutex_t lock;
-    int stop;                           /* atomic */
-    struct window *named;               /* open named windows */
-    struct window *stack;               /* pushed windows, innermost first */
+    int stop;             /* atomic */
+    struct window *named; /* open named windows */
+    struct window *stack; /* pushed windows, innermost first */
     nvtxDomainHandle_t domain;
 };
 
@@ -83,7 +83,10 @@ struct lantern_measurement {
 
 /* ---- version and errors -------------------------------------------------------------------- */
 
-API const char *lantern_libversion(void) { return LANTERN_VERSION; }
+API const char *lantern_libversion(void)
+{
+    return LANTERN_VERSION;
+}
 
 API int lantern_libversion_number(void)
 {
@@ -95,15 +98,24 @@ API int lantern_libversion_number(void)
 API const char *lantern_strerror(int code)
 {
     switch (code) {
-    case LANTERN_OK: return "success";
-    case LANTERN_ERR_ARGUMENT: return "invalid argument";
-    case LANTERN_ERR_NO_MEMORY: return "out of memory";
-    case LANTERN_ERR_GPU: return "no such GPU (or a MIG instance, which is not supported)";
-    case LANTERN_ERR_NO_WINDOW: return "no such window is open";
-    case LANTERN_ERR_WINDOW_OPEN: return "a window of that name is already open";
-    case LANTERN_ERR_UNAVAILABLE: return "not measurable here";
-    case LANTERN_ERR_THREAD: return "cannot start the sampling thread";
-    default: return "unknown error";
+    case LANTERN_OK:
+        return "success";
+    case LANTERN_ERR_ARGUMENT:
+        return "invalid argument";
+    case LANTERN_ERR_NO_MEMORY:
+        return "out of memory";
+    case LANTERN_ERR_GPU:
+        return "no such GPU (or a MIG instance, which is not supported)";
+    case LANTERN_ERR_NO_WINDOW:
+        return "no such window is open";
+    case LANTERN_ERR_WINDOW_OPEN:
+        return "a window of that name is already open";
+    case LANTERN_ERR_UNAVAILABLE:
+        return "not measurable here";
+    case LANTERN_ERR_THREAD:
+        return "cannot start the sampling thread";
+    default:
+        return "unknown error";
     }
 }
 
@@ -195,6 +207,17 @@ static int start_gpus(struct lantern_monitor *m, const char *spec)
     return LANTERN_OK;
 }
 
+/* Loads NVML and starts sampling the GPUs; without usable NVML the monitor carries the
+ * reason, unless GPUs were named, which then cannot be measured. */
+static int open_gpus(struct lantern_monitor *m, const char *gpus)
+{
+    m->nvml_open = nvml_open(&m->nvml) == 0;
+    if (m->nvml_open)
+        return start_gpus(m, gpus);
+    snprintf(m->disabled_reason, sizeof m->disabled_reason, "%s", m->nvml.disabled_reason);
+    return gpus && *gpus ? LANTERN_ERR_GPU : LANTERN_OK;
+}
+
 /* ---- monitors ------------------------------------------------------------------------------ */
 
 API int lantern_monitor_open(const char *gpus, const char *cpus, unsigned int options,
@@ -214,16 +237,10 @@ API int lantern_monitor_open(const char *gpus, const char *cpus, unsigned int op
         rc = LANTERN_ERR_ARGUMENT;
         goto fail;
     }
-    m->nvml_open = nvml_open(&m->nvml) == 0;
-    if (!m->nvml_open)
-        snprintf(m->disabled_reason, sizeof m->disabled_reason, "%s", m->nvml.disabled_reason);
-    if (m->nvml_open) {
-        rc = start_gpus(m, gpus);
+    if (!gpus || strcmp(gpus, "none") != 0) { /* "none": CPU only, NVML not even loaded */
+        rc = open_gpus(m, gpus);
         if (rc != LANTERN_OK)
             goto fail;
-    } else if (gpus && *gpus) {
-        rc = LANTERN_ERR_GPU; /* GPUs named, none can be measured */
-        goto fail;
     }
     if (!(options & LANTERN_NO_NVTX))
         m->domain = nvtxDomainCreateA("lantern.energy");
@@ -271,7 +288,10 @@ API const char *lantern_monitor_disabled_reason(const lantern_monitor *m)
     return m->disabled_reason;
 }
 
-API int lantern_monitor_gpu_count(const lantern_monitor *m) { return m ? (int)m->gpu_count : 0; }
+API int lantern_monitor_gpu_count(const lantern_monitor *m)
+{
+    return m ? (int)m->gpu_count : 0;
+}
 
 API int lantern_monitor_gpu_index(const lantern_monitor *m, int i)
 {
@@ -280,7 +300,10 @@ API int lantern_monitor_gpu_index(const lantern_monitor *m, int i)
     return m->gpus[i].gpu->cuda_index;
 }
 
-API int lantern_monitor_cpu_count(const lantern_monitor *m) { return m ? m->cpu_count : 0; }
+API int lantern_monitor_cpu_count(const lantern_monitor *m)
+{
+    return m ? m->cpu_count : 0;
+}
 
 API int lantern_monitor_cpu_index(const lantern_monitor *m, int i)
 {
@@ -456,7 +479,10 @@ API int lantern_window_pop(lantern_monitor *m, lantern_measurement **out)
 
 /* ---- measurements -------------------------------------------------------------------------- */
 
-API double lantern_measurement_time(const lantern_measurement *r) { return r ? r->seconds : 0; }
+API double lantern_measurement_time(const lantern_measurement *r)
+{
+    return r ? r->seconds : 0;
+}
 
 API int lantern_measurement_gpu_count(const lantern_measurement *r)
 {
@@ -533,4 +559,7 @@ API int lantern_measurement_dram_energy(const lantern_measurement *r, int i, dou
     return r ? rapl_result(r, i, r->dram_ok, r->dram_joules, joules) : LANTERN_ERR_ARGUMENT;
 }
 
-API void lantern_measurement_free(lantern_measurement *r) { free(r); }
+API void lantern_measurement_free(lantern_measurement *r)
+{
+    free(r);
+}

@@ -102,7 +102,7 @@ int rapl_read(const struct rapl_zone *z, uint64_t *uj)
 
 double rapl_joules_between(const struct rapl_zone *z, uint64_t before_uj, uint64_t after_uj)
 {
-    uint64_t delta = after_uj >= before_uj ? after_uj - before_uj
-                                           : z->max_range_uj - before_uj + after_uj;
+    uint64_t delta =
+        after_uj >= before_uj ? after_uj - before_uj : z->max_range_uj - before_uj + after_uj;
     return (double)delta / 1e6;
 }

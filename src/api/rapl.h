@@ -9,12 +9,12 @@
 #define RAPL_MAX_PACKAGES 16
 
 struct rapl_zone {
-    char energy_path[256];        /* "" when the zone does not exist */
+    char energy_path[256]; /* "" when the zone does not exist */
     uint64_t max_range_uj;
 };
 
 struct rapl_package {
-    int index;                    /* N of intel-rapl:N */
+    int index; /* N of intel-rapl:N */
     struct rapl_zone package, dram;
 };
 

@@ -50,15 +50,16 @@ int cli_open_db(const char *path, sqlite3 **out)
         cli_error("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         goto fail;
     }
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q,
+                           NULL) != SQLITE_OK ||
         sqlite3_step(q) != SQLITE_ROW) {
         cli_error("cannot open '%s': not a Lantern database", path);
         goto fail;
     }
     int version = sqlite3_column_int(q, 0);
     if (version != CLI_SCHEMA_VERSION) {
-        cli_error("cannot open '%s': schema version %d, this lantern reads version %d", path, version,
-                  CLI_SCHEMA_VERSION);
+        cli_error("cannot open '%s': schema version %d, this lantern reads version %d", path,
+                  version, CLI_SCHEMA_VERSION);
         goto fail;
     }
     sqlite3_finalize(q);
@@ -92,7 +93,8 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
     if (!p->tty && p->shown && seconds_between(&p->last, &now) < 5.0)
         return;
     int percent = total ? (int)(100.0 * (double)done / (double)total) : 0;
-    fprintf(stderr, p->tty ? "\rlantern: importing... %3d%%" : "lantern: importing... %d%%\n", percent);
+    fprintf(stderr, p->tty ? "\rlantern: importing... %3d%%" : "lantern: importing... %d%%\n",
+            percent);
     p->last = now;
     p->shown = 1;
 }
@@ -108,9 +110,9 @@ static void show_warning(void *ctx, const char *msg)
 
 int cli_import(const char *session_dir, const char *db_path, int force)
 {
-    struct progress_state progress = { .tty = isatty(STDERR_FILENO) };
+    struct progress_state progress = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &progress.start);
-    struct import_options opt = { .warn = show_warning, .progress = show_progress, .ctx = &progress };
+    struct import_options opt = {.warn = show_warning, .progress = show_progress, .ctx = &progress};
     if (force && unlink(db_path) < 0 && errno != ENOENT)
         return cli_error("cannot replace '%s': %s", db_path, strerror(errno));
     int rc = import_session(session_dir, db_path, &opt, NULL);

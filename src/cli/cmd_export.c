@@ -13,8 +13,10 @@ static void print_help(void)
 {
     printf("Usage: lantern export FILE --format chrome [-o OUT.json]\n\n"
            "Exports a Lantern database.\n\n"
-           "  -f, --format FMT    chrome: trace-event JSON for https://ui.perfetto.dev and chrome://tracing\n"
-           "  -o, --output OUT    the file to write (default: FILE with .json instead of .db; - for stdout)\n"
+           "  -f, --format FMT    chrome: trace-event JSON for https://ui.perfetto.dev and "
+           "chrome://tracing\n"
+           "  -o, --output OUT    the file to write (default: FILE with .json instead of .db; - "
+           "for stdout)\n"
            "  -h, --help          show this help\n");
 }
 
@@ -50,21 +52,29 @@ static int write_chrome(sqlite3 *db, const char *output)
 int cmd_export(int argc, char **argv)
 {
     static const struct option options[] = {
-        { "format", required_argument, NULL, 'f' },
-        { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *format = NULL, *output = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
         switch (c) {
-        case 'f': format = optarg; break;
-        case 'o': output = optarg; break;
-        case 'h': print_help(); return CLI_EXIT_OK;
-        case ':': return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+        case 'f':
+            format = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'h':
+            print_help();
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -17,21 +17,29 @@ static void print_help(void)
 int cmd_import(int argc, char **argv)
 {
     static const struct option options[] = {
-        { "output", required_argument, NULL, 'o' },
-        { "force", no_argument, NULL, 'f' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *output = NULL;
     int force = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
         switch (c) {
-        case 'o': output = optarg; break;
-        case 'f': force = 1; break;
-        case 'h': print_help(); return CLI_EXIT_OK;
-        case ':': return cli_usage_error("import", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("import", "unknown option '%s'", argv[optind - 1]);
+        case 'o':
+            output = optarg;
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'h':
+            print_help();
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error("import", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("import", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -17,7 +17,7 @@ static void print_help(void)
            "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"
            "with the NVTX layer and the PyTorch op (torch.autograd.profiler.emit_nvtx markers)\n"
            "that launched it. \"na\" marks an unknown value; a trailing '*' a figure computed\n"
-           "with an assumed fp32 dtype. docs/kernels.md has the formulas.\n\n"
+           "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n"
            "  -c, --columns COLS  comma-separated columns, in order (default:\n"
            "                      %s)\n"
            "  -w, --width N       fit text lines in N characters, cutting text columns ('~')\n"
@@ -53,7 +53,8 @@ static int run_report(const char *path, const struct kernels_options *opt)
         rc = -EIO;
     if (rc == -EIO)
         return cli_error("cannot read '%s': no kernels tables (not a CUDA-capable Lantern "
-                         "database?) or output error", path);
+                         "database?) or output error",
+                         path);
     if (rc < 0)
         return cli_error("%s: %s", path, strerror(-rc));
     return CLI_EXIT_OK;
@@ -73,24 +74,36 @@ int cmd_kernels(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":c:w:h", options, NULL)) != -1) {
         switch (c) {
-        case 'c': opt.columns = optarg; break;
+        case 'c':
+            opt.columns = optarg;
+            break;
         case 'w':
             opt.width = (int)strtol(optarg, &end, 10);
             if (*end || opt.width <= 0)
                 return cli_usage_error("kernels", "width must be a positive number, not '%s'",
                                        optarg);
             break;
-        case 'C': opt.format = KERNELS_FORMAT_CSV; break;
+        case 'C':
+            opt.format = KERNELS_FORMAT_CSV;
+            break;
         case 'F':
             if (parse_format(optarg, &opt.format) < 0)
                 return cli_usage_error("kernels", "unknown format '%s' (text, csv or json)",
                                        optarg);
             break;
-        case 'M': opt.no_memops = 1; break;
-        case 'H': opt.hints_only = 1; break;
-        case 'h': print_help(); return CLI_EXIT_OK;
-        case ':': return cli_usage_error("kernels", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("kernels", "unknown option '%s'", argv[optind - 1]);
+        case 'M':
+            opt.no_memops = 1;
+            break;
+        case 'H':
+            opt.hints_only = 1;
+            break;
+        case 'h':
+            print_help();
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error("kernels", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("kernels", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

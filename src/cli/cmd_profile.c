@@ -2,6 +2,7 @@
  * the agent through the environment (docs/architecture.md), runs it, forwards the signals
  * sent to the launcher, then imports the raw files into the report database. */
 #include "cli/cli.h"
+#include "nvml/sampler.h"
 #include "trace/codec.h"
 #include "trace/format.h"
 
@@ -23,7 +24,12 @@ struct profile_options {
     const char *output;
     const char *trace;
     int stats, keep_raw, force;
-    char **command; /* NULL-terminated */
+    int trace_given;  /* -t given: then NVML is sampled only if listed, and a failure is said */
+    double nvml_rate; /* --nvml-rate: power samples per second (0: the sampler's default) */
+    const char *capture_range;  /* --capture-range: none, cudaProfilerApi, nvtx:NAME */
+    double delay_s, duration_s; /* --delay, --duration: CUDA capture window (0: none) */
+    const char *cuda_api;       /* --cuda-api: default (allow-list) or all */
+    char **command;             /* NULL-terminated */
 };
 
 static void print_help(void)
@@ -32,7 +38,15 @@ static void print_help(void)
            "Runs COMMAND under Lantern and writes a report database.\n\n"
            "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
            "                      in the current folder); raw files go to FILE.raw/ meanwhile\n"
-           "  -t, --trace LIST    what to trace, comma-separated: nvtx, cuda, nvml (default nvtx)\n"
+           "  -t, --trace LIST    what to trace, comma-separated: nvtx, cuda, nvml (default nvtx,\n"
+           "                      and nvml where NVML works)\n"
+           "      --nvml-rate HZ  GPU power samples per second (default 100)\n"
+           "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
+           "                      cudaProfilerStart/Stop, or while an NVTX range NAME is open\n"
+           "      --delay SEC     keep CUDA activity only from SEC seconds after the start\n"
+           "      --duration SEC  ... and for SEC seconds\n"
+           "      --cuda-api=all  record every CUDA API call (default: GPU work, copies, syncs,\n"
+           "                      allocations, streams, events, graphs; not queries)\n"
            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
            "  -f, --force         replace FILE (and FILE.raw/) if they exist\n"
@@ -46,7 +60,7 @@ static void print_help(void)
 
 static int trace_list_valid(const char *list)
 {
-    static const char *const known[] = { "nvtx", "cuda", "nvml" };
+    static const char *const known[] = {"nvtx", "cuda", "nvml"};
     const char *p = list;
     for (;;) {
         size_t len = strcspn(p, ",");
@@ -73,30 +87,90 @@ static int trace_has(const char *list, const char *what)
 
 static int parse_options(int argc, char **argv, struct profile_options *o)
 {
-    enum { OPT_STATS = 256, OPT_KEEP_RAW };
+    enum {
+        OPT_STATS = 256,
+        OPT_KEEP_RAW,
+        OPT_NVML_RATE,
+        OPT_CAPTURE,
+        OPT_DELAY,
+        OPT_DURATION,
+        OPT_CUDA_API
+    };
     static const struct option options[] = {
-        { "output", required_argument, NULL, 'o' }, { "trace", required_argument, NULL, 't' },
-        { "stats", no_argument, NULL, OPT_STATS },   { "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
-        { "force", no_argument, NULL, 'f' },         { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"output", required_argument, NULL, 'o'},
+        {"trace", required_argument, NULL, 't'},
+        {"stats", no_argument, NULL, OPT_STATS},
+        {"keep-raw", no_argument, NULL, OPT_KEEP_RAW},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {"nvml-rate", required_argument, NULL, OPT_NVML_RATE},
+        {"capture-range", required_argument, NULL, OPT_CAPTURE},
+        {"delay", required_argument, NULL, OPT_DELAY},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"cuda-api", required_argument, NULL, OPT_CUDA_API},
+        {NULL, 0, NULL, 0},
     };
     int c;
     opterr = 0;
     /* '+': stop at the first non-option, which begins the profiled command */
     while ((c = getopt_long(argc, argv, "+:o:t:fh", options, NULL)) != -1) {
         switch (c) {
-        case 'o': o->output = optarg; break;
-        case 't': o->trace = optarg; break;
-        case OPT_STATS: o->stats = 1; break;
-        case OPT_KEEP_RAW: o->keep_raw = 1; break;
-        case 'f': o->force = 1; break;
-        case 'h': print_help(); return -1;
-        case ':': return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
+        case 'o':
+            o->output = optarg;
+            break;
+        case 't':
+            o->trace = optarg;
+            o->trace_given = 1;
+            break;
+        case OPT_NVML_RATE:
+            o->nvml_rate = strtod(optarg, NULL);
+            if (!(o->nvml_rate > 0 && o->nvml_rate <= 10000))
+                return cli_usage_error("profile",
+                                       "--nvml-rate needs a rate in Hz (0 < HZ <= 10000)");
+            break;
+        case OPT_CAPTURE:
+            o->capture_range = optarg;
+            if (strcmp(optarg, "none") && strcmp(optarg, "cudaProfilerApi") &&
+                (strncmp(optarg, "nvtx:", 5) || !optarg[5]))
+                return cli_usage_error("profile",
+                                       "--capture-range is none, cudaProfilerApi or nvtx:NAME");
+            break;
+        case OPT_DELAY:
+        case OPT_DURATION: {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (*end || !(v >= 0))
+                return cli_usage_error("profile", "%s needs seconds (>= 0)",
+                                       c == OPT_DELAY ? "--delay" : "--duration");
+            *(c == OPT_DELAY ? &o->delay_s : &o->duration_s) = v;
+            break;
+        }
+        case OPT_CUDA_API:
+            o->cuda_api = optarg;
+            if (strcmp(optarg, "default") && strcmp(optarg, "all"))
+                return cli_usage_error("profile", "--cuda-api is default or all");
+            break;
+        case OPT_STATS:
+            o->stats = 1;
+            break;
+        case OPT_KEEP_RAW:
+            o->keep_raw = 1;
+            break;
+        case 'f':
+            o->force = 1;
+            break;
+        case 'h':
+            print_help();
+            return -1;
+        case ':':
+            return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (!trace_list_valid(o->trace))
-        return cli_usage_error("profile", "unknown trace source in '%s' (known: nvtx, cuda, nvml)", o->trace);
+        return cli_usage_error("profile", "unknown trace source in '%s' (known: nvtx, cuda, nvml)",
+                               o->trace);
     if (optind >= argc)
         return cli_usage_error("profile", "missing the command to run");
     o->command = argv + optind;
@@ -141,7 +215,8 @@ static void remove_session_dir(const char *dir)
     struct dirent *e;
     char path[PATH_MAX];
     while ((e = readdir(d)))
-        if (e->d_type == DT_REG && snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+        if (e->d_type == DT_REG &&
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
             unlink(path);
     closedir(d);
     rmdir(dir);
@@ -215,7 +290,8 @@ static int launcher_write_start(int fd, char **command, const char *trace)
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
     size_t len = trace_chunk_finish(&b);
-    if (write(fd, header, sizeof header) == (ssize_t)sizeof header && write(fd, buf, len) == (ssize_t)len)
+    if (write(fd, header, sizeof header) == (ssize_t)sizeof header &&
+        write(fd, buf, len) == (ssize_t)len)
         rc = 0;
 out:
     free(cmdline);
@@ -254,7 +330,7 @@ static void forward_signal(int sig, siginfo_t *info, void *ucontext)
         kill((pid_t)child_pid, sig);
 }
 
-static const int forwarded_signals[] = { SIGINT, SIGTERM };
+static const int forwarded_signals[] = {SIGINT, SIGTERM};
 
 static void install_forwarding(void)
 {
@@ -286,8 +362,10 @@ static void exec_child(char **command, int report_fd, const sigset_t *old_mask)
 static int run_command(char **command)
 {
     int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return cli_error("cannot start '%s': %s", command[0], strerror(errno)), -1;
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        cli_error("cannot start '%s': %s", command[0], strerror(errno));
+        return -1;
+    }
     sigset_t block, old;
     sigemptyset(&block);
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
@@ -302,7 +380,8 @@ static int run_command(char **command)
     close(pipefd[1]);
     if (pid < 0) {
         close(pipefd[0]);
-        return cli_error("cannot start '%s': %s", command[0], strerror(errno)), -1;
+        cli_error("cannot start '%s': %s", command[0], strerror(errno));
+        return -1;
     }
     int err = 0, status = 0;
     ssize_t n;
@@ -312,6 +391,9 @@ static int run_command(char **command)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     child_pid = 0;
+    /* from here a Ctrl-C stops lantern itself (the raw folder stays for 'lantern import') */
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        signal(forwarded_signals[i], SIG_DFL);
     if (n == (ssize_t)sizeof err) {
         cli_error("cannot run '%s': %s", command[0], strerror(err));
         return -1;
@@ -329,8 +411,9 @@ static int prepare_session(const struct profile_options *o, const char *raw_dir)
         return cli_error("'%s' exists (use --force to replace it, or -o another name)", o->output);
     if (path_exists(raw_dir)) {
         if (!o->force)
-            return cli_error("session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
-                             raw_dir);
+            return cli_error(
+                "session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
+                raw_dir);
         remove_session_dir(raw_dir);
     }
     if (mkdir(raw_dir, 0755) < 0)
@@ -338,19 +421,44 @@ static int prepare_session(const struct profile_options *o, const char *raw_dir)
     return CLI_EXIT_OK;
 }
 
-static int set_environment(const struct profile_options *o, const char *agent, const char *session_dir)
+/* The CUDA capture range for the agent (src/agent/cupti.c): the mode, and --delay/--duration
+ * as a CLOCK_MONOTONIC window counted from now, the program's launch. */
+static int set_cuda_capture_environment(const struct profile_options *o)
 {
-    if (setenv("NVTX_INJECTION64_PATH", agent, 1) < 0 || setenv("LANTERN_SESSION_DIR", session_dir, 1) < 0 ||
-        setenv("LANTERN_TRACE", o->trace, 1) < 0)
+    struct timespec now;
+    char from[32], until[32];
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t launch_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    uint64_t from_ns = launch_ns + (uint64_t)(o->delay_s * 1e9);
+    snprintf(from, sizeof from, "%llu", (unsigned long long)from_ns);
+    snprintf(until, sizeof until, "%llu",
+             (unsigned long long)(from_ns + (uint64_t)(o->duration_s * 1e9)));
+    if (o->capture_range && setenv("LANTERN_CAPTURE", o->capture_range, 1) < 0)
         return -1;
-    if (trace_has(o->trace, "cuda") && setenv("CUDA_INJECTION64_PATH", agent, 1) < 0)
+    if (o->cuda_api && setenv("LANTERN_CUDA_API", o->cuda_api, 1) < 0)
+        return -1;
+    if (o->delay_s > 0 && setenv("LANTERN_CAPTURE_FROM_NS", from, 1) < 0)
+        return -1;
+    if (o->duration_s > 0 && setenv("LANTERN_CAPTURE_UNTIL_NS", until, 1) < 0)
         return -1;
     return 0;
 }
 
+static int set_environment(const struct profile_options *o, const char *agent,
+                           const char *session_dir)
+{
+    if (setenv("NVTX_INJECTION64_PATH", agent, 1) < 0 ||
+        setenv("LANTERN_SESSION_DIR", session_dir, 1) < 0 ||
+        setenv("LANTERN_TRACE", o->trace, 1) < 0)
+        return -1;
+    if (trace_has(o->trace, "cuda") && setenv("CUDA_INJECTION64_PATH", agent, 1) < 0)
+        return -1;
+    return set_cuda_capture_environment(o);
+}
+
 int cmd_profile(int argc, char **argv)
 {
-    struct profile_options o = { .trace = "nvtx" };
+    struct profile_options o = {.trace = "nvtx"};
     char *default_name = NULL, *raw_dir = NULL, *session_dir = NULL, *agent = NULL;
     int rc = parse_options(argc, argv, &o), fd = -1, status = -1;
     if (rc)
@@ -373,15 +481,24 @@ int cmd_profile(int argc, char **argv)
     rc = CLI_EXIT_ERROR;
     session_dir = realpath(raw_dir, NULL);
     char launcher_path[PATH_MAX];
-    snprintf(launcher_path, sizeof launcher_path, "%s/launcher.lrt", session_dir ? session_dir : raw_dir);
+    snprintf(launcher_path, sizeof launcher_path, "%s/launcher.lrt",
+             session_dir ? session_dir : raw_dir);
     fd = open(launcher_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (!session_dir || fd < 0 || launcher_write_start(fd, o.command, o.trace) < 0 ||
         set_environment(&o, agent, session_dir) < 0) {
         cli_error("cannot write the session folder '%s': %s", raw_dir, strerror(errno));
         goto out;
     }
-    /* The NVML sampler (-t nvml) starts here and stops after the command. */
+    /* The NVML sampler (-t nvml, or by default where NVML works) starts here and stops
+     * after the command; without NVML the reason goes into the raw file and the run goes on. */
+    struct nvml_sampler *sampler = NULL;
+    char nvml_why[256];
+    if ((!o.trace_given || trace_has(o.trace, "nvml")) &&
+        nvml_sampler_start(fd, NULL, o.nvml_rate, &sampler, nvml_why, sizeof nvml_why) != 0 &&
+        o.trace_given)
+        fprintf(stderr, "lantern: GPU power not sampled: %s\n", nvml_why);
     status = run_command(o.command);
+    nvml_sampler_stop(sampler);
     if (status < 0) {
         remove_session_dir(raw_dir);
         rc = 127; /* like a shell: the command could not be run */
@@ -398,7 +515,8 @@ int cmd_profile(int argc, char **argv)
         remove_session_dir(raw_dir);
     fprintf(stderr, "lantern: report written to %s\n", o.output);
     rc = status;
-    if (o.stats && cli_print_report(o.output, "nvtx_sum", "table", stdout) != CLI_EXIT_OK && !status)
+    if (o.stats && cli_print_report(o.output, "nvtx_sum", "table", stdout) != CLI_EXIT_OK &&
+        !status)
         rc = CLI_EXIT_ERROR;
 out:
     if (fd >= 0)

@@ -21,7 +21,7 @@ static void print_help(void)
            "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
            "  -h, --help          show this help\n\nReports:\n");
     for (const struct report *r = report_table; r->name; r++)
-        printf("  %-12s %s\n", r->name, r->help);
+        printf("  %-22s %s\n", r->name, r->help);
 }
 
 /* JSON: {"report": NAME, "session": {...}, "rows": [...]}. Table: the header, then the
@@ -33,7 +33,8 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
         if (report_session_header(ctx, ctx->out) < 0)
             return -1;
         fputs(", \"rows\": ", ctx->out);
-    } else if (report_session_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out) < 0) {
+    } else if (report_session_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out) <
+               0) {
         return -1;
     }
     if (r->run(ctx) < 0)
@@ -45,7 +46,7 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
 
 int cli_print_report(const char *db_path, const char *report, const char *format, FILE *out)
 {
-    struct report_ctx ctx = { .out = out, .sort = stats_sort };
+    struct report_ctx ctx = {.out = out, .sort = stats_sort};
     const struct report *r = report_find(report);
     if (!r)
         return cli_usage_error("stats", "unknown report '%s'", report);
@@ -63,23 +64,34 @@ int cli_print_report(const char *db_path, const char *report, const char *format
 int cmd_stats(int argc, char **argv)
 {
     static const struct option options[] = {
-        { "report", required_argument, NULL, 'r' }, { "format", required_argument, NULL, 'F' },
-        { "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-        { "sort", required_argument, NULL, 'S' },
-        { NULL, 0, NULL, 0 },
+        {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"sort", required_argument, NULL, 'S'},   {NULL, 0, NULL, 0},
     };
     const char *report = "nvtx_sum", *format = "table", *output = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":r:o:h", options, NULL)) != -1) {
         switch (c) {
-        case 'r': report = optarg; break;
-        case 'F': format = optarg; break;
-        case 'o': output = optarg; break;
-        case 'S': stats_sort = optarg; break;
-        case 'h': print_help(); return CLI_EXIT_OK;
-        case ':': return cli_usage_error("stats", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
+        case 'r':
+            report = optarg;
+            break;
+        case 'F':
+            format = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'S':
+            stats_sort = optarg;
+            break;
+        case 'h':
+            print_help();
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error("stats", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -143,18 +143,30 @@ static int64_t *vec_slot(struct id_vec *a, uint64_t idx)
     return &a->v[idx];
 }
 
-static int64_t vec_get(const struct id_vec *a, uint64_t idx) { return idx < a->cap ? a->v[idx] : 0; }
+static int64_t vec_get(const struct id_vec *a, uint64_t idx)
+{
+    return idx < a->cap ? a->v[idx] : 0;
+}
 
 /* ---- the session and the file being imported ------------------------------------------- */
 
 /* An NVTX range between its push/start and its pop/end. */
 struct open_range {
-    int64_t id;          /* ranges.id, assigned when the range opens; 0: slot empty */
-    int64_t parent_id;   /* 0: none */
+    int64_t id;        /* ranges.id, assigned when the range opens; 0: slot empty */
+    int64_t parent_id; /* 0: none */
     int64_t name_id, domain_id, thread_id;
     uint64_t category, color, payload_type, payload_bits, start_ns;
     uint32_t depth;
 };
+
+/* A range ready to be written (ranges are written in batches). */
+struct finished_range {
+    struct open_range range;
+    int style;
+    int64_t end_thread_id; /* 0: never ended */
+    uint64_t end_ns;
+};
+#define RANGE_BATCH 64
 
 /* The open push/pop ranges of one (thread, domain), indexed by depth. */
 struct range_stack {
@@ -178,31 +190,36 @@ struct import_session {
     uint64_t start_ns, end_ns, start_wall_ns, first_process_start, first_process_wall;
     int64_t exit_status; /* -1: unknown */
     uint64_t bytes_total, bytes_done;
+    uint64_t cuda_records;
 };
 
 struct import_file {
     struct import_session *s;
-    const char *path, *name;
+    const char *name; /* the raw file's name in the session folder */
     int is_launcher;
     int64_t process_id;
-    uint64_t pid;
     sqlite3_stmt *stmts[IMPORT_SLOTS];
     struct id_vec strings, threads, domains;
     struct u64_map thread_by_tid;
-    struct u64_map stack_index;   /* (thread_idx << 32 | file domain) -> index in stacks + 1 */
+    struct u64_map stack_index; /* (thread_idx << 32 | file domain) -> index in stacks + 1 */
     struct range_stack *stacks;
     size_t nstacks, stacks_cap;
     uint64_t last_stack_key;
     struct range_stack *last_stack;
-    struct u64_map open_starts;   /* range_id + 1 -> index in starts + 1 */
+    struct u64_map open_starts; /* range_id + 1 -> index in starts + 1 */
     struct open_range *starts;
     size_t nstarts, starts_cap, free_start; /* free_start: head of the free list + 1 */
-    uint64_t first_ts, last_ts, end_ts, dropped_sum, dropped_total, unbalanced;
+    struct finished_range finished[RANGE_BATCH];
+    int nfinished;
+    uint64_t last_ts, end_ts, dropped_sum, dropped_total, unbalanced;
     int saw_end, clean, malformed;
     char *warning;
 };
 
-sqlite3 *import_db(struct import_file *f) { return f->s->db; }
+sqlite3 *import_db(struct import_file *f)
+{
+    return f->s->db;
+}
 
 /* Core statement slots. */
 enum {
@@ -214,6 +231,7 @@ enum {
     SLOT_DOMAIN,
     SLOT_CATEGORY,
     SLOT_RANGE,
+    SLOT_RANGE_BATCH,
     SLOT_MARK,
     SLOT_PROCESS_END,
 };
@@ -249,8 +267,8 @@ sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql)
         return NULL;
     sqlite3_stmt *st = f->stmts[slot];
     if (!st) {
-        if (sqlite3_prepare_v3(f->s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &f->stmts[slot], NULL) !=
-            SQLITE_OK) {
+        if (sqlite3_prepare_v3(f->s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &f->stmts[slot],
+                               NULL) != SQLITE_OK) {
             import_warn(f, "internal error preparing statement: %s", sqlite3_errmsg(f->s->db));
             return NULL;
         }
@@ -344,14 +362,18 @@ int64_t import_string(struct import_file *f, uint64_t file_string_id)
 /* ---- processes and threads -------------------------------------------------------------- */
 
 /* "<pid>-<start_ns>.lrt": the pid when the PROCESS record itself was lost. */
-static uint64_t pid_from_name(const char *name) { return strtoull(name, NULL, 10); }
+static uint64_t pid_from_name(const char *name)
+{
+    return strtoull(name, NULL, 10);
+}
 
 static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid, uint64_t start,
                               const char *exe, const char *cmdline, const char *host)
 {
-    sqlite3_stmt *st = import_stmt(f, SLOT_PROCESS,
-                                   "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file) "
-                                   "VALUES(?, ?, ?, ?, ?, ?, ?)");
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_PROCESS,
+                    "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return 0;
     sqlite3_bind_int64(st, 1, (int64_t)pid);
@@ -364,7 +386,6 @@ static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid
     sqlite3_bind_text(st, 7, f->name, -1, SQLITE_STATIC);
     if (step_done(st) < 0)
         return 0;
-    f->pid = pid;
     f->process_id = sqlite3_last_insert_rowid(f->s->db);
     return f->process_id;
 }
@@ -381,7 +402,8 @@ int64_t import_process(struct import_file *f)
 static int64_t insert_thread(struct import_file *f, uint64_t tid, uint64_t start_ns)
 {
     int64_t process_id = import_process(f);
-    sqlite3_stmt *st = import_stmt(f, SLOT_THREAD, "INSERT INTO threads(process_id, tid, start_ns) VALUES(?, ?, ?)");
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_THREAD, "INSERT INTO threads(process_id, tid, start_ns) VALUES(?, ?, ?)");
     if (!st || !process_id)
         return 0;
     sqlite3_bind_int64(st, 1, process_id);
@@ -497,7 +519,8 @@ static void on_thread_name(struct import_file *f, struct trace_fields *fl)
 {
     uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
     int64_t thread_id = import_thread_by_tid(f, tid);
-    sqlite3_stmt *st = import_stmt(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?");
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?");
     if (!st || !thread_id)
         return;
     bind_id_or_null(st, 1, import_string(f, name));
@@ -522,8 +545,9 @@ static void on_dropped(struct import_file *f, struct trace_fields *fl)
     if (!idx)
         return;
     int64_t thread_id = import_thread(f, idx);
-    sqlite3_stmt *st = import_stmt(f, SLOT_THREAD_DROPPED,
-                                   "UPDATE threads SET dropped_events = dropped_events + ? WHERE id = ?");
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_THREAD_DROPPED,
+                    "UPDATE threads SET dropped_events = dropped_events + ? WHERE id = ?");
     if (!st || !thread_id)
         return;
     sqlite3_bind_int64(st, 1, (int64_t)count);
@@ -567,8 +591,9 @@ static void on_domain(struct import_file *f, struct trace_fields *fl)
 static void on_category(struct import_file *f, struct trace_fields *fl)
 {
     uint64_t domain = trace_get_u(fl), category = trace_get_u(fl), name = trace_get_u(fl);
-    sqlite3_stmt *st = import_stmt(f, SLOT_CATEGORY,
-                                   "INSERT OR REPLACE INTO categories(domain_id, category, name_id) VALUES(?, ?, ?)");
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_CATEGORY,
+        "INSERT OR REPLACE INTO categories(domain_id, category, name_id) VALUES(?, ?, ?)");
     if (!st)
         return;
     sqlite3_bind_int64(st, 1, domain_of(f, domain));
@@ -625,35 +650,86 @@ static void bind_color(sqlite3_stmt *st, int col, uint64_t color)
         sqlite3_bind_null(st, col);
 }
 
-/* Writes one range; end_thread_id 0 with end_ns 0: never ended. */
-static void insert_range(struct import_file *f, const struct open_range *r, int style, int64_t end_thread_id,
-                         uint64_t end_ns)
+#define RANGE_COLUMNS                                                                              \
+    "INSERT INTO ranges(id, process_id, domain_id, name_id, category, color, payload, style, "     \
+    "depth, "                                                                                      \
+    "parent_id, start_thread_id, end_thread_id, start_ns, end_ns) VALUES"
+#define RANGE_VALUES "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+enum { RANGE_FIELDS = 14 };
+
+/* One range's 14 values from column `col` on. */
+static void bind_range(sqlite3_stmt *st, int col, int64_t process_id,
+                       const struct finished_range *row)
 {
-    sqlite3_stmt *st = import_stmt(f, SLOT_RANGE,
-                                   "INSERT INTO ranges(id, process_id, domain_id, name_id, category, color, "
-                                   "payload, style, depth, parent_id, start_thread_id, end_thread_id, "
-                                   "start_ns, end_ns) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!st)
-        return;
-    sqlite3_bind_int64(st, 1, r->id);
-    sqlite3_bind_int64(st, 2, f->process_id);
-    sqlite3_bind_int64(st, 3, r->domain_id);
-    bind_id_or_null(st, 4, r->name_id);
-    sqlite3_bind_int64(st, 5, (int64_t)r->category);
-    bind_color(st, 6, r->color);
-    bind_payload(st, 7, r->payload_type, r->payload_bits);
-    sqlite3_bind_int(st, 8, style);
-    if (style == 0) {
-        sqlite3_bind_int64(st, 9, r->depth);
-        bind_id_or_null(st, 10, r->parent_id);
+    const struct open_range *r = &row->range;
+    sqlite3_bind_int64(st, col, r->id);
+    sqlite3_bind_int64(st, col + 1, process_id);
+    sqlite3_bind_int64(st, col + 2, r->domain_id);
+    bind_id_or_null(st, col + 3, r->name_id);
+    sqlite3_bind_int64(st, col + 4, (int64_t)r->category);
+    bind_color(st, col + 5, r->color);
+    bind_payload(st, col + 6, r->payload_type, r->payload_bits);
+    sqlite3_bind_int(st, col + 7, row->style);
+    if (row->style == 0) {
+        sqlite3_bind_int64(st, col + 8, r->depth);
+        bind_id_or_null(st, col + 9, r->parent_id);
     }
-    sqlite3_bind_int64(st, 11, r->thread_id);
-    bind_id_or_null(st, 12, end_thread_id);
-    sqlite3_bind_int64(st, 13, (int64_t)r->start_ns);
-    if (end_thread_id)
-        sqlite3_bind_int64(st, 14, (int64_t)end_ns);
-    if (step_done(st) == 0)
-        f->s->summary.ranges++;
+    sqlite3_bind_int64(st, col + 10, r->thread_id);
+    bind_id_or_null(st, col + 11, row->end_thread_id);
+    sqlite3_bind_int64(st, col + 12, (int64_t)r->start_ns);
+    if (row->end_thread_id)
+        sqlite3_bind_int64(st, col + 13, (int64_t)row->end_ns);
+}
+
+/* "INSERT ... VALUES (...), (...), ..." with RANGE_BATCH rows, built once. */
+static const char *range_batch_sql(void)
+{
+    static char sql[sizeof RANGE_COLUMNS + RANGE_BATCH * (sizeof RANGE_VALUES + 1)];
+    if (!sql[0]) {
+        size_t len = (size_t)snprintf(sql, sizeof sql, "%s", RANGE_COLUMNS);
+        for (int i = 0; i < RANGE_BATCH; i++)
+            len +=
+                (size_t)snprintf(sql + len, sizeof sql - len, "%s%s", i ? "," : "", RANGE_VALUES);
+    }
+    return sql;
+}
+
+/* Writes the finished ranges held back: a full batch in one statement (one VDBE run for
+ * RANGE_BATCH rows instead of one per row: the importer's largest saving), the rest one by one. */
+static void flush_ranges(struct import_file *f)
+{
+    int full = f->nfinished == RANGE_BATCH;
+    sqlite3_stmt *st = full ? import_stmt(f, SLOT_RANGE_BATCH, range_batch_sql()) : NULL;
+    if (st) {
+        for (int i = 0; i < RANGE_BATCH; i++)
+            bind_range(st, 1 + i * RANGE_FIELDS, f->process_id, &f->finished[i]);
+        if (step_done(st) == 0)
+            f->s->summary.ranges += RANGE_BATCH;
+        f->nfinished = 0;
+        return;
+    }
+    for (int i = 0; i < f->nfinished; i++) {
+        st = import_stmt(f, SLOT_RANGE, RANGE_COLUMNS RANGE_VALUES);
+        if (!st)
+            break;
+        bind_range(st, 1, f->process_id, &f->finished[i]);
+        if (step_done(st) == 0)
+            f->s->summary.ranges++;
+    }
+    f->nfinished = 0;
+}
+
+/* Queues one range for writing; end_thread_id 0: never ended. */
+static void insert_range(struct import_file *f, const struct open_range *r, int style,
+                         int64_t end_thread_id, uint64_t end_ns)
+{
+    struct finished_range *row = &f->finished[f->nfinished++];
+    row->range = *r;
+    row->style = style;
+    row->end_thread_id = end_thread_id;
+    row->end_ns = end_ns;
+    if (f->nfinished == RANGE_BATCH)
+        flush_ranges(f);
 }
 
 static struct range_stack *stack_for(struct import_file *f, uint64_t thread_idx, uint64_t domain)
@@ -711,7 +787,8 @@ static int stack_reserve(struct range_stack *stack, uint32_t depth)
 
 static void on_push(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl), depth = trace_get_u(fl);
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl),
+             depth = trace_get_u(fl);
     struct range_stack *stack = stack_for(f, idx, domain);
     if (!stack || depth >= MAX_DEPTH || stack_reserve(stack, (uint32_t)depth) < 0) {
         f->malformed++;
@@ -731,7 +808,8 @@ static void on_push(struct import_file *f, struct trace_fields *fl)
 
 static void on_pop(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl), depth = trace_get_u(fl);
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl),
+             depth = trace_get_u(fl);
     struct range_stack *stack = stack_for(f, idx, domain);
     if (!stack || depth >= MAX_DEPTH) {
         f->malformed++;
@@ -754,7 +832,8 @@ static void free_start_slot(struct import_file *f, size_t i)
 
 static void on_start(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), range_id = trace_get_u(fl), domain = trace_get_u(fl);
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), range_id = trace_get_u(fl),
+             domain = trace_get_u(fl);
     uint64_t *prev = map_find(&f->open_starts, range_id + 1);
     if (prev) { /* the id was reused before its end arrived: the earlier range never ended */
         insert_range(f, &f->starts[*prev - 1], 1, 0, 0);
@@ -803,9 +882,10 @@ static void on_mark(struct import_file *f, struct trace_fields *fl)
     uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl);
     struct open_range ev;
     read_event(f, fl, &ev);
-    sqlite3_stmt *st = import_stmt(f, SLOT_MARK,
-                                   "INSERT INTO marks(process_id, thread_id, domain_id, name_id, category, "
-                                   "color, payload, ts_ns) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_MARK,
+                    "INSERT INTO marks(process_id, thread_id, domain_id, name_id, category, "
+                    "color, payload, ts_ns) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     int64_t thread_id = import_thread(f, idx);
     if (!st || !thread_id)
         return;
@@ -834,42 +914,75 @@ static void skip_to_ts(struct trace_fields *fl, int before)
 static void import_core_record(struct import_file *f, unsigned type, struct trace_fields *fl)
 {
     switch (type) {
-    case TRACE_PROCESS: on_process(f, fl); break;
-    case TRACE_PROCESS_END: on_process_end(f, fl); break;
-    case TRACE_THREAD: on_thread(f, fl); break;
-    case TRACE_THREAD_NAME: on_thread_name(f, fl); break;
-    case TRACE_STRING: on_string(f, fl); break;
-    case TRACE_DROPPED: on_dropped(f, fl); break;
-    case TRACE_DOMAIN: on_domain(f, fl); break;
-    case TRACE_CATEGORY: on_category(f, fl); break;
-    case TRACE_PUSH: on_push(f, fl); break;
-    case TRACE_POP: on_pop(f, fl); break;
-    case TRACE_START: on_start(f, fl); break;
-    case TRACE_END: on_end(f, fl); break;
-    case TRACE_MARK: on_mark(f, fl); break;
-    case TRACE_UNBALANCED_POP: f->unbalanced++; skip_to_ts(fl, 1); break;
+    case TRACE_PROCESS:
+        on_process(f, fl);
+        break;
+    case TRACE_PROCESS_END:
+        on_process_end(f, fl);
+        break;
+    case TRACE_THREAD:
+        on_thread(f, fl);
+        break;
+    case TRACE_THREAD_NAME:
+        on_thread_name(f, fl);
+        break;
+    case TRACE_STRING:
+        on_string(f, fl);
+        break;
+    case TRACE_DROPPED:
+        on_dropped(f, fl);
+        break;
+    case TRACE_DOMAIN:
+        on_domain(f, fl);
+        break;
+    case TRACE_CATEGORY:
+        on_category(f, fl);
+        break;
+    case TRACE_PUSH:
+        on_push(f, fl);
+        break;
+    case TRACE_POP:
+        on_pop(f, fl);
+        break;
+    case TRACE_START:
+        on_start(f, fl);
+        break;
+    case TRACE_END:
+        on_end(f, fl);
+        break;
+    case TRACE_MARK:
+        on_mark(f, fl);
+        break;
+    case TRACE_NAME_RESOURCE: /* CUDA handles named with NVTX: joined to CUPTI's ids there */
+        import_cuda_resource_name(f, fl);
+        break;
+    case TRACE_UNBALANCED_POP:
+        f->unbalanced++;
+        skip_to_ts(fl, 1);
+        break;
     /* informational, but their ts must be read: every ts is a delta from the previous one */
-    case TRACE_DOMAIN_DESTROY: skip_to_ts(fl, 1); break;
-    case TRACE_CLOCK: skip_to_ts(fl, 1); break;
-    default: break; /* unknown: skipped by length */
+    case TRACE_DOMAIN_DESTROY:
+        skip_to_ts(fl, 1);
+        break;
+    case TRACE_CLOCK:
+        skip_to_ts(fl, 1);
+        break;
+    default:
+        f->s->summary.skipped++;
+        break; /* a newer writer's record: skipped by length */
     }
 }
 
-/* The first field of every timestamped record is not always the ts, so the file's time
- * span is taken from the ts fields the handlers decode: the chunk's running ts. */
+/* Each source's records go to its module, by type range (src/trace/format.h). */
 static void import_record(struct import_file *f, unsigned type, struct trace_fields *fl)
 {
     if (type >= TRACE_CUDA_FIRST && type <= TRACE_CUDA_LAST) {
+        f->s->cuda_records++;
         import_cuda_record(f, type, fl);
-        return;
-    }
-    if (type >= TRACE_CUDA_FIRST && type <= TRACE_NVML_LAST) {
-        /* The CUDA and NVML modules dispatch here, e.g.
-         * if (type <= TRACE_CUDA_LAST) { import_cuda_record(f, type, fl); return; } */
-        f->s->summary.skipped++;
-        return;
-    }
-    import_core_record(f, type, fl);
+    } else if (type >= TRACE_NVML_FIRST && type <= TRACE_NVML_LAST)
+        import_nvml_record(f, type, fl);
+    else
+        import_core_record(f, type, fl);
 }
 
 /* Ranges still open at the end of the file never ended (exit inside a range, or a kill). */
@@ -882,18 +995,21 @@ static void close_open_ranges(struct import_file *f)
     for (size_t i = 0; i < f->open_starts.cap; i++)
         if (f->open_starts.keys[i])
             insert_range(f, &f->starts[f->open_starts.values[i] - 1], 1, 0, 0);
+    flush_ranges(f);
 }
 
 static void finish_process(struct import_file *f)
 {
     struct import_session *s = f->s;
-    uint64_t dropped = f->saw_end && f->dropped_total > f->dropped_sum ? f->dropped_total : f->dropped_sum;
+    uint64_t dropped =
+        f->saw_end && f->dropped_total > f->dropped_sum ? f->dropped_total : f->dropped_sum;
     s->summary.dropped_events += dropped;
     if (f->is_launcher || !f->process_id)
         return;
-    sqlite3_stmt *st = import_stmt(f, SLOT_PROCESS_END,
-                                   "UPDATE processes SET end_ns = ?, clean_exit = ?, dropped_events = ?, "
-                                   "unbalanced_pops = ?, import_warning = ? WHERE id = ?");
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_PROCESS_END,
+                    "UPDATE processes SET end_ns = ?, clean_exit = ?, dropped_events = ?, "
+                    "unbalanced_pops = ?, import_warning = ? WHERE id = ?");
     if (!st)
         return;
     uint64_t end = f->saw_end ? f->end_ts : f->last_ts;
@@ -930,7 +1046,7 @@ static void report_progress(struct import_session *s, const struct trace_reader 
 
 static void import_file(struct import_session *s, const char *path, const char *name)
 {
-    struct import_file f = { .s = s, .path = path, .name = name };
+    struct import_file f = {.s = s, .name = name};
     f.is_launcher = strcmp(name, "launcher.lrt") == 0;
     struct trace_reader r;
     if (trace_reader_open(&r, path) < 0) {
@@ -1018,7 +1134,8 @@ static int exec_sql(sqlite3 *db, const char *sql)
 static int put_meta(sqlite3 *db, const char *key, const char *text, int64_t number, int is_number)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &st,
+                           NULL) != SQLITE_OK)
         return -EIO;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (is_number)
@@ -1069,7 +1186,8 @@ static int write_meta(struct import_session *s)
         s->end_ns = (uint64_t)query_int(db, "SELECT max(end_ns) FROM processes");
     int rc = 0;
     rc |= put_meta(db, "schema_version", NULL, 1, 1);
-    rc |= put_meta(db, "lantern_version", s->version && *s->version ? s->version : LANTERN_VERSION, 0, 0);
+    rc |= put_meta(db, "lantern_version", s->version && *s->version ? s->version : LANTERN_VERSION,
+                   0, 0);
     rc |= put_meta(db, "command", s->command, 0, 0);
     rc |= put_meta(db, "host", s->host, 0, 0);
     rc |= s->start_wall_ns ? put_meta(db, "start_wall_ns", NULL, (int64_t)s->start_wall_ns, 1)
@@ -1116,7 +1234,9 @@ static uint64_t total_size(const char *dir, char **names, size_t count)
  * only when complete), then the normal settings for whoever opens it later. */
 static int import_all(struct import_session *s, const char *dir, char **names, size_t count)
 {
-    if (exec_sql(s->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;") < 0 ||
+    if (exec_sql(s->db,
+                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;") <
+            0 ||
         exec_sql(s->db, "BEGIN") < 0 || exec_sql(s->db, import_schema_sql) < 0 ||
         exec_sql(s->db, "INSERT INTO domains(id, name_id) VALUES(0, NULL)") < 0)
         return -EIO;
@@ -1125,10 +1245,12 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         import_file(s, path, names[i]);
     }
-    /* The finishers of the CUDA and NVML modules run here, e.g. import_cuda_finish(s->db); */
-    if (import_cuda_finish(s->db) < 0)
+    /* after every file: correlation and attribution need all processes' rows */
+    /* (the CUDA pass sorts every range: skipped for sessions without CUDA) */
+    if ((s->cuda_records && import_cuda_finish(s->db) < 0) || import_nvml_finish(s->db) < 0)
         return -EIO;
-    if (write_meta(s) < 0 || exec_sql(s->db, import_indexes_sql) < 0 || exec_sql(s->db, "COMMIT") < 0)
+    if (write_meta(s) < 0 || exec_sql(s->db, import_indexes_sql) < 0 ||
+        exec_sql(s->db, "COMMIT") < 0)
         return -EIO;
     return exec_sql(s->db, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;");
 }
@@ -1136,7 +1258,7 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
 int import_session(const char *session_dir, const char *db_path, const struct import_options *opt,
                    struct import_summary *summary)
 {
-    struct import_session s = { .opt = opt, .exit_status = -1 };
+    struct import_session s = {.opt = opt, .exit_status = -1};
     char **names = NULL, *part = NULL;
     size_t count = 0;
     struct stat st;
@@ -1153,7 +1275,9 @@ int import_session(const char *session_dir, const char *db_path, const struct im
     }
     unlink(part);
     rc = -EIO;
-    if (sqlite3_open_v2(part, &s.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+    if (sqlite3_open_v2(part, &s.db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK)
         goto fail;
     if ((rc = import_all(&s, session_dir, names, count)) < 0)
         goto fail;

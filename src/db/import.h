@@ -21,10 +21,10 @@ struct import_options {
 };
 
 struct import_summary {
-    uint64_t files;          /* raw files imported (damaged ones included) */
-    uint64_t records;        /* records read */
+    uint64_t files;   /* raw files imported (damaged ones included) */
+    uint64_t records; /* records read */
     uint64_t ranges, marks;
-    uint64_t skipped;        /* records of a source this build does not import */
+    uint64_t skipped;        /* records of a type this build does not know (a newer writer's) */
     uint64_t dropped_events; /* events the agents could not record (drop-and-count) */
     uint64_t warnings;
 };
@@ -73,6 +73,7 @@ void import_warn(struct import_file *f, const char *fmt, ...) __attribute__((for
  * and once after all files (correlation, attribution). Return 0 or a negative code. */
 int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields *fields);
 int import_cuda_finish(sqlite3 *db);
+int import_cuda_resource_name(struct import_file *f, struct trace_fields *fields); /* TRACE_NAME_RESOURCE */
 int import_nvml_record(struct import_file *f, unsigned type, struct trace_fields *fields);
 int import_nvml_finish(sqlite3 *db);
 

@@ -1,6 +1,7 @@
 /* The importer's CUDA part: trace records 40-79 (written by src/agent/cupti*.c) into the
  * kernels, memcpys, memsets, cuda_api, cuda_syncs, cuda_memory, gpus, ... tables; then, once
  * all files are in, correlation (api_id), NVTX attribution and gpu_id (import_cuda_finish). */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 enum {
     SLOT_KERNEL = IMPORT_SLOT_CUDA, SLOT_MEMCPY, SLOT_MEMSET, SLOT_API, SLOT_SYNC, SLOT_MEMORY,
     SLOT_GPU, SLOT_GPU_ID, SLOT_PROCESS_GPU, SLOT_CONTEXT, SLOT_STREAM, SLOT_STREAM_HANDLE,
-    SLOT_OVERHEAD, SLOT_REJECTED,
+    SLOT_OVERHEAD, SLOT_REJECTED, SLOT_CAPTURE, SLOT_CONTEXT_HANDLE, SLOT_RESOURCE_NAME,
 };
 
 /* ---- names of the trace's enumerations (format.h) -------------------------------------- */
@@ -381,6 +382,39 @@ static int import_stream_handle(struct import_file *f, struct trace_fields *in)
     return step_done(f, s);
 }
 
+static int import_context_handle(struct import_file *f, struct trace_fields *in)
+{
+    sqlite3_stmt *s = import_stmt(f, SLOT_CONTEXT_HANDLE,
+        "INSERT INTO cuda_context_handles(process_id, handle, context) VALUES(?,?,?)");
+    if (!s)
+        return -1;
+    int64_t v[2];
+    get_u_array(in, v, 2);
+    sqlite3_bind_int64(s, 1, import_process(f));
+    sqlite3_bind_int64(s, 2, v[0]);
+    sqlite3_bind_int64(s, 3, v[1]);
+    return step_done(f, s);
+}
+
+/* NVTX names of CUDA streams and contexts (nvtxNameCuStreamA, nvtxNameCudaStreamA, ...),
+ * kept with their handle until import_cuda_finish joins them to CUPTI's ids. */
+int import_cuda_resource_name(struct import_file *f, struct trace_fields *in)
+{
+    uint64_t kind = trace_get_u(in), handle = trace_get_u(in);
+    int64_t name = import_string(f, trace_get_u(in));
+    if (kind < TRACE_RESOURCE_CU_DEVICE || kind > TRACE_RESOURCE_CUDART_EVENT || !name)
+        return 0;
+    sqlite3_stmt *s = import_stmt(f, SLOT_RESOURCE_NAME,
+        "INSERT INTO cuda_resource_names(process_id, kind, handle, name_id) VALUES(?,?,?,?)");
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, import_process(f));
+    sqlite3_bind_int64(s, 2, (int64_t)kind);
+    sqlite3_bind_int64(s, 3, (int64_t)handle);
+    sqlite3_bind_int64(s, 4, name);
+    return step_done(f, s);
+}
+
 static int import_overhead(struct import_file *f, struct trace_fields *in)
 {
     sqlite3_stmt *s = import_stmt(f, SLOT_OVERHEAD,
@@ -410,6 +444,22 @@ static int import_rejected(struct import_file *f, struct trace_fields *in)
     return step_done(f, s);
 }
 
+static int import_capture(struct import_file *f, struct trace_fields *in)
+{
+    sqlite3_stmt *s = import_stmt(f, SLOT_CAPTURE,
+        "INSERT OR REPLACE INTO cuda_capture(process_id, mode, from_ns, until_ns) VALUES(?,?,?,?)");
+    if (!s)
+        return -1;
+    const uint8_t *mode;
+    size_t mode_len = trace_get_s(in, &mode);
+    int64_t from = (int64_t)trace_get_u(in), until = (int64_t)trace_get_u(in);
+    sqlite3_bind_int64(s, 1, import_process(f));
+    bind_bytes_or_null(s, 2, mode, mode_len);
+    bind_nonzero(s, 3, from);
+    bind_nonzero(s, 4, until);
+    return step_done(f, s);
+}
+
 int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields *fields)
 {
     switch (type) {
@@ -425,6 +475,8 @@ int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields
     case TRACE_CUDA_STREAM_HANDLE: return import_stream_handle(f, fields);
     case TRACE_CUDA_OVERHEAD: return import_overhead(f, fields);
     case TRACE_CUDA_REJECTED: return import_rejected(f, fields);
+    case TRACE_CUDA_CAPTURE: return import_capture(f, fields);
+    case TRACE_CUDA_CONTEXT_HANDLE: return import_context_handle(f, fields);
     default: return 0;   /* a newer agent's record: skipped, as the format promises */
     }
 }
@@ -499,8 +551,54 @@ fail:
     return rc;
 }
 
-/* Statements run in order after the sweep; each is idempotent. */
-static const char cuda_finish_sql[] =
+#define CAPTURE_GPU_DELETE(table)                                                            \
+    "DELETE FROM " table " WHERE process_id IN (SELECT process_id FROM cuda_capture) AND CASE"   \
+    "  WHEN api_id IS NOT NULL THEN NOT EXISTS (SELECT 1 FROM cuda_api a WHERE a.id = " table     \
+    ".api_id) ELSE NOT EXISTS (SELECT 1 FROM capture_windows w WHERE w.process_id = " table      \
+    ".process_id AND " table ".start_ns >= w.start_ns AND " table ".start_ns < w.end_ns) END;\n"
+
+/* Capture ranges (docs/trace-format.md, "Capture range"): the windows of each process that
+ * has a cuda_capture row, then every CUDA row outside them deleted. API calls, syncs, memory
+ * events and overheads are kept by their own start; GPU work by its launching call (a kernel
+ * launched inside the window is kept even if it runs after it), or by its own start when the
+ * call is unknown. Runs after correlation (api_id) and before NVTX attribution. */
+static const char cuda_capture_sql[] =
+    "CREATE TEMP TABLE capture_windows(process_id INTEGER, start_ns INTEGER, end_ns INTEGER);\n"
+    "INSERT INTO capture_windows SELECT a.process_id, a.end_ns, COALESCE((SELECT min(b.start_ns)"
+    "  FROM cuda_api b JOIN strings t ON t.id = b.name_id WHERE b.process_id = a.process_id"
+    "  AND t.value IN ('cudaProfilerStop', 'cuProfilerStop') AND b.start_ns >= a.end_ns),"
+    "  9223372036854775807)"
+    "  FROM cuda_api a JOIN strings s ON s.id = a.name_id JOIN cuda_capture c ON"
+    "  c.process_id = a.process_id WHERE c.mode = 'cudaProfilerApi'"
+    "  AND s.value IN ('cudaProfilerStart', 'cuProfilerStart');\n"
+    "INSERT INTO capture_windows SELECT r.process_id, r.start_ns, COALESCE(r.end_ns, 9223372036854775807)"
+    "  FROM ranges r JOIN strings s ON s.id = r.name_id JOIN cuda_capture c ON"
+    "  c.process_id = r.process_id WHERE c.mode = 'nvtx:' || s.value;\n"
+    "INSERT INTO capture_windows SELECT process_id, 0, 9223372036854775807 FROM cuda_capture"
+    "  WHERE mode IS NULL OR mode = 'none';\n"
+    "UPDATE capture_windows SET"
+    "  start_ns = max(start_ns, COALESCE((SELECT from_ns FROM cuda_capture c WHERE c.process_id ="
+    "   capture_windows.process_id), 0)),"
+    "  end_ns = min(end_ns, COALESCE((SELECT until_ns FROM cuda_capture c WHERE c.process_id ="
+    "   capture_windows.process_id), 9223372036854775807));\n"
+    "DELETE FROM capture_windows WHERE end_ns <= start_ns;\n"
+    "DELETE FROM cuda_api WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_api.process_id"
+    "   AND cuda_api.start_ns >= w.start_ns AND cuda_api.start_ns < w.end_ns);\n"
+    "DELETE FROM cuda_syncs WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_syncs.process_id"
+    "   AND cuda_syncs.start_ns >= w.start_ns AND cuda_syncs.start_ns < w.end_ns);\n"
+    "DELETE FROM cuda_memory WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_memory.process_id"
+    "   AND cuda_memory.ts_ns >= w.start_ns AND cuda_memory.ts_ns < w.end_ns);\n"
+    "DELETE FROM cupti_overhead WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cupti_overhead.process_id"
+    "   AND cupti_overhead.start_ns >= w.start_ns AND cupti_overhead.start_ns < w.end_ns);\n"
+    CAPTURE_GPU_DELETE("kernels") CAPTURE_GPU_DELETE("memcpys") CAPTURE_GPU_DELETE("memsets")
+    "DROP TABLE capture_windows;\n";
+
+/* Correlation: the launching call of each piece of GPU work. */
+static const char cuda_correlate_sql[] =
     "CREATE INDEX IF NOT EXISTS cuda_api_correlation ON cuda_api(process_id, correlation_id);\n"
     /* The launching call: the runtime call when there is one (the driver call it makes
      * internally shares its correlation id), else the driver call. */
@@ -509,7 +607,10 @@ static const char cuda_finish_sql[] =
     "UPDATE memcpys SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memcpys.process_id"
     "  AND a.correlation_id = memcpys.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n"
     "UPDATE memsets SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memsets.process_id"
-    "  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n"
+    "  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n";
+
+/* After the NVTX sweep: attribution of GPU work, GPUs, streams. Each statement idempotent. */
+static const char cuda_finish_sql[] =
     "UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = kernels.api_id);\n"
     "UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memcpys.api_id);\n"
     "UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memsets.api_id);\n"
@@ -540,11 +641,85 @@ static const char cuda_finish_sql[] =
     "  c.process_id = cuda_streams.process_id AND c.context = cuda_streams.context),"
     "  handle = (SELECT h.handle FROM cuda_stream_handles h WHERE h.process_id ="
     "  cuda_streams.process_id AND h.context = cuda_streams.context AND h.stream ="
-    "  cuda_streams.stream);\n";
+    "  cuda_streams.stream);\n"
+    "UPDATE cuda_contexts SET handle = (SELECT h.handle FROM cuda_context_handles h WHERE"
+    "  h.process_id = cuda_contexts.process_id AND h.context = cuda_contexts.context);\n"
+    /* NVTX names: the latest name given to the handle (kinds 3, 6 streams; 2 contexts). */
+    "UPDATE cuda_streams SET name_id = (SELECT n.name_id FROM cuda_resource_names n WHERE"
+    "  n.process_id = cuda_streams.process_id AND n.kind IN (3, 6) AND n.handle ="
+    "  cuda_streams.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT NULL;\n"
+    "UPDATE cuda_contexts SET name_id = (SELECT n.name_id FROM cuda_resource_names n WHERE"
+    "  n.process_id = cuda_contexts.process_id AND n.kind = 2 AND n.handle ="
+    "  cuda_contexts.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT NULL;\n";
+
+/* Kernel names are recorded mangled (the agent does no C++ work inside the profiled
+ * process); here each distinct name is demangled once with the C++ runtime's
+ * __cxa_demangle, found at run time so the importer stays plain C. Without a C++ runtime
+ * the names stay mangled (demangled_id NULL). */
+typedef char *(*cxa_demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
+
+static cxa_demangle_fn find_demangler(void)
+{
+    void *fn = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!fn) {
+        void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        fn = cxx ? dlsym(cxx, "__cxa_demangle") : NULL;
+    }
+    cxa_demangle_fn demangle;
+    memcpy(&demangle, &fn, sizeof(demangle));
+    return demangle;
+}
+
+static int demangle_kernel_names(sqlite3 *db)
+{
+    cxa_demangle_fn demangle = find_demangler();
+    sqlite3_stmt *names = NULL, *add_string = NULL, *add_pair = NULL;
+    int rc = -1;
+    if (!demangle)
+        return 0;
+    if (sqlite3_exec(db, "CREATE TEMP TABLE demangled(name_id INTEGER PRIMARY KEY, demangled_id INTEGER);"
+                     "INSERT INTO demangled(name_id) SELECT DISTINCT name_id FROM kernels"
+                     " WHERE demangled_id IS NULL AND name_id IS NOT NULL",
+                     NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT d.name_id, s.value FROM demangled d JOIN strings s ON s.id = d.name_id"
+                           " WHERE s.value LIKE '\\_Z%' ESCAPE '\\'", -1, &names, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO strings(value) VALUES(?)", -1, &add_string, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "UPDATE demangled SET demangled_id = ? WHERE name_id = ?", -1, &add_pair,
+                           NULL) != SQLITE_OK)
+        goto fail;
+    while (sqlite3_step(names) == SQLITE_ROW) {
+        int status = -1;
+        char *text = demangle((const char *)sqlite3_column_text(names, 1), NULL, NULL, &status);
+        if (status == 0 && text) {
+            sqlite3_bind_text(add_string, 1, text, -1, SQLITE_TRANSIENT);
+            int ok = sqlite3_step(add_string) == SQLITE_DONE;
+            sqlite3_reset(add_string);
+            sqlite3_bind_int64(add_pair, 1, sqlite3_last_insert_rowid(db));
+            sqlite3_bind_int64(add_pair, 2, sqlite3_column_int64(names, 0));
+            ok = ok && sqlite3_step(add_pair) == SQLITE_DONE;
+            sqlite3_reset(add_pair);
+            if (!ok) {
+                free(text);
+                goto fail;
+            }
+        }
+        free(text);
+    }
+    rc = sqlite3_exec(db, "UPDATE kernels SET demangled_id = (SELECT d.demangled_id FROM demangled d"
+                      " WHERE d.name_id = kernels.name_id) WHERE demangled_id IS NULL;"
+                      "DROP TABLE demangled", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+fail:
+    sqlite3_finalize(names);
+    sqlite3_finalize(add_string);
+    sqlite3_finalize(add_pair);
+    return rc;
+}
 
 int import_cuda_finish(sqlite3 *db)
 {
-    if (attribute_api_calls(db) < 0)
+    if (sqlite3_exec(db, cuda_correlate_sql, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, cuda_capture_sql, NULL, NULL, NULL) != SQLITE_OK ||
+        attribute_api_calls(db) < 0 || demangle_kernel_names(db) < 0)
         return -1;
     return sqlite3_exec(db, cuda_finish_sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }

@@ -63,13 +63,17 @@ CREATE TABLE process_gpus(process_id INTEGER, device INTEGER, gpu_id INTEGER,
 
 CREATE TABLE cuda_contexts(id INTEGER PRIMARY KEY, process_id INTEGER, context INTEGER,
   gpu_id INTEGER, name_id INTEGER,
-  device INTEGER, null_stream INTEGER);         -- CUDA ordinal; CUPTI id of its NULL stream
+  device INTEGER, null_stream INTEGER,          -- CUDA ordinal; CUPTI id of its NULL stream
+  handle INTEGER);                              -- the CUcontext as the program saw it
 CREATE TABLE cuda_streams(id INTEGER PRIMARY KEY, process_id INTEGER, context INTEGER,
   stream INTEGER, gpu_id INTEGER, priority INTEGER, is_default INTEGER, name_id INTEGER,
   handle INTEGER);                              -- the CUstream as the program saw it (NVTX names it)
 -- context and stream: CUPTI's ids within the process
 CREATE TABLE cuda_stream_handles(process_id INTEGER, handle INTEGER, context INTEGER,
   stream INTEGER);                              -- CUstream -> CUPTI ids, recorded at creation
+CREATE TABLE cuda_context_handles(process_id INTEGER, handle INTEGER, context INTEGER);
+CREATE TABLE cuda_resource_names(process_id INTEGER, kind INTEGER, handle INTEGER,
+  name_id INTEGER);                             -- nvtxNameCuStream & co (kind: TRACE_RESOURCE_*)
 
 CREATE TABLE cuda_api(                          -- CPU side of CUDA runtime/driver calls
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,
@@ -121,6 +125,9 @@ CREATE TABLE cuda_memory(                       -- allocations and frees, for me
   address INTEGER, bytes INTEGER NOT NULL, ts_ns INTEGER NOT NULL, stream INTEGER,
   correlation_id INTEGER);
 
+CREATE TABLE cuda_capture(process_id INTEGER PRIMARY KEY,  -- lantern profile --capture-range
+  mode TEXT, from_ns INTEGER, until_ns INTEGER);            -- and --delay/--duration (NULL: open)
+
 CREATE TABLE cupti_overhead(id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER,
   kind TEXT, start_ns INTEGER, end_ns INTEGER);
 
@@ -132,7 +139,8 @@ CREATE TABLE gpu_samples(                       -- NVML samples taken by the lau
   power_avg_mw INTEGER,                         -- NVML's averaged power field
   energy_mj INTEGER,                            -- total energy counter since driver load
   sm_clock_mhz INTEGER, memory_clock_mhz INTEGER, gpu_util INTEGER, memory_util INTEGER,
-  memory_used_bytes INTEGER, temperature_c INTEGER, throttle_reasons INTEGER);
+  memory_used_bytes INTEGER, temperature_c INTEGER, throttle_reasons INTEGER,
+  energy_uncertainty_ns INTEGER);               -- energy_mj rows: the counter changed within ts_ns ± this
 
 CREATE TABLE energy_windows(                    -- lantern.h energy windows seen under `profile`
   id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER, name_id INTEGER,

@@ -19,7 +19,10 @@ void chrome_write_duration_us(FILE *out, long long ns)
     fprintf(out, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
 }
 
-void chrome_write_us(struct chrome_writer *w, long long ns) { chrome_write_duration_us(w->out, ns - w->start_ns); }
+void chrome_write_us(struct chrome_writer *w, long long ns)
+{
+    chrome_write_duration_us(w->out, ns - w->start_ns);
+}
 
 static long long meta_int(sqlite3 *db, const char *key)
 {
@@ -36,7 +39,8 @@ static long long meta_int(sqlite3 *db, const char *key)
 
 static void write_text_column(FILE *out, sqlite3_stmt *st, int col)
 {
-    json_write_string(out, (const char *)sqlite3_column_text(st, col), (size_t)sqlite3_column_bytes(st, col));
+    json_write_string(out, (const char *)sqlite3_column_text(st, col),
+                      (size_t)sqlite3_column_bytes(st, col));
 }
 
 /* process_name and thread_name metadata events. */
@@ -44,15 +48,20 @@ static int write_names(struct chrome_writer *w)
 {
     sqlite3_stmt *st;
     const char *sql =
-        "SELECT p.pid, 0, coalesce(p.exe, p.cmdline, 'pid ' || p.pid), 'process_name' FROM processes p "
+        "SELECT p.pid, 0, coalesce(p.exe, p.cmdline, 'pid ' || p.pid), 'process_name' FROM "
+        "processes p "
         "UNION ALL SELECT p.pid, t.tid, coalesce(s.value, 'thread ' || t.tid), 'thread_name' "
-        "FROM threads t JOIN processes p ON p.id = t.process_id LEFT JOIN strings s ON s.id = t.name_id";
+        "FROM threads t JOIN processes p ON p.id = t.process_id LEFT JOIN strings s ON s.id = "
+        "t.name_id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         chrome_event_begin(w);
-        fprintf(w->out, "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
-                (const char *)sqlite3_column_text(st, 3), sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        fprintf(
+            w->out,
+            "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
+            (const char *)sqlite3_column_text(st, 3), sqlite3_column_int64(st, 0),
+            sqlite3_column_int64(st, 1));
         write_text_column(w->out, st, 2);
         fputs("}}", w->out);
     }
@@ -60,14 +69,24 @@ static int write_names(struct chrome_writer *w)
 }
 
 /* The columns every NVTX event query returns first, in this order. */
-#define EVENT_COLUMNS                                                                                     \
-    "coalesce(n.value, ''), coalesce(ds.value, 'nvtx'), r.color, r.payload, cs.value, r.category, p.pid"
-#define EVENT_JOINS                                                                                       \
-    "JOIN processes p ON p.id = r.process_id LEFT JOIN strings n ON n.id = r.name_id "                   \
-    "LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id "               \
-    "LEFT JOIN categories c ON c.domain_id = r.domain_id AND c.category = r.category "                   \
+#define EVENT_COLUMNS                                                                              \
+    "coalesce(n.value, ''), coalesce(ds.value, 'nvtx'), r.color, r.payload, cs.value, "            \
+    "r.category, p.pid"
+#define EVENT_JOINS                                                                                \
+    "JOIN processes p ON p.id = r.process_id LEFT JOIN strings n ON n.id = r.name_id "             \
+    "LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id "         \
+    "LEFT JOIN categories c ON c.domain_id = r.domain_id AND c.category = r.category "             \
     "LEFT JOIN strings cs ON cs.id = c.name_id "
-enum { COL_NAME, COL_DOMAIN, COL_COLOR, COL_PAYLOAD, COL_CATEGORY_NAME, COL_CATEGORY, COL_PID, COL_NEXT };
+enum {
+    COL_NAME,
+    COL_DOMAIN,
+    COL_COLOR,
+    COL_PAYLOAD,
+    COL_CATEGORY_NAME,
+    COL_CATEGORY,
+    COL_PID,
+    COL_NEXT
+};
 
 /* "name", "cat", "pid" of an event. */
 static void write_event_head(struct chrome_writer *w, sqlite3_stmt *st, const char *ph)
@@ -86,7 +105,8 @@ static void write_event_args(struct chrome_writer *w, sqlite3_stmt *st, int unen
     fputs(", \"args\": {", out);
     const char *sep = "";
     if (sqlite3_column_type(st, COL_COLOR) != SQLITE_NULL) {
-        fprintf(out, "\"color\": \"#%06llx\"", (unsigned long long)sqlite3_column_int64(st, COL_COLOR) & 0xFFFFFFu);
+        fprintf(out, "\"color\": \"#%06llx\"",
+                (unsigned long long)sqlite3_column_int64(st, COL_COLOR) & 0xFFFFFFu);
         sep = ", ";
     }
     int payload = sqlite3_column_type(st, COL_PAYLOAD);
@@ -116,9 +136,10 @@ static void write_event_args(struct chrome_writer *w, sqlite3_stmt *st, int unen
 static int write_push_pop(struct chrome_writer *w, long long session_end)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT " EVENT_COLUMNS ", t.tid, r.start_ns, r.end_ns, coalesce(p.end_ns, ?) "
-                      "FROM ranges r " EVENT_JOINS "JOIN threads t ON t.id = r.start_thread_id "
-                      "WHERE r.style = 0 ORDER BY r.start_ns, r.id";
+    const char *sql =
+        "SELECT " EVENT_COLUMNS ", t.tid, r.start_ns, r.end_ns, coalesce(p.end_ns, ?) "
+        "FROM ranges r " EVENT_JOINS "JOIN threads t ON t.id = r.start_thread_id "
+        "WHERE r.style = 0 ORDER BY r.start_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, session_end);
@@ -142,10 +163,11 @@ static int write_push_pop(struct chrome_writer *w, long long session_end)
 static int write_start_end(struct chrome_writer *w, long long session_end)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT " EVENT_COLUMNS ", t.tid, coalesce(e.tid, t.tid), r.start_ns, "
-                      "coalesce(r.end_ns, p.end_ns, ?), r.end_ns IS NULL, r.id FROM ranges r " EVENT_JOINS
-                      "JOIN threads t ON t.id = r.start_thread_id LEFT JOIN threads e ON e.id = r.end_thread_id "
-                      "WHERE r.style = 1 ORDER BY r.start_ns, r.id";
+    const char *sql =
+        "SELECT " EVENT_COLUMNS ", t.tid, coalesce(e.tid, t.tid), r.start_ns, "
+        "coalesce(r.end_ns, p.end_ns, ?), r.end_ns IS NULL, r.id FROM ranges r " EVENT_JOINS
+        "JOIN threads t ON t.id = r.start_thread_id LEFT JOIN threads e ON e.id = r.end_thread_id "
+        "WHERE r.style = 1 ORDER BY r.start_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, session_end);
@@ -154,7 +176,8 @@ static int write_start_end(struct chrome_writer *w, long long session_end)
         for (int end = 0; end < 2; end++) {
             chrome_event_begin(w);
             write_event_head(w, st, end ? "e" : "b");
-            fprintf(w->out, ", \"id\": %lld, \"tid\": %lld, \"ts\": ", id, sqlite3_column_int64(st, COL_NEXT + end));
+            fprintf(w->out, ", \"id\": %lld, \"tid\": %lld, \"ts\": ", id,
+                    sqlite3_column_int64(st, COL_NEXT + end));
             chrome_write_us(w, sqlite3_column_int64(st, COL_NEXT + 2 + end));
             if (end)
                 fputs("}", w->out);
@@ -176,7 +199,8 @@ static int write_marks(struct chrome_writer *w)
     while (sqlite3_step(st) == SQLITE_ROW) {
         chrome_event_begin(w);
         write_event_head(w, st, "i");
-        fprintf(w->out, ", \"s\": \"t\", \"tid\": %lld, \"ts\": ", sqlite3_column_int64(st, COL_NEXT));
+        fprintf(w->out,
+                ", \"s\": \"t\", \"tid\": %lld, \"ts\": ", sqlite3_column_int64(st, COL_NEXT));
         chrome_write_us(w, sqlite3_column_int64(st, COL_NEXT + 1));
         write_event_args(w, st, 0);
     }
@@ -185,12 +209,13 @@ static int write_marks(struct chrome_writer *w)
 
 int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size)
 {
-    struct chrome_writer w = { .db = db, .out = out, .start_ns = meta_int(db, "start_ns") };
+    struct chrome_writer w = {.db = db, .out = out, .start_ns = meta_int(db, "start_ns")};
     long long session_end = meta_int(db, "end_ns");
     fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
-    /* chrome_cuda_events(&w) and chrome_nvml_events(&w) join the list below */
-    if (write_names(&w) < 0 || write_push_pop(&w, session_end) < 0 || write_start_end(&w, session_end) < 0 ||
-        write_marks(&w) < 0 || chrome_cuda_events(&w) < 0) {
+    /* NVTX here, then each source's rows from its own file */
+    if (write_names(&w) < 0 || write_push_pop(&w, session_end) < 0 ||
+        write_start_end(&w, session_end) < 0 || write_marks(&w) < 0 || chrome_cuda_events(&w) < 0 ||
+        chrome_nvml_events(&w) < 0) {
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
         return -1;
     }

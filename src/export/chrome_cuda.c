@@ -3,6 +3,7 @@
  * arrow from each launching call to its GPU operation; a device-memory-in-use counter per GPU. */
 #include "export/export.h"
 #include "export/json.h"
+#include "report/cuda_sql.h" /* SQL macros only: operation names as the reports print them */
 
 #include <string.h>
 
@@ -13,6 +14,7 @@
 /* Every GPU operation with the columns the timeline shows; kernels fill the launch columns,
  * copies and memsets the byte columns. flow_id is unique per operation (its own id times 4
  * plus a kind tag), so an API call launching several operations draws one arrow to each. */
+// clang-format off
 #define CHROME_GPU_OPS                                                                        \
     "gpu_ops AS ("                                                                            \
     " SELECT 'kernel' AS kind, k.id * 4 AS flow_id, k.process_id, k.gpu_id, k.device,"        \
@@ -24,23 +26,18 @@
     " LEFT JOIN strings mn ON mn.id = k.name_id"                                              \
     " UNION ALL SELECT 'memcpy', c.id * 4 + 1, c.process_id, c.gpu_id, c.device, c.context,"  \
     " c.stream, c.correlation_id, c.start_ns, c.end_ns, c.api_id, "                           \
-    CUDA_COPY_NAME ", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.bytes,"          \
-    " c.copy_kind, c.src_kind, c.dst_kind FROM memcpys c"                                     \
+    CUDA_SQL_COPY_NAME("c.copy_kind") ", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"      \
+    " NULL, c.bytes, c.copy_kind, c.src_kind, c.dst_kind FROM memcpys c"                      \
     " UNION ALL SELECT 'memset', s.id * 4 + 2, s.process_id, s.gpu_id, s.device, s.context,"  \
     " s.stream, s.correlation_id, s.start_ns, s.end_ns, s.api_id, '[CUDA memset]', NULL,"     \
     " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.bytes, NULL, NULL, s.mem_kind"         \
     " FROM memsets s)"
-
-#define CUDA_COPY_NAME                                                                        \
-    "'[CUDA memcpy ' || CASE c.copy_kind WHEN 'HtoD' THEN 'Host-to-Device'"                   \
-    " WHEN 'DtoH' THEN 'Device-to-Host' WHEN 'DtoD' THEN 'Device-to-Device'"                  \
-    " WHEN 'HtoH' THEN 'Host-to-Host' WHEN 'PtoP' THEN 'Peer-to-Peer'"                        \
-    " ELSE COALESCE(c.copy_kind, 'Unknown') END || ']'"
+// clang-format on
 
 /* One thread row per (GPU, process, stream), numbered from 1 in that order. */
-#define CHROME_LANES                                                                          \
-    "lanes AS (SELECT gpu_id, process_id, stream,"                                            \
-    " ROW_NUMBER() OVER (ORDER BY COALESCE(gpu_id, 0), process_id, stream) AS tid"            \
+#define CHROME_LANES                                                                               \
+    "lanes AS (SELECT gpu_id, process_id, stream,"                                                 \
+    " ROW_NUMBER() OVER (ORDER BY COALESCE(gpu_id, 0), process_id, stream) AS tid"                 \
     " FROM (SELECT DISTINCT gpu_id, process_id, stream FROM gpu_ops))"
 
 static void write_column_string(FILE *out, sqlite3_stmt *st, int col)
@@ -59,6 +56,7 @@ static int finish(sqlite3_stmt *st, int step_rc)
  * threads (the NVTX name the program gave the stream, else "Stream 7"). */
 static int write_names(struct chrome_writer *w)
 {
+    // clang-format off
     static const char sql[] =
         "WITH " CHROME_GPU_OPS ", " CHROME_LANES
         " SELECT 'process_name', " CHROME_GPU_PID("l.gpu_id") ", 0, 'GPU ' ||"
@@ -72,14 +70,16 @@ static int write_names(struct chrome_writer *w)
         " || CASE WHEN (SELECT COUNT(*) FROM processes) > 1"
         "  THEN ' (pid ' || (SELECT pid FROM processes WHERE id = l.process_id) || ')' ELSE '' END"
         " FROM lanes l";
+    // clang-format on
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);
-        fprintf(w->out, "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
-                        "\"args\": {\"name\": ",
+        fprintf(w->out,
+                "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
+                "\"args\": {\"name\": ",
                 (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
                 sqlite3_column_int64(st, 2));
         write_column_string(w->out, st, 3);
@@ -105,8 +105,9 @@ static int write_api_calls(struct chrome_writer *w)
         chrome_event_begin(w);
         fputs("\"name\": ", w->out);
         write_column_string(w->out, st, 4);
-        fprintf(w->out, ", \"cat\": \"cuda_api\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, "
-                        "\"ts\": ",
+        fprintf(w->out,
+                ", \"cat\": \"cuda_api\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, "
+                "\"ts\": ",
                 sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
         chrome_write_us(w, start);
         fputs(", \"dur\": ", w->out);
@@ -118,10 +119,34 @@ static int write_api_calls(struct chrome_writer *w)
 }
 
 enum {
-    OP_KIND, OP_FLOW_ID, OP_PID, OP_TID, OP_START, OP_END, OP_NAME, OP_CORRELATION, OP_STREAM,
-    OP_DEVICE, OP_CONTEXT, OP_GRID_X, OP_GRID_Y, OP_GRID_Z, OP_BLOCK_X, OP_BLOCK_Y, OP_BLOCK_Z,
-    OP_REGS, OP_STATIC_SMEM, OP_DYNAMIC_SMEM, OP_BYTES, OP_COPY_KIND, OP_SRC_KIND, OP_DST_KIND,
-    OP_API_PID, OP_API_TID, OP_API_START, OP_API_END,
+    OP_KIND,
+    OP_FLOW_ID,
+    OP_PID,
+    OP_TID,
+    OP_START,
+    OP_END,
+    OP_NAME,
+    OP_CORRELATION,
+    OP_STREAM,
+    OP_DEVICE,
+    OP_CONTEXT,
+    OP_GRID_X,
+    OP_GRID_Y,
+    OP_GRID_Z,
+    OP_BLOCK_X,
+    OP_BLOCK_Y,
+    OP_BLOCK_Z,
+    OP_REGS,
+    OP_STATIC_SMEM,
+    OP_DYNAMIC_SMEM,
+    OP_BYTES,
+    OP_COPY_KIND,
+    OP_SRC_KIND,
+    OP_DST_KIND,
+    OP_API_PID,
+    OP_API_TID,
+    OP_API_START,
+    OP_API_END,
 };
 
 static void write_kernel_args(FILE *out, sqlite3_stmt *st)
@@ -143,8 +168,13 @@ static void write_memory_args(FILE *out, sqlite3_stmt *st, long long duration)
     long long bytes = sqlite3_column_int64(st, OP_BYTES);
     fprintf(out, ", \"bytes\": %lld, \"throughput_gb_per_s\": ", bytes);
     json_write_double(out, duration > 0 ? (double)bytes / (double)duration : 0.0);
-    static const struct { int col; const char *key; } kinds[] = {
-        { OP_COPY_KIND, "copy_kind" }, { OP_SRC_KIND, "src_kind" }, { OP_DST_KIND, "dst_kind" },
+    static const struct {
+        int col;
+        const char *key;
+    } kinds[] = {
+        {OP_COPY_KIND, "copy_kind"},
+        {OP_SRC_KIND, "src_kind"},
+        {OP_DST_KIND, "dst_kind"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
         if (sqlite3_column_type(st, kinds[i].col) == SQLITE_NULL)
@@ -175,16 +205,17 @@ static void write_gpu_op(struct chrome_writer *w, sqlite3_stmt *st)
     chrome_event_begin(w);
     fputs("\"name\": ", w->out);
     write_column_string(w->out, st, OP_NAME);
-    fprintf(w->out, ", \"cat\": \"cuda_%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, ",
-            kind, sqlite3_column_int64(st, OP_PID), sqlite3_column_int64(st, OP_TID));
+    fprintf(w->out, ", \"cat\": \"cuda_%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, ", kind,
+            sqlite3_column_int64(st, OP_PID), sqlite3_column_int64(st, OP_TID));
     if (color)
         fprintf(w->out, "\"cname\": \"%s\", ", color);
     fputs("\"ts\": ", w->out);
     chrome_write_us(w, start);
     fputs(", \"dur\": ", w->out);
     chrome_write_duration_us(w->out, end > start ? end - start : 0);
-    fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"device\": %lld, \"context\": %lld, "
-                    "\"stream\": %lld",
+    fprintf(w->out,
+            ", \"args\": {\"correlation_id\": %lld, \"device\": %lld, \"context\": %lld, "
+            "\"stream\": %lld",
             sqlite3_column_int64(st, OP_CORRELATION), sqlite3_column_int64(st, OP_DEVICE),
             sqlite3_column_int64(st, OP_CONTEXT), sqlite3_column_int64(st, OP_STREAM));
     if (!strcmp(kind, "kernel"))
@@ -206,24 +237,28 @@ static void write_flow(struct chrome_writer *w, sqlite3_stmt *st)
 {
     long long id = sqlite3_column_int64(st, OP_FLOW_ID);
     chrome_event_begin(w);
-    fprintf(w->out, "\"name\": \"launch\", \"cat\": \"cuda_flow\", \"ph\": \"s\", \"bp\": \"e\", "
-                    "\"id\": %lld, "
-                    "\"pid\": %lld, \"tid\": %lld, \"ts\": ",
+    fprintf(w->out,
+            "\"name\": \"launch\", \"cat\": \"cuda_flow\", \"ph\": \"s\", \"bp\": \"e\", "
+            "\"id\": %lld, "
+            "\"pid\": %lld, \"tid\": %lld, \"ts\": ",
             id, sqlite3_column_int64(st, OP_API_PID), sqlite3_column_int64(st, OP_API_TID));
-    chrome_write_us(w, middle(sqlite3_column_int64(st, OP_API_START),
-                              sqlite3_column_int64(st, OP_API_END)));
+    chrome_write_us(
+        w, middle(sqlite3_column_int64(st, OP_API_START), sqlite3_column_int64(st, OP_API_END)));
     fputs("}", w->out);
     chrome_event_begin(w);
-    fprintf(w->out, "\"name\": \"launch\", \"cat\": \"cuda_flow\", \"ph\": \"f\", \"bp\": \"e\", "
-                    "\"id\": %lld, \"pid\": %lld, \"tid\": %lld, \"ts\": ",
+    fprintf(w->out,
+            "\"name\": \"launch\", \"cat\": \"cuda_flow\", \"ph\": \"f\", \"bp\": \"e\", "
+            "\"id\": %lld, \"pid\": %lld, \"tid\": %lld, \"ts\": ",
             id, sqlite3_column_int64(st, OP_PID), sqlite3_column_int64(st, OP_TID));
-    chrome_write_us(w, middle(sqlite3_column_int64(st, OP_START), sqlite3_column_int64(st, OP_END)));
+    chrome_write_us(w,
+                    middle(sqlite3_column_int64(st, OP_START), sqlite3_column_int64(st, OP_END)));
     fputs("}", w->out);
 }
 
 /* Kernels, copies and memsets on their stream rows, each with its flow from the API call. */
 static int write_gpu_ops(struct chrome_writer *w)
 {
+    // clang-format off
     static const char sql[] =
         "WITH " CHROME_GPU_OPS ", " CHROME_LANES
         " SELECT o.kind, o.flow_id, " CHROME_GPU_PID("o.gpu_id") ", l.tid, o.start_ns, o.end_ns,"
@@ -234,6 +269,7 @@ static int write_gpu_ops(struct chrome_writer *w)
         " AND l.stream IS o.stream"
         " LEFT JOIN cuda_api a ON a.id = o.api_id LEFT JOIN processes p ON p.id = a.process_id"
         " LEFT JOIN threads t ON t.id = a.thread_id ORDER BY o.start_ns, o.flow_id";
+    // clang-format on
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -251,19 +287,22 @@ static int write_gpu_ops(struct chrome_writer *w)
  * running sum of device allocations minus frees, in CUPTI's order. */
 static int write_memory_counters(struct chrome_writer *w)
 {
+    // clang-format off
     static const char sql[] =
         "SELECT " CHROME_GPU_PID("gpu_id") ", ts_ns, SUM(CASE op WHEN 'alloc' THEN bytes"
         " ELSE -bytes END) OVER (PARTITION BY COALESCE(gpu_id, 0) ORDER BY ts_ns, id"
         " ROWS UNBOUNDED PRECEDING) FROM cuda_memory"
         " WHERE mem_kind IS NULL OR mem_kind = 'device' ORDER BY ts_ns, id";
+    // clang-format on
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);
-        fprintf(w->out, "\"name\": \"Device memory in use\", \"ph\": \"C\", \"pid\": %lld, "
-                        "\"ts\": ",
+        fprintf(w->out,
+                "\"name\": \"Device memory in use\", \"ph\": \"C\", \"pid\": %lld, "
+                "\"ts\": ",
                 sqlite3_column_int64(st, 0));
         chrome_write_us(w, sqlite3_column_int64(st, 1));
         fprintf(w->out, ", \"args\": {\"bytes\": %lld}}", sqlite3_column_int64(st, 2));

@@ -34,4 +34,8 @@ void chrome_write_duration_us(FILE *out, long long ns);
  * database's error message says why). */
 int chrome_cuda_events(struct chrome_writer *w);
 
+/* NVML rows (chrome_nvml.c): counter tracks per sampled GPU on its process row (power, energy,
+ * clocks, utilization, memory used, temperature). Returns 0 or -1 (see the database's error). */
+int chrome_nvml_events(struct chrome_writer *w);
+
 #endif

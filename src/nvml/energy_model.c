@@ -84,7 +84,10 @@ static uint64_t update_count_until(const struct energy_track *t, uint64_t at)
 
 /* ---- adding samples ------------------------------------------------------------------------ */
 
-static double mw_ns_to_mj(double mw, double ns) { return mw * ns / 1e9; }
+static double mw_ns_to_mj(double mw, double ns)
+{
+    return mw * ns / 1e9;
+}
 
 void energy_track_add_power(struct energy_track *t, uint64_t ts, double mw)
 {
@@ -93,7 +96,8 @@ void energy_track_add_power(struct energy_track *t, uint64_t ts, double mw)
         const struct energy_power_point *last = power_get(t, t->power_total - 1);
         if (ts < last->ts)
             return;
-        p.integral_mj = last->integral_mj + mw_ns_to_mj((last->mw + mw) / 2, (double)(ts - last->ts));
+        p.integral_mj =
+            last->integral_mj + mw_ns_to_mj((last->mw + mw) / 2, (double)(ts - last->ts));
     }
     t->power[t->power_total % t->power_cap] = p;
     t->power_total++;
@@ -104,8 +108,8 @@ void energy_track_add_update(struct energy_track *t, uint64_t ts, uint64_t uncer
 {
     if (t->update_total && ts < update_get(t, t->update_total - 1)->ts)
         return;
-    t->updates[t->update_total % t->update_cap] =
-        (struct energy_update){.ts = ts, .uncertainty_ns = uncertainty_ns, .counter_mj = counter_mj};
+    t->updates[t->update_total % t->update_cap] = (struct energy_update){
+        .ts = ts, .uncertainty_ns = uncertainty_ns, .counter_mj = counter_mj};
     t->update_total++;
 }
 
@@ -145,71 +149,106 @@ double energy_track_integral_at(const struct energy_track *t, uint64_t ts)
     return a->integral_mj + mw_ns_to_mj((a->mw + mw_at) / 2, (double)(ts - a->ts));
 }
 
-/* Relative spread of power over [from, to]: (max - min) / (max + min), 0 when flat. It bounds
- * how wrong the power shape can place energy inside one counter interval. */
-static double power_spread(const struct energy_track *t, uint64_t from, uint64_t to)
-{
-    uint64_t i = power_count_until(t, from);
-    if (i > power_first(t))
-        i--;
-    double lo = INFINITY, hi = 0;
-    for (; i < t->power_total; i++) {
-        const struct energy_power_point *p = power_get(t, i);
-        lo = p->mw < lo ? p->mw : lo;
-        hi = p->mw > hi ? p->mw : hi;
-        if (p->ts >= to)
-            break;
-    }
-    return hi + lo > 0 && isfinite(lo) ? (hi - lo) / (hi + lo) : 0;
-}
-
-/* Counter mJ per power-integral mJ over up to ENERGY_GAIN_UPDATES update intervals ending at
- * update k: the power sensor's gain against the counter, used to extrapolate past the last
- * update. A long span makes the gain insensitive to when each update was seen (±2 ms of a
- * 100 ms interval is ±2 %, of ten intervals ±0.2 %). */
+/* The power sensor's gain against the counter (counter mJ per power-integral mJ) over up to
+ * ENERGY_GAIN_UPDATES update intervals ending at update k, and the relative error to expect on
+ * a piece of an interval: how far, on average, gain times the power integral missed the counter
+ * inside one of those intervals, plus the gain's own uncertainty. Over ten intervals the gain no
+ * longer depends on when each update was seen (±2 ms of a 100 ms interval is ±2 %; of ten, ±0.2 %).
+ */
 #define ENERGY_GAIN_UPDATES 10
 
-static double counter_scale(const struct energy_track *t, uint64_t k)
+struct energy_gain {
+    double gain, relative_miss;
+};
+
+static struct energy_gain counter_gain(const struct energy_track *t, uint64_t k)
 {
-    if (k == 0 || k - 1 < update_first(t) || k >= t->update_total)
-        return 1;
+    struct energy_gain g = {1, ENERGY_SENSOR_TOLERANCE};
     uint64_t from = k > ENERGY_GAIN_UPDATES ? k - ENERGY_GAIN_UPDATES : 0;
     from = from < update_first(t) ? update_first(t) : from;
+    if (k >= t->update_total || k < from + 1)
+        return g;
     const struct energy_update *a = update_get(t, from), *b = update_get(t, k);
     double w = energy_track_integral_at(t, b->ts) - energy_track_integral_at(t, a->ts);
-    double scale = w > 0 ? (b->counter_mj - a->counter_mj) / w : 1;
-    return scale > 0.5 && scale < 2 ? scale : 1; /* outside that the sensor is not comparable */
+    double gain = w > 0 ? (b->counter_mj - a->counter_mj) / w : 0;
+    if (!(gain > 0.5 && gain < 2)) /* outside that the sensor is not comparable */
+        return g;
+    double miss = 0;
+    for (uint64_t i = from; i < k; i++) {
+        const struct energy_update *u = update_get(t, i), *v = update_get(t, i + 1);
+        double delta = v->counter_mj - u->counter_mj;
+        double scaled =
+            gain * (energy_track_integral_at(t, v->ts) - energy_track_integral_at(t, u->ts));
+        miss += delta > 0 ? fabs(delta - scaled) / delta : 0;
+    }
+    g.gain = gain;
+    /* plus the gain's own uncertainty: when its first and last updates happened */
+    g.relative_miss = miss / (double)(k - from) +
+                      (double)(a->uncertainty_ns + b->uncertainty_ns) / (double)(b->ts - a->ts);
+    return g;
 }
 
-static struct energy_estimate interpolate(const struct energy_track *t, uint64_t k, uint64_t ts)
+/* Past the last update (or before the first) the energy at ts is the counter's value at the
+ * nearest update plus the power integral from there, scaled by the sensor's gain against the
+ * counter over the last ~1 s. Both edges of a window past the last update share that update,
+ * so when it happened cancels out. */
+static struct energy_estimate from_anchor(const struct energy_track *t, uint64_t anchor,
+                                          uint64_t ts, uint64_t updates_before)
 {
-    const struct energy_update *a = update_get(t, k), *b = update_get(t, k + 1);
-    double wa = energy_track_integral_at(t, a->ts), wb = energy_track_integral_at(t, b->ts);
-    double span = (double)(b->ts - a->ts);
-    double f = wb > wa ? (energy_track_integral_at(t, ts) - wa) / (wb - wa)
-                       : (double)(ts - a->ts) / span;
-    f = f < 0 ? 0 : f > 1 ? 1 : f;
-    double delta = b->counter_mj - a->counter_mj;
-    double mw = delta / span * 1e9;
-    struct energy_estimate e = {.mj = a->counter_mj + f * delta, .updates_before = k + 1};
-    /* where the updates really happened (each within ± its uncertainty) and how uneven power
-     * was inside the interval */
-    e.error_mj = mw_ns_to_mj(mw, (1 - f) * (double)a->uncertainty_ns + f * (double)b->uncertainty_ns) +
-                 delta * (f < 1 - f ? f : 1 - f) * power_spread(t, a->ts, b->ts);
+    const struct energy_update *u = update_get(t, anchor);
+    struct energy_gain g = counter_gain(t, anchor);
+    if (g.relative_miss == ENERGY_SENSOR_TOLERANCE && anchor + 1 < t->update_total)
+        g = counter_gain(t, anchor + 1); /* no history before the anchor: use what follows */
+    double piece = g.gain * (energy_track_integral_at(t, ts) - energy_track_integral_at(t, u->ts));
+    /* power at the anchor, from the counter when the interval after it is complete */
+    double mw = t->power_total ? power_get(t, t->power_total - 1)->mw : 0;
+    if (anchor + 1 < t->update_total) {
+        const struct energy_update *v = update_get(t, anchor + 1);
+        mw = (v->counter_mj - u->counter_mj) / (double)(v->ts - u->ts) * 1e9;
+    }
+    struct energy_estimate e = {.mj = u->counter_mj + piece,
+                                .updates_before = updates_before,
+                                .relative_miss = g.relative_miss,
+                                .anchor = anchor};
+    e.error_mj = mw_ns_to_mj(mw, (double)u->uncertainty_ns) + fabs(piece) * g.relative_miss;
+    if (updates_before == t->update_total || updates_before == update_first(t))
+        e.flags = ENERGY_EXTRAPOLATED; /* no update on one side of ts yet */
     return e;
 }
 
-static struct energy_estimate extrapolate(const struct energy_track *t, uint64_t k, uint64_t ts,
-                                          int after)
+/* Counter power (mW) over the update interval starting at update i, or -1 outside the rings. */
+static double interval_mw(const struct energy_track *t, uint64_t i)
 {
-    const struct energy_update *u = update_get(t, k);
-    double scale = counter_scale(t, after ? k : k + 1);
-    double w = energy_track_integral_at(t, ts) - energy_track_integral_at(t, u->ts);
-    double mw = t->power_total ? power_get(t, t->power_total - 1)->mw : 0;
-    struct energy_estimate e = {.mj = u->counter_mj + scale * w,
-                                .flags = ENERGY_EXTRAPOLATED,
-                                .updates_before = after ? k + 1 : k};
-    e.error_mj = fabs(scale * w) * ENERGY_SENSOR_TOLERANCE + mw_ns_to_mj(mw, (double)u->uncertainty_ns);
+    if (i < update_first(t) || i >= t->update_total || i + 1 >= t->update_total)
+        return -1; /* (i is k - 1 wrapped around when k is 0) */
+    const struct energy_update *u = update_get(t, i), *v = update_get(t, i + 1);
+    return (v->counter_mj - u->counter_mj) / (double)(v->ts - u->ts) * 1e9;
+}
+
+/* Between updates k and k+1 the energy grows linearly in time. The power sensor's shape is
+ * not used here: on H200 it changes only every ~120 ms and lags the counter by about one
+ * update interval (measured, docs/energy.md), so inside an interval it would misplace energy
+ * more than a straight line does. How much power may vary inside the interval is judged from
+ * how its counter power differs from its neighbours'. */
+static struct energy_estimate interpolate(const struct energy_track *t, uint64_t k, uint64_t ts)
+{
+    const struct energy_update *a = update_get(t, k), *b = update_get(t, k + 1);
+    double span = (double)(b->ts - a->ts), f = (double)(ts - a->ts) / span;
+    double delta = b->counter_mj - a->counter_mj, mw = delta / span * 1e9;
+    double spread = 0;
+    for (int side = -1; side <= 1; side += 2) {
+        double other = interval_mw(t, k + (uint64_t)side);
+        if (other >= 0 && mw > 0 && fabs(other - mw) / (2 * mw) > spread)
+            spread = fabs(other - mw) / (2 * mw);
+    }
+    spread = spread > 1 ? 1 : spread;
+    struct energy_estimate e = {
+        .mj = a->counter_mj + f * delta, .updates_before = k + 1, .anchor = k};
+    /* a window inside this interval: its length over the interval's, both ends uncertain */
+    e.relative_miss = (double)(a->uncertainty_ns + b->uncertainty_ns) / span + spread;
+    e.error_mj =
+        mw_ns_to_mj(mw, (1 - f) * (double)a->uncertainty_ns + f * (double)b->uncertainty_ns) +
+        delta * (f < 1 - f ? f : 1 - f) * spread;
     return e;
 }
 
@@ -227,11 +266,9 @@ struct energy_estimate energy_track_at(const struct energy_track *t, uint64_t ts
         e.updates_before = n;
         return e;
     }
-    if (n == update_first(t))
-        return extrapolate(t, n, ts, 0);
-    if (n == t->update_total)
-        return extrapolate(t, n - 1, ts, 1);
-    return interpolate(t, n - 1, ts);
+    if (n > update_first(t) && n < t->update_total)
+        return interpolate(t, n - 1, ts);
+    return from_anchor(t, n == update_first(t) ? n : n - 1, ts, n);
 }
 
 int energy_track_holds(const struct energy_track *t, uint64_t ts)
@@ -254,5 +291,7 @@ struct energy_interval energy_interval_of(struct energy_estimate a, struct energ
     r.error_mj = a.error_mj + b.error_mj;
     if (r.flags & ENERGY_POWER_ONLY)
         r.error_mj = fabs(r.mj) * ENERGY_SENSOR_TOLERANCE;
+    else if (a.anchor == b.anchor && a.flags == b.flags) /* one anchor: its timing cancels */
+        r.error_mj = fabs(r.mj) * b.relative_miss;
     return r;
 }

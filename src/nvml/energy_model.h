@@ -1,7 +1,10 @@
 /* The energy model shared by the energy windows (live) and the reports (from the database):
- * the GPU's energy counter only changes every ~100 ms (H100/H200, measured), so the energy
- * at any instant is interpolated between two counter updates with the shape of the power
- * samples. Energies of disjoint adjacent intervals then add up exactly (they telescope). */
+ * the GPU's energy counter only changes every ~100 ms (H100/H200, measured), so the energy at
+ * an instant between two updates is interpolated linearly in time, and past the last update
+ * it is the counter's last value plus the power integral since, scaled by the power sensor's
+ * gain against the counter over the last ~1 s. The energy of an interval is the difference of
+ * its edges', so disjoint adjacent intervals add up exactly (they telescope), and long
+ * intervals rest on the counter alone. */
 #ifndef LANTERN_NVML_ENERGY_MODEL_H
 #define LANTERN_NVML_ENERGY_MODEL_H
 
@@ -9,19 +12,19 @@
 #include <stdint.h>
 
 /* How energy_track_at found its answer (bits). */
-#define ENERGY_EXTRAPOLATED 0x1u  /* no counter update after the instant yet: power-integrated */
-#define ENERGY_POWER_ONLY 0x2u    /* no counter at all (pre-Volta, or forced): power-integrated */
-#define ENERGY_NO_DATA 0x4u       /* no power sample: 0 */
+#define ENERGY_EXTRAPOLATED 0x1u /* no counter update after (or before) the instant yet */
+#define ENERGY_POWER_ONLY 0x2u   /* no counter at all (pre-Volta, or forced): power-integrated */
+#define ENERGY_NO_DATA 0x4u      /* no power sample: 0 */
 
 struct energy_power_point {
     uint64_t ts;
     double mw;
-    double integral_mj;           /* trapezoidal integral of power from the first sample */
+    double integral_mj; /* trapezoidal integral of power from the first sample */
 };
 
 struct energy_update {
-    uint64_t ts;                  /* middle of the read that first saw the new value */
-    uint64_t uncertainty_ns;      /* the change happened within ts ± uncertainty_ns */
+    uint64_t ts;             /* middle of the read that first saw the new value */
+    uint64_t uncertainty_ns; /* the change happened within ts ± uncertainty_ns */
     double counter_mj;
 };
 
@@ -30,14 +33,14 @@ struct energy_update {
 struct energy_track {
     struct energy_power_point *power;
     size_t power_cap;
-    uint64_t power_total;         /* samples ever added; the ring holds the last power_cap */
+    uint64_t power_total; /* samples ever added; the ring holds the last power_cap */
     struct energy_update *updates;
     size_t update_cap;
     uint64_t update_total;
-    double last_counter_mj;       /* last value read, to detect changes */
+    double last_counter_mj; /* last value read, to detect changes */
     uint64_t last_counter_read_ts;
     int have_counter;
-    int power_only;               /* ignore the counter: integrate power (the pre-Volta method) */
+    int power_only; /* ignore the counter: integrate power (the pre-Volta method) */
 };
 
 /* Returns 0 or -1 (no memory). */
@@ -64,13 +67,20 @@ struct energy_estimate {
     double mj;
     double error_mj;
     unsigned flags;
-    uint64_t updates_before;      /* counter updates at or before ts */
+    uint64_t updates_before; /* counter updates at or before ts */
+    uint64_t anchor;         /* the update the estimate starts from */
+    double relative_miss;    /* expected relative error of a piece starting at anchor */
 };
 struct energy_estimate energy_track_at(const struct energy_track *t, uint64_t ts);
 
 /* Energy between two instants with its bound: end - start; flags or-ed; updates = counter
  * updates strictly inside. */
-struct energy_interval { double mj; double error_mj; unsigned flags; uint64_t updates; };
+struct energy_interval {
+    double mj;
+    double error_mj;
+    unsigned flags;
+    uint64_t updates;
+};
 struct energy_interval energy_track_between(const struct energy_track *t, uint64_t start,
                                             uint64_t end);
 /* The interval between two instants estimated separately (e.g. the start estimated when it

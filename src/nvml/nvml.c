@@ -256,8 +256,8 @@ static int find_gpu(struct nvml *n, const char *item, size_t len, char *why, siz
     return found;
 }
 
-int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned int max,
-                char *why, size_t why_len)
+int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned int max, char *why,
+                size_t why_len)
 {
     unsigned int count = 0;
     if (!spec || !*spec) {
@@ -268,15 +268,18 @@ int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned in
             if (i == n->gpu_count)
                 break;
             if (in_mig_mode(n, &n->gpus[i])) {
-                snprintf(why, why_len, "GPU %d is in MIG mode: energy per MIG instance is not "
-                         "supported", cuda);
+                snprintf(why, why_len,
+                         "GPU %d is in MIG mode: energy per MIG instance is not "
+                         "supported",
+                         cuda);
                 return -1;
             }
             out[count++] = i;
         }
         const char *visible = getenv("CUDA_VISIBLE_DEVICES");
         if (count == 0 && visible && strstr(visible, "MIG-"))
-            snprintf(why, why_len, "MIG instances in CUDA_VISIBLE_DEVICES: per-instance energy is "
+            snprintf(why, why_len,
+                     "MIG instances in CUDA_VISIBLE_DEVICES: per-instance energy is "
                      "not supported by NVML");
         else if (count == 0)
             snprintf(why, why_len, "no GPU visible (CUDA_VISIBLE_DEVICES)");

@@ -13,10 +13,14 @@ static const char cuda_api_sum_sql[] =
     " FROM cuda_api a GROUP BY name ORDER BY 2 DESC, name";
 
 static const struct table_column cuda_api_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},   {"Total Time", "total_ns", TABLE_NS},
-    {"Num Calls", "num_calls", TABLE_INT}, {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},           {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},           {"StdDev", "stddev_ns", TABLE_NS},
+    {"Time", "time_percent", TABLE_PERCENT},
+    {"Total Time", "total_ns", TABLE_NS},
+    {"Num Calls", "num_calls", TABLE_INT},
+    {"Avg", "avg_ns", TABLE_NS},
+    {"Med", "med_ns", TABLE_NS},
+    {"Min", "min_ns", TABLE_NS},
+    {"Max", "max_ns", TABLE_NS},
+    {"StdDev", "stddev_ns", TABLE_NS},
     {"Name", "name", TABLE_TEXT},
 };
 

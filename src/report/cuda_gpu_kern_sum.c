@@ -7,17 +7,23 @@
 
 #define DURATION "(k.end_ns - k.start_ns)"
 
+// clang-format off
 static const char cuda_gpu_kern_sum_sql[] =
     "SELECT 100.0 * SUM(" DURATION ") / (SELECT SUM(end_ns - start_ns) FROM kernels),"
     " SUM(" DURATION "), COUNT(*), AVG(" DURATION "), lantern_median(" DURATION "),"
     " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "), "
     CUDA_SQL_KERNEL_NAME("k") " AS name FROM kernels k GROUP BY name ORDER BY 2 DESC, name";
+// clang-format on
 
 static const struct table_column cuda_gpu_kern_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},   {"Total Time", "total_ns", TABLE_NS},
-    {"Instances", "instances", TABLE_INT}, {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},           {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},           {"StdDev", "stddev_ns", TABLE_NS},
+    {"Time", "time_percent", TABLE_PERCENT},
+    {"Total Time", "total_ns", TABLE_NS},
+    {"Instances", "instances", TABLE_INT},
+    {"Avg", "avg_ns", TABLE_NS},
+    {"Med", "med_ns", TABLE_NS},
+    {"Min", "min_ns", TABLE_NS},
+    {"Max", "max_ns", TABLE_NS},
+    {"StdDev", "stddev_ns", TABLE_NS},
     {"Name", "name", TABLE_TEXT},
 };
 

@@ -5,24 +5,30 @@
 
 #include "report/cuda_sql.h"
 
+// clang-format off
 static const char cuda_gpu_mem_time_sum_sql[] =
     CUDA_SQL_MEM_OPS
     "SELECT 100.0 * SUM(duration) / (SELECT SUM(duration) FROM mem_ops), SUM(duration),"
     " COUNT(*), AVG(duration), lantern_median(duration), MIN(duration), MAX(duration),"
     " lantern_stddev(duration), name FROM mem_ops GROUP BY name ORDER BY 2 DESC, name";
+// clang-format on
 
 static const struct table_column cuda_gpu_mem_time_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT}, {"Total Time", "total_ns", TABLE_NS},
-    {"Count", "count", TABLE_INT},       {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},         {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},         {"StdDev", "stddev_ns", TABLE_NS},
+    {"Time", "time_percent", TABLE_PERCENT},
+    {"Total Time", "total_ns", TABLE_NS},
+    {"Count", "count", TABLE_INT},
+    {"Avg", "avg_ns", TABLE_NS},
+    {"Med", "med_ns", TABLE_NS},
+    {"Min", "min_ns", TABLE_NS},
+    {"Max", "max_ns", TABLE_NS},
+    {"StdDev", "stddev_ns", TABLE_NS},
     {"Operation", "operation", TABLE_TEXT},
 };
 
 int report_cuda_gpu_mem_time_sum(struct report_ctx *ctx)
 {
-    return cuda_report_query(
-        ctx, "cuda_gpu_mem_time_sum", cuda_gpu_mem_time_sum_columns,
-        sizeof cuda_gpu_mem_time_sum_columns / sizeof *cuda_gpu_mem_time_sum_columns,
-        cuda_gpu_mem_time_sum_sql);
+    return cuda_report_query(ctx, "cuda_gpu_mem_time_sum", cuda_gpu_mem_time_sum_columns,
+                             sizeof cuda_gpu_mem_time_sum_columns /
+                                 sizeof *cuda_gpu_mem_time_sum_columns,
+                             cuda_gpu_mem_time_sum_sql);
 }

@@ -7,6 +7,7 @@
 #include "report/cuda_sql.h"
 
 /* Kernels fill the launch columns, copies and memsets the byte columns; the rest stay NULL. */
+// clang-format off
 #define CUDA_GPU_TRACE_SQL                                                                    \
     "WITH trace_ops AS ("                                                                     \
     " SELECT k.start_ns, k.end_ns, k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x,"\
@@ -26,6 +27,7 @@
     "  THEN o.bytes * 1000.0 / (o.end_ns - o.start_ns) END, "                                 \
     CUDA_SQL_MEM_KIND("o.src_kind") ", " CUDA_SQL_MEM_KIND("o.dst_kind") ", "                  \
     CUDA_SQL_DEVICE_NAME("o") ", o.context, o.stream, o.name FROM trace_ops o"
+// clang-format on
 
 static const char by_start_sql[] = CUDA_GPU_TRACE_SQL " ORDER BY o.start_ns, duration, o.name";
 static const char by_duration_sql[] =

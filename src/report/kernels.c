@@ -6,6 +6,8 @@
 #include "report/kernels.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,30 +15,63 @@
 
 /* One op instance (one range of an op): its kernels, for numbering and attribution. */
 struct op_instance {
-    int64_t count;                  /* rows so far: the next row's sub */
-    int64_t best[KERNELS_PARTS];    /* longest kernel row of each part, -1 none */
-    int64_t best_any;               /* longest kernel row overall, -1 none */
+    int64_t count;               /* rows so far: the next row's sub */
+    int64_t best[KERNELS_PARTS]; /* longest kernel row of each part, -1 none */
+    int64_t best_any;            /* longest kernel row overall, -1 none */
     int model_done;
-    int split_by_name;              /* dgrad/wgrad kernels carry their own parts */
+    int split_by_name; /* dgrad/wgrad kernels carry their own parts */
     int known;
     int is_gemm_like;
     int dtype_assumed;
+    enum kernels_dtype dtype; /* of the main kernel, or assumed */
     int64_t gemm_mnk[3];
     double flops[KERNELS_PARTS], bytes[KERNELS_PARTS];
     const char *params;
 };
 
+/* Forward launches by autograd sequence number, for backward rows: entries in row order, then
+ * sorted by (process, seq) (stable, so the first forward launch of a seq comes first). */
+struct forward_entry {
+    int64_t process_id, seq;
+    size_t order;
+    const struct kernels_context *ctx;
+};
+
+struct forward_index {
+    struct forward_entry *entries;
+    size_t count, capacity;
+};
+
 struct range_node {
     int64_t id, parent_id;
     struct kernels_marker marker;
-    const char *user_path; /* USER ranges: the layer path ending in this range */
+    const char *user_path;           /* USER ranges: the layer path ending in this range */
+    struct kernels_context *context; /* launches whose innermost range this is */
+    struct op_instance *op_instance; /* OP ranges with launches: the instance */
+    int64_t engine_seq; /* ENGINE ranges: the seq of the node they evaluate, -1 unknown */
+};
+
+/* Every push/pop range's id and parent, sorted by id (two columns read in one scan, far
+ * cheaper than a query per range); nodes[] holds the parsed name of the ranges some launch
+ * sits in, NULL for the others. */
+struct range_table {
+    int64_t *ids, *parents;
+    struct range_node **nodes;
+    size_t count;
+    /* The importer numbers ranges densely, so id - first_id indexes `direct` (-1: no such
+     * range); NULL when the ids are too sparse, and range_index searches instead. */
+    int32_t *direct;
+    int64_t first_id, span;
 };
 
 struct report {
     sqlite3 *db;
-    sqlite3_stmt *get_string, *get_range;
+    sqlite3_stmt *get_string;
     struct kernels_arena arena;
-    struct kernels_map strings, ranges, contexts, names, forward_by_seq, conv_out_by_seq, ops;
+    struct range_table ranges;
+    struct kernels_map strings, names, conv_out_by_seq, last_dtype;
+    struct forward_index forward; /* forward launches by (process, seq) */
+    struct kernels_map tids; /* threads.id -> OS tid (stored as tid + 1, 0 being "absent") */
     struct kernels_gpu *gpus;
     size_t gpu_count;
     struct kernels_rows rows;
@@ -47,7 +82,10 @@ struct report {
 /* Ranges nest a few levels deep; a longer chain means a damaged database (a cycle). */
 #define MAX_RANGE_DEPTH 256
 
-static int64_t seq_key(int64_t process_id, int64_t seq) { return (process_id << 40) ^ seq; }
+static int64_t seq_key(int64_t process_id, int64_t seq)
+{
+    return (process_id << 40) ^ seq;
+}
 
 static int64_t column_int(sqlite3_stmt *st, int col, int64_t unknown)
 {
@@ -78,29 +116,126 @@ static const char *string_of(struct report *r, int64_t id)
     return copy;
 }
 
+/* Index of range id in the table, or -1. */
+static ptrdiff_t range_index(const struct range_table *t, int64_t id)
+{
+    if (t->direct)
+        return id < t->first_id || id - t->first_id >= t->span ? -1 : t->direct[id - t->first_id];
+    size_t lo = 0, hi = t->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->count && t->ids[lo] == id ? (ptrdiff_t)lo : -1;
+}
+
 static struct range_node *range_of(struct report *r, int64_t id)
 {
-    if (id <= 0)
-        return NULL;
-    struct range_node *node = kernels_map_get(&r->ranges, id);
-    if (node)
-        return node;
-    sqlite3_reset(r->get_range);
-    sqlite3_bind_int64(r->get_range, 1, id);
-    if (sqlite3_step(r->get_range) != SQLITE_ROW)
-        return NULL;
-    int64_t parent_id = column_int(r->get_range, 0, 0);
-    const char *name = string_of(r, column_int(r->get_range, 1, 0));
-    node = kernels_arena_alloc(&r->arena, sizeof *node);
-    if (!node)
-        return NULL;
-    node->id = id;
-    node->parent_id = parent_id;
-    node->user_path = NULL;
-    kernels_marker_parse(name ? name : "", &node->marker);
-    if (kernels_map_put(&r->ranges, id, node) < 0)
-        return NULL;
-    return node;
+    ptrdiff_t i = range_index(&r->ranges, id);
+    return i < 0 ? NULL : r->ranges.nodes[i];
+}
+
+static int load_range_ids(struct report *r)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT id, parent_id FROM ranges ORDER BY id", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    struct range_table *t = &r->ranges;
+    size_t capacity = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (t->count == capacity) {
+            capacity = capacity ? capacity * 2 : 4096;
+            int64_t *ids = realloc(t->ids, capacity * sizeof *ids);
+            if (ids)
+                t->ids = ids;
+            int64_t *parents = realloc(t->parents, capacity * sizeof *parents);
+            if (parents)
+                t->parents = parents;
+            if (!ids || !parents) {
+                rc = -ENOMEM;
+                break;
+            }
+        }
+        t->ids[t->count] = sqlite3_column_int64(st, 0);
+        t->parents[t->count++] = column_int(st, 1, 0);
+    }
+    sqlite3_finalize(st);
+    if (rc == 0 && !(t->nodes = calloc(t->count ? t->count : 1, sizeof *t->nodes)))
+        rc = -ENOMEM;
+    if (rc == 0 && t->count > 0 && t->count < INT32_MAX) {
+        t->first_id = t->ids[0];
+        t->span = t->ids[t->count - 1] - t->first_id + 1;
+        if (t->span <= 2 * (int64_t)t->count && (t->direct = malloc((size_t)t->span * 4))) {
+            memset(t->direct, 0xff, (size_t)t->span * 4); /* -1 everywhere */
+            for (size_t k = 0; k < t->count; k++)
+                t->direct[t->ids[k] - t->first_id] = (int32_t)k;
+        }
+    }
+    return rc;
+}
+
+/* Marks (with a placeholder node) the ranges open at some launch: each row's innermost range
+ * and its ancestors. */
+static struct range_node needed_marker;
+
+static void mark_needed_ranges(struct report *r)
+{
+    struct range_table *t = &r->ranges;
+    for (size_t i = 0; i < r->rows.count; i++) {
+        int64_t id = r->rows.rows[i].range_id;
+        for (int depth = 0; id > 0 && depth < MAX_RANGE_DEPTH; depth++) {
+            ptrdiff_t k = range_index(t, id);
+            if (k < 0 || t->nodes[k])
+                break;
+            t->nodes[k] = &needed_marker;
+            id = t->parents[k];
+        }
+    }
+}
+
+/* Reads and parses the names of the marked ranges, in one scan. */
+static int load_range_names(struct report *r)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT r.id, s.value FROM ranges r LEFT JOIN strings s"
+                           " ON s.id = r.name_id ORDER BY r.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    struct range_table *t = &r->ranges;
+    int rc = 0;
+    for (size_t k = 0; sqlite3_step(st) == SQLITE_ROW;) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        while (k < t->count && t->ids[k] < id)
+            k++;
+        if (k == t->count || t->ids[k] != id || t->nodes[k] != &needed_marker)
+            continue;
+        /* range names are nearly all distinct (emit_nvtx puts seq and shapes in them):
+         * copied here rather than kept in the strings map */
+        const char *value = (const char *)sqlite3_column_text(st, 1);
+        size_t len = value ? (size_t)sqlite3_column_bytes(st, 1) : 0;
+        struct range_node *node = kernels_arena_alloc(&r->arena, sizeof *node);
+        char *name = kernels_arena_strndup(&r->arena, value ? value : "", len);
+        if (!node || !name) {
+            rc = -ENOMEM;
+            break;
+        }
+        node->id = id;
+        node->parent_id = t->parents[k];
+        node->user_path = NULL;
+        node->context = NULL;
+        node->op_instance = NULL;
+        node->engine_seq = -1;
+        kernels_marker_parse(name, &node->marker);
+        t->nodes[k] = node;
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* The layer path of a user range: the enclosing user ranges' names, outermost first. */
@@ -167,7 +302,16 @@ static int walk_chain(struct report *r, struct range_node *node, struct kernels_
             ctx->dir = KERNELS_DIR_BWD;
             break;
         case KERNELS_RANGE_ENGINE:
+            /* The engine also launches work of its own for a node outside the node's range
+             * (summing a gradient to its input's shape, accumulating gradients): that work
+             * gets the node's name from this range and its seq from a launch inside it. */
             ctx->dir = KERNELS_DIR_BWD;
+            if (node_seq >= 0 && node->engine_seq < 0)
+                node->engine_seq = node_seq;
+            if (!ctx->node) {
+                ctx->node = marker_name(r, m, 0);
+                node_seq = node->engine_seq;
+            }
             break;
         case KERNELS_RANGE_OPTIMIZER:
             if (ctx->dir == KERNELS_DIR_NA)
@@ -198,17 +342,15 @@ static const struct kernels_context *context_of(struct report *r, int64_t range_
     struct range_node *node = range_of(r, range_id);
     if (!node)
         return &r->empty_context;
-    struct kernels_context *ctx = kernels_map_get(&r->contexts, range_id);
-    if (ctx)
-        return ctx;
-    ctx = kernels_arena_alloc(&r->arena, sizeof *ctx);
+    if (node->context)
+        return node->context;
+    struct kernels_context *ctx = kernels_arena_alloc(&r->arena, sizeof *ctx);
     if (!ctx)
         return NULL;
     memset(ctx, 0, sizeof *ctx);
     ctx->seq = ctx->altseq = -1;
     walk_chain(r, node, ctx);
-    if (kernels_map_put(&r->contexts, range_id, ctx) < 0)
-        return NULL;
+    node->context = ctx;
     return ctx;
 }
 
@@ -280,6 +422,26 @@ static int load_gpus(struct report *r)
     return rc;
 }
 
+/* The threads table is small: read once, so the row query needs no join for the tid. */
+static int load_threads(struct report *r)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT id, tid FROM threads WHERE tid IS NOT NULL", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = kernels_map_put(&r->tids, sqlite3_column_int64(st, 0),
+                             (void *)(intptr_t)(sqlite3_column_int64(st, 1) + 1));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int64_t tid_of(const struct report *r, int64_t thread_id)
+{
+    return (int64_t)(intptr_t)kernels_map_get(&r->tids, thread_id) - 1;
+}
+
 static struct kernels_row *new_row(struct report *r)
 {
     if (r->rows.count == r->row_capacity) {
@@ -301,11 +463,12 @@ static struct kernels_row *new_row(struct report *r)
 }
 
 /* Columns 0-7 of every activity query; the launching thread comes from the API call. */
-#define ACTIVITY_COLUMNS                                                                      \
-    "x.start_ns, x.end_ns, x.process_id, x.gpu_id, x.device, x.stream,"                     \
-    " COALESCE(x.nvtx_range_id, a.nvtx_range_id), t.tid"
-#define ACTIVITY_JOIN                                                                         \
-    " LEFT JOIN cuda_api a ON a.id = x.api_id LEFT JOIN threads t ON t.id = a.thread_id"
+/* NULLs become -1 (or 0 for ids) in SQL: one column call per value instead of two. */
+#define ACTIVITY_COLUMNS                                                                           \
+    "x.start_ns, x.end_ns, COALESCE(x.process_id, 0), COALESCE(x.gpu_id, -1),"                     \
+    " COALESCE(x.device, -1), COALESCE(x.stream, -1),"                                             \
+    " COALESCE(x.nvtx_range_id, a.nvtx_range_id, 0), COALESCE(a.thread_id, 0)"
+#define ACTIVITY_JOIN " LEFT JOIN cuda_api a ON a.id = x.api_id"
 
 static int load_activity_row(struct report *r, sqlite3_stmt *st, enum kernels_row_kind kind)
 {
@@ -315,31 +478,33 @@ static int load_activity_row(struct report *r, sqlite3_stmt *st, enum kernels_ro
     row->kind = kind;
     row->start_ns = sqlite3_column_int64(st, 0);
     row->end_ns = sqlite3_column_int64(st, 1);
-    row->process_id = column_int(st, 2, 0);
-    row->gpu = gpu_of(r, column_int(st, 3, -1));
-    row->device = column_int(st, 4, -1);
-    row->stream = column_int(st, 5, -1);
-    row->range_id = column_int(st, 6, 0);
-    row->tid = column_int(st, 7, -1);
+    row->process_id = sqlite3_column_int64(st, 2);
+    row->gpu = gpu_of(r, sqlite3_column_int64(st, 3));
+    row->device = sqlite3_column_int64(st, 4);
+    row->stream = sqlite3_column_int64(st, 5);
+    row->range_id = sqlite3_column_int64(st, 6);
+    row->tid = tid_of(r, sqlite3_column_int64(st, 7));
     if (kind == KERNELS_ROW_KERNEL) {
-        row->name = name_info_of(r, column_int(st, 8, 0));
+        row->name = name_info_of(r, sqlite3_column_int64(st, 8));
         if (!row->name)
             return -ENOMEM;
         for (int i = 0; i < 3; i++) {
-            row->grid[i] = column_int(st, 9 + i, -1);
-            row->block[i] = column_int(st, 12 + i, -1);
+            row->grid[i] = sqlite3_column_int64(st, 9 + i);
+            row->block[i] = sqlite3_column_int64(st, 12 + i);
         }
-        row->regs = column_int(st, 15, -1);
-        int64_t static_smem = column_int(st, 16, -1), dynamic_smem = column_int(st, 17, -1);
+        row->regs = sqlite3_column_int64(st, 15);
+        int64_t static_smem = sqlite3_column_int64(st, 16);
+        int64_t dynamic_smem = sqlite3_column_int64(st, 17);
         row->smem = static_smem < 0 && dynamic_smem < 0 ? -1
-                    : (static_smem > 0 ? static_smem : 0) + (dynamic_smem > 0 ? dynamic_smem : 0);
+                                                        : (static_smem > 0 ? static_smem : 0) +
+                                                              (dynamic_smem > 0 ? dynamic_smem : 0);
         return 0;
     }
-    row->copy_bytes = column_int(st, 8, -1);
+    row->copy_bytes = sqlite3_column_int64(st, 8);
     if (kind == KERNELS_ROW_MEMCPY) {
         const char *copy_kind = (const char *)sqlite3_column_text(st, 9);
-        row->copy_kind = copy_kind ? kernels_arena_strndup(&r->arena, copy_kind, strlen(copy_kind))
-                                   : "na";
+        row->copy_kind =
+            copy_kind ? kernels_arena_strndup(&r->arena, copy_kind, strlen(copy_kind)) : "na";
         if (!row->copy_kind)
             return -ENOMEM;
     }
@@ -370,17 +535,44 @@ static int compare_rows(const void *a, const void *b)
     return (x->end_ns > y->end_ns) - (x->end_ns < y->end_ns);
 }
 
+/* Sizes the row array once: growing a million rows by doubling copies them all twice. */
+static int reserve_rows(struct report *r, int no_memops)
+{
+    sqlite3_stmt *st;
+    const char *sql = no_memops
+                          ? "SELECT count(*) FROM kernels"
+                          : "SELECT (SELECT count(*) FROM kernels) +"
+                            " (SELECT count(*) FROM memcpys) + (SELECT count(*) FROM memsets)";
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    int64_t count = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (count <= 0)
+        return 0;
+    struct kernels_row *rows = malloc((size_t)count * sizeof *rows);
+    if (!rows)
+        return -ENOMEM;
+    r->rows.rows = rows;
+    r->row_capacity = (size_t)count;
+    return 0;
+}
+
 static int load_rows(struct report *r, int no_memops)
 {
     static const char kernels_sql[] =
-        "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.demangled_id, x.name_id), x.grid_x, x.grid_y,"
-        " x.grid_z, x.block_x, x.block_y, x.block_z, x.regs_per_thread, x.static_smem,"
-        " x.dynamic_smem FROM kernels x" ACTIVITY_JOIN;
+        "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.demangled_id, x.name_id, 0),"
+        " COALESCE(x.grid_x, -1), COALESCE(x.grid_y, -1), COALESCE(x.grid_z, -1),"
+        " COALESCE(x.block_x, -1), COALESCE(x.block_y, -1), COALESCE(x.block_z, -1),"
+        " COALESCE(x.regs_per_thread, -1), COALESCE(x.static_smem, -1),"
+        " COALESCE(x.dynamic_smem, -1) FROM kernels x" ACTIVITY_JOIN;
     static const char memcpys_sql[] =
-        "SELECT " ACTIVITY_COLUMNS ", x.bytes, x.copy_kind FROM memcpys x" ACTIVITY_JOIN;
+        "SELECT " ACTIVITY_COLUMNS
+        ", COALESCE(x.bytes, -1), x.copy_kind FROM memcpys x" ACTIVITY_JOIN;
     static const char memsets_sql[] =
-        "SELECT " ACTIVITY_COLUMNS ", x.bytes FROM memsets x" ACTIVITY_JOIN;
-    int rc = load_activities(r, kernels_sql, KERNELS_ROW_KERNEL);
+        "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.bytes, -1) FROM memsets x" ACTIVITY_JOIN;
+    int rc = reserve_rows(r, no_memops);
+    if (rc == 0)
+        rc = load_activities(r, kernels_sql, KERNELS_ROW_KERNEL);
     if (rc == 0 && !no_memops)
         rc = load_activities(r, memcpys_sql, KERNELS_ROW_MEMCPY);
     if (rc == 0 && !no_memops)
@@ -394,22 +586,24 @@ static int load_rows(struct report *r, int no_memops)
 
 static struct op_instance *op_instance_of(struct report *r, int64_t op_range_id)
 {
-    struct op_instance *inst = kernels_map_get(&r->ops, op_range_id);
-    if (inst)
-        return inst;
-    inst = kernels_arena_alloc(&r->arena, sizeof *inst);
+    struct range_node *node = range_of(r, op_range_id);
+    if (node->op_instance)
+        return node->op_instance;
+    struct op_instance *inst = kernels_arena_alloc(&r->arena, sizeof *inst);
     if (!inst)
         return NULL;
     memset(inst, 0, sizeof *inst);
     inst->best_any = -1;
     for (int p = 0; p < KERNELS_PARTS; p++)
         inst->best[p] = -1;
-    if (kernels_map_put(&r->ops, op_range_id, inst) < 0)
-        return NULL;
+    node->op_instance = inst;
     return inst;
 }
 
-static int64_t duration(const struct kernels_row *row) { return row->end_ns - row->start_ns; }
+static int64_t duration(const struct kernels_row *row)
+{
+    return row->end_ns - row->start_ns;
+}
 
 static int is_longer(const struct kernels_rows *rows, int64_t candidate, int64_t best)
 {
@@ -438,6 +632,70 @@ static int remember_conv_output(struct report *r, const struct kernels_row *row)
     return kernels_map_put(&r->conv_out_by_seq, key, out);
 }
 
+static int forward_add(struct report *r, const struct kernels_row *row)
+{
+    struct forward_index *f = &r->forward;
+    for (int s = 0; s < row->ctx->chain_seq_count; s++) {
+        if (f->count == f->capacity) {
+            size_t capacity = f->capacity ? f->capacity * 2 : 1024;
+            struct forward_entry *grown = realloc(f->entries, capacity * sizeof *grown);
+            if (!grown)
+                return -ENOMEM;
+            f->entries = grown;
+            f->capacity = capacity;
+        }
+        f->entries[f->count] = (struct forward_entry){row->process_id, row->ctx->chain_seqs[s],
+                                                      f->count, row->ctx};
+        f->count++;
+    }
+    return 0;
+}
+
+static int compare_forward(const void *a, const void *b)
+{
+    const struct forward_entry *x = a, *y = b;
+    if (x->process_id != y->process_id)
+        return x->process_id < y->process_id ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The forward launch a backward node's seq points at: the first one with that seq or, when
+ * the forward op launched nothing (views, selects), the last one before it, the op that ran
+ * just before it in the forward pass. NULL when the process has none before. */
+static const struct kernels_context *forward_of(const struct report *r, int64_t process_id,
+                                                int64_t seq)
+{
+    const struct forward_index *f = &r->forward;
+    size_t lo = 0, hi = f->count;
+    while (lo < hi) { /* first entry >= (process_id, seq) */
+        size_t mid = lo + (hi - lo) / 2;
+        const struct forward_entry *e = &f->entries[mid];
+        if (e->process_id < process_id || (e->process_id == process_id && e->seq < seq))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < f->count && f->entries[lo].process_id == process_id && f->entries[lo].seq == seq)
+        return f->entries[lo].ctx;
+    if (lo > 0 && f->entries[lo - 1].process_id == process_id)
+        return f->entries[lo - 1].ctx;
+    return NULL;
+}
+
+/* Kernels whose names do not give their dtype (cuBLAS's nvjet GEMMs) are assumed to work on
+ * the dtype of the last earlier kernel of the process whose name does: in a bf16 model the
+ * elementwise kernels around a GEMM say bf16. Such figures are marked assumed. */
+static int remember_dtype(struct report *r, struct kernels_row *row)
+{
+    int64_t last = (int64_t)(intptr_t)kernels_map_get(&r->last_dtype, row->process_id);
+    row->assumed_dtype = (enum kernels_dtype)last;
+    if (row->name->dtype == KERNELS_DTYPE_UNKNOWN)
+        return 0;
+    return kernels_map_put(&r->last_dtype, row->process_id, (void *)(intptr_t)row->name->dtype);
+}
+
 /* First pass, in start order: contexts, numbering within ops, main-kernel candidates, and
  * the forward ops by sequence number. */
 static int attribute_first_pass(struct report *r)
@@ -461,17 +719,14 @@ static int attribute_first_pass(struct report *r)
                     inst->best_any = (int64_t)i;
             }
         }
-        if (ctx->dir == KERNELS_DIR_FWD) {
-            for (int s = 0; s < ctx->chain_seq_count; s++) {
-                int64_t key = seq_key(row->process_id, ctx->chain_seqs[s]);
-                if (!kernels_map_get(&r->forward_by_seq, key) &&
-                    kernels_map_put(&r->forward_by_seq, key, (void *)ctx) < 0)
-                    return -ENOMEM;
-            }
-        }
+        if (ctx->dir == KERNELS_DIR_FWD && ctx->layer && forward_add(r, row) < 0)
+            return -ENOMEM;
         if (ctx->op && remember_conv_output(r, row) < 0)
             return -ENOMEM;
+        if (row->kind == KERNELS_ROW_KERNEL && remember_dtype(r, row) < 0)
+            return -ENOMEM;
     }
+    qsort(r->forward.entries, r->forward.count, sizeof *r->forward.entries, compare_forward);
     return 0;
 }
 
@@ -493,15 +748,18 @@ static int model_instance(struct report *r, struct op_instance *inst, const stru
     inst->model_done = 1;
     for (int p = 0; p < KERNELS_PARTS; p++)
         inst->flops[p] = inst->bytes[p] = -1;
-    enum kernels_dtype dtype = inst->best_any >= 0 ? r->rows.rows[inst->best_any].name->dtype
-                                                   : KERNELS_DTYPE_UNKNOWN;
+    const struct kernels_row *main_row = inst->best_any >= 0 ? &r->rows.rows[inst->best_any] : NULL;
+    enum kernels_dtype dtype = main_row ? main_row->name->dtype : KERNELS_DTYPE_UNKNOWN;
+    inst->dtype_assumed = dtype == KERNELS_DTYPE_UNKNOWN;
+    if (inst->dtype_assumed && main_row)
+        dtype = main_row->assumed_dtype;
+    if (kernels_dtype_bytes(dtype) == 0) /* no earlier kernel said either */
+        dtype = KERNELS_DTYPE_FP32;
+    inst->dtype = dtype;
     int elem_bytes = kernels_dtype_bytes(dtype);
-    inst->dtype_assumed = elem_bytes == 0;
-    if (inst->dtype_assumed)
-        elem_bytes = 4; /* fp32, marked with '*' in the output */
     struct kernels_shapes shapes = {0};
-    int have_shapes = row->ctx->sizes &&
-                      kernels_shapes_parse(row->ctx->sizes, row->ctx->sizes_len, &shapes) == 0;
+    int have_shapes =
+        row->ctx->sizes && kernels_shapes_parse(row->ctx->sizes, row->ctx->sizes_len, &shapes) == 0;
     struct kernels_op_model model;
     kernels_op_model(row->ctx->op, &shapes, elem_bytes, conv_output_of(r, row), &model);
     inst->known = have_shapes && model.known;
@@ -511,14 +769,15 @@ static int model_instance(struct report *r, struct op_instance *inst, const stru
         memcpy(inst->flops, model.flops, sizeof inst->flops);
         memcpy(inst->bytes, model.bytes, sizeof inst->bytes);
     }
-    inst->split_by_name = model.split && (inst->best[KERNELS_PART_DGRAD] >= 0 ||
-                                          inst->best[KERNELS_PART_WGRAD] >= 0);
+    inst->split_by_name =
+        model.split && (inst->best[KERNELS_PART_DGRAD] >= 0 || inst->best[KERNELS_PART_WGRAD] >= 0);
     char params[160];
+    const char *assumed = inst->dtype_assumed ? "*" : "";
     if (!have_shapes)
-        snprintf(params, sizeof params, "%s", kernels_dtype_name(dtype));
+        snprintf(params, sizeof params, "%s%s", kernels_dtype_name(dtype), assumed);
     else
-        snprintf(params, sizeof params, "%s%s%s", model.params, model.params[0] ? "," : "",
-                 kernels_dtype_name(dtype));
+        snprintf(params, sizeof params, "%s%s%s%s", model.params, model.params[0] ? "," : "",
+                 kernels_dtype_name(dtype), assumed);
     inst->params = kernels_arena_strndup(&r->arena, params, strlen(params));
     return inst->params ? 0 : -ENOMEM;
 }
@@ -541,7 +800,10 @@ static void attribute_figures(const struct op_instance *inst, struct kernels_row
     }
     row->flops = part >= 0 ? inst->flops[part] : 0;
     row->bytes = part >= 0 ? inst->bytes[part] : 0;
-    row->dtype_assumed = part >= 0 && inst->dtype_assumed && row->bytes > 0;
+    if (part >= 0) {
+        row->dtype = inst->dtype;
+        row->dtype_assumed = inst->dtype_assumed;
+    }
     if (part >= 0) {
         struct kernels_hint_input hint = {
             .is_gemm_like = inst->is_gemm_like, .dtype = row->name->dtype, .tc = row->name->tc};
@@ -558,8 +820,7 @@ static int attribute_second_pass(struct report *r)
         row->layer = ctx->layer;
         row->mod = ctx->mod;
         if (ctx->dir == KERNELS_DIR_BWD && ctx->seq >= 0) {
-            const struct kernels_context *fwd =
-                kernels_map_get(&r->forward_by_seq, seq_key(row->process_id, ctx->seq));
+            const struct kernels_context *fwd = forward_of(r, row->process_id, ctx->seq);
             if (fwd && fwd->layer) {
                 row->layer = fwd->layer;
                 row->mod = fwd->mod;
@@ -572,12 +833,12 @@ static int attribute_second_pass(struct report *r)
         }
         row->dtype = row->name->dtype;
         int64_t blocks = row->grid[0] * row->grid[1] * row->grid[2];
-        struct kernels_hint_input grid_hint = {
-            .blocks = row->grid[0] < 0 ? -1 : blocks, .sm_count = row->gpu ? row->gpu->sm_count : -1};
+        struct kernels_hint_input grid_hint = {.blocks = row->grid[0] < 0 ? -1 : blocks,
+                                               .sm_count = row->gpu ? row->gpu->sm_count : -1};
         row->hints = kernels_hints(&grid_hint);
         if (!ctx->op_range_id)
             continue;
-        struct op_instance *inst = kernels_map_get(&r->ops, ctx->op_range_id);
+        struct op_instance *inst = range_of(r, ctx->op_range_id)->op_instance;
         if (!inst->model_done && model_instance(r, inst, row) < 0)
             return -ENOMEM;
         row->params = inst->params;
@@ -591,9 +852,13 @@ static int attribute_second_pass(struct report *r)
 static void report_release(struct report *r)
 {
     sqlite3_finalize(r->get_string);
-    sqlite3_finalize(r->get_range);
-    struct kernels_map *maps[] = {&r->strings, &r->ranges, &r->contexts, &r->names,
-                                  &r->forward_by_seq, &r->conv_out_by_seq, &r->ops};
+    free(r->ranges.ids);
+    free(r->ranges.parents);
+    free(r->ranges.nodes);
+    free(r->ranges.direct);
+    free(r->forward.entries);
+    struct kernels_map *maps[] = {&r->strings, &r->names, &r->tids, &r->last_dtype,
+                                  &r->conv_out_by_seq};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         kernels_map_release(maps[i]);
     kernels_arena_release(&r->arena);
@@ -611,12 +876,16 @@ int kernels_report(sqlite3 *db, const struct kernels_options *opt, FILE *out)
     r.db = db;
     r.empty_context.seq = r.empty_context.altseq = -1;
     int rc = -EIO;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &r.get_string,
-                           NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT parent_id, name_id FROM ranges WHERE id = ?", -1,
-                           &r.get_range, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &r.get_string, NULL) !=
+        SQLITE_OK)
         goto fail;
-    if ((rc = load_gpus(&r)) < 0 || (rc = load_rows(&r, opt->no_memops)) < 0)
+    if ((rc = load_gpus(&r)) < 0 || (rc = load_threads(&r)) < 0 ||
+        (rc = load_rows(&r, opt->no_memops)) < 0)
+        goto fail;
+    if ((rc = load_range_ids(&r)) < 0)
+        goto fail;
+    mark_needed_ranges(&r);
+    if ((rc = load_range_names(&r)) < 0)
         goto fail;
     if ((rc = attribute_first_pass(&r)) < 0 || (rc = attribute_second_pass(&r)) < 0)
         goto fail;

@@ -10,11 +10,11 @@
 enum kernels_format { KERNELS_FORMAT_TEXT, KERNELS_FORMAT_CSV, KERNELS_FORMAT_JSON };
 
 struct kernels_options {
-    const char *columns;        /* "idx,op,kernel"; NULL for the default set */
-    int width;                  /* text format: total line width to fit (0: no limit) */
+    const char *columns; /* "idx,op,kernel"; NULL for the default set */
+    int width;           /* text format: total line width to fit (0: no limit) */
     enum kernels_format format;
-    int no_memops;              /* 1: kernels only, no memcpy/memset rows */
-    int hints_only;             /* 1: only rows with a hint, and the hints column added */
+    int no_memops;  /* 1: kernels only, no memcpy/memset rows */
+    int hints_only; /* 1: only rows with a hint, and the hints column added */
 };
 
 /* Writes the report of database db to out. Returns 0; -EINVAL for an unknown column name

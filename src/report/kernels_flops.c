@@ -49,18 +49,33 @@ static double broadcast_elems(const struct kernels_shapes *s, int first, int las
     return n;
 }
 
-static void params_append(struct kernels_op_model *m, const char *fmt, long long a)
+/* Appends label then the decimal value (no printf: the report models every op instance). */
+static void params_append(struct kernels_op_model *m, const char *label, long long value)
 {
-    size_t used = strlen(m->params);
-    if (used + 1 < sizeof m->params)
-        snprintf(m->params + used, sizeof m->params - used, fmt, a);
+    char digits[24];
+    size_t used = strlen(m->params), label_len = strlen(label), n = 0;
+    unsigned long long v = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (value < 0)
+        digits[n++] = '-';
+    if (used + label_len + n + 1 > sizeof m->params)
+        return;
+    memcpy(m->params + used, label, label_len);
+    used += label_len;
+    while (n)
+        m->params[used++] = digits[--n];
+    m->params[used] = '\0';
 }
 
 static void params_append_text(struct kernels_op_model *m, const char *text)
 {
-    size_t used = strlen(m->params);
-    if (used + 1 < sizeof m->params)
-        snprintf(m->params + used, sizeof m->params - used, "%s", text);
+    size_t used = strlen(m->params), len = strlen(text);
+    if (used + len + 1 > sizeof m->params)
+        return;
+    memcpy(m->params + used, text, len + 1);
 }
 
 /* " ,in=56x56": a label, then dims from index `from` joined by 'x'. */
@@ -69,7 +84,7 @@ static void params_dims(struct kernels_op_model *m, const char *label, const int
 {
     params_append_text(m, label);
     for (int d = from; d < ndims; d++)
-        params_append(m, d > from ? "x%lld" : "%lld", (long long)dims[d]);
+        params_append(m, d > from ? "x" : "", (long long)dims[d]);
 }
 
 /* "64x128,-,3" : every input's shape, dims joined by 'x', non-tensors as '-'. */
@@ -104,11 +119,13 @@ static void gemm(struct kernels_op_model *m, double batch, int64_t M, int64_t N,
     m->gemm_mnk[1] = N;
     m->gemm_mnk[2] = K;
     m->params[0] = '\0';
-    if (batch != 1)
-        params_append(m, "B=%lld,", (long long)batch);
-    params_append(m, "M=%lld", M);
-    params_append(m, ",N=%lld", N);
-    params_append(m, ",K=%lld", K);
+    if (batch != 1) {
+        params_append(m, "B=", (long long)batch);
+        params_append_text(m, ",");
+    }
+    params_append(m, "M=", M);
+    params_append(m, ",N=", N);
+    params_append(m, ",K=", K);
 }
 
 /* a: [.., M, K] (or [K]), b: [.., K, N] (or [K]); leading dims broadcast. */
@@ -159,11 +176,11 @@ static void model_attention(struct kernels_op_model *m, const struct kernels_sha
     set_total(m, flops, (backward ? 2 * io : io) * e);
     m->is_gemm_like = 1;
     m->params[0] = '\0';
-    params_append(m, "B=%lld", (long long)B);
-    params_append(m, ",H=%lld", (long long)H);
-    params_append(m, ",L=%lld", (long long)L);
-    params_append(m, ",S=%lld", (long long)S);
-    params_append(m, ",E=%lld", (long long)E);
+    params_append(m, "B=", (long long)B);
+    params_append(m, ",H=", (long long)H);
+    params_append(m, ",L=", (long long)L);
+    params_append(m, ",S=", (long long)S);
+    params_append(m, ",E=", (long long)E);
 }
 
 /* ---- convolution -------------------------------------------------------------------------- */
@@ -181,9 +198,9 @@ static void conv_params(struct kernels_op_model *m, const struct kernels_shapes 
                         const int64_t *out, int out_ndims)
 {
     m->params[0] = '\0';
-    params_append(m, "N=%lld", s->dims[x][0]);
-    params_append(m, ",C=%lld", s->dims[x][1]);
-    params_append(m, ",K=%lld", s->dims[w][0]);
+    params_append(m, "N=", s->dims[x][0]);
+    params_append(m, ",C=", s->dims[x][1]);
+    params_append(m, ",K=", s->dims[w][0]);
     params_dims(m, ",in=", s->dims[x], 2, s->ndims[x]);
     params_dims(m, ",k=", s->dims[w], 2, s->ndims[w]);
     if (out)
@@ -255,12 +272,13 @@ static void model_conv_backward(struct kernels_op_model *m, const struct kernels
 /* ---- element-wise, normalisation, losses, reductions --------------------------------------- */
 
 enum shape_rule {
-    RULE_UNARY,     /* out = input 0 */
-    RULE_BINARY,    /* out = broadcast(input 0, input 1) */
-    RULE_TERNARY,   /* out = broadcast(inputs 0..2) */
-    RULE_FILL,      /* writes input 0, reads nothing */
-    RULE_ROWS,      /* softmax-like: out = input 0, reads grad_output/output too (backward) */
-    RULE_REDUCE,    /* reads input 0; the (smaller) output is not counted */
+    RULE_UNARY,   /* out = input 0 */
+    RULE_BINARY,  /* out = broadcast(input 0, input 1) */
+    RULE_TERNARY, /* out = broadcast(inputs 0..2) */
+    RULE_FILL,    /* writes input 0, reads nothing */
+    RULE_COPY,    /* copy_(self, src): reads src, writes self */
+    RULE_ROWS,    /* softmax-like: out = input 0, reads grad_output/output too (backward) */
+    RULE_REDUCE,  /* reads input 0; the (smaller) output is not counted */
 };
 
 struct pointwise_model {
@@ -273,59 +291,105 @@ struct pointwise_model {
 /* Per-element FLOP counts (docs/kernels.md explains each). Unary math functions count one FLOP
  * per element whatever their hardware cost, as PyProf does. */
 static const struct pointwise_model pointwise_models[] = {
-    {"relu", RULE_UNARY, 1, 0},        {"gelu", RULE_UNARY, 1, 0},
-    {"silu", RULE_UNARY, 1, 0},        {"sigmoid", RULE_UNARY, 1, 0},
-    {"tanh", RULE_UNARY, 1, 0},        {"exp", RULE_UNARY, 1, 0},
-    {"log", RULE_UNARY, 1, 0},         {"neg", RULE_UNARY, 1, 0},
-    {"abs", RULE_UNARY, 1, 0},         {"sqrt", RULE_UNARY, 1, 0},
-    {"rsqrt", RULE_UNARY, 1, 0},       {"reciprocal", RULE_UNARY, 1, 0},
-    {"hardtanh", RULE_UNARY, 1, 0},    {"leaky_relu", RULE_UNARY, 1, 0},
-    {"elu", RULE_UNARY, 1, 0},         {"clamp", RULE_UNARY, 1, 0},
-    {"clamp_min", RULE_UNARY, 1, 0},   {"clamp_max", RULE_UNARY, 1, 0},
-    {"threshold", RULE_UNARY, 1, 0},   {"hardswish", RULE_UNARY, 1, 0},
-    {"hardsigmoid", RULE_UNARY, 1, 0}, {"mish", RULE_UNARY, 1, 0},
-    {"softplus", RULE_UNARY, 1, 0},    {"erf", RULE_UNARY, 1, 0},
-    {"sin", RULE_UNARY, 1, 0},         {"cos", RULE_UNARY, 1, 0},
-    {"square", RULE_UNARY, 1, 0},      {"sign", RULE_UNARY, 1, 0},
-    {"add", RULE_BINARY, 1, 0},        {"sub", RULE_BINARY, 1, 0},
-    {"rsub", RULE_BINARY, 1, 0},       {"mul", RULE_BINARY, 1, 0},
-    {"div", RULE_BINARY, 1, 0},        {"pow", RULE_BINARY, 1, 0},
-    {"maximum", RULE_BINARY, 1, 0},    {"minimum", RULE_BINARY, 1, 0},
-    {"eq", RULE_BINARY, 1, 0},         {"ne", RULE_BINARY, 1, 0},
-    {"lt", RULE_BINARY, 1, 0},         {"le", RULE_BINARY, 1, 0},
-    {"gt", RULE_BINARY, 1, 0},         {"ge", RULE_BINARY, 1, 0},
+    {"relu", RULE_UNARY, 1, 0},
+    {"gelu", RULE_UNARY, 1, 0},
+    {"silu", RULE_UNARY, 1, 0},
+    {"sigmoid", RULE_UNARY, 1, 0},
+    {"tanh", RULE_UNARY, 1, 0},
+    {"exp", RULE_UNARY, 1, 0},
+    {"log", RULE_UNARY, 1, 0},
+    {"neg", RULE_UNARY, 1, 0},
+    {"abs", RULE_UNARY, 1, 0},
+    {"sqrt", RULE_UNARY, 1, 0},
+    {"rsqrt", RULE_UNARY, 1, 0},
+    {"reciprocal", RULE_UNARY, 1, 0},
+    {"hardtanh", RULE_UNARY, 1, 0},
+    {"leaky_relu", RULE_UNARY, 1, 0},
+    {"elu", RULE_UNARY, 1, 0},
+    {"clamp", RULE_UNARY, 1, 0},
+    {"clamp_min", RULE_UNARY, 1, 0},
+    {"clamp_max", RULE_UNARY, 1, 0},
+    {"threshold", RULE_UNARY, 1, 0},
+    {"hardswish", RULE_UNARY, 1, 0},
+    {"hardsigmoid", RULE_UNARY, 1, 0},
+    {"mish", RULE_UNARY, 1, 0},
+    {"softplus", RULE_UNARY, 1, 0},
+    {"erf", RULE_UNARY, 1, 0},
+    {"sin", RULE_UNARY, 1, 0},
+    {"cos", RULE_UNARY, 1, 0},
+    {"square", RULE_UNARY, 1, 0},
+    {"sign", RULE_UNARY, 1, 0},
+    {"add", RULE_BINARY, 1, 0},
+    {"sub", RULE_BINARY, 1, 0},
+    {"rsub", RULE_BINARY, 1, 0},
+    {"mul", RULE_BINARY, 1, 0},
+    {"div", RULE_BINARY, 1, 0},
+    {"pow", RULE_BINARY, 1, 0},
+    {"maximum", RULE_BINARY, 1, 0},
+    {"minimum", RULE_BINARY, 1, 0},
+    {"eq", RULE_BINARY, 1, 0},
+    {"ne", RULE_BINARY, 1, 0},
+    {"lt", RULE_BINARY, 1, 0},
+    {"le", RULE_BINARY, 1, 0},
+    {"gt", RULE_BINARY, 1, 0},
+    {"ge", RULE_BINARY, 1, 0},
     {"masked_fill", RULE_BINARY, 1, 0},
-    {"threshold_backward", RULE_BINARY, 1, 0}, {"gelu_backward", RULE_BINARY, 1, 0},
-    {"silu_backward", RULE_BINARY, 1, 0},      {"sigmoid_backward", RULE_BINARY, 1, 0},
-    {"tanh_backward", RULE_BINARY, 1, 0},      {"hardtanh_backward", RULE_BINARY, 1, 0},
-    {"leaky_relu_backward", RULE_BINARY, 1, 0}, {"elu_backward", RULE_BINARY, 1, 0},
-    {"hardswish_backward", RULE_BINARY, 1, 0}, {"mish_backward", RULE_BINARY, 1, 0},
+    {"threshold_backward", RULE_BINARY, 1, 0},
+    {"gelu_backward", RULE_BINARY, 1, 0},
+    {"silu_backward", RULE_BINARY, 1, 0},
+    {"sigmoid_backward", RULE_BINARY, 1, 0},
+    {"tanh_backward", RULE_BINARY, 1, 0},
+    {"hardtanh_backward", RULE_BINARY, 1, 0},
+    {"leaky_relu_backward", RULE_BINARY, 1, 0},
+    {"elu_backward", RULE_BINARY, 1, 0},
+    {"hardswish_backward", RULE_BINARY, 1, 0},
+    {"mish_backward", RULE_BINARY, 1, 0},
     {"softplus_backward", RULE_BINARY, 1, 0},
-    {"addcmul", RULE_TERNARY, 3, 0},   {"addcdiv", RULE_TERNARY, 3, 0},
-    {"lerp", RULE_TERNARY, 3, 0},      {"where", RULE_TERNARY, 1, 0},
-    {"copy", RULE_BINARY, 0, 0},       {"_to_copy", RULE_UNARY, 0, 0},
-    {"clone", RULE_UNARY, 0, 0},       {"contiguous", RULE_UNARY, 0, 0},
-    {"fill", RULE_FILL, 0, 0},         {"zero", RULE_FILL, 0, 0},
-    {"_softmax", RULE_ROWS, 5, 1},     {"softmax", RULE_ROWS, 5, 1},
-    {"_log_softmax", RULE_ROWS, 5, 1}, {"log_softmax", RULE_ROWS, 5, 1},
+    {"addcmul", RULE_TERNARY, 3, 0},
+    {"addcdiv", RULE_TERNARY, 3, 0},
+    {"lerp", RULE_TERNARY, 3, 0},
+    {"where", RULE_TERNARY, 1, 0},
+    {"copy", RULE_COPY, 0, 0},
+    {"_to_copy", RULE_UNARY, 0, 0},
+    {"clone", RULE_UNARY, 0, 0},
+    {"contiguous", RULE_UNARY, 0, 0},
+    {"fill", RULE_FILL, 0, 0},
+    {"zero", RULE_FILL, 0, 0},
+    {"_softmax", RULE_ROWS, 5, 1},
+    {"softmax", RULE_ROWS, 5, 1},
+    {"_log_softmax", RULE_ROWS, 5, 1},
+    {"log_softmax", RULE_ROWS, 5, 1},
     {"_softmax_backward_data", RULE_ROWS, 4, 2},
     {"_log_softmax_backward_data", RULE_ROWS, 4, 2},
-    {"native_layer_norm", RULE_ROWS, 8, 1},    {"layer_norm", RULE_ROWS, 8, 1},
-    {"native_batch_norm", RULE_ROWS, 8, 1},    {"_native_batch_norm_legit", RULE_ROWS, 8, 1},
-    {"cudnn_batch_norm", RULE_ROWS, 8, 1},     {"batch_norm", RULE_ROWS, 8, 1},
-    {"native_group_norm", RULE_ROWS, 8, 1},    {"group_norm", RULE_ROWS, 8, 1},
-    {"_fused_rms_norm", RULE_ROWS, 4, 1},      {"rms_norm", RULE_ROWS, 4, 1},
+    {"native_layer_norm", RULE_ROWS, 8, 1},
+    {"layer_norm", RULE_ROWS, 8, 1},
+    {"native_batch_norm", RULE_ROWS, 8, 1},
+    {"_native_batch_norm_legit", RULE_ROWS, 8, 1},
+    {"cudnn_batch_norm", RULE_ROWS, 8, 1},
+    {"batch_norm", RULE_ROWS, 8, 1},
+    {"native_group_norm", RULE_ROWS, 8, 1},
+    {"group_norm", RULE_ROWS, 8, 1},
+    {"_fused_rms_norm", RULE_ROWS, 4, 1},
+    {"rms_norm", RULE_ROWS, 4, 1},
     {"native_layer_norm_backward", RULE_ROWS, 13, 2},
     {"native_batch_norm_backward", RULE_ROWS, 13, 2},
     {"native_group_norm_backward", RULE_ROWS, 13, 2},
-    {"mse_loss", RULE_REDUCE, 3, 0},   {"sum", RULE_REDUCE, 1, 0},
-    {"mean", RULE_REDUCE, 1, 0},       {"prod", RULE_REDUCE, 1, 0},
-    {"amax", RULE_REDUCE, 1, 0},       {"amin", RULE_REDUCE, 1, 0},
-    {"max", RULE_REDUCE, 1, 0},        {"min", RULE_REDUCE, 1, 0},
-    {"argmax", RULE_REDUCE, 1, 0},     {"argmin", RULE_REDUCE, 1, 0},
-    {"norm", RULE_REDUCE, 2, 0},       {"linalg_vector_norm", RULE_REDUCE, 2, 0},
-    {"var", RULE_REDUCE, 3, 0},        {"std", RULE_REDUCE, 3, 0},
-    {"var_mean", RULE_REDUCE, 3, 0},   {"std_mean", RULE_REDUCE, 3, 0},
+    {"mse_loss", RULE_REDUCE, 3, 0},
+    {"sum", RULE_REDUCE, 1, 0},
+    {"mean", RULE_REDUCE, 1, 0},
+    {"prod", RULE_REDUCE, 1, 0},
+    {"amax", RULE_REDUCE, 1, 0},
+    {"amin", RULE_REDUCE, 1, 0},
+    {"max", RULE_REDUCE, 1, 0},
+    {"min", RULE_REDUCE, 1, 0},
+    {"argmax", RULE_REDUCE, 1, 0},
+    {"argmin", RULE_REDUCE, 1, 0},
+    {"norm", RULE_REDUCE, 2, 0},
+    {"linalg_vector_norm", RULE_REDUCE, 2, 0},
+    {"var", RULE_REDUCE, 3, 0},
+    {"std", RULE_REDUCE, 3, 0},
+    {"var_mean", RULE_REDUCE, 3, 0},
+    {"std_mean", RULE_REDUCE, 3, 0},
     {"logsumexp", RULE_REDUCE, 3, 0},
 };
 
@@ -361,6 +425,9 @@ static int model_pointwise(struct kernels_op_model *m, const char *op,
             break;
         case RULE_FILL:
             set_total(m, 0, in0 * e);
+            break;
+        case RULE_COPY:
+            set_total(m, 0, (in0 + elems(s, 1)) * e);
             break;
         case RULE_ROWS: {
             /* other inputs of input-0 size are already in `reads`; small ones (weight,
@@ -405,8 +472,8 @@ static void model_embedding(struct kernels_op_model *m, const struct kernels_sha
 
 /* nll_loss_forward(self [N, C], target [N], ..): picks N values; nll_loss_backward(grad,
  * self [N, C], target, ..): writes grad_input [N, C]. */
-static void model_nll_loss(struct kernels_op_model *m, const struct kernels_shapes *s,
-                           int backward, int e)
+static void model_nll_loss(struct kernels_op_model *m, const struct kernels_shapes *s, int backward,
+                           int e)
 {
     int x = backward ? 1 : 0, t = backward ? 2 : 1;
     if (!has_tensor(s, x))
@@ -437,19 +504,33 @@ static int op_is(const char *op, const char *const *names)
 void kernels_op_model(const char *op, const struct kernels_shapes *s, int e,
                       const struct kernels_conv_output *conv_output, struct kernels_op_model *m)
 {
-    static const char *const conv_fwd[] = {
-        "convolution", "_convolution", "cudnn_convolution", "conv1d", "conv2d", "conv3d",
-        "_slow_conv2d_forward", "_conv_depthwise2d", "conv_depthwise3d", "slow_conv3d_forward",
-        "cudnn_convolution_relu", "cudnn_convolution_add_relu", "_nnpack_spatial_convolution",
-        NULL};
-    static const char *const conv_transposed[] = {
-        "cudnn_convolution_transpose", "conv_transpose1d", "conv_transpose2d",
-        "conv_transpose3d", "slow_conv_transpose2d", "slow_conv_transpose3d", NULL};
+    static const char *const conv_fwd[] = {"convolution",
+                                           "_convolution",
+                                           "cudnn_convolution",
+                                           "conv1d",
+                                           "conv2d",
+                                           "conv3d",
+                                           "_slow_conv2d_forward",
+                                           "_conv_depthwise2d",
+                                           "conv_depthwise3d",
+                                           "slow_conv3d_forward",
+                                           "cudnn_convolution_relu",
+                                           "cudnn_convolution_add_relu",
+                                           "_nnpack_spatial_convolution",
+                                           NULL};
+    static const char *const conv_transposed[] = {"cudnn_convolution_transpose",
+                                                  "conv_transpose1d",
+                                                  "conv_transpose2d",
+                                                  "conv_transpose3d",
+                                                  "slow_conv_transpose2d",
+                                                  "slow_conv_transpose3d",
+                                                  NULL};
     static const char *const conv_bwd[] = {"convolution_backward",
                                            "convolution_backward_overrideable", NULL};
     static const char *const attn_bhle[] = {
         "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-        "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention", NULL};
+        "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention",
+        "_cudnn_attention_forward", NULL};
     static const char *const attn_blhe[] = {"_flash_attention_forward",
                                             "_efficient_attention_forward", NULL};
 
@@ -473,7 +554,8 @@ void kernels_op_model(const char *op, const struct kernels_shapes *s, int e,
         model_attention(m, s, 0, 0, 0, e);
     else if (strcmp(op, "_scaled_dot_product_flash_attention_backward") == 0 ||
              strcmp(op, "_scaled_dot_product_efficient_attention_backward") == 0 ||
-             strcmp(op, "_scaled_dot_product_cudnn_attention_backward") == 0)
+             strcmp(op, "_scaled_dot_product_cudnn_attention_backward") == 0 ||
+             strcmp(op, "_cudnn_attention_backward") == 0)
         model_attention(m, s, 1, 1, 1, e);
     else if (strcmp(op, "_flash_attention_backward") == 0 ||
              strcmp(op, "_efficient_attention_backward") == 0)

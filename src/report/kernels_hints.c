@@ -17,16 +17,22 @@
 #define SMEM_RESERVED_PER_BLOCK_SM80 1024
 #define MAX_REGS_PER_THREAD 255
 
-static int64_t round_up(int64_t x, int64_t unit) { return (x + unit - 1) / unit * unit; }
+static int64_t round_up(int64_t x, int64_t unit)
+{
+    return (x + unit - 1) / unit * unit;
+}
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
 
 double kernels_occupancy(const struct kernels_sm_limits *sm, int64_t block_threads,
                          int64_t regs_per_thread, int64_t smem_bytes)
 {
     if (sm->max_threads_per_sm <= 0 || sm->max_regs_per_sm <= 0 || sm->max_smem_per_sm <= 0 ||
-        sm->max_blocks_per_sm <= 0 || block_threads <= 0 || regs_per_thread < 0 ||
-        smem_bytes < 0 || regs_per_thread > MAX_REGS_PER_THREAD)
+        sm->max_blocks_per_sm <= 0 || block_threads <= 0 || regs_per_thread < 0 || smem_bytes < 0 ||
+        regs_per_thread > MAX_REGS_PER_THREAD)
         return -1;
     int64_t max_warps = sm->max_threads_per_sm / WARP_SIZE;
     int64_t warps_per_block = round_up(block_threads, WARP_SIZE) / WARP_SIZE;

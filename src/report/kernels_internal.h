@@ -55,14 +55,14 @@ struct kernels_name_info {
  * innermost range. Strings are NULL when unknown. */
 struct kernels_context {
     enum kernels_dir dir;
-    const char *layer;       /* user ranges, outermost first, joined by '/' */
-    const char *mod;         /* innermost user range */
-    const char *op;          /* innermost PyTorch op, without the "aten::" namespace */
-    const char *node;        /* autograd node of a backward launch ("AddmmBackward0") */
-    const char *sizes;       /* the op's "sizes = [...]" text */
+    const char *layer; /* user ranges, outermost first, joined by '/' */
+    const char *mod;   /* innermost user range */
+    const char *op;    /* innermost PyTorch op, without the "aten::" namespace */
+    const char *node;  /* autograd node of a backward launch ("AddmmBackward0") */
+    const char *sizes; /* the op's "sizes = [...]" text */
     size_t sizes_len;
-    int64_t op_range_id;     /* the op instance (its range id); 0 without an op */
-    int64_t seq, altseq;     /* -1 when absent (see docs/kernels.md) */
+    int64_t op_range_id;                    /* the op instance (its range id); 0 without an op */
+    int64_t seq, altseq;                    /* -1 when absent (see docs/kernels.md) */
     int64_t chain_seqs[KERNELS_CHAIN_SEQS]; /* seqs of every op in the chain, for matching */
     int chain_seq_count;
 };
@@ -72,19 +72,20 @@ struct kernels_row {
     int64_t start_ns, end_ns;
     int64_t process_id, device, stream, tid; /* -1 when unknown */
     int64_t range_id;
-    int64_t grid[3], block[3], regs, smem;   /* -1 when unknown */
-    int64_t copy_bytes;                      /* memcpy/memset bytes */
-    const char *copy_kind;                   /* memcpy: "HtoD", ...; memset: NULL */
-    const struct kernels_name_info *name;    /* kernels only */
-    const struct kernels_gpu *gpu;           /* NULL when unknown */
-    const struct kernels_context *ctx;       /* never NULL (an empty context at worst) */
+    int64_t grid[3], block[3], regs, smem; /* -1 when unknown */
+    int64_t copy_bytes;                    /* memcpy/memset bytes */
+    const char *copy_kind;                 /* memcpy: "HtoD", ...; memset: NULL */
+    const struct kernels_name_info *name;  /* kernels only */
+    const struct kernels_gpu *gpu;         /* NULL when unknown */
+    const struct kernels_context *ctx;     /* never NULL (an empty context at worst) */
     /* filled by the attribution pass */
-    const char *layer, *mod;                 /* ctx's, or the forward op's for backward rows */
+    const char *layer, *mod; /* ctx's, or the forward op's for backward rows */
     const char *params;
-    int64_t sub;                             /* index within its op instance; -1 without op */
-    double flops, bytes;                     /* -1 when unknown */
-    int dtype_assumed;                       /* 1: bytes computed with an assumed fp32 dtype */
-    enum kernels_dtype dtype;
+    int64_t sub;         /* index within its op instance; -1 without op */
+    double flops, bytes; /* -1 when unknown */
+    int dtype_assumed;   /* 1: its figures use an assumed dtype (docs/kernels.md) */
+    enum kernels_dtype dtype;         /* the kernel's, or its op's assumed one */
+    enum kernels_dtype assumed_dtype; /* that of the last earlier kernel whose name says one */
     unsigned hints;
 };
 

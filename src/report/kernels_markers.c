@@ -87,8 +87,9 @@ static int is_backward_node_name(const char *name, size_t len)
  * (emit_nvtx omits ", seq" for ops outside autograd, e.g. in no_grad or inference). */
 static int is_op_namespace(const char *name)
 {
-    static const char *const namespaces[] = {"aten::", "prim::", "torchvision::", "c10d::",
-                                             "_c10d_functional::", "cuda::", "quantized::"};
+    static const char *const namespaces[] = {
+        "aten::", "prim::",     "torchvision::", "c10d::", "_c10d_functional::",
+        "cuda::", "quantized::"};
     for (size_t i = 0; i < sizeof namespaces / sizeof namespaces[0]; i++)
         if (starts_with(name, namespaces[i]))
             return 1;
@@ -103,10 +104,11 @@ void kernels_marker_parse(const char *text, struct kernels_marker *out)
     out->op_id = -1;
     out->name = text;
     out->name_len = strlen(text);
-    if (starts_with(text, engine_prefix)) {
+    if (starts_with(text, engine_prefix)) { /* newer PyTorch adds ", op_id = N" */
         out->kind = KERNELS_RANGE_ENGINE;
         out->name = text + strlen(engine_prefix);
-        out->name_len = strlen(out->name);
+        out->name_len = (size_t)(first_field(out->name) - out->name);
+        parse_fields(out->name + out->name_len, out);
         return;
     }
     if (starts_with(text, "Optimizer.")) {

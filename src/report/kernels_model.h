@@ -21,10 +21,10 @@ enum kernels_range_kind {
 
 struct kernels_marker {
     enum kernels_range_kind kind;
-    const char *name; /* points into the parsed text, not NUL-terminated at name_len */
-    size_t name_len;  /* "aten::addmm"; for user ranges the name without a "layer:" prefix */
-    int64_t seq;      /* -1 when absent */
-    int64_t op_id;    /* -1 when absent */
+    const char *name;  /* points into the parsed text, not NUL-terminated at name_len */
+    size_t name_len;   /* "aten::addmm"; for user ranges the name without a "layer:" prefix */
+    int64_t seq;       /* -1 when absent */
+    int64_t op_id;     /* -1 when absent */
     const char *sizes; /* "[[64, 128], [128]]" within the text, NULL when absent */
     size_t sizes_len;
 };
@@ -83,11 +83,11 @@ struct kernels_op_model {
     int known;                   /* 0: the op has no model or its shapes are missing */
     double flops[KERNELS_PARTS]; /* per part; PART_ALL holds the total */
     double bytes[KERNELS_PARTS];
-    int split;                   /* 1: flops/bytes of DGRAD and WGRAD are set */
-    int is_gemm_like;            /* matmul or convolution family (Tensor Core candidates) */
-    int64_t gemm_mnk[3];         /* M, N, K (GEMM) or output channels, input channels/group,
-                                    0 (conv); -1 when not a GEMM or conv; for hints */
-    char params[128];            /* "M=64,N=128,K=256" or the shapes, no spaces */
+    int split;           /* 1: flops/bytes of DGRAD and WGRAD are set */
+    int is_gemm_like;    /* matmul or convolution family (Tensor Core candidates) */
+    int64_t gemm_mnk[3]; /* M, N, K (GEMM) or output channels, input channels/group,
+                            0 (conv); -1 when not a GEMM or conv; for hints */
+    char params[128];    /* "M=64,N=128,K=256" or the shapes, no spaces */
 };
 
 /* Output spatial sizes of a forward convolution, when known from elsewhere (the matching

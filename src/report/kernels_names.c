@@ -8,7 +8,10 @@
 #include <ctype.h>
 #include <string.h>
 
-static int contains(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
+static int contains(const char *s, const char *needle)
+{
+    return strstr(s, needle) != NULL;
+}
 
 static int contains_any(const char *s, const char *const *needles)
 {
@@ -21,14 +24,22 @@ static int contains_any(const char *s, const char *const *needles)
 const char *kernels_dtype_name(enum kernels_dtype dtype)
 {
     switch (dtype) {
-    case KERNELS_DTYPE_FP64: return "fp64";
-    case KERNELS_DTYPE_FP32: return "fp32";
-    case KERNELS_DTYPE_TF32: return "tf32";
-    case KERNELS_DTYPE_FP16: return "fp16";
-    case KERNELS_DTYPE_BF16: return "bf16";
-    case KERNELS_DTYPE_FP8: return "fp8";
-    case KERNELS_DTYPE_INT8: return "int8";
-    case KERNELS_DTYPE_UNKNOWN: break;
+    case KERNELS_DTYPE_FP64:
+        return "fp64";
+    case KERNELS_DTYPE_FP32:
+        return "fp32";
+    case KERNELS_DTYPE_TF32:
+        return "tf32";
+    case KERNELS_DTYPE_FP16:
+        return "fp16";
+    case KERNELS_DTYPE_BF16:
+        return "bf16";
+    case KERNELS_DTYPE_FP8:
+        return "fp8";
+    case KERNELS_DTYPE_INT8:
+        return "int8";
+    case KERNELS_DTYPE_UNKNOWN:
+        break;
     }
     return "na";
 }
@@ -36,14 +47,19 @@ const char *kernels_dtype_name(enum kernels_dtype dtype)
 int kernels_dtype_bytes(enum kernels_dtype dtype)
 {
     switch (dtype) {
-    case KERNELS_DTYPE_FP64: return 8;
+    case KERNELS_DTYPE_FP64:
+        return 8;
     case KERNELS_DTYPE_FP32:
-    case KERNELS_DTYPE_TF32: return 4; /* tf32 is fp32 data through Tensor Cores */
+    case KERNELS_DTYPE_TF32:
+        return 4; /* tf32 is fp32 data through Tensor Cores */
     case KERNELS_DTYPE_FP16:
-    case KERNELS_DTYPE_BF16: return 2;
+    case KERNELS_DTYPE_BF16:
+        return 2;
     case KERNELS_DTYPE_FP8:
-    case KERNELS_DTYPE_INT8: return 1;
-    case KERNELS_DTYPE_UNKNOWN: break;
+    case KERNELS_DTYPE_INT8:
+        return 1;
+    case KERNELS_DTYPE_UNKNOWN:
+        break;
     }
     return 0;
 }
@@ -52,11 +68,15 @@ int kernels_dtype_bytes(enum kernels_dtype dtype)
  * contain ("bf16" before "f16", "tf32" before "f32"). */
 enum kernels_dtype kernels_name_dtype(const char *name)
 {
+    /* cuDNN's runtime-generated kernels say "f16" for both 16-bit types: a bf16 model on an
+     * H200 ran cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_... */
+    if (strncmp(name, "cudnn_generated_", 16) == 0)
+        return KERNELS_DTYPE_UNKNOWN;
     static const char *const bf16[] = {"bf16", "bfloat16", "BFloat16", NULL};
     static const char *const fp8[] = {"e4m3", "e5m2", "fp8", "Float8", NULL};
     static const char *const tf32[] = {"tf32", NULL};
-    static const char *const fp16[] = {"fp16", "f16", "Half", "half", "h884", "h1688",
-                                       "h16816", "hgemm", "hcudnn", NULL};
+    static const char *const fp16[] = {"fp16",  "f16",    "Half",  "half",   "h884",
+                                       "h1688", "h16816", "hgemm", "hcudnn", NULL};
     static const char *const int8[] = {"int8", "i8i8", "imma", NULL};
     static const char *const fp64[] = {"f64", "fp64", "double", "dgemm", "dmma", NULL};
     static const char *const fp32[] = {"f32", "fp32", "float", "sgemm", "scudnn", NULL};
@@ -97,21 +117,23 @@ static int has_mma_shape(const char *name)
 static int is_reduced_precision(enum kernels_dtype dtype)
 {
     return dtype == KERNELS_DTYPE_FP16 || dtype == KERNELS_DTYPE_BF16 ||
-           dtype == KERNELS_DTYPE_TF32 || dtype == KERNELS_DTYPE_FP8 ||
-           dtype == KERNELS_DTYPE_INT8;
+           dtype == KERNELS_DTYPE_TF32 || dtype == KERNELS_DTYPE_FP8 || dtype == KERNELS_DTYPE_INT8;
 }
 
 enum kernels_tc kernels_name_tensor_cores(const char *name)
 {
     /* Instruction or library names that only exist for Tensor Core code. */
-    static const char *const tc_markers[] = {"hmma",     "imma",    "dmma",  "wmma", "gmma",
-                                             "tensorop", "tcgen05", "nvjet", NULL};
+    /* (MmaTensorOp, OpClassTensorOp: CUTLASS templates in names CUPTI could not demangle) */
+    static const char *const tc_markers[] = {
+        "hmma",     "imma",    "dmma",  "wmma",        "gmma",
+        "tensorop", "tcgen05", "nvjet", "MmaTensorOp", "OpClassTensorOp",
+        NULL};
     /* CUDA-core (SIMT) GEMMs and kernels that do no matrix math at all. */
     static const char *const simt_markers[] = {
-        "simt",        "sgemm",        "dgemm",        "scudnn",      "gemv",
-        "gemmk1",      "gemmSN",       "splitKreduce", "triton_poi_", "triton_red_",
-        "triton_per_", "at::native::", "cudnn::bn_",   "elementwise", "reduce_kernel",
-        "nchwToNhwc",  "nhwcToNchw",   "cunn_",        "winograd",    NULL};
+        "simt",         "Simt",   "sgemm",        "dgemm",       "scudnn",        "gemv",
+        "gemmk1",       "gemmSN", "splitKreduce", "triton_poi_", "triton_red_",   "triton_per_",
+        "at::native::", "bn_fw_", "bn_bw_",       "elementwise", "reduce_kernel", "nchwToNhwc",
+        "nhwcToNchw",   "cunn_",  "winograd",     NULL};
     enum kernels_dtype dtype = kernels_name_dtype(name);
     if (contains_any(name, tc_markers) || has_mma_shape(name))
         return KERNELS_TC_YES;
@@ -130,14 +152,27 @@ enum kernels_tc kernels_name_tensor_cores(const char *name)
 
 enum kernels_part kernels_name_part(const char *name)
 {
-    if (contains(name, "dgrad"))
+    /* cuDNN: sm90_xmma_dgrad_..., wgrad_alg0_engine; CUTLASS: Conv2dWgradOutputGradient... */
+    if (contains(name, "dgrad") || contains(name, "Dgrad"))
         return KERNELS_PART_DGRAD;
-    if (contains(name, "wgrad"))
+    if (contains(name, "wgrad") || contains(name, "Wgrad"))
         return KERNELS_PART_WGRAD;
     return KERNELS_PART_ALL;
 }
 
-static int is_word_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+static int is_word_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+static const char anonymous_namespace[] = "(anonymous namespace)";
+
+/* Length of "(anonymous namespace)" at p, which is part of a name, not a parameter list. */
+static size_t anonymous_at(const char *p)
+{
+    size_t n = sizeof anonymous_namespace - 1;
+    return strncmp(p, anonymous_namespace, n) == 0 ? n : 0;
+}
 
 /* Start of the function name: after the return type, i.e. after the last space that is
  * outside template brackets and before the parameter list. */
@@ -146,7 +181,10 @@ static const char *skip_return_type(const char *name)
     int depth = 0;
     const char *start = name;
     for (const char *p = name; *p; p++) {
-        if (*p == '<')
+        size_t anonymous = anonymous_at(p);
+        if (anonymous)
+            p += anonymous - 1;
+        else if (*p == '<')
             depth++;
         else if (*p == '>')
             depth--;
@@ -170,7 +208,7 @@ char *kernels_name_short(const char *name, char *out, size_t size)
             depth++;
         else if (*p == '>')
             depth--;
-        else if (*p == '(' && depth == 0)
+        else if (*p == '(' && depth == 0 && !anonymous_at(p))
             break; /* the parameter list repeats the template's types */
         if (*p == ' ') {
             /* "unsigned int" -> "unsigned_int"; "a, b" -> "a,b" */

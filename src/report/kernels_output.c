@@ -1,7 +1,7 @@
 /* The columns of `lantern kernels` and its three writers: columnated text (space separated,
  * no spaces inside fields, so awk can read it; -w truncates the text columns to fit), CSV and
  * JSON. "na" (JSON null) wherever a value is unknown; a trailing '*' marks a figure computed
- * with an assumed fp32 dtype (JSON: "dtype_assumed": true). */
+ * with an assumed dtype, one the kernel name does not give (JSON: "dtype_assumed": true). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,10 +29,35 @@ struct column {
     column_fn fn;
 };
 
+/* The formatters below avoid printf: the report formats millions of fields and snprintf
+ * was most of its time (bench/bench_kernels.c). */
+
+static void put_text(struct field *f, const char *s, size_t len)
+{
+    if (len >= sizeof f->text)
+        len = sizeof f->text - 1;
+    memcpy(f->text, s, len);
+    f->text[len] = '\0';
+}
+
 static void put_na(struct field *f)
 {
-    strcpy(f->text, "na");
+    put_text(f, "na", 2);
     f->is_null = 1;
+}
+
+/* Decimal digits of v >= 0 at out; returns the count. */
+static size_t format_u64(uint64_t v, char *out)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = digits[n - 1 - i];
+    return n;
 }
 
 static void put_int(struct field *f, int64_t v)
@@ -41,7 +66,7 @@ static void put_int(struct field *f, int64_t v)
         put_na(f);
         return;
     }
-    snprintf(f->text, sizeof f->text, "%" PRId64, v);
+    f->text[format_u64((uint64_t)v, f->text)] = '\0';
     f->is_number = 1;
 }
 
@@ -51,19 +76,37 @@ static void put_str(struct field *f, const char *s)
         put_na(f);
         return;
     }
-    snprintf(f->text, sizeof f->text, "%s", s);
+    put_text(f, s, strlen(s));
 }
 
-/* A figure; "*" when it was computed with an assumed dtype. */
-static void put_double(struct field *f, double v, const char *format, int assumed)
+/* A figure with `decimals` digits after the point (rounded half up), and "*" when it was
+ * computed with an assumed dtype. Values past 2^63 / 10^decimals fall back to printf. */
+static void put_double(struct field *f, double v, int decimals, int assumed)
 {
+    static const double scales[] = {1, 10, 100, 1000};
     if (v < 0) {
         put_na(f);
         return;
     }
-    int n = snprintf(f->text, sizeof f->text, format, v);
-    if (assumed && n > 0 && (size_t)n + 1 < sizeof f->text)
-        strcpy(f->text + n, "*");
+    double scaled = v * scales[decimals] + 0.5;
+    size_t n;
+    if (scaled < 9.2e18) {
+        uint64_t units = (uint64_t)scaled, unit = (uint64_t)scales[decimals];
+        n = format_u64(units / unit, f->text);
+        if (decimals) {
+            f->text[n++] = '.';
+            uint64_t frac = units % unit;
+            for (uint64_t d = unit / 10; d; d /= 10) {
+                f->text[n++] = (char)('0' + frac / d);
+                frac %= d;
+            }
+        }
+    } else {
+        n = (size_t)snprintf(f->text, sizeof f->text, "%.*f", decimals, v);
+    }
+    if (assumed)
+        f->text[n++] = '*';
+    f->text[n] = '\0';
     f->is_number = 1;
 }
 
@@ -73,8 +116,13 @@ static void put_dims(struct field *f, const int64_t dims[3])
         put_na(f);
         return;
     }
-    snprintf(f->text, sizeof f->text, "%" PRId64 "x%" PRId64 "x%" PRId64, dims[0], dims[1],
-             dims[2]);
+    size_t n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i)
+            f->text[n++] = 'x';
+        n += format_u64((uint64_t)(dims[i] > 0 ? dims[i] : 0), f->text + n);
+    }
+    f->text[n] = '\0';
 }
 
 static double duration_ns(const struct kernels_row *row)
@@ -93,10 +141,14 @@ static double peak_flops(const struct kernels_row *row)
     if (row->name->tc != KERNELS_TC_YES)
         return row->dtype == KERNELS_DTYPE_UNKNOWN && !row->dtype_assumed ? 0 : g->peak_fp32;
     switch (row->dtype) {
-    case KERNELS_DTYPE_BF16: return g->peak_bf16;
-    case KERNELS_DTYPE_FP16: return g->peak_fp16;
-    case KERNELS_DTYPE_TF32: return g->peak_tf32;
-    default: return 0;
+    case KERNELS_DTYPE_BF16:
+        return g->peak_bf16;
+    case KERNELS_DTYPE_FP16:
+        return g->peak_fp16;
+    case KERNELS_DTYPE_TF32:
+        return g->peak_tf32;
+    default:
+        return 0;
     }
 }
 
@@ -187,11 +239,16 @@ static void col_node(const struct kernels_row *row, size_t idx, struct field *f)
 static void col_kernel(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
-    if (row->kind == KERNELS_ROW_MEMCPY)
-        snprintf(f->text, sizeof f->text, "memcpy_%s", row->copy_kind);
-    else if (row->kind == KERNELS_ROW_MEMSET)
-        strcpy(f->text, "memset");
-    else
+    if (row->kind == KERNELS_ROW_MEMCPY) {
+        size_t len = strlen(row->copy_kind);
+        if (len > sizeof f->text - 8)
+            len = sizeof f->text - 8;
+        memcpy(f->text, "memcpy_", 7);
+        memcpy(f->text + 7, row->copy_kind, len);
+        f->text[7 + len] = '\0';
+    } else if (row->kind == KERNELS_ROW_MEMSET) {
+        put_text(f, "memset", 6);
+    } else
         put_str(f, row->name->short_name);
 }
 static void col_params(const struct kernels_row *row, size_t idx, struct field *f)
@@ -213,10 +270,10 @@ static void col_tc(const struct kernels_row *row, size_t idx, struct field *f)
 static void col_dtype(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
-    if (row->kind != KERNELS_ROW_KERNEL || row->dtype == KERNELS_DTYPE_UNKNOWN)
+    if (row->kind != KERNELS_ROW_KERNEL || row->name->dtype == KERNELS_DTYPE_UNKNOWN)
         put_na(f);
     else
-        put_str(f, kernels_dtype_name(row->dtype));
+        put_str(f, kernels_dtype_name(row->name->dtype));
 }
 static void col_device(const struct kernels_row *row, size_t idx, struct field *f)
 {
@@ -258,34 +315,34 @@ static void col_occupancy(const struct kernels_row *row, size_t idx, struct fiel
     }
     int64_t threads = row->block[0] * row->block[1] * row->block[2];
     double occupancy = kernels_occupancy(&row->gpu->sm, threads, row->regs, row->smem);
-    put_double(f, occupancy < 0 ? -1 : 100 * occupancy, "%.1f", 0);
+    put_double(f, occupancy < 0 ? -1 : 100 * occupancy, 1, 0);
 }
 static void col_flops(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
-    put_double(f, row->flops, "%.0f", 0);
+    put_double(f, row->flops, 0, 0);
 }
 static void col_bytes(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
-    put_double(f, row->bytes, "%.0f", row->dtype_assumed);
+    put_double(f, row->bytes, 0, row->dtype_assumed);
 }
 static void col_tflops(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
     double d = duration_ns(row);
-    put_double(f, row->flops < 0 || d <= 0 ? -1 : row->flops / d / 1e3, "%.3f", 0);
+    put_double(f, row->flops < 0 || d <= 0 ? -1 : row->flops / d / 1e3, 3, 0);
 }
 static void col_gbps(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
     double d = duration_ns(row);
-    put_double(f, row->bytes < 0 || d <= 0 ? -1 : row->bytes / d, "%.1f", row->dtype_assumed);
+    put_double(f, row->bytes < 0 || d <= 0 ? -1 : row->bytes / d, 1, row->dtype_assumed);
 }
 static void col_peak(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
-    put_double(f, peak_percent(row), "%.1f", row->dtype_assumed);
+    put_double(f, peak_percent(row), 1, row->dtype_assumed);
 }
 static void col_hints(const struct kernels_row *row, size_t idx, struct field *f)
 {
@@ -299,11 +356,13 @@ static const struct column columns[] = {
     {"start", "GPU start time, ns on the session clock", 16, 0, col_start},
     {"seq", "autograd sequence number linking fwd and bwd: fwd, the op's; bwd, its node's", 5, 0,
      col_seq},
-    {"altseq", "fwd: seq of the outermost op when it differs from seq (what bwd rows match)", 6,
-     0, col_altseq},
+    {"altseq", "fwd: seq of the outermost op when it differs from seq (what bwd rows match)", 6, 0,
+     col_altseq},
     {"tid", "OS thread id of the launching thread", 7, 0, col_tid},
-    {"layer", "user NVTX ranges around the launch, outermost first, joined by '/' (bwd: the "
-              "forward op's)", 5, 1, col_layer},
+    {"layer",
+     "user NVTX ranges around the launch, outermost first, joined by '/' (bwd: the "
+     "forward op's)",
+     5, 1, col_layer},
     {"dir", "fwd, bwd (autograd), opt (inside Optimizer.step), na (no PyTorch marker)", 3, 0,
      col_dir},
     {"sub", "index of the kernel/copy within its op (0-based)", 3, 0, col_sub},
@@ -325,14 +384,14 @@ static const struct column columns[] = {
     {"smem", "shared memory per block (static + dynamic), bytes", 6, 0, col_smem},
     {"occupancy", "theoretical occupancy, % of the SM's warps (block size, regs, smem)", 9, 0,
      col_occupancy},
-    {"flops", "floating-point operations of the op, on its main kernel (docs/kernels.md)", 12,
-     0, col_flops},
+    {"flops", "floating-point operations of the op, on its main kernel (docs/kernels.md)", 12, 0,
+     col_flops},
     {"bytes", "compulsory DRAM bytes of the op on its main kernel; copies: bytes copied", 11, 0,
      col_bytes},
     {"tflops", "achieved TFLOP/s", 8, 0, col_tflops},
     {"gbps", "achieved GB/s (bytes / sil)", 8, 0, col_gbps},
-    {"peak%", "% of the roofline bound: max(FLOP/s / peak for dtype and TC, B/s / DRAM peak)",
-     6, 0, col_peak},
+    {"peak%", "% of the roofline bound: max(FLOP/s / peak for dtype and TC, B/s / DRAM peak)", 6, 0,
+     col_peak},
     {"hints", "optimisation hints: no-tc-align8, no-tc, small-grid (docs/kernels.md)", 5, 1,
      col_hints},
 };
@@ -399,8 +458,7 @@ static int row_selected(const struct kernels_row *row, const struct kernels_opti
     return !opt->hints_only || row->hints != 0;
 }
 
-static void fill(const struct column *c, const struct kernels_row *row, size_t idx,
-                 struct field *f)
+static void fill(const struct column *c, const struct kernels_row *row, size_t idx, struct field *f)
 {
     f->is_number = f->is_null = 0;
     f->text[0] = '\0';
@@ -441,127 +499,206 @@ static void text_widths(const struct kernels_rows *rows, const struct kernels_op
     }
 }
 
-static void write_text_field(FILE *out, const char *text, int width, int right, int last)
+/* Appends one text field to line, padded to width (numbers on the right) or cut with a
+ * trailing '~'. Text fields never hold spaces (awk splits on them): a user range named
+ * "step 3" prints as step_3. CSV and JSON keep names as they are. Returns the new length. */
+static size_t append_text_field(char *line, size_t at, const char *text, int width, int right,
+                                int last)
 {
-    int len = (int)strlen(text);
-    if (len > width) { /* cut, and say so with a trailing '~' */
-        fwrite(text, 1, (size_t)(width - 1), out);
-        fputc('~', out);
-    } else if (right) {
-        fprintf(out, "%*s", width, text);
-    } else if (last) {
-        fputs(text, out);
-    } else {
-        fprintf(out, "%-*s", width, text);
+    size_t len = strlen(text), w = (size_t)width;
+    size_t shown = len > w ? w : len, pad = w > len ? w - len : 0;
+    if (right) {
+        memset(line + at, ' ', pad);
+        at += pad;
     }
+    for (size_t i = 0; i < shown; i++)
+        line[at + i] = text[i] == ' ' ? '_' : text[i];
+    if (len > w)
+        line[at + shown - 1] = '~';
+    at += shown;
+    if (!right && !last) {
+        memset(line + at, ' ', pad);
+        at += pad;
+    }
+    return at;
 }
 
 static int write_text(const struct kernels_rows *rows, const struct kernels_options *opt,
                       const struct column **cols, int ncols, FILE *out)
 {
-    int widths[MAX_SELECTED];
+    int widths[MAX_SELECTED], total = 0;
     text_widths(rows, opt, cols, ncols, widths);
+    for (int c = 0; c < ncols; c++)
+        total += (widths[c] > FIELD_SIZE ? widths[c] : FIELD_SIZE) + 1;
+    char *line = malloc((size_t)total + 1);
+    if (!line)
+        return -ENOMEM;
     struct field f;
+    size_t at = 0;
     for (int c = 0; c < ncols; c++) {
-        fputs(c ? " " : "", out);
-        write_text_field(out, cols[c]->name, widths[c], !cols[c]->flexible, c == ncols - 1);
+        if (c)
+            line[at++] = ' ';
+        at = append_text_field(line, at, cols[c]->name, widths[c], !cols[c]->flexible,
+                               c == ncols - 1);
     }
-    fputc('\n', out);
+    line[at++] = '\n';
+    fwrite(line, 1, at, out);
     for (size_t i = 0; i < rows->count; i++) {
         if (!row_selected(&rows->rows[i], opt))
             continue;
+        at = 0;
         for (int c = 0; c < ncols; c++) {
             fill(cols[c], &rows->rows[i], i, &f);
-            fputs(c ? " " : "", out);
-            write_text_field(out, f.text, widths[c], !cols[c]->flexible, c == ncols - 1);
+            if (c)
+                line[at++] = ' ';
+            at = append_text_field(line, at, f.text, widths[c], !cols[c]->flexible, c == ncols - 1);
         }
-        fputc('\n', out);
+        line[at++] = '\n';
+        fwrite(line, 1, at, out);
     }
+    free(line);
     return 0;
 }
 
-static void write_csv_value(FILE *out, const char *text)
+/* CSV and JSON lines are built in a buffer and written with one fwrite, like text lines. */
+struct line {
+    char *text;
+    size_t used, size;
+};
+
+static int line_reserve(struct line *l, size_t more)
 {
+    if (l->used + more <= l->size)
+        return 0;
+    size_t size = (l->size ? l->size : 4096);
+    while (size < l->used + more)
+        size *= 2;
+    char *grown = realloc(l->text, size);
+    if (!grown)
+        return -ENOMEM;
+    l->text = grown;
+    l->size = size;
+    return 0;
+}
+
+static void line_put(struct line *l, const char *s, size_t len)
+{
+    memcpy(l->text + l->used, s, len); /* room reserved by the caller */
+    l->used += len;
+}
+
+/* Room for any one field: FIELD_SIZE chars, each escaped to at most 6 (JSON \u00XX). */
+#define FIELD_ROOM (6 * FIELD_SIZE + 64)
+
+static void put_csv_value(struct line *l, const char *text)
+{
+    size_t len = strlen(text);
     if (!strpbrk(text, ",\"\n")) {
-        fputs(text, out);
+        line_put(l, text, len);
         return;
     }
-    fputc('"', out);
+    l->text[l->used++] = '"';
     for (const char *p = text; *p; p++) {
         if (*p == '"')
-            fputc('"', out);
-        fputc(*p, out);
+            l->text[l->used++] = '"';
+        l->text[l->used++] = *p;
     }
-    fputc('"', out);
+    l->text[l->used++] = '"';
 }
 
 static int write_csv(const struct kernels_rows *rows, const struct kernels_options *opt,
                      const struct column **cols, int ncols, FILE *out)
 {
+    struct line l = {0};
     struct field f;
+    if (line_reserve(&l, (size_t)ncols * FIELD_ROOM + 2) < 0)
+        return -ENOMEM;
     for (int c = 0; c < ncols; c++) {
-        fputs(c ? "," : "", out);
-        write_csv_value(out, cols[c]->name);
+        if (c)
+            l.text[l.used++] = ',';
+        put_csv_value(&l, cols[c]->name);
     }
-    fputc('\n', out);
+    l.text[l.used++] = '\n';
+    fwrite(l.text, 1, l.used, out);
     for (size_t i = 0; i < rows->count; i++) {
         if (!row_selected(&rows->rows[i], opt))
             continue;
+        l.used = 0;
         for (int c = 0; c < ncols; c++) {
             fill(cols[c], &rows->rows[i], i, &f);
-            fputs(c ? "," : "", out);
-            write_csv_value(out, f.text);
+            if (c)
+                l.text[l.used++] = ',';
+            put_csv_value(&l, f.text);
         }
-        fputc('\n', out);
+        l.text[l.used++] = '\n';
+        fwrite(l.text, 1, l.used, out);
     }
+    free(l.text);
     return 0;
 }
 
-static void write_json_string(FILE *out, const char *s)
+static void put_json_string(struct line *l, const char *s)
 {
-    fputc('"', out);
+    static const char hex[] = "0123456789abcdef";
+    l->text[l->used++] = '"';
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
+        if (ch == '"' || ch == '\\') {
+            l->text[l->used++] = '\\';
+            l->text[l->used++] = (char)ch;
+        } else if (ch < 0x20) {
+            line_put(l, "\\u00", 4);
+            l->text[l->used++] = hex[ch >> 4];
+            l->text[l->used++] = hex[ch & 15];
+        } else {
+            l->text[l->used++] = (char)ch;
+        }
     }
-    fputc('"', out);
+    l->text[l->used++] = '"';
+}
+
+static void put_json_value(struct line *l, const struct field *f)
+{
+    size_t len = strlen(f->text);
+    if (f->is_null)
+        line_put(l, "null", 4);
+    else if (f->is_number) /* without the assumed-dtype '*': the row says dtype_assumed */
+        line_put(l, f->text, len && f->text[len - 1] == '*' ? len - 1 : len);
+    else
+        put_json_string(l, f->text);
 }
 
 static int write_json(const struct kernels_rows *rows, const struct kernels_options *opt,
                       const struct column **cols, int ncols, FILE *out)
 {
+    struct line l = {0};
     struct field f;
+    if (line_reserve(&l, (size_t)ncols * (FIELD_ROOM + 2 * FIELD_SIZE) + 64) < 0)
+        return -ENOMEM;
     int first = 1;
     fputs("[", out);
     for (size_t i = 0; i < rows->count; i++) {
         const struct kernels_row *row = &rows->rows[i];
         if (!row_selected(row, opt))
             continue;
-        fputs(first ? "\n{" : ",\n{", out);
+        l.used = 0;
+        line_put(&l, first ? "\n{" : ",\n{", first ? 2 : 3);
         first = 0;
         for (int c = 0; c < ncols; c++) {
             fill(cols[c], row, i, &f);
-            fputs(c ? "," : "", out);
-            write_json_string(out, cols[c]->name);
-            fputc(':', out);
-            size_t len = strlen(f.text);
-            if (f.is_null)
-                fputs("null", out);
-            else if (f.is_number && len && f.text[len - 1] == '*')
-                fwrite(f.text, 1, len - 1, out);
-            else if (f.is_number)
-                fputs(f.text, out);
-            else
-                write_json_string(out, f.text);
+            if (c)
+                l.text[l.used++] = ',';
+            put_json_string(&l, cols[c]->name);
+            l.text[l.used++] = ':';
+            put_json_value(&l, &f);
         }
-        fprintf(out, ",\"dtype_assumed\":%s}", row->dtype_assumed ? "true" : "false");
+        const char *assumed =
+            row->dtype_assumed ? ",\"dtype_assumed\":true}" : ",\"dtype_assumed\":false}";
+        line_put(&l, assumed, strlen(assumed));
+        fwrite(l.text, 1, l.used, out);
     }
     fputs(first ? "]\n" : "\n]\n", out);
+    free(l.text);
     return 0;
 }
 
@@ -576,9 +713,15 @@ int kernels_output_write(const struct kernels_rows *rows, const struct kernels_o
         return -EINVAL;
     int rc;
     switch (opt->format) {
-    case KERNELS_FORMAT_CSV: rc = write_csv(rows, opt, cols, ncols, out); break;
-    case KERNELS_FORMAT_JSON: rc = write_json(rows, opt, cols, ncols, out); break;
-    default: rc = write_text(rows, opt, cols, ncols, out); break;
+    case KERNELS_FORMAT_CSV:
+        rc = write_csv(rows, opt, cols, ncols, out);
+        break;
+    case KERNELS_FORMAT_JSON:
+        rc = write_json(rows, opt, cols, ncols, out);
+        break;
+    default:
+        rc = write_text(rows, opt, cols, ncols, out);
+        break;
     }
     return ferror(out) ? -EIO : rc;
 }

@@ -6,11 +6,11 @@
 
 #include "report/cuda_sql.h"
 
+// clang-format off
 static const char nvtx_gpu_proj_sum_sql[] =
     CUDA_SQL_GPU_OPS_ALL CUDA_SQL_OP_RANGES ","
-    " projected AS (SELECT x.range_id, MAX(o.end_ns) - MIN(o.start_ns) AS proj_ns,"
-    "  COUNT(*) AS ops FROM op_ranges x JOIN gpu_ops o ON o.kind = x.kind AND o.id = x.op_id"
-    "  GROUP BY x.range_id),"
+    " projected AS (SELECT range_id, MAX(end_ns) - MIN(start_ns) AS proj_ns,"
+    "  COUNT(*) AS ops FROM op_ranges GROUP BY range_id),"
     " children(parent_id, n) AS (SELECT parent_id, COUNT(*) FROM ranges"
     "  WHERE parent_id IS NOT NULL GROUP BY parent_id)"
     " SELECT " CUDA_SQL_RANGE_NAME("r") " AS range_name, " CUDA_SQL_RANGE_STYLE("r") ","
@@ -20,6 +20,7 @@ static const char nvtx_gpu_proj_sum_sql[] =
     " FROM projected p JOIN ranges r ON r.id = p.range_id"
     " LEFT JOIN children c ON c.parent_id = r.id"
     " GROUP BY r.domain_id, r.name_id, r.style ORDER BY 3 DESC, range_name";
+// clang-format on
 
 /* Total Range Time is the CPU-side duration of the same instances (ranges never ended add
  * nothing); Avg Range Lvl is the push/pop nesting depth (0 outermost); Avg Num Child counts

@@ -1,6 +1,7 @@
 /* nvtx_sum: time spent in each NVTX range, per name, domain and style, in the manner of
  * nsys's nvtx_sum: sorted by total time, Time % of the sum of all rows, and the statistics
  * of the instances' durations. Ranges that never ended are left out (the header counts them). */
+#include "nvml/energy_db.h"
 #include "report/report.h"
 
 #include <math.h>
@@ -12,11 +13,13 @@ struct range_group {
     int style;
     double total, avg, med, min, max, stddev;
     int64_t count;
+    double energy_j; /* GPU energy of the instances, when the database has power samples */
 };
 
 struct durations {
     int64_t *v;
     size_t n, cap;
+    double energy_j;
 };
 
 static int durations_push(struct durations *d, int64_t v)
@@ -44,11 +47,13 @@ static void summarize(const struct durations *d, struct range_group *g)
     for (size_t i = 0; i < d->n; i++)
         squares += (d->v[i] - mean) * (d->v[i] - mean);
     g->count = (int64_t)d->n;
+    g->energy_j = d->energy_j;
     g->total = (double)sum;
     g->avg = (double)mean;
     g->min = (double)d->v[0];
     g->max = (double)d->v[d->n - 1];
-    g->med = d->n % 2 ? (double)d->v[d->n / 2] : ((double)d->v[d->n / 2 - 1] + (double)d->v[d->n / 2]) / 2;
+    g->med = d->n % 2 ? (double)d->v[d->n / 2]
+                      : ((double)d->v[d->n / 2 - 1] + (double)d->v[d->n / 2]) / 2;
     g->stddev = d->n > 1 ? (double)sqrtl(squares / (d->n - 1)) : 0;
 }
 
@@ -66,8 +71,8 @@ struct group_list {
     size_t n, cap;
 };
 
-static int groups_add(struct group_list *l, const struct durations *d, const char *domain, const char *name,
-                      int style)
+static int groups_add(struct group_list *l, const struct durations *d, const char *domain,
+                      const char *name, int style)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -87,7 +92,8 @@ static int groups_add(struct group_list *l, const struct durations *d, const cha
 }
 
 static const char query[] =
-    "SELECT r.domain_id, ifnull(r.name_id, 0), r.style, r.end_ns - r.start_ns, ds.value, s.value "
+    "SELECT r.domain_id, ifnull(r.name_id, 0), r.style, r.end_ns - r.start_ns, ds.value, s.value, "
+    "lantern_energy_j(r.start_ns, r.end_ns) " /* src/nvml/energy_db.h; NULL without samples */
     "FROM ranges r LEFT JOIN strings s ON s.id = r.name_id "
     "LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id "
     "WHERE r.end_ns IS NOT NULL ORDER BY 1, 2, 3, 4";
@@ -96,25 +102,30 @@ static const char query[] =
 static int collect_groups(struct report_ctx *ctx, struct group_list *groups)
 {
     sqlite3_stmt *st = NULL;
-    struct durations d = { 0 };
+    struct durations d = {0};
     char *domain = NULL, *name = NULL;
-    int64_t key[3] = { -1, -1, -1 }, rc = -1, step;
+    int64_t key[3] = {-1, -1, -1}, rc = -1, step;
     if (sqlite3_prepare_v2(ctx->db, query, -1, &st, NULL) != SQLITE_OK)
         goto fail;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t row[3] = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+        int64_t row[3] = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                          sqlite3_column_int64(st, 2)};
         if (memcmp(row, key, sizeof key) != 0) {
             if (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0)
                 goto fail;
             d.n = 0;
+            d.energy_j = 0;
             memcpy(key, row, sizeof key);
             free(domain);
             free(name);
-            domain = sqlite3_column_text(st, 4) ? strdup((const char *)sqlite3_column_text(st, 4)) : NULL;
-            name = sqlite3_column_text(st, 5) ? strdup((const char *)sqlite3_column_text(st, 5)) : NULL;
+            domain = sqlite3_column_text(st, 4) ? strdup((const char *)sqlite3_column_text(st, 4))
+                                                : NULL;
+            name = sqlite3_column_text(st, 5) ? strdup((const char *)sqlite3_column_text(st, 5))
+                                              : NULL;
         }
         if (durations_push(&d, sqlite3_column_int64(st, 3)) < 0)
             goto fail;
+        d.energy_j += sqlite3_column_double(st, 6);
     }
     if (step != SQLITE_DONE || (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0))
         goto fail;
@@ -130,23 +141,34 @@ fail:
 }
 
 static const struct table_column columns[] = {
-    { "Time", "time_percent", TABLE_PERCENT }, { "Total Time", "total_ns", TABLE_NS },
-    { "Instances", "instances", TABLE_INT },   { "Avg", "avg_ns", TABLE_NS },
-    { "Med", "med_ns", TABLE_NS },             { "Min", "min_ns", TABLE_NS },
-    { "Max", "max_ns", TABLE_NS },             { "StdDev", "stddev_ns", TABLE_NS },
-    { "Style", "style", TABLE_TEXT },          { "Range", "range", TABLE_TEXT },
+    {"Time", "time_percent", TABLE_PERCENT},
+    {"Total Time", "total_ns", TABLE_NS},
+    {"Instances", "instances", TABLE_INT},
+    {"Avg", "avg_ns", TABLE_NS},
+    {"Med", "med_ns", TABLE_NS},
+    {"Min", "min_ns", TABLE_NS},
+    {"Max", "max_ns", TABLE_NS},
+    {"StdDev", "stddev_ns", TABLE_NS},
+    {"Style", "style", TABLE_TEXT},
+    {"Range", "range", TABLE_TEXT},
+    {"Energy (J)", "energy_j", TABLE_REAL}, /* only when the database has GPU power samples */
 };
 
 int report_nvtx_sum(struct report_ctx *ctx)
 {
-    struct group_list groups = { 0 };
-    int rc = collect_groups(ctx, &groups);
+    struct group_list groups = {0};
+    int gpus_sampled = energy_db_register_sql(ctx->db);
+    int rc = gpus_sampled < 0 ? -1 : collect_groups(ctx, &groups);
+    if (gpus_sampled < 0)
+        snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: %s", sqlite3_errmsg(ctx->db));
     if (rc == 0) {
-        qsort(groups.v, groups.n, sizeof *groups.v, compare_groups);
+        if (groups.n) /* qsort's array must not be NULL, even empty */
+            qsort(groups.v, groups.n, sizeof *groups.v, compare_groups);
         double all = 0;
         for (size_t i = 0; i < groups.n; i++)
             all += groups.v[i].total;
-        struct table *t = table_new(ctx->out, ctx->format, columns, sizeof columns / sizeof columns[0]);
+        int ncols = (int)(sizeof columns / sizeof columns[0]) - (gpus_sampled ? 0 : 1);
+        struct table *t = table_new(ctx->out, ctx->format, columns, ncols);
         for (size_t i = 0; t && i < groups.n; i++) {
             const struct range_group *g = &groups.v[i];
             table_percent(t, all > 0 ? 100.0 * g->total / all : 0);
@@ -159,6 +181,8 @@ int report_nvtx_sum(struct report_ctx *ctx)
             table_ns(t, g->stddev);
             table_text(t, g->style ? "StartEnd" : "PushPop");
             table_text(t, g->label);
+            if (gpus_sampled)
+                table_real(t, g->energy_j);
         }
         if (!t || table_finish(t) < 0) {
             snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: cannot write the table");

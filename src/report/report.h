@@ -32,5 +32,6 @@ const struct report *report_find(const char *name);
 int report_session_header(struct report_ctx *ctx, FILE *out);
 
 int report_nvtx_sum(struct report_ctx *ctx);
+int report_energy_sum(struct report_ctx *ctx); /* energy_sum.c */
 
 #endif

@@ -1,20 +1,25 @@
 /* The table of reports: `lantern stats --report NAME` runs the row named NAME, and
  * `lantern stats --help` lists them all. Adding a report is a file and a row. */
-#include "report/report.h"
 #include "report/cuda_report.h"
+#include "report/report.h"
 
 #include <string.h>
 
 const struct report report_table[] = {
-    { "nvtx_sum", report_nvtx_sum, "NVTX range summary: time per range name, domain and style" },
-    { "cuda_api_sum", report_cuda_api_sum, "CUDA API summary: CPU time per runtime/driver function" },
-    { "cuda_gpu_kern_sum", report_cuda_gpu_kern_sum, "CUDA kernel summary: GPU time per kernel" },
-    { "cuda_gpu_mem_time_sum", report_cuda_gpu_mem_time_sum, "CUDA memory operations: GPU time per kind" },
-    { "cuda_gpu_mem_size_sum", report_cuda_gpu_mem_size_sum, "CUDA memory operations: bytes per kind" },
-    { "cuda_gpu_trace", report_cuda_gpu_trace, "CUDA GPU trace: one row per kernel/copy/memset (--sort duration)" },
-    { "nvtx_kern_sum", report_nvtx_kern_sum, "Kernels launched inside each NVTX range" },
-    { "nvtx_gpu_proj_sum", report_nvtx_gpu_proj_sum, "NVTX ranges projected onto the GPU" },
-    { NULL, NULL, NULL },
+    {"nvtx_sum", report_nvtx_sum, "NVTX range summary: time per range name, domain and style"},
+    {"cuda_api_sum", report_cuda_api_sum, "CUDA API summary: CPU time per runtime/driver function"},
+    {"cuda_gpu_kern_sum", report_cuda_gpu_kern_sum, "CUDA kernel summary: GPU time per kernel"},
+    {"cuda_gpu_mem_time_sum", report_cuda_gpu_mem_time_sum,
+     "CUDA memory operations: GPU time per kind"},
+    {"cuda_gpu_mem_size_sum", report_cuda_gpu_mem_size_sum,
+     "CUDA memory operations: bytes per kind"},
+    {"cuda_gpu_trace", report_cuda_gpu_trace,
+     "CUDA GPU trace: one row per kernel/copy/memset (--sort duration)"},
+    {"nvtx_kern_sum", report_nvtx_kern_sum, "Kernels launched inside each NVTX range"},
+    {"nvtx_gpu_proj_sum", report_nvtx_gpu_proj_sum, "NVTX ranges projected onto the GPU"},
+    {"energy_sum", report_energy_sum,
+     "GPU energy (J, avg W) of the run, processes, NVTX ranges, kernels, windows"},
+    {NULL, NULL, NULL},
 };
 
 const struct report *report_find(const char *name)

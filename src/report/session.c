@@ -1,8 +1,8 @@
 /* The session header every report starts with: what ran, for how long, in how many
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
-#include "report/report.h"
 #include "export/json.h"
+#include "report/report.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +28,8 @@ static int64_t query_int(sqlite3 *db, const char *sql)
 static void read_info(sqlite3 *db, struct session_info *s)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) ==
+        SQLITE_OK) {
         if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
             s->command = strdup((const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
@@ -40,7 +41,9 @@ static void read_info(sqlite3 *db, struct session_info *s)
     s->dropped = query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'");
     s->warnings = query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'");
     s->unended = query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL");
-    s->has_exit_status = query_int(db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL") > 0;
+    s->has_exit_status =
+        query_int(db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL") >
+        0;
     s->exit_status = query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'");
 }
 
@@ -48,8 +51,9 @@ static void read_info(sqlite3 *db, struct session_info *s)
 static sqlite3_stmt *warnings_query(sqlite3 *db)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT import_warning FROM processes WHERE import_warning IS NOT NULL ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            db, "SELECT import_warning FROM processes WHERE import_warning IS NOT NULL ORDER BY id",
+            -1, &st, NULL) != SQLITE_OK)
         return NULL;
     return st;
 }
@@ -79,10 +83,12 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
 {
     fputs("{\"command\": ", out);
     json_write_cstring(out, s->command);
-    fprintf(out, ", \"duration_ns\": %lld, \"processes\": %lld, \"threads\": %lld, \"dropped_events\": %lld, "
-                 "\"unended_ranges\": %lld, \"exit_status\": ",
-            (long long)s->duration_ns, (long long)s->processes, (long long)s->threads, (long long)s->dropped,
-            (long long)s->unended);
+    fprintf(out,
+            ", \"duration_ns\": %lld, \"processes\": %lld, \"threads\": %lld, \"dropped_events\": "
+            "%lld, "
+            "\"unended_ranges\": %lld, \"exit_status\": ",
+            (long long)s->duration_ns, (long long)s->processes, (long long)s->threads,
+            (long long)s->dropped, (long long)s->unended);
     if (s->has_exit_status)
         fprintf(out, "%lld", (long long)s->exit_status);
     else
@@ -99,7 +105,7 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
 
 int report_session_header(struct report_ctx *ctx, FILE *out)
 {
-    struct session_info s = { 0 };
+    struct session_info s = {0};
     read_info(ctx->db, &s);
     if (ctx->format == TABLE_FORMAT_JSON)
         print_json(ctx->db, &s, out);

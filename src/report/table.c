@@ -20,7 +20,7 @@ struct table {
 
 int table_parse_format(const char *name, enum table_format *out)
 {
-    static const char *const names[] = { "table", "csv", "json" };
+    static const char *const names[] = {"table", "csv", "json"};
     for (int i = 0; i < 3; i++)
         if (!strcmp(name, names[i])) {
             *out = (enum table_format)i;
@@ -31,7 +31,10 @@ int table_parse_format(const char *name, enum table_format *out)
 
 static const char *unit_suffix(enum table_kind kind)
 {
-    return kind == TABLE_NS ? " (ns)" : kind == TABLE_PERCENT ? " (%)" : kind == TABLE_BYTES ? " (B)" : "";
+    return kind == TABLE_NS        ? " (ns)"
+           : kind == TABLE_PERCENT ? " (%)"
+           : kind == TABLE_BYTES   ? " (B)"
+                                   : "";
 }
 
 static void csv_field(FILE *out, const char *s)
@@ -51,7 +54,8 @@ static void csv_field(FILE *out, const char *s)
     putc('"', out);
 }
 
-struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols, int ncols)
+struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
+                        int ncols)
 {
     struct table *t = calloc(1, sizeof *t);
     if (!t)
@@ -127,7 +131,10 @@ static void put_cell(struct table *t, const char *text, const char *exact, int i
         putc('}', t->out);
 }
 
-void table_text(struct table *t, const char *text) { put_cell(t, text, text, 1); }
+void table_text(struct table *t, const char *text)
+{
+    put_cell(t, text, text, 1);
+}
 
 void table_int(struct table *t, int64_t v)
 {
@@ -228,7 +235,8 @@ static void print_text_table(struct table *t)
     }
     char **headers = calloc((size_t)t->ncols, sizeof *headers);
     for (int c = 0; headers && c < t->ncols; c++)
-        if (asprintf(&headers[c], "%s%s", t->cols[c].name, t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0)
+        if (asprintf(&headers[c], "%s%s", t->cols[c].name,
+                     t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0)
             headers[c] = NULL;
     for (int c = 0; c < t->ncols; c++)
         width[c] = display_width(headers && headers[c] ? headers[c] : t->cols[c].name);
@@ -247,7 +255,8 @@ static void print_text_table(struct table *t)
             else if (c == t->ncols - 1 && !right)
                 fputs(headers && headers[c] ? headers[c] : t->cols[c].name, t->out);
             else
-                print_padded(t->out, headers && headers[c] ? headers[c] : t->cols[c].name, width[c], right);
+                print_padded(t->out, headers && headers[c] ? headers[c] : t->cols[c].name, width[c],
+                             right);
         }
         putc('\n', t->out);
     }

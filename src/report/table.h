@@ -10,17 +10,18 @@
 enum table_format { TABLE_FORMAT_TABLE, TABLE_FORMAT_CSV, TABLE_FORMAT_JSON };
 
 enum table_kind {
-    TABLE_TEXT,     /* left-aligned text */
-    TABLE_INT,      /* an integer count */
-    TABLE_NS,       /* a duration in ns: human units in tables, exact ns in CSV/JSON */
-    TABLE_PERCENT,  /* a percentage, one decimal */
-    TABLE_BYTES,    /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
-    TABLE_REAL,     /* a plain number: two decimals in tables, exact in CSV/JSON */
+    TABLE_TEXT,    /* left-aligned text */
+    TABLE_INT,     /* an integer count */
+    TABLE_NS,      /* a duration in ns: human units in tables, exact ns in CSV/JSON */
+    TABLE_PERCENT, /* a percentage, one decimal */
+    TABLE_BYTES,   /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
+    TABLE_REAL,    /* a plain number: two decimals in tables, exact in CSV/JSON */
 };
 
 struct table_column {
-    const char *name;      /* the header: "Total Time"; CSV adds the unit of TABLE_NS: "Total Time (ns)" */
-    const char *key;       /* the JSON key: "total_ns" */
+    const char
+        *name; /* the header: "Total Time"; CSV adds the unit of TABLE_NS: "Total Time (ns)" */
+    const char *key; /* the JSON key: "total_ns" */
     enum table_kind kind;
 };
 
@@ -30,12 +31,13 @@ struct table;
 int table_parse_format(const char *name, enum table_format *out);
 
 /* Starts a table of ncols columns (the array must outlive the table). NULL if out of memory. */
-struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols, int ncols);
+struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
+                        int ncols);
 
 /* Cells of the current row, left to right; the row ends after its last column. */
 void table_text(struct table *t, const char *text); /* NULL: empty cell / JSON null */
 void table_int(struct table *t, int64_t v);
-void table_ns(struct table *t, double ns);           /* whole ns print as integers */
+void table_ns(struct table *t, double ns); /* whole ns print as integers */
 void table_percent(struct table *t, double percent);
 void table_bytes(struct table *t, double bytes);
 void table_real(struct table *t, double v);

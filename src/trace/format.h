@@ -60,7 +60,8 @@ enum trace_record_type {
      * stream, correlation) are CUPTI's within the process. */
     TRACE_CUDA_FIRST = 40,
     TRACE_CUDA_KERNEL = 40,   /* u device, u context, u stream, u correlation, ts start, ts end,
-                                 u name string id (mangled), u demangled string id (0: none),
+                                 u name string id (mangled), u demangled string id (0: the
+                                 importer demangles),
                                  u grid x, y, z, u block x, y, z, u cluster x, y, z,
                                  u registers per thread, u static smem, u dynamic smem,
                                  u local mem per thread, u launch type (TRACE_CUDA_LAUNCH_*),
@@ -94,11 +95,25 @@ enum trace_record_type {
                                  a thread's), ts start, ts end */
     TRACE_CUDA_REJECTED = 51, /* u count: CUPTI records dropped by the agent because their
                                  timestamps were zero or inverted, since the last REJECTED */
+    TRACE_CUDA_CAPTURE = 52,  /* s mode ("none", "cudaProfilerApi", "nvtx:NAME"), u from ns,
+                                 u until ns (CLOCK_MONOTONIC; 0: unbounded): which CUDA
+                                 records the importer keeps (docs/trace-format.md) */
+    TRACE_CUDA_CONTEXT_HANDLE = 53, /* u CUcontext handle, u context: written at creation */
     TRACE_CUDA_LAST = 79,
 
-    /* GPU counters sampled by the launcher (80-99): defined by src/nvml, documented in
-     * docs/trace-format.md. */
+    /* GPU counters sampled by the launcher (80-99, src/nvml/sampler.c; docs/trace-format.md).
+     * gpu is NVML's index. Optional values are stored + 1 so that 0 means "not read". */
     TRACE_NVML_FIRST = 80,
+    TRACE_NVML_GPU = 80,      /* u gpu, s uuid, s name, u power_limit_mw, u memory_bytes,
+                                 u flags (TRACE_NVML_HAS_*), u cuda_index + 1 (0: not visible) */
+    TRACE_NVML_POWER = 81,    /* u gpu, ts, u power_mw + 1 (instant), u power_avg_mw + 1 */
+    TRACE_NVML_ENERGY = 82,   /* u gpu, ts, u energy_mj, u uncertainty_ns: the energy counter
+                                 took this value within ts ± uncertainty_ns (written only when
+                                 it changes) */
+    TRACE_NVML_STATE = 83,    /* u gpu, ts, u sm_clock_mhz + 1, u memory_clock_mhz + 1,
+                                 u gpu_util + 1, u memory_util + 1, u memory_used_bytes + 1,
+                                 u temperature_c + 1, u throttle_reasons + 1 */
+    TRACE_NVML_DISABLED = 84, /* s reason: why no GPU was sampled (one line) */
     TRACE_NVML_LAST = 99,
 };
 
@@ -144,5 +159,9 @@ enum trace_resource_kind {
 #define TRACE_FLAG_CUDA 0x2u
 #define TRACE_FLAG_NVML 0x4u
 #define TRACE_FLAG_LAUNCHER 0x8u      /* written by the launcher itself, not an agent */
+
+/* TRACE_NVML_GPU flags */
+#define TRACE_NVML_HAS_ENERGY_COUNTER 0x1u  /* Volta and later */
+#define TRACE_NVML_HAS_INSTANT_POWER 0x2u
 
 #endif

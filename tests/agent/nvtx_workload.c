@@ -14,12 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "workload: %s:%d: %s\n", __FILE__, __LINE__, #cond);            \
-            exit(1);                                                                        \
-        }                                                                                   \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "workload: %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static uint64_t mono_ns(void)
@@ -31,7 +31,7 @@ static uint64_t mono_ns(void)
 
 static void sleep_ms(int ms)
 {
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
@@ -246,6 +246,30 @@ static void scenario_sigkill(void)
     raise(SIGKILL);
 }
 
+/* killed by SIGTERM right after its events: the agent ends the file before the process dies */
+static void scenario_sigterm(void)
+{
+    for (int i = 0; i < 10; i++) {
+        CHECK(nvtxRangePushA("before-term") == 0);
+        CHECK(nvtxRangePop() == 0);
+    }
+    raise(SIGTERM);
+}
+
+static void exit_3(int sig)
+{
+    (void)sig;
+    _exit(3);
+}
+
+/* a program's own SIGTERM handler is left alone */
+static void scenario_own_sigterm_handler(void)
+{
+    signal(SIGTERM, exit_3);
+    nvtxMarkA("loads the agent");
+    raise(SIGTERM);
+}
+
 /* ranges the program times itself around the NVTX calls */
 static void scenario_durations(void)
 {
@@ -274,32 +298,51 @@ static void scenario_overflow(void)
     }
 }
 
-/* without a session folder: one warning, no file, the right return values */
-static void scenario_inert(void)
+/* many laps of a small ring, with pauses so that nothing is dropped, names of every
+ * length so records meet the ring's end at every offset */
+static void scenario_wrap(void)
 {
-    CHECK(nvtxRangePushA("a") == 0);
-    CHECK(nvtxRangePushA("b") == 1);
-    CHECK(nvtxRangePop() == 1);
-    CHECK(nvtxRangePop() == 0);
-    CHECK(nvtxRangePop() < 0);
-    CHECK(nvtxRangeStartA("s") != 0);
+    static const char names[] = "abcdefghijklmnopqrstuvwxyz";
+    for (int round = 0; round < 40; round++) {
+        for (int i = 0; i < 300; i++) {
+            CHECK(nvtxRangePushA(names + i % 26) == 0);
+            CHECK(nvtxRangePop() == 0);
+        }
+        sleep_ms(12);
+    }
 }
 
-struct scenario { const char *name; void (*run)(void); };
+/* without a session folder: one warning, no file, and NVTX's own no-tool path (push and
+ * pop answer NVTX_NO_PUSH_POP_TRACKING, start answers 0) */
+static void scenario_inert(void)
+{
+    CHECK(nvtxRangePushA("a") == NVTX_NO_PUSH_POP_TRACKING);
+    CHECK(nvtxRangePop() == NVTX_NO_PUSH_POP_TRACKING);
+    CHECK(nvtxRangeStartA("s") == 0);
+    nvtxMarkA("m");
+}
+
+struct scenario {
+    const char *name;
+    void (*run)(void);
+};
 
 static const struct scenario scenarios[] = {
-    { "basic", scenario_basic },
-    { "threads", scenario_threads },
-    { "thread_churn", scenario_thread_churn },
-    { "cross_thread", scenario_cross_thread },
-    { "attributes", scenario_attributes },
-    { "big_names", scenario_big_names },
-    { "fork", scenario_fork },
-    { "sigkill", scenario_sigkill },
-    { "durations", scenario_durations },
-    { "overflow", scenario_overflow },
-    { "inert", scenario_inert },
-    { NULL, NULL },
+    {"basic", scenario_basic},
+    {"threads", scenario_threads},
+    {"thread_churn", scenario_thread_churn},
+    {"cross_thread", scenario_cross_thread},
+    {"attributes", scenario_attributes},
+    {"big_names", scenario_big_names},
+    {"fork", scenario_fork},
+    {"sigkill", scenario_sigkill},
+    {"sigterm", scenario_sigterm},
+    {"own_sigterm_handler", scenario_own_sigterm_handler},
+    {"durations", scenario_durations},
+    {"overflow", scenario_overflow},
+    {"wrap", scenario_wrap},
+    {"inert", scenario_inert},
+    {NULL, NULL},
 };
 
 int main(int argc, char **argv)

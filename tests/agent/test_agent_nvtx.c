@@ -2,11 +2,12 @@
  * nvtx_two_libs) with NVTX_INJECTION64_PATH pointing at liblantern-agent.so and its own
  * LANTERN_SESSION_DIR, then decodes the raw file(s) and checks exact records. */
 #include "harness.h"
-#include "trace_log.h"
 #include "trace/format.h"
+#include "trace_log.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -14,15 +15,33 @@
 #include <unistd.h>
 
 struct run {
-    char dir[256];            /* per test: session/, out.txt, err.txt */
+    char dir[256]; /* per test: session/, out.txt, err.txt */
     char session[300];
     char out[1 << 16];
     char err[1 << 16];
     pid_t pid;
     int status;
-    char files[8][600];       /* the .lrt files, sorted by name */
+    char files[8][600]; /* the .lrt files, sorted by name */
     int nfiles;
 };
+
+/* Folders of the runs, removed when every test passed (kept for a look otherwise). */
+static char run_dirs[64][256];
+static int run_dir_count;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_run_dirs(void)
+{
+    for (int i = 0; i < run_dir_count; i++)
+        nftw(run_dirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static void read_text(const char *path, char *buf, size_t cap)
 {
@@ -35,7 +54,10 @@ static void read_text(const char *path, char *buf, size_t cap)
     close(fd);
 }
 
-static int compare_names(const void *a, const void *b) { return strcmp(a, b); }
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
 
 /* Runs `program scenario` with the agent; env_extra is "NAME=value" or NULL. session:
  * 1 = a fresh session folder, 0 = LANTERN_SESSION_DIR unset. */
@@ -45,6 +67,8 @@ static void run_program(struct run *r, const char *program, const char *scenario
     memset(r, 0, sizeof(*r));
     strcpy(r->dir, "/tmp/lantern-agent-test-XXXXXX");
     ASSERT(mkdtemp(r->dir));
+    if (run_dir_count < 64)
+        strcpy(run_dirs[run_dir_count++], r->dir);
     snprintf(r->session, sizeof(r->session), "%s/session", r->dir);
     ASSERT(mkdir(r->session, 0755) == 0);
     r->pid = fork();
@@ -159,7 +183,8 @@ static void test_push_pop_levels_marks_and_ranges(void)
 
     const struct trace_log_record *p = &log.records[0];
     char name[64];
-    snprintf(name, sizeof(name), "/%d-%llu.lrt", (int)r.pid, (unsigned long long)p->u[PROCESS_START]);
+    snprintf(name, sizeof(name), "/%d-%llu.lrt", (int)r.pid,
+             (unsigned long long)p->u[PROCESS_START]);
     ASSERT(strstr(r.files[0], name));
     ASSERT(p->s_len[PROCESS_EXE] > 14 &&
            memcmp(p->s[PROCESS_EXE] + p->s_len[PROCESS_EXE] - 14, "/nvtx_workload", 14) == 0);
@@ -192,6 +217,7 @@ static void test_push_pop_levels_marks_and_ranges(void)
     ASSERT(outer->u[EV_TS] <= inner->u[EV_TS] && inner->u[EV_TS] <= pop1->u[EV_TS] &&
            pop1->u[EV_TS] <= pop0->u[EV_TS]);
     ASSERT(p->u[PROCESS_START] <= outer->u[EV_TS]);
+    ASSERT(thread->u[THREAD_FIRST_SEEN] <= outer->u[EV_TS]);
     ASSERT_EQ(inner->u[PUSH_COLOR], 0);
     ASSERT_EQ(inner->u[PUSH_PAYLOAD_TYPE], 0);
 
@@ -436,6 +462,24 @@ static void test_sigkill_keeps_events_flushed_before_the_kill(void)
     trace_log_free(&log);
 }
 
+static void test_sigterm_ends_the_file_before_dying(void)
+{
+    struct run r;
+    run_workload(&r, "sigterm", NULL);
+    ASSERT(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGTERM);
+    struct trace_log log;
+    load_file_of(&r, r.pid, &log);
+    ASSERT_EQ(trace_log_count(&log, TRACE_PUSH), 10);
+    ASSERT_EQ(trace_log_count(&log, TRACE_POP), 10);
+    const struct trace_log_record *end = &log.records[log.count - 1];
+    ASSERT_EQ(end->type, TRACE_PROCESS_END);
+    ASSERT_EQ(end->u[END_CLEAN], 0);
+    trace_log_free(&log);
+
+    run_workload(&r, "own_sigterm_handler", NULL);
+    ASSERT(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 3);
+}
+
 static void test_durations_match_the_programs_own_clock(void)
 {
     struct run r;
@@ -486,6 +530,25 @@ static void test_full_ring_drops_and_counts_and_keeps_levels(void)
     trace_log_free(&log);
 }
 
+static void test_ring_laps_keep_every_record(void)
+{
+    struct run r;
+    run_workload(&r, "wrap", "LANTERN_BUFFER_KB=64");
+    assert_exited_ok(&r);
+    struct trace_log log;
+    load_file_of(&r, r.pid, &log);
+    assert_clean_process(&log, r.pid, getpid());
+    ASSERT_EQ(trace_log_count(&log, TRACE_PUSH), 40 * 300);
+    ASSERT_EQ(trace_log_count(&log, TRACE_POP), 40 * 300);
+    static const char names[] = "abcdefghijklmnopqrstuvwxyz";
+    for (size_t i = 0; i < 40 * 300; i++) {
+        const struct trace_log_record *push = trace_log_nth(&log, TRACE_PUSH, i);
+        ASSERT(string_is(&log, push->u[PUSH_NAME], names + (i % 300) % 26));
+        ASSERT_EQ(push->u[EV_DEPTH], 0);
+    }
+    trace_log_free(&log);
+}
+
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -494,7 +557,7 @@ static int count_lines(const char *s)
     return n;
 }
 
-static void test_without_session_dir_one_warning_and_right_values(void)
+static void test_without_session_dir_one_warning_and_no_op_calls(void)
 {
     struct run r;
     run_program(&r, NVTX_WORKLOAD_PATH, "inert", 0, NULL);
@@ -533,21 +596,66 @@ static void test_init_from_two_libraries_at_once(void)
     trace_log_free(&log);
 }
 
+static void test_cpp_raii_ranges_in_a_domain(void)
+{
+    struct run r;
+    run_program(&r, NVTX_CPP_WORKLOAD_PATH, "", 1, NULL);
+    assert_exited_ok(&r);
+    struct trace_log log;
+    load_file_of(&r, r.pid, &log);
+    assert_clean_process(&log, r.pid, getpid());
+    uint64_t app = domain_id(&log, "cpp-app");
+    ASSERT(app >= 1 && app != UINT64_MAX);
+    const struct trace_log_record *cat = named(&log, TRACE_CATEGORY, 2, "io", 0);
+    ASSERT(cat && cat->u[0] == app && cat->u[1] == 11);
+
+    const struct trace_log_record *outer = named(&log, TRACE_PUSH, PUSH_NAME, "cpp-outer", 0);
+    ASSERT(outer && outer->u[EV_DOMAIN] == app && outer->u[EV_DEPTH] == 0);
+    ASSERT_EQ(outer->u[PUSH_COLOR], 0xFFFF0000ull + 1);
+    for (size_t i = 0; i < 3; i++) {
+        const struct trace_log_record *step = named(&log, TRACE_PUSH, PUSH_NAME, "step", i);
+        ASSERT(step && step->u[EV_DOMAIN] == app && step->u[EV_DEPTH] == 1);
+        ASSERT_EQ(step->u[PUSH_CATEGORY], 11);
+        ASSERT_EQ(step->u[PUSH_PAYLOAD_TYPE], 2 /* NVTX_PAYLOAD_TYPE_INT64 */);
+        ASSERT_EQ(step->u[PUSH_PAYLOAD], i);
+    }
+    const struct trace_log_record *mark = named(&log, TRACE_MARK, MARK_NAME, "cpp-mark", 0);
+    ASSERT(mark && mark->u[EV_DOMAIN] == app);
+    /* NVTX3_FUNC_RANGE names the range after the function, in nvtx3's default domain */
+    ASSERT(named(&log, TRACE_PUSH, PUSH_NAME, "traced_function", 0));
+    ASSERT_EQ(trace_log_count(&log, TRACE_PUSH), 5);
+    ASSERT_EQ(trace_log_count(&log, TRACE_POP), 5);
+    trace_log_free(&log);
+}
+
 static const struct test_case tests[] = {
-    { "push_pop_levels_marks_and_ranges", test_push_pop_levels_marks_and_ranges },
-    { "64_threads_nested_ranges_all_recorded", test_64_threads_nested_ranges_all_recorded },
-    { "exited_threads_rings_are_reused", test_exited_threads_rings_are_reused },
-    { "range_ended_on_another_thread", test_range_ended_on_another_thread },
-    { "domains_categories_registered_strings_payloads_colors_wide",
-      test_domains_categories_registered_strings_payloads_colors_wide },
-    { "1mb_name_and_non_utf8_bytes_recorded_exactly", test_1mb_name_and_non_utf8_bytes_recorded_exactly },
-    { "fork_child_writes_its_own_file", test_fork_child_writes_its_own_file },
-    { "sigkill_keeps_events_flushed_before_the_kill", test_sigkill_keeps_events_flushed_before_the_kill },
-    { "durations_match_the_programs_own_clock", test_durations_match_the_programs_own_clock },
-    { "full_ring_drops_and_counts_and_keeps_levels", test_full_ring_drops_and_counts_and_keeps_levels },
-    { "without_session_dir_one_warning_and_right_values", test_without_session_dir_one_warning_and_right_values },
-    { "init_from_two_libraries_at_once", test_init_from_two_libraries_at_once },
-    { NULL, NULL },
+    {"push_pop_levels_marks_and_ranges", test_push_pop_levels_marks_and_ranges},
+    {"64_threads_nested_ranges_all_recorded", test_64_threads_nested_ranges_all_recorded},
+    {"exited_threads_rings_are_reused", test_exited_threads_rings_are_reused},
+    {"range_ended_on_another_thread", test_range_ended_on_another_thread},
+    {"domains_categories_registered_strings_payloads_colors_wide",
+     test_domains_categories_registered_strings_payloads_colors_wide},
+    {"1mb_name_and_non_utf8_bytes_recorded_exactly",
+     test_1mb_name_and_non_utf8_bytes_recorded_exactly},
+    {"fork_child_writes_its_own_file", test_fork_child_writes_its_own_file},
+    {"sigkill_keeps_events_flushed_before_the_kill",
+     test_sigkill_keeps_events_flushed_before_the_kill},
+    {"sigterm_ends_the_file_before_dying", test_sigterm_ends_the_file_before_dying},
+    {"durations_match_the_programs_own_clock", test_durations_match_the_programs_own_clock},
+    {"full_ring_drops_and_counts_and_keeps_levels",
+     test_full_ring_drops_and_counts_and_keeps_levels},
+    {"ring_laps_keep_every_record", test_ring_laps_keep_every_record},
+    {"without_session_dir_one_warning_and_no_op_calls",
+     test_without_session_dir_one_warning_and_no_op_calls},
+    {"init_from_two_libraries_at_once", test_init_from_two_libraries_at_once},
+    {"cpp_raii_ranges_in_a_domain", test_cpp_raii_ranges_in_a_domain},
+    {NULL, NULL},
 };
 
-int main(int argc, char **argv) { return test_main(tests, argc, argv); }
+int main(int argc, char **argv)
+{
+    int rc = test_main(tests, argc, argv);
+    if (rc == 0)
+        remove_run_dirs();
+    return rc;
+}

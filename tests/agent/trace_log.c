@@ -11,23 +11,40 @@
 static const char *trace_log_layout(unsigned type)
 {
     switch (type) {
-    case TRACE_PROCESS: return "uutusssus";
-    case TRACE_PROCESS_END: return "tuu";
-    case TRACE_THREAD: return "uut";
-    case TRACE_THREAD_NAME: return "uu";
-    case TRACE_STRING: return "us";
-    case TRACE_DROPPED: return "uu";
-    case TRACE_DOMAIN: return "uu";
-    case TRACE_CATEGORY: return "uuu";
-    case TRACE_PUSH: return "utuuuuuuu";
-    case TRACE_POP: return "utuu";
-    case TRACE_START: return "utuuuuuuu";
-    case TRACE_END: return "utu";
-    case TRACE_MARK: return "utuuuuuu";
-    case TRACE_UNBALANCED_POP: return "utu";
-    case TRACE_DOMAIN_DESTROY: return "ut";
-    case TRACE_NAME_RESOURCE: return "uuu";
-    default: return "";
+    case TRACE_PROCESS:
+        return "uutusssus";
+    case TRACE_PROCESS_END:
+        return "tuu";
+    case TRACE_THREAD:
+        return "uut";
+    case TRACE_THREAD_NAME:
+        return "uu";
+    case TRACE_STRING:
+        return "us";
+    case TRACE_DROPPED:
+        return "uu";
+    case TRACE_DOMAIN:
+        return "uu";
+    case TRACE_CATEGORY:
+        return "uuu";
+    case TRACE_PUSH:
+        return "utuuuuuuu";
+    case TRACE_POP:
+        return "utuu";
+    case TRACE_START:
+        return "utuuuuuuu";
+    case TRACE_END:
+        return "utu";
+    case TRACE_MARK:
+        return "utuuuuuu";
+    case TRACE_UNBALANCED_POP:
+        return "utu";
+    case TRACE_DOMAIN_DESTROY:
+        return "ut";
+    case TRACE_NAME_RESOURCE:
+        return "uuu";
+    default:
+        return "";
     }
 }
 
@@ -39,7 +56,8 @@ static void trace_log_keep_string(struct trace_log *log, uint64_t id, const uint
             cap *= 2;
         log->strings = realloc(log->strings, cap * sizeof(*log->strings));
         log->string_lens = realloc(log->string_lens, cap * sizeof(*log->string_lens));
-        memset(log->strings + log->strings_cap, 0, (cap - log->strings_cap) * sizeof(*log->strings));
+        memset(log->strings + log->strings_cap, 0,
+               (cap - log->strings_cap) * sizeof(*log->strings));
         log->strings_cap = cap;
     }
     log->strings[id] = s;
@@ -66,10 +84,18 @@ int trace_log_load(struct trace_log *log, const char *path)
         const char *layout = trace_log_layout(type);
         for (size_t i = 0; layout[i] && i < TRACE_LOG_MAX_FIELDS; i++) {
             switch (layout[i]) {
-            case 'u': r->u[i] = trace_get_u(&f); break;
-            case 'i': r->u[i] = (uint64_t)trace_get_i(&f); break;
-            case 't': r->u[i] = trace_get_ts(&f); break;
-            case 's': r->s_len[i] = trace_get_s(&f, &r->s[i]); break;
+            case 'u':
+                r->u[i] = trace_get_u(&f);
+                break;
+            case 'i':
+                r->u[i] = (uint64_t)trace_get_i(&f);
+                break;
+            case 't':
+                r->u[i] = trace_get_ts(&f);
+                break;
+            case 's':
+                r->s_len[i] = trace_get_s(&f, &r->s[i]);
+                break;
             }
         }
         if (type == TRACE_STRING)

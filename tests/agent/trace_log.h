@@ -13,8 +13,8 @@
 
 struct trace_log_record {
     unsigned type;
-    uint64_t u[TRACE_LOG_MAX_FIELDS];        /* numeric fields (u, i, ts) in order */
-    const uint8_t *s[TRACE_LOG_MAX_FIELDS];  /* string fields, by the same index */
+    uint64_t u[TRACE_LOG_MAX_FIELDS];       /* numeric fields (u, i, ts) in order */
+    const uint8_t *s[TRACE_LOG_MAX_FIELDS]; /* string fields, by the same index */
     size_t s_len[TRACE_LOG_MAX_FIELDS];
 };
 
@@ -22,7 +22,7 @@ struct trace_log {
     struct trace_reader reader;
     struct trace_log_record *records;
     size_t count;
-    int damaged;                             /* the reader stopped at damage */
+    int damaged; /* the reader stopped at damage */
     /* strings by id */
     const uint8_t **strings;
     size_t *string_lens;
@@ -41,14 +41,40 @@ const struct trace_log_record *trace_log_nth(const struct trace_log *log, unsign
 
 /* Field indexes, per docs/trace-format.md. */
 enum {
-    PROCESS_PID = 0, PROCESS_PPID, PROCESS_START, PROCESS_WALL, PROCESS_EXE, PROCESS_CMDLINE,
-    PROCESS_HOST, PROCESS_FLAGS, PROCESS_VERSION,
-    END_TS = 0, END_DROPPED, END_CLEAN,
-    THREAD_IDX = 0, THREAD_TID, THREAD_FIRST_SEEN,
-    EV_THREAD = 0, EV_TS, /* PUSH/POP/MARK/UNBALANCED: */ EV_DOMAIN = 2, EV_DEPTH = 3,
-    PUSH_NAME = 4, PUSH_CATEGORY, PUSH_COLOR, PUSH_PAYLOAD_TYPE, PUSH_PAYLOAD,
-    MARK_NAME = 3, MARK_CATEGORY, MARK_COLOR, MARK_PAYLOAD_TYPE, MARK_PAYLOAD,
-    START_ID = 2, START_DOMAIN, START_NAME, START_CATEGORY, START_COLOR,
+    PROCESS_PID = 0,
+    PROCESS_PPID,
+    PROCESS_START,
+    PROCESS_WALL,
+    PROCESS_EXE,
+    PROCESS_CMDLINE,
+    PROCESS_HOST,
+    PROCESS_FLAGS,
+    PROCESS_VERSION,
+    END_TS = 0,
+    END_DROPPED,
+    END_CLEAN,
+    THREAD_IDX = 0,
+    THREAD_TID,
+    THREAD_FIRST_SEEN,
+    EV_THREAD = 0,
+    EV_TS,
+    /* PUSH/POP/MARK/UNBALANCED: */ EV_DOMAIN = 2,
+    EV_DEPTH = 3,
+    PUSH_NAME = 4,
+    PUSH_CATEGORY,
+    PUSH_COLOR,
+    PUSH_PAYLOAD_TYPE,
+    PUSH_PAYLOAD,
+    MARK_NAME = 3,
+    MARK_CATEGORY,
+    MARK_COLOR,
+    MARK_PAYLOAD_TYPE,
+    MARK_PAYLOAD,
+    START_ID = 2,
+    START_DOMAIN,
+    START_NAME,
+    START_CATEGORY,
+    START_COLOR,
     END_ID = 2,
 };
 

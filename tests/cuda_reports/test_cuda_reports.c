@@ -5,6 +5,7 @@
 
 #include "harness.h"
 #include "report/cuda_report.h"
+#include "report/stats_sql.h"
 
 static char *read_file(const char *path)
 {
@@ -42,11 +43,11 @@ static sqlite3 *open_session(void)
     return db;
 }
 
-/* Runs report in format (with sort) over the test session; returns its output (free it). */
-static char *run_report(int (*report)(struct report_ctx *), enum table_format format,
-                        const char *sort)
+/* Runs report in format (with sort) over db, which it closes; returns its output (free it). */
+static char *run_report_on(sqlite3 *db, int (*report)(struct report_ctx *),
+                           enum table_format format, const char *sort)
 {
-    struct report_ctx ctx = { .db = open_session(), .format = format, .sort = sort };
+    struct report_ctx ctx = {.db = db, .format = format, .sort = sort};
     char *text = NULL;
     size_t size = 0;
     ctx.out = open_memstream(&text, &size);
@@ -58,6 +59,13 @@ static char *run_report(int (*report)(struct report_ctx *), enum table_format fo
     fclose(ctx.out);
     sqlite3_close(ctx.db);
     return text;
+}
+
+/* Same over the test session. */
+static char *run_report(int (*report)(struct report_ctx *), enum table_format format,
+                        const char *sort)
+{
+    return run_report_on(open_session(), report, format, sort);
 }
 
 static void expect_csv(int (*report)(struct report_ctx *), const char *sort, const char *expected)
@@ -122,8 +130,8 @@ static void cuda_gpu_mem_size_sum_table_shows_megabytes(void)
     free(table);
 }
 
-#define TRACE_HEADER                                                                          \
-    "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (B),"      \
+#define TRACE_HEADER                                                                               \
+    "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (B),"           \
     "DymSMem (B),Bytes (B),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name\n"
 #define H100 "NVIDIA H100 80GB HBM3 (0)"
 
@@ -131,29 +139,29 @@ static void cuda_gpu_mem_size_sum_table_shows_megabytes(void)
 static void cuda_gpu_trace_lists_every_operation_in_start_order(void)
 {
     expect_csv(report_cuda_gpu_trace, NULL,
-               TRACE_HEADER
-               "1900,200,8,64,2,1,256,1,1,40,2048,0,,,,," H100 ",1,8,reduce(float*)\n"
-               "1900,500,1,256,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
-               "\"axpy(float*, float*, float)\"\n"
-               "2500,800,2,256,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
-               "\"axpy(float*, float*, float)\"\n"
-               "4400,400,3,,,,,,,,,,4000000,10000000,Pageable,Device," H100 ",1,7,"
-               "[CUDA memcpy Host-to-Device]\n"
-               "4900,300,4,64,2,1,256,1,1,40,2048,0,,,,," H100 ",1,7,reduce(float*)\n"
-               "9600,100,5,,,,,,,,,,2000000,20000000,,Device," H100 ",1,7,[CUDA memset]\n"
-               "20900,700,6,512,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
-               "\"axpy(float*, float*, float)\"\n"
-               "26400,100,7,,,,,,,,,,1000000,10000000,Device,Pinned," H100 ",1,7,"
-               "[CUDA memcpy Device-to-Host]\n"
-               "26900,150,10,,,,,,,,,,2000000,13333333.333,Pinned,Device," H100 ",1,7,"
-               "[CUDA memcpy Host-to-Device]\n");
+               TRACE_HEADER "1900,200,8,64,2,1,256,1,1,40,2048,0,,,,," H100 ",1,8,reduce(float*)\n"
+                            "1900,500,1,256,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
+                            "\"axpy(float*, float*, float)\"\n"
+                            "2500,800,2,256,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
+                            "\"axpy(float*, float*, float)\"\n"
+                            "4400,400,3,,,,,,,,,,4000000,10000000,Pageable,Device," H100 ",1,7,"
+                            "[CUDA memcpy Host-to-Device]\n"
+                            "4900,300,4,64,2,1,256,1,1,40,2048,0,,,,," H100 ",1,7,reduce(float*)\n"
+                            "9600,100,5,,,,,,,,,,2000000,20000000,,Device," H100
+                            ",1,7,[CUDA memset]\n"
+                            "20900,700,6,512,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
+                            "\"axpy(float*, float*, float)\"\n"
+                            "26400,100,7,,,,,,,,,,1000000,10000000,Device,Pinned," H100 ",1,7,"
+                            "[CUDA memcpy Device-to-Host]\n"
+                            "26900,150,10,,,,,,,,,,2000000,13333333.333,Pinned,Device," H100 ",1,7,"
+                            "[CUDA memcpy Host-to-Device]\n");
 }
 
 /* --sort duration: longest first, ties in start order. Checked on the CorrId column. */
 static void cuda_gpu_trace_sorts_by_duration(void)
 {
     char *csv = run_report(report_cuda_gpu_trace, TABLE_FORMAT_CSV, "duration");
-    static const int expected[] = { 2, 6, 1, 3, 4, 8, 10, 5, 7 };
+    static const int expected[] = {2, 6, 1, 3, 4, 8, 10, 5, 7};
     char *line = strchr(csv, '\n') + 1;
     for (size_t i = 0; i < sizeof expected / sizeof *expected; i++) {
         int start, duration, corr;
@@ -167,7 +175,7 @@ static void cuda_gpu_trace_sorts_by_duration(void)
 
 static void cuda_gpu_trace_rejects_an_unknown_sort(void)
 {
-    struct report_ctx ctx = { .db = open_session(), .format = TABLE_FORMAT_CSV, .sort = "name" };
+    struct report_ctx ctx = {.db = open_session(), .format = TABLE_FORMAT_CSV, .sort = "name"};
     ctx.out = fopen("/dev/null", "w");
     ASSERT_EQ(report_cuda_gpu_trace(&ctx), -1);
     ASSERT_STR_EQ(ctx.error, "cuda_gpu_trace: cannot sort by 'name' (start or duration)");
@@ -211,6 +219,21 @@ static void nvtx_gpu_proj_sum_projects_nested_and_overlapping_ranges(void)
                "mylib:io,PushPop,200,300,1,200,200,200,200,0,1,1,0,0\n");
 }
 
+/* A start/end range never ended holds every launch after its start: "tail" from 25000 holds
+ * the two copies launched at 26000 and 26200 (26500 .. 27150); its range time is unknown. */
+static void nvtx_gpu_proj_sum_projects_a_range_that_never_ended(void)
+{
+    sqlite3 *db = open_session();
+    ASSERT(sqlite3_exec(db,
+                        "INSERT INTO strings VALUES(17, 'tail');"
+                        "INSERT INTO ranges(id, process_id, name_id, style, start_thread_id,"
+                        " start_ns) VALUES(9, 1, 17, 1, 1, 25000);",
+                        NULL, NULL, NULL) == SQLITE_OK);
+    char *csv = run_report_on(db, report_nvtx_gpu_proj_sum, TABLE_FORMAT_CSV, NULL);
+    ASSERT(strstr(csv, "\n:tail,StartEnd,650,,1,650,650,650,650,0,2,2,0,0\n"));
+    free(csv);
+}
+
 /* JSON carries the same exact numbers under the column keys. */
 static void cuda_gpu_kern_sum_json_has_exact_values(void)
 {
@@ -221,16 +244,68 @@ static void cuda_gpu_kern_sum_json_has_exact_values(void)
     free(json);
 }
 
+static double query_double(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    ASSERT(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+    ASSERT(sqlite3_step(st) == SQLITE_ROW);
+    double v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The aggregates on their own: NULLs skipped, the even-count median between the middle two,
+ * stddev 0 for one value and the sample formula otherwise (2, 4, 4, 4, 5, 5, 7, 9: mean 5,
+ * squares 32, 32 / 7), NULL over no values (printed as -1 here). */
+static void median_and_stddev_aggregates_follow_nsys(void)
+{
+    sqlite3 *db = NULL;
+    ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    ASSERT_EQ(stats_sql_register(db), 0);
+    ASSERT(sqlite3_exec(db, "CREATE TABLE v(x); INSERT INTO v VALUES (10), (NULL), (1), (3), (2);",
+                        NULL, NULL, NULL) == SQLITE_OK);
+    ASSERT(query_double(db, "SELECT lantern_median(x) FROM v") == 2.5);
+    ASSERT(query_double(db, "SELECT lantern_median(x) FROM v WHERE x < 10") == 2);
+    ASSERT(query_double(db, "SELECT lantern_stddev(x) FROM v WHERE x = 3") == 0);
+    ASSERT(query_double(db, "SELECT lantern_median(x) FROM v WHERE x > 99") == -1);
+    ASSERT(query_double(db, "SELECT lantern_stddev(x) FROM v WHERE x > 99") == -1);
+    ASSERT(sqlite3_exec(db, "DELETE FROM v; INSERT INTO v VALUES (2),(4),(4),(4),(5),(5),(7),(9);",
+                        NULL, NULL, NULL) == SQLITE_OK);
+    double sd = query_double(db, "SELECT lantern_stddev(x) FROM v");
+    ASSERT(sd > 2.138089935299395 - 1e-12 && sd < 2.138089935299395 + 1e-12);
+    sqlite3_close(db);
+}
+
+/* Averages such as 3001 / 3000 GPU ops print to three decimals as 1.000: trimmed to "1",
+ * never to "1." (which is no JSON number). */
+static void near_whole_averages_print_as_valid_numbers(void)
+{
+    static const struct table_column cols[] = {{"Avg GPU Ops", "avg", TABLE_REAL},
+                                               {"Avg", "avg_ns", TABLE_NS}};
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    ASSERT(out);
+    struct table *t = table_new(out, TABLE_FORMAT_JSON, cols, 2);
+    ASSERT(t);
+    table_real(t, 3001.0 / 3000.0);
+    table_ns(t, 1000.0002);
+    ASSERT_EQ(table_finish(t), 0);
+    fclose(out);
+    ASSERT_STR_EQ(text, "[\n {\"avg\": 1, \"avg_ns\": 1000}\n]");
+    free(text);
+}
+
 /* A session without CUDA activity gives empty reports, not errors. */
 static void reports_of_a_session_without_cuda_are_empty(void)
 {
     int (*reports[])(struct report_ctx *) = {
-        report_cuda_api_sum,  report_cuda_gpu_kern_sum, report_cuda_gpu_mem_time_sum,
-        report_cuda_gpu_mem_size_sum, report_cuda_gpu_trace, report_nvtx_kern_sum,
+        report_cuda_api_sum,          report_cuda_gpu_kern_sum, report_cuda_gpu_mem_time_sum,
+        report_cuda_gpu_mem_size_sum, report_cuda_gpu_trace,    report_nvtx_kern_sum,
         report_nvtx_gpu_proj_sum,
     };
     for (size_t i = 0; i < sizeof reports / sizeof *reports; i++) {
-        struct report_ctx ctx = { .format = TABLE_FORMAT_JSON };
+        struct report_ctx ctx = {.format = TABLE_FORMAT_JSON};
         char *text = NULL;
         size_t size = 0;
         ASSERT(sqlite3_open(":memory:", &ctx.db) == SQLITE_OK);
@@ -247,26 +322,30 @@ static void reports_of_a_session_without_cuda_are_empty(void)
 int main(int argc, char **argv)
 {
     static const struct test_case tests[] = {
-        { "cuda_api_sum_matches_hand_computed_rows", cuda_api_sum_matches_hand_computed_rows },
-        { "cuda_gpu_kern_sum_matches_hand_computed_rows",
-          cuda_gpu_kern_sum_matches_hand_computed_rows },
-        { "cuda_gpu_mem_time_sum_groups_copies_and_memsets",
-          cuda_gpu_mem_time_sum_groups_copies_and_memsets },
-        { "cuda_gpu_mem_size_sum_gives_exact_bytes", cuda_gpu_mem_size_sum_gives_exact_bytes },
-        { "cuda_gpu_mem_size_sum_table_shows_megabytes",
-          cuda_gpu_mem_size_sum_table_shows_megabytes },
-        { "cuda_gpu_trace_lists_every_operation_in_start_order",
-          cuda_gpu_trace_lists_every_operation_in_start_order },
-        { "cuda_gpu_trace_sorts_by_duration", cuda_gpu_trace_sorts_by_duration },
-        { "cuda_gpu_trace_rejects_an_unknown_sort", cuda_gpu_trace_rejects_an_unknown_sort },
-        { "nvtx_kern_sum_attributes_kernels_to_enclosing_ranges",
-          nvtx_kern_sum_attributes_kernels_to_enclosing_ranges },
-        { "nvtx_gpu_proj_sum_projects_nested_and_overlapping_ranges",
-          nvtx_gpu_proj_sum_projects_nested_and_overlapping_ranges },
-        { "cuda_gpu_kern_sum_json_has_exact_values", cuda_gpu_kern_sum_json_has_exact_values },
-        { "reports_of_a_session_without_cuda_are_empty",
-          reports_of_a_session_without_cuda_are_empty },
-        { NULL, NULL },
+        {"cuda_api_sum_matches_hand_computed_rows", cuda_api_sum_matches_hand_computed_rows},
+        {"cuda_gpu_kern_sum_matches_hand_computed_rows",
+         cuda_gpu_kern_sum_matches_hand_computed_rows},
+        {"cuda_gpu_mem_time_sum_groups_copies_and_memsets",
+         cuda_gpu_mem_time_sum_groups_copies_and_memsets},
+        {"cuda_gpu_mem_size_sum_gives_exact_bytes", cuda_gpu_mem_size_sum_gives_exact_bytes},
+        {"cuda_gpu_mem_size_sum_table_shows_megabytes",
+         cuda_gpu_mem_size_sum_table_shows_megabytes},
+        {"cuda_gpu_trace_lists_every_operation_in_start_order",
+         cuda_gpu_trace_lists_every_operation_in_start_order},
+        {"cuda_gpu_trace_sorts_by_duration", cuda_gpu_trace_sorts_by_duration},
+        {"cuda_gpu_trace_rejects_an_unknown_sort", cuda_gpu_trace_rejects_an_unknown_sort},
+        {"nvtx_kern_sum_attributes_kernels_to_enclosing_ranges",
+         nvtx_kern_sum_attributes_kernels_to_enclosing_ranges},
+        {"nvtx_gpu_proj_sum_projects_nested_and_overlapping_ranges",
+         nvtx_gpu_proj_sum_projects_nested_and_overlapping_ranges},
+        {"nvtx_gpu_proj_sum_projects_a_range_that_never_ended",
+         nvtx_gpu_proj_sum_projects_a_range_that_never_ended},
+        {"cuda_gpu_kern_sum_json_has_exact_values", cuda_gpu_kern_sum_json_has_exact_values},
+        {"median_and_stddev_aggregates_follow_nsys", median_and_stddev_aggregates_follow_nsys},
+        {"near_whole_averages_print_as_valid_numbers", near_whole_averages_print_as_valid_numbers},
+        {"reports_of_a_session_without_cuda_are_empty",
+         reports_of_a_session_without_cuda_are_empty},
+        {NULL, NULL},
     };
     return test_main(tests, argc, argv);
 }

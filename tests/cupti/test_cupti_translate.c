@@ -45,14 +45,10 @@ static const char *fake_api_name(void *ctx, int driver, uint32_t cbid)
     case 41: return "cudaMemcpyAsync_v3020";
     case 17: return "cudaGetDevice_v3020";
     case 131: return "cudaStreamSynchronize_v3020";
+    case 171: return "cudaProfilerStart_v4000";
+    case 172: return "cudaProfilerStop_v4000";
     default: return NULL;
     }
-}
-
-static char *fake_demangle(void *ctx, const char *mangled)
-{
-    (void)ctx;
-    return strcmp(mangled, "_Z6vecAddPfS_S_i") == 0 ? strdup("vecAdd(float*, float*, float*, int)") : NULL;
 }
 
 /* H100 SXM as cuDeviceGetAttribute reports it. */
@@ -79,8 +75,7 @@ static void begin(int all_apis)
         free(strings[i]);
     string_count = 0;
     trace_chunk_begin(&chunk, chunk_buf, sizeof(chunk_buf), 1000);
-    struct cupti_translate_hooks hooks = { fake_intern, fake_api_name, fake_demangle,
-                                           fake_device_attribute, NULL };
+    struct cupti_translate_hooks hooks = { fake_intern, fake_api_name, fake_device_attribute, NULL };
     cupti_translate_release(&translator);
     cupti_translate_init(&translator, &hooks, all_apis);
     /* The process and its main thread (tid 4242), as the agent's writer starts a file. */
@@ -313,10 +308,22 @@ static void kernel_names_are_interned_once(void)
     CUpti_ActivityKernel10 a = kernel(1, 2000, 2100), b = kernel(2, 2200, 2300);
     ASSERT_EQ(translate(&a), CUPTI_TRANSLATED);
     ASSERT_EQ(translate(&b), CUPTI_TRANSLATED);
-    ASSERT_EQ(string_count, 2);   /* mangled + demangled, once for both kernels */
+    ASSERT_EQ(string_count, 1);   /* the name, once for both kernels */
     sqlite3 *db = import_chunk();
     ASSERT_EQ(query_int(db, "SELECT count(DISTINCT name_id) FROM kernels"), 1);
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels WHERE launch_type = 0"), 2);
+    sqlite3_close(db);
+}
+
+static void extern_c_kernel_names_are_not_demangled(void)
+{
+    begin(0);
+    CUpti_ActivityKernel10 k = kernel(1, 2000, 2100);
+    k.name = "add_one_c";
+    ASSERT_EQ(translate(&k), CUPTI_TRANSLATED);
+    sqlite3 *db = import_chunk();
+    ASSERT_STR_EQ(query_text(db, "SELECT s.value FROM kernels k JOIN strings s ON s.id = k.name_id"), "add_one_c");
+    ASSERT_EQ(query_int(db, "SELECT demangled_id FROM kernels"), -1);
     sqlite3_close(db);
 }
 
@@ -615,9 +622,105 @@ static void full_builder_asks_for_a_flush(void)
     ASSERT_EQ(tiny.records, 0);
 }
 
+/* The capture record the agent writes from the launcher's --capture-range/--delay/--duration. */
+static void capture(const char *mode, uint64_t from, uint64_t until)
+{
+    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_CUDA_CAPTURE);
+    trace_put_s(&chunk, mode, strlen(mode));
+    trace_put_u(&chunk, from);
+    trace_put_u(&chunk, until);
+    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+}
+
+/* Launches (correlation 1, 2, 3) at 1100, 1300 and 1500; their kernels run later. */
+static void three_launches(void)
+{
+    static const uint64_t at[] = { 1100, 1300, 1500 };
+    for (uint32_t i = 0; i < 3; i++) {
+        CUpti_ActivityAPI launch = api(0, 211, i + 1, at[i], at[i] + 10);
+        CUpti_ActivityKernel10 k = kernel(i + 1, 3000 + i * 100, 3050 + i * 100);
+        ASSERT_EQ(translate(&launch), CUPTI_TRANSLATED);
+        ASSERT_EQ(translate(&k), CUPTI_TRANSLATED);
+    }
+}
+
+static void capture_range_cuda_profiler_api_keeps_work_between_start_and_stop(void)
+{
+    begin(0);
+    capture("cudaProfilerApi", 0, 0);
+    three_launches();
+    CUpti_ActivityAPI start = api(0, 171, 10, 1200, 1210), stop = api(0, 172, 11, 1400, 1410);
+    ASSERT_EQ(translate(&start), CUPTI_TRANSLATED);
+    ASSERT_EQ(translate(&stop), CUPTI_TRANSLATED);
+    sqlite3 *db = import_chunk();
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels"), 1);
+    ASSERT_EQ(query_int(db, "SELECT correlation_id FROM kernels"), 2);   /* runs after Stop: kept */
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_api"), 1);
+    ASSERT_EQ(query_int(db, "SELECT correlation_id FROM cuda_api"), 2);
+    sqlite3_close(db);
+}
+
+static void capture_range_nvtx_keeps_work_launched_inside_the_named_range(void)
+{
+    begin(0);
+    capture("nvtx:capture", 0, 0);
+    nvtx_push(1050, "other", 0);
+    nvtx_pop(1150, 0);
+    nvtx_push(1200, "capture", 0);
+    nvtx_pop(1400, 0);
+    three_launches();
+    sqlite3 *db = import_chunk();
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels"), 1);
+    ASSERT_EQ(query_int(db, "SELECT correlation_id FROM kernels"), 2);
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM ranges"), 2);   /* NVTX itself is not filtered */
+    sqlite3_close(db);
+}
+
+static void delay_and_duration_bound_the_capture(void)
+{
+    begin(0);
+    capture("none", 1250, 1450);
+    three_launches();
+    CUpti_ActivityMemset4 set = { 0 };   /* no launching call known: kept by its own start */
+    set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    set.bytes = 8;
+    set.start = 1350;
+    set.end = 1360;
+    set.correlationId = 50;
+    ASSERT_EQ(translate(&set), CUPTI_TRANSLATED);
+    set.start = 1600;
+    set.end = 1610;
+    set.correlationId = 51;
+    ASSERT_EQ(translate(&set), CUPTI_TRANSLATED);
+    sqlite3 *db = import_chunk();
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels"), 1);
+    ASSERT_EQ(query_int(db, "SELECT correlation_id FROM kernels"), 2);
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM memsets"), 1);
+    ASSERT_EQ(query_int(db, "SELECT correlation_id FROM memsets"), 50);
+    ASSERT_EQ(query_int(db, "SELECT from_ns FROM cuda_capture"), 1250);
+    sqlite3_close(db);
+}
+
+static void without_capture_record_everything_is_kept(void)
+{
+    begin(0);
+    three_launches();
+    sqlite3 *db = import_chunk();
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels"), 3);
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_api"), 3);
+    sqlite3_close(db);
+}
+
 static const struct test_case tests[] = {
+    { "capture_range_cuda_profiler_api_keeps_work_between_start_and_stop",
+      capture_range_cuda_profiler_api_keeps_work_between_start_and_stop },
+    { "capture_range_nvtx_keeps_work_launched_inside_the_named_range",
+      capture_range_nvtx_keeps_work_launched_inside_the_named_range },
+    { "delay_and_duration_bound_the_capture", delay_and_duration_bound_the_capture },
+    { "without_capture_record_everything_is_kept", without_capture_record_everything_is_kept },
     { "kernel_record_becomes_exact_kernels_row", kernel_record_becomes_exact_kernels_row },
     { "kernel_names_are_interned_once", kernel_names_are_interned_once },
+    { "extern_c_kernel_names_are_not_demangled", extern_c_kernel_names_are_not_demangled },
     { "memcpys_keep_kinds_pageable_versus_pinned", memcpys_keep_kinds_pageable_versus_pinned },
     { "memsets_syncs_and_memory_become_rows", memsets_syncs_and_memory_become_rows },
     { "api_calls_follow_the_allow_list", api_calls_follow_the_allow_list },

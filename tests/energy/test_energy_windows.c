@@ -45,14 +45,14 @@ static double gpu_joules(lantern_measurement *r, int i, double *error)
 
 /* The sampler sees a counter update within its polling period (1 ms, more when this machine
  * is busy), so each update's time, hence each window edge, is known to about P * that period.
- * The measurement's own error bound must cover the difference, and stay near 1 %. */
+ * The measurement's own error bound must cover the difference (and it stays within 5 %). */
 static int about_power_times_time(const lantern_measurement *r, int gpu, double watts)
 {
     double joules, bound;
     if (lantern_measurement_gpu_energy(r, gpu, &joules, &bound) != LANTERN_OK)
         return 0;
     double expected = watts * lantern_measurement_time(r), miss = fabs(joules - expected);
-    return miss <= bound + 0.002 && miss <= 0.03 * expected + 0.002;
+    return miss <= bound + 0.002 && miss <= 0.05 * expected + 0.002;
 }
 
 static lantern_monitor *open_monitor(const char *gpus, unsigned int options)
@@ -251,14 +251,19 @@ static void failed_counter_reads_are_survived(void)
 
 static void unusable_nvml_leaves_one_reason_and_a_working_monitor(void)
 {
-    static const struct { const char *script; const char *reason; } cases[] = {
+    static const struct {
+        const char *script;
+        const char *reason;
+    } cases[] = {
         {"init_error 4\n", "no permission to use NVML (init: Insufficient Permissions)"},
         {"init_error 9\n", "no NVIDIA driver loaded"},
         {"# no gpu lines\n", "no NVIDIA GPU"},
         {"gpu GPU-aaaa1111 Fake\nfail nvmlDeviceGetCount_v2 1 999\n",
          "NVML device count failed: Unknown Error"},
+        {"gpu GPU-aaaa1111 Fake mig\npower 0 0 1000\n",
+         "GPU 0 is in MIG mode: energy per MIG instance is not supported"},
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         script(cases[i].script);
         lantern_monitor *m = open_monitor(NULL, 0);
         ASSERT_STR_EQ(lantern_monitor_disabled_reason(m), cases[i].reason);

@@ -1,6 +1,7 @@
 // The GPU test's CUDA program: known kernels (counts, grids, blocks), copies of known sizes
 // and memory kinds, three streams, NVTX ranges around each part, and spin kernels timed with
 // CUDA events. It writes what it did as JSON (argv[1]) for test_cuda_gpu.py to compare.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@ __global__ void scale_3d(float *x)
 }
 
 // Busy-waits on the GPU's nanosecond timer: a kernel of a known, long duration.
-__global__ void spin(unsigned long long ns)
+__device__ void spin_for(unsigned long long ns)
 {
     unsigned long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -38,6 +39,12 @@ __global__ void spin(unsigned long long ns)
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     } while (now - start < ns);
 }
+
+__global__ void spin(unsigned long long ns) { spin_for(ns); }
+
+// Keeps the stream busy while the timed kernel and its events are queued behind it, so the
+// events bracket the kernel alone and not the launch latency of an idle GPU.
+__global__ void prefill(unsigned long long ns) { spin_for(ns); }
 
 int main(int argc, char **argv)
 {
@@ -65,6 +72,7 @@ int main(int argc, char **argv)
     CHECK(cudaDeviceSynchronize());
     nvtxRangePop();
 
+    CHECK(cudaProfilerStart());   // the window of --capture-range=cudaProfilerApi
     nvtxRangePushA("small kernels");
     for (int i = 0; i < 5; i++) {
         nvtxRangePushA("add");
@@ -77,15 +85,22 @@ int main(int argc, char **argv)
         CHECK(cudaStreamSynchronize(side_stream));
     }
     nvtxRangePop();
+    CHECK(cudaProfilerStop());
 
-    // Spin kernels of 0.5 and 1 ms, each timed by events recorded around it on its stream.
-    const unsigned long long spin_ns[] = { 500000, 1000000, 500000, 1000000 };
+    // Spin kernels of 1 and 2 ms, each timed by events recorded around it on its stream.
+    const unsigned long long spin_ns[] = { 1000000, 2000000, 1000000, 2000000 };
     float spin_ms[4];
     cudaEvent_t before, after;
     CHECK(cudaEventCreate(&before));
     CHECK(cudaEventCreate(&after));
     nvtxRangePushA("spin");
+    // CUDA loads a kernel's code at its first launch (lazy loading): that launch would
+    // stretch the first event pair, so it happens before timing starts.
+    spin<<<1, 32, 0, copy_stream>>>(1000);
+    prefill<<<1, 32, 0, copy_stream>>>(1000);
+    CHECK(cudaStreamSynchronize(copy_stream));
     for (int i = 0; i < 4; i++) {
+        prefill<<<1, 32, 0, copy_stream>>>(200000);
         CHECK(cudaEventRecord(before, copy_stream));
         spin<<<1, 32, 0, copy_stream>>>(spin_ns[i]);
         CHECK(cudaEventRecord(after, copy_stream));

@@ -11,8 +11,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 status=0
 LANTERN_BUILD=$build LANTERN_CUDA_WORKLOAD=$build/bin/cuda_workload \
     python3 "$here/test_cuda_gpu.py" || status=$?
+# ctest only where the build folder's recorded paths (its own, Python's) exist here.
+python=$(grep -rhoE '"/[^"]*python3[^"]*"' "$build/tests" 2>/dev/null | head -1 | tr -d '"')
 if command -v ctest >/dev/null 2>&1 && [ -f "$build/CTestTestfile.cmake" ] &&
-   grep -q "$build" "$build/CTestTestfile.cmake"; then
+   grep -q "$build" "$build/CTestTestfile.cmake" && [ -x "$python" ]; then
     ctest --test-dir "$build" -L gpu --output-on-failure || status=$?
 fi
 exit $status

@@ -38,11 +38,11 @@ class Checks:
             print(f"FAIL: {what}")
 
 
-def run_workload(build, workload, tmp):
-    db = os.path.join(tmp, "gpu.db")
-    expected_json = os.path.join(tmp, "workload.json")
+def run_workload(build, workload, tmp, options=(), name="gpu"):
+    db = os.path.join(tmp, f"{name}.db")
+    expected_json = os.path.join(tmp, f"{name}.json")
     cmd = [os.path.join(build, "bin", "lantern"), "profile", "-t", "cuda,nvtx", "-o", db,
-           "--", workload, expected_json]
+           *options, "--", workload, expected_json]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     print(run.stdout, run.stderr, sep="\n")
     if run.returncode != 0:
@@ -67,15 +67,16 @@ def kernels_by_name(db):
 
 def check_kernels(c, db):
     k = kernels_by_name(db)
-    c.expect(sorted(k) == ["add_one", "scale_3d", "spin"], f"kernel names {sorted(k)}")
+    c.expect(sorted(k) == ["add_one", "prefill", "scale_3d", "spin"], f"kernel names {sorted(k)}")
     c.expect(len(k.get("add_one", [])) == 5, "5 add_one kernels")
     c.expect(len(k.get("scale_3d", [])) == 3, "3 scale_3d kernels")
-    c.expect(len(k.get("spin", [])) == 4, "4 spin kernels")
+    c.expect(len(k.get("spin", [])) == 5, "5 spin kernels (one warm-up)")
+    c.expect(len(k.get("prefill", [])) == 5, "5 prefill kernels (one warm-up)")
     for r in k.get("add_one", []):
         c.expect(r[1:7] == (64, 1, 1, 128, 1, 1), f"add_one grid/block {r[1:7]}")
     for r in k.get("scale_3d", []):
         c.expect(r[1:7] == (8, 4, 2, 32, 4, 1), f"scale_3d grid/block {r[1:7]}")
-    for r in k.get("spin", []):
+    for r in k.get("spin", []) + k.get("prefill", []):
         c.expect(r[1:7] == (1, 1, 1, 32, 1, 1), f"spin grid/block {r[1:7]}")
     return k
 
@@ -100,7 +101,7 @@ def check_streams(c, db):
 
 
 def check_durations(c, k, expected):
-    spins = k.get("spin", [])
+    spins = k.get("spin", [])[1:]   # after the warm-up launch
     for r, event_ms in zip(spins, expected["spin_event_ms"]):
         ms = (r[8] - r[7]) / 1e6
         c.expect(abs(ms - event_ms) <= 0.02 * event_ms,
@@ -128,7 +129,7 @@ def check_attribution(c, db, k):
         row = db.execute("SELECT s.value FROM ranges r JOIN strings s ON s.id = r.name_id"
                          " WHERE r.id = ?", (range_id,)).fetchone()
         return row[0] if row else None
-    want = {"add_one": "add", "scale_3d": "small kernels", "spin": "spin"}
+    want = {"add_one": "add", "scale_3d": "small kernels", "spin": "spin", "prefill": "spin"}
     for name, rows in k.items():
         for r in rows:
             got = range_name(r[10])
@@ -151,6 +152,17 @@ def check_devices(c, db):
     c.expect(nulls == 0, f"every kernel has a gpu_id ({nulls} without)")
 
 
+def check_capture_ranges(c, build, workload, tmp):
+    """--capture-range keeps the CUDA work launched inside the window, and only that."""
+    for option, want in (("--capture-range=cudaProfilerApi", {"add_one": 5, "scale_3d": 3}),
+                         ("--capture-range=nvtx:spin", {"spin": 5, "prefill": 5})):
+        db, _ = run_workload(build, workload, tmp, [option], name=option.split("=")[1].replace(":", "_"))
+        got = {name: len(rows) for name, rows in kernels_by_name(db).items()}
+        c.expect(got == want, f"{option}: kernels {got}, want {want}")
+        copies = db.execute("SELECT count(*) FROM memcpys").fetchone()[0]
+        c.expect(copies == 0, f"{option}: no copies (all outside), saw {copies}")
+
+
 def main():
     reason = gpu_missing_reason()
     if reason:
@@ -168,6 +180,7 @@ def main():
         check_windows(c, db, k)
         check_attribution(c, db, k)
         check_devices(c, db)
+        check_capture_ranges(c, build, workload, tmp)
         for table in ("kernels", "memcpys", "memsets", "cuda_api", "cuda_syncs", "cuda_memory",
                       "cuda_streams", "cupti_overhead"):
             print(table, db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

@@ -28,23 +28,34 @@ static int call_once(int which)
     struct nvml_field_value fv = {.field_id = NVML_FIELD_POWER_INSTANT};
     struct nvml_field_value fe = {.field_id = NVML_FIELD_TOTAL_ENERGY};
     switch (which) {
-    case 0: return a->field_values(gpu->device, 1, &fv);
-    case 1: return a->power_usage(gpu->device, &u);
-    case 2: return a->total_energy(gpu->device, &ull);
-    case 3: return a->field_values(gpu->device, 1, &fe);
-    case 4: return a->clock(gpu->device, NVML_CLOCK_KIND_SM, &u);
-    case 5: return a->clock(gpu->device, NVML_CLOCK_KIND_MEM, &u);
-    case 6: return a->utilization(gpu->device, &util);
-    case 7: return a->memory(gpu->device, &mem);
-    case 8: return a->temperature(gpu->device, NVML_TEMPERATURE_SENSOR_GPU, &u);
-    case 9: return a->clock_reasons ? a->clock_reasons(gpu->device, &ull) : -1;
+    case 0:
+        return a->field_values(gpu->device, 1, &fv);
+    case 1:
+        return a->power_usage(gpu->device, &u);
+    case 2:
+        return a->total_energy(gpu->device, &ull);
+    case 3:
+        return a->field_values(gpu->device, 1, &fe);
+    case 4:
+        return a->clock(gpu->device, NVML_CLOCK_KIND_SM, &u);
+    case 5:
+        return a->clock(gpu->device, NVML_CLOCK_KIND_MEM, &u);
+    case 6:
+        return a->utilization(gpu->device, &util);
+    case 7:
+        return a->memory(gpu->device, &mem);
+    case 8:
+        return a->temperature(gpu->device, NVML_TEMPERATURE_SENSOR_GPU, &u);
+    case 9:
+        return a->clock_reasons ? a->clock_reasons(gpu->device, &ull) : -1;
     }
     return -1;
 }
 
 static const char *call_names[] = {"field POWER_INSTANT", "GetPowerUsage", "GetTotalEnergy",
-                                   "field TOTAL_ENERGY", "clock SM", "clock MEM", "utilization",
-                                   "memory info", "temperature", "clock event reasons"};
+                                   "field TOTAL_ENERGY",  "clock SM",      "clock MEM",
+                                   "utilization",         "memory info",   "temperature",
+                                   "clock event reasons"};
 
 static void measure_costs(void)
 {
@@ -118,8 +129,9 @@ static void measure_updates(double seconds)
            "avg_instant_w=%.1f counter_w=%.1f\n",
            polls, seconds * 1e3 / polls, energy_changes,
            energy_changes > 1 ? energy_gap_sum / (energy_changes - 1) : 0, energy_gap_min,
-           energy_gap_max, power_changes, power_changes > 1 ? power_gap_sum / (power_changes - 1) : 0,
-           field_ts_changes, power_sum / polls / 1e3,
+           energy_gap_max, power_changes,
+           power_changes > 1 ? power_gap_sum / (power_changes - 1) : 0, field_ts_changes,
+           power_sum / polls / 1e3,
            last_ts > first_ts ? (last_mj - first_mj) / ((last_ts - first_ts) / 1e6) : 0);
 }
 

@@ -30,7 +30,10 @@ static inline void raw_open(struct raw_writer *w, const char *path, size_t chunk
     fwrite(header, 1, sizeof header, w->file);
 }
 
-static inline void raw_chunk(struct raw_writer *w, uint64_t base_ts) { trace_chunk_begin(&w->b, w->buf, w->cap, base_ts); }
+static inline void raw_chunk(struct raw_writer *w, uint64_t base_ts)
+{
+    trace_chunk_begin(&w->b, w->buf, w->cap, base_ts);
+}
 
 /* Writes the chunk under construction, less its last cut bytes (to simulate a kill). */
 static inline void raw_flush(struct raw_writer *w, size_t cut)
@@ -45,18 +48,31 @@ static inline void raw_close(struct raw_writer *w)
     free(w->buf);
 }
 
-static inline void raw_begin(struct raw_writer *w, unsigned type) { w->m = trace_record_begin(&w->b, type); }
+static inline void raw_begin(struct raw_writer *w, unsigned type)
+{
+    w->m = trace_record_begin(&w->b, type);
+}
 static inline void raw_end(struct raw_writer *w)
 {
     if (trace_record_end(&w->b, w->m) < 0)
         abort();
 }
-static inline void raw_u(struct raw_writer *w, uint64_t v) { trace_put_u(&w->b, v); }
-static inline void raw_ts(struct raw_writer *w, uint64_t v) { trace_put_ts(&w->b, v); }
-static inline void raw_s(struct raw_writer *w, const char *s, size_t len) { trace_put_s(&w->b, s, len); }
+static inline void raw_u(struct raw_writer *w, uint64_t v)
+{
+    trace_put_u(&w->b, v);
+}
+static inline void raw_ts(struct raw_writer *w, uint64_t v)
+{
+    trace_put_ts(&w->b, v);
+}
+static inline void raw_s(struct raw_writer *w, const char *s, size_t len)
+{
+    trace_put_s(&w->b, s, len);
+}
 
-static inline void raw_process(struct raw_writer *w, uint64_t pid, uint64_t start, const char *cmdline,
-                               size_t cmdline_len, uint64_t flags, const char *trace)
+static inline void raw_process(struct raw_writer *w, uint64_t pid, uint64_t start,
+                               const char *cmdline, size_t cmdline_len, uint64_t flags,
+                               const char *trace)
 {
     raw_begin(w, TRACE_PROCESS);
     raw_u(w, pid);
@@ -90,19 +106,21 @@ static inline void raw_thread(struct raw_writer *w, uint64_t idx, uint64_t tid, 
     raw_end(w);
 }
 
-/* EVENT: name, category, color (ARGB + 1, 0 none), payload type, payload bits. */
+/* EVENT: name, category, color (ARGB + 1, 0 none), payload type, payload bits; like the
+ * agent (src/agent/writer.c), trailing zero fields are left out (readers read them as 0). */
 static inline void raw_event(struct raw_writer *w, uint64_t name, uint64_t category, uint64_t color,
                              uint64_t payload_type, uint64_t payload)
 {
-    raw_u(w, name);
-    raw_u(w, category);
-    raw_u(w, color);
-    raw_u(w, payload_type);
-    raw_u(w, payload);
+    uint64_t fields[5] = {name, category, color, payload_type, payload};
+    int count = 5;
+    while (count > 0 && fields[count - 1] == 0)
+        count--;
+    for (int i = 0; i < count; i++)
+        raw_u(w, fields[i]);
 }
 
-static inline void raw_push(struct raw_writer *w, uint64_t idx, uint64_t ts, uint64_t domain, uint64_t depth,
-                            uint64_t name)
+static inline void raw_push(struct raw_writer *w, uint64_t idx, uint64_t ts, uint64_t domain,
+                            uint64_t depth, uint64_t name)
 {
     raw_begin(w, TRACE_PUSH);
     raw_u(w, idx);
@@ -113,7 +131,8 @@ static inline void raw_push(struct raw_writer *w, uint64_t idx, uint64_t ts, uin
     raw_end(w);
 }
 
-static inline void raw_pop(struct raw_writer *w, uint64_t idx, uint64_t ts, uint64_t domain, uint64_t depth)
+static inline void raw_pop(struct raw_writer *w, uint64_t idx, uint64_t ts, uint64_t domain,
+                           uint64_t depth)
 {
     raw_begin(w, TRACE_POP);
     raw_u(w, idx);

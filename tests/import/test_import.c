@@ -34,7 +34,7 @@ static void fresh_session(void)
 
 static sqlite3 *import_and_open(void)
 {
-    struct import_options opt = { .warn = on_warning };
+    struct import_options opt = {.warn = on_warning};
     struct import_summary sum;
     ASSERT_EQ(import_session(dir, db_path, &opt, &sum), 0);
     sqlite3 *db;
@@ -56,7 +56,11 @@ static const char *rows(sqlite3 *db, const char *sql)
     for (int r = 0; sqlite3_step(st) == SQLITE_ROW; r++) {
         for (int c = 0; c < sqlite3_column_count(st); c++) {
             const char *v = (const char *)sqlite3_column_text(st, c);
-            len += (size_t)snprintf(out + len, sizeof out - len, "%s%s", c ? "|" : r ? ";" : "", v ? v : "-");
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
+                                    c   ? "|"
+                                    : r ? ";"
+                                        : "",
+                                    v ? v : "-");
         }
     }
     sqlite3_finalize(st);
@@ -84,7 +88,7 @@ static void write_full_process(void)
     raw_process(&w, 100, 1000, "demo\0-x", 7, TRACE_FLAG_NVTX, NULL);
     raw_thread(&w, 1, 100, 1000);
     raw_thread(&w, 2, 101, 1100);
-    const char *names[] = { "outer", "inner", "io", "disk", "async", "tick", "main thread" };
+    const char *names[] = {"outer", "inner", "io", "disk", "async", "tick", "main thread"};
     for (int i = 0; i < 7; i++)
         raw_string(&w, (uint64_t)i + 1, names[i]);
     raw_begin(&w, TRACE_DOMAIN), raw_u(&w, 1), raw_u(&w, 3), raw_end(&w);
@@ -109,14 +113,14 @@ static void write_full_process(void)
     raw_flush(&w, 0);
 
     raw_chunk(&w, 3000);
-    raw_push(&w, 2, 3100, 0, 0, 2);                 /* never popped: the file ends */
+    raw_push(&w, 2, 3100, 0, 0, 2); /* never popped: the file ends */
     raw_begin(&w, TRACE_START), raw_u(&w, 1), raw_ts(&w, 3200), raw_u(&w, 78), raw_u(&w, 0);
-    raw_event(&w, 5, 0, 0, 0, 0), raw_end(&w);      /* never ended */
-    raw_push(&w, 1, 3300, 0, 1, 2);                 /* its parent's push was dropped */
+    raw_event(&w, 5, 0, 0, 0, 0), raw_end(&w); /* never ended */
+    raw_push(&w, 1, 3300, 0, 1, 2);            /* its parent's push was dropped */
     raw_pop(&w, 1, 3400, 0, 1);
-    raw_pop(&w, 1, 3500, 0, 0);                     /* the dropped push's pop: ignored */
+    raw_pop(&w, 1, 3500, 0, 0); /* the dropped push's pop: ignored */
     raw_push(&w, 1, 3600, 0, 0, 1);
-    raw_push(&w, 1, 3700, 0, 1, 2);                 /* its pop was dropped */
+    raw_push(&w, 1, 3700, 0, 1, 2); /* its pop was dropped */
     raw_pop(&w, 1, 3900, 0, 0);
     raw_begin(&w, TRACE_DOMAIN_DESTROY), raw_u(&w, 1), raw_ts(&w, 3950), raw_end(&w);
     raw_begin(&w, TRACE_CLOCK), raw_u(&w, 123456), raw_ts(&w, 3960), raw_end(&w);
@@ -131,19 +135,27 @@ static void every_nvtx_record_becomes_its_row(void)
     write_full_process();
     sqlite3 *db = import_and_open();
     ASSERT_EQ(warnings_seen, 0);
-    ASSERT_STR_EQ(rows(db, "SELECT pid, ppid, exe, cmdline, host, start_ns, end_ns, clean_exit, dropped_events, "
-                           "unbalanced_pops, raw_file, import_warning FROM processes"),
-                  "100|1|/bin/demo|demo -x|h1|1000|4000|1|5|1|100-1.lrt|-");
+    ASSERT_STR_EQ(
+        rows(db,
+             "SELECT pid, ppid, exe, cmdline, host, start_ns, end_ns, clean_exit, dropped_events, "
+             "unbalanced_pops, raw_file, import_warning FROM processes"),
+        "100|1|/bin/demo|demo -x|h1|1000|4000|1|5|1|100-1.lrt|-");
     ASSERT_STR_EQ(rows(db, "SELECT t.id, tid, s.value, start_ns, dropped_events FROM threads t "
                            "LEFT JOIN strings s ON s.id = t.name_id ORDER BY t.id"),
                   "1|100|main thread|1000|0;2|101|-|1100|3");
-    ASSERT_STR_EQ(rows(db, "SELECT d.id, s.value FROM domains d LEFT JOIN strings s ON s.id = d.name_id"),
-                  "0|-;1|io");
-    ASSERT_STR_EQ(rows(db, "SELECT domain_id, category, s.value FROM categories JOIN strings s ON s.id = name_id"),
-                  "1|7|disk");
-    ASSERT_STR_EQ(rows(db, "SELECT r.id, s.value, domain_id, category, iif(color IS NULL, NULL, printf('%X', color)), payload, style, depth, "
-                           "parent_id, start_thread_id, end_thread_id, start_ns, end_ns FROM ranges r "
-                           "LEFT JOIN strings s ON s.id = r.name_id ORDER BY r.id"),
+    ASSERT_STR_EQ(
+        rows(db, "SELECT d.id, s.value FROM domains d LEFT JOIN strings s ON s.id = d.name_id"),
+        "0|-;1|io");
+    ASSERT_STR_EQ(
+        rows(
+            db,
+            "SELECT domain_id, category, s.value FROM categories JOIN strings s ON s.id = name_id"),
+        "1|7|disk");
+    ASSERT_STR_EQ(rows(db,
+                       "SELECT r.id, s.value, domain_id, category, iif(color IS NULL, NULL, "
+                       "printf('%X', color)), payload, style, depth, "
+                       "parent_id, start_thread_id, end_thread_id, start_ns, end_ns FROM ranges r "
+                       "LEFT JOIN strings s ON s.id = r.name_id ORDER BY r.id"),
                   "1|outer|0|0|FF112233|-5|0|0|-|1|1|2000|3000;"
                   "2|inner|0|0|-|2.5|0|1|1|1|1|2100|2300;"
                   "3|outer|1|7|-|-|0|0|-|1|1|2400|2450;"
@@ -153,14 +165,19 @@ static void every_nvtx_record_becomes_its_row(void)
                   "7|inner|0|0|-|-|0|1|-|1|1|3300|3400;"
                   "8|outer|0|0|-|-|0|0|-|1|1|3600|3900;"
                   "9|inner|0|0|-|-|0|1|8|1|-|3700|-");
-    ASSERT_STR_EQ(rows(db, "SELECT process_id, thread_id, domain_id, s.value, category, iif(color IS NULL, NULL, printf('%X', color)), "
+    ASSERT_STR_EQ(rows(db, "SELECT process_id, thread_id, domain_id, s.value, category, iif(color "
+                           "IS NULL, NULL, printf('%X', color)), "
                            "payload, ts_ns FROM marks JOIN strings s ON s.id = name_id"),
                   "1|2|1|tick|7|FF00FF00|-2|2600");
-    ASSERT_STR_EQ(rows(db, "SELECT key, value FROM meta ORDER BY key"),
-                  "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
-                  "import_warnings|0;lantern_version|0.1.0;schema_version|1;start_ns|1000;"
-                  "start_wall_ns|1700000000000001000;trace|nvtx");
-    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'ranges_by_name'"), "1");
+    ASSERT_STR_EQ(
+        rows(db, "SELECT key, value FROM meta ORDER BY key"),
+        "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
+        "import_warnings|0;lantern_version|0.1.0;schema_version|1;start_ns|1000;"
+        "start_wall_ns|1700000000000001000;trace|nvtx");
+    ASSERT_STR_EQ(
+        rows(db,
+             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'ranges_by_name'"),
+        "1");
     sqlite3_close(db);
 }
 
@@ -195,7 +212,8 @@ static void truncated_file_imports_up_to_damage(void)
     raw_open(&w, path, 4096);
     raw_chunk(&w, 500);
     raw_process(&w, 99, 500, "demo\0-x", 7, TRACE_FLAG_LAUNCHER, "nvtx,cuda");
-    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, 20000), raw_u(&w, 0), raw_u(&w, 1), raw_u(&w, 3), raw_end(&w);
+    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, 20000), raw_u(&w, 0), raw_u(&w, 1), raw_u(&w, 3),
+        raw_end(&w);
     raw_flush(&w, 0);
     raw_close(&w);
 
@@ -206,19 +224,55 @@ static void truncated_file_imports_up_to_damage(void)
     ASSERT(strstr(last_warning, "truncated chunk"));
     long lost = strtol(strstr(last_warning, "; ") + 2, NULL, 10);
     ASSERT(lost > 10 && lost < st.st_size - 16);
-    ASSERT_STR_EQ(rows(db, "SELECT pid, import_warning IS NOT NULL FROM processes ORDER BY id"), "100|0;200|1");
+    ASSERT_STR_EQ(rows(db, "SELECT pid, import_warning IS NOT NULL FROM processes ORDER BY id"),
+                  "100|0;200|1");
     sqlite3_stmt *q;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT import_warning FROM processes WHERE pid = 200", -1, &q, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT import_warning FROM processes WHERE pid = 200", -1, &q,
+                                 NULL),
+              SQLITE_OK);
     ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
     ASSERT_STR_EQ((const char *)sqlite3_column_text(q, 0), last_warning);
     sqlite3_finalize(q);
-    ASSERT_STR_EQ(rows(db, "SELECT r.id, domain_id, start_ns, end_ns FROM ranges r WHERE process_id = 2"),
-                  "10|1|10000|10100");
+    ASSERT_STR_EQ(
+        rows(db, "SELECT r.id, domain_id, start_ns, end_ns FROM ranges r WHERE process_id = 2"),
+        "10|1|10000|10100");
     ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM domains"), "2");
-    ASSERT_STR_EQ(rows(db, "SELECT key, value FROM meta WHERE key IN ('command', 'trace', 'exit_status', "
-                           "'start_ns', 'end_ns', 'import_warnings', 'start_wall_ns') ORDER BY key"),
-                  "command|demo -x;end_ns|20000;exit_status|3;import_warnings|1;start_ns|500;"
-                  "start_wall_ns|1700000000000000500;trace|nvtx,cuda");
+    ASSERT_STR_EQ(
+        rows(db, "SELECT key, value FROM meta WHERE key IN ('command', 'trace', 'exit_status', "
+                 "'start_ns', 'end_ns', 'import_warnings', 'start_wall_ns') ORDER BY key"),
+        "command|demo -x;end_ns|20000;exit_status|3;import_warnings|1;start_ns|500;"
+        "start_wall_ns|1700000000000000500;trace|nvtx,cuda");
+    sqlite3_close(db);
+}
+
+/* A file that is not a trace, and one whose records are nonsense (a depth no program
+ * reaches): the import goes on, and each file says what was wrong with it. */
+static void garbage_is_a_warning_not_a_failure(void)
+{
+    fresh_session();
+    char path[300];
+    snprintf(path, sizeof path, "%s/300-3.lrt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("this is not a Lantern trace at all", f);
+    fclose(f);
+    struct raw_writer w;
+    snprintf(path, sizeof path, "%s/400-4.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 100);
+    raw_process(&w, 400, 100, "deep", 4, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 400, 100);
+    raw_push(&w, 1, 200, 0, 5000, 0);
+    raw_push(&w, 1, 300, 0, 0, 0);
+    raw_pop(&w, 1, 400, 0, 0);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 2);
+    ASSERT_STR_EQ(rows(db, "SELECT pid, import_warning FROM processes ORDER BY pid"),
+                  "300|300-3.lrt: not a Lantern raw trace (bad magic); 34 bytes lost;"
+                  "400|400-4.lrt: 1 malformed records skipped");
+    ASSERT_STR_EQ(rows(db, "SELECT depth, start_ns, end_ns FROM ranges"), "0|300|400");
+    ASSERT_STR_EQ(rows(db, "SELECT value FROM meta WHERE key = 'import_warnings'"), "2");
     sqlite3_close(db);
 }
 
@@ -238,10 +292,11 @@ static void existing_database_is_not_overwritten(void)
 }
 
 static const struct test_case tests[] = {
-    { "every_nvtx_record_becomes_its_row", every_nvtx_record_becomes_its_row },
-    { "truncated_file_imports_up_to_damage", truncated_file_imports_up_to_damage },
-    { "existing_database_is_not_overwritten", existing_database_is_not_overwritten },
-    { NULL, NULL },
+    {"every_nvtx_record_becomes_its_row", every_nvtx_record_becomes_its_row},
+    {"truncated_file_imports_up_to_damage", truncated_file_imports_up_to_damage},
+    {"garbage_is_a_warning_not_a_failure", garbage_is_a_warning_not_a_failure},
+    {"existing_database_is_not_overwritten", existing_database_is_not_overwritten},
+    {NULL, NULL},
 };
 
 int main(int argc, char **argv)

@@ -23,7 +23,10 @@
 #define FAKE_MAX_STEPS 256
 #define FAKE_MAX_FAULTS 16
 
-struct fake_step { double t_ms; double mw; };
+struct fake_step {
+    double t_ms;
+    double mw;
+};
 
 struct fake_gpu {
     char uuid[NVML_UUID_LEN];
@@ -33,7 +36,12 @@ struct fake_gpu {
     int step_count;
 };
 
-struct fake_fault { char function[64]; unsigned long nth; int code; unsigned long calls; };
+struct fake_fault {
+    char function[64];
+    unsigned long nth;
+    int code;
+    unsigned long calls;
+};
 
 static struct {
     uint64_t epoch_ns;
@@ -146,8 +154,8 @@ static double energy_until(const struct fake_gpu *g, double t_ms)
 {
     double mj = 0;
     for (int i = 0; i < g->step_count && g->steps[i].t_ms < t_ms; i++) {
-        double end = i + 1 < g->step_count && g->steps[i + 1].t_ms < t_ms ? g->steps[i + 1].t_ms
-                                                                          : t_ms;
+        double end =
+            i + 1 < g->step_count && g->steps[i + 1].t_ms < t_ms ? g->steps[i + 1].t_ms : t_ms;
         mj += g->steps[i].mw * (end - g->steps[i].t_ms) / 1000.0;
     }
     return mj;
@@ -159,11 +167,11 @@ static struct fake_gpu *gpu_of(nvml_device_t d)
     return i >= 1 && i <= fake.gpu_count ? &fake.gpus[i - 1] : NULL;
 }
 
-#define FAULT(fn)                                                                               \
-    do {                                                                                        \
-        nvml_return_t rc_ = injected(fn);                                                       \
-        if (rc_ != NVML_OK)                                                                     \
-            return rc_;                                                                         \
+#define FAULT(fn)                                                                                  \
+    do {                                                                                           \
+        nvml_return_t rc_ = injected(fn);                                                          \
+        if (rc_ != NVML_OK)                                                                        \
+            return rc_;                                                                            \
     } while (0)
 
 EXPORT nvml_return_t nvmlInit_v2(void)
@@ -173,17 +181,26 @@ EXPORT nvml_return_t nvmlInit_v2(void)
     return fake.init_error;
 }
 
-EXPORT nvml_return_t nvmlShutdown(void) { return NVML_OK; }
+EXPORT nvml_return_t nvmlShutdown(void)
+{
+    return NVML_OK;
+}
 
 EXPORT const char *nvmlErrorString(nvml_return_t rc)
 {
     switch (rc) {
-    case NVML_OK: return "Success";
-    case NVML_ERR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERR_GPU_IS_LOST: return "GPU is lost";
-    default: return "Unknown Error";
+    case NVML_OK:
+        return "Success";
+    case NVML_ERR_NOT_SUPPORTED:
+        return "Not Supported";
+    case NVML_ERR_NO_PERMISSION:
+        return "Insufficient Permissions";
+    case NVML_ERR_DRIVER_NOT_LOADED:
+        return "Driver Not Loaded";
+    case NVML_ERR_GPU_IS_LOST:
+        return "GPU is lost";
+    default:
+        return "Unknown Error";
     }
 }
 
@@ -259,8 +276,7 @@ EXPORT nvml_return_t nvmlDeviceGetFieldValues(nvml_device_t d, int count,
     return NVML_OK;
 }
 
-EXPORT nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t d,
-                                                         unsigned long long *mj)
+EXPORT nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t d, unsigned long long *mj)
 {
     FAULT("nvmlDeviceGetTotalEnergyConsumption");
     struct fake_gpu *g = gpu_of(d);
@@ -292,7 +308,7 @@ EXPORT nvml_return_t nvmlDeviceGetUtilizationRates(nvml_device_t d, struct nvml_
     struct fake_gpu *g = gpu_of(d);
     if (!g)
         return NVML_ERR_INVALID_ARGUMENT;
-    u->gpu = power_at(g, now_ms()) > 200000 ? 100 : 0;  /* busy when drawing over 200 W */
+    u->gpu = power_at(g, now_ms()) > 200000 ? 100 : 0; /* busy when drawing over 200 W */
     u->memory = u->gpu / 2;
     return NVML_OK;
 }

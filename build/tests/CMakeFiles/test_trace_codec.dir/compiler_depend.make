@@ -35,6 +35,7 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
   /usr/include/x86_64-linux-gnu/bits/stdio_lim.h \
   /usr/include/x86_64-linux-gnu/bits/floatn.h \
   /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/stdio.h \
   /usr/include/stdlib.h \
   /usr/include/x86_64-linux-gnu/bits/waitflags.h \
   /usr/include/x86_64-linux-gnu/bits/waitstatus.h \
@@ -63,6 +64,7 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
   /usr/include/x86_64-linux-gnu/bits/struct_mutex.h \
   /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h \
   /usr/include/alloca.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h \
   /usr/include/x86_64-linux-gnu/bits/stdlib-float.h \
   /usr/include/string.h \
   /usr/include/strings.h \
@@ -99,8 +101,6 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
 /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h:
 
 /usr/include/x86_64-linux-gnu/bits/struct_mutex.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/FILE.h:
 
 /usr/include/features.h:
 
@@ -140,6 +140,8 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
 
 /usr/include/x86_64-linux-gnu/bits/stdlib-float.h:
 
+/usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h:
+
 /usr/include/stdc-predef.h:
 
 /usr/include/x86_64-linux-gnu/bits/types/clockid_t.h:
@@ -153,6 +155,10 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
 /usr/include/inttypes.h:
 
 /usr/include/x86_64-linux-gnu/gnu/stubs.h:
+
+/usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h:
+
+/usr/include/x86_64-linux-gnu/bits/types.h:
 
 /usr/include/x86_64-linux-gnu/bits/stdio_lim.h:
 
@@ -187,6 +193,10 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
 /usr/include/x86_64-linux-gnu/bits/floatn.h:
 
 /usr/include/x86_64-linux-gnu/bits/floatn-common.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/FILE.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdio.h:
 
 /usr/include/x86_64-linux-gnu/bits/waitflags.h:
 
@@ -223,7 +233,3 @@ tests/CMakeFiles/test_trace_codec.dir/unit/test_trace_codec.c.o: /work/main/test
 /usr/include/x86_64-linux-gnu/bits/types/time_t.h:
 
 /usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h:
-
-/usr/include/x86_64-linux-gnu/bits/types.h:
-
-/usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h:

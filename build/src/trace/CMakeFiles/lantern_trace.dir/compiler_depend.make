@@ -53,6 +53,7 @@ src/trace/CMakeFiles/lantern_trace.dir/codec.c.o: /work/main/src/trace/codec.c \
   /usr/include/x86_64-linux-gnu/bits/stdio_lim.h \
   /usr/include/x86_64-linux-gnu/bits/floatn.h \
   /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/stdio.h \
   /usr/include/string.h \
   /usr/include/x86_64-linux-gnu/bits/types/locale_t.h \
   /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
@@ -184,15 +185,15 @@ src/trace/CMakeFiles/lantern_trace.dir/codec.c.o: /work/main/src/trace/codec.c \
 
 /usr/include/features.h:
 
-/usr/include/linux/types.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/FILE.h:
-
 /usr/include/x86_64-linux-gnu/bits/wordsize.h:
 
 /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h:
 
 /usr/include/x86_64-linux-gnu/bits/types/locale_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/mman-map-flags-generic.h:
+
+/usr/include/stdint.h:
 
 /usr/include/x86_64-linux-gnu/bits/getopt_core.h:
 
@@ -256,10 +257,12 @@ src/trace/CMakeFiles/lantern_trace.dir/codec.c.o: /work/main/src/trace/codec.c \
 
 /usr/include/x86_64-linux-gnu/bits/floatn-common.h:
 
+/usr/include/linux/types.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/FILE.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdio.h:
+
 /usr/include/strings.h:
 
 /usr/include/x86_64-linux-gnu/bits/mman.h:
-
-/usr/include/stdint.h:
-
-/usr/include/x86_64-linux-gnu/bits/mman-map-flags-generic.h:

@@ -6,5 +6,5 @@ C_DEFINES = -DLANTERN_VERSION=\"0.1.0\"
 
 C_INCLUDES = -I/work/main/include -I/work/main/src
 
-C_FLAGS = -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror -D_GNU_SOURCE -std=gnu11
+C_FLAGS = -O2 -g -DNDEBUG -fPIC -fvisibility=hidden -Wall -Wextra -Werror -D_GNU_SOURCE -std=gnu11
 

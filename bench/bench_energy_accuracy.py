@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Accuracy of Lantern's energy windows on a real GPU (docs/benchmarks.md, "Energy windows").
+
+Part 1, windows: a steady matmul load runs for --seconds (>= 10) while windows of 20, 50, 100,
+500 and 2000 ms are opened back to back (all lengths at once: named windows may overlap). The
+reference for a window is the run's average power times the window's length, the average power
+coming from the energy counter over the whole measured stretch (first to last counter update
+seen). Beside Lantern's interpolated energy, the same windows are measured in the same run the
+way Zeus does it, as the plain difference of the counter read at the window's begin and end
+(emulated from a thread reading the counter back to back: a read at an edge returns the value
+of the latest read), and with Lantern's power-only (pre-Volta) method.
+
+Part 2, profile (with --lantern BIN): `lantern profile -t nvtx,nvml` of idle and loaded phases
+in NVTX ranges: idle vs loaded power on the timeline, and the energy of the phases against the
+energy of the range enclosing them (they must add up within 1 %).
+
+Prints a table and writes everything to --out (JSON). Needs torch with a CUDA GPU and NVML.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+WINDOW_MS = (20, 50, 100, 500, 2000)
+
+
+def monotonic_ns():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)  # Lantern's clock
+
+
+class CounterLog(threading.Thread):
+    """Reads the GPU's energy counter back to back (what a Zeus begin/end read would return at
+    any instant is the value of the latest completed read)."""
+
+    def __init__(self, index=0):
+        super().__init__(daemon=True)
+        self.nvml = ctypes.CDLL(os.environ.get("LANTERN_NVML_LIBRARY") or "libnvidia-ml.so.1")
+        assert self.nvml.nvmlInit_v2() == 0
+        self.handle = ctypes.c_void_p()
+        assert self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) == 0
+        self.reads = []  # (start_ns, end_ns, mJ)
+        self.stop = False
+
+    def run(self):
+        value = ctypes.c_ulonglong()
+        while not self.stop:
+            t0 = monotonic_ns()
+            rc = self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(value))
+            t1 = monotonic_ns()
+            if rc == 0:
+                self.reads.append((t0, t1, value.value))
+
+    def value_at(self, t):
+        """The counter as a read at instant t would return it: the latest read ended by t."""
+        lo, hi = 0, len(self.reads)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.reads[mid][1] <= t:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self.reads[max(lo - 1, 0)][2]
+
+    def updates(self):
+        """(instant, mJ) of each counter change: the middle between the two reads around it."""
+        out, prev = [], None
+        for t0, t1, mj in self.reads:
+            mid = (t0 + t1) // 2
+            if prev is not None and mj != prev[1]:
+                out.append(((prev[0] + mid) // 2, mj))
+            prev = (mid, mj)
+        return out
+
+
+def part_windows(seconds):
+    import torch
+    import lantern
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    warm_end = time.time() + 3
+    while time.time() < warm_end:  # reach steady power and clocks first
+        a @ a
+    torch.cuda.synchronize()
+    log = CounterLog()
+    log.start()
+    counter_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[])
+    power_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[], power_only=True)
+    time.sleep(0.3)  # both monitors have samples and one counter update at least
+
+    results = {ms: [] for ms in WINDOW_MS}
+    begun = {}
+    t_start = monotonic_ns()
+    for ms in WINDOW_MS:
+        begun[ms] = monotonic_ns()
+        counter_mon.begin_window(f"w{ms}", sync_execution=False)
+        power_mon.begin_window(f"w{ms}", sync_execution=False)
+    t_stop = t_start + int(seconds * 1e9)
+    while True:
+        a @ a  # blocks once the launch queue is full: the GPU never idles
+        now = monotonic_ns()
+        if now >= t_stop:
+            break
+        for ms in WINDOW_MS:
+            if now - begun[ms] < ms * 1_000_000:
+                continue
+            m = counter_mon.end_window(f"w{ms}", sync_execution=False)
+            p = power_mon.end_window(f"w{ms}", sync_execution=False)
+            ended = monotonic_ns()
+            results[ms].append((begun[ms], ended, m, p))
+            begun[ms] = monotonic_ns()
+            counter_mon.begin_window(f"w{ms}", sync_execution=False)
+            power_mon.begin_window(f"w{ms}", sync_execution=False)
+    torch.cuda.synchronize()
+    t_end = monotonic_ns()
+    time.sleep(0.25)  # the counter's next update, so the last windows' edges are bracketed
+    log.stop = True
+    log.join()
+    counter_mon.close()
+    power_mon.close()
+
+    updates = [u for u in log.updates() if t_start <= u[0] <= t_end]
+    ref_w = (updates[-1][1] - updates[0][1]) / 1e3 / ((updates[-1][0] - updates[0][0]) / 1e9)
+    reads = log.reads
+    read_ms = statistics.mean((t1 - t0) / 1e6 for t0, t1, _ in reads)
+    summary = {"seconds": (t_end - t_start) / 1e9, "reference_w": ref_w,
+               "counter_updates": len(updates), "counter_read_ms_mean": read_ms,
+               "update_gap_ms_mean": (updates[-1][0] - updates[0][0]) / 1e6 / (len(updates) - 1),
+               "windows": {}}
+    for ms, rows in results.items():
+        lantern_err, zeus_err, power_err, bounds, short, ups = [], [], [], [], 0, []
+        for begin_ns, end_ns, m, p in rows:
+            ref = ref_w * m.time
+            lantern_err.append(abs(m.gpu_energy[0] - ref) / ref * 100)
+            zeus = (log.value_at(end_ns) - log.value_at(begin_ns)) / 1e3
+            zeus_err.append(abs(zeus - ref) / ref * 100)
+            power_err.append(abs(p.gpu_energy[0] - ref) / ref * 100)
+            bounds.append(m.gpu_energy_error[0] / ref * 100)
+            short += bool(m.too_short)
+            ups.append(m.gpu_counter_updates[0])
+
+        def stats(errs):
+            errs = sorted(errs)
+            return {"mean": statistics.mean(errs), "p95": errs[int(0.95 * (len(errs) - 1))],
+                    "max": errs[-1]}
+        summary["windows"][ms] = {"n": len(rows), "lantern": stats(lantern_err),
+                                  "zeus_counter_delta": stats(zeus_err),
+                                  "power_only": stats(power_err),
+                                  "bound_mean_pct": statistics.mean(bounds),
+                                  "flagged_too_short": short,
+                                  "counter_updates_mean": statistics.mean(ups)}
+    return summary
+
+
+def phases_program():
+    """Run under `lantern profile`: idle and loaded phases in NVTX ranges inside 'all'."""
+    import torch
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("all")
+    for name, seconds in (("idle1", 1.5), ("load1", 2.5), ("idle2", 1.5), ("load2", 2.0)):
+        torch.cuda.nvtx.range_push(name)
+        end = time.time() + seconds
+        if name.startswith("load"):
+            while time.time() < end:
+                a @ a
+            torch.cuda.synchronize()
+        else:
+            time.sleep(seconds)
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.nvtx.range_pop()
+
+
+def part_profile(lantern_bin, workdir):
+    db = Path(workdir) / "bench_energy_profile.db"
+    r = subprocess.run([lantern_bin, "profile", "-f", "-t", "nvtx,nvml", "-o", str(db), "--",
+                        sys.executable, __file__, "--phases"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip()}
+    r = subprocess.run([lantern_bin, "stats", str(db), "--report", "energy_sum", "--format",
+                        "json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip()}
+    rows = {row["name"]: row for row in json.loads(r.stdout)["rows"] if row["scope"] == "nvtx"}
+    phases = ["idle1", "load1", "idle2", "load2"]
+    if not all(p in rows for p in phases + ["all"]):
+        return {"error": f"NVTX ranges missing from the profile: {sorted(rows)}"}
+    phase_sum = sum(rows[p]["energy_j"] for p in phases)
+    whole = rows["all"]["energy_j"]
+    con = sqlite3.connect(db)
+    instant = {}
+    for p in phases:
+        start, end = con.execute("SELECT r.start_ns, r.end_ns FROM ranges r JOIN strings s"
+                                 " ON s.id = r.name_id WHERE s.value = ?", (p,)).fetchone()
+        instant[p] = con.execute("SELECT avg(power_mw) / 1000.0 FROM gpu_samples WHERE"
+                                 " power_mw IS NOT NULL AND ts_ns BETWEEN ? AND ?",
+                                 (start, end)).fetchone()[0]
+    samples = con.execute("SELECT count(power_mw), count(energy_mj) FROM gpu_samples").fetchone()
+    power_ts = [t for (t,) in con.execute("SELECT ts_ns FROM gpu_samples WHERE power_mw IS NOT NULL"
+                                          " ORDER BY ts_ns")]
+    gaps = [(b - a) / 1e6 for a, b in zip(power_ts, power_ts[1:])]
+    return {"phases_j": {p: rows[p]["energy_j"] for p in phases}, "all_j": whole,
+            "sum_vs_all_pct": (phase_sum - whole) / whole * 100,
+            "avg_w": {p: rows[p]["avg_w"] for p in phases}, "instant_w": instant,
+            "power_samples": samples[0], "counter_updates": samples[1],
+            "power_gap_ms_mean": statistics.mean(gaps), "power_gap_ms_max": max(gaps)}
+
+
+def error_stats(errs):
+    errs = sorted(errs)
+    return {"mean": statistics.mean(errs), "p95": errs[int(0.95 * (len(errs) - 1))], "max": errs[-1]}
+
+
+def part_replay(db_path, tool):
+    """Windows replayed offline over a profile's samples (the launcher's sampler alone polled
+    NVML): back-to-back windows of each length across the steady part of each load phase,
+    against that phase's average power from the energy counter."""
+    con = sqlite3.connect(db_path)
+    gpu_id, = con.execute("SELECT gpu_id FROM gpu_samples WHERE energy_mj IS NOT NULL LIMIT 1").fetchone()
+    updates = con.execute("SELECT ts_ns, energy_mj FROM gpu_samples WHERE gpu_id = ? AND"
+                          " energy_mj IS NOT NULL ORDER BY ts_ns", (gpu_id,)).fetchall()
+
+    def counter_at(t):  # what a read at t returns: the value of the last update before t
+        return max((u for u in updates if u[0] <= t), default=updates[0])[1]
+
+    windows, meta = [], []
+    for phase in ("load1", "load2"):
+        start, end = con.execute("SELECT r.start_ns, r.end_ns FROM ranges r JOIN strings s ON"
+                                 " s.id = r.name_id WHERE s.value = ?", (phase,)).fetchone()
+        steady = [u for u in updates if start + 500_000_000 <= u[0] <= end - 100_000_000]
+        ref_w = (steady[-1][1] - steady[0][1]) / 1e3 / ((steady[-1][0] - steady[0][0]) / 1e9)
+        for ms in WINDOW_MS[:4]:
+            t = steady[0][0]
+            while t + ms * 1_000_000 <= steady[-1][0]:
+                windows.append(f"{gpu_id} {t} {t + ms * 1_000_000}")
+                meta.append((ms, ref_w * ms / 1e3, (counter_at(t + ms * 1_000_000) - counter_at(t)) / 1e3))
+                t += ms * 1_000_000
+    text = "\n".join(windows) + "\n"
+    out = subprocess.run([tool, str(db_path)], input=text, capture_output=True, text=True, check=True)
+    power = subprocess.run([tool, str(db_path), "--power-only"], input=text, capture_output=True,
+                           text=True, check=True)
+    per = {}
+    for (ms, ref, zeus), line, pline in zip(meta, out.stdout.splitlines(), power.stdout.splitlines()):
+        j, err, ups, _ = line.split()
+        d = per.setdefault(ms, {"lantern": [], "zeus": [], "power": [], "bound": []})
+        d["lantern"].append(abs(float(j) - ref) / ref * 100)
+        d["zeus"].append(abs(zeus - ref) / ref * 100)
+        d["power"].append(abs(float(pline.split()[0]) - ref) / ref * 100)
+        d["bound"].append(float(err) / ref * 100)
+    return {ms: {"n": len(d["lantern"]), "lantern": error_stats(d["lantern"]),
+                 "zeus_counter_delta": error_stats(d["zeus"]), "power_only": error_stats(d["power"]),
+                 "bound_mean_pct": statistics.mean(d["bound"])} for ms, d in per.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=12.0)
+    ap.add_argument("--lantern", help="the lantern executable, for part 2")
+    ap.add_argument("--out", default="bench_energy_accuracy.json")
+    ap.add_argument("--replay", nargs=2, metavar=("DB", "TOOL"),
+                    help="only replay windows over a profile database made by part 2 with "
+                         "TOOL (build/bin/energy_replay): no GPU needed")
+    ap.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.phases:
+        phases_program()
+        return
+    if args.replay:
+        replay = part_replay(*args.replay)
+        print(f"{'window':>8} {'n':>5} {'lantern mean/p95 %':>20} {'zeus delta mean/p95 %':>22} "
+              f"{'power-only mean/p95 %':>22} {'bound %':>8}")
+        for ms, s in replay.items():
+            print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['mean']:>11.2f} /{s['lantern']['p95']:>6.2f}"
+                  f" {s['zeus_counter_delta']['mean']:>13.2f} /{s['zeus_counter_delta']['p95']:>6.2f}"
+                  f" {s['power_only']['mean']:>13.2f} /{s['power_only']['p95']:>6.2f}"
+                  f" {s['bound_mean_pct']:>8.2f}")
+        Path(args.out).write_text(json.dumps({"replay": replay}, indent=1))
+        return
+    result = {"windows": part_windows(max(args.seconds, 10.0))}
+    if args.lantern:
+        result["profile"] = part_profile(args.lantern, os.path.dirname(os.path.abspath(args.out)))
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    w = result["windows"]
+    print(f"steady load {w['seconds']:.1f} s at {w['reference_w']:.1f} W (counter: "
+          f"{w['counter_updates']} updates, one per {w['update_gap_ms_mean']:.1f} ms; "
+          f"a read costs {w['counter_read_ms_mean']:.2f} ms)")
+    print(f"{'window':>8} {'n':>5} {'lantern mean/p95 %':>20} {'zeus delta mean/p95 %':>22} "
+          f"{'power-only mean/p95 %':>22} {'bound %':>8} {'short':>6} {'updates':>8}")
+    for ms, s in w["windows"].items():
+        print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['mean']:>11.2f} /{s['lantern']['p95']:>6.2f}"
+              f" {s['zeus_counter_delta']['mean']:>13.2f} /{s['zeus_counter_delta']['p95']:>6.2f}"
+              f" {s['power_only']['mean']:>13.2f} /{s['power_only']['p95']:>6.2f}"
+              f" {s['bound_mean_pct']:>8.2f} {s['flagged_too_short']:>6} "
+              f"{s['counter_updates_mean']:>8.2f}")
+    if "profile" in result:
+        print("profile:", json.dumps(result["profile"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+# Sourced by quickstart.sh and test.sh: installs what building and testing Lantern needs,
+# and only what is missing (so a prepared machine is left alone): cmake, a C compiler,
+# SQLite's headers, pytest and the nvtx Python package. The CUDA toolkit (NVTX headers) is
+# expected to be installed already.
+
+lantern_apt_install() {
+    local missing=("$@")
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "lantern: installing ${missing[*]} with apt-get"
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
+
+lantern_install_deps() {
+    local apt=()
+    command -v cmake >/dev/null || apt+=(cmake)
+    command -v cc >/dev/null && command -v make >/dev/null || apt+=(gcc make)
+    [ -f /usr/include/sqlite3.h ] || apt+=(libsqlite3-dev)
+    command -v python3 >/dev/null || apt+=(python3 python3-pip)
+    lantern_apt_install "${apt[@]}"
+    local pip=()
+    python3 -c "import pytest" 2>/dev/null || pip+=(pytest)
+    python3 -c "import nvtx" 2>/dev/null || pip+=(nvtx)
+    if [ ${#pip[@]} -gt 0 ]; then
+        echo "lantern: installing ${pip[*]} with pip"
+        python3 -m pip install -q "${pip[@]}" || python3 -m pip install -q --break-system-packages "${pip[@]}"
+    fi
+}

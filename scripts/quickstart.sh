@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Lantern's quick start: installs what is missing, builds into build/, and profiles the
+# bundled NVTX example (examples/nvtx_demo) with `lantern profile --stats`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+lantern_install_deps
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+echo "lantern: built build/bin/lantern"
+
+# Same command as in the README; the report database lands in build/quickstart.db.
+./build/bin/lantern profile --force -o build/quickstart.db --stats -- ./build/bin/nvtx_demo 5
+echo
+echo "Next: ./build/bin/lantern export build/quickstart.db --format chrome   (open the .json in https://ui.perfetto.dev)"

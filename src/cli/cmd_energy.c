@@ -1,0 +1,163 @@
+/* lantern energy: runs a command and prints its time and energy per GPU (and per CPU package
+ * and its DRAM where RAPL is readable), measured with the public API of lantern.h: one energy
+ * window around the whole command. The command's output is left alone; the summary goes to
+ * stderr, like time(1). */
+#include "cli/cli.h"
+#include "lantern.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+struct energy_options {
+    const char *gpus, *cpus;
+    unsigned int flags;
+    char **command;
+};
+
+static void print_help(void)
+{
+    printf("Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
+           "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
+           "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
+           "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
+           "      --cpus LIST     CPU packages, or 'none' (default: all with readable RAPL)\n"
+           "      --power-only    integrate power instead of reading the energy counter (the\n"
+           "                      method for GPUs older than Volta)\n"
+           "  -h, --help          show this help\n\n"
+           "lantern exits with COMMAND's status (128+N if killed by signal N).\n");
+}
+
+static int parse_options(int argc, char **argv, struct energy_options *o)
+{
+    enum { OPT_GPUS = 256, OPT_CPUS, OPT_POWER_ONLY };
+    static const struct option options[] = {
+        {"gpus", required_argument, NULL, OPT_GPUS},
+        {"cpus", required_argument, NULL, OPT_CPUS},
+        {"power-only", no_argument, NULL, OPT_POWER_ONLY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        switch (c) {
+        case OPT_GPUS:
+            o->gpus = optarg;
+            break;
+        case OPT_CPUS:
+            o->cpus = optarg;
+            break;
+        case OPT_POWER_ONLY:
+            o->flags |= LANTERN_POWER_ONLY;
+            break;
+        case 'h':
+            print_help();
+            return -1;
+        case ':':
+            return cli_usage_error("energy", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("energy", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error("energy", "missing the command to run");
+    o->command = argv + optind;
+    return 0;
+}
+
+/* Runs the command to its end; Ctrl-C reaches it directly (same process group) and the
+ * summary is still printed. Returns its exit status (128+N if killed), or -1. */
+static int run_to_end(char **command)
+{
+    pid_t pid;
+    int err = posix_spawnp(&pid, command[0], NULL, NULL, command, environ);
+    if (err) {
+        cli_error("cannot run '%s': %s", command[0], strerror(err));
+        return -1;
+    }
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+static void print_gpus(const lantern_measurement *r, double *total)
+{
+    for (int i = 0; i < lantern_measurement_gpu_count(r); i++) {
+        double j, error;
+        int index = lantern_measurement_gpu_index(r, i);
+        if (lantern_measurement_gpu_energy(r, i, &j, &error) != LANTERN_OK) {
+            fprintf(stderr, "GPU %d:          no samples\n", index);
+            continue;
+        }
+        double seconds = lantern_measurement_time(r);
+        unsigned int flags = lantern_measurement_gpu_flags(r, i);
+        fprintf(stderr,
+                "GPU %d:          %.3f J (± %.3f J), %.1f W average, %d counter updates%s\n", index,
+                j, error, seconds > 0 ? j / seconds : 0, lantern_measurement_gpu_updates(r, i),
+                flags & LANTERN_ENERGY_POWER_ONLY ? ", power integrated" : "");
+        *total += j;
+    }
+}
+
+static void print_cpus(const lantern_measurement *r, double *total)
+{
+    for (int i = 0; i < lantern_measurement_cpu_count(r); i++) {
+        double j;
+        int index = lantern_measurement_cpu_index(r, i);
+        if (lantern_measurement_cpu_energy(r, i, &j) == LANTERN_OK) {
+            fprintf(stderr, "CPU package %d:  %.3f J\n", index, j);
+            *total += j;
+        } else {
+            fprintf(stderr, "CPU package %d:  not readable (RAPL needs root on Linux >= 5.10)\n",
+                    index);
+        }
+        if (lantern_measurement_dram_energy(r, i, &j) == LANTERN_OK) {
+            fprintf(stderr, "DRAM %d:         %.3f J\n", index, j);
+            *total += j;
+        }
+    }
+}
+
+int cmd_energy(int argc, char **argv)
+{
+    struct energy_options o = {0};
+    int rc = parse_options(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    lantern_monitor *m;
+    rc = lantern_monitor_open(o.gpus, o.cpus, o.flags | LANTERN_NO_NVTX, &m);
+    if (rc != LANTERN_OK)
+        return cli_error("cannot measure GPUs '%s': %s", o.gpus ? o.gpus : "",
+                         lantern_strerror(rc));
+    if (*lantern_monitor_disabled_reason(m))
+        fprintf(stderr, "lantern: GPU energy not measured: %s\n",
+                lantern_monitor_disabled_reason(m));
+    lantern_measurement *r = NULL;
+    lantern_window_push(m);
+    int status = run_to_end(o.command);
+    lantern_window_pop(m, &r);
+    if (status >= 0 && r) {
+        double total = 0;
+        fprintf(stderr, "Time:           %.3f s\n", lantern_measurement_time(r));
+        print_gpus(r, &total);
+        print_cpus(r, &total);
+        fprintf(stderr, "Total:          %.3f J\n", total);
+    }
+    lantern_measurement_free(r);
+    lantern_monitor_close(m);
+    return status < 0 ? 127 : status;
+}

@@ -1,0 +1,92 @@
+/* The NVML part of the Chrome trace-event export: counter tracks per GPU (power instant and
+ * averaged, energy since the first sample, clocks, utilization, memory used, temperature) on
+ * the GPU's process row, so idle and loaded phases show beside the kernels that caused them. */
+#include "export/export.h"
+#include "export/json.h"
+
+/* The GPU rows' pid, as chrome_cuda.c numbers them (1e9 + gpus.id). */
+#define NVML_GPU_PID "1000000000 + s.gpu_id"
+
+/* One row per counter event: pid, ts, track name, then up to two (key, value) series. */
+static const char counters_sql[] =
+    "SELECT " NVML_GPU_PID ", s.ts_ns, 'Power (W)', 'instant', s.power_mw / 1000.0,"
+    "  'average', s.power_avg_mw / 1000.0 FROM gpu_samples s"
+    "  WHERE s.power_mw IS NOT NULL OR s.power_avg_mw IS NOT NULL"
+    " UNION ALL SELECT " NVML_GPU_PID ", s.ts_ns, 'Energy (J)', 'since start',"
+    "  (s.energy_mj - (SELECT MIN(e.energy_mj) FROM gpu_samples e WHERE e.gpu_id = s.gpu_id))"
+    "  / 1000.0, NULL, NULL FROM gpu_samples s WHERE s.energy_mj IS NOT NULL"
+    " UNION ALL SELECT " NVML_GPU_PID ", s.ts_ns, 'Clocks (MHz)', 'sm', s.sm_clock_mhz,"
+    "  'memory', s.memory_clock_mhz FROM gpu_samples s WHERE s.sm_clock_mhz IS NOT NULL"
+    " UNION ALL SELECT " NVML_GPU_PID ", s.ts_ns, 'Utilization (%)', 'gpu', s.gpu_util,"
+    "  'memory', s.memory_util FROM gpu_samples s WHERE s.gpu_util IS NOT NULL"
+    " UNION ALL SELECT " NVML_GPU_PID ", s.ts_ns, 'Memory used (GB)', 'used',"
+    "  s.memory_used_bytes / 1e9, NULL, NULL FROM gpu_samples s"
+    "  WHERE s.memory_used_bytes IS NOT NULL"
+    " UNION ALL SELECT " NVML_GPU_PID ", s.ts_ns, 'Temperature (C)', 'gpu', s.temperature_c,"
+    "  NULL, NULL FROM gpu_samples s WHERE s.temperature_c IS NOT NULL"
+    " ORDER BY 1, 3, 2";
+
+static const char names_sql[] =
+    "SELECT " NVML_GPU_PID ", 'GPU ' || COALESCE(g.nvml_index, '?') || ': ' ||"
+    " COALESCE(g.name, 'unknown GPU') FROM (SELECT DISTINCT gpu_id FROM gpu_samples) s"
+    " LEFT JOIN gpus g ON g.id = s.gpu_id";
+
+static int finish(sqlite3_stmt *st, int step)
+{
+    int rc = sqlite3_finalize(st);
+    return step == SQLITE_DONE && rc == SQLITE_OK ? 0 : -1;
+}
+
+static int write_gpu_names(struct chrome_writer *w)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(w->db, names_sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        chrome_event_begin(w);
+        fprintf(w->out,
+                "\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": ",
+                (long long)sqlite3_column_int64(st, 0));
+        json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 1));
+        fputs("}}", w->out);
+    }
+    return finish(st, step);
+}
+
+static void write_series(FILE *out, sqlite3_stmt *st, int key_col, int first)
+{
+    if (sqlite3_column_type(st, key_col) == SQLITE_NULL ||
+        sqlite3_column_type(st, key_col + 1) == SQLITE_NULL)
+        return;
+    if (!first)
+        fputs(", ", out);
+    json_write_cstring(out, (const char *)sqlite3_column_text(st, key_col));
+    fputs(": ", out);
+    json_write_double(out, sqlite3_column_double(st, key_col + 1));
+}
+
+int chrome_nvml_events(struct chrome_writer *w)
+{
+    if (write_gpu_names(w) < 0)
+        return -1;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(w->db, counters_sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        chrome_event_begin(w);
+        fputs("\"name\": ", w->out);
+        json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 2));
+        fprintf(w->out,
+                ", \"ph\": \"C\", \"pid\": %lld, \"ts\": ", (long long)sqlite3_column_int64(st, 0));
+        chrome_write_us(w, sqlite3_column_int64(st, 1));
+        fputs(", \"args\": {", w->out);
+        int has_first =
+            sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL;
+        write_series(w->out, st, 3, 1);
+        write_series(w->out, st, 5, !has_first);
+        fputs("}}", w->out);
+    }
+    return finish(st, step);
+}

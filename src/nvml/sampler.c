@@ -1,0 +1,332 @@
+/* The launcher's GPU sampler (see sampler.h). Threads append records to one chunk under a
+ * mutex (the launcher is not the profiled program: a lock costs nobody), and the power
+ * thread writes the chunk out every ~200 ms or when it is half full, so memory stays bounded
+ * and a killed launcher loses at most that much. */
+#include "nvml/sampler.h"
+#include "nvml/nvml_iface.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SAMPLER_BUFFER_BYTES (1u << 20)
+#define SAMPLER_FLUSH_NS 200000000ull
+#define SAMPLER_STATE_PERIOD_NS 100000000ull /* clocks, utilization, ...: NVML averages them */
+
+struct sampler_gpu {
+    struct nvml_sampler *sampler;
+    const struct nvml_gpu *gpu;
+    pthread_t energy_thread;
+    int energy_started;
+};
+
+struct nvml_sampler {
+    int fd;
+    struct nvml nvml;
+    unsigned int gpu_count;
+    struct sampler_gpu gpus[NVML_MAX_GPUS];
+    uint64_t period_ns;
+    pthread_t power_thread;
+    int power_started;
+    int stop;             /* atomic */
+    pthread_mutex_t lock; /* guards the chunk */
+    struct trace_chunk_builder chunk;
+    uint8_t *buffer;
+};
+
+/* ---- the chunk ------------------------------------------------------------------------------ */
+
+/* Writes the chunk out and starts the next one (lock held). */
+static void flush_locked(struct nvml_sampler *s)
+{
+    if (trace_chunk_empty(&s->chunk))
+        return;
+    size_t len = trace_chunk_finish(&s->chunk);
+    const uint8_t *p = s->buffer;
+    while (len) {
+        ssize_t n = write(s->fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* a full disk: the samples are lost, the profiled command goes on */
+        p += n;
+        len -= (size_t)n;
+    }
+    trace_chunk_begin(&s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
+}
+
+/* Record builders: each appends one record (lock held), flushing and retrying once if the
+ * chunk is full. */
+static void put_power(struct nvml_sampler *s, unsigned int gpu, uint64_t ts, int instant_ok,
+                      unsigned int instant, int avg_ok, unsigned int avg)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_POWER);
+        trace_put_u(&s->chunk, gpu);
+        trace_put_ts(&s->chunk, ts);
+        trace_put_u(&s->chunk, instant_ok ? (uint64_t)instant + 1 : 0);
+        trace_put_u(&s->chunk, avg_ok ? (uint64_t)avg + 1 : 0);
+        if (trace_record_end(&s->chunk, m) == 0)
+            return;
+        flush_locked(s);
+    }
+}
+
+static void put_energy(struct nvml_sampler *s, unsigned int gpu, uint64_t ts, uint64_t mj,
+                       uint64_t uncertainty_ns)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_ENERGY);
+        trace_put_u(&s->chunk, gpu);
+        trace_put_ts(&s->chunk, ts);
+        trace_put_u(&s->chunk, mj);
+        trace_put_u(&s->chunk, uncertainty_ns);
+        if (trace_record_end(&s->chunk, m) == 0)
+            return;
+        flush_locked(s);
+    }
+}
+
+/* The slow-changing fields, each + 1 so that 0 says "not read". */
+struct gpu_state {
+    uint64_t values[7];
+};
+
+static void put_state(struct nvml_sampler *s, unsigned int gpu, uint64_t ts,
+                      const struct gpu_state *st)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_STATE);
+        trace_put_u(&s->chunk, gpu);
+        trace_put_ts(&s->chunk, ts);
+        for (int i = 0; i < 7; i++)
+            trace_put_u(&s->chunk, st->values[i]);
+        if (trace_record_end(&s->chunk, m) == 0)
+            return;
+        flush_locked(s);
+    }
+}
+
+static void put_gpu(struct nvml_sampler *s, const struct nvml_gpu *g)
+{
+    struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_GPU);
+    trace_put_u(&s->chunk, g->nvml_index);
+    trace_put_s(&s->chunk, g->uuid, strlen(g->uuid));
+    trace_put_s(&s->chunk, g->name, strlen(g->name));
+    trace_put_u(&s->chunk, g->power_limit_mw);
+    trace_put_u(&s->chunk, g->memory_bytes);
+    trace_put_u(&s->chunk, (g->has_energy_counter ? TRACE_NVML_HAS_ENERGY_COUNTER : 0) |
+                               (g->has_instant_power ? TRACE_NVML_HAS_INSTANT_POWER : 0));
+    trace_put_u(&s->chunk, (uint64_t)(g->cuda_index + 1));
+    trace_record_end(&s->chunk, m);
+}
+
+/* ---- sampling threads ---------------------------------------------------------------------- */
+
+static void read_state(const struct nvml *n, const struct nvml_gpu *g, struct gpu_state *st)
+{
+    const struct nvml_api *a = &n->api;
+    unsigned int u;
+    unsigned long long ull;
+    struct nvml_utilization util;
+    struct nvml_memory mem;
+    memset(st, 0, sizeof *st);
+    if (a->clock(g->device, NVML_CLOCK_KIND_SM, &u) == NVML_OK)
+        st->values[0] = u + 1ull;
+    if (a->clock(g->device, NVML_CLOCK_KIND_MEM, &u) == NVML_OK)
+        st->values[1] = u + 1ull;
+    if (a->utilization(g->device, &util) == NVML_OK) {
+        st->values[2] = util.gpu + 1ull;
+        st->values[3] = util.memory + 1ull;
+    }
+    if (a->memory(g->device, &mem) == NVML_OK)
+        st->values[4] = mem.used + 1ull;
+    if (a->temperature(g->device, NVML_TEMPERATURE_SENSOR_GPU, &u) == NVML_OK)
+        st->values[5] = u + 1ull;
+    if (a->clock_reasons && a->clock_reasons(g->device, &ull) == NVML_OK)
+        st->values[6] = ull + 1;
+}
+
+static void sleep_until(uint64_t deadline)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+                          .tv_nsec = (long)(deadline % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static void sample_power_once(struct nvml_sampler *s, struct sampler_gpu *sg, int with_state)
+{
+    const struct nvml_gpu *g = sg->gpu;
+    struct nvml_field_value v = {.field_id = NVML_FIELD_POWER_INSTANT};
+    uint64_t ts = nvml_now_ns();
+    int instant_ok = g->has_instant_power &&
+                     s->nvml.api.field_values(g->device, 1, &v) == NVML_OK && v.status == NVML_OK;
+    unsigned int avg;
+    int avg_ok = s->nvml.api.power_usage(g->device, &avg) == NVML_OK;
+    struct gpu_state st;
+    if (with_state)
+        read_state(&s->nvml, g, &st);
+    pthread_mutex_lock(&s->lock);
+    if (instant_ok || avg_ok) {
+        put_power(s, g->nvml_index, ts, instant_ok, v.value.ui, avg_ok, avg);
+    }
+    if (with_state)
+        put_state(s, g->nvml_index, ts, &st);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void *power_loop(void *arg)
+{
+    struct nvml_sampler *s = arg;
+    uint64_t next = nvml_now_ns(), next_state = next, next_flush = next + SAMPLER_FLUSH_NS;
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t now = nvml_now_ns();
+        int with_state = now >= next_state;
+        if (with_state)
+            next_state += SAMPLER_STATE_PERIOD_NS;
+        for (unsigned int i = 0; i < s->gpu_count; i++)
+            sample_power_once(s, &s->gpus[i], with_state);
+        if (now >= next_flush || s->chunk.len > SAMPLER_BUFFER_BYTES / 2) {
+            pthread_mutex_lock(&s->lock);
+            flush_locked(s);
+            pthread_mutex_unlock(&s->lock);
+            next_flush = now + SAMPLER_FLUSH_NS;
+        }
+        next += s->period_ns;
+        if (next < now) /* fell behind (a slow read): do not try to catch up */
+            next = now;
+        sleep_until(next);
+    }
+    return NULL;
+}
+
+/* Reads the counter back-to-back: each read costs 3-4 ms (measured on H200), which paces
+ * the loop and bounds when a change happened to between two reads' middles. */
+static void *energy_loop(void *arg)
+{
+    struct sampler_gpu *sg = arg;
+    struct nvml_sampler *s = sg->sampler;
+    uint64_t last_mid = 0;
+    unsigned long long last_mj = 0;
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        unsigned long long mj;
+        uint64_t t0 = nvml_now_ns();
+        int ok = s->nvml.api.total_energy(sg->gpu->device, &mj) == NVML_OK;
+        uint64_t t1 = nvml_now_ns(), mid = t0 + (t1 - t0) / 2;
+        if (ok && last_mid && mj != last_mj) {
+            uint64_t half = (mid - last_mid) / 2;
+            pthread_mutex_lock(&s->lock);
+            put_energy(s, sg->gpu->nvml_index, last_mid + half, mj, half);
+            pthread_mutex_unlock(&s->lock);
+        }
+        if (ok) {
+            last_mid = mid;
+            last_mj = mj;
+        }
+        if (t1 - t0 < 1000000) /* a fake or cached counter: do not spin */
+            sleep_until(t0 + 1000000);
+    }
+    return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------------------------ */
+
+static void write_disabled(int fd, const char *why)
+{
+    uint8_t buf[512];
+    struct trace_chunk_builder b;
+    trace_chunk_begin(&b, buf, sizeof buf, nvml_now_ns());
+    struct trace_record_mark m = trace_record_begin(&b, TRACE_NVML_DISABLED);
+    trace_put_s(&b, why, strlen(why));
+    if (trace_record_end(&b, m) != 0)
+        return;
+    size_t len = trace_chunk_finish(&b);
+    if (write(fd, buf, len) != (ssize_t)len)
+        return; /* the reason is also printed by the caller */
+}
+
+static int start_threads(struct nvml_sampler *s)
+{
+    for (unsigned int i = 0; i < s->gpu_count; i++) {
+        struct sampler_gpu *sg = &s->gpus[i];
+        if (!sg->gpu->has_energy_counter)
+            continue;
+        if (pthread_create(&sg->energy_thread, NULL, energy_loop, sg) != 0)
+            return -1;
+        sg->energy_started = 1;
+    }
+    if (pthread_create(&s->power_thread, NULL, power_loop, s) != 0)
+        return -1;
+    s->power_started = 1;
+    return 0;
+}
+
+int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sampler **out,
+                       char *why, size_t why_len)
+{
+    *out = NULL;
+    struct nvml_sampler *s = calloc(1, sizeof *s);
+    if (!s || !(s->buffer = malloc(SAMPLER_BUFFER_BYTES))) {
+        snprintf(why, why_len, "out of memory");
+        goto fail;
+    }
+    s->fd = fd;
+    pthread_mutex_init(&s->lock, NULL);
+    s->period_ns = (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ));
+    if (nvml_open(&s->nvml) != 0) {
+        snprintf(why, why_len, "%s", s->nvml.disabled_reason);
+        goto fail;
+    }
+    unsigned int chosen[NVML_MAX_GPUS];
+    int count = nvml_select(&s->nvml, gpus, chosen, NVML_MAX_GPUS, why, why_len);
+    if (count < 0)
+        goto fail;
+    trace_chunk_begin(&s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
+    for (int i = 0; i < count; i++) {
+        s->gpus[i] = (struct sampler_gpu){.sampler = s, .gpu = &s->nvml.gpus[chosen[i]]};
+        put_gpu(s, s->gpus[i].gpu);
+    }
+    s->gpu_count = (unsigned int)count;
+    if (start_threads(s) != 0) {
+        snprintf(why, why_len, "cannot start the sampling threads");
+        nvml_sampler_stop(s);
+        write_disabled(fd, why);
+        return -1;
+    }
+    *out = s;
+    return 0;
+fail:
+    write_disabled(fd, why);
+    if (s) {
+        nvml_close(&s->nvml);
+        free(s->buffer);
+        free(s);
+    }
+    return -1;
+}
+
+void nvml_sampler_stop(struct nvml_sampler *s)
+{
+    if (!s)
+        return;
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    if (s->power_started)
+        pthread_join(s->power_thread, NULL);
+    for (unsigned int i = 0; i < s->gpu_count; i++)
+        if (s->gpus[i].energy_started)
+            pthread_join(s->gpus[i].energy_thread, NULL);
+    pthread_mutex_lock(&s->lock);
+    flush_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    nvml_close(&s->nvml);
+    pthread_mutex_destroy(&s->lock);
+    free(s->buffer);
+    free(s);
+}

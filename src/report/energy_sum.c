@@ -1,0 +1,129 @@
+/* energy_sum: GPU energy per GPU for the whole run, each process, each NVTX range name, each
+ * kernel name and each lantern.h energy window: joules, average watts and an error bound.
+ * The energy of an interval comes from the SQL functions of src/nvml/energy_db.h (the energy
+ * counter interpolated with power samples), so disjoint ranges add up to their union. */
+#include "nvml/energy_db.h"
+#include "report/report.h"
+
+#include <stdio.h>
+
+/* Each row: scope, name, GPU (NVML index), instances, time, joules, error bound. Ranges and
+ * kernels are summed per name: overlapping instances (nested ranges of one name, concurrent
+ * kernels) each count their whole energy, as their times do. */
+static const char energy_query[] =
+    "WITH g AS (SELECT s.gpu_id, gp.nvml_index AS gpu, min(s.ts_ns) AS first_ns,"
+    "  max(s.ts_ns) AS last_ns FROM gpu_samples s JOIN gpus gp ON gp.id = s.gpu_id"
+    "  GROUP BY s.gpu_id),"
+    " run AS (SELECT g.gpu_id, g.gpu,"
+    "  max(g.first_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'start_ns'),"
+    "  g.first_ns)) AS start_ns,"
+    "  min(g.last_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'end_ns'),"
+    "  g.last_ns)) AS end_ns FROM g),"
+    " rows AS ("
+    " SELECT 0 AS ord, 'run' AS scope, COALESCE((SELECT value FROM meta WHERE key = 'command'),"
+    "  '(run)') AS name, gpu, 1 AS instances, end_ns - start_ns AS total_ns,"
+    "  lantern_gpu_energy_j(gpu_id, start_ns, end_ns) AS energy_j,"
+    "  lantern_gpu_energy_error_j(gpu_id, start_ns, end_ns) AS error_j FROM run"
+    " UNION ALL SELECT 1, 'process', p.pid || ' ' || COALESCE(p.exe, ''), g.gpu, 1,"
+    "  p.end_ns - p.start_ns, lantern_gpu_energy_j(g.gpu_id, p.start_ns, p.end_ns),"
+    "  lantern_gpu_energy_error_j(g.gpu_id, p.start_ns, p.end_ns)"
+    "  FROM processes p CROSS JOIN g WHERE p.end_ns IS NOT NULL"
+    " UNION ALL SELECT 2, 'nvtx', CASE WHEN ds.value IS NULL THEN '' ELSE ds.value || ':' END"
+    "  || COALESCE(s.value, '(unnamed)'), g.gpu, count(*), sum(r.end_ns - r.start_ns),"
+    "  sum(lantern_gpu_energy_j(g.gpu_id, r.start_ns, r.end_ns)),"
+    "  sum(lantern_gpu_energy_error_j(g.gpu_id, r.start_ns, r.end_ns))"
+    "  FROM ranges r CROSS JOIN g LEFT JOIN strings s ON s.id = r.name_id"
+    "  LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
+    "  WHERE r.end_ns IS NOT NULL GROUP BY r.domain_id, r.name_id, g.gpu_id"
+    " UNION ALL SELECT 3, 'kernel', COALESCE(dn.value, mn.value, '(unnamed kernel)'), g.gpu,"
+    "  count(*), sum(k.end_ns - k.start_ns),"
+    "  sum(lantern_gpu_energy_j(g.gpu_id, k.start_ns, k.end_ns)),"
+    "  sum(lantern_gpu_energy_error_j(g.gpu_id, k.start_ns, k.end_ns))"
+    "  FROM kernels k JOIN g ON g.gpu_id = k.gpu_id LEFT JOIN strings dn ON dn.id = k.demangled_id"
+    "  LEFT JOIN strings mn ON mn.id = k.name_id GROUP BY 3, g.gpu_id"
+    " UNION ALL SELECT 4, 'window', COALESCE(s.value, '(unnamed)'), g.gpu, count(*),"
+    "  sum(w.end_ns - w.start_ns), sum(w.energy_j), sum(w.error_j)"
+    "  FROM energy_windows w JOIN g ON g.gpu_id = w.gpu_id LEFT JOIN strings s ON s.id = w.name_id"
+    "  WHERE w.end_ns IS NOT NULL GROUP BY w.name_id, g.gpu_id)"
+    " SELECT scope, name, gpu, instances, total_ns, energy_j,"
+    "  CASE WHEN total_ns > 0 THEN energy_j * 1e9 / total_ns END, error_j"
+    " FROM rows ORDER BY ord, energy_j DESC, name";
+
+static const struct table_column energy_columns[] = {
+    {"Scope", "scope", TABLE_TEXT},
+    {"Name", "name", TABLE_TEXT},
+    {"GPU", "gpu", TABLE_INT},
+    {"Instances", "instances", TABLE_INT},
+    {"Total Time", "total_ns", TABLE_NS},
+    {"Energy (J)", "energy_j", TABLE_REAL},
+    {"Avg Power (W)", "avg_w", TABLE_REAL},
+    {"Error (J)", "error_j", TABLE_REAL},
+};
+
+/* Why there is nothing to show: the sampler's reason when it recorded one. */
+static void no_samples(struct report_ctx *ctx)
+{
+    sqlite3_stmt *st;
+    const char *reason = NULL;
+    if (sqlite3_prepare_v2(ctx->db, "SELECT value FROM meta WHERE key = 'nvml_disabled_reason'", -1,
+                           &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        reason = (const char *)sqlite3_column_text(st, 0);
+    snprintf(ctx->error, sizeof ctx->error, "energy_sum: no GPU power samples in this database%s%s",
+             reason ? ": " : " (profile with -t nvml)", reason ? reason : "");
+    sqlite3_finalize(st);
+}
+
+static void write_cell(struct table *t, sqlite3_stmt *st, int col, enum table_kind kind)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL && kind != TABLE_TEXT) {
+        table_text(t, NULL);
+        return;
+    }
+    switch (kind) {
+    case TABLE_TEXT:
+        table_text(t, (const char *)sqlite3_column_text(st, col));
+        break;
+    case TABLE_INT:
+        table_int(t, sqlite3_column_int64(st, col));
+        break;
+    case TABLE_NS:
+        table_ns(t, sqlite3_column_double(st, col));
+        break;
+    default:
+        table_real(t, sqlite3_column_double(st, col));
+        break;
+    }
+}
+
+int report_energy_sum(struct report_ctx *ctx)
+{
+    int gpus = energy_db_register_sql(ctx->db);
+    if (gpus <= 0) {
+        if (gpus < 0)
+            snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
+        else
+            no_samples(ctx);
+        return -1;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(ctx->db, energy_query, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
+        return -1;
+    }
+    int ncols = (int)(sizeof energy_columns / sizeof energy_columns[0]);
+    struct table *t = table_new(ctx->out, ctx->format, energy_columns, ncols);
+    int step = SQLITE_DONE;
+    while (t && (step = sqlite3_step(st)) == SQLITE_ROW)
+        for (int col = 0; col < ncols; col++)
+            write_cell(t, st, col, energy_columns[col].kind);
+    int rc = t && step == SQLITE_DONE ? 0 : -1;
+    if (rc)
+        snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
+    sqlite3_finalize(st);
+    if (t && table_finish(t) < 0 && !rc) {
+        snprintf(ctx->error, sizeof ctx->error, "energy_sum: cannot write the table");
+        rc = -1;
+    }
+    return rc;
+}

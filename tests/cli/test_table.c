@@ -1,0 +1,87 @@
+/* The report table writer (src/report/table.c): human units in text tables, exact values
+ * in CSV and JSON, aligned columns, CSV quoting. */
+#include "harness.h"
+#include "report/table.h"
+
+static char out[2048];
+
+static void durations_in_human_units(void)
+{
+    char buf[32];
+    const struct {
+        double ns;
+        const char *text;
+    } cases[] = {
+        {0, "0 ns"},
+        {999, "999 ns"},
+        {1000, "1.000 µs"},
+        {1234567, "1.235 ms"},
+        {999999999, "1000.000 ms"},
+        {2.5e9, "2.500 s"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        table_format_duration(buf, sizeof buf, cases[i].ns);
+        ASSERT_STR_EQ(buf, cases[i].text);
+    }
+}
+
+static const struct table_column columns[] = {
+    {"Name", "name", TABLE_TEXT},
+    {"Time", "time_percent", TABLE_PERCENT},
+    {"Total", "total_ns", TABLE_NS},
+    {"Count", "count", TABLE_INT},
+};
+
+static const char *write_rows(enum table_format format)
+{
+    FILE *f = fmemopen(out, sizeof out, "w");
+    struct table *t = table_new(f, format, columns, 4);
+    table_text(t, "a,\"b\"");
+    table_percent(t, 66.6666);
+    table_ns(t, 1500.5);
+    table_int(t, 3);
+    table_text(t, "µ");
+    table_percent(t, 33.3334);
+    table_ns(t, 20);
+    table_int(t, 12);
+    ASSERT_EQ(table_finish(t), 0);
+    fclose(f);
+    return out;
+}
+
+static void text_table_is_aligned_with_units(void)
+{
+    /* 1500.5 ns is 1.5004999... µs in binary: rounds down */
+    ASSERT_STR_EQ(write_rows(TABLE_FORMAT_TABLE), "Name   Time (%)     Total  Count\n"
+                                                  "-----  --------  --------  -----\n"
+                                                  "a,\"b\"      66.7  1.500 µs      3\n"
+                                                  "µ          33.3     20 ns     12\n");
+}
+
+static void csv_is_exact_and_quoted(void)
+{
+    ASSERT_STR_EQ(write_rows(TABLE_FORMAT_CSV), "Name,Time (%),Total (ns),Count\n"
+                                                "\"a,\"\"b\"\"\",66.667,1500.5,3\n"
+                                                "µ,33.333,20,12\n");
+}
+
+static void json_is_exact(void)
+{
+    ASSERT_STR_EQ(write_rows(TABLE_FORMAT_JSON),
+                  "[\n {\"name\": \"a,\\\"b\\\"\", \"time_percent\": 66.667, \"total_ns\": 1500.5, "
+                  "\"count\": 3},\n {\"name\": \"µ\", \"time_percent\": 33.333, \"total_ns\": 20, "
+                  "\"count\": 12}\n]");
+}
+
+static const struct test_case tests[] = {
+    {"durations_in_human_units", durations_in_human_units},
+    {"text_table_is_aligned_with_units", text_table_is_aligned_with_units},
+    {"csv_is_exact_and_quoted", csv_is_exact_and_quoted},
+    {"json_is_exact", json_is_exact},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return test_main(tests, argc, argv);
+}
