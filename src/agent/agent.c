@@ -138,14 +138,14 @@ __attribute__((destructor)) static void agent_unload(void)
 
 /* SIGTERM, SIGINT and SIGHUP kill a program that does not handle them before atexit runs;
  * Python's multiprocessing Pool ends its workers so. Where the program left the default
- * action, the agent has the writer end the file first (at most 100 ms), then lets the signal
- * kill the process as before. A program that installs its own handler replaces this one. */
+ * action, the agent has the writer end the file first (waiting at most 250 ms), then lets the
+ * signal kill the process as before. A program that installs its own handler replaces this one. */
 static const int agent_ending_signals[] = {SIGTERM, SIGINT, SIGHUP};
 
 static void agent_on_ending_signal(int sig)
 {
     int saved_errno = errno;
-    writer_finish_from_signal(100);
+    writer_finish_from_signal(250);
     struct sigaction default_action = {.sa_handler = SIG_DFL};
     sigaction(sig, &default_action, NULL);
     errno = saved_errno;

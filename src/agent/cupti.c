@@ -27,9 +27,9 @@ static struct {
     struct cupti_api api;
     struct cupti_translate translate;
     uint8_t *buffers[CUPTI_BUFFER_COUNT];
-    uint32_t buffers_busy;                 /* bit i: buffers[i] is with CUPTI */
-    uint64_t buffers_refused;              /* requests met with no buffer (CUPTI then drops) */
-    uint64_t dropped_total;                /* records lost, reported in TRACE_DROPPED */
+    uint32_t buffers_busy;    /* bit i: buffers[i] is with CUPTI */
+    uint64_t buffers_refused; /* requests met with no buffer (CUPTI then drops) */
+    uint64_t dropped_total;   /* records lost, reported in TRACE_DROPPED */
     CUpti_SubscriberHandle subscriber;
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);
@@ -73,7 +73,8 @@ static void cupti_find_helpers(void)
         driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (driver) {
         cupti.cu_device_get = (int (*)(int *, int))dlsym(driver, "cuDeviceGet");
-        cupti.cu_device_get_attribute = (int (*)(int *, int, int))dlsym(driver, "cuDeviceGetAttribute");
+        cupti.cu_device_get_attribute =
+            (int (*)(int *, int, int))dlsym(driver, "cuDeviceGetAttribute");
     }
 }
 
@@ -88,7 +89,8 @@ static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size
         uint32_t bit = 1u << i;
         if (__atomic_fetch_or(&cupti.buffers_busy, bit, __ATOMIC_ACQ_REL) & bit)
             continue;
-        if (!cupti.buffers[i] && posix_memalign((void **)&cupti.buffers[i], 8, CUPTI_BUFFER_SIZE) != 0) {
+        if (!cupti.buffers[i] &&
+            posix_memalign((void **)&cupti.buffers[i], 8, CUPTI_BUFFER_SIZE) != 0) {
             cupti.buffers[i] = NULL;
             __atomic_fetch_and(&cupti.buffers_busy, ~bit, __ATOMIC_ACQ_REL);
             break;
@@ -111,7 +113,7 @@ static void cupti_put_dropped(struct trace_chunk_builder *b, uint64_t count)
 {
     writer_reserve_locked(64);
     struct trace_record_mark m = trace_record_begin(b, TRACE_DROPPED);
-    trace_put_u(b, 0);   /* process-wide: CUPTI does not say whose records they were */
+    trace_put_u(b, 0); /* process-wide: CUPTI does not say whose records they were */
     trace_put_u(b, count);
     trace_record_end(b, m);
 }
@@ -142,7 +144,8 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
     if (b) {
         size_t dropped = 0;
         cupti_translate_buffer(b, buffer, valid);
-        if (cupti.api.activity_get_num_dropped_records(context, stream, &dropped) == CUPTI_SUCCESS &&
+        if (cupti.api.activity_get_num_dropped_records(context, stream, &dropped) ==
+                CUPTI_SUCCESS &&
             dropped) {
             cupti.dropped_total += dropped;
             cupti_put_dropped(b, dropped);
@@ -152,13 +155,17 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
     cupti_buffer_release(buffer);
 }
 
-static uint64_t CUPTIAPI cupti_timestamp(void) { return agent_now(); }
+static uint64_t CUPTIAPI cupti_timestamp(void)
+{
+    return agent_now();
+}
 
 /* ---- stream handles ------------------------------------------------------------------ */
 
 /* NVTX names streams and contexts by CUstream and CUcontext; CUPTI's records name them by
  * id. The resource callbacks are the one place both are known. */
-static void cupti_put_handle(unsigned type, uint64_t handle, uint32_t context_id, uint32_t stream_id)
+static void cupti_put_handle(unsigned type, uint64_t handle, uint32_t context_id,
+                             uint32_t stream_id)
 {
     struct trace_chunk_builder *b = writer_lock();
     if (!b)
@@ -179,14 +186,16 @@ static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomai
     (void)userdata;
     const CUpti_ResourceData *r = data;
     uint32_t context_id = 0, stream_id = 0;
-    if (domain != CUPTI_CB_DOMAIN_RESOURCE || cupti.api.get_context_id(r->context, &context_id) != CUPTI_SUCCESS)
+    if (domain != CUPTI_CB_DOMAIN_RESOURCE ||
+        cupti.api.get_context_id(r->context, &context_id) != CUPTI_SUCCESS)
         return;
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
         cupti_put_handle(TRACE_CUDA_CONTEXT_HANDLE, (uint64_t)(uintptr_t)r->context, context_id, 0);
         return;
     }
     if (cbid == CUPTI_CBID_RESOURCE_STREAM_CREATED &&
-        cupti.api.get_stream_id_ex(r->context, r->resourceHandle.stream, 0, &stream_id) == CUPTI_SUCCESS)
+        cupti.api.get_stream_id_ex(r->context, r->resourceHandle.stream, 0, &stream_id) ==
+            CUPTI_SUCCESS)
         cupti_put_handle(TRACE_CUDA_STREAM_HANDLE, (uint64_t)(uintptr_t)r->resourceHandle.stream,
                          context_id, stream_id);
 }
@@ -196,7 +205,8 @@ static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomai
 static const char *cupti_error(CUptiResult rc)
 {
     const char *text = NULL;
-    if (cupti.api.get_result_string && cupti.api.get_result_string(rc, &text) == CUPTI_SUCCESS && text)
+    if (cupti.api.get_result_string && cupti.api.get_result_string(rc, &text) == CUPTI_SUCCESS &&
+        text)
         return text;
     return "unknown CUPTI error";
 }
@@ -208,7 +218,8 @@ static int cupti_enable_allowed_apis(CUpti_CallbackDomain domain, uint32_t cbid_
 {
     for (uint32_t cbid = 1; cbid < cbid_limit; cbid++) {
         const char *name = NULL;
-        if (cupti.api.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !cupti_api_allowed(name))
+        if (cupti.api.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS ||
+            !cupti_api_allowed(name))
             continue;
         if (enable(cbid, 1) != CUPTI_SUCCESS)
             return -1;
@@ -232,16 +243,19 @@ static int cupti_enable_apis(int all_apis)
 
 /* LANTERN_CUDA_KINDS picks what is recorded (default: all); devices, contexts and streams
  * always are, since every other record refers to them. */
-struct cupti_kind_group { const char *name; CUpti_ActivityKind kinds[2]; };
+struct cupti_kind_group {
+    const char *name;
+    CUpti_ActivityKind kinds[2];
+};
 static const struct cupti_kind_group cupti_kind_groups[] = {
-    { "kernel", { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID } },
-    { "memcpy", { CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2 } },
-    { "memset", { CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID } },
-    { "sync", { CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID } },
-    { "memory", { CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_INVALID } },
-    { "overhead", { CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID } },
-    { "device", { CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT } },
-    { "stream", { CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_INVALID } },
+    {"kernel", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"memcpy", {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
+    {"memset", {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"sync", {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"memory", {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"overhead", {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"device", {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}},
+    {"stream", {CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_INVALID}},
 };
 
 static int cupti_list_has(const char *list, const char *name)
@@ -267,7 +281,8 @@ static CUptiResult cupti_enable_kinds(const char *list)
             continue;
         for (int k = 0; k < 2; k++) {
             CUpti_ActivityKind kind = cupti_kind_groups[g].kinds[k];
-            CUptiResult rc = kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_SUCCESS : cupti.api.activity_enable(kind);
+            CUptiResult rc = kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_SUCCESS
+                                                                 : cupti.api.activity_enable(kind);
             if (rc != CUPTI_SUCCESS)
                 return rc;
         }
@@ -298,7 +313,8 @@ static int cupti_gpu_present(void)
 static void cupti_put_capture(void)
 {
     const char *mode = getenv("LANTERN_CAPTURE");
-    const char *from = getenv("LANTERN_CAPTURE_FROM_NS"), *until = getenv("LANTERN_CAPTURE_UNTIL_NS");
+    const char *from = getenv("LANTERN_CAPTURE_FROM_NS"),
+               *until = getenv("LANTERN_CAPTURE_UNTIL_NS");
     if ((!mode || !*mode || strcmp(mode, "none") == 0) && !from && !until)
         return;
     if (!mode || !*mode)
@@ -342,8 +358,10 @@ static int cupti_start(void)
         rc = cupti.api.activity_register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
     if (rc == CUPTI_SUCCESS)
         rc = cupti_enable_kinds(kinds);
-    if (rc != CUPTI_SUCCESS || (cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
-        agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced", cupti_error(rc));
+    if (rc != CUPTI_SUCCESS ||
+        (cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
+        agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
+                   cupti_error(rc));
         return -1;
     }
     cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);

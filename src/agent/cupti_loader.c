@@ -7,9 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct cupti_symbol { const char *name; size_t offset; };
+struct cupti_symbol {
+    const char *name;
+    size_t offset;
+};
 
-#define CUPTI_SYMBOL(field, symbol) { symbol, offsetof(struct cupti_api, field) }
+#define CUPTI_SYMBOL(field, symbol)                                                                \
+    {                                                                                              \
+        symbol, offsetof(struct cupti_api, field)                                                  \
+    }
 static const struct cupti_symbol cupti_symbols[] = {
     CUPTI_SYMBOL(activity_enable, "cuptiActivityEnable"),
     CUPTI_SYMBOL(activity_disable, "cuptiActivityDisable"),
@@ -31,7 +37,8 @@ static const struct cupti_symbol cupti_symbols[] = {
 };
 
 /* Fills every pointer from handle; 0, or -1 naming the first missing symbol. */
-static int cupti_bind(struct cupti_api *api, void *handle, const char *path, char *why, size_t why_len)
+static int cupti_bind(struct cupti_api *api, void *handle, const char *path, char *why,
+                      size_t why_len)
 {
     for (size_t i = 0; i < sizeof(cupti_symbols) / sizeof(cupti_symbols[0]); i++) {
         void *fn = dlsym(handle, cupti_symbols[i].name);

@@ -21,7 +21,7 @@ void cupti_translate_reset(struct cupti_translate *t)
 {
     for (unsigned i = 0; i < CUPTI_NAME_CACHE_SIZE; i++) {
         free(t->names[i].copy);
-        t->names[i] = (struct cupti_name_cache_entry){ 0 };
+        t->names[i] = (struct cupti_name_cache_entry){0};
     }
     memset(t->api_name_id, 0, sizeof(t->api_name_id));
     t->rejected = 0;
@@ -36,13 +36,13 @@ void cupti_translate_release(struct cupti_translate *t)
 
 /* Calls that do work on or wait for the GPU, or change what it holds. */
 static const char *const api_allowed_words[] = {
-    "Launch", "Memcpy", "Memset", "Synchronize", "Malloc", "Free", "MemAlloc", "HostAlloc",
-    "HostRegister", "HostUnregister", "Prefetch", "Graph", "Stream", "Event", "ProfilerStart",
-    "ProfilerStop",
+    "Launch",   "Memcpy",    "Memset",        "Synchronize",    "Malloc",   "Free",
+    "MemAlloc", "HostAlloc", "HostRegister",  "HostUnregister", "Prefetch", "Graph",
+    "Stream",   "Event",     "ProfilerStart", "ProfilerStop",
 };
 /* Queries and attribute reads: cheap, frequent (PyTorch's allocator polls cudaEventQuery
  * and cudaStreamIsCapturing), and not GPU work. They win over the words above. */
-static const char *const api_noise_words[] = { "Get", "Query", "IsCapturing", "Attribute" };
+static const char *const api_noise_words[] = {"Get", "Query", "IsCapturing", "Attribute"};
 
 int cupti_api_allowed(const char *name)
 {
@@ -65,7 +65,8 @@ static size_t api_name_length(const char *name)
     size_t digits = 0;
     while (digits < len && name[len - 1 - digits] >= '0' && name[len - 1 - digits] <= '9')
         digits++;
-    if (digits >= 4 && len > digits + 2 && name[len - digits - 1] == 'v' && name[len - digits - 2] == '_')
+    if (digits >= 4 && len > digits + 2 && name[len - digits - 1] == 'v' &&
+        name[len - digits - 2] == '_')
         return len - digits - 2;
     return len;
 }
@@ -109,7 +110,7 @@ static uint64_t kernel_name_id(struct cupti_translate *t, const char *name)
     uint64_t id = t->hooks.intern(t->hooks.ctx, name, strlen(name));
     /* A failed copy only costs a cache miss next time. */
     free(e->copy);
-    *e = (struct cupti_name_cache_entry){ name, strdup(name), id };
+    *e = (struct cupti_name_cache_entry){name, strdup(name), id};
     return id;
 }
 
@@ -158,7 +159,7 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_ts(b, k->start);
     trace_put_ts(b, k->end);
     trace_put_u(b, name_id);
-    trace_put_u(b, 0);   /* demangled name: left to the importer */
+    trace_put_u(b, 0); /* demangled name: left to the importer */
     trace_put_u(b, (uint32_t)k->gridX);
     trace_put_u(b, (uint32_t)k->gridY);
     trace_put_u(b, (uint32_t)k->gridZ);
@@ -195,7 +196,7 @@ static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, c->srcKind);
     trace_put_u(b, c->dstKind);
     trace_put_u(b, (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
-    trace_put_u(b, c->deviceId);   /* a copy within one device: source and destination */
+    trace_put_u(b, c->deviceId); /* a copy within one device: source and destination */
     trace_put_u(b, c->deviceId);
     trace_put_u(b, c->graphNodeId);
     return finish(t, b, m);
@@ -306,10 +307,9 @@ static int put_memory(struct cupti_translate *t, struct trace_chunk_builder *b,
 
 void cupti_format_uuid(const uint8_t u[16], char out[41])
 {
-    snprintf(out, 41,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-             u[13], u[14], u[15]);
+    snprintf(out, 41, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
 }
 
 static uint64_t attribute_or_zero(struct cupti_translate *t, uint32_t device, int attribute)
@@ -328,7 +328,7 @@ static int put_device(struct cupti_translate *t, struct trace_chunk_builder *b,
     uint64_t pci_domain = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
     uint64_t pci_bus = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
     uint64_t pci_device = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
-    if (t->hooks.device_attribute)   /* NVML's form: "00000000:19:00.0" */
+    if (t->hooks.device_attribute) /* NVML's form: "00000000:19:00.0" */
         snprintf(pci, sizeof(pci), "%08x:%02x:%02x.0", (unsigned)pci_domain, (unsigned)pci_bus,
                  (unsigned)pci_device);
     uint64_t memory_clock = attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
@@ -356,7 +356,7 @@ static int put_device(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, d->maxBlocksPerMultiprocessor);
     trace_put_u(b, d->maxRegistersPerBlock);
     trace_put_u(b, smem_optin ? smem_optin : d->maxSharedMemoryPerBlock);
-    trace_put_u(b, d->globalMemoryBandwidth * 1000u);   /* CUPTI gives kB/s */
+    trace_put_u(b, d->globalMemoryBandwidth * 1000u); /* CUPTI gives kB/s */
     return finish(t, b, m);
 }
 

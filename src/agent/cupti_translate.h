@@ -15,7 +15,7 @@
  * records carry the OS thread id itself (CUPTI's SYSTEM thread ids): the importer matches
  * it to the thread that NVTX saw, whichever of the two was written first. */
 struct cupti_translate_hooks {
-    uint64_t (*intern)(void *ctx, const char *s, size_t len);     /* string id, 0 on failure */
+    uint64_t (*intern)(void *ctx, const char *s, size_t len);      /* string id, 0 on failure */
     const char *(*api_name)(void *ctx, int driver, uint32_t cbid); /* NULL if unknown */
     /* A CUdevice_attribute of a CUDA ordinal, or -1 when it cannot be read. */
     int64_t (*device_attribute)(void *ctx, uint32_t device, int attribute);
@@ -27,8 +27,8 @@ struct cupti_translate_hooks {
  * stay mangled: the importer demangles, away from the profiled process. */
 #define CUPTI_NAME_CACHE_SIZE 1024u
 struct cupti_name_cache_entry {
-    const char *key;     /* CUPTI's pointer */
-    char *copy;          /* our copy, compared on a hit: CUPTI may reuse an address */
+    const char *key; /* CUPTI's pointer */
+    char *copy;      /* our copy, compared on a hit: CUPTI may reuse an address */
     uint64_t name_id;
 };
 
@@ -38,21 +38,21 @@ struct cupti_name_cache_entry {
 
 struct cupti_translate {
     struct cupti_translate_hooks hooks;
-    int all_apis;                          /* LANTERN_CUDA_API=all: no allow-list */
+    int all_apis; /* LANTERN_CUDA_API=all: no allow-list */
     struct cupti_name_cache_entry names[CUPTI_NAME_CACHE_SIZE];
     /* per (driver, cbid): string id + 1, 0 = not looked up; and 1 allowed / 2 not */
     uint64_t api_name_id[2][CUPTI_API_CACHE_SIZE];
     uint8_t api_allowed[2][CUPTI_API_CACHE_SIZE];
-    uint64_t rejected;                     /* bad timestamps, not yet reported */
+    uint64_t rejected; /* bad timestamps, not yet reported */
     uint64_t rejected_total;
     uint64_t translated_total, filtered_total;
 };
 
 enum cupti_translate_result {
-    CUPTI_TRANSLATED = 0,   /* one record appended */
-    CUPTI_SKIPPED = 1,      /* a kind we do not record, or an API outside the allow-list */
-    CUPTI_REJECTED = 2,     /* zero or inverted timestamps: counted in ->rejected */
-    CUPTI_NO_ROOM = -1,     /* the builder is full: flush it and call again */
+    CUPTI_TRANSLATED = 0, /* one record appended */
+    CUPTI_SKIPPED = 1,    /* a kind we do not record, or an API outside the allow-list */
+    CUPTI_REJECTED = 2,   /* zero or inverted timestamps: counted in ->rejected */
+    CUPTI_NO_ROOM = -1,   /* the builder is full: flush it and call again */
 };
 
 void cupti_translate_init(struct cupti_translate *t, const struct cupti_translate_hooks *hooks,

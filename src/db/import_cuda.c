@@ -9,9 +9,23 @@
 #include "trace/format.h"
 
 enum {
-    SLOT_KERNEL = IMPORT_SLOT_CUDA, SLOT_MEMCPY, SLOT_MEMSET, SLOT_API, SLOT_SYNC, SLOT_MEMORY,
-    SLOT_GPU, SLOT_GPU_ID, SLOT_PROCESS_GPU, SLOT_CONTEXT, SLOT_STREAM, SLOT_STREAM_HANDLE,
-    SLOT_OVERHEAD, SLOT_REJECTED, SLOT_CAPTURE, SLOT_CONTEXT_HANDLE, SLOT_RESOURCE_NAME,
+    SLOT_KERNEL = IMPORT_SLOT_CUDA,
+    SLOT_MEMCPY,
+    SLOT_MEMSET,
+    SLOT_API,
+    SLOT_SYNC,
+    SLOT_MEMORY,
+    SLOT_GPU,
+    SLOT_GPU_ID,
+    SLOT_PROCESS_GPU,
+    SLOT_CONTEXT,
+    SLOT_STREAM,
+    SLOT_STREAM_HANDLE,
+    SLOT_OVERHEAD,
+    SLOT_REJECTED,
+    SLOT_CAPTURE,
+    SLOT_CONTEXT_HANDLE,
+    SLOT_RESOURCE_NAME,
 };
 
 /* ---- names of the trace's enumerations (format.h) -------------------------------------- */
@@ -31,16 +45,26 @@ static const char *const sync_kind_names[] = {
 static const char *overhead_kind_name(uint64_t kind)
 {
     switch (kind) {
-    case 1: return "driver_compiler";
-    case 1u << 16: return "cupti_buffer_flush";
-    case 2u << 16: return "cupti_instrumentation";
-    case 3u << 16: return "cupti_resource";
-    case 4u << 16: return "runtime_module_loading";
-    case 5u << 16: return "lazy_function_loading";
-    case 6u << 16: return "command_buffer_full";
-    case 7u << 16: return "activity_buffer_request";
-    case 8u << 16: return "uvm_activity_init";
-    default: return "unknown";
+    case 1:
+        return "driver_compiler";
+    case 1u << 16:
+        return "cupti_buffer_flush";
+    case 2u << 16:
+        return "cupti_instrumentation";
+    case 3u << 16:
+        return "cupti_resource";
+    case 4u << 16:
+        return "runtime_module_loading";
+    case 5u << 16:
+        return "lazy_function_loading";
+    case 6u << 16:
+        return "command_buffer_full";
+    case 7u << 16:
+        return "activity_buffer_request";
+    case 8u << 16:
+        return "uvm_activity_init";
+    default:
+        return "unknown";
     }
 }
 
@@ -93,7 +117,8 @@ static void get_u_array(struct trace_fields *fields, int64_t *out, int n)
 
 static int import_kernel(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_KERNEL,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_KERNEL,
         "INSERT INTO kernels(process_id, device, context, stream, correlation_id, start_ns, end_ns,"
         " name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z,"
         " cluster_x, cluster_y, cluster_z, regs_per_thread, static_smem, dynamic_smem,"
@@ -115,16 +140,17 @@ static int import_kernel(struct import_file *f, struct trace_fields *in)
     sqlite3_bind_int64(s, 7, (int64_t)end);
     bind_nonzero(s, 8, name);
     bind_nonzero(s, 9, demangled);
-    for (int i = 0; i < 14; i++)   /* grid, block, cluster, registers .. launch type */
+    for (int i = 0; i < 14; i++) /* grid, block, cluster, registers .. launch type */
         sqlite3_bind_int64(s, 10 + i, rest[i]);
-    bind_nonzero(s, 24, rest[14]);   /* graph id, graph node id: 0 outside graphs */
+    bind_nonzero(s, 24, rest[14]); /* graph id, graph node id: 0 outside graphs */
     bind_nonzero(s, 25, rest[15]);
     return step_done(f, s);
 }
 
 static int import_memcpy(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_MEMCPY,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_MEMCPY,
         "INSERT INTO memcpys(process_id, device, context, stream, correlation_id, start_ns, end_ns,"
         " copy_kind, bytes, src_kind, dst_kind, is_async, src_device, dst_device, graph_node_id)"
         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -153,7 +179,8 @@ static int import_memcpy(struct import_file *f, struct trace_fields *in)
 
 static int import_memset(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_MEMSET,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_MEMSET,
         "INSERT INTO memsets(process_id, device, context, stream, correlation_id, start_ns, end_ns,"
         " bytes, value, mem_kind, is_async, graph_node_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
@@ -178,7 +205,8 @@ static int import_memset(struct import_file *f, struct trace_fields *in)
 
 static int import_api(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_API,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_API,
         "INSERT INTO cuda_api(process_id, thread_id, api, cbid, name_id, start_ns, end_ns,"
         " return_code, correlation_id) VALUES(?,?,?,?,?,?,?,?,?)");
     if (!s)
@@ -202,7 +230,8 @@ static int import_api(struct import_file *f, struct trace_fields *in)
 
 static int import_sync(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_SYNC,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_SYNC,
         "INSERT INTO cuda_syncs(process_id, sync_kind, context, stream, event, correlation_id,"
         " start_ns, end_ns) VALUES(?,?,?,?,?,?,?,?)");
     if (!s)
@@ -213,7 +242,7 @@ static int import_sync(struct import_file *f, struct trace_fields *in)
     sqlite3_bind_int64(s, 1, import_process(f));
     bind_text_or_null(s, 2, NAME_OF(sync_kind_names, (uint64_t)v[0]));
     sqlite3_bind_int64(s, 3, v[1]);
-    if (v[2])   /* stream and event are stored + 1 in the trace, 0 meaning none */
+    if (v[2]) /* stream and event are stored + 1 in the trace, 0 meaning none */
         sqlite3_bind_int64(s, 4, v[2] - 1);
     if (v[3])
         sqlite3_bind_int64(s, 5, v[3] - 1);
@@ -225,18 +254,19 @@ static int import_sync(struct import_file *f, struct trace_fields *in)
 
 static int import_memory(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_MEMORY,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_MEMORY,
         "INSERT INTO cuda_memory(process_id, device, op, mem_kind, address, bytes, ts_ns, stream,"
         " correlation_id) VALUES(?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -1;
     int64_t v[7];
-    get_u_array(in, v, 7);   /* op, mem kind, device, context, stream, address, bytes */
+    get_u_array(in, v, 7); /* op, mem kind, device, context, stream, address, bytes */
     uint64_t ts = trace_get_ts(in);
     int64_t correlation = (int64_t)trace_get_u(in);
     const char *op = v[0] == 1 ? "alloc" : v[0] == 2 ? "free" : NULL;
     if (!op)
-        return 0;   /* CUPTI's "invalid" operation: nothing to show */
+        return 0; /* CUPTI's "invalid" operation: nothing to show */
     sqlite3_bind_int64(s, 1, import_process(f));
     sqlite3_bind_int64(s, 2, v[2]);
     sqlite3_bind_text(s, 3, op, -1, SQLITE_STATIC);
@@ -252,15 +282,17 @@ static int import_memory(struct import_file *f, struct trace_fields *in)
 /* Dense FLOP per clock per SM (an FMA counts 2) by compute capability, from NVIDIA's
  * architecture whitepapers (docs/schema.md, "gpus"); 0 where unknown or unsupported. The
  * peaks use the maximum SM clock CUDA reports. */
-struct gpu_rates { unsigned cc, fp32, fp16, bf16, tf32, fp64; };
+struct gpu_rates {
+    unsigned cc, fp32, fp16, bf16, tf32, fp64;
+};
 static const struct gpu_rates gpu_rate_table[] = {
-    { 70, 128, 1024, 0, 0, 64 },          /* V100 */
-    { 75, 128, 1024, 0, 0, 4 },           /* T4, RTX 20 */
-    { 80, 128, 2048, 2048, 1024, 128 },   /* A100 (FP64 through the tensor cores) */
-    { 86, 256, 1024, 1024, 512, 4 },      /* A10, A40, RTX 30 */
-    { 89, 256, 1024, 1024, 512, 4 },      /* L4, L40, RTX 40 */
-    { 90, 256, 4096, 4096, 2048, 256 },   /* H100, H200 (FP64 through the tensor cores) */
-    { 100, 256, 8192, 8192, 4096, 128 },  /* B200 */
+    {70, 128, 1024, 0, 0, 64},         /* V100 */
+    {75, 128, 1024, 0, 0, 4},          /* T4, RTX 20 */
+    {80, 128, 2048, 2048, 1024, 128},  /* A100 (FP64 through the tensor cores) */
+    {86, 256, 1024, 1024, 512, 4},     /* A10, A40, RTX 30 */
+    {89, 256, 1024, 1024, 512, 4},     /* L4, L40, RTX 40 */
+    {90, 256, 4096, 4096, 2048, 256},  /* H100, H200 (FP64 through the tensor cores) */
+    {100, 256, 8192, 8192, 4096, 128}, /* B200 */
 };
 
 static const struct gpu_rates *gpu_rates_of(unsigned major, unsigned minor)
@@ -275,7 +307,8 @@ static void bind_peak(sqlite3_stmt *s, int i, unsigned per_clock_per_sm, int64_t
                       int64_t clock_khz)
 {
     if (per_clock_per_sm && sm_count && clock_khz)
-        sqlite3_bind_double(s, i, (double)per_clock_per_sm * (double)sm_count * (double)clock_khz * 1e3);
+        sqlite3_bind_double(s, i,
+                            (double)per_clock_per_sm * (double)sm_count * (double)clock_khz * 1e3);
     else
         sqlite3_bind_null(s, i);
 }
@@ -283,7 +316,8 @@ static void bind_peak(sqlite3_stmt *s, int i, unsigned per_clock_per_sm, int64_t
 /* gpus.id of a uuid, inserting the GPU if new (merged by uuid across processes). */
 static int import_device(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_GPU,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_GPU,
         "INSERT OR IGNORE INTO gpus(uuid, name, pci_bus_id, cc_major, cc_minor, sm_count,"
         " memory_bytes, sm_clock_khz, memory_clock_khz, memory_bus_bits, l2_bytes,"
         " max_threads_per_sm, max_regs_per_sm, max_smem_per_sm, max_blocks_per_sm,"
@@ -306,12 +340,12 @@ static int import_device(struct import_file *f, struct trace_fields *in)
     bind_bytes_or_null(s, 1, uuid, uuid_len);
     bind_bytes_or_null(s, 2, name, name_len);
     bind_bytes_or_null(s, 3, pci, pci_len);
-    sqlite3_bind_int64(s, 4, v[0]);   /* compute capability: minor 0 is a real value */
+    sqlite3_bind_int64(s, 4, v[0]); /* compute capability: minor 0 is a real value */
     sqlite3_bind_int64(s, 5, v[1]);
-    for (int i = 2; i < 14; i++)   /* SM count .. smem per block opt-in: 0 means unknown */
+    for (int i = 2; i < 14; i++) /* SM count .. smem per block opt-in: 0 means unknown */
         bind_nonzero(s, 4 + i, v[i]);
     const struct gpu_rates *r = gpu_rates_of((unsigned)v[0], (unsigned)v[1]);
-    struct gpu_rates none = { 0 };
+    struct gpu_rates none = {0};
     if (!r)
         r = &none;
     bind_peak(s, 18, r->fp32, v[2], v[4]);
@@ -326,9 +360,10 @@ static int import_device(struct import_file *f, struct trace_fields *in)
     if (step_done(f, s) < 0)
         return -1;
 
-    sqlite3_stmt *link = import_stmt(f, SLOT_PROCESS_GPU,
-        "INSERT OR REPLACE INTO process_gpus(process_id, device, gpu_id)"
-        " SELECT ?, ?, id FROM gpus WHERE uuid = ?");
+    sqlite3_stmt *link =
+        import_stmt(f, SLOT_PROCESS_GPU,
+                    "INSERT OR REPLACE INTO process_gpus(process_id, device, gpu_id)"
+                    " SELECT ?, ?, id FROM gpus WHERE uuid = ?");
     if (!link)
         return -1;
     sqlite3_bind_int64(link, 1, import_process(f));
@@ -339,7 +374,8 @@ static int import_device(struct import_file *f, struct trace_fields *in)
 
 static int import_context(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_CONTEXT,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_CONTEXT,
         "INSERT INTO cuda_contexts(process_id, context, device, null_stream) VALUES(?,?,?,?)");
     if (!s)
         return -1;
@@ -353,9 +389,10 @@ static int import_context(struct import_file *f, struct trace_fields *in)
 
 static int import_stream(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_STREAM,
-        "INSERT INTO cuda_streams(process_id, context, stream, priority, is_default)"
-        " VALUES(?,?,?,?,?)");
+    sqlite3_stmt *s =
+        import_stmt(f, SLOT_STREAM,
+                    "INSERT INTO cuda_streams(process_id, context, stream, priority, is_default)"
+                    " VALUES(?,?,?,?,?)");
     if (!s)
         return -1;
     int64_t v[4];
@@ -363,14 +400,15 @@ static int import_stream(struct import_file *f, struct trace_fields *in)
     sqlite3_bind_int64(s, 1, import_process(f));
     sqlite3_bind_int64(s, 2, v[0]);
     sqlite3_bind_int64(s, 3, v[1]);
-    sqlite3_bind_int64(s, 4, (int32_t)v[2]);   /* CUDA priorities are small negative ints */
+    sqlite3_bind_int64(s, 4, (int32_t)v[2]); /* CUDA priorities are small negative ints */
     sqlite3_bind_int64(s, 5, v[3] == TRACE_CUDA_STREAM_NULL);
     return step_done(f, s);
 }
 
 static int import_stream_handle(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_STREAM_HANDLE,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_STREAM_HANDLE,
         "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES(?,?,?,?)");
     if (!s)
         return -1;
@@ -384,8 +422,9 @@ static int import_stream_handle(struct import_file *f, struct trace_fields *in)
 
 static int import_context_handle(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_CONTEXT_HANDLE,
-        "INSERT INTO cuda_context_handles(process_id, handle, context) VALUES(?,?,?)");
+    sqlite3_stmt *s =
+        import_stmt(f, SLOT_CONTEXT_HANDLE,
+                    "INSERT INTO cuda_context_handles(process_id, handle, context) VALUES(?,?,?)");
     if (!s)
         return -1;
     int64_t v[2];
@@ -404,7 +443,8 @@ int import_cuda_resource_name(struct import_file *f, struct trace_fields *in)
     int64_t name = import_string(f, trace_get_u(in));
     if (kind < TRACE_RESOURCE_CU_DEVICE || kind > TRACE_RESOURCE_CUDART_EVENT || !name)
         return 0;
-    sqlite3_stmt *s = import_stmt(f, SLOT_RESOURCE_NAME,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_RESOURCE_NAME,
         "INSERT INTO cuda_resource_names(process_id, kind, handle, name_id) VALUES(?,?,?,?)");
     if (!s)
         return -1;
@@ -417,9 +457,10 @@ int import_cuda_resource_name(struct import_file *f, struct trace_fields *in)
 
 static int import_overhead(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_OVERHEAD,
-        "INSERT INTO cupti_overhead(process_id, thread_id, kind, start_ns, end_ns)"
-        " VALUES(?,?,?,?,?)");
+    sqlite3_stmt *s =
+        import_stmt(f, SLOT_OVERHEAD,
+                    "INSERT INTO cupti_overhead(process_id, thread_id, kind, start_ns, end_ns)"
+                    " VALUES(?,?,?,?,?)");
     if (!s)
         return -1;
     uint64_t kind = trace_get_u(in), os_tid = trace_get_u(in);
@@ -435,7 +476,8 @@ static int import_overhead(struct import_file *f, struct trace_fields *in)
 
 static int import_rejected(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_REJECTED,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_REJECTED,
         "UPDATE processes SET cuda_rejected_records = cuda_rejected_records + ? WHERE id = ?");
     if (!s)
         return -1;
@@ -446,7 +488,8 @@ static int import_rejected(struct import_file *f, struct trace_fields *in)
 
 static int import_capture(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(f, SLOT_CAPTURE,
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_CAPTURE,
         "INSERT OR REPLACE INTO cuda_capture(process_id, mode, from_ns, until_ns) VALUES(?,?,?,?)");
     if (!s)
         return -1;
@@ -463,21 +506,36 @@ static int import_capture(struct import_file *f, struct trace_fields *in)
 int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields *fields)
 {
     switch (type) {
-    case TRACE_CUDA_KERNEL: return import_kernel(f, fields);
-    case TRACE_CUDA_MEMCPY: return import_memcpy(f, fields);
-    case TRACE_CUDA_MEMSET: return import_memset(f, fields);
-    case TRACE_CUDA_API: return import_api(f, fields);
-    case TRACE_CUDA_SYNC: return import_sync(f, fields);
-    case TRACE_CUDA_MEMORY: return import_memory(f, fields);
-    case TRACE_CUDA_DEVICE: return import_device(f, fields);
-    case TRACE_CUDA_CONTEXT: return import_context(f, fields);
-    case TRACE_CUDA_STREAM: return import_stream(f, fields);
-    case TRACE_CUDA_STREAM_HANDLE: return import_stream_handle(f, fields);
-    case TRACE_CUDA_OVERHEAD: return import_overhead(f, fields);
-    case TRACE_CUDA_REJECTED: return import_rejected(f, fields);
-    case TRACE_CUDA_CAPTURE: return import_capture(f, fields);
-    case TRACE_CUDA_CONTEXT_HANDLE: return import_context_handle(f, fields);
-    default: return 0;   /* a newer agent's record: skipped, as the format promises */
+    case TRACE_CUDA_KERNEL:
+        return import_kernel(f, fields);
+    case TRACE_CUDA_MEMCPY:
+        return import_memcpy(f, fields);
+    case TRACE_CUDA_MEMSET:
+        return import_memset(f, fields);
+    case TRACE_CUDA_API:
+        return import_api(f, fields);
+    case TRACE_CUDA_SYNC:
+        return import_sync(f, fields);
+    case TRACE_CUDA_MEMORY:
+        return import_memory(f, fields);
+    case TRACE_CUDA_DEVICE:
+        return import_device(f, fields);
+    case TRACE_CUDA_CONTEXT:
+        return import_context(f, fields);
+    case TRACE_CUDA_STREAM:
+        return import_stream(f, fields);
+    case TRACE_CUDA_STREAM_HANDLE:
+        return import_stream_handle(f, fields);
+    case TRACE_CUDA_OVERHEAD:
+        return import_overhead(f, fields);
+    case TRACE_CUDA_REJECTED:
+        return import_rejected(f, fields);
+    case TRACE_CUDA_CAPTURE:
+        return import_capture(f, fields);
+    case TRACE_CUDA_CONTEXT_HANDLE:
+        return import_context_handle(f, fields);
+    default:
+        return 0; /* a newer agent's record: skipped, as the format promises */
     }
 }
 
@@ -487,7 +545,10 @@ int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields
  * the call's start, i.e. the open range that started last. One sweep per thread over ranges
  * and calls sorted by start, with a stack of candidate ranges (ended ones popped lazily),
  * so it stays O(n log n) where a correlated subquery would be quadratic. */
-struct open_range { int64_t id, end_ns; int open_forever; };
+struct open_range {
+    int64_t id, end_ns;
+    int open_forever;
+};
 
 static int attribute_api_calls(sqlite3 *db)
 {
@@ -495,12 +556,14 @@ static int attribute_api_calls(sqlite3 *db)
     struct open_range *stack = NULL;
     size_t depth = 0, cap = 0;
     int rc = -1;
-    if (sqlite3_prepare_v2(db,
+    if (sqlite3_prepare_v2(
+            db,
             "SELECT start_thread_id, start_ns, id, end_ns FROM ranges WHERE style = 0"
-            " ORDER BY start_thread_id, start_ns, id", -1, &ranges, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-            "SELECT thread_id, start_ns, id FROM cuda_api ORDER BY thread_id, start_ns, id",
-            -1, &calls, NULL) != SQLITE_OK ||
+            " ORDER BY start_thread_id, start_ns, id",
+            -1, &ranges, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(
+            db, "SELECT thread_id, start_ns, id FROM cuda_api ORDER BY thread_id, start_ns, id", -1,
+            &calls, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "UPDATE cuda_api SET nvtx_range_id = ? WHERE id = ?", -1, &update,
                            NULL) != SQLITE_OK)
         goto fail;
@@ -527,9 +590,9 @@ static int attribute_api_calls(sqlite3 *db)
                 stack = grown;
                 cap = new_cap;
             }
-            stack[depth++] = (struct open_range){
-                sqlite3_column_int64(ranges, 2), sqlite3_column_int64(ranges, 3),
-                sqlite3_column_type(ranges, 3) == SQLITE_NULL };
+            stack[depth++] = (struct open_range){sqlite3_column_int64(ranges, 2),
+                                                 sqlite3_column_int64(ranges, 3),
+                                                 sqlite3_column_type(ranges, 3) == SQLITE_NULL};
             have_range = sqlite3_step(ranges) == SQLITE_ROW;
         }
         while (depth && !stack[depth - 1].open_forever && stack[depth - 1].end_ns <= call_start)
@@ -551,10 +614,10 @@ fail:
     return rc;
 }
 
-#define CAPTURE_GPU_DELETE(table)                                                            \
-    "DELETE FROM " table " WHERE process_id IN (SELECT process_id FROM cuda_capture) AND CASE"   \
-    "  WHEN api_id IS NOT NULL THEN NOT EXISTS (SELECT 1 FROM cuda_api a WHERE a.id = " table     \
-    ".api_id) ELSE NOT EXISTS (SELECT 1 FROM capture_windows w WHERE w.process_id = " table      \
+#define CAPTURE_GPU_DELETE(table)                                                                  \
+    "DELETE FROM " table " WHERE process_id IN (SELECT process_id FROM cuda_capture) AND CASE"     \
+    "  WHEN api_id IS NOT NULL THEN NOT EXISTS (SELECT 1 FROM cuda_api a WHERE a.id = " table      \
+    ".api_id) ELSE NOT EXISTS (SELECT 1 FROM capture_windows w WHERE w.process_id = " table        \
     ".process_id AND " table ".start_ns >= w.start_ns AND " table ".start_ns < w.end_ns) END;\n"
 
 /* Capture ranges (docs/trace-format.md, "Capture range"): the windows of each process that
@@ -571,7 +634,8 @@ static const char cuda_capture_sql[] =
     "  FROM cuda_api a JOIN strings s ON s.id = a.name_id JOIN cuda_capture c ON"
     "  c.process_id = a.process_id WHERE c.mode = 'cudaProfilerApi'"
     "  AND s.value IN ('cudaProfilerStart', 'cuProfilerStart');\n"
-    "INSERT INTO capture_windows SELECT r.process_id, r.start_ns, COALESCE(r.end_ns, 9223372036854775807)"
+    "INSERT INTO capture_windows SELECT r.process_id, r.start_ns, COALESCE(r.end_ns, "
+    "9223372036854775807)"
     "  FROM ranges r JOIN strings s ON s.id = r.name_id JOIN cuda_capture c ON"
     "  c.process_id = r.process_id WHERE c.mode = 'nvtx:' || s.value;\n"
     "INSERT INTO capture_windows SELECT process_id, 0, 9223372036854775807 FROM cuda_capture"
@@ -585,35 +649,44 @@ static const char cuda_capture_sql[] =
     "DELETE FROM cuda_api WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
     "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_api.process_id"
     "   AND cuda_api.start_ns >= w.start_ns AND cuda_api.start_ns < w.end_ns);\n"
-    "DELETE FROM cuda_syncs WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "DELETE FROM cuda_syncs WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT "
+    "EXISTS"
     "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_syncs.process_id"
     "   AND cuda_syncs.start_ns >= w.start_ns AND cuda_syncs.start_ns < w.end_ns);\n"
-    "DELETE FROM cuda_memory WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "DELETE FROM cuda_memory WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT "
+    "EXISTS"
     "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_memory.process_id"
     "   AND cuda_memory.ts_ns >= w.start_ns AND cuda_memory.ts_ns < w.end_ns);\n"
-    "DELETE FROM cupti_overhead WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS"
+    "DELETE FROM cupti_overhead WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT "
+    "EXISTS"
     "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cupti_overhead.process_id"
-    "   AND cupti_overhead.start_ns >= w.start_ns AND cupti_overhead.start_ns < w.end_ns);\n"
-    CAPTURE_GPU_DELETE("kernels") CAPTURE_GPU_DELETE("memcpys") CAPTURE_GPU_DELETE("memsets")
-    "DROP TABLE capture_windows;\n";
+    "   AND cupti_overhead.start_ns >= w.start_ns AND cupti_overhead.start_ns < "
+    "w.end_ns);\n" CAPTURE_GPU_DELETE("kernels") CAPTURE_GPU_DELETE("memcpys")
+        CAPTURE_GPU_DELETE("memsets") "DROP TABLE capture_windows;\n";
 
 /* Correlation: the launching call of each piece of GPU work. */
 static const char cuda_correlate_sql[] =
     "CREATE INDEX IF NOT EXISTS cuda_api_correlation ON cuda_api(process_id, correlation_id);\n"
     /* The launching call: the runtime call when there is one (the driver call it makes
      * internally shares its correlation id), else the driver call. */
-    "UPDATE kernels SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = kernels.process_id"
+    "UPDATE kernels SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = "
+    "kernels.process_id"
     "  AND a.correlation_id = kernels.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n"
-    "UPDATE memcpys SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memcpys.process_id"
+    "UPDATE memcpys SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = "
+    "memcpys.process_id"
     "  AND a.correlation_id = memcpys.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n"
-    "UPDATE memsets SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memsets.process_id"
+    "UPDATE memsets SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = "
+    "memsets.process_id"
     "  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n";
 
 /* After the NVTX sweep: attribution of GPU work, GPUs, streams. Each statement idempotent. */
 static const char cuda_finish_sql[] =
-    "UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = kernels.api_id);\n"
-    "UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memcpys.api_id);\n"
-    "UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memsets.api_id);\n"
+    "UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = "
+    "kernels.api_id);\n"
+    "UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = "
+    "memcpys.api_id);\n"
+    "UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = "
+    "memsets.api_id);\n"
     "UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE"
     "  a.process_id = cuda_syncs.process_id AND a.correlation_id = cuda_syncs.correlation_id"
     "  ORDER BY a.api LIMIT 1) WHERE thread_id IS NULL;\n"
@@ -677,15 +750,21 @@ static int demangle_kernel_names(sqlite3 *db)
     int rc = -1;
     if (!demangle)
         return 0;
-    if (sqlite3_exec(db, "CREATE TEMP TABLE demangled(name_id INTEGER PRIMARY KEY, demangled_id INTEGER);"
-                     "INSERT INTO demangled(name_id) SELECT DISTINCT name_id FROM kernels"
-                     " WHERE demangled_id IS NULL AND name_id IS NOT NULL",
-                     NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT d.name_id, s.value FROM demangled d JOIN strings s ON s.id = d.name_id"
-                           " WHERE s.value LIKE '\\_Z%' ESCAPE '\\'", -1, &names, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO strings(value) VALUES(?)", -1, &add_string, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "UPDATE demangled SET demangled_id = ? WHERE name_id = ?", -1, &add_pair,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_exec(
+            db,
+            "CREATE TEMP TABLE demangled(name_id INTEGER PRIMARY KEY, demangled_id INTEGER);"
+            "INSERT INTO demangled(name_id) SELECT DISTINCT name_id FROM kernels"
+            " WHERE demangled_id IS NULL AND name_id IS NOT NULL",
+            NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(
+            db,
+            "SELECT d.name_id, s.value FROM demangled d JOIN strings s ON s.id = d.name_id"
+            " WHERE s.value LIKE '\\_Z%' ESCAPE '\\'",
+            -1, &names, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO strings(value) VALUES(?)", -1, &add_string, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(db, "UPDATE demangled SET demangled_id = ? WHERE name_id = ?", -1,
+                           &add_pair, NULL) != SQLITE_OK)
         goto fail;
     while (sqlite3_step(names) == SQLITE_ROW) {
         int status = -1;
@@ -705,9 +784,13 @@ static int demangle_kernel_names(sqlite3 *db)
         }
         free(text);
     }
-    rc = sqlite3_exec(db, "UPDATE kernels SET demangled_id = (SELECT d.demangled_id FROM demangled d"
+    rc = sqlite3_exec(db,
+                      "UPDATE kernels SET demangled_id = (SELECT d.demangled_id FROM demangled d"
                       " WHERE d.name_id = kernels.name_id) WHERE demangled_id IS NULL;"
-                      "DROP TABLE demangled", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+                      "DROP TABLE demangled",
+                      NULL, NULL, NULL) == SQLITE_OK
+             ? 0
+             : -1;
 fail:
     sqlite3_finalize(names);
     sqlite3_finalize(add_string);

@@ -577,7 +577,7 @@ static int load_rows(struct report *r, int no_memops)
         rc = load_activities(r, memcpys_sql, KERNELS_ROW_MEMCPY);
     if (rc == 0 && !no_memops)
         rc = load_activities(r, memsets_sql, KERNELS_ROW_MEMSET);
-    if (rc == 0)
+    if (rc == 0 && r->rows.count > 1) /* qsort's base must not be NULL, even for 0 rows */
         qsort(r->rows.rows, r->rows.count, sizeof *r->rows.rows, compare_rows);
     return rc;
 }
@@ -726,7 +726,8 @@ static int attribute_first_pass(struct report *r)
         if (row->kind == KERNELS_ROW_KERNEL && remember_dtype(r, row) < 0)
             return -ENOMEM;
     }
-    qsort(r->forward.entries, r->forward.count, sizeof *r->forward.entries, compare_forward);
+    if (r->forward.count > 1)
+        qsort(r->forward.entries, r->forward.count, sizeof *r->forward.entries, compare_forward);
     return 0;
 }
 

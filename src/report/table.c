@@ -159,6 +159,8 @@ static void format_exact(char *buf, size_t size, double v)
     char *end = buf + strlen(buf) - 1;
     while (*end == '0')
         *end-- = 0;
+    if (*end == '.') /* 1.0002 -> "1.000" -> "1", not "1." (no JSON number) */
+        *end = 0;
 }
 
 void table_format_duration(char *buf, size_t size, double ns)

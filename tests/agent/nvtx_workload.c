@@ -242,7 +242,7 @@ static void scenario_sigkill(void)
         CHECK(nvtxRangePushA("before-kill") == 0);
         CHECK(nvtxRangePop() == 0);
     }
-    sleep_ms(200); /* > drain (10 ms) + flush (50 ms) periods */
+    sleep_ms(300); /* > drain (10 ms) + flush (50 ms) periods, with room for a loaded machine */
     raise(SIGKILL);
 }
 
@@ -308,7 +308,7 @@ static void scenario_wrap(void)
             CHECK(nvtxRangePushA(names + i % 26) == 0);
             CHECK(nvtxRangePop() == 0);
         }
-        sleep_ms(12);
+        sleep_ms(20);
     }
 }
 

@@ -145,7 +145,7 @@ def test_shell_pipeline_of_two_nvtx_programs(tmp_path):
 
 
 def test_sigkill_keeps_the_flushed_events(tmp_path):
-    """The program kills itself 200 ms after its last event: all events are in the file."""
+    """The program kills itself 300 ms after its last event: all events are in the file."""
     db = profile(tmp_path, WORKLOAD, "sigkill", expect_status=128 + signal.SIGKILL)
     assert db.execute("SELECT clean_exit FROM processes").fetchall() == [(0,)]
     assert db.execute("SELECT count(*), count(end_ns) FROM ranges").fetchone() == (100, 100)

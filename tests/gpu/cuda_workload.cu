@@ -4,6 +4,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -60,6 +61,7 @@ int main(int argc, char **argv)
     CHECK(cudaMallocHost(&pinned, 2 * mb));
     CHECK(cudaStreamCreate(&copy_stream));
     CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
+    nvtxNameCudaStreamA(copy_stream, "copy stream");
 
     nvtxRangePushA("copies");
     CHECK(cudaMemcpy(device, pageable, mb, cudaMemcpyHostToDevice));

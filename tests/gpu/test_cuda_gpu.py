@@ -98,6 +98,10 @@ def check_streams(c, db):
     rows = db.execute("SELECT count(*) FROM cuda_streams s WHERE EXISTS (SELECT 1 FROM kernels k"
                       " WHERE k.stream = s.stream AND k.context = s.context)").fetchone()[0]
     c.expect(rows == 3, f"cuda_streams rows for the 3 kernel streams, saw {rows}")
+    named = db.execute("SELECT count(*) FROM memcpys m JOIN cuda_streams s ON s.process_id = m.process_id"
+                       " AND s.context = m.context AND s.stream = m.stream JOIN strings n ON n.id = s.name_id"
+                       " WHERE n.value = 'copy stream'").fetchone()[0]
+    c.expect(named == 2, f"the 2 pinned copies ran on the stream NVTX named 'copy stream', saw {named}")
 
 
 def check_durations(c, k, expected):

@@ -337,6 +337,25 @@ static void test_unknown_column_is_rejected(void)
     ASSERT_EQ(rc, -EINVAL);
 }
 
+static void test_empty_database_prints_the_header_only(void)
+{
+    sqlite3 *saved = db;
+    create_schema();
+    struct kernels_options opt = {.columns = "idx,op,flops", .format = KERNELS_FORMAT_CSV};
+    int rc;
+    char *text = run_report(&opt, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(text, "idx,op,flops\n");
+    free(text);
+    opt.format = KERNELS_FORMAT_JSON;
+    text = run_report(&opt, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(text, "[]\n");
+    free(text);
+    sqlite3_close(db);
+    db = saved;
+}
+
 static void test_database_without_tables_is_an_error(void)
 {
     sqlite3 *saved = db;
@@ -357,6 +376,7 @@ int main(int argc, char **argv)
         {"text_is_space_separated_and_fits_width", test_text_is_space_separated_and_fits_width},
         {"json_uses_numbers_and_null", test_json_uses_numbers_and_null},
         {"unknown_column_is_rejected", test_unknown_column_is_rejected},
+        {"empty_database_prints_the_header_only", test_empty_database_prints_the_header_only},
         {"database_without_tables_is_an_error", test_database_without_tables_is_an_error},
         {NULL, NULL},
     };
