@@ -2,7 +2,9 @@
  * N kernels shaped like a PyTorch training run under emit_nvtx (every kernel in its own op
  * range with shapes, ops inside user layer ranges, half of them backward on an autograd
  * thread), then times the report in each format on one core.
- * Usage: bench_kernels [N=1000000] [DB=/tmp/lantern_bench_kernels.db] [keep] */
+ * Usage: bench_kernels [N=1000000] [DB=/tmp/lantern_bench_kernels.db] [keep|drop] [EXTRA=0]
+ * EXTRA adds that many kernel-less op ranges (aten::view-like, with shapes) before each
+ * kernel's op, as real PyTorch traces have: the report reads them but attributes nothing. */
 #include <errno.h>
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -94,7 +96,7 @@ static void add_kernel(sqlite3_stmt *st, int64_t start, int64_t name_id, int api
     sqlite3_step(st);
 }
 
-static int generate(sqlite3 *db, long count)
+static int generate(sqlite3 *db, long count, long extra)
 {
     if (exec(db, "BEGIN;"
                  "INSERT INTO meta VALUES ('schema_version', 1);"
@@ -154,6 +156,13 @@ static int generate(sqlite3 *db, long count)
                      "[[1024], [64, 512], [512, 1024], [], []]",
                      seq, k);
         }
+        for (long e = 0; e < extra; e++) {
+            snprintf(text, sizeof text,
+                     "aten::view, seq = %ld, op_id = %ld, sizes = [[64, 512], []]", k,
+                     k * (extra + 1) + e);
+            add_range(range_st, next_range++, add_string(string_st, &next_string, text), parent,
+                      backward ? 2 : 1, start);
+        }
         int64_t op = next_range++;
         add_range(range_st, op, add_string(string_st, &next_string, text), parent, backward ? 2 : 1,
                   start);
@@ -183,6 +192,7 @@ static double time_report(sqlite3 *db, enum kernels_format format, const char *c
 int main(int argc, char **argv)
 {
     long count = argc > 1 ? atol(argv[1]) : 1000000;
+    long extra = argc > 4 ? atol(argv[4]) : 0;
     const char *path = argc > 2 ? argv[2] : "/tmp/lantern_bench_kernels.db";
     const char *schema = read_file(LANTERN_SOURCE_DIR "/src/db/schema.sql");
     if (!schema)
@@ -195,11 +205,11 @@ int main(int argc, char **argv)
         exec(db, schema) < 0)
         return 1;
     double t0 = now_s();
-    if (generate(db, count) < 0 ||
+    if (generate(db, count, extra) < 0 ||
         exec(db, read_file(LANTERN_SOURCE_DIR "/src/db/indexes.sql")) < 0)
         return 1;
-    printf("generated %ld kernels (%ld op ranges) in %.2f s\n", count, count + count / 2,
-           now_s() - t0);
+    printf("generated %ld kernels (%ld ranges) in %.2f s\n", count,
+           count + count / 2 + count * extra, now_s() - t0);
     sqlite3_close(db);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         return 1;

@@ -138,14 +138,15 @@ __attribute__((destructor)) static void agent_unload(void)
 
 /* SIGTERM, SIGINT and SIGHUP kill a program that does not handle them before atexit runs;
  * Python's multiprocessing Pool ends its workers so. Where the program left the default
- * action, the agent has the writer end the file first (waiting at most 250 ms), then lets the
+ * action, the agent has the writer end the file first (waiting at most 1 s, a
+ * bound reached only when the machine starves the writer thread), then lets the
  * signal kill the process as before. A program that installs its own handler replaces this one. */
 static const int agent_ending_signals[] = {SIGTERM, SIGINT, SIGHUP};
 
 static void agent_on_ending_signal(int sig)
 {
     int saved_errno = errno;
-    writer_finish_from_signal(250);
+    writer_finish_from_signal(1000);
     struct sigaction default_action = {.sa_handler = SIG_DFL};
     sigaction(sig, &default_action, NULL);
     errno = saved_errno;
@@ -192,6 +193,7 @@ int agent_init(uint32_t loaded_for)
     agent_catch_ending_signals();
     __atomic_store_n(&agent_state, AGENT_RECORDING, __ATOMIC_RELEASE);
     agent_start_sources();
+    writer_run();
     return 0;
 inert:
     ring_disable();

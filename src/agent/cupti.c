@@ -28,8 +28,6 @@ static struct {
     struct cupti_translate translate;
     uint8_t *buffers[CUPTI_BUFFER_COUNT];
     uint32_t buffers_busy;    /* bit i: buffers[i] is with CUPTI */
-    uint64_t buffers_refused; /* requests met with no buffer (CUPTI then drops) */
-    uint64_t dropped_total;   /* records lost, reported in TRACE_DROPPED */
     CUpti_SubscriberHandle subscriber;
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);
@@ -99,7 +97,7 @@ static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size
         *size = CUPTI_BUFFER_SIZE;
         return;
     }
-    __atomic_fetch_add(&cupti.buffers_refused, 1, __ATOMIC_RELAXED);
+    /* No buffer: CUPTI drops what it cannot store and counts it for cupti_buffer_completed. */
 }
 
 static void cupti_buffer_release(uint8_t *buffer)
@@ -147,7 +145,6 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
         if (cupti.api.activity_get_num_dropped_records(context, stream, &dropped) ==
                 CUPTI_SUCCESS &&
             dropped) {
-            cupti.dropped_total += dropped;
             cupti_put_dropped(b, dropped);
         }
         writer_unlock();
@@ -160,7 +157,7 @@ static uint64_t CUPTIAPI cupti_timestamp(void)
     return agent_now();
 }
 
-/* ---- stream handles ------------------------------------------------------------------ */
+/* ---- stream and context handles ------------------------------------------------------ */
 
 /* NVTX names streams and contexts by CUstream and CUcontext; CUPTI's records name them by
  * id. The resource callbacks are the one place both are known. */

@@ -1,6 +1,7 @@
 /* Per-thread single-producer/single-consumer byte rings and the lock-free registry of the
  * threads that own them. The producer (an application thread) reserves and commits records
- * without locks, syscalls or allocation; the writer thread consumes every ring. */
+ * without locks or allocation, and makes a syscall only to wake the writer when its ring
+ * passes half full; the writer thread consumes every ring. */
 #ifndef LANTERN_AGENT_RING_H
 #define LANTERN_AGENT_RING_H
 

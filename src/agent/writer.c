@@ -613,10 +613,6 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     clock_calibration_start(&writer.calibration);
     if (!writer.chunk_buf || writer_open_file() < 0)
         goto fail;
-    if (writer_start_thread() < 0) {
-        agent_warn("cannot start the writer thread; tracing disabled");
-        goto fail;
-    }
     writer.open = 1;
     pthread_mutex_unlock(&writer.lock);
     return 0;
@@ -653,6 +649,14 @@ out:
     pthread_mutex_unlock(&writer.lock);
     __atomic_store_n(&writer_ended, 1, __ATOMIC_RELEASE);
     ring_wake_writer(); /* lets the thread see writer_stop and end */
+}
+
+int writer_run(void)
+{
+    if (writer_start_thread() == 0)
+        return 0;
+    agent_warn("cannot start the writer thread; events are written at exit only");
+    return -1;
 }
 
 void writer_finish(void)
@@ -701,7 +705,8 @@ void writer_fork_child(void)
     writer.open = 0;
     writer_strings_clear();
     clock_calibration_update(&writer.calibration);
-    if (writer_open_file() < 0 || writer_start_thread() < 0)
+    if (writer_open_file() < 0)
         return;
     writer.open = 1;
+    writer_run();
 }

@@ -39,8 +39,11 @@ size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out);
 
 /* ---- for agent.c ---- */
 
-/* Opens <dir>/<pid>-<start_ns>.lrt, writes TRACE_PROCESS and starts the thread. 0 or -1. */
+/* Opens <dir>/<pid>-<start_ns>.lrt and writes TRACE_PROCESS. 0 or -1. */
 int writer_start(const char *session_dir, uint32_t agent_flags);
+/* Starts the thread that drains the rings: after the sources have written their
+ * definitions (domains), so those precede every event that uses them. 0 or -1. */
+int writer_run(void);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
 /* The same from a signal handler about to let the process die: asks the writer thread and

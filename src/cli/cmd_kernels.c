@@ -12,21 +12,22 @@
 
 static void print_help(void)
 {
-    printf("Usage: lantern kernels FILE [-c COLS] [-w WIDTH] [--csv | --format FMT] [--no-memops]\n"
-           "                       [--hints]\n\n"
-           "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"
-           "with the NVTX layer and the PyTorch op (torch.autograd.profiler.emit_nvtx markers)\n"
-           "that launched it. \"na\" marks an unknown value; a trailing '*' a figure computed\n"
-           "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n"
-           "  -c, --columns COLS  comma-separated columns, in order (default:\n"
-           "                      %s)\n"
-           "  -w, --width N       fit text lines in N characters, cutting text columns ('~')\n"
-           "      --csv           CSV instead of space-separated columns\n"
-           "      --format FMT    text (default), csv or json\n"
-           "      --no-memops     kernels only\n"
-           "      --hints         only rows with an optimisation hint, with the hints column\n"
-           "  -h, --help          show this help and the columns\n\nColumns:\n",
-           kernels_default_columns);
+    printf(
+        "Usage: lantern kernels FILE [-c COLS] [-w WIDTH] [--csv | --format FMT] [--no-memops]\n"
+        "                       [--hints]\n\n"
+        "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"
+        "with the NVTX layer and the PyTorch op (torch.autograd.profiler.emit_nvtx markers)\n"
+        "that launched it. \"na\" marks an unknown value; a trailing '*' a figure computed\n"
+        "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n"
+        "  -c, --columns COLS  comma-separated columns, in order (default:\n"
+        "                      %s)\n"
+        "  -w, --width N       fit text lines in N characters, cutting text columns ('~')\n"
+        "      --csv           CSV instead of space-separated columns\n"
+        "      --format FMT    text (default), csv or json\n"
+        "      --no-memops     kernels only\n"
+        "      --hints         only rows with an optimisation hint, with the hints column\n"
+        "  -h, --help          show this help and the columns\n\nColumns:\n",
+        kernels_default_columns);
     kernels_columns_help(stdout);
 }
 

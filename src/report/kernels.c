@@ -69,9 +69,9 @@ struct report {
     sqlite3_stmt *get_string;
     struct kernels_arena arena;
     struct range_table ranges;
-    struct kernels_map strings, names, conv_out_by_seq, last_dtype;
+    struct kernels_map names, conv_out_by_seq, last_dtype;
     struct forward_index forward; /* forward launches by (process, seq) */
-    struct kernels_map tids; /* threads.id -> OS tid (stored as tid + 1, 0 being "absent") */
+    struct kernels_map tids;      /* threads.id -> OS tid (stored as tid + 1, 0 being "absent") */
     struct kernels_gpu *gpus;
     size_t gpu_count;
     struct kernels_rows rows;
@@ -97,23 +97,18 @@ static double column_double(sqlite3_stmt *st, int col)
     return sqlite3_column_type(st, col) == SQLITE_NULL ? 0 : sqlite3_column_double(st, col);
 }
 
-/* strings.value of id, kept for the whole report; NULL when absent. */
+/* strings.value of id, copied into the arena; NULL when absent. Called once per kernel name
+ * (name_info_of remembers the rest). */
 static const char *string_of(struct report *r, int64_t id)
 {
     if (id <= 0)
         return NULL;
-    const char *s = kernels_map_get(&r->strings, id);
-    if (s)
-        return s;
     sqlite3_reset(r->get_string);
     sqlite3_bind_int64(r->get_string, 1, id);
     if (sqlite3_step(r->get_string) != SQLITE_ROW)
         return NULL;
     const char *value = (const char *)sqlite3_column_text(r->get_string, 0);
-    char *copy = kernels_arena_strndup(&r->arena, value ? value : "", value ? strlen(value) : 0);
-    if (!copy || kernels_map_put(&r->strings, id, copy) < 0)
-        return NULL;
-    return copy;
+    return kernels_arena_strndup(&r->arena, value ? value : "", value ? strlen(value) : 0);
 }
 
 /* Index of range id in the table, or -1. */
@@ -644,8 +639,8 @@ static int forward_add(struct report *r, const struct kernels_row *row)
             f->entries = grown;
             f->capacity = capacity;
         }
-        f->entries[f->count] = (struct forward_entry){row->process_id, row->ctx->chain_seqs[s],
-                                                      f->count, row->ctx};
+        f->entries[f->count] =
+            (struct forward_entry){row->process_id, row->ctx->chain_seqs[s], f->count, row->ctx};
         f->count++;
     }
     return 0;
@@ -858,8 +853,7 @@ static void report_release(struct report *r)
     free(r->ranges.nodes);
     free(r->ranges.direct);
     free(r->forward.entries);
-    struct kernels_map *maps[] = {&r->strings, &r->names, &r->tids, &r->last_dtype,
-                                  &r->conv_out_by_seq};
+    struct kernels_map *maps[] = {&r->names, &r->tids, &r->last_dtype, &r->conv_out_by_seq};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         kernels_map_release(maps[i]);
     kernels_arena_release(&r->arena);

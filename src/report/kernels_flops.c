@@ -527,10 +527,12 @@ void kernels_op_model(const char *op, const struct kernels_shapes *s, int e,
                                                   NULL};
     static const char *const conv_bwd[] = {"convolution_backward",
                                            "convolution_backward_overrideable", NULL};
-    static const char *const attn_bhle[] = {
-        "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-        "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention",
-        "_cudnn_attention_forward", NULL};
+    static const char *const attn_bhle[] = {"_scaled_dot_product_flash_attention",
+                                            "_scaled_dot_product_efficient_attention",
+                                            "_scaled_dot_product_cudnn_attention",
+                                            "scaled_dot_product_attention",
+                                            "_cudnn_attention_forward",
+                                            NULL};
     static const char *const attn_blhe[] = {"_flash_attention_forward",
                                             "_efficient_attention_forward", NULL};
 

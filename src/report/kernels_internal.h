@@ -81,9 +81,9 @@ struct kernels_row {
     /* filled by the attribution pass */
     const char *layer, *mod; /* ctx's, or the forward op's for backward rows */
     const char *params;
-    int64_t sub;         /* index within its op instance; -1 without op */
-    double flops, bytes; /* -1 when unknown */
-    int dtype_assumed;   /* 1: its figures use an assumed dtype (docs/kernels.md) */
+    int64_t sub;                      /* index within its op instance; -1 without op */
+    double flops, bytes;              /* -1 when unknown */
+    int dtype_assumed;                /* 1: its figures use an assumed dtype (docs/kernels.md) */
     enum kernels_dtype dtype;         /* the kernel's, or its op's assumed one */
     enum kernels_dtype assumed_dtype; /* that of the last earlier kernel whose name says one */
     unsigned hints;

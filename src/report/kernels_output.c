@@ -500,8 +500,9 @@ static void text_widths(const struct kernels_rows *rows, const struct kernels_op
 }
 
 /* Appends one text field to line, padded to width (numbers on the right) or cut with a
- * trailing '~'. Text fields never hold spaces (awk splits on them): a user range named
- * "step 3" prints as step_3. CSV and JSON keep names as they are. Returns the new length. */
+ * trailing '~'. Text fields never hold spaces or control characters (awk splits on them): a
+ * user range named "step 3" prints as step_3. CSV and JSON keep names as they are. Returns the new
+ * length. */
 static size_t append_text_field(char *line, size_t at, const char *text, int width, int right,
                                 int last)
 {
@@ -512,7 +513,7 @@ static size_t append_text_field(char *line, size_t at, const char *text, int wid
         at += pad;
     }
     for (size_t i = 0; i < shown; i++)
-        line[at + i] = text[i] == ' ' ? '_' : text[i];
+        line[at + i] = (unsigned char)text[i] <= ' ' ? '_' : text[i]; /* also tabs, newlines */
     if (len > w)
         line[at + shown - 1] = '~';
     at += shown;

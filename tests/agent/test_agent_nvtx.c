@@ -544,12 +544,12 @@ static void test_ring_laps_keep_every_record(void)
     struct trace_log log;
     load_file_of(&r, r.pid, &log);
     assert_clean_process(&log, r.pid, getpid());
-    ASSERT_EQ(trace_log_count(&log, TRACE_PUSH), 40 * 300);
-    ASSERT_EQ(trace_log_count(&log, TRACE_POP), 40 * 300);
+    ASSERT_EQ(trace_log_count(&log, TRACE_PUSH), 100 * 100);
+    ASSERT_EQ(trace_log_count(&log, TRACE_POP), 100 * 100);
     static const char names[] = "abcdefghijklmnopqrstuvwxyz";
-    for (size_t i = 0; i < 40 * 300; i++) {
+    for (size_t i = 0; i < 100 * 100; i++) {
         const struct trace_log_record *push = trace_log_nth(&log, TRACE_PUSH, i);
-        ASSERT(string_is(&log, push->u[PUSH_NAME], names + (i % 300) % 26));
+        ASSERT(string_is(&log, push->u[PUSH_NAME], names + (i % 100) % 26));
         ASSERT_EQ(push->u[EV_DEPTH], 0);
     }
     trace_log_free(&log);

@@ -258,7 +258,8 @@ static void test_no_memops_and_hints_only(void)
         "8,\"at::native::reduce_kernel<512,1,at::native::ReduceOp<c10::BFloat16,at::native::MeanOps"
         "<float,float,float,float>,unsigned_int,c10::BFloat16,4>>\",small-grid",
         "9,nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT,small-grid",
-        "10,\"at::native::reduce_kernel<512,1,at::native::ReduceOp<c10::BFloat16,at::native::MeanOps"
+        "10,\"at::native::reduce_kernel<512,1,at::native::ReduceOp<c10::BFloat16,at::native::"
+        "MeanOps"
         "<float,float,float,float>,unsigned_int,c10::BFloat16,4>>\",small-grid",
         "11,\"at::native::vectorized_elementwise_kernel<4,at::native::CUDAFunctor_add<float>,std::"
         "array<char*,3ul>>\",small-grid",
