@@ -69,9 +69,11 @@ def test_profile_samples_power_and_attributes_energy(fake_env, tmp_path):
     duration_s = db.execute("SELECT (max(ts_ns) - min(ts_ns)) / 1e9 FROM gpu_samples").fetchone()[0]
     power, energy, state = db.execute(
         "SELECT count(power_mw), count(energy_mj), count(sm_clock_mhz) FROM gpu_samples").fetchone()
-    assert power >= 0.5 * 100 * duration_s        # 100 Hz by default, half of it on a busy host
-    assert energy >= duration_s / 0.1 - 2         # every 100 ms counter update is seen
-    assert state >= 0.5 * 10 * duration_s         # clocks & co. at 10 Hz
+    # 100 Hz power, a counter update every 100 ms, clocks & co. at 10 Hz; a busy host delays
+    # the sampling threads (two updates then show as one change), hence the halves
+    assert power >= 0.5 * 100 * duration_s
+    assert energy >= 0.5 * duration_s / 0.1
+    assert state >= 0.5 * 10 * duration_s
     assert db.execute("SELECT DISTINCT sm_clock_mhz, memory_clock_mhz, temperature_c,"
                       " memory_used_bytes FROM gpu_samples WHERE sm_clock_mhz IS NOT NULL"
                       ).fetchall() == [(1980, 2619, 45, 1 << 30)]
@@ -94,7 +96,7 @@ def test_profile_samples_power_and_attributes_energy(fake_env, tmp_path):
                         " FROM energy_windows w JOIN strings s ON s.id = w.name_id"
                         " WHERE s.value = 'phases'").fetchone()
     want = expected_joules(epoch, window[3], window[4])
-    assert abs(window[0] - want) <= window[1] + 0.01 and window[2] >= 6
+    assert abs(window[0] - want) <= window[1] + 0.01 and window[2] >= 3  # 7 when idle
     assert rows[("window", "phases")]["energy_j"] == pytest.approx(window[0], abs=0.001)  # JSON: mJ
     assert abs(live[1] - live[0] * (window[0] / ((window[4] - window[3]) / 1e9))) <= live[2] + window[1]
 

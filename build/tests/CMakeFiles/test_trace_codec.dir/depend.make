@@ -1,2 +1,0 @@
-# Empty dependencies file for test_trace_codec.
-# This may be replaced when dependencies are built.
