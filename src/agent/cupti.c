@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/cupti_loader.h"
 #include "agent/cupti_translate.h"
+#include "agent/pytrace.h"
 #include "agent/writer.h"
 #include "trace/format.h"
 
@@ -181,6 +182,10 @@ static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomai
                                              CUpti_CallbackId cbid, const void *data)
 {
     (void)userdata;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        pytrace_on_api(domain, data); /* enabled only with --python-backtrace */
+        return;
+    }
     const CUpti_ResourceData *r = data;
     uint32_t context_id = 0, stream_id = 0;
     if (domain != CUPTI_CB_DOMAIN_RESOURCE ||
@@ -364,12 +369,15 @@ static int cupti_start(void)
     cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);
     /* Handles are a nicety: another CUPTI subscriber in the process (one per process is
      * allowed) only costs the NVTX names of streams and contexts. */
-    if (cupti.api.subscribe(&cupti.subscriber, cupti_resource_callback, NULL) == CUPTI_SUCCESS) {
+    int subscribed =
+        cupti.api.subscribe(&cupti.subscriber, cupti_resource_callback, NULL) == CUPTI_SUCCESS;
+    if (subscribed) {
         cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
         cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_STREAM_CREATED);
     }
+    pytrace_start(&cupti.api, subscribed ? cupti.subscriber : NULL);
     cupti_put_capture();
     cupti.running = 1;
     return 0;

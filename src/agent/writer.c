@@ -382,6 +382,10 @@ static void writer_put_ring_record(struct agent_thread *t, const struct ring_rec
         trace_put_u(b, rec->arg);
         trace_put_u(b, name_id);
         break;
+    case TRACE_CUDA_BACKTRACE: /* src/agent/pytrace.c */
+        trace_put_u(b, rec->arg);
+        trace_put_u(b, name_id);
+        break;
     default:
         break;
     }

@@ -29,6 +29,7 @@ struct profile_options {
     const char *capture_range;  /* --capture-range: none, cudaProfilerApi, nvtx:NAME */
     double delay_s, duration_s; /* --delay, --duration: CUDA capture window (0: none) */
     const char *cuda_api;       /* --cuda-api: default (allow-list) or all */
+    int python_backtrace;       /* --python-backtrace: the launching stack of each kernel */
     char **command;             /* NULL-terminated */
 };
 
@@ -47,6 +48,10 @@ static void print_help(void)
            "      --duration SEC  ... and for SEC seconds\n"
            "      --cuda-api=all  record every CUDA API call (default: GPU work, copies, syncs,\n"
            "                      allocations, streams, events, graphs; not queries)\n"
+           "      --python-backtrace  with -t cuda: record who launched each kernel (Python\n"
+           "                      file:line:function, library frames folded; native code:\n"
+           "                      the caller's symbol), shown by 'lantern kernels -c trace';\n"
+           "                      off by default, cost measured in docs/benchmarks.md\n"
            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
            "  -f, --force         replace FILE (and FILE.raw/) if they exist\n"
@@ -94,7 +99,8 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         OPT_CAPTURE,
         OPT_DELAY,
         OPT_DURATION,
-        OPT_CUDA_API
+        OPT_CUDA_API,
+        OPT_PYTHON_BACKTRACE
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -108,6 +114,7 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         {"delay", required_argument, NULL, OPT_DELAY},
         {"duration", required_argument, NULL, OPT_DURATION},
         {"cuda-api", required_argument, NULL, OPT_CUDA_API},
+        {"python-backtrace", no_argument, NULL, OPT_PYTHON_BACKTRACE},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -150,6 +157,9 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
             if (strcmp(optarg, "default") && strcmp(optarg, "all"))
                 return cli_usage_error("profile", "--cuda-api is default or all");
             break;
+        case OPT_PYTHON_BACKTRACE:
+            o->python_backtrace = 1;
+            break;
         case OPT_STATS:
             o->stats = 1;
             break;
@@ -171,6 +181,8 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
     if (!trace_list_valid(o->trace))
         return cli_usage_error("profile", "unknown trace source in '%s' (known: nvtx, cuda, nvml)",
                                o->trace);
+    if (o->python_backtrace && !trace_has(o->trace, "cuda"))
+        return cli_usage_error("profile", "--python-backtrace needs -t cuda");
     if (optind >= argc)
         return cli_usage_error("profile", "missing the command to run");
     o->command = argv + optind;
@@ -436,6 +448,8 @@ static int set_cuda_capture_environment(const struct profile_options *o)
     if (o->capture_range && setenv("LANTERN_CAPTURE", o->capture_range, 1) < 0)
         return -1;
     if (o->cuda_api && setenv("LANTERN_CUDA_API", o->cuda_api, 1) < 0)
+        return -1;
+    if (o->python_backtrace && setenv("LANTERN_PYTHON_BACKTRACE", "1", 1) < 0)
         return -1;
     if (o->delay_s > 0 && setenv("LANTERN_CAPTURE_FROM_NS", from, 1) < 0)
         return -1;

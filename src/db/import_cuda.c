@@ -26,6 +26,7 @@ enum {
     SLOT_CAPTURE,
     SLOT_CONTEXT_HANDLE,
     SLOT_RESOURCE_NAME,
+    SLOT_BACKTRACE,
 };
 
 /* ---- names of the trace's enumerations (format.h) -------------------------------------- */
@@ -503,6 +504,26 @@ static int import_capture(struct import_file *f, struct trace_fields *in)
     return step_done(f, s);
 }
 
+/* The caller of a launch (--python-backtrace): it comes before the call's own record (the
+ * agent's ring drains sooner than CUPTI's buffers), so it waits in cuda_backtraces until
+ * import_cuda_finish joins it by correlation. */
+static int import_backtrace(struct import_file *f, struct trace_fields *in)
+{
+    sqlite3_stmt *s = import_stmt(
+        f, SLOT_BACKTRACE,
+        "INSERT INTO cuda_backtraces(process_id, correlation_id, backtrace_id) VALUES(?,?,?)");
+    if (!s)
+        return -1;
+    int64_t correlation = (int64_t)trace_get_u(in);
+    int64_t stack = import_string(f, trace_get_u(in));
+    if (!stack)
+        return 0;
+    sqlite3_bind_int64(s, 1, import_process(f));
+    sqlite3_bind_int64(s, 2, correlation);
+    sqlite3_bind_int64(s, 3, stack);
+    return step_done(f, s);
+}
+
 int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields *fields)
 {
     switch (type) {
@@ -534,6 +555,8 @@ int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields
         return import_capture(f, fields);
     case TRACE_CUDA_CONTEXT_HANDLE:
         return import_context_handle(f, fields);
+    case TRACE_CUDA_BACKTRACE:
+        return import_backtrace(f, fields);
     default:
         return 0; /* a newer agent's record: skipped, as the format promises */
     }
@@ -677,7 +700,14 @@ static const char cuda_correlate_sql[] =
     "  AND a.correlation_id = memcpys.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n"
     "UPDATE memsets SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = "
     "memsets.process_id"
-    "  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n";
+    "  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);\n"
+    /* Every call with the launch's correlation (runtime and the driver call inside it). */
+    "CREATE INDEX IF NOT EXISTS cuda_backtraces_correlation ON"
+    "  cuda_backtraces(process_id, correlation_id);\n"
+    "UPDATE cuda_api SET backtrace_id = (SELECT b.backtrace_id FROM cuda_backtraces b WHERE"
+    "  b.process_id = cuda_api.process_id AND b.correlation_id = cuda_api.correlation_id)"
+    "  WHERE EXISTS (SELECT 1 FROM cuda_backtraces b WHERE b.process_id = cuda_api.process_id"
+    "  AND b.correlation_id = cuda_api.correlation_id);\n";
 
 /* After the NVTX sweep: attribution of GPU work, GPUs, streams. Each statement idempotent. */
 static const char cuda_finish_sql[] =

@@ -80,7 +80,10 @@ CREATE TABLE cuda_api(                          -- CPU side of CUDA runtime/driv
   api INTEGER NOT NULL,                         -- 0 runtime, 1 driver
   cbid INTEGER, name_id INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   return_code INTEGER, correlation_id INTEGER,
-  nvtx_range_id INTEGER);                       -- innermost push/pop range open on the thread
+  nvtx_range_id INTEGER,                        -- innermost push/pop range open on the thread
+  backtrace_id INTEGER);                        -- strings: who made the call (--python-backtrace)
+CREATE TABLE cuda_backtraces(process_id INTEGER, correlation_id INTEGER,
+  backtrace_id INTEGER);                        -- as recorded, joined to cuda_api at import
 
 CREATE TABLE kernels(
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, gpu_id INTEGER, device INTEGER,

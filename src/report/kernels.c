@@ -72,6 +72,7 @@ struct report {
     struct kernels_map names, conv_out_by_seq, last_dtype;
     struct forward_index forward; /* forward launches by (process, seq) */
     struct kernels_map tids;      /* threads.id -> OS tid (stored as tid + 1, 0 being "absent") */
+    struct kernels_map traces;    /* strings.id of a launch's backtrace -> its text */
     struct kernels_gpu *gpus;
     size_t gpu_count;
     struct kernels_rows rows;
@@ -371,6 +372,20 @@ static const struct kernels_name_info *name_info_of(struct report *r, int64_t na
     return info;
 }
 
+/* A launch's backtrace (cuda_api.backtrace_id): a loop repeats a few stacks, read once each. */
+static const char *trace_of(struct report *r, int64_t backtrace_id)
+{
+    if (backtrace_id <= 0)
+        return NULL;
+    const char *trace = kernels_map_get(&r->traces, backtrace_id);
+    if (trace)
+        return trace;
+    trace = string_of(r, backtrace_id);
+    if (trace && kernels_map_put(&r->traces, backtrace_id, (void *)trace) < 0)
+        return NULL;
+    return trace;
+}
+
 /* ---- loading ------------------------------------------------------------------------------ */
 
 static const struct kernels_gpu *gpu_of(const struct report *r, int64_t gpu_id)
@@ -464,6 +479,8 @@ static struct kernels_row *new_row(struct report *r)
     " COALESCE(x.device, -1), COALESCE(x.stream, -1),"                                             \
     " COALESCE(x.nvtx_range_id, a.nvtx_range_id, 0), COALESCE(a.thread_id, 0)"
 #define ACTIVITY_JOIN " LEFT JOIN cuda_api a ON a.id = x.api_id"
+/* The last column of every activity query. */
+#define ACTIVITY_TRACE_COLUMN ", COALESCE(a.backtrace_id, 0)"
 
 static int load_activity_row(struct report *r, sqlite3_stmt *st, enum kernels_row_kind kind)
 {
@@ -479,6 +496,7 @@ static int load_activity_row(struct report *r, sqlite3_stmt *st, enum kernels_ro
     row->stream = sqlite3_column_int64(st, 5);
     row->range_id = sqlite3_column_int64(st, 6);
     row->tid = tid_of(r, sqlite3_column_int64(st, 7));
+    row->trace = trace_of(r, sqlite3_column_int64(st, sqlite3_column_count(st) - 1));
     if (kind == KERNELS_ROW_KERNEL) {
         row->name = name_info_of(r, sqlite3_column_int64(st, 8));
         if (!row->name)
@@ -559,12 +577,13 @@ static int load_rows(struct report *r, int no_memops)
         " COALESCE(x.grid_x, -1), COALESCE(x.grid_y, -1), COALESCE(x.grid_z, -1),"
         " COALESCE(x.block_x, -1), COALESCE(x.block_y, -1), COALESCE(x.block_z, -1),"
         " COALESCE(x.regs_per_thread, -1), COALESCE(x.static_smem, -1),"
-        " COALESCE(x.dynamic_smem, -1) FROM kernels x" ACTIVITY_JOIN;
+        " COALESCE(x.dynamic_smem, -1)" ACTIVITY_TRACE_COLUMN " FROM kernels x" ACTIVITY_JOIN;
     static const char memcpys_sql[] =
         "SELECT " ACTIVITY_COLUMNS
-        ", COALESCE(x.bytes, -1), x.copy_kind FROM memcpys x" ACTIVITY_JOIN;
+        ", COALESCE(x.bytes, -1), x.copy_kind" ACTIVITY_TRACE_COLUMN " FROM memcpys x" ACTIVITY_JOIN;
     static const char memsets_sql[] =
-        "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.bytes, -1) FROM memsets x" ACTIVITY_JOIN;
+        "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.bytes, -1)" ACTIVITY_TRACE_COLUMN
+        " FROM memsets x" ACTIVITY_JOIN;
     int rc = reserve_rows(r, no_memops);
     if (rc == 0)
         rc = load_activities(r, kernels_sql, KERNELS_ROW_KERNEL);
@@ -853,7 +872,8 @@ static void report_release(struct report *r)
     free(r->ranges.nodes);
     free(r->ranges.direct);
     free(r->forward.entries);
-    struct kernels_map *maps[] = {&r->names, &r->tids, &r->last_dtype, &r->conv_out_by_seq};
+    struct kernels_map *maps[] = {&r->names,    &r->tids,           &r->last_dtype,
+                                  &r->traces, &r->conv_out_by_seq};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         kernels_map_release(maps[i]);
     kernels_arena_release(&r->arena);

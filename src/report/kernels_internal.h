@@ -75,6 +75,7 @@ struct kernels_row {
     int64_t grid[3], block[3], regs, smem; /* -1 when unknown */
     int64_t copy_bytes;                    /* memcpy/memset bytes */
     const char *copy_kind;                 /* memcpy: "HtoD", ...; memset: NULL */
+    const char *trace;                     /* the launch's backtrace; NULL: not recorded */
     const struct kernels_name_info *name;  /* kernels only */
     const struct kernels_gpu *gpu;         /* NULL when unknown */
     const struct kernels_context *ctx;     /* never NULL (an empty context at worst) */

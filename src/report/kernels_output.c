@@ -251,6 +251,11 @@ static void col_kernel(const struct kernels_row *row, size_t idx, struct field *
     } else
         put_str(f, row->name->short_name);
 }
+static void col_trace(const struct kernels_row *row, size_t idx, struct field *f)
+{
+    (void)idx;
+    put_str(f, row->trace);
+}
 static void col_params(const struct kernels_row *row, size_t idx, struct field *f)
 {
     (void)idx;
@@ -371,6 +376,10 @@ static const struct column columns[] = {
     {"node", "bwd: the autograd node (e.g. AddmmBackward0)", 4, 1, col_node},
     {"kernel", "kernel name without return type and parameters; memcpy_<kind>, memset", 6, 1,
      col_kernel},
+    {"trace",
+     "who launched it (--python-backtrace): file:line:function, innermost user frame first, "
+     "joined by '<-'; native: symbol+0xoff(object)",
+     5, 1, col_trace},
     {"params", "op shapes (GEMM M,N,K; conv N,C,K,in,k,out; else input shapes) and dtype", 6, 1,
      col_params},
     {"sil", "GPU duration, ns", 8, 0, col_sil},

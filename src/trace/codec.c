@@ -11,10 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- CRC32C (Castagnoli), table driven; the table is built on first use ---------------- */
+/* ---- CRC32C (Castagnoli) ------------------------------------------------------------
+ * The SSE4.2 crc32 instruction does 8 bytes a cycle or so; the table fallback does one byte
+ * per ~2 ns and was a large share of the writer's and the importer's CPU time. */
 
 static uint32_t crc_table[256];
-static int crc_ready;
+static int crc_ready;    /* 1: table built; 2: table built and the CPU has SSE4.2 */
 
 static void crc_init(void)
 {
@@ -24,18 +26,51 @@ static void crc_init(void)
             c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
         crc_table[i] = c;
     }
-    __atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE);
+    int ready = 1;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sse4.2"))
+        ready = 2;
+#endif
+    __atomic_store_n(&crc_ready, ready, __ATOMIC_RELEASE);
 }
+
+static uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t len)
+{
+    while (len--)
+        crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p,
+                                                               size_t len)
+{
+    uint64_t c = crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = __builtin_ia32_crc32di(c, word);
+    }
+    uint32_t c32 = (uint32_t)c;
+    for (; len; p++, len--)
+        c32 = __builtin_ia32_crc32qi(c32, *p);
+    return c32;
+}
+#endif
 
 uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len)
 {
-    if (!__atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE))
+    int ready = __atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE);
+    if (!ready) {
         crc_init(); /* idempotent: racing initialisers write identical values */
-    const uint8_t *p = data;
-    crc = ~crc;
-    while (len--)
-        crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
+        ready = __atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE);
+    }
+#if defined(__x86_64__)
+    if (ready == 2)
+        return ~crc32c_sse42(~crc, data, len);
+#endif
+    return ~crc32c_table(~crc, data, len);
 }
 
 /* ---- encoding ---------------------------------------------------------------------- */

@@ -99,6 +99,9 @@ enum trace_record_type {
                                  u until ns (CLOCK_MONOTONIC; 0: unbounded): which CUDA
                                  records the importer keeps (docs/trace-format.md) */
     TRACE_CUDA_CONTEXT_HANDLE = 53, /* u CUcontext handle, u context: written at creation */
+    TRACE_CUDA_BACKTRACE = 54, /* u correlation, u stack string id: who called the launch API
+                                 with that correlation (--python-backtrace; src/agent/pystack.h
+                                 says what the text holds) */
     TRACE_CUDA_LAST = 79,
 
     /* GPU counters sampled by the launcher (80-99, src/nvml/sampler.c; docs/trace-format.md).

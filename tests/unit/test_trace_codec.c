@@ -128,11 +128,24 @@ static void record_that_does_not_fit_is_rolled_back(void)
     ASSERT_EQ(b.len, TRACE_CHUNK_HEADER_SIZE + 4 + 1 + 1 + 40);
 }
 
+static void crc32c_matches_the_standard_check_value(void)
+{
+    /* RFC 3720 (iSCSI) check value of CRC32C over "123456789" */
+    ASSERT_EQ(trace_crc32c(0, "123456789", 9), 0xE3069283u);
+    /* incremental use equals one pass, across the 8-byte fast path and the tail */
+    static const char text[] = "the quick brown fox jumps over the lazy dog, twice over";
+    size_t n = sizeof text - 1;
+    for (size_t cut = 0; cut <= n; cut++)
+        ASSERT_EQ(trace_crc32c(trace_crc32c(0, text, cut), text + cut, n - cut),
+                  trace_crc32c(0, text, n));
+}
+
 int main(int argc, char **argv)
 {
     int fd = mkstemp(path);
     close(fd);
     static const struct test_case tests[] = {
+        { "crc32c_matches_the_standard_check_value", crc32c_matches_the_standard_check_value },
         { "records_round_trip", records_round_trip },
         { "truncated_file_reads_up_to_damage", truncated_file_reads_up_to_damage },
         { "corrupt_chunk_is_detected", corrupt_chunk_is_detected },

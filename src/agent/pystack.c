@@ -1,0 +1,195 @@
+/* The launching code of a kernel, as text: the Python stack read through CPython's C API
+ * (resolved with dlsym at first use, so a non-Python process costs one failed lookup) or
+ * the native return addresses named by dladdr. See pystack.h for the rules. */
+#include "agent/pystack.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- rules --------------------------------------------------------------------------- */
+
+int pystack_is_library_file(const char *filename)
+{
+    static const char *const library_marks[] = {"/site-packages/", "/dist-packages/",
+                                                "/lib/python3", "/torch/"};
+    if (strncmp(filename, "<frozen ", 8) == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof library_marks / sizeof library_marks[0]; i++)
+        if (strstr(filename, library_marks[i]))
+            return 1;
+    return 0;
+}
+
+int pystack_is_launch_api(const char *name)
+{
+    static const char *const prefixes[] = {"cudaLaunch", "cuLaunch", "cudaGraphLaunch",
+                                           "cuGraphLaunch"};
+    if (!name || strstr(name, "HostFunc"))
+        return 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---- CPython, through dlsym ---------------------------------------------------------- */
+
+/* Opaque here: only passed back to the interpreter. */
+typedef struct py_object py_object;
+
+static struct {
+    int (*is_initialized)(void);
+    int (*gil_check)(void);
+    py_object *(*err_occurred)(void);
+    void (*err_clear)(void);
+    py_object *(*get_frame)(void);                  /* borrowed */
+    py_object *(*frame_get_code)(py_object *);      /* new reference (3.9+) */
+    py_object *(*frame_get_back)(py_object *);      /* new reference (3.9+) */
+    int (*frame_get_line)(py_object *);
+    py_object *(*get_attr)(py_object *, const char *); /* new reference */
+    const char *(*as_utf8)(py_object *);            /* borrowed buffer */
+    void (*dec_ref)(py_object *);
+} py;
+
+enum { PY_UNRESOLVED, PY_RESOLVED, PY_ABSENT };
+static int py_state = PY_UNRESOLVED;
+
+/* Racing threads resolve the same addresses; the state is published after the pointers. */
+static int py_resolve(void)
+{
+    int state = __atomic_load_n(&py_state, __ATOMIC_ACQUIRE);
+    if (state != PY_UNRESOLVED)
+        return state == PY_RESOLVED;
+#define PY_FIND(field, symbol) (*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol)) != NULL
+    int found = PY_FIND(is_initialized, "Py_IsInitialized") &&
+                PY_FIND(gil_check, "PyGILState_Check") &&
+                PY_FIND(err_occurred, "PyErr_Occurred") && PY_FIND(err_clear, "PyErr_Clear") &&
+                PY_FIND(get_frame, "PyEval_GetFrame") &&
+                PY_FIND(frame_get_code, "PyFrame_GetCode") &&
+                PY_FIND(frame_get_back, "PyFrame_GetBack") &&
+                PY_FIND(frame_get_line, "PyFrame_GetLineNumber") &&
+                PY_FIND(get_attr, "PyObject_GetAttrString") &&
+                PY_FIND(as_utf8, "PyUnicode_AsUTF8") && PY_FIND(dec_ref, "Py_DecRef");
+#undef PY_FIND
+    __atomic_store_n(&py_state, found ? PY_RESOLVED : PY_ABSENT, __ATOMIC_RELEASE);
+    return found;
+}
+
+/* A str attribute of a code object as UTF-8 into out; "?" when it cannot be read. */
+static void py_code_string(py_object *code, const char *attribute, char *out, size_t out_len)
+{
+    snprintf(out, out_len, "?");
+    py_object *value = py.get_attr(code, attribute);
+    const char *text = value ? py.as_utf8(value) : NULL;
+    if (text)
+        snprintf(out, out_len, "%s", text);
+    else
+        py.err_clear(); /* only our own failure can be pending: we declined otherwise */
+    if (value)
+        py.dec_ref(value);
+}
+
+/* Appends "file:line:function" (with the separator unless first). 1 if it was a user frame. */
+static int py_put_frame(py_object *frame, char *out, size_t out_len, size_t *used, int first)
+{
+    char filename[512], function[256];
+    py_object *code = py.frame_get_code(frame);
+    if (!code)
+        return 0;
+    py_code_string(code, "co_filename", filename, sizeof filename);
+    py_code_string(code, "co_name", function, sizeof function);
+    py.dec_ref(code);
+    int written = snprintf(out + *used, out_len - *used, "%s%s:%d:%s",
+                           first ? "" : PYSTACK_SEPARATOR, filename, py.frame_get_line(frame),
+                           function);
+    if (written > 0)
+        *used += (size_t)written < out_len - *used ? (size_t)written : out_len - *used - 1;
+    return !pystack_is_library_file(filename);
+}
+
+size_t pystack_python(char *out, size_t out_len)
+{
+    if (out_len < 2 || !py_resolve() || !py.is_initialized() || py.gil_check() != 1 ||
+        py.err_occurred())
+        return 0;
+    out[0] = 0;
+    size_t used = 0;
+    int users = 0, provisional = 0; /* provisional: out holds the innermost library frame */
+    py_object *frame = py.get_frame(), *owned = NULL;
+    for (int depth = 0; frame && depth < PYSTACK_MAX_WALK && users < PYSTACK_USER_FRAMES;
+         depth++) {
+        size_t before = used;
+        if (py_put_frame(frame, out, out_len, &used, users == 0)) {
+            if (provisional) { /* the first user frame replaces the library frame */
+                memmove(out, out + before, used - before + 1);
+                used -= before;
+                provisional = 0;
+            }
+            users++;
+        } else if (users == 0 && !provisional && depth == 0) {
+            provisional = 1;
+        } else {
+            used = before; /* folded */
+            out[used] = 0;
+        }
+        py_object *back = py.frame_get_back(frame);
+        if (owned)
+            py.dec_ref(owned);
+        frame = owned = back;
+    }
+    if (owned)
+        py.dec_ref(owned);
+    return used;
+}
+
+/* ---- native -------------------------------------------------------------------------- */
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static int native_is_skipped(const char *object)
+{
+    static const char *const skipped[] = {"libcuda", "libcupti", "liblantern-agent"};
+    for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++)
+        if (strncmp(object, skipped[i], strlen(skipped[i])) == 0)
+            return 1;
+    return 0;
+}
+
+size_t pystack_native(char *out, size_t out_len, int skip)
+{
+    void *addresses[64];
+    int count = backtrace(addresses, 64);
+    size_t used = 0;
+    int kept = 0;
+    if (out_len < 2)
+        return 0;
+    out[0] = 0;
+    for (int i = skip + 1; i < count && kept < PYSTACK_NATIVE_FRAMES; i++) { /* +1: ourself */
+        Dl_info info;
+        if (!dladdr(addresses[i], &info) || !info.dli_fname)
+            continue;
+        const char *object = base_name(info.dli_fname);
+        if (kept == 0 && native_is_skipped(object))
+            continue;
+        const char *separator = kept ? PYSTACK_SEPARATOR : "";
+        uintptr_t address = (uintptr_t)addresses[i];
+        int written =
+            info.dli_sname
+                ? snprintf(out + used, out_len - used, "%s%s+0x%zx(%s)", separator,
+                           info.dli_sname, (size_t)(address - (uintptr_t)info.dli_saddr), object)
+                : snprintf(out + used, out_len - used, "%s%s+0x%zx", separator, object,
+                           (size_t)(address - (uintptr_t)info.dli_fbase));
+        if (written <= 0)
+            break;
+        used += (size_t)written < out_len - used ? (size_t)written : out_len - used - 1;
+        kept++;
+    }
+    return used;
+}

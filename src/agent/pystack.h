@@ -1,0 +1,42 @@
+/* Who launched a kernel: the Python call stack of the calling thread, read from the running
+ * interpreter through CPython's C API (found with dlsym, so the agent never links Python),
+ * with library frames folded; or, for native code, the caller's return addresses named by
+ * dladdr. Pure functions of the calling thread; the agent's glue is pytrace.c. */
+#ifndef LANTERN_AGENT_PYSTACK_H
+#define LANTERN_AGENT_PYSTACK_H
+
+#include <stddef.h>
+
+/* User frames kept, innermost first; frames walked at most (deeper ones are not looked at). */
+#define PYSTACK_USER_FRAMES 3
+#define PYSTACK_MAX_WALK 32
+/* Native frames kept after the CUDA and agent frames are skipped. */
+#define PYSTACK_NATIVE_FRAMES 4
+
+/* Frames are joined by this, innermost first; no spaces, so `lantern kernels` stays
+ * columnated. */
+#define PYSTACK_SEPARATOR "<-"
+
+/* 1 when a frame of this file is library code, folded out of the stack: paths containing
+ * /site-packages/, /dist-packages/, /lib/python3, /torch/, or CPython's "<frozen ...>". */
+int pystack_is_library_file(const char *filename);
+
+/* 1 when the CUDA API function called `name` launches GPU work whose caller is wanted:
+ * cudaLaunch*, cuLaunch*, cudaGraphLaunch*, cuGraphLaunch*, except the host-function ones. */
+int pystack_is_launch_api(const char *name);
+
+/* The calling thread's Python stack as "file:line:function<-file:line:function...": the
+ * innermost PYSTACK_USER_FRAMES frames that are not library code (if every frame is, the
+ * innermost one). Needs a CPython in the process and the GIL held by the calling thread;
+ * never runs Python code and leaves any pending exception state untouched (it declines
+ * when one is pending). Returns the length written (NUL-terminated, truncated to fit), or
+ * 0 when there is no Python stack to read. */
+size_t pystack_python(char *out, size_t out_len);
+
+/* The native callers: backtrace() from here, skipping `skip` frames and then every frame in
+ * libcuda, libcupti, libcudart and the agent, the next PYSTACK_NATIVE_FRAMES as
+ * "symbol+0xoff(object)" or, without a dynamic symbol, "object+0xoff" (an offset for
+ * addr2line -e object). Returns the length written, or 0. */
+size_t pystack_native(char *out, size_t out_len, int skip);
+
+#endif
