@@ -42,15 +42,16 @@ typedef struct py_object py_object;
 
 static struct {
     int (*is_initialized)(void);
-    int (*gil_check)(void);
+    py_object *(*this_thread_state)(void);    /* PyGILState_GetThisThreadState: NULL if none */
+    py_object *(*current_thread_state)(void); /* the one holding the GIL (3.12+: attached) */
     py_object *(*err_occurred)(void);
     void (*err_clear)(void);
-    py_object *(*get_frame)(void);                  /* borrowed */
-    py_object *(*frame_get_code)(py_object *);      /* new reference (3.9+) */
-    py_object *(*frame_get_back)(py_object *);      /* new reference (3.9+) */
+    py_object *(*get_frame)(void);             /* borrowed */
+    py_object *(*frame_get_code)(py_object *); /* new reference (3.9+) */
+    py_object *(*frame_get_back)(py_object *); /* new reference (3.9+) */
     int (*frame_get_line)(py_object *);
     py_object *(*get_attr)(py_object *, const char *); /* new reference */
-    const char *(*as_utf8)(py_object *);            /* borrowed buffer */
+    const char *(*as_utf8)(py_object *);               /* borrowed buffer */
     void (*dec_ref)(py_object *);
 } py;
 
@@ -63,9 +64,12 @@ static int py_resolve(void)
     int state = __atomic_load_n(&py_state, __ATOMIC_ACQUIRE);
     if (state != PY_UNRESOLVED)
         return state == PY_RESOLVED;
-#define PY_FIND(field, symbol) (*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol)) != NULL
-    int found = PY_FIND(is_initialized, "Py_IsInitialized") &&
-                PY_FIND(gil_check, "PyGILState_Check") &&
+#define PY_FIND(field, symbol) ((*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol)) != NULL)
+    /* the unchecked getter is public from 3.13, private but exported from 3.5 to 3.12 */
+    int found = (PY_FIND(current_thread_state, "PyThreadState_GetUnchecked") ||
+                 PY_FIND(current_thread_state, "_PyThreadState_UncheckedGet")) &&
+                PY_FIND(is_initialized, "Py_IsInitialized") &&
+                PY_FIND(this_thread_state, "PyGILState_GetThisThreadState") &&
                 PY_FIND(err_occurred, "PyErr_Occurred") && PY_FIND(err_clear, "PyErr_Clear") &&
                 PY_FIND(get_frame, "PyEval_GetFrame") &&
                 PY_FIND(frame_get_code, "PyFrame_GetCode") &&
@@ -102,25 +106,32 @@ static int py_put_frame(py_object *frame, char *out, size_t out_len, size_t *use
     py_code_string(code, "co_filename", filename, sizeof filename);
     py_code_string(code, "co_name", function, sizeof function);
     py.dec_ref(code);
-    int written = snprintf(out + *used, out_len - *used, "%s%s:%d:%s",
-                           first ? "" : PYSTACK_SEPARATOR, filename, py.frame_get_line(frame),
-                           function);
+    int written =
+        snprintf(out + *used, out_len - *used, "%s%s:%d:%s", first ? "" : PYSTACK_SEPARATOR,
+                 filename, py.frame_get_line(frame), function);
     if (written > 0)
         *used += (size_t)written < out_len - *used ? (size_t)written : out_len - *used - 1;
     return !pystack_is_library_file(filename);
 }
 
+/* The calling thread holds the GIL: its own thread state is the one running. (Not
+ * PyGILState_Check, which answers 1 on every thread once sub-interpreters exist.) */
+static int py_thread_holds_gil(void)
+{
+    py_object *mine = py.this_thread_state();
+    return mine && py.current_thread_state() == mine;
+}
+
 size_t pystack_python(char *out, size_t out_len)
 {
-    if (out_len < 2 || !py_resolve() || !py.is_initialized() || py.gil_check() != 1 ||
+    if (out_len < 2 || !py_resolve() || !py.is_initialized() || !py_thread_holds_gil() ||
         py.err_occurred())
         return 0;
     out[0] = 0;
     size_t used = 0;
     int users = 0, provisional = 0; /* provisional: out holds the innermost library frame */
     py_object *frame = py.get_frame(), *owned = NULL;
-    for (int depth = 0; frame && depth < PYSTACK_MAX_WALK && users < PYSTACK_USER_FRAMES;
-         depth++) {
+    for (int depth = 0; frame && depth < PYSTACK_MAX_WALK && users < PYSTACK_USER_FRAMES; depth++) {
         size_t before = used;
         if (py_put_frame(frame, out, out_len, &used, users == 0)) {
             if (provisional) { /* the first user frame replaces the library frame */
@@ -182,8 +193,8 @@ size_t pystack_native(char *out, size_t out_len, int skip)
         uintptr_t address = (uintptr_t)addresses[i];
         int written =
             info.dli_sname
-                ? snprintf(out + used, out_len - used, "%s%s+0x%zx(%s)", separator,
-                           info.dli_sname, (size_t)(address - (uintptr_t)info.dli_saddr), object)
+                ? snprintf(out + used, out_len - used, "%s%s+0x%zx(%s)", separator, info.dli_sname,
+                           (size_t)(address - (uintptr_t)info.dli_saddr), object)
                 : snprintf(out + used, out_len - used, "%s%s+0x%zx", separator, object,
                            (size_t)(address - (uintptr_t)info.dli_fbase));
         if (written <= 0)

@@ -33,10 +33,12 @@ static void pytrace_push(uint64_t correlation, const char *text, size_t len)
         ring_count_drop(t);
         return;
     }
-    *rec = (struct ring_event){
-        .head = {.type = TRACE_CUDA_BACKTRACE, .msg_kind = RING_MSG_UTF8, .size = (uint16_t)size,
-                 .ticks = ticks, .arg = correlation},
-        .msg_len = (uint32_t)len};
+    *rec = (struct ring_event){.head = {.type = TRACE_CUDA_BACKTRACE,
+                                        .msg_kind = RING_MSG_UTF8,
+                                        .size = (uint16_t)size,
+                                        .ticks = ticks,
+                                        .arg = correlation},
+                               .msg_len = (uint32_t)len};
     memcpy(rec + 1, text, len);
     ring_commit(&t->ring, size);
 }

@@ -39,8 +39,9 @@ static void print_help(void)
            "Runs COMMAND under Lantern and writes a report database.\n\n"
            "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
            "                      in the current folder); raw files go to FILE.raw/ meanwhile\n"
-           "  -t, --trace LIST    what to trace, comma-separated: nvtx, cuda, nvml (default nvtx,\n"
-           "                      and nvml where NVML works)\n"
+           "  -t, --trace LIST    what to trace, comma-separated: nvtx, cuda, nvml (default\n"
+           "                      cuda,nvtx where an NVIDIA GPU is present, else nvtx; and nvml\n"
+           "                      where NVML works)\n"
            "      --nvml-rate HZ  GPU power samples per second (default 100)\n"
            "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
            "                      cudaProfilerStart/Stop, or while an NVTX range NAME is open\n"
@@ -62,6 +63,13 @@ static void print_help(void)
 }
 
 /* ---- options ------------------------------------------------------------------------- */
+
+/* Without -t: CUDA and NVTX like nsys, but CUDA only where the NVIDIA driver's device node
+ * exists, so a machine without a GPU gets no warning for a source nobody asked for. */
+static const char *default_trace(void)
+{
+    return access("/dev/nvidiactl", F_OK) == 0 ? "cuda,nvtx" : "nvtx";
+}
 
 static int trace_list_valid(const char *list)
 {
@@ -178,6 +186,8 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
             return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (!o->trace)
+        o->trace = default_trace();
     if (!trace_list_valid(o->trace))
         return cli_usage_error("profile", "unknown trace source in '%s' (known: nvtx, cuda, nvml)",
                                o->trace);
@@ -472,7 +482,7 @@ static int set_environment(const struct profile_options *o, const char *agent,
 
 int cmd_profile(int argc, char **argv)
 {
-    struct profile_options o = {.trace = "nvtx"};
+    struct profile_options o = {.trace = NULL};
     char *default_name = NULL, *raw_dir = NULL, *session_dir = NULL, *agent = NULL;
     int rc = parse_options(argc, argv, &o), fd = -1, status = -1;
     if (rc)

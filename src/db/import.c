@@ -694,10 +694,21 @@ static const char *range_batch_sql(void)
     return sql;
 }
 
+static int finished_range_by_id(const void *a, const void *b)
+{
+    int64_t x = ((const struct finished_range *)a)->range.id;
+    int64_t y = ((const struct finished_range *)b)->range.id;
+    return (x > y) - (x < y);
+}
+
 /* Writes the finished ranges held back: a full batch in one statement (one VDBE run for
- * RANGE_BATCH rows instead of one per row: the importer's largest saving), the rest one by one. */
+ * RANGE_BATCH rows instead of one per row: the importer's largest saving), the rest one by one.
+ * Nested ranges finish innermost first, so their ids (given at the push) come in reverse; in
+ * id order SQLite appends each row at the end of the table instead of searching for its place
+ * (measured: ~12% of the import). */
 static void flush_ranges(struct import_file *f)
 {
+    qsort(f->finished, (size_t)f->nfinished, sizeof f->finished[0], finished_range_by_id);
     int full = f->nfinished == RANGE_BATCH;
     sqlite3_stmt *st = full ? import_stmt(f, SLOT_RANGE_BATCH, range_batch_sql()) : NULL;
     if (st) {

@@ -1,6 +1,6 @@
 -- Indexes created after the bulk import (creating them first would slow every insert).
-CREATE INDEX ranges_by_name ON ranges(domain_id, name_id);
-CREATE INDEX ranges_by_thread ON ranges(start_thread_id, start_ns);
+-- ranges has none on purpose: every report reads it in one sorted pass, and each index
+-- cost ~0.5 s per million ranges, over half of an NVTX import (docs/benchmarks.md).
 CREATE INDEX marks_by_thread ON marks(thread_id, ts_ns);
 CREATE INDEX threads_by_process ON threads(process_id);
 CREATE INDEX cuda_api_by_corr ON cuda_api(process_id, correlation_id);

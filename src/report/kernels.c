@@ -579,8 +579,8 @@ static int load_rows(struct report *r, int no_memops)
         " COALESCE(x.regs_per_thread, -1), COALESCE(x.static_smem, -1),"
         " COALESCE(x.dynamic_smem, -1)" ACTIVITY_TRACE_COLUMN " FROM kernels x" ACTIVITY_JOIN;
     static const char memcpys_sql[] =
-        "SELECT " ACTIVITY_COLUMNS
-        ", COALESCE(x.bytes, -1), x.copy_kind" ACTIVITY_TRACE_COLUMN " FROM memcpys x" ACTIVITY_JOIN;
+        "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.bytes, -1), x.copy_kind" ACTIVITY_TRACE_COLUMN
+        " FROM memcpys x" ACTIVITY_JOIN;
     static const char memsets_sql[] =
         "SELECT " ACTIVITY_COLUMNS ", COALESCE(x.bytes, -1)" ACTIVITY_TRACE_COLUMN
         " FROM memsets x" ACTIVITY_JOIN;
@@ -872,8 +872,8 @@ static void report_release(struct report *r)
     free(r->ranges.nodes);
     free(r->ranges.direct);
     free(r->forward.entries);
-    struct kernels_map *maps[] = {&r->names,    &r->tids,           &r->last_dtype,
-                                  &r->traces, &r->conv_out_by_seq};
+    struct kernels_map *maps[] = {&r->names, &r->tids, &r->last_dtype, &r->traces,
+                                  &r->conv_out_by_seq};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         kernels_map_release(maps[i]);
     kernels_arena_release(&r->arena);

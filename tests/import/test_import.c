@@ -176,7 +176,7 @@ static void every_nvtx_record_becomes_its_row(void)
         "start_wall_ns|1700000000000001000;trace|nvtx");
     ASSERT_STR_EQ(
         rows(db,
-             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'ranges_by_name'"),
+             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'marks_by_thread'"),
         "1");
     sqlite3_close(db);
 }

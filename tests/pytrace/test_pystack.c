@@ -9,8 +9,7 @@
 static void library_frames_are_recognised_by_path(void)
 {
     ASSERT_EQ(pystack_is_library_file("/usr/lib/python3/dist-packages/numpy/core/x.py"), 1);
-    ASSERT_EQ(pystack_is_library_file("/venv/lib/python3.12/site-packages/torch/nn/linear.py"),
-              1);
+    ASSERT_EQ(pystack_is_library_file("/venv/lib/python3.12/site-packages/torch/nn/linear.py"), 1);
     ASSERT_EQ(pystack_is_library_file("/usr/lib/python3.11/threading.py"), 1);
     ASSERT_EQ(pystack_is_library_file("/src/pytorch/torch/nn/modules/module.py"), 1);
     ASSERT_EQ(pystack_is_library_file("<frozen importlib._bootstrap>"), 1);
@@ -22,14 +21,24 @@ static void library_frames_are_recognised_by_path(void)
 
 static void launch_apis_are_the_kernel_and_graph_launches(void)
 {
-    static const char *const launches[] = {
-        "cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC_v11060",
-        "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "cudaGraphLaunch_ptsz",
-        "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch",
-        "cuLaunchGrid"};
-    static const char *const others[] = {"cudaLaunchHostFunc", "cuLaunchHostFunc",
-                                         "cudaMemcpyAsync", "cuMemcpyHtoD_v2",
-                                         "cudaGraphInstantiate", "cuCtxSynchronize", ""};
+    static const char *const launches[] = {"cudaLaunchKernel",
+                                           "cudaLaunchKernel_ptsz",
+                                           "cudaLaunchKernelExC_v11060",
+                                           "cudaLaunchCooperativeKernel",
+                                           "cudaGraphLaunch",
+                                           "cudaGraphLaunch_ptsz",
+                                           "cuLaunchKernel",
+                                           "cuLaunchKernelEx",
+                                           "cuLaunchCooperativeKernel",
+                                           "cuGraphLaunch",
+                                           "cuLaunchGrid"};
+    static const char *const others[] = {"cudaLaunchHostFunc",
+                                         "cuLaunchHostFunc",
+                                         "cudaMemcpyAsync",
+                                         "cuMemcpyHtoD_v2",
+                                         "cudaGraphInstantiate",
+                                         "cuCtxSynchronize",
+                                         ""};
     for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
         ASSERT_EQ(pystack_is_launch_api(launches[i]), 1);
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
@@ -43,7 +52,8 @@ static void without_python_there_is_no_python_stack(void)
     ASSERT_EQ(pystack_python(out, sizeof out), 0);
 }
 
-/* Not inlined, and exported (default visibility, -rdynamic): the frame the native walk must name first. */
+/* Not inlined, and exported (default visibility, -rdynamic): the frame the native walk must name
+ * first. */
 __attribute__((noinline, visibility("default"))) size_t test_pystack_launcher(char *out, size_t len)
 {
     size_t n = pystack_native(out, len, 0);
