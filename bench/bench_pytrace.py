@@ -6,6 +6,7 @@ itself; the medians give the time each launch's stack walk adds.
 
   python3 bench/bench_pytrace.py --build build [--rounds 5] [--cpus 2-9] [--json OUT]
   python3 bench/bench_pytrace.py --workload shallow|deep      (one run)
+  python3 bench/bench_pytrace.py --walk build/lib/libpystack_probe.so   (no GPU: the walk alone)
 
 Workloads (two elementwise kernels per iteration): "shallow", launched from the loop's own
 line (three user frames found at once); "deep", launched through 20 frames of library code
@@ -60,6 +61,36 @@ def run_one(workload):
         torch.cuda.synchronize()
         per_iter.append((time.perf_counter() - start) / BLOCK)
     print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
+
+
+def walk_only(probe):
+    """The stack walk alone, on any machine: src/agent/pystack.c built as the test library,
+    called through ctypes with the GIL held, minus the cost of a call that returns at once."""
+    import ctypes
+    lib = ctypes.PyDLL(probe)
+    walk = lib.pystack_python
+    walk.restype, walk.argtypes = ctypes.c_size_t, (ctypes.c_char_p, ctypes.c_size_t)
+    buf = ctypes.create_string_buffer(2048)
+    scope = {"walk": walk, "buf": buf}
+    exec(compile("def layer(depth, size):\n"
+                 "    return walk(buf, size) if depth == 0 else layer(depth - 1, size)\n",
+                 "/venv/lib/python3/site-packages/fakelib/layers.py", "exec"), scope)
+    layer = scope["layer"]
+
+    def per_call_us(fn, n):
+        best = float("inf")
+        for _ in range(BLOCKS):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            best = min(best, (time.perf_counter() - start) / n * 1e6)
+        return best
+    shallow = per_call_us(lambda: walk(buf, 2048), 100000) - per_call_us(lambda: walk(buf, 1),
+                                                                          100000)
+    deep = (per_call_us(lambda: layer(LIBRARY_DEPTH, 2048), 20000) -
+            per_call_us(lambda: layer(LIBRARY_DEPTH, 1), 20000))
+    print(f"walk: shallow {shallow:.2f} us, deep ({LIBRARY_DEPTH} library frames folded) "
+          f"{deep:.2f} us  (Python {sys.version.split()[0]})")
 
 
 def commands(build, tmp):
@@ -125,8 +156,11 @@ def main():
     p.add_argument("--workloads", nargs="+", default=["shallow", "deep"])
     p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")
     p.add_argument("--json")
+    p.add_argument("--walk", metavar="PROBE", help="time the walk alone with this library")
     args = p.parse_args()
-    if args.workload:
+    if args.walk:
+        walk_only(args.walk)
+    elif args.workload:
         run_one(args.workload)
     else:
         drive(args)

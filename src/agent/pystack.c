@@ -50,9 +50,13 @@ static struct {
     py_object *(*frame_get_code)(py_object *); /* new reference (3.9+) */
     py_object *(*frame_get_back)(py_object *); /* new reference (3.9+) */
     int (*frame_get_line)(py_object *);
-    py_object *(*get_attr)(py_object *, const char *); /* new reference */
-    const char *(*as_utf8)(py_object *);               /* borrowed buffer */
+    py_object *(*get_attr)(py_object *, py_object *); /* new reference */
+    py_object *(*intern)(const char *);               /* new reference */
+    const char *(*as_utf8)(py_object *);              /* borrowed buffer */
     void (*dec_ref)(py_object *);
+    /* "co_filename", "co_name": made once (under the GIL) and kept, so a lookup does not
+     * build its key each time */
+    py_object *co_filename, *co_name;
 } py;
 
 enum { PY_UNRESOLVED, PY_RESOLVED, PY_ABSENT };
@@ -66,24 +70,24 @@ static int py_resolve(void)
         return state == PY_RESOLVED;
 #define PY_FIND(field, symbol) ((*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol)) != NULL)
     /* the unchecked getter is public from 3.13, private but exported from 3.5 to 3.12 */
-    int found = (PY_FIND(current_thread_state, "PyThreadState_GetUnchecked") ||
-                 PY_FIND(current_thread_state, "_PyThreadState_UncheckedGet")) &&
-                PY_FIND(is_initialized, "Py_IsInitialized") &&
-                PY_FIND(this_thread_state, "PyGILState_GetThisThreadState") &&
-                PY_FIND(err_occurred, "PyErr_Occurred") && PY_FIND(err_clear, "PyErr_Clear") &&
-                PY_FIND(get_frame, "PyEval_GetFrame") &&
-                PY_FIND(frame_get_code, "PyFrame_GetCode") &&
-                PY_FIND(frame_get_back, "PyFrame_GetBack") &&
-                PY_FIND(frame_get_line, "PyFrame_GetLineNumber") &&
-                PY_FIND(get_attr, "PyObject_GetAttrString") &&
-                PY_FIND(as_utf8, "PyUnicode_AsUTF8") && PY_FIND(dec_ref, "Py_DecRef");
+    int found =
+        (PY_FIND(current_thread_state, "PyThreadState_GetUnchecked") ||
+         PY_FIND(current_thread_state, "_PyThreadState_UncheckedGet")) &&
+        PY_FIND(is_initialized, "Py_IsInitialized") &&
+        PY_FIND(this_thread_state, "PyGILState_GetThisThreadState") &&
+        PY_FIND(err_occurred, "PyErr_Occurred") && PY_FIND(err_clear, "PyErr_Clear") &&
+        PY_FIND(get_frame, "PyEval_GetFrame") && PY_FIND(frame_get_code, "PyFrame_GetCode") &&
+        PY_FIND(frame_get_back, "PyFrame_GetBack") &&
+        PY_FIND(frame_get_line, "PyFrame_GetLineNumber") && PY_FIND(get_attr, "PyObject_GetAttr") &&
+        PY_FIND(intern, "PyUnicode_InternFromString") && PY_FIND(as_utf8, "PyUnicode_AsUTF8") &&
+        PY_FIND(dec_ref, "Py_DecRef");
 #undef PY_FIND
     __atomic_store_n(&py_state, found ? PY_RESOLVED : PY_ABSENT, __ATOMIC_RELEASE);
     return found;
 }
 
 /* A str attribute of a code object as UTF-8 into out; "?" when it cannot be read. */
-static void py_code_string(py_object *code, const char *attribute, char *out, size_t out_len)
+static void py_code_string(py_object *code, py_object *attribute, char *out, size_t out_len)
 {
     snprintf(out, out_len, "?");
     py_object *value = py.get_attr(code, attribute);
@@ -96,22 +100,28 @@ static void py_code_string(py_object *code, const char *attribute, char *out, si
         py.dec_ref(value);
 }
 
-/* Appends "file:line:function" (with the separator unless first). 1 if it was a user frame. */
-static int py_put_frame(py_object *frame, char *out, size_t out_len, size_t *used, int first)
+/* Appends "file:line:function" at *used (with the separator unless first), if the frame is
+ * user code or `keep_library` says to write it anyway; a folded frame costs one attribute
+ * read. Returns 1 for a user frame, 0 for a library frame, -1 if the frame has no code. */
+static int py_put_frame(py_object *frame, int keep_library, int first, char *out, size_t out_len,
+                        size_t *used)
 {
     char filename[512], function[256];
     py_object *code = py.frame_get_code(frame);
     if (!code)
-        return 0;
-    py_code_string(code, "co_filename", filename, sizeof filename);
-    py_code_string(code, "co_name", function, sizeof function);
+        return -1;
+    py_code_string(code, py.co_filename, filename, sizeof filename);
+    int user = !pystack_is_library_file(filename);
+    if (user || keep_library) {
+        py_code_string(code, py.co_name, function, sizeof function);
+        int written =
+            snprintf(out + *used, out_len - *used, "%s%s:%d:%s", first ? "" : PYSTACK_SEPARATOR,
+                     filename, py.frame_get_line(frame), function);
+        if (written > 0)
+            *used += (size_t)written < out_len - *used ? (size_t)written : out_len - *used - 1;
+    }
     py.dec_ref(code);
-    int written =
-        snprintf(out + *used, out_len - *used, "%s%s:%d:%s", first ? "" : PYSTACK_SEPARATOR,
-                 filename, py.frame_get_line(frame), function);
-    if (written > 0)
-        *used += (size_t)written < out_len - *used ? (size_t)written : out_len - *used - 1;
-    return !pystack_is_library_file(filename);
+    return user;
 }
 
 /* The calling thread holds the GIL: its own thread state is the one running. (Not
@@ -122,29 +132,39 @@ static int py_thread_holds_gil(void)
     return mine && py.current_thread_state() == mine;
 }
 
+/* The attribute names, made by the first walk: the GIL it holds serialises their creation. */
+static int py_make_names(void)
+{
+    if (!py.co_filename)
+        py.co_filename = py.intern("co_filename");
+    if (!py.co_name)
+        py.co_name = py.intern("co_name");
+    if (py.co_filename && py.co_name)
+        return 1;
+    py.err_clear();
+    return 0;
+}
+
 size_t pystack_python(char *out, size_t out_len)
 {
     if (out_len < 2 || !py_resolve() || !py.is_initialized() || !py_thread_holds_gil() ||
-        py.err_occurred())
+        py.err_occurred() || !py_make_names())
         return 0;
     out[0] = 0;
     size_t used = 0;
-    int users = 0, provisional = 0; /* provisional: out holds the innermost library frame */
+    int users = 0, provisional = 0; /* provisional: out holds the innermost, a library frame */
     py_object *frame = py.get_frame(), *owned = NULL;
     for (int depth = 0; frame && depth < PYSTACK_MAX_WALK && users < PYSTACK_USER_FRAMES; depth++) {
-        size_t before = used;
-        if (py_put_frame(frame, out, out_len, &used, users == 0)) {
-            if (provisional) { /* the first user frame replaces the library frame */
-                memmove(out, out + before, used - before + 1);
-                used -= before;
-                provisional = 0;
-            }
+        /* a user frame found after a provisional one takes its place */
+        size_t end = provisional ? 0 : used;
+        int user = py_put_frame(frame, depth == 0, users == 0, out, out_len, &end);
+        if (user == 1) {
+            used = end;
             users++;
-        } else if (users == 0 && !provisional && depth == 0) {
+            provisional = 0;
+        } else if (user == 0 && depth == 0) {
+            used = end;
             provisional = 1;
-        } else {
-            used = before; /* folded */
-            out[used] = 0;
         }
         py_object *back = py.frame_get_back(frame);
         if (owned)
@@ -175,14 +195,24 @@ static int native_is_skipped(const char *object)
 
 size_t pystack_native(char *out, size_t out_len, int skip)
 {
-    void *addresses[64];
-    int count = backtrace(addresses, 64);
+    /* Enough for the agent's, CUPTI's and the driver's frames and then ours; unwinding is
+     * the cost of this path, so deeper frames are not asked for. */
+    void *addresses[32];
+    int count = backtrace(addresses, 32);
     size_t used = 0;
-    int kept = 0;
+    int kept = 0, first = 1;
     if (out_len < 2)
         return 0;
     out[0] = 0;
-    for (int i = skip + 1; i < count && kept < PYSTACK_NATIVE_FRAMES; i++) { /* +1: ourself */
+    /* Our caller's frame: found by its return address, since a sanitizer's interceptor of
+     * backtrace() adds frames of its own above ours. */
+    void *return_address = __builtin_return_address(0);
+    for (int i = 0; i < count; i++)
+        if (addresses[i] == return_address) {
+            first = i;
+            break;
+        }
+    for (int i = first + skip; i < count && kept < PYSTACK_NATIVE_FRAMES; i++) {
         Dl_info info;
         if (!dladdr(addresses[i], &info) || !info.dli_fname)
             continue;

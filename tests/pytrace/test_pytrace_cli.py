@@ -7,7 +7,8 @@ from pathlib import Path
 
 BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
 LANTERN = str(BUILD / "bin" / "lantern")
-ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+ENV = {k: v for k, v in os.environ.items()
+       if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LANTERN_PYTHON_BACKTRACE")}
 SHOW = ["sh", "-c", "echo \"bt=${LANTERN_PYTHON_BACKTRACE:-unset}\""]
 
 
@@ -17,7 +18,7 @@ def lantern(*args, cwd=None):
 
 
 def test_needs_cuda_tracing():
-    run = lantern("profile", "--python-backtrace", "--", "true")
+    run = lantern("profile", "-t", "nvtx", "--python-backtrace", "--", "true")
     assert run.returncode == 2
     assert run.stderr.splitlines()[0] == "lantern: --python-backtrace needs -t cuda"
 
