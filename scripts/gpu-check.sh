@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs Lantern's GPU tests and GPU benchmarks on a machine with an NVIDIA GPU, from the
 # repository root, with a build folder configured elsewhere (the GPU machine needs neither a
-# compiler nor sqlite3.h):   scripts/gpu-check.sh BUILD_DIR OUT_DIR [tests|bench|all]
+# compiler nor sqlite3.h):
+#   scripts/gpu-check.sh BUILD_DIR OUT_DIR [tests|bench|all] [bench_cuda.py options...]
 # Logs and JSON results go to OUT_DIR. Exit status: that of the GPU tests (0 passed).
 set -u
 build=$(cd "$1" && pwd) || exit 2
