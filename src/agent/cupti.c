@@ -243,8 +243,11 @@ static int cupti_enable_apis(int all_apis)
     return rc == CUPTI_SUCCESS ? 0 : -1;
 }
 
-/* LANTERN_CUDA_KINDS picks what is recorded (default: all); devices, contexts and streams
- * always are, since every other record refers to them. */
+/* LANTERN_CUDA_KINDS picks what is recorded (default: all but "memory"); devices, contexts
+ * and streams always are, since every other record refers to them. Allocations and frees
+ * (MEMORY2) come only with LANTERN_CUDA_MEMORY=1 (lantern profile --cuda-memory-usage=true)
+ * or when listed: like nsys's --cuda-memory-usage, off by default for its cost (without it
+ * the launch-bound loop of bench/bench_cuda.py measured x1.26 against x1.40, run 11). */
 struct cupti_kind_group {
     const char *name;
     CUpti_ActivityKind kinds[2];
@@ -271,9 +274,15 @@ static int cupti_list_has(const char *list, const char *name)
 
 static int cupti_group_wanted(const char *list, const char *name)
 {
-    if (!list || !*list || strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
+    if (strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
         return 1;
-    return cupti_list_has(list, name);
+    if (list && *list)
+        return cupti_list_has(list, name);
+    if (strcmp(name, "memory") == 0) {
+        const char *memory = getenv("LANTERN_CUDA_MEMORY");
+        return memory && strcmp(memory, "1") == 0;
+    }
+    return 1;
 }
 
 static CUptiResult cupti_enable_kinds(const char *list)

@@ -29,6 +29,7 @@ struct profile_options {
     const char *capture_range;  /* --capture-range: none, cudaProfilerApi, nvtx:NAME */
     double delay_s, duration_s; /* --delay, --duration: CUDA capture window (0: none) */
     const char *cuda_api;       /* --cuda-api: default (allow-list) or all */
+    int cuda_memory_usage;      /* --cuda-memory-usage=true: record allocations and frees */
     int python_backtrace;       /* --python-backtrace: the launching stack of each kernel */
     char **command;             /* NULL-terminated */
 };
@@ -47,6 +48,8 @@ static void print_help(void)
            "                      cudaProfilerStart/Stop, or while an NVTX range NAME is open\n"
            "      --delay SEC     keep CUDA activity only from SEC seconds after the start\n"
            "      --duration SEC  ... and for SEC seconds\n"
+           "      --cuda-memory-usage=true  record device allocations and frees, for memory in\n"
+           "                      use over time (off by default, as in nsys: it costs time)\n"
            "      --cuda-api=all  record every CUDA API call (default: GPU work, copies, syncs,\n"
            "                      allocations, streams, events, graphs; not queries)\n"
            "      --python-backtrace  with -t cuda: record who launched each kernel (Python\n"
@@ -108,6 +111,7 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         OPT_DELAY,
         OPT_DURATION,
         OPT_CUDA_API,
+        OPT_CUDA_MEMORY_USAGE,
         OPT_PYTHON_BACKTRACE
     };
     static const struct option options[] = {
@@ -122,6 +126,7 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         {"delay", required_argument, NULL, OPT_DELAY},
         {"duration", required_argument, NULL, OPT_DURATION},
         {"cuda-api", required_argument, NULL, OPT_CUDA_API},
+        {"cuda-memory-usage", required_argument, NULL, OPT_CUDA_MEMORY_USAGE},
         {"python-backtrace", no_argument, NULL, OPT_PYTHON_BACKTRACE},
         {NULL, 0, NULL, 0},
     };
@@ -164,6 +169,11 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
             o->cuda_api = optarg;
             if (strcmp(optarg, "default") && strcmp(optarg, "all"))
                 return cli_usage_error("profile", "--cuda-api is default or all");
+            break;
+        case OPT_CUDA_MEMORY_USAGE:
+            if (strcmp(optarg, "true") && strcmp(optarg, "false"))
+                return cli_usage_error("profile", "--cuda-memory-usage is true or false");
+            o->cuda_memory_usage = strcmp(optarg, "true") == 0;
             break;
         case OPT_PYTHON_BACKTRACE:
             o->python_backtrace = 1;
@@ -458,6 +468,8 @@ static int set_cuda_capture_environment(const struct profile_options *o)
     if (o->capture_range && setenv("LANTERN_CAPTURE", o->capture_range, 1) < 0)
         return -1;
     if (o->cuda_api && setenv("LANTERN_CUDA_API", o->cuda_api, 1) < 0)
+        return -1;
+    if (o->cuda_memory_usage && setenv("LANTERN_CUDA_MEMORY", "1", 1) < 0)
         return -1;
     if (o->python_backtrace && setenv("LANTERN_PYTHON_BACKTRACE", "1", 1) < 0)
         return -1;

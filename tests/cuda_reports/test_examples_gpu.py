@@ -55,7 +55,8 @@ def report(build, db, name, *extra):
 
 def profile(build, normalize, tmp, name, *args):
     db = os.path.join(tmp, f"{name}.db")
-    run = lantern(build, "profile", "-t", "cuda,nvtx", "-o", db, "--", normalize, *args)
+    run = lantern(build, "profile", "-t", "cuda,nvtx", "--cuda-memory-usage=true", "-o", db, "--",
+                  normalize, *args)
     print(run.stdout.strip())
     return db
 
