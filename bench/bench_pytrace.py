@@ -12,6 +12,7 @@ Workloads (two elementwise kernels per iteration): "shallow", launched from the 
 line (three user frames found at once); "deep", launched through 20 frames of library code
 (compiled under a site-packages path, as nn.Module layers are), which the walk folds."""
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -65,11 +66,17 @@ def run_one(workload):
 
 def walk_only(probe):
     """The stack walk alone, on any machine: src/agent/pystack.c built as the test library,
-    called through ctypes with the GIL held, minus the cost of a call that returns at once."""
-    import ctypes
-    lib = ctypes.PyDLL(probe)
-    walk = lib.pystack_python
-    walk.restype, walk.argtypes = ctypes.c_size_t, (ctypes.c_char_p, ctypes.c_size_t)
+    called through ctypes with the GIL held (PyDLL) and released (CDLL, as PyTorch launches),
+    minus the cost of the same call returning at once."""
+    for gil, loader in (("held", ctypes.PyDLL), ("released", ctypes.CDLL)):
+        walk = loader(probe).pystack_python
+        walk.restype, walk.argtypes = ctypes.c_size_t, (ctypes.c_char_p, ctypes.c_size_t)
+        shallow, deep = walk_costs(walk)
+        print(f"walk, GIL {gil}: shallow {shallow:.2f} us, deep ({LIBRARY_DEPTH} library frames "
+              f"folded) {deep:.2f} us  (Python {sys.version.split()[0]})")
+
+
+def walk_costs(walk):
     buf = ctypes.create_string_buffer(2048)
     scope = {"walk": walk, "buf": buf}
     exec(compile("def layer(depth, size):\n"
@@ -89,8 +96,7 @@ def walk_only(probe):
                                                                           100000)
     deep = (per_call_us(lambda: layer(LIBRARY_DEPTH, 2048), 20000) -
             per_call_us(lambda: layer(LIBRARY_DEPTH, 1), 20000))
-    print(f"walk: shallow {shallow:.2f} us, deep ({LIBRARY_DEPTH} library frames folded) "
-          f"{deep:.2f} us  (Python {sys.version.split()[0]})")
+    return shallow, deep
 
 
 def commands(build, tmp):

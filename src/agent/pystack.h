@@ -1,7 +1,8 @@
 /* Who launched a kernel: the Python call stack of the calling thread, read from the running
- * interpreter through CPython's C API (found with dlsym, so the agent never links Python),
- * with library frames folded; or, for native code, the caller's return addresses named by
- * dladdr. Pure functions of the calling thread; the agent's glue is pytrace.c. */
+ * interpreter's memory (CPython 3.10-3.13, found with dlsym, so the agent never links Python;
+ * no GIL needed), with library frames folded; or, in a process that is not Python, the
+ * caller's return addresses named by dladdr. Pure functions of the calling thread; the
+ * agent's glue is pytrace.c. */
 #ifndef LANTERN_AGENT_PYSTACK_H
 #define LANTERN_AGENT_PYSTACK_H
 
@@ -27,11 +28,16 @@ int pystack_is_launch_api(const char *name);
 
 /* The calling thread's Python stack as "file:line:function<-file:line:function...": the
  * innermost PYSTACK_USER_FRAMES frames that are not library code (if every frame is, the
- * innermost one). Needs a CPython in the process and the GIL held by the calling thread;
- * never runs Python code and leaves any pending exception state untouched (it declines
- * when one is pending). Returns the length written (NUL-terminated, truncated to fit), or
- * 0 when there is no Python stack to read. */
+ * innermost one). Works with or without the GIL: it reads the thread's own frames (stable
+ * while the thread is in C code) at the offsets of pystack_layout.h and calls nothing that
+ * allocates or runs Python. Returns the length written (NUL-terminated, truncated to fit),
+ * or 0 when there is no Python stack to read: no interpreter, a version whose layout is not
+ * known, or a thread running no Python code. */
 size_t pystack_python(char *out, size_t out_len);
+
+/* 1 when the process runs an initialised CPython (of any version): its launches are
+ * described by their Python stack or not at all, never by the costly native walk. */
+int pystack_in_python(void);
 
 /* The native callers: backtrace() from here, skipping `skip` frames and then every frame in
  * libcuda, libcupti, libcudart and the agent, the next PYSTACK_NATIVE_FRAMES as

@@ -57,7 +57,9 @@ void pytrace_on_api(CUpti_CallbackDomain domain, const CUpti_CallbackData *data)
         return;
     char text[PYTRACE_TEXT_MAX];
     size_t len = pystack_python(text, sizeof text);
-    if (len == 0)
+    /* In a Python process a launch with no Python frames (an autograd worker thread's) gets
+     * no trace: unwinding libtorch natively costs about a millisecond per launch. */
+    if (len == 0 && !pystack_in_python())
         len = pystack_native(text, sizeof text, 0);
     if (len > 0)
         pytrace_push(data->correlationId, text, len);

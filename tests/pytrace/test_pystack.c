@@ -50,6 +50,7 @@ static void without_python_there_is_no_python_stack(void)
 {
     char out[256] = "untouched";
     ASSERT_EQ(pystack_python(out, sizeof out), 0);
+    ASSERT_EQ(pystack_in_python(), 0); /* so launches get the native walk */
 }
 
 /* Not inlined, and exported (default visibility, -rdynamic): the frame the native walk must name
