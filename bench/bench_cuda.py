@@ -8,7 +8,8 @@ steady-state iterations itself and the medians' ratios to the baseline are repor
   python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler]   (one run)
 
 Workloads: "loop", launch-bound (two tiny elementwise kernels and one NVTX range per
-iteration); "transformer", one training step of a small transformer encoder."""
+iteration); "transformer", one training step of a small transformer encoder (d_model 256: also
+launch-bound); "transformer_gpu", one step of a larger one that keeps the GPU busy."""
 import argparse
 import glob
 import json
@@ -64,9 +65,34 @@ def transformer_workload(torch):
     return iterations, STEP_WARMUP, STEP_BLOCK
 
 
+def transformer_gpu_workload(torch):
+    """A step that keeps the GPU busy (d_model 1024, 8 layers, batch 16 x 512 tokens, bf16
+    autocast): launch overhead hides behind GPU time, as in most real training."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=8).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = torch.randn(16, 512, 1024, device="cuda")
+    nvtx = torch.cuda.nvtx
+
+    def iterations(n):
+        for _ in range(n):
+            nvtx.range_push("step")
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(data).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+            nvtx.range_pop()
+
+    return iterations, STEP_WARMUP, STEP_BLOCK
+
+
 def run_one(name, use_torch_profiler):
     import torch
-    iterations, warmup, block = {"loop": loop_workload, "transformer": transformer_workload}[name](torch)
+    iterations, warmup, block = {"loop": loop_workload, "transformer": transformer_workload,
+                                 "transformer_gpu": transformer_gpu_workload}[name](torch)
     profiler = None
     if use_torch_profiler:
         from torch.profiler import ProfilerActivity, profile
@@ -171,7 +197,7 @@ def drive(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=["loop", "transformer"], help="run one workload once")
+    p.add_argument("--workload", choices=["loop", "transformer", "transformer_gpu"], help="run one workload once")
     p.add_argument("--torch-profiler", action="store_true")
     p.add_argument("--build", default="build")
     p.add_argument("--rounds", type=int, default=5)
