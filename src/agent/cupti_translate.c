@@ -134,6 +134,18 @@ static int finish(struct cupti_translate *t, struct trace_chunk_builder *b,
     return CUPTI_TRANSLATED;
 }
 
+/* The fields every GPU operation record (kernel, copy, set) starts with (format.h). */
+static void put_gpu_op_header(struct trace_chunk_builder *b, uint32_t device, uint32_t context,
+                              uint32_t stream, uint32_t correlation, uint64_t start, uint64_t end)
+{
+    trace_put_u(b, device);
+    trace_put_u(b, context);
+    trace_put_u(b, stream);
+    trace_put_u(b, correlation);
+    trace_put_ts(b, start);
+    trace_put_ts(b, end);
+}
+
 static unsigned kernel_launch_type(const CUpti_ActivityKernel10 *k)
 {
     if (k->launchType == CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE)
@@ -152,12 +164,8 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
         return CUPTI_REJECTED;
     uint64_t name_id = kernel_name_id(t, k->name);
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_KERNEL);
-    trace_put_u(b, k->deviceId);
-    trace_put_u(b, k->contextId);
-    trace_put_u(b, k->streamId);
-    trace_put_u(b, k->correlationId);
-    trace_put_ts(b, k->start);
-    trace_put_ts(b, k->end);
+    put_gpu_op_header(b, k->deviceId, k->contextId, k->streamId, k->correlationId,
+                      k->start, k->end);
     trace_put_u(b, name_id);
     trace_put_u(b, 0); /* demangled name: left to the importer */
     trace_put_u(b, (uint32_t)k->gridX);
@@ -185,12 +193,8 @@ static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
-    trace_put_u(b, c->deviceId);
-    trace_put_u(b, c->contextId);
-    trace_put_u(b, c->streamId);
-    trace_put_u(b, c->correlationId);
-    trace_put_ts(b, c->start);
-    trace_put_ts(b, c->end);
+    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId,
+                      c->start, c->end);
     trace_put_u(b, c->copyKind);
     trace_put_u(b, c->bytes);
     trace_put_u(b, c->srcKind);
@@ -208,12 +212,8 @@ static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
-    trace_put_u(b, c->deviceId);
-    trace_put_u(b, c->contextId);
-    trace_put_u(b, c->streamId);
-    trace_put_u(b, c->correlationId);
-    trace_put_ts(b, c->start);
-    trace_put_ts(b, c->end);
+    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId,
+                      c->start, c->end);
     trace_put_u(b, c->copyKind);
     trace_put_u(b, c->bytes);
     trace_put_u(b, c->srcKind);
@@ -231,12 +231,8 @@ static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, s->start, s->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMSET);
-    trace_put_u(b, s->deviceId);
-    trace_put_u(b, s->contextId);
-    trace_put_u(b, s->streamId);
-    trace_put_u(b, s->correlationId);
-    trace_put_ts(b, s->start);
-    trace_put_ts(b, s->end);
+    put_gpu_op_header(b, s->deviceId, s->contextId, s->streamId, s->correlationId,
+                      s->start, s->end);
     trace_put_u(b, s->bytes);
     trace_put_u(b, s->value);
     trace_put_u(b, s->memoryKind);

@@ -114,6 +114,20 @@ static void get_u_array(struct trace_fields *fields, int64_t *out, int n)
         out[i] = (int64_t)trace_get_u(fields);
 }
 
+/* Binds columns 1-7 shared by kernels, memcpys and memsets (process, device, context, stream,
+ * correlation, start, end) from the record's leading fields (format.h). */
+static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, struct trace_fields *in)
+{
+    int64_t ids[4];
+    get_u_array(in, ids, 4);
+    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
+    sqlite3_bind_int64(s, 1, import_process(f));
+    for (int i = 0; i < 4; i++)
+        sqlite3_bind_int64(s, 2 + i, ids[i]);
+    sqlite3_bind_int64(s, 6, (int64_t)start);
+    sqlite3_bind_int64(s, 7, (int64_t)end);
+}
+
 /* ---- one function per record type ------------------------------------------------------ */
 
 static int import_kernel(struct import_file *f, struct trace_fields *in)
@@ -127,18 +141,11 @@ static int import_kernel(struct import_file *f, struct trace_fields *in)
         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -1;
-    int64_t ids[4];
-    get_u_array(in, ids, 4);
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
+    bind_gpu_op_header(f, s, in);
     int64_t name = import_string(f, trace_get_u(in));
     int64_t demangled = import_string(f, trace_get_u(in));
     int64_t rest[16];
     get_u_array(in, rest, 16);
-    sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < 4; i++)
-        sqlite3_bind_int64(s, 2 + i, ids[i]);
-    sqlite3_bind_int64(s, 6, (int64_t)start);
-    sqlite3_bind_int64(s, 7, (int64_t)end);
     bind_nonzero(s, 8, name);
     bind_nonzero(s, 9, demangled);
     for (int i = 0; i < 14; i++) /* grid, block, cluster, registers .. launch type */
@@ -157,16 +164,9 @@ static int import_memcpy(struct import_file *f, struct trace_fields *in)
         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -1;
-    int64_t ids[4];
-    get_u_array(in, ids, 4);
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
+    bind_gpu_op_header(f, s, in);
     int64_t v[8];
     get_u_array(in, v, 8);
-    sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < 4; i++)
-        sqlite3_bind_int64(s, 2 + i, ids[i]);
-    sqlite3_bind_int64(s, 6, (int64_t)start);
-    sqlite3_bind_int64(s, 7, (int64_t)end);
     bind_text_or_null(s, 8, NAME_OF(copy_kind_names, (uint64_t)v[0]));
     sqlite3_bind_int64(s, 9, v[1]);
     bind_text_or_null(s, 10, NAME_OF(mem_kind_names, (uint64_t)v[2]));
@@ -186,16 +186,9 @@ static int import_memset(struct import_file *f, struct trace_fields *in)
         " bytes, value, mem_kind, is_async, graph_node_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -1;
-    int64_t ids[4];
-    get_u_array(in, ids, 4);
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
+    bind_gpu_op_header(f, s, in);
     int64_t v[5];
     get_u_array(in, v, 5);
-    sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < 4; i++)
-        sqlite3_bind_int64(s, 2 + i, ids[i]);
-    sqlite3_bind_int64(s, 6, (int64_t)start);
-    sqlite3_bind_int64(s, 7, (int64_t)end);
     sqlite3_bind_int64(s, 8, v[0]);
     sqlite3_bind_int64(s, 9, v[1]);
     bind_text_or_null(s, 10, NAME_OF(mem_kind_names, (uint64_t)v[2]));
