@@ -16,10 +16,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from alternate import alternate_rounds
 
 # Iterations: warm-up, then BLOCKS timed blocks; a run reports its median block, so a
 # hiccup inside one run (a page fault storm, a frequency change) does not move its figure.
@@ -150,17 +151,6 @@ def mode_commands(build, nsys, tmp, variants, torch_profiler):
     return modes
 
 
-def timed_run(cmd, cpus):
-    # Every mode on the same CPUs, so where the scheduler puts a run does not decide its figure.
-    if cpus:
-        cmd = ["taskset", "-c", cpus] + cmd
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    for line in run.stdout.splitlines():
-        if line.startswith("per_iter_us="):
-            return float(line.split("=", 1)[1]), run
-    return None, run
-
-
 def drive(args):
     nsys = find_nsys(args.nsys)
     print(f"nsys: {nsys or 'not found'}", flush=True)
@@ -169,18 +159,7 @@ def drive(args):
         modes = mode_commands(args.build, nsys if not args.no_nsys else None, tmp, args.variant,
                               not args.no_torch_profiler)
         for workload in args.workloads:
-            samples = {m: [] for m in modes}
-            for r in range(args.rounds):
-                # Alternate the order each round so drift (clocks, caches) hits every mode alike.
-                order = list(modes) if r % 2 == 0 else list(reversed(modes))
-                for mode in order:
-                    value, run = timed_run(modes[mode](workload, r), args.cpus)
-                    if value is None:
-                        print(f"{workload}/{mode}: no timing (exit {run.returncode}):\n{run.stderr[-2000:]}",
-                              flush=True)
-                        continue
-                    samples[mode].append(value)
-                    print(f"{workload} round {r} {mode}: {value:.3f} us/iter", flush=True)
+            samples = alternate_rounds(modes, workload, args.rounds, args.cpus)
             base = statistics.median(samples["baseline"]) if samples["baseline"] else None
             results[workload] = {}
             for mode, values in samples.items():

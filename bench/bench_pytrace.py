@@ -16,10 +16,11 @@ import ctypes
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from alternate import alternate_rounds
 
 WARMUP, BLOCK, BLOCKS = 3000, 3000, 9
 LAUNCHES_PER_ITER = 2
@@ -112,32 +113,12 @@ def commands(build, tmp):
             "backtrace": profiled(["--python-backtrace"])}
 
 
-def timed_run(cmd, cpus):
-    if cpus:
-        cmd = ["taskset", "-c", cpus] + cmd
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    for line in run.stdout.splitlines():
-        if line.startswith("per_iter_us="):
-            return float(line.split("=", 1)[1]), run
-    return None, run
-
-
 def drive(args):
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         modes = commands(args.build, tmp)
         for workload in args.workloads:
-            samples = {m: [] for m in modes}
-            for r in range(args.rounds):
-                order = list(modes) if r % 2 == 0 else list(reversed(modes))
-                for mode in order:
-                    value, run = timed_run(modes[mode](workload, r), args.cpus)
-                    if value is None:
-                        print(f"{workload}/{mode}: no timing (exit {run.returncode}):\n"
-                              f"{run.stderr[-2000:]}", flush=True)
-                        continue
-                    samples[mode].append(value)
-                    print(f"{workload} round {r} {mode}: {value:.3f} us/iter", flush=True)
+            samples = alternate_rounds(modes, workload, args.rounds, args.cpus)
             medians = {m: statistics.median(v) for m, v in samples.items() if v}
             results[workload] = {m: {"median_us": medians[m], "samples": samples[m]}
                                  for m in medians}
