@@ -17,13 +17,17 @@ def timed_run(cmd, cpus):
 
 
 def alternate_rounds(modes, workload, rounds, cpus):
-    """modes: {name: f(workload, round) -> command}. Returns {name: [µs per iteration, ...]};
-    a run that prints no timing is reported with its stderr and left out."""
+    """modes: {name: f(workload, round) -> command, or None where the mode does not apply}.
+    Returns {name: [µs per iteration, ...]}; a run that prints no timing is reported with its
+    stderr and left out."""
     samples = {m: [] for m in modes}
     for r in range(rounds):
         order = list(modes) if r % 2 == 0 else list(reversed(modes))
         for mode in order:
-            value, run = timed_run(modes[mode](workload, r), cpus)
+            cmd = modes[mode](workload, r)
+            if cmd is None:
+                continue
+            value, run = timed_run(cmd, cpus)
             if value is None:
                 print(f"{workload}/{mode}: no timing (exit {run.returncode}):\n"
                       f"{run.stderr[-2000:]}", flush=True)

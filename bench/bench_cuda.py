@@ -8,7 +8,8 @@ steady-state iterations itself and the medians' ratios to the baseline are repor
   python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler]   (one run)
 
 Workloads: "loop", launch-bound (two tiny elementwise kernels and one NVTX range per
-iteration); "transformer", one training step of a small transformer encoder (d_model 256: also
+iteration); "cuda_loop", the same in CUDA C (bench/cuda_launch: no framework, so what a tracer
+adds per launch stands out); "transformer", one training step of a small transformer encoder (d_model 256: also
 launch-bound); "transformer_gpu", one step of a larger one that keeps the GPU busy."""
 import argparse
 import glob
@@ -90,7 +91,12 @@ def transformer_gpu_workload(torch):
     return iterations, STEP_WARMUP, STEP_BLOCK
 
 
-def run_one(name, use_torch_profiler):
+def run_one(name, use_torch_profiler, build):
+    if name == "cuda_loop":
+        if use_torch_profiler:
+            sys.exit("cuda_loop: no torch.profiler for a CUDA C program")
+        binary = os.path.join(build, "bin", "cuda_launch")
+        os.execv(binary, [binary])
     import torch
     iterations, warmup, block = {"loop": loop_workload, "transformer": transformer_workload,
                                  "transformer_gpu": transformer_gpu_workload}[name](torch)
@@ -130,7 +136,7 @@ def find_nsys(explicit):
 
 
 def mode_commands(build, nsys, tmp, variants, torch_profiler):
-    me = [sys.executable, os.path.abspath(__file__)]
+    me = [sys.executable, os.path.abspath(__file__), "--build", os.path.abspath(build)]
     lantern = os.path.join(build, "bin", "lantern")
     modes = {
         "baseline": lambda w, r: me + ["--workload", w],
@@ -138,7 +144,8 @@ def mode_commands(build, nsys, tmp, variants, torch_profiler):
                                  os.path.join(tmp, f"{w}-{r}.db"), "--"] + me + ["--workload", w],
     }
     if torch_profiler:
-        modes["torch.profiler"] = lambda w, r: me + ["--workload", w, "--torch-profiler"]
+        modes["torch.profiler"] = lambda w, r: (None if w == "cuda_loop" else
+                                                me + ["--workload", w, "--torch-profiler"])
     for spec in variants:
         # "name|trace|VAR=value;VAR=value": lantern with another -t list or environment
         name, trace, env = (spec.split("|") + ["", ""])[:3]
@@ -176,7 +183,7 @@ def drive(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=["loop", "transformer", "transformer_gpu"], help="run one workload once")
+    p.add_argument("--workload", choices=["loop", "cuda_loop", "transformer", "transformer_gpu"], help="run one workload once")
     p.add_argument("--torch-profiler", action="store_true")
     p.add_argument("--build", default="build")
     p.add_argument("--rounds", type=int, default=5)
@@ -190,7 +197,7 @@ def main():
     p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")
     args = p.parse_args()
     if args.workload:
-        run_one(args.workload, args.torch_profiler)
+        run_one(args.workload, args.torch_profiler, args.build)
     else:
         drive(args)
 

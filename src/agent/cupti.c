@@ -369,8 +369,11 @@ static int cupti_start(void)
         rc = cupti.api.activity_register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
     if (rc == CUPTI_SUCCESS)
         rc = cupti_enable_kinds(kinds);
+    /* --cuda-api=none: no API records, CUPTI's costliest part in launch-bound programs
+     * (docs/benchmarks.md); GPU work then has no launching call to attribute it by. */
+    int no_apis = api_mode && strcmp(api_mode, "none") == 0;
     if (rc != CUPTI_SUCCESS ||
-        (cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
+        (!no_apis && cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
         agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
                    cupti_error(rc));
         return -1;

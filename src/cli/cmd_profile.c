@@ -52,6 +52,9 @@ static void print_help(void)
            "                      use over time (off by default, as in nsys: it costs time)\n"
            "      --cuda-api=all  record every CUDA API call (default: GPU work, copies, syncs,\n"
            "                      allocations, streams, events, graphs; not queries)\n"
+           "      --cuda-api=none record no CUDA API call: GPU work only, at about half the\n"
+           "                      cost in launch-bound programs, but kernels are then not\n"
+           "                      attributed to NVTX ranges or launching calls\n"
            "      --python-backtrace  with -t cuda: record who launched each kernel (Python\n"
            "                      file:line:function, library frames folded; native code:\n"
            "                      the caller's symbol), shown by 'lantern kernels -c trace';\n"
@@ -168,8 +171,8 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         }
         case OPT_CUDA_API:
             o->cuda_api = optarg;
-            if (strcmp(optarg, "default") && strcmp(optarg, "all"))
-                return cli_usage_error("profile", "--cuda-api is default or all");
+            if (strcmp(optarg, "default") && strcmp(optarg, "all") && strcmp(optarg, "none"))
+                return cli_usage_error("profile", "--cuda-api is default, all or none");
             break;
         case OPT_CUDA_MEMORY_USAGE:
             if (strcmp(optarg, "true") && strcmp(optarg, "false"))
@@ -204,6 +207,9 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
                                o->trace);
     if (o->python_backtrace && !trace_has(o->trace, "cuda"))
         return cli_usage_error("profile", "--python-backtrace needs -t cuda");
+    if (o->python_backtrace && o->cuda_api && strcmp(o->cuda_api, "none") == 0)
+        return cli_usage_error("profile", "--python-backtrace needs the launch calls: not "
+                                          "with --cuda-api=none");
     if (optind >= argc)
         return cli_usage_error("profile", "missing the command to run");
     o->command = argv + optind;

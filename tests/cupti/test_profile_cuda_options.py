@@ -36,8 +36,13 @@ env = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line
 assert "LANTERN_CAPTURE" not in env and "LANTERN_CAPTURE_FROM_NS" not in env, env
 assert "LANTERN_CUDA_MEMORY" not in env, env  # allocations are opt-in, as in nsys
 
+run = profile("-t", "cuda", "--cuda-api=none", "--", "env")
+assert run.returncode == 0, run.stderr
+assert "LANTERN_CUDA_API=none" in run.stdout.splitlines(), run.stdout
+
 for bad in (["--capture-range=nvtx:"], ["--capture-range=sometimes"], ["--delay", "-1"],
-            ["--duration", "soon"], ["--cuda-api=some"], ["--cuda-memory-usage=yes"]):
+            ["--duration", "soon"], ["--cuda-api=some"], ["--cuda-memory-usage=yes"],
+            ["-t", "cuda", "--cuda-api=none", "--python-backtrace"]):
     run = profile(*bad, "--", "true")
     assert run.returncode == 2, (bad, run.returncode)
     assert run.stderr.startswith("lantern: "), run.stderr

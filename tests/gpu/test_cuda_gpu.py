@@ -167,6 +167,20 @@ def check_capture_ranges(c, build, workload, tmp):
         c.expect(copies == 0, f"{option}: no copies (all outside), saw {copies}")
 
 
+def check_no_api(c, build, workload, tmp):
+    """--cuda-api=none still records all the GPU work, with the same timings, and no call."""
+    db, expected = run_workload(build, workload, tmp, ["--cuda-api=none"], name="no_api")
+    k = kernels_by_name(db)
+    got = {name: len(rows) for name, rows in k.items()}
+    want = {"add_one": 5, "scale_3d": 3, "spin": 5, "prefill": 5}
+    c.expect(got == want, f"--cuda-api=none: kernels {got}, want {want}")
+    copies = db.execute("SELECT count(*) FROM memcpys").fetchone()[0]
+    c.expect(copies == 4, f"--cuda-api=none: 4 copies, saw {copies}")
+    calls = db.execute("SELECT count(*) FROM cuda_api").fetchone()[0]
+    c.expect(calls == 0, f"--cuda-api=none: no API calls, saw {calls}")
+    check_durations(c, k, expected)
+
+
 def main():
     reason = gpu_missing_reason()
     if reason:
@@ -185,6 +199,7 @@ def main():
         check_attribution(c, db, k)
         check_devices(c, db)
         check_capture_ranges(c, build, workload, tmp)
+        check_no_api(c, build, workload, tmp)
         for table in ("kernels", "memcpys", "memsets", "cuda_api", "cuda_syncs", "cuda_memory",
                       "cuda_streams", "cupti_overhead"):
             print(table, db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
