@@ -243,11 +243,14 @@ static int cupti_enable_apis(int all_apis)
     return rc == CUPTI_SUCCESS ? 0 : -1;
 }
 
-/* LANTERN_CUDA_KINDS picks what is recorded (default: all but "memory"); devices, contexts
- * and streams always are, since every other record refers to them. Allocations and frees
- * (MEMORY2) come only with LANTERN_CUDA_MEMORY=1 (lantern profile --cuda-memory-usage=true)
- * or when listed: like nsys's --cuda-memory-usage, off by default for its cost (without it
- * the launch-bound loop of bench/bench_cuda.py measured x1.26 against x1.40, run 11). */
+/* LANTERN_CUDA_KINDS picks what is recorded (default: all but "memory" and "sync"); devices,
+ * contexts and streams always are, since every other record refers to them. Allocations and
+ * frees (MEMORY2) come only with LANTERN_CUDA_MEMORY=1 (lantern profile
+ * --cuda-memory-usage=true) or when listed: like nsys's --cuda-memory-usage, off by default
+ * for their cost. CUPTI's SYNCHRONIZATION records come only when listed: they alone cost
+ * x1.2 in bench_cuda.py's launch-bound PyTorch loop (docs/benchmarks.md, run 21), and the
+ * importer derives the waits from the synchronizing API calls instead (without their
+ * stream and event ids). */
 struct cupti_kind_group {
     const char *name;
     CUpti_ActivityKind kinds[2];
@@ -282,7 +285,7 @@ static int cupti_group_wanted(const char *list, const char *name)
         const char *memory = getenv("LANTERN_CUDA_MEMORY");
         return memory && strcmp(memory, "1") == 0;
     }
-    return 1;
+    return strcmp(name, "sync") != 0;
 }
 
 static CUptiResult cupti_enable_kinds(const char *list)

@@ -38,7 +38,7 @@ static const char *fake_api_name(void *ctx, int driver, uint32_t cbid)
 {
     (void)ctx;
     if (driver)
-        return cbid == 307 ? "cuLaunchKernel" : NULL;
+        return cbid == 307 ? "cuLaunchKernel" : cbid == 252 ? "cuStreamSynchronize" : NULL;
     switch (cbid) {
     case 211:
         return "cudaLaunchKernel_v7000";
@@ -50,6 +50,10 @@ static const char *fake_api_name(void *ctx, int driver, uint32_t cbid)
         return "cudaGetDevice_v3020";
     case 131:
         return "cudaStreamSynchronize_v3020";
+    case 147:
+        return "cudaStreamWaitEvent_v3020";
+    case 165:
+        return "cudaDeviceSynchronize_v3020";
     case 171:
         return "cudaProfilerStart_v4000";
     case 172:
@@ -449,6 +453,34 @@ static void memsets_syncs_and_memory_become_rows(void)
               1);
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_memory WHERE op = 'free' AND ts_ns = 4000"),
               1);
+    sqlite3_close(db);
+}
+
+static void waits_come_from_the_synchronizing_calls_without_sync_records(void)
+{
+    begin(0);
+    CUpti_ActivityAPI calls[] = {
+        api(0, 131, 30, 1000, 1900), /* cudaStreamSynchronize */
+        api(1, 252, 30, 1010, 1890), /* cuStreamSynchronize inside it: no second wait */
+        api(0, 147, 31, 2000, 2005), /* cudaStreamWaitEvent */
+        api(0, 165, 32, 3000, 3500), /* cudaDeviceSynchronize */
+        api(1, 252, 33, 4000, 4100), /* cuStreamSynchronize called directly */
+        api(0, 211, 34, 5000, 5010), /* cudaLaunchKernel: not a wait */
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        ASSERT_EQ(translate(&calls[i]), CUPTI_TRANSLATED);
+    sqlite3 *db = import_chunk();
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_syncs"), 4);
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_syncs WHERE sync_kind = 'stream' AND"
+                            " correlation_id = 30 AND start_ns = 1000 AND end_ns = 1900"
+                            " AND stream IS NULL AND event IS NULL"),
+              1);
+    ASSERT_STR_EQ(query_text(db, "SELECT group_concat(sync_kind || ':' || correlation_id, ' ') FROM"
+                             " (SELECT * FROM cuda_syncs ORDER BY start_ns)"),
+              "stream:30 stream_wait_event:31 context:32 stream:33");
+    ASSERT_EQ(query_int(db, "SELECT t.tid FROM cuda_syncs s JOIN threads t ON t.id = s.thread_id"
+                            " WHERE s.correlation_id = 32"),
+              4242);
     sqlite3_close(db);
 }
 
@@ -858,6 +890,8 @@ static const struct test_case tests[] = {
     {"memcpys_keep_kinds_pageable_versus_pinned", memcpys_keep_kinds_pageable_versus_pinned},
     {"memsets_syncs_and_memory_become_rows", memsets_syncs_and_memory_become_rows},
     {"api_calls_follow_the_allow_list", api_calls_follow_the_allow_list},
+    {"waits_come_from_the_synchronizing_calls_without_sync_records",
+     waits_come_from_the_synchronizing_calls_without_sync_records},
     {"allow_list_keeps_gpu_work_and_drops_queries", allow_list_keeps_gpu_work_and_drops_queries},
     {"gpu_work_is_attributed_to_the_innermost_nvtx_range",
      gpu_work_is_attributed_to_the_innermost_nvtx_range},
