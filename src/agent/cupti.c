@@ -248,7 +248,7 @@ static int cupti_enable_apis(int all_apis)
  * frees (MEMORY2) come only with LANTERN_CUDA_MEMORY=1 (lantern profile
  * --cuda-memory-usage=true) or when listed: like nsys's --cuda-memory-usage, off by default
  * for their cost. CUPTI's SYNCHRONIZATION records come only when listed: they alone cost
- * x1.2 in bench_cuda.py's launch-bound PyTorch loop (docs/benchmarks.md, run 21), and the
+ * x1.2 in bench_cuda.py's launch-bound PyTorch loop (docs/benchmarks.md, runs 21-22), and the
  * importer derives the waits from the synchronizing API calls instead (without their
  * stream and event ids). */
 struct cupti_kind_group {
