@@ -275,16 +275,24 @@ static int cupti_list_has(const char *list, const char *name)
     return 0;
 }
 
+static int cupti_env_is(const char *variable, const char *value)
+{
+    const char *set = getenv(variable);
+    return set && strcmp(set, value) == 0;
+}
+
+/* LANTERN_CUDA_API=none (lantern profile --cuda-api=none) turns "api" off whatever the list
+ * says: GPU work then has no launching call to attribute it by. */
 static int cupti_group_wanted(const char *list, const char *name)
 {
     if (strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
         return 1;
+    if (strcmp(name, "api") == 0 && cupti_env_is("LANTERN_CUDA_API", "none"))
+        return 0;
     if (list && *list)
         return cupti_list_has(list, name);
-    if (strcmp(name, "memory") == 0) {
-        const char *memory = getenv("LANTERN_CUDA_MEMORY");
-        return memory && strcmp(memory, "1") == 0;
-    }
+    if (strcmp(name, "memory") == 0)
+        return cupti_env_is("LANTERN_CUDA_MEMORY", "1");
     return strcmp(name, "sync") != 0;
 }
 
@@ -355,8 +363,7 @@ static int cupti_start(void)
         return -1;
     }
     cupti_find_helpers();
-    const char *api_mode = getenv("LANTERN_CUDA_API");
-    int all_apis = api_mode && strcmp(api_mode, "all") == 0;
+    int all_apis = cupti_env_is("LANTERN_CUDA_API", "all");
     struct cupti_translate_hooks hooks = {
         .intern = cupti_hook_intern,
         .api_name = cupti_hook_api_name,
@@ -372,11 +379,8 @@ static int cupti_start(void)
         rc = cupti.api.activity_register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
     if (rc == CUPTI_SUCCESS)
         rc = cupti_enable_kinds(kinds);
-    /* --cuda-api=none: no API records, CUPTI's costliest part in launch-bound programs
-     * (docs/benchmarks.md); GPU work then has no launching call to attribute it by. */
-    int no_apis = api_mode && strcmp(api_mode, "none") == 0;
     if (rc != CUPTI_SUCCESS ||
-        (!no_apis && cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
+        (cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
         agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
                    cupti_error(rc));
         return -1;

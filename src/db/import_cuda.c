@@ -688,17 +688,17 @@ static const char cuda_correlate_sql[] =
      * runtime call only where the driver call inside it shares its correlation; context,
      * stream and event unknown. */
     "INSERT INTO cuda_syncs(process_id, thread_id, sync_kind, correlation_id, start_ns, end_ns)"
-    "  SELECT a.process_id, a.thread_id, CASE"
+    "  SELECT * FROM (SELECT a.process_id, a.thread_id, CASE"
     "   WHEN s.value LIKE '%StreamWaitEvent%' THEN 'stream_wait_event'"
     "   WHEN s.value LIKE '%EventSynchronize%' THEN 'event'"
-    "   WHEN s.value LIKE '%StreamSynchronize%' THEN 'stream' ELSE 'context' END,"
+    "   WHEN s.value LIKE '%StreamSynchronize%' THEN 'stream'"
+    "   WHEN s.value LIKE 'cudaDeviceSynchronize%' OR s.value LIKE 'cuCtxSynchronize%'"
+    "    THEN 'context' END AS kind,"
     "   a.correlation_id, a.start_ns, a.end_ns FROM cuda_api a JOIN strings s ON s.id = a.name_id"
-    "  WHERE (s.value LIKE '%StreamWaitEvent%' OR s.value LIKE '%EventSynchronize%'"
-    "   OR s.value LIKE '%StreamSynchronize%' OR s.value LIKE 'cudaDeviceSynchronize%'"
-    "   OR s.value LIKE 'cuCtxSynchronize%')"
-    "  AND a.process_id NOT IN (SELECT process_id FROM cuda_syncs)"
+    "  WHERE a.process_id NOT IN (SELECT process_id FROM cuda_syncs)"
     "  AND NOT (a.api = 1 AND EXISTS (SELECT 1 FROM cuda_api r WHERE r.process_id ="
-    "   a.process_id AND r.correlation_id = a.correlation_id AND r.api = 0));\n"
+    "   a.process_id AND r.correlation_id = a.correlation_id AND r.api = 0)))"
+    "  WHERE kind IS NOT NULL;\n"
     /* The launching call: the runtime call when there is one (the driver call it makes
      * internally shares its correlation id), else the driver call. */
     "UPDATE kernels SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = "

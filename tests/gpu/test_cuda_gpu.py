@@ -127,8 +127,8 @@ def check_windows(c, db, k):
             c.expect(bool(following) and r[8] <= following[0][1],
                      f"kernel {r[12]} ends {r[8]} before the next sync ends")
     waits = db.execute("SELECT start_ns, end_ns FROM cuda_syncs ORDER BY start_ns").fetchall()
-    runtime_syncs = [s for s in syncs if s in set(db.execute(
-        "SELECT start_ns, end_ns FROM cuda_api WHERE api = 0").fetchall())]
+    runtime_calls = set(db.execute("SELECT start_ns, end_ns FROM cuda_api WHERE api = 0").fetchall())
+    runtime_syncs = [s for s in syncs if s in runtime_calls]
     c.expect(bool(waits) and waits == runtime_syncs,
              f"one wait per runtime synchronize call: {len(waits)} waits, {len(runtime_syncs)} calls")
 
