@@ -42,11 +42,6 @@ static int agent_source_enabled(const struct agent_source *s)
     for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++)  \
         if (agent_source_enabled(s))
 
-uint64_t agent_now(void)
-{
-    return clock_mono_ns();
-}
-
 void agent_warn(const char *fmt, ...)
 {
     char line[512] = "lantern: ";
@@ -63,8 +58,7 @@ void agent_warn(const char *fmt, ...)
     (void)ignored;
 }
 
-/* Is `name` in the comma-separated list? */
-static int agent_list_has(const char *list, const char *name)
+int agent_list_has(const char *list, const char *name)
 {
     size_t len = strlen(name);
     for (const char *p = list; p && *p;) {

@@ -1,5 +1,5 @@
 /* The agent's process-wide services shared by its source modules (nvtx.c, cupti*.c): init
- * state machine, CLOCK_MONOTONIC time, the one-line warning, and the table of event
+ * state machine, the one-line warning, the comma-list test, and the table of event
  * sources that the agent starts, forks and stops. */
 #ifndef LANTERN_AGENT_AGENT_H
 #define LANTERN_AGENT_AGENT_H
@@ -12,7 +12,8 @@
  * starting, -1 when inert. */
 int agent_init(uint32_t loaded_for);
 
-uint64_t agent_now(void); /* CLOCK_MONOTONIC ns */
+/* Is `name` an item of the comma-separated list? */
+int agent_list_has(const char *list, const char *name);
 void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* An event source. The agent calls init after the trace file is open when the source is

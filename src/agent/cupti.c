@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/clock.h"
 #include "agent/cupti_loader.h"
 #include "agent/cupti_translate.h"
 #include "agent/pytrace.h"
@@ -108,15 +109,6 @@ static void cupti_buffer_release(uint8_t *buffer)
             __atomic_fetch_and(&cupti.buffers_busy, ~(1u << i), __ATOMIC_ACQ_REL);
 }
 
-static void cupti_put_dropped(struct trace_chunk_builder *b, uint64_t count)
-{
-    writer_reserve_locked(64);
-    struct trace_record_mark m = trace_record_begin(b, TRACE_DROPPED);
-    trace_put_u(b, 0); /* process-wide: CUPTI does not say whose records they were */
-    trace_put_u(b, count);
-    trace_record_end(b, m);
-}
-
 static void cupti_translate_buffer(struct trace_chunk_builder *b, uint8_t *buffer, size_t valid)
 {
     CUpti_Activity *record = NULL;
@@ -132,7 +124,7 @@ static void cupti_translate_buffer(struct trace_chunk_builder *b, uint8_t *buffe
         writer_reserve_locked(64) == 0)
         cupti_translate_flush_rejected(&cupti.translate, b);
     if (lost)
-        cupti_put_dropped(b, lost);
+        writer_put_dropped(0, lost); /* CUPTI does not say whose */
 }
 
 static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer,
@@ -146,7 +138,7 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
         if (cupti.api.activity_get_num_dropped_records(context, stream, &dropped) ==
                 CUPTI_SUCCESS &&
             dropped) {
-            cupti_put_dropped(b, dropped);
+            writer_put_dropped(0, dropped);
         }
         writer_unlock();
     }
@@ -155,7 +147,7 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
 
 static uint64_t CUPTIAPI cupti_timestamp(void)
 {
-    return agent_now();
+    return clock_mono_ns();
 }
 
 /* ---- stream and context handles ------------------------------------------------------ */
@@ -266,15 +258,6 @@ static const struct cupti_kind_group cupti_kind_groups[] = {
     {"stream", {CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_INVALID}},
 };
 
-static int cupti_list_has(const char *list, const char *name)
-{
-    size_t len = strlen(name);
-    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == 0))
-            return 1;
-    return 0;
-}
-
 static int cupti_env_is(const char *variable, const char *value)
 {
     const char *set = getenv(variable);
@@ -290,7 +273,7 @@ static int cupti_group_wanted(const char *list, const char *name)
     if (strcmp(name, "api") == 0 && cupti_env_is("LANTERN_CUDA_API", "none"))
         return 0;
     if (list && *list)
-        return cupti_list_has(list, name);
+        return agent_list_has(list, name);
     if (strcmp(name, "memory") == 0)
         return cupti_env_is("LANTERN_CUDA_MEMORY", "1");
     return strcmp(name, "sync") != 0;

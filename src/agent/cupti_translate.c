@@ -121,16 +121,13 @@ static int bad_times(struct cupti_translate *t, uint64_t start, uint64_t end)
     if (start && end && end >= start)
         return 0;
     t->rejected++;
-    t->rejected_total++;
     return 1;
 }
 
-static int finish(struct cupti_translate *t, struct trace_chunk_builder *b,
-                  struct trace_record_mark m)
+static int finish(struct trace_chunk_builder *b, struct trace_record_mark m)
 {
     if (trace_record_end(b, m) < 0)
         return CUPTI_NO_ROOM;
-    t->translated_total++;
     return CUPTI_TRANSLATED;
 }
 
@@ -184,7 +181,7 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, kernel_launch_type(k));
     trace_put_u(b, k->graphId);
     trace_put_u(b, k->graphNodeId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -203,7 +200,7 @@ static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, c->deviceId); /* a copy within one device: source and destination */
     trace_put_u(b, c->deviceId);
     trace_put_u(b, c->graphNodeId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -222,7 +219,7 @@ static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder
     trace_put_u(b, c->srcDeviceId);
     trace_put_u(b, c->dstDeviceId);
     trace_put_u(b, c->graphNodeId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -238,17 +235,15 @@ static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, s->memoryKind);
     trace_put_u(b, (s->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0);
     trace_put_u(b, s->graphNodeId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_api(struct cupti_translate *t, struct trace_chunk_builder *b,
                    const CUpti_ActivityAPI *a, int driver)
 {
     uint64_t name_id;
-    if (!api_lookup(t, driver, a->cbid, &name_id)) {
-        t->filtered_total++;
+    if (!api_lookup(t, driver, a->cbid, &name_id))
         return CUPTI_SKIPPED;
-    }
     if (bad_times(t, a->start, a->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_API);
@@ -260,7 +255,7 @@ static int put_api(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_ts(b, a->end);
     trace_put_u(b, a->returnValue);
     trace_put_u(b, a->correlationId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_sync(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -277,17 +272,14 @@ static int put_sync(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, s->correlationId);
     trace_put_ts(b, s->start);
     trace_put_ts(b, s->end);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_memory(struct cupti_translate *t, struct trace_chunk_builder *b,
                       const CUpti_ActivityMemory4 *r)
 {
-    if (!r->timestamp) {
-        t->rejected++;
-        t->rejected_total++;
+    if (bad_times(t, r->timestamp, r->timestamp))
         return CUPTI_REJECTED;
-    }
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMORY);
     trace_put_u(b, r->memoryOperationType);
     trace_put_u(b, r->memoryKind);
@@ -298,7 +290,7 @@ static int put_memory(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, r->bytes);
     trace_put_ts(b, r->timestamp);
     trace_put_u(b, r->correlationId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 void cupti_format_uuid(const uint8_t u[16], char out[41])
@@ -353,20 +345,20 @@ static int put_device(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, d->maxRegistersPerBlock);
     trace_put_u(b, smem_optin ? smem_optin : d->maxSharedMemoryPerBlock);
     trace_put_u(b, d->globalMemoryBandwidth * 1000u); /* CUPTI gives kB/s */
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
-static int put_context(struct cupti_translate *t, struct trace_chunk_builder *b,
+static int put_context(struct trace_chunk_builder *b,
                        const CUpti_ActivityContext3 *c)
 {
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_CONTEXT);
     trace_put_u(b, c->contextId);
     trace_put_u(b, c->deviceId);
     trace_put_u(b, c->nullStreamId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
-static int put_stream(struct cupti_translate *t, struct trace_chunk_builder *b,
+static int put_stream(struct trace_chunk_builder *b,
                       const CUpti_ActivityStream *s)
 {
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_STREAM);
@@ -375,7 +367,7 @@ static int put_stream(struct cupti_translate *t, struct trace_chunk_builder *b,
     trace_put_u(b, s->priority);
     trace_put_u(b, s->flag);
     trace_put_u(b, s->correlationId);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 static int put_overhead(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -389,7 +381,7 @@ static int put_overhead(struct cupti_translate *t, struct trace_chunk_builder *b
     trace_put_u(b, os_tid);
     trace_put_ts(b, o->start);
     trace_put_ts(b, o->end);
-    return finish(t, b, m);
+    return finish(b, m);
 }
 
 int cupti_translate_record(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -416,9 +408,9 @@ int cupti_translate_record(struct cupti_translate *t, struct trace_chunk_builder
     case CUPTI_ACTIVITY_KIND_DEVICE:
         return put_device(t, b, (const CUpti_ActivityDevice5 *)r);
     case CUPTI_ACTIVITY_KIND_CONTEXT:
-        return put_context(t, b, (const CUpti_ActivityContext3 *)r);
+        return put_context(b, (const CUpti_ActivityContext3 *)r);
     case CUPTI_ACTIVITY_KIND_STREAM:
-        return put_stream(t, b, (const CUpti_ActivityStream *)r);
+        return put_stream(b, (const CUpti_ActivityStream *)r);
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
         return put_overhead(t, b, (const CUpti_ActivityOverhead3 *)r);
     default:

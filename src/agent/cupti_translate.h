@@ -44,8 +44,6 @@ struct cupti_translate {
     uint64_t api_name_id[2][CUPTI_API_CACHE_SIZE];
     uint8_t api_allowed[2][CUPTI_API_CACHE_SIZE];
     uint64_t rejected; /* bad timestamps, not yet reported */
-    uint64_t rejected_total;
-    uint64_t translated_total, filtered_total;
 };
 
 enum cupti_translate_result {

@@ -148,11 +148,6 @@ struct agent_thread *ring_thread_attach(uint64_t now_ticks)
     return t;
 }
 
-uint64_t ring_new_thread_index(void)
-{
-    return __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
-}
-
 /* Threads beyond the ring cap share one counter; an inert agent counts nothing, so that
  * its no-op calls never touch a shared cache line. */
 void ring_count_unregistered_drop(void)

@@ -194,8 +194,6 @@ void ring_discard(struct ring *r);
 void ring_for_each_thread(void (*fn)(struct agent_thread *, int exited, void *), void *ctx);
 /* Threads beyond AGENT_MAX_RINGS (no ring) count their drops here. */
 uint64_t ring_unregistered_drops(void);
-/* A thread index for a thread seen only by another source (CUPTI), from the same counter. */
-uint64_t ring_new_thread_index(void);
 
 /* In a fork child: the calling thread survives (new os tid, empty ring); all other threads'
  * state is freed. */

@@ -28,8 +28,7 @@
 #define WRITER_INTERN_MAX                                                                          \
     (1u << 20) /* distinct strings remembered per file; more are not deduplicated */
 #define WRITER_INTERN_BYTES_MAX                                                                    \
-    (64u << 20)                      /* ... and their bytes: the writer's memory stays bounded */
-#define WRITER_THREAD_MAP_SIZE 4096u /* os tid -> thread_idx for writer_thread_index */
+    (64u << 20) /* ... and their bytes: the writer's memory stays bounded */
 
 struct writer_string {
     uint64_t hash;
@@ -40,8 +39,7 @@ struct writer_string {
 
 static struct {
     pthread_mutex_t lock;
-    int open;     /* a file is open and records are accepted */
-    int finished; /* TRACE_PROCESS_END written: nothing more */
+    int open; /* a file is open and records are accepted; 0 once TRACE_PROCESS_END is out */
     int write_failed;
     int fd;
     uint32_t agent_flags;
@@ -58,10 +56,6 @@ static struct {
     uint64_t file_generation;
     char *scratch; /* wide -> UTF-8 conversions */
     size_t scratch_cap;
-    struct {
-        uint32_t tid;
-        uint64_t idx;
-    } thread_map[WRITER_THREAD_MAP_SIZE];
     uint64_t dropped_total;
     uint64_t unregistered_dropped_reported;
     pthread_t thread;
@@ -104,11 +98,6 @@ static int writer_write_all(const uint8_t *p, size_t len)
     return 0;
 }
 
-static uint64_t writer_now_ns(void)
-{
-    return clock_mono_ns();
-}
-
 int writer_flush_locked(void)
 {
     int rc = 0;
@@ -120,7 +109,7 @@ int writer_flush_locked(void)
             rc = -1;
         }
     }
-    writer.last_flush_ns = writer_now_ns();
+    writer.last_flush_ns = clock_mono_ns();
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, writer.last_flush_ns);
     return rc;
 }
@@ -392,7 +381,7 @@ static void writer_put_ring_record(struct agent_thread *t, const struct ring_rec
     trace_record_end(b, m);
 }
 
-static void writer_put_dropped(uint64_t thread_idx, uint64_t count)
+void writer_put_dropped(uint64_t thread_idx, uint64_t count)
 {
     writer_reserve_locked(32);
     struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_DROPPED);
@@ -412,33 +401,6 @@ static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t fir
     trace_record_end(&writer.chunk, m);
 }
 
-static void writer_map_thread(uint32_t tid, uint64_t idx)
-{
-    for (unsigned i = 0, j = tid % WRITER_THREAD_MAP_SIZE; i < WRITER_THREAD_MAP_SIZE;
-         i++, j = (j + 1) % WRITER_THREAD_MAP_SIZE) {
-        if (writer.thread_map[j].tid == tid || writer.thread_map[j].tid == 0) {
-            writer.thread_map[j].tid = tid;
-            writer.thread_map[j].idx = idx;
-            return;
-        }
-    }
-}
-
-uint64_t writer_thread_index(uint32_t os_tid)
-{
-    for (unsigned i = 0, j = os_tid % WRITER_THREAD_MAP_SIZE; i < WRITER_THREAD_MAP_SIZE;
-         i++, j = (j + 1) % WRITER_THREAD_MAP_SIZE) {
-        if (writer.thread_map[j].tid == os_tid)
-            return writer.thread_map[j].idx;
-        if (writer.thread_map[j].tid == 0)
-            break;
-    }
-    uint64_t idx = ring_new_thread_index();
-    writer_put_thread(idx, os_tid, writer_now_ns());
-    writer_map_thread(os_tid, idx);
-    return idx;
-}
-
 static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
 {
     (void)exited;
@@ -446,7 +408,6 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
     if (!t->announced) {
         writer_put_thread(t->thread_idx, t->os_tid,
                           clock_ticks_to_ns(&writer.calibration, t->first_ticks));
-        writer_map_thread(t->os_tid, t->thread_idx);
         t->announced = 1;
     }
     ring_consume(&t->ring, writer_put_ring_record, t, NULL);
@@ -503,7 +464,7 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&writer.lock);
         if (writer.open) {
             writer_drain_locked();
-            uint64_t now = writer_now_ns();
+            uint64_t now = clock_mono_ns();
             int due = now - writer.last_flush_ns >= WRITER_FLUSH_PERIOD_NS;
             if (!trace_chunk_empty(&writer.chunk) &&
                 (due || writer.chunk.len * 2 > writer.chunk_cap))
@@ -574,7 +535,7 @@ static void writer_put_process(uint64_t start_ns)
 /* Opens this process's file and writes its header and TRACE_PROCESS (lock held). */
 static int writer_open_file(void)
 {
-    uint64_t start_ns = writer_now_ns();
+    uint64_t start_ns = clock_mono_ns();
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%d-%llu.lrt", writer.session_dir, (int)getpid(),
              (unsigned long long)start_ns);
@@ -594,7 +555,6 @@ static int writer_open_file(void)
     }
     writer.dropped_total = 0;
     writer.unregistered_dropped_reported = ring_unregistered_drops();
-    memset(writer.thread_map, 0, sizeof(writer.thread_map));
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, start_ns);
     writer_put_process(start_ns);
     writer_flush_locked(); /* the process record reaches the disk even if we die now */
@@ -634,13 +594,13 @@ fail:
 static void writer_end(int clean)
 {
     pthread_mutex_lock(&writer.lock);
-    if (!writer.open || writer.finished)
+    if (!writer.open)
         goto out;
     __atomic_store_n(&writer_stop, 1, __ATOMIC_RELEASE);
     writer_drain_locked();
     writer_reserve_locked(48);
     struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_PROCESS_END);
-    trace_put_ts(&writer.chunk, writer_now_ns());
+    trace_put_ts(&writer.chunk, clock_mono_ns());
     trace_put_u(&writer.chunk, writer.dropped_total);
     trace_put_u(&writer.chunk, (uint64_t)clean);
     trace_record_end(&writer.chunk, m);
@@ -648,7 +608,6 @@ static void writer_end(int clean)
     close(writer.fd);
     writer.fd = -1;
     writer.open = 0;
-    writer.finished = 1;
 out:
     pthread_mutex_unlock(&writer.lock);
     __atomic_store_n(&writer_ended, 1, __ATOMIC_RELEASE);

@@ -22,8 +22,9 @@ int writer_flush_locked(void);
 int writer_reserve_locked(size_t bytes);
 uint64_t writer_intern(const char *s,
                        size_t len); /* string id, emits TRACE_STRING if new (lock held) */
-uint64_t
-writer_thread_index(uint32_t os_tid); /* thread_idx, emits TRACE_THREAD if new (lock held) */
+/* TRACE_DROPPED: count records of thread_idx (0: not one thread's) lost (lock held); they
+ * count in TRACE_PROCESS_END's total too. */
+void writer_put_dropped(uint64_t thread_idx, uint64_t count);
 
 /* A string registered once (nvtxDomainRegisterString) and named by its handle afterwards;
  * the writer caches its id per file so use costs no copy and no hashing. */
