@@ -29,7 +29,7 @@ static struct {
     struct cupti_api api;
     struct cupti_translate translate;
     uint8_t *buffers[CUPTI_BUFFER_COUNT];
-    uint32_t buffers_busy;    /* bit i: buffers[i] is with CUPTI */
+    uint32_t buffers_busy; /* bit i: buffers[i] is with CUPTI */
     CUpti_SubscriberHandle subscriber;
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);

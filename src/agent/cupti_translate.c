@@ -161,8 +161,8 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
         return CUPTI_REJECTED;
     uint64_t name_id = kernel_name_id(t, k->name);
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_KERNEL);
-    put_gpu_op_header(b, k->deviceId, k->contextId, k->streamId, k->correlationId,
-                      k->start, k->end);
+    put_gpu_op_header(b, k->deviceId, k->contextId, k->streamId, k->correlationId, k->start,
+                      k->end);
     trace_put_u(b, name_id);
     trace_put_u(b, 0); /* demangled name: left to the importer */
     trace_put_u(b, (uint32_t)k->gridX);
@@ -190,8 +190,8 @@ static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
-    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId,
-                      c->start, c->end);
+    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId, c->start,
+                      c->end);
     trace_put_u(b, c->copyKind);
     trace_put_u(b, c->bytes);
     trace_put_u(b, c->srcKind);
@@ -209,8 +209,8 @@ static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
-    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId,
-                      c->start, c->end);
+    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId, c->start,
+                      c->end);
     trace_put_u(b, c->copyKind);
     trace_put_u(b, c->bytes);
     trace_put_u(b, c->srcKind);
@@ -228,8 +228,8 @@ static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, s->start, s->end))
         return CUPTI_REJECTED;
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMSET);
-    put_gpu_op_header(b, s->deviceId, s->contextId, s->streamId, s->correlationId,
-                      s->start, s->end);
+    put_gpu_op_header(b, s->deviceId, s->contextId, s->streamId, s->correlationId, s->start,
+                      s->end);
     trace_put_u(b, s->bytes);
     trace_put_u(b, s->value);
     trace_put_u(b, s->memoryKind);
@@ -348,8 +348,7 @@ static int put_device(struct cupti_translate *t, struct trace_chunk_builder *b,
     return finish(b, m);
 }
 
-static int put_context(struct trace_chunk_builder *b,
-                       const CUpti_ActivityContext3 *c)
+static int put_context(struct trace_chunk_builder *b, const CUpti_ActivityContext3 *c)
 {
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_CONTEXT);
     trace_put_u(b, c->contextId);
@@ -358,8 +357,7 @@ static int put_context(struct trace_chunk_builder *b,
     return finish(b, m);
 }
 
-static int put_stream(struct trace_chunk_builder *b,
-                      const CUpti_ActivityStream *s)
+static int put_stream(struct trace_chunk_builder *b, const CUpti_ActivityStream *s)
 {
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_STREAM);
     trace_put_u(b, s->contextId);
