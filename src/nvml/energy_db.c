@@ -106,7 +106,7 @@ static void energy_sql_free(void *p)
     free(e);
 }
 
-enum energy_sql_result { RESULT_JOULES, RESULT_ERROR, RESULT_UPDATES };
+enum energy_sql_result { RESULT_JOULES, RESULT_ERROR };
 
 /* Shared by the per-GPU functions: sqlite3_user_data says which result is wanted. */
 static void gpu_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
@@ -124,10 +124,7 @@ static void gpu_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
         &g->track, (uint64_t)sqlite3_value_int64(argv[1]), (uint64_t)sqlite3_value_int64(argv[2]));
     if (r.flags & ENERGY_NO_DATA)
         return;
-    if (what == RESULT_UPDATES)
-        sqlite3_result_int64(ctx, (int64_t)r.updates);
-    else
-        sqlite3_result_double(ctx, (what == RESULT_JOULES ? r.mj : r.error_mj) / 1000);
+    sqlite3_result_double(ctx, (what == RESULT_JOULES ? r.mj : r.error_mj) / 1000);
 }
 
 static void gpu_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
@@ -137,10 +134,6 @@ static void gpu_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
 static void gpu_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
 {
     gpu_energy_fn(c, n, v, RESULT_ERROR);
-}
-static void gpu_updates_fn(sqlite3_context *c, int n, sqlite3_value **v)
-{
-    gpu_energy_fn(c, n, v, RESULT_UPDATES);
 }
 
 static void all_joules_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -173,8 +166,6 @@ int energy_db_register_sql(sqlite3 *db)
     if (sqlite3_create_function_v2(db, "lantern_gpu_energy_j", 3, flags, e, gpu_joules_fn, NULL,
                                    NULL, NULL) != SQLITE_OK ||
         sqlite3_create_function_v2(db, "lantern_gpu_energy_error_j", 3, flags, e, gpu_error_fn,
-                                   NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_create_function_v2(db, "lantern_gpu_energy_updates", 3, flags, e, gpu_updates_fn,
                                    NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_create_function_v2(db, "lantern_energy_j", 2, flags, e, all_joules_fn, NULL, NULL,
                                    energy_sql_free) != SQLITE_OK) {

@@ -23,7 +23,6 @@ void energy_db_free(struct energy_db_gpu *gpus, int count);
  * loaded once and freed when the connection closes):
  *   lantern_gpu_energy_j(gpu_id, start_ns, end_ns)   joules of that GPU, NULL if no samples
  *   lantern_gpu_energy_error_j(gpu_id, start_ns, end_ns)   its error bound
- *   lantern_gpu_energy_updates(gpu_id, start_ns, end_ns)   counter updates inside
  *   lantern_energy_j(start_ns, end_ns)               joules of all sampled GPUs together
  * so reports aggregate energy in SQL like any column. Returns the number of GPUs with samples
  * (0: the functions return NULL), or -1. */

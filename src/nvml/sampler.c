@@ -193,12 +193,12 @@ static void *power_loop(void *arg)
             next_state += SAMPLER_STATE_PERIOD_NS;
         for (unsigned int i = 0; i < s->gpu_count; i++)
             sample_power_once(s, &s->gpus[i], with_state);
+        pthread_mutex_lock(&s->lock); /* the energy threads append to the chunk too */
         if (now >= next_flush || s->chunk.len > SAMPLER_BUFFER_BYTES / 2) {
-            pthread_mutex_lock(&s->lock);
             flush_locked(s);
-            pthread_mutex_unlock(&s->lock);
             next_flush = now + SAMPLER_FLUSH_NS;
         }
+        pthread_mutex_unlock(&s->lock);
         next += s->period_ns;
         if (next < now) /* fell behind (a slow read): do not try to catch up */
             next = now;
