@@ -34,9 +34,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-/* The schema version this build reads (meta.schema_version, see docs/schema.md). */
-#define CLI_SCHEMA_VERSION 1
-
 int cli_open_db(const char *path, sqlite3 **out)
 {
     struct stat st;
@@ -57,9 +54,9 @@ int cli_open_db(const char *path, sqlite3 **out)
         goto fail;
     }
     int version = sqlite3_column_int(q, 0);
-    if (version != CLI_SCHEMA_VERSION) {
+    if (version != IMPORT_SCHEMA_VERSION) {
         cli_error("cannot open '%s': schema version %d, this lantern reads version %d", path,
-                  version, CLI_SCHEMA_VERSION);
+                  version, IMPORT_SCHEMA_VERSION);
         goto fail;
     }
     sqlite3_finalize(q);

@@ -7,6 +7,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
+#include "report/report.h"
+
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
@@ -31,8 +33,10 @@ int cli_open_db(const char *path, sqlite3 **db);
  * warnings and, for long imports, its progress. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
 int cli_import(const char *session_dir, const char *db_path, int force);
 
-/* Prints a report of the report table (src/report/reports.c) from a database file in
- * format "table", "csv" or "json". Returns a CLI_EXIT_* code (errors already printed). */
-int cli_print_report(const char *db_path, const char *report, const char *format, FILE *out);
+/* Prints report r of the report table (src/report/reports.c) from a database file, in format,
+ * with sort (report_ctx.sort, NULL: the report's default). Returns a CLI_EXIT_* code (errors
+ * already printed). */
+int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
+                     const char *sort, FILE *out);
 
 #endif

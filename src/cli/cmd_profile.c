@@ -558,7 +558,9 @@ int cmd_profile(int argc, char **argv)
         remove_session_dir(raw_dir);
     fprintf(stderr, "lantern: report written to %s\n", o.output);
     rc = status;
-    if (o.stats && cli_print_report(o.output, "nvtx_sum", "table", stdout) != CLI_EXIT_OK &&
+    if (o.stats &&
+        cli_print_report(o.output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, stdout) !=
+            CLI_EXIT_OK &&
         !status)
         rc = CLI_EXIT_ERROR;
 out:

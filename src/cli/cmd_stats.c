@@ -8,9 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* --sort, for the reports that offer more than one order (report_ctx.sort). */
-static const char *stats_sort;
-
 static void print_help(void)
 {
     printf("Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-o OUT]\n\n"
@@ -44,14 +41,10 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
     return fflush(ctx->out) == 0 ? 0 : -1;
 }
 
-int cli_print_report(const char *db_path, const char *report, const char *format, FILE *out)
+int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
+                     const char *sort, FILE *out)
 {
-    struct report_ctx ctx = {.out = out, .sort = stats_sort};
-    const struct report *r = report_find(report);
-    if (!r)
-        return cli_usage_error("stats", "unknown report '%s'", report);
-    if (table_parse_format(format, &ctx.format) < 0)
-        return cli_usage_error("stats", "unknown format '%s' (table, csv or json)", format);
+    struct report_ctx ctx = {.out = out, .format = format, .sort = sort};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     int rc = print_report(&ctx, r);
@@ -68,7 +61,7 @@ int cmd_stats(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"sort", required_argument, NULL, 'S'},   {NULL, 0, NULL, 0},
     };
-    const char *report = "nvtx_sum", *format = "table", *output = NULL;
+    const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":r:o:h", options, NULL)) != -1) {
@@ -83,7 +76,7 @@ int cmd_stats(int argc, char **argv)
             output = optarg;
             break;
         case 'S':
-            stats_sort = optarg;
+            sort = optarg; /* for the reports that offer more than one order */
             break;
         case 'h':
             print_help();
@@ -96,7 +89,8 @@ int cmd_stats(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("stats", "expected one database FILE");
-    if (!report_find(report))
+    const struct report *r = report_find(report);
+    if (!r)
         return cli_usage_error("stats", "unknown report '%s'", report);
     enum table_format parsed;
     if (table_parse_format(format, &parsed) < 0)
@@ -104,7 +98,7 @@ int cmd_stats(int argc, char **argv)
     FILE *out = stdout;
     if (output && !(out = fopen(output, "w")))
         return cli_error("cannot write '%s': %s", output, strerror(errno));
-    int rc = cli_print_report(argv[optind], report, format, out);
+    int rc = cli_print_report(argv[optind], r, parsed, sort, out);
     if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
         rc = cli_error("cannot write '%s': %s", output, strerror(errno));
     return rc;

@@ -1196,7 +1196,7 @@ static int write_meta(struct import_session *s)
     if (!s->end_ns)
         s->end_ns = (uint64_t)query_int(db, "SELECT max(end_ns) FROM processes");
     int rc = 0;
-    rc |= put_meta(db, "schema_version", NULL, 1, 1);
+    rc |= put_meta(db, "schema_version", NULL, IMPORT_SCHEMA_VERSION, 1);
     rc |= put_meta(db, "lantern_version", s->version && *s->version ? s->version : LANTERN_VERSION,
                    0, 0);
     rc |= put_meta(db, "command", s->command, 0, 0);

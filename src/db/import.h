@@ -10,6 +10,9 @@
 
 #include "trace/codec.h"
 
+/* The schema the importer writes (meta.schema_version, docs/schema.md), which the CLI reads. */
+#define IMPORT_SCHEMA_VERSION 1
+
 /* ---- the importer as a whole (used by the CLI) ----------------------------------------- */
 
 struct import_options {
@@ -73,7 +76,8 @@ void import_warn(struct import_file *f, const char *fmt, ...) __attribute__((for
  * and once after all files (correlation, attribution). Return 0 or a negative code. */
 int import_cuda_record(struct import_file *f, unsigned type, struct trace_fields *fields);
 int import_cuda_finish(sqlite3 *db);
-int import_cuda_resource_name(struct import_file *f, struct trace_fields *fields); /* TRACE_NAME_RESOURCE */
+int import_cuda_resource_name(struct import_file *f,
+                              struct trace_fields *fields); /* TRACE_NAME_RESOURCE */
 int import_nvml_record(struct import_file *f, unsigned type, struct trace_fields *fields);
 int import_nvml_finish(sqlite3 *db);
 
