@@ -682,7 +682,8 @@ static const char cuda_capture_sql[] =
 
 /* Correlation: the launching call of each piece of GPU work. */
 static const char cuda_correlate_sql[] =
-    "CREATE INDEX IF NOT EXISTS cuda_api_correlation ON cuda_api(process_id, correlation_id);\n"
+    /* the name src/db/indexes.sql uses: reports look calls up by correlation too */
+    "CREATE INDEX IF NOT EXISTS cuda_api_by_corr ON cuda_api(process_id, correlation_id);\n"
     /* Waits from the calls that wait, for a process recorded without CUPTI's
      * SYNCHRONIZATION records (the agent's default, for their cost): kind by name, the
      * runtime call only where the driver call inside it shares its correlation; context,
@@ -719,50 +720,57 @@ static const char cuda_correlate_sql[] =
     "  AND b.correlation_id = cuda_api.correlation_id);\n";
 
 /* After the NVTX sweep: attribution of GPU work, GPUs, streams. Each statement idempotent. */
+/* GPU work's NVTX range (its launching call's) and GPU (CUDA ordinal of the process ->
+ * gpus.id), in one pass over the table. */
+#define CUDA_FINISH_GPU_OP(table)                                                                  \
+    "UPDATE " table " SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = " table   \
+    ".api_id), gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = " table            \
+    ".process_id AND p.device = " table ".device);\n"
 static const char cuda_finish_sql[] =
-    "UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = "
-    "kernels.api_id);\n"
-    "UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = "
-    "memcpys.api_id);\n"
-    "UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = "
-    "memsets.api_id);\n"
-    "UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE"
-    "  a.process_id = cuda_syncs.process_id AND a.correlation_id = cuda_syncs.correlation_id"
-    "  ORDER BY a.api LIMIT 1) WHERE thread_id IS NULL;\n"
-    /* GPUs: CUDA ordinal of the process -> gpus.id. */
-    "UPDATE kernels SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
-    "  p.process_id = kernels.process_id AND p.device = kernels.device);\n"
-    "UPDATE memcpys SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
-    "  p.process_id = memcpys.process_id AND p.device = memcpys.device);\n"
-    "UPDATE memsets SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
-    "  p.process_id = memsets.process_id AND p.device = memsets.device);\n"
-    "UPDATE cuda_memory SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
-    "  p.process_id = cuda_memory.process_id AND p.device = cuda_memory.device);\n"
-    "UPDATE cuda_contexts SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
-    "  p.process_id = cuda_contexts.process_id AND p.device = cuda_contexts.device);\n"
-    /* Streams CUPTI never described (the NULL stream, streams created before tracing):
-     * one row for every stream that did work. */
-    "INSERT INTO cuda_streams(process_id, context, stream, is_default)"
-    "  SELECT DISTINCT u.process_id, u.context, u.stream, u.stream = c.null_stream FROM"
-    "  (SELECT process_id, context, stream FROM kernels UNION SELECT process_id, context, stream"
-    "   FROM memcpys UNION SELECT process_id, context, stream FROM memsets) u"
-    "  LEFT JOIN cuda_contexts c ON c.process_id = u.process_id AND c.context = u.context"
-    "  WHERE NOT EXISTS (SELECT 1 FROM cuda_streams s WHERE s.process_id = u.process_id"
-    "   AND s.context = u.context AND s.stream = u.stream);\n"
-    "UPDATE cuda_streams SET gpu_id = (SELECT gpu_id FROM cuda_contexts c WHERE"
-    "  c.process_id = cuda_streams.process_id AND c.context = cuda_streams.context),"
-    "  handle = (SELECT h.handle FROM cuda_stream_handles h WHERE h.process_id ="
-    "  cuda_streams.process_id AND h.context = cuda_streams.context AND h.stream ="
-    "  cuda_streams.stream);\n"
-    "UPDATE cuda_contexts SET handle = (SELECT h.handle FROM cuda_context_handles h WHERE"
-    "  h.process_id = cuda_contexts.process_id AND h.context = cuda_contexts.context);\n"
-    /* NVTX names: the latest name given to the handle (kinds 3, 6 streams; 2 contexts). */
-    "UPDATE cuda_streams SET name_id = (SELECT n.name_id FROM cuda_resource_names n WHERE"
-    "  n.process_id = cuda_streams.process_id AND n.kind IN (3, 6) AND n.handle ="
-    "  cuda_streams.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT NULL;\n"
-    "UPDATE cuda_contexts SET name_id = (SELECT n.name_id FROM cuda_resource_names n WHERE"
-    "  n.process_id = cuda_contexts.process_id AND n.kind = 2 AND n.handle ="
-    "  cuda_contexts.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT NULL;\n";
+    CUDA_FINISH_GPU_OP("kernels") CUDA_FINISH_GPU_OP("memcpys") CUDA_FINISH_GPU_OP(
+        "memsets") "UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE"
+                   "  a.process_id = cuda_syncs.process_id AND a.correlation_id = "
+                   "cuda_syncs.correlation_id"
+                   "  ORDER BY a.api LIMIT 1) WHERE thread_id IS NULL;\n"
+                   "UPDATE cuda_memory SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
+                   "  p.process_id = cuda_memory.process_id AND p.device = cuda_memory.device);\n"
+                   "UPDATE cuda_contexts SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE"
+                   "  p.process_id = cuda_contexts.process_id AND p.device = "
+                   "cuda_contexts.device);\n"
+                   /* Streams CUPTI never described (the NULL stream, streams created before
+                    * tracing): one row for every stream that did work. */
+                   "INSERT INTO cuda_streams(process_id, context, stream, is_default)"
+                   "  SELECT DISTINCT u.process_id, u.context, u.stream, u.stream = c.null_stream "
+                   "FROM"
+                   "  (SELECT process_id, context, stream FROM kernels UNION SELECT process_id, "
+                   "context, stream"
+                   "   FROM memcpys UNION SELECT process_id, context, stream FROM memsets) u"
+                   "  LEFT JOIN cuda_contexts c ON c.process_id = u.process_id AND c.context = "
+                   "u.context"
+                   "  WHERE NOT EXISTS (SELECT 1 FROM cuda_streams s WHERE s.process_id = "
+                   "u.process_id"
+                   "   AND s.context = u.context AND s.stream = u.stream);\n"
+                   "UPDATE cuda_streams SET gpu_id = (SELECT gpu_id FROM cuda_contexts c WHERE"
+                   "  c.process_id = cuda_streams.process_id AND c.context = cuda_streams.context),"
+                   "  handle = (SELECT h.handle FROM cuda_stream_handles h WHERE h.process_id ="
+                   "  cuda_streams.process_id AND h.context = cuda_streams.context AND h.stream ="
+                   "  cuda_streams.stream);\n"
+                   "UPDATE cuda_contexts SET handle = (SELECT h.handle FROM cuda_context_handles h "
+                   "WHERE"
+                   "  h.process_id = cuda_contexts.process_id AND h.context = "
+                   "cuda_contexts.context);\n"
+                   /* NVTX names: the latest name given to the handle (kinds 3, 6 streams; 2
+                      contexts). */
+                   "UPDATE cuda_streams SET name_id = (SELECT n.name_id FROM cuda_resource_names n "
+                   "WHERE"
+                   "  n.process_id = cuda_streams.process_id AND n.kind IN (3, 6) AND n.handle ="
+                   "  cuda_streams.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT "
+                   "NULL;\n"
+                   "UPDATE cuda_contexts SET name_id = (SELECT n.name_id FROM cuda_resource_names "
+                   "n WHERE"
+                   "  n.process_id = cuda_contexts.process_id AND n.kind = 2 AND n.handle ="
+                   "  cuda_contexts.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT "
+                   "NULL;\n";
 
 /* Kernel names are recorded mangled (the agent does no C++ work inside the profiled
  * process); here each distinct name is demangled once with the C++ runtime's
