@@ -66,16 +66,10 @@ static int64_t cupti_hook_device_attribute(void *ctx, uint32_t ordinal, int attr
 }
 
 /* cuDevice* from the driver that loaded us, for what CUPTI's device record lacks. */
-static void cupti_find_helpers(void)
+static void cupti_find_helpers(void *driver)
 {
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!driver)
-        driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (driver) {
-        cupti.cu_device_get = (int (*)(int *, int))dlsym(driver, "cuDeviceGet");
-        cupti.cu_device_get_attribute =
-            (int (*)(int *, int, int))dlsym(driver, "cuDeviceGetAttribute");
-    }
+    cupti.cu_device_get = (int (*)(int *, int))dlsym(driver, "cuDeviceGet");
+    cupti.cu_device_get_attribute = (int (*)(int *, int, int))dlsym(driver, "cuDeviceGetAttribute");
 }
 
 /* ---- buffers ------------------------------------------------------------------------- */
@@ -296,19 +290,17 @@ static CUptiResult cupti_enable_kinds(const char *list)
 }
 
 /* Where there is no NVIDIA driver, say so once and leave CUDA off (NVTX still records). */
-static int cupti_gpu_present(void)
+static void *cupti_open_driver(void)
 {
     if (access("/dev/nvidiactl", F_OK) != 0) {
         agent_warn("-t cuda: no NVIDIA GPU here (no /dev/nvidiactl); CUDA is not traced");
-        return 0;
+        return NULL;
     }
+    /* the program's own libcuda when it has loaded it; kept open: the driver stays anyway */
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!driver) {
+    if (!driver)
         agent_warn("-t cuda: no CUDA driver (libcuda.so.1): %s; CUDA is not traced", dlerror());
-        return 0;
-    }
-    dlclose(driver);
-    return 1;
+    return driver;
 }
 
 /* The capture range (lantern profile --capture-range, --delay, --duration) as the launcher
@@ -339,13 +331,14 @@ static void cupti_put_capture(void)
 static int cupti_start(void)
 {
     char why[512];
-    if (!cupti_gpu_present())
+    void *driver = cupti_open_driver();
+    if (!driver)
         return -1;
     if (cupti_load(&cupti.api, why, sizeof(why)) < 0) {
         agent_warn("-t cuda: %s; CUDA is not traced", why);
         return -1;
     }
-    cupti_find_helpers();
+    cupti_find_helpers(driver);
     int all_apis = cupti_env_is("LANTERN_CUDA_API", "all");
     struct cupti_translate_hooks hooks = {
         .intern = cupti_hook_intern,
