@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Overhead of CUDA tracing on PyTorch programs (docs/benchmarks.md, "CUDA tracing"): the same
 workload run as is, under `lantern profile -t cuda,nvtx`, under torch.profiler (CUDA
-activities) and under Nsight Systems' collection, in alternating rounds; each run times its
-steady-state iterations itself and the medians' ratios to the baseline are reported.
+activities) and under Nsight Systems' collection, all at once in lockstep (bench/lockstep.py):
+one timed block at a time, mode after mode, and each round's ratio to the baseline's block;
+the figure is the median of those ratios.
 
-  python3 bench/bench_cuda.py --build build [--rounds 5] [--nsys PATH] [--json OUT]
-  python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler]   (one run)
+  python3 bench/bench_cuda.py --build build [--rounds 40] [--nsys PATH] [--json OUT]
+  python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler]   (one run, alone)
 
 Workloads: "loop", launch-bound (two tiny elementwise kernels and one NVTX range per
 iteration); "cuda_loop", the same in CUDA C (bench/cuda_launch: no framework, so what a tracer
-adds per launch stands out); "transformer", one training step of a small transformer encoder (d_model 256: also
-launch-bound); "transformer_gpu", one step of a larger one that keeps the GPU busy."""
+adds per launch stands out); "transformer", one training step of a small transformer encoder
+(d_model 256: also launch-bound); "transformer_gpu", one step of a larger one that keeps the
+GPU busy."""
 import argparse
 import glob
 import json
@@ -21,12 +23,12 @@ import sys
 import tempfile
 import time
 
-from alternate import alternate_rounds
+import lockstep
 
-# Iterations: warm-up, then BLOCKS timed blocks; a run reports its median block, so a
-# hiccup inside one run (a page fault storm, a frequency change) does not move its figure.
+# Iterations: warm-up, then timed blocks of ~50-100 ms (one per lockstep round, or BLOCKS for a
+# run alone, which reports its median block).
 LOOP_WARMUP, LOOP_BLOCK = 3000, 3000
-STEP_WARMUP, STEP_BLOCK = 10, 5
+STEP_WARMUP, STEP_BLOCK = 10, 4
 BLOCKS = 9
 
 
@@ -91,12 +93,12 @@ def transformer_gpu_workload(torch):
     return iterations, STEP_WARMUP, STEP_BLOCK
 
 
-def run_one(name, use_torch_profiler, build):
+def run_one(name, use_torch_profiler, build, lockstep_dir=None):
     if name == "cuda_loop":
         if use_torch_profiler:
             sys.exit("cuda_loop: no torch.profiler for a CUDA C program")
         binary = os.path.join(build, "bin", "cuda_launch")
-        os.execv(binary, [binary])
+        os.execv(binary, [binary] + (["5000", "--lockstep", lockstep_dir] if lockstep_dir else []))
     import torch
     iterations, warmup, block = {"loop": loop_workload, "transformer": transformer_workload,
                                  "transformer_gpu": transformer_gpu_workload}[name](torch)
@@ -107,18 +109,23 @@ def run_one(name, use_torch_profiler, build):
         profiler.__enter__()
     iterations(warmup)
     torch.cuda.synchronize()
-    per_iter = []
-    for _ in range(BLOCKS):
+
+    def timed_block():
         start = time.perf_counter()
         iterations(block)
         torch.cuda.synchronize()
-        per_iter.append((time.perf_counter() - start) / block)
+        return (time.perf_counter() - start) / block
+
+    if lockstep_dir:
+        lockstep.serve(lockstep_dir, timed_block)
+    else:
+        per_iter = [timed_block() for _ in range(BLOCKS)]
+        print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
     if profiler:
         profiler.__exit__(None, None, None)   # collection ends outside the timed part
-    print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
 
 
-# ---- the driver: alternating rounds ----------------------------------------------------------
+# ---- the driver: lockstep rounds -------------------------------------------------------------
 
 def find_nsys(explicit):
     if explicit:
@@ -135,47 +142,44 @@ def find_nsys(explicit):
     return None
 
 
-def mode_commands(build, nsys, tmp, variants, torch_profiler):
-    me = [sys.executable, os.path.abspath(__file__), "--build", os.path.abspath(build)]
+def mode_commands(build, nsys, tmp, workload, variants, torch_profiler):
+    """{mode: f(fifo_dir) -> argv} for one workload."""
+    me = [sys.executable, os.path.abspath(__file__), "--build", os.path.abspath(build),
+          "--workload", workload]
     lantern = os.path.join(build, "bin", "lantern")
-    modes = {
-        "baseline": lambda w, r: me + ["--workload", w],
-        "lantern": lambda w, r: [lantern, "profile", "-f", "-t", "cuda,nvtx", "-o",
-                                 os.path.join(tmp, f"{w}-{r}.db"), "--"] + me + ["--workload", w],
-    }
-    if torch_profiler:
-        modes["torch.profiler"] = lambda w, r: (None if w == "cuda_loop" else
-                                                me + ["--workload", w, "--torch-profiler"])
+
+    def traced(name, trace, env):
+        db = os.path.join(tmp, f"{name}-{workload}.db")
+        return lambda d: env + [lantern, "profile", "-f", "-t", trace, "-o", db, "--"] + me + ["--lockstep", d]
+
+    modes = {"baseline": lambda d: me + ["--lockstep", d], "lantern": traced("lantern", "cuda,nvtx", [])}
+    if torch_profiler and workload != "cuda_loop":
+        modes["torch.profiler"] = lambda d: me + ["--torch-profiler", "--lockstep", d]
     for spec in variants:
         # "name|trace|VAR=value;VAR=value": lantern with another -t list or environment
         name, trace, env = (spec.split("|") + ["", ""])[:3]
-        env_args = ["env"] + [kv for kv in env.split(";") if kv]
-        modes[name] = (lambda t, e, n: lambda w, r: e + [lantern, "profile", "-f", "-t", t, "-o",
-                       os.path.join(tmp, f"{n}-{w}-{r}.db"), "--"] + me + ["--workload", w])(trace, env_args, name)
+        modes[name] = traced(name, trace, ["env"] + [kv for kv in env.split(";") if kv])
     if nsys:
-        modes["nsys"] = lambda w, r: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
-                                      "-o", os.path.join(tmp, f"nsys-{w}-{r}")] + me + ["--workload", w]
+        out = os.path.join(tmp, f"nsys-{workload}")
+        modes["nsys"] = lambda d: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
+                                   "-o", out] + me + ["--lockstep", d]
     return modes
 
 
 def drive(args):
-    nsys = find_nsys(args.nsys)
-    print(f"nsys: {nsys or 'not found'}", flush=True)
+    nsys = find_nsys(args.nsys) if not args.no_nsys else None
+    print(f"nsys: {nsys or 'not used'}", flush=True)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        modes = mode_commands(args.build, nsys if not args.no_nsys else None, tmp, args.variant,
-                              not args.no_torch_profiler)
         for workload in args.workloads:
-            samples = alternate_rounds(modes, workload, args.rounds, args.cpus)
-            base = statistics.median(samples["baseline"]) if samples["baseline"] else None
-            results[workload] = {}
-            for mode, values in samples.items():
-                if not values:
-                    continue
-                med = statistics.median(values)
-                ratio = med / base if base else None
-                results[workload][mode] = {"median_us": med, "ratio": ratio, "samples": values}
-                print(f"{workload:12s} {mode:15s} median {med:10.3f} us/iter  x{ratio:.3f}", flush=True)
+            modes = mode_commands(args.build, nsys, tmp, workload, args.variant,
+                                  not args.no_torch_profiler)
+            work_dir = os.path.join(tmp, workload)
+            os.makedirs(work_dir)
+            samples = lockstep.run(modes, args.rounds, args.cpus, work_dir)
+            results[workload] = samples
+            for mode, s in samples.items():
+                print(f"{workload:15s} " + lockstep.summary(mode, s), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
@@ -186,7 +190,7 @@ def main():
     p.add_argument("--workload", choices=["loop", "cuda_loop", "transformer", "transformer_gpu"], help="run one workload once")
     p.add_argument("--torch-profiler", action="store_true")
     p.add_argument("--build", default="build")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=40)
     p.add_argument("--nsys")
     p.add_argument("--workloads", nargs="+", default=["loop", "transformer"])
     p.add_argument("--json")
@@ -194,10 +198,11 @@ def main():
                    help="another lantern mode: 'name|trace list|VAR=value;VAR=value'")
     p.add_argument("--no-nsys", action="store_true")
     p.add_argument("--no-torch-profiler", action="store_true")
-    p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")
+    p.add_argument("--cpus", help="taskset CPU list for every mode, e.g. 2-9")
+    p.add_argument("--lockstep", metavar="DIR", help=argparse.SUPPRESS)  # set by the driver
     args = p.parse_args()
     if args.workload:
-        run_one(args.workload, args.torch_profiler, args.build)
+        run_one(args.workload, args.torch_profiler, args.build, args.lockstep)
     else:
         drive(args)
 

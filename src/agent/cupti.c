@@ -2,6 +2,7 @@
  * the "cuda" event source (activity kinds, API filter, CUPTI's clock set to ours, a bounded
  * pool of activity buffers translated under the writer lock) and flushing at fork and exit. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,8 +34,15 @@ static struct {
     CUpti_SubscriberHandle subscriber;
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);
+    int (*cu_ctx_synchronize)(void);
+    const char *kinds; /* LANTERN_CUDA_KINDS */
+    int apis_wanted;   /* API calls are recorded ("api" kind) */
+    int apis_whole;    /* as RUNTIME/DRIVER kinds, not call by call */
+    int capture_pauses; /* cudaProfilerApi capture: collection pauses outside the windows */
+    int collecting;     /* the pausable kinds are on */
+    pthread_mutex_t capture_lock;
     int running;
-} cupti;
+} cupti = {.capture_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- hooks of the translator --------------------------------------------------------- */
 
@@ -65,11 +73,13 @@ static int64_t cupti_hook_device_attribute(void *ctx, uint32_t ordinal, int attr
     return value;
 }
 
-/* cuDevice* from the driver that loaded us, for what CUPTI's device record lacks. */
+/* cuDevice* from the driver that loaded us, for what CUPTI's device record lacks, and
+ * cuCtxSynchronize for a capture's end. */
 static void cupti_find_helpers(void *driver)
 {
     cupti.cu_device_get = (int (*)(int *, int))dlsym(driver, "cuDeviceGet");
     cupti.cu_device_get_attribute = (int (*)(int *, int, int))dlsym(driver, "cuDeviceGetAttribute");
+    cupti.cu_ctx_synchronize = (int (*)(void))dlsym(driver, "cuCtxSynchronize");
 }
 
 /* ---- buffers ------------------------------------------------------------------------- */
@@ -144,6 +154,185 @@ static uint64_t CUPTIAPI cupti_timestamp(void)
     return clock_mono_ns();
 }
 
+/* ---- setup --------------------------------------------------------------------------- */
+
+static const char *cupti_error(CUptiResult rc)
+{
+    const char *text = NULL;
+    if (cupti.api.get_result_string && cupti.api.get_result_string(rc, &text) == CUPTI_SUCCESS &&
+        text)
+        return text;
+    return "unknown CUPTI error";
+}
+
+/* LANTERN_CUDA_KINDS picks what is recorded (default: all but "memory" and "sync"); devices,
+ * contexts and streams always are, since every other record refers to them. Allocations and
+ * frees (MEMORY2) come only with LANTERN_CUDA_MEMORY=1 (lantern profile
+ * --cuda-memory-usage=true) or when listed: like nsys's --cuda-memory-usage, off by default
+ * for their cost. CUPTI's SYNCHRONIZATION records come only when listed: they alone cost
+ * x1.2 in bench_cuda.py's launch-bound PyTorch loop (docs/benchmarks.md, runs 21-22), and the
+ * importer derives the waits from the synchronizing API calls instead (without their
+ * stream and event ids). The pausable kinds are those a paused cudaProfilerApi capture turns
+ * off; the others cost nothing per launch and are needed whole (a context created while
+ * paused, an allocation freed inside a window). */
+struct cupti_kind_group {
+    const char *name;
+    CUpti_ActivityKind kinds[2];
+    int pausable;
+};
+static const struct cupti_kind_group cupti_kind_groups[] = {
+    {"kernel", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}, 1},
+    {"memcpy", {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}, 1},
+    {"memset", {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}, 1},
+    {"sync", {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}, 1},
+    {"memory", {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_INVALID}, 0},
+    {"overhead", {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}, 1},
+    {"device", {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}, 0},
+    {"stream", {CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_INVALID}, 0},
+};
+
+static int cupti_env_is(const char *variable, const char *value)
+{
+    const char *set = getenv(variable);
+    return set && strcmp(set, value) == 0;
+}
+
+/* LANTERN_CUDA_API=none (lantern profile --cuda-api=none) turns "api" off whatever the list
+ * says: GPU work then has no launching call to attribute it by. */
+static int cupti_group_wanted(const char *list, const char *name)
+{
+    if (strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
+        return 1;
+    if (strcmp(name, "api") == 0 && cupti_env_is("LANTERN_CUDA_API", "none"))
+        return 0;
+    if (list && *list)
+        return agent_list_has(list, name);
+    if (strcmp(name, "memory") == 0)
+        return cupti_env_is("LANTERN_CUDA_MEMORY", "1");
+    return strcmp(name, "sync") != 0;
+}
+
+/* Turns the wanted kinds whose pausable flag is `pausable` on or off. */
+static CUptiResult cupti_set_kinds(int on, int pausable)
+{
+    for (size_t g = 0; g < sizeof(cupti_kind_groups) / sizeof(cupti_kind_groups[0]); g++) {
+        const struct cupti_kind_group *group = &cupti_kind_groups[g];
+        if (group->pausable != pausable || !cupti_group_wanted(cupti.kinds, group->name))
+            continue;
+        for (int k = 0; k < 2; k++) {
+            CUpti_ActivityKind kind = group->kinds[k];
+            if (kind == CUPTI_ACTIVITY_KIND_INVALID)
+                continue;
+            CUptiResult rc = on ? cupti.api.activity_enable(kind) : cupti.api.activity_disable(kind);
+            if (rc != CUPTI_SUCCESS)
+                return rc;
+        }
+    }
+    return CUPTI_SUCCESS;
+}
+
+/* cudaProfilerStart/Stop and their driver twins: recorded whenever a cudaProfilerApi capture
+ * is on, paused or not, since the importer draws the capture windows from them. */
+static const CUpti_CallbackId cupti_profiler_runtime_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000};
+static const CUpti_CallbackId cupti_profiler_driver_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop};
+
+static int cupti_is_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    const CUpti_CallbackId *ids = domain == CUPTI_CB_DOMAIN_RUNTIME_API
+                                      ? cupti_profiler_runtime_cbids
+                                      : cupti_profiler_driver_cbids;
+    return cbid == ids[0] || cbid == ids[1];
+}
+
+static int cupti_record_profiler_calls(void)
+{
+    for (int i = 0; i < 2; i++)
+        if (cupti.api.activity_enable_runtime_api(cupti_profiler_runtime_cbids[i], 1) !=
+                CUPTI_SUCCESS ||
+            cupti.api.activity_enable_driver_api(cupti_profiler_driver_cbids[i], 1) != CUPTI_SUCCESS)
+            return -1;
+    return 0;
+}
+
+/* The default API filter: only allow-listed calls are enabled, so CUPTI does not even
+ * record the rest; the profiler calls are left alone when turning off. 0, or -1 if CUPTI
+ * refused. */
+static int cupti_set_allowed_apis(CUpti_CallbackDomain domain, uint32_t cbid_limit,
+                                  CUptiResult (*enable)(CUpti_CallbackId, uint8_t), int on)
+{
+    for (uint32_t cbid = 1; cbid < cbid_limit; cbid++) {
+        const char *name = NULL;
+        if (cupti.api.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS ||
+            !cupti_api_allowed(name) || (!on && cupti_is_profiler_call(domain, cbid)))
+            continue;
+        if (enable(cbid, (uint8_t)on) != CUPTI_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+/* API calls on or off: the allow-list, or the RUNTIME and DRIVER kinds whole with
+ * --cuda-api=all or where CUPTI refuses call-by-call control (the translator then filters). */
+static int cupti_set_apis(int on)
+{
+    if (!cupti.apis_whole &&
+        cupti_set_allowed_apis(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
+                               cupti.api.activity_enable_runtime_api, on) == 0 &&
+        cupti_set_allowed_apis(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
+                               cupti.api.activity_enable_driver_api, on) == 0)
+        return 0;
+    cupti.apis_whole = 1;
+    CUptiResult (*set)(CUpti_ActivityKind) =
+        on ? cupti.api.activity_enable : cupti.api.activity_disable;
+    if (set(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS ||
+        set(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
+        return -1;
+    return on || !cupti.capture_pauses ? 0 : cupti_record_profiler_calls();
+}
+
+/* ---- --capture-range=cudaProfilerApi ------------------------------------------------- */
+
+/* As in nsys, CUPTI collects only between cudaProfilerStart and cudaProfilerStop, so the
+ * program runs at full speed outside the windows (LANTERN_CAPTURE=cudaProfilerApi). At Stop
+ * the context is synchronized and CUPTI flushed first, so the records of work launched
+ * inside the window are complete before the kinds go off. Called at the exit of the
+ * profiler calls, from the calling thread; the lock orders concurrent calls. */
+static void cupti_capture_set(int collecting)
+{
+    pthread_mutex_lock(&cupti.capture_lock);
+    if (cupti.collecting != collecting) {
+        if (!collecting) {
+            if (cupti.cu_ctx_synchronize)
+                cupti.cu_ctx_synchronize();
+            cupti.api.activity_flush_all(0);
+        }
+        if (cupti_set_kinds(collecting, 1) != CUPTI_SUCCESS ||
+            (cupti.apis_wanted && cupti_set_apis(collecting) < 0))
+            agent_warn("-t cuda: CUPTI refused to %s collection at cudaProfiler%s",
+                       collecting ? "resume" : "pause", collecting ? "Start" : "Stop");
+        cupti.collecting = collecting;
+    }
+    pthread_mutex_unlock(&cupti.capture_lock);
+}
+
+/* Whether collection can pause outside the windows: it needs the callbacks at the profiler
+ * calls (one CUPTI subscriber per process). Without them everything is recorded and the
+ * importer keeps the windows, as with the other capture ranges. */
+static int cupti_capture_can_pause(int subscribed)
+{
+    if (!subscribed || !cupti_env_is("LANTERN_CAPTURE", "cudaProfilerApi"))
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                      cupti_profiler_runtime_cbids[i]) != CUPTI_SUCCESS ||
+            cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                      cupti_profiler_driver_cbids[i]) != CUPTI_SUCCESS)
+            return 0;
+    return 1;
+}
+
 /* ---- stream and context handles ------------------------------------------------------ */
 
 /* NVTX names streams and contexts by CUstream and CUcontext; CUPTI's records name them by
@@ -169,7 +358,12 @@ static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomai
 {
     (void)userdata;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-        pytrace_on_api(domain, data); /* enabled only with --python-backtrace */
+        const CUpti_CallbackData *call = data;
+        if (!cupti_is_profiler_call(domain, cbid))
+            pytrace_on_api(domain, call); /* enabled only with --python-backtrace */
+        else if (call->callbackSite == CUPTI_API_EXIT)
+            cupti_capture_set(cbid == cupti_profiler_runtime_cbids[0] ||
+                              cbid == cupti_profiler_driver_cbids[0]);
         return;
     }
     const CUpti_ResourceData *r = data;
@@ -188,106 +382,7 @@ static void CUPTIAPI cupti_resource_callback(void *userdata, CUpti_CallbackDomai
                          context_id, stream_id);
 }
 
-/* ---- setup --------------------------------------------------------------------------- */
-
-static const char *cupti_error(CUptiResult rc)
-{
-    const char *text = NULL;
-    if (cupti.api.get_result_string && cupti.api.get_result_string(rc, &text) == CUPTI_SUCCESS &&
-        text)
-        return text;
-    return "unknown CUPTI error";
-}
-
-/* The default API filter: only allow-listed calls are enabled, so CUPTI does not even
- * record the rest. 0, or -1 if CUPTI refused (the caller then records all and filters). */
-static int cupti_enable_allowed_apis(CUpti_CallbackDomain domain, uint32_t cbid_limit,
-                                     CUptiResult (*enable)(CUpti_CallbackId, uint8_t))
-{
-    for (uint32_t cbid = 1; cbid < cbid_limit; cbid++) {
-        const char *name = NULL;
-        if (cupti.api.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS ||
-            !cupti_api_allowed(name))
-            continue;
-        if (enable(cbid, 1) != CUPTI_SUCCESS)
-            return -1;
-    }
-    return 0;
-}
-
-static int cupti_enable_apis(int all_apis)
-{
-    if (!all_apis &&
-        cupti_enable_allowed_apis(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
-                                  cupti.api.activity_enable_runtime_api) == 0 &&
-        cupti_enable_allowed_apis(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
-                                  cupti.api.activity_enable_driver_api) == 0)
-        return 0;
-    CUptiResult rc = cupti.api.activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
-    if (rc == CUPTI_SUCCESS)
-        rc = cupti.api.activity_enable(CUPTI_ACTIVITY_KIND_DRIVER);
-    return rc == CUPTI_SUCCESS ? 0 : -1;
-}
-
-/* LANTERN_CUDA_KINDS picks what is recorded (default: all but "memory" and "sync"); devices,
- * contexts and streams always are, since every other record refers to them. Allocations and
- * frees (MEMORY2) come only with LANTERN_CUDA_MEMORY=1 (lantern profile
- * --cuda-memory-usage=true) or when listed: like nsys's --cuda-memory-usage, off by default
- * for their cost. CUPTI's SYNCHRONIZATION records come only when listed: they alone cost
- * x1.2 in bench_cuda.py's launch-bound PyTorch loop (docs/benchmarks.md, runs 21-22), and the
- * importer derives the waits from the synchronizing API calls instead (without their
- * stream and event ids). */
-struct cupti_kind_group {
-    const char *name;
-    CUpti_ActivityKind kinds[2];
-};
-static const struct cupti_kind_group cupti_kind_groups[] = {
-    {"kernel", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}},
-    {"memcpy", {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
-    {"memset", {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
-    {"sync", {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
-    {"memory", {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_INVALID}},
-    {"overhead", {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
-    {"device", {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}},
-    {"stream", {CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_INVALID}},
-};
-
-static int cupti_env_is(const char *variable, const char *value)
-{
-    const char *set = getenv(variable);
-    return set && strcmp(set, value) == 0;
-}
-
-/* LANTERN_CUDA_API=none (lantern profile --cuda-api=none) turns "api" off whatever the list
- * says: GPU work then has no launching call to attribute it by. */
-static int cupti_group_wanted(const char *list, const char *name)
-{
-    if (strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
-        return 1;
-    if (strcmp(name, "api") == 0 && cupti_env_is("LANTERN_CUDA_API", "none"))
-        return 0;
-    if (list && *list)
-        return agent_list_has(list, name);
-    if (strcmp(name, "memory") == 0)
-        return cupti_env_is("LANTERN_CUDA_MEMORY", "1");
-    return strcmp(name, "sync") != 0;
-}
-
-static CUptiResult cupti_enable_kinds(const char *list)
-{
-    for (size_t g = 0; g < sizeof(cupti_kind_groups) / sizeof(cupti_kind_groups[0]); g++) {
-        if (!cupti_group_wanted(list, cupti_kind_groups[g].name))
-            continue;
-        for (int k = 0; k < 2; k++) {
-            CUpti_ActivityKind kind = cupti_kind_groups[g].kinds[k];
-            CUptiResult rc = kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_SUCCESS
-                                                                 : cupti.api.activity_enable(kind);
-            if (rc != CUPTI_SUCCESS)
-                return rc;
-        }
-    }
-    return CUPTI_SUCCESS;
-}
+/* ---- start --------------------------------------------------------------------------- */
 
 /* Where there is no NVIDIA driver, say so once and leave CUDA off (NVTX still records). */
 static void *cupti_open_driver(void)
@@ -304,9 +399,10 @@ static void *cupti_open_driver(void)
 }
 
 /* The capture range (lantern profile --capture-range, --delay, --duration) as the launcher
- * passed it; the importer keeps the CUDA records inside it. Recording everything and
- * filtering at import keeps the agent simple and the windows exact, at the price of
- * CUPTI's overhead outside the windows too. */
+ * passed it; the importer keeps the CUDA records inside it. Outside a cudaProfilerApi
+ * capture's windows collection pauses (cupti_capture_set); the other ranges record
+ * everything and filter at import, which keeps the windows exact at the price of CUPTI's
+ * overhead outside them. */
 static void cupti_put_capture(void)
 {
     const char *mode = getenv("LANTERN_CAPTURE");
@@ -347,31 +443,43 @@ static int cupti_start(void)
     };
     cupti_translate_init(&cupti.translate, &hooks, all_apis);
 
-    const char *kinds = getenv("LANTERN_CUDA_KINDS");
+    cupti.kinds = getenv("LANTERN_CUDA_KINDS");
+    cupti.apis_wanted = cupti_group_wanted(cupti.kinds, "api");
+    cupti.apis_whole = all_apis;
     CUptiResult rc = cupti.api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     if (rc == CUPTI_SUCCESS)
         rc = cupti.api.activity_register_timestamp_callback(cupti_timestamp);
     if (rc == CUPTI_SUCCESS)
         rc = cupti.api.activity_register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
-    if (rc == CUPTI_SUCCESS)
-        rc = cupti_enable_kinds(kinds);
-    if (rc != CUPTI_SUCCESS ||
-        (cupti_group_wanted(kinds, "api") && cupti_enable_apis(all_apis) < 0)) {
-        agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
-                   cupti_error(rc));
-        return -1;
-    }
-    cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);
     /* Handles are a nicety: another CUPTI subscriber in the process (one per process is
-     * allowed) only costs the NVTX names of streams and contexts. */
-    int subscribed =
-        cupti.api.subscribe(&cupti.subscriber, cupti_resource_callback, NULL) == CUPTI_SUCCESS;
+     * allowed) only costs the NVTX names of streams and contexts, and a cudaProfilerApi
+     * capture's pauses. */
+    int subscribed = rc == CUPTI_SUCCESS && cupti.api.subscribe(&cupti.subscriber,
+                                                                cupti_resource_callback,
+                                                                NULL) == CUPTI_SUCCESS;
     if (subscribed) {
         cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
         cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_STREAM_CREATED);
     }
+    cupti.capture_pauses = cupti_capture_can_pause(subscribed);
+    cupti.collecting = !cupti.capture_pauses;
+    if (rc == CUPTI_SUCCESS)
+        rc = cupti_set_kinds(1, 0);
+    if (rc == CUPTI_SUCCESS && cupti.collecting)
+        rc = cupti_set_kinds(1, 1);
+    int apis_rc = 0;
+    if (cupti.collecting && cupti.apis_wanted)
+        apis_rc = cupti_set_apis(1);
+    else if (cupti.capture_pauses)
+        apis_rc = cupti_record_profiler_calls();
+    if (rc != CUPTI_SUCCESS || apis_rc < 0) {
+        agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
+                   cupti_error(rc));
+        return -1;
+    }
+    cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);
     pytrace_start(&cupti.api, subscribed ? cupti.subscriber : NULL);
     cupti_put_capture();
     cupti.running = 1;

@@ -18,6 +18,7 @@ struct cupti_symbol {
     }
 static const struct cupti_symbol cupti_symbols[] = {
     CUPTI_SYMBOL(activity_enable, "cuptiActivityEnable"),
+    CUPTI_SYMBOL(activity_disable, "cuptiActivityDisable"),
     CUPTI_SYMBOL(activity_register_callbacks, "cuptiActivityRegisterCallbacks"),
     CUPTI_SYMBOL(activity_register_timestamp_callback, "cuptiActivityRegisterTimestampCallback"),
     CUPTI_SYMBOL(activity_get_next_record, "cuptiActivityGetNextRecord"),

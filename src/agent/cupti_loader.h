@@ -10,6 +10,7 @@
 struct cupti_api {
     void *handle;
     CUptiResult (*activity_enable)(CUpti_ActivityKind kind);
+    CUptiResult (*activity_disable)(CUpti_ActivityKind kind);
     CUptiResult (*activity_register_callbacks)(CUpti_BuffersCallbackRequestFunc requested,
                                                CUpti_BuffersCallbackCompleteFunc completed);
     CUptiResult (*activity_register_timestamp_callback)(CUpti_TimestampCallbackFunc now);

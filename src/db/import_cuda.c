@@ -637,11 +637,17 @@ fail:
     ".process_id AND " table ".start_ns >= w.start_ns AND " table ".start_ns < w.end_ns) END;\n"
 
 /* Capture ranges (docs/trace-format.md, "Capture range"): the windows of each process that
- * has a cuda_capture row, then every CUDA row outside them deleted. API calls, syncs, memory
+ * has a cuda_capture row, then every CUDA row outside them deleted (the GPU operations among
+ * them counted in meta.cuda_gpu_ops_outside_capture). API calls, syncs, memory
  * events and overheads are kept by their own start; GPU work by its launching call (a kernel
  * launched inside the window is kept even if it runs after it), or by its own start when the
  * call is unknown. Runs after correlation (api_id) and before NVTX attribution. */
+#define GPU_OPS_COUNT                                                                              \
+    "(SELECT count(*) FROM kernels) + (SELECT count(*) FROM memcpys) + (SELECT count(*) FROM "     \
+    "memsets)"
+
 static const char cuda_capture_sql[] =
+    "CREATE TEMP TABLE capture_gpu_ops AS SELECT " GPU_OPS_COUNT " AS recorded;\n"
     "CREATE TEMP TABLE capture_windows(process_id INTEGER, start_ns INTEGER, end_ns INTEGER);\n"
     "INSERT INTO capture_windows SELECT a.process_id, a.end_ns, COALESCE((SELECT min(b.start_ns)"
     "  FROM cuda_api b JOIN strings t ON t.id = b.name_id WHERE b.process_id = a.process_id"
@@ -678,7 +684,11 @@ static const char cuda_capture_sql[] =
     "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cupti_overhead.process_id"
     "   AND cupti_overhead.start_ns >= w.start_ns AND cupti_overhead.start_ns < "
     "w.end_ns);\n" CAPTURE_GPU_DELETE("kernels") CAPTURE_GPU_DELETE("memcpys")
-        CAPTURE_GPU_DELETE("memsets") "DROP TABLE capture_windows;\n";
+        CAPTURE_GPU_DELETE("memsets") "DROP TABLE capture_windows;\n"
+    /* what was recorded outside the windows: ~0 where the agent paused CUPTI there */
+    "INSERT OR REPLACE INTO meta(key, value) SELECT 'cuda_gpu_ops_outside_capture', recorded - "
+    "(" GPU_OPS_COUNT ") FROM capture_gpu_ops WHERE EXISTS (SELECT 1 FROM cuda_capture);\n"
+    "DROP TABLE capture_gpu_ops;\n";
 
 /* Correlation: the launching call of each piece of GPU work. */
 static const char cuda_correlate_sql[] =
