@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Overhead of CUDA tracing on PyTorch programs (docs/benchmarks.md, "CUDA tracing"): the same
 workload run as is, under `lantern profile -t cuda,nvtx`, under torch.profiler (CUDA
-activities) and under Nsight Systems' collection, all at once in lockstep (bench/lockstep.py):
-one timed block at a time, mode after mode, and each round's ratio to the baseline's block;
-the figure is the median of those ratios.
+activities) and under Nsight Systems' collection, in alternating rounds; each run times its
+steady-state iterations itself and the medians' ratios to the baseline are reported.
 
-  python3 bench/bench_cuda.py --build build [--rounds 40] [--nsys PATH] [--json OUT]
-  python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler]   (one run, alone)
+  python3 bench/bench_cuda.py --build build [--rounds 5] [--nsys PATH] [--json OUT]
+  python3 bench/bench_cuda.py --build build --paired [--rounds 3]       (traced vs paused)
+  python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler] [--paired] (one run)
 
 Workloads: "loop", launch-bound (two tiny elementwise kernels and one NVTX range per
 iteration); "cuda_loop", the same in CUDA C (bench/cuda_launch: no framework, so what a tracer
-adds per launch stands out); "transformer", one training step of a small transformer encoder
-(d_model 256: also launch-bound); "transformer_gpu", one step of a larger one that keeps the
-GPU busy."""
+adds per launch stands out); "transformer", one training step of a small transformer encoder (d_model 256: also
+launch-bound); "transformer_gpu", one step of a larger one that keeps the GPU busy.
+
+--paired measures inside each process, for a precision that the lent machines' run-to-run
+swings (a whole run up to 25 % faster or slower than the next, docs/benchmarks.md) do not
+allow across processes: Lantern runs with --capture-range=cudaProfilerApi, and the program
+alternates blocks inside cudaProfilerStart/Stop (traced) with blocks outside (CUPTI paused),
+PAIRS pairs in an alternating order; a run reports the median of its pairs' traced/paused
+ratios. That is what recording costs on top of CUPTI being attached, not the whole overhead.
+The baseline does the same with no tool: its ratio is the method's own bias (~1.00)."""
 import argparse
 import glob
 import json
@@ -23,13 +30,16 @@ import sys
 import tempfile
 import time
 
-import lockstep
+from alternate import alternate_rounds
 
-# Iterations: warm-up, then timed blocks of ~50-100 ms (one per lockstep round, or BLOCKS for a
-# run alone, which reports its median block).
+# Iterations: warm-up, then BLOCKS timed blocks; a run reports its median block, so a
+# hiccup inside one run (a page fault storm, a frequency change) does not move its figure.
 LOOP_WARMUP, LOOP_BLOCK = 3000, 3000
-STEP_WARMUP, STEP_BLOCK = 10, 4
+STEP_WARMUP, STEP_BLOCK = 10, 5
 BLOCKS = 9
+# --paired: pairs of (traced, paused) blocks of PAIRED_BLOCK iterations or steps.
+PAIRS = 30
+PAIRED_LOOP_BLOCK, PAIRED_STEP_BLOCK = 1000, 2
 
 
 # ---- one run: the workload, timed inside the program ----------------------------------------
@@ -93,15 +103,47 @@ def transformer_gpu_workload(torch):
     return iterations, STEP_WARMUP, STEP_BLOCK
 
 
-def run_one(name, use_torch_profiler, build, lockstep_dir=None):
+def paired_blocks(torch, iterations, block):
+    """Alternating traced (inside cudaProfilerStart/Stop) and paused blocks; prints the median
+    traced/paused ratio of PAIRS pairs and each state's median µs per iteration."""
+    def timed(traced):
+        if traced:
+            torch.cuda.profiler.start()
+        start = time.perf_counter()
+        iterations(block)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        if traced:
+            torch.cuda.profiler.stop()
+        return seconds / block
+
+    ratios, on, off = [], [], []
+    for p in range(PAIRS):
+        first = p % 2 == 0
+        a, b = timed(first), timed(not first)
+        traced, paused = (a, b) if first else (b, a)
+        on.append(traced)
+        off.append(paused)
+        ratios.append(traced / paused)
+    print(f"per_iter_us={statistics.median(on) * 1e6:.3f}")
+    print(f"paused_us={statistics.median(off) * 1e6:.3f}")
+    print(f"paired_ratio={statistics.median(ratios):.4f}")
+
+
+def run_one(name, use_torch_profiler, build, paired=False):
     if name == "cuda_loop":
         if use_torch_profiler:
             sys.exit("cuda_loop: no torch.profiler for a CUDA C program")
         binary = os.path.join(build, "bin", "cuda_launch")
-        os.execv(binary, [binary] + (["5000", "--lockstep", lockstep_dir] if lockstep_dir else []))
+        os.execv(binary, [binary] + (["1000", "paired"] if paired else []))
     import torch
     iterations, warmup, block = {"loop": loop_workload, "transformer": transformer_workload,
                                  "transformer_gpu": transformer_gpu_workload}[name](torch)
+    if paired:
+        iterations(warmup)
+        torch.cuda.synchronize()
+        paired_blocks(torch, iterations, PAIRED_LOOP_BLOCK if block == LOOP_BLOCK else PAIRED_STEP_BLOCK)
+        return
     profiler = None
     if use_torch_profiler:
         from torch.profiler import ProfilerActivity, profile
@@ -109,23 +151,18 @@ def run_one(name, use_torch_profiler, build, lockstep_dir=None):
         profiler.__enter__()
     iterations(warmup)
     torch.cuda.synchronize()
-
-    def timed_block():
+    per_iter = []
+    for _ in range(BLOCKS):
         start = time.perf_counter()
         iterations(block)
         torch.cuda.synchronize()
-        return (time.perf_counter() - start) / block
-
-    if lockstep_dir:
-        lockstep.serve(lockstep_dir, timed_block)
-    else:
-        per_iter = [timed_block() for _ in range(BLOCKS)]
-        print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
+        per_iter.append((time.perf_counter() - start) / block)
     if profiler:
         profiler.__exit__(None, None, None)   # collection ends outside the timed part
+    print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
 
 
-# ---- the driver: lockstep rounds -------------------------------------------------------------
+# ---- the driver: alternating rounds ----------------------------------------------------------
 
 def find_nsys(explicit):
     if explicit:
@@ -142,44 +179,60 @@ def find_nsys(explicit):
     return None
 
 
-def mode_commands(build, nsys, tmp, workload, variants, torch_profiler):
-    """{mode: f(fifo_dir) -> argv} for one workload."""
-    me = [sys.executable, os.path.abspath(__file__), "--build", os.path.abspath(build),
-          "--workload", workload]
+def mode_commands(build, nsys, tmp, variants, torch_profiler, paired=False):
+    me = [sys.executable, os.path.abspath(__file__), "--build", os.path.abspath(build)]
     lantern = os.path.join(build, "bin", "lantern")
-
-    def traced(name, trace, env):
-        db = os.path.join(tmp, f"{name}-{workload}.db")
-        return lambda d: env + [lantern, "profile", "-f", "-t", trace, "-o", db, "--"] + me + ["--lockstep", d]
-
-    modes = {"baseline": lambda d: me + ["--lockstep", d], "lantern": traced("lantern", "cuda,nvtx", [])}
-    if torch_profiler and workload != "cuda_loop":
-        modes["torch.profiler"] = lambda d: me + ["--torch-profiler", "--lockstep", d]
+    capture = ["--capture-range=cudaProfilerApi"] if paired else []
+    workload = (lambda w: ["--workload", w, "--paired"]) if paired else (lambda w: ["--workload", w])
+    modes = {
+        "baseline": lambda w, r: me + workload(w),
+        "lantern": lambda w, r: [lantern, "profile", "-f", "-t", "cuda,nvtx", *capture, "-o",
+                                 os.path.join(tmp, f"{w}-{r}.db"), "--"] + me + workload(w),
+    }
+    if paired:
+        torch_profiler, nsys = False, None  # neither pauses at cudaProfilerStop
+    if torch_profiler:
+        modes["torch.profiler"] = lambda w, r: (None if w == "cuda_loop" else
+                                                me + ["--workload", w, "--torch-profiler"])
     for spec in variants:
         # "name|trace|VAR=value;VAR=value": lantern with another -t list or environment
         name, trace, env = (spec.split("|") + ["", ""])[:3]
-        modes[name] = traced(name, trace, ["env"] + [kv for kv in env.split(";") if kv])
+        env_args = ["env"] + [kv for kv in env.split(";") if kv]
+        modes[name] = (lambda t, e, n: lambda w, r: e + [lantern, "profile", "-f", "-t", t, *capture, "-o",
+                       os.path.join(tmp, f"{n}-{w}-{r}.db"), "--"] + me + workload(w))(trace, env_args, name)
     if nsys:
-        out = os.path.join(tmp, f"nsys-{workload}")
-        modes["nsys"] = lambda d: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
-                                   "-o", out] + me + ["--lockstep", d]
+        modes["nsys"] = lambda w, r: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
+                                      "-o", os.path.join(tmp, f"nsys-{w}-{r}")] + me + ["--workload", w]
     return modes
 
 
 def drive(args):
-    nsys = find_nsys(args.nsys) if not args.no_nsys else None
-    print(f"nsys: {nsys or 'not used'}", flush=True)
+    nsys = find_nsys(args.nsys)
+    print(f"nsys: {nsys or 'not found'}", flush=True)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
+        modes = mode_commands(args.build, nsys if not args.no_nsys else None, tmp, args.variant,
+                              not args.no_torch_profiler, args.paired)
+        key = "paired_ratio" if args.paired else "per_iter_us"
         for workload in args.workloads:
-            modes = mode_commands(args.build, nsys, tmp, workload, args.variant,
-                                  not args.no_torch_profiler)
-            work_dir = os.path.join(tmp, workload)
-            os.makedirs(work_dir)
-            samples = lockstep.run(modes, args.rounds, args.cpus, work_dir)
-            results[workload] = samples
-            for mode, s in samples.items():
-                print(f"{workload:15s} " + lockstep.summary(mode, s), flush=True)
+            samples = alternate_rounds(modes, workload, args.rounds, args.cpus, key)
+            results[workload] = {}
+            if args.paired:  # each run's own traced/paused ratio
+                for mode, values in samples.items():
+                    if values:
+                        med = statistics.median(values)
+                        results[workload][mode] = {"paired_ratio": med, "samples": values}
+                        print(f"{workload:12s} {mode:15s} median paired ratio x{med:.4f}  "
+                              f"(runs {min(values):.4f}-{max(values):.4f})", flush=True)
+                continue
+            base = statistics.median(samples["baseline"]) if samples["baseline"] else None
+            for mode, values in samples.items():
+                if not values:
+                    continue
+                med = statistics.median(values)
+                ratio = med / base if base else None
+                results[workload][mode] = {"median_us": med, "ratio": ratio, "samples": values}
+                print(f"{workload:12s} {mode:15s} median {med:10.3f} us/iter  x{ratio:.3f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
@@ -189,8 +242,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workload", choices=["loop", "cuda_loop", "transformer", "transformer_gpu"], help="run one workload once")
     p.add_argument("--torch-profiler", action="store_true")
+    p.add_argument("--paired", action="store_true",
+                   help="traced vs paused blocks inside each run (cudaProfilerStart/Stop)")
     p.add_argument("--build", default="build")
-    p.add_argument("--rounds", type=int, default=40)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--nsys")
     p.add_argument("--workloads", nargs="+", default=["loop", "transformer"])
     p.add_argument("--json")
@@ -198,11 +253,10 @@ def main():
                    help="another lantern mode: 'name|trace list|VAR=value;VAR=value'")
     p.add_argument("--no-nsys", action="store_true")
     p.add_argument("--no-torch-profiler", action="store_true")
-    p.add_argument("--cpus", help="taskset CPU list for every mode, e.g. 2-9")
-    p.add_argument("--lockstep", metavar="DIR", help=argparse.SUPPRESS)  # set by the driver
+    p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")
     args = p.parse_args()
     if args.workload:
-        run_one(args.workload, args.torch_profiler, args.build, args.lockstep)
+        run_one(args.workload, args.torch_profiler, args.build, args.paired)
     else:
         drive(args)
 

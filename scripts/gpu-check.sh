@@ -37,11 +37,12 @@ if [ "$what" != bench ]; then
 fi
 if [ "$what" != tests ]; then
     export PYTHONUNBUFFERED=1
-    # Every mode on the same CPUs where there are enough (docs/benchmarks.md).
+    # Every run on the same CPUs where there are enough (docs/benchmarks.md: the training
+    # step's traced runs spread x1.06-x1.35 unpinned, within 0.5 % pinned).
     pin=""
     [ "$(nproc)" -ge 10 ] && pin="--cpus 2-9"
     # shellcheck disable=SC2086 # BENCH_WORKLOADS is a list of workload names, pin options
-    python3 bench/bench_cuda.py --build "$build" $pin --json "$out/bench_cuda.json" \
+    python3 bench/bench_cuda.py --build "$build" --rounds 3 --no-nsys $pin --json "$out/bench_cuda.json" \
         --workloads ${BENCH_WORKLOADS:-loop transformer_gpu} "$@" >"$out/bench_cuda.log" 2>&1
     grep -E "median|nsys" "$out/bench_cuda.log"
 fi

@@ -1,18 +1,19 @@
 // A launch-bound CUDA C loop: per iteration one NVTX range around two launches of an empty
 // kernel, the C twin of bench_cuda.py's PyTorch "loop" without the framework's own cost, so
 // what a tracer adds per launch stands out. Times BLOCKS blocks after a warm-up, each closed by
-// cudaDeviceSynchronize, and prints the median block as per_iter_us=X; with --lockstep DIR it
-// runs one block per "g" read from DIR/go and writes its seconds per iteration to DIR/done
-// instead (bench/lockstep.py).
-//   cuda_launch [iterations per block] [--lockstep DIR]
+// cudaDeviceSynchronize, and prints the median block as per_iter_us=X (bench/alternate.py).
+// "paired" alternates blocks inside cudaProfilerStart/Stop with blocks outside, 30 pairs, and
+// prints the median traced/paused ratio as paired_ratio=R (bench_cuda.py --paired).
+//   cuda_launch [iterations per block] [paired]
+#include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExt.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <string>
 #include <vector>
 
 __global__ void touch(float *p) { p[threadIdx.x] += 1.0f; }
@@ -42,54 +43,61 @@ static void iterations(float *p, int n)
     }
 }
 
-static double timed_block(float *p, int n)
+static double timed_block(float *p, int n, bool traced)
 {
+    if (traced)
+        check(cudaProfilerStart(), "cudaProfilerStart");
     double start = now_s();
     iterations(p, n);
     check(cudaDeviceSynchronize(), "block");
-    return (now_s() - start) / n;
+    double seconds = now_s() - start;
+    if (traced)
+        check(cudaProfilerStop(), "cudaProfilerStop");
+    return seconds / n;
 }
 
-static int serve_lockstep(const std::string &dir, float *p, int block)
+static double median(std::vector<double> v)
 {
-    FILE *go = fopen((dir + "/go").c_str(), "r");
-    FILE *done = go ? fopen((dir + "/done").c_str(), "w") : nullptr;
-    if (!done) {
-        perror("cuda_launch: lockstep FIFOs");
-        return 1;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+static void paired_blocks(float *p, int block)
+{
+    const int pairs = 30;
+    std::vector<double> ratios, on, off;
+    for (int i = 0; i < pairs; i++) {
+        bool first = i % 2 == 0;
+        double a = timed_block(p, block, first), b = timed_block(p, block, !first);
+        double traced = first ? a : b, paused = first ? b : a;
+        on.push_back(traced);
+        off.push_back(paused);
+        ratios.push_back(traced / paused);
     }
-    char line[16];
-    while (fgets(line, sizeof line, go) && line[0] == 'g') {
-        fprintf(done, "%.9f\n", timed_block(p, block));
-        fflush(done);
-    }
-    fclose(done);
-    fclose(go);
-    return 0;
+    printf("per_iter_us=%.3f\npaused_us=%.3f\npaired_ratio=%.4f\n", median(on) * 1e6,
+           median(off) * 1e6, median(ratios));
 }
 
 int main(int argc, char **argv)
 {
     const int block = argc > 1 ? atoi(argv[1]) : 20000, blocks = 9;
-    const bool lockstep = argc == 4 && strcmp(argv[2], "--lockstep") == 0;
-    if (block <= 0 || (argc > 2 && !lockstep)) {
-        fprintf(stderr, "usage: cuda_launch [iterations per block] [--lockstep DIR]\n");
+    const bool paired = argc > 2 && strcmp(argv[2], "paired") == 0;
+    if (block <= 0 || (argc > 2 && !paired)) {
+        fprintf(stderr, "usage: cuda_launch [iterations per block] [paired]\n");
         return 2;
     }
     float *p;
     check(cudaMalloc(&p, 32 * sizeof(float)), "cudaMalloc");
     iterations(p, block);
     check(cudaDeviceSynchronize(), "warm-up");
-    int rc = 0;
-    if (lockstep) {
-        rc = serve_lockstep(argv[3], p, block);
+    if (paired) {
+        paired_blocks(p, block);
     } else {
         std::vector<double> per_iter;
         for (int b = 0; b < blocks; b++)
-            per_iter.push_back(timed_block(p, block));
-        std::sort(per_iter.begin(), per_iter.end());
-        printf("per_iter_us=%.3f\n", per_iter[blocks / 2] * 1e6);
+            per_iter.push_back(timed_block(p, block, false));
+        printf("per_iter_us=%.3f\n", median(per_iter) * 1e6);
     }
     check(cudaFree(p), "cudaFree");
-    return rc;
+    return 0;
 }
