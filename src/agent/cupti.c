@@ -35,9 +35,9 @@ static struct {
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);
     int (*cu_ctx_synchronize)(void);
-    const char *kinds; /* LANTERN_CUDA_KINDS */
-    int apis_wanted;   /* API calls are recorded ("api" kind) */
-    int apis_whole;    /* as RUNTIME/DRIVER kinds, not call by call */
+    const char *kinds;  /* LANTERN_CUDA_KINDS */
+    int apis_wanted;    /* API calls are recorded ("api" kind) */
+    int apis_whole;     /* as RUNTIME/DRIVER kinds, not call by call */
     int capture_pauses; /* cudaProfilerApi capture: collection pauses outside the windows */
     int collecting;     /* the pausable kinds are on */
     pthread_mutex_t capture_lock;
@@ -223,7 +223,8 @@ static CUptiResult cupti_set_kinds(int on, int pausable)
             CUpti_ActivityKind kind = group->kinds[k];
             if (kind == CUPTI_ACTIVITY_KIND_INVALID)
                 continue;
-            CUptiResult rc = on ? cupti.api.activity_enable(kind) : cupti.api.activity_disable(kind);
+            CUptiResult rc =
+                on ? cupti.api.activity_enable(kind) : cupti.api.activity_disable(kind);
             if (rc != CUPTI_SUCCESS)
                 return rc;
         }
@@ -234,7 +235,8 @@ static CUptiResult cupti_set_kinds(int on, int pausable)
 /* cudaProfilerStart/Stop and their driver twins: recorded whenever a cudaProfilerApi capture
  * is on, paused or not, since the importer draws the capture windows from them. */
 static const CUpti_CallbackId cupti_profiler_runtime_cbids[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000};
+    CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000};
 static const CUpti_CallbackId cupti_profiler_driver_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop};
 
@@ -251,7 +253,8 @@ static int cupti_record_profiler_calls(void)
     for (int i = 0; i < 2; i++)
         if (cupti.api.activity_enable_runtime_api(cupti_profiler_runtime_cbids[i], 1) !=
                 CUPTI_SUCCESS ||
-            cupti.api.activity_enable_driver_api(cupti_profiler_driver_cbids[i], 1) != CUPTI_SUCCESS)
+            cupti.api.activity_enable_driver_api(cupti_profiler_driver_cbids[i], 1) !=
+                CUPTI_SUCCESS)
             return -1;
     return 0;
 }
@@ -454,9 +457,9 @@ static int cupti_start(void)
     /* Handles are a nicety: another CUPTI subscriber in the process (one per process is
      * allowed) only costs the NVTX names of streams and contexts, and a cudaProfilerApi
      * capture's pauses. */
-    int subscribed = rc == CUPTI_SUCCESS && cupti.api.subscribe(&cupti.subscriber,
-                                                                cupti_resource_callback,
-                                                                NULL) == CUPTI_SUCCESS;
+    int subscribed =
+        rc == CUPTI_SUCCESS &&
+        cupti.api.subscribe(&cupti.subscriber, cupti_resource_callback, NULL) == CUPTI_SUCCESS;
     if (subscribed) {
         cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_CREATED);

@@ -642,12 +642,7 @@ fail:
  * events and overheads are kept by their own start; GPU work by its launching call (a kernel
  * launched inside the window is kept even if it runs after it), or by its own start when the
  * call is unknown. Runs after correlation (api_id) and before NVTX attribution. */
-#define GPU_OPS_COUNT                                                                              \
-    "(SELECT count(*) FROM kernels) + (SELECT count(*) FROM memcpys) + (SELECT count(*) FROM "     \
-    "memsets)"
-
 static const char cuda_capture_sql[] =
-    "CREATE TEMP TABLE capture_gpu_ops AS SELECT " GPU_OPS_COUNT " AS recorded;\n"
     "CREATE TEMP TABLE capture_windows(process_id INTEGER, start_ns INTEGER, end_ns INTEGER);\n"
     "INSERT INTO capture_windows SELECT a.process_id, a.end_ns, COALESCE((SELECT min(b.start_ns)"
     "  FROM cuda_api b JOIN strings t ON t.id = b.name_id WHERE b.process_id = a.process_id"
@@ -684,11 +679,19 @@ static const char cuda_capture_sql[] =
     "  (SELECT 1 FROM capture_windows w WHERE w.process_id = cupti_overhead.process_id"
     "   AND cupti_overhead.start_ns >= w.start_ns AND cupti_overhead.start_ns < "
     "w.end_ns);\n" CAPTURE_GPU_DELETE("kernels") CAPTURE_GPU_DELETE("memcpys")
-        CAPTURE_GPU_DELETE("memsets") "DROP TABLE capture_windows;\n"
-    /* what was recorded outside the windows: ~0 where the agent paused CUPTI there */
+        CAPTURE_GPU_DELETE("memsets") "DROP TABLE capture_windows;\n";
+
+/* The GPU operations the capture range left out, around cuda_capture_sql: ~0 where the agent
+ * paused CUPTI outside the windows (cudaProfilerApi). */
+#define GPU_OPS_COUNT                                                                              \
+    "(SELECT count(*) FROM kernels) + (SELECT count(*) FROM memcpys) + (SELECT count(*) FROM "     \
+    "memsets)"
+static const char cuda_capture_count_before_sql[] =
+    "CREATE TEMP TABLE capture_gpu_ops AS SELECT " GPU_OPS_COUNT " AS recorded;";
+static const char cuda_capture_count_after_sql[] =
     "INSERT OR REPLACE INTO meta(key, value) SELECT 'cuda_gpu_ops_outside_capture', recorded - "
-    "(" GPU_OPS_COUNT ") FROM capture_gpu_ops WHERE EXISTS (SELECT 1 FROM cuda_capture);\n"
-    "DROP TABLE capture_gpu_ops;\n";
+    "(" GPU_OPS_COUNT ") FROM capture_gpu_ops WHERE EXISTS (SELECT 1 FROM cuda_capture);"
+    "DROP TABLE capture_gpu_ops;";
 
 /* Correlation: the launching call of each piece of GPU work. */
 static const char cuda_correlate_sql[] =
@@ -858,7 +861,9 @@ fail:
 int import_cuda_finish(sqlite3 *db)
 {
     if (sqlite3_exec(db, cuda_correlate_sql, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, cuda_capture_count_before_sql, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(db, cuda_capture_sql, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, cuda_capture_count_after_sql, NULL, NULL, NULL) != SQLITE_OK ||
         attribute_api_calls(db) < 0 || demangle_kernel_names(db) < 0)
         return -1;
     return sqlite3_exec(db, cuda_finish_sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;

@@ -476,8 +476,8 @@ static void waits_come_from_the_synchronizing_calls_without_sync_records(void)
                             " AND stream IS NULL AND event IS NULL"),
               1);
     ASSERT_STR_EQ(query_text(db, "SELECT group_concat(sync_kind || ':' || correlation_id, ' ') FROM"
-                             " (SELECT * FROM cuda_syncs ORDER BY start_ns)"),
-              "stream:30 stream_wait_event:31 context:32 stream:33");
+                                 " (SELECT * FROM cuda_syncs ORDER BY start_ns)"),
+                  "stream:30 stream_wait_event:31 context:32 stream:33");
     ASSERT_EQ(query_int(db, "SELECT t.tid FROM cuda_syncs s JOIN threads t ON t.id = s.thread_id"
                             " WHERE s.correlation_id = 32"),
               4242);
@@ -823,6 +823,8 @@ static void capture_range_cuda_profiler_api_keeps_work_between_start_and_stop(vo
     ASSERT_EQ(query_int(db, "SELECT correlation_id FROM kernels"), 2); /* runs after Stop: kept */
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_api"), 1);
     ASSERT_EQ(query_int(db, "SELECT correlation_id FROM cuda_api"), 2);
+    ASSERT_EQ(query_int(db, "SELECT value FROM meta WHERE key = 'cuda_gpu_ops_outside_capture'"),
+              2);
     sqlite3_close(db);
 }
 
@@ -864,6 +866,8 @@ static void delay_and_duration_bound_the_capture(void)
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM memsets"), 1);
     ASSERT_EQ(query_int(db, "SELECT correlation_id FROM memsets"), 50);
     ASSERT_EQ(query_int(db, "SELECT from_ns FROM cuda_capture"), 1250);
+    ASSERT_EQ(query_int(db, "SELECT value FROM meta WHERE key = 'cuda_gpu_ops_outside_capture'"),
+              3);
     sqlite3_close(db);
 }
 
@@ -874,6 +878,8 @@ static void without_capture_record_everything_is_kept(void)
     sqlite3 *db = import_chunk();
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels"), 3);
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_api"), 3);
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM meta WHERE key = 'cuda_gpu_ops_outside_capture'"),
+              0); /* no capture range, no count */
     sqlite3_close(db);
 }
 
