@@ -479,7 +479,7 @@ static int cupti_start(void)
         apis_rc = cupti_record_profiler_calls();
     if (rc != CUPTI_SUCCESS || apis_rc < 0) {
         agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
-                   cupti_error(rc));
+                   rc != CUPTI_SUCCESS ? cupti_error(rc) : "API calls");
         return -1;
     }
     cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);
