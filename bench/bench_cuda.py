@@ -142,7 +142,7 @@ def run_one(name, use_torch_profiler, build, paired=False):
     if paired:
         iterations(warmup)
         torch.cuda.synchronize()
-        paired_blocks(torch, iterations, PAIRED_LOOP_BLOCK if block == LOOP_BLOCK else PAIRED_STEP_BLOCK)
+        paired_blocks(torch, iterations, PAIRED_LOOP_BLOCK if name == "loop" else PAIRED_STEP_BLOCK)
         return
     profiler = None
     if use_torch_profiler:

@@ -8,11 +8,10 @@
 #include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include <cstring>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <vector>
 

@@ -35,11 +35,11 @@ static struct {
     int (*cu_device_get)(int *device, int ordinal);
     int (*cu_device_get_attribute)(int *value, int attribute, int device);
     int (*cu_ctx_synchronize)(void);
-    const char *kinds;  /* LANTERN_CUDA_KINDS */
-    int apis_wanted;    /* API calls are recorded ("api" kind) */
-    int apis_whole;     /* as RUNTIME/DRIVER kinds, not call by call */
-    int capture_pauses; /* cudaProfilerApi capture: collection pauses outside the windows */
-    int collecting;     /* the pausable kinds are on */
+    uint32_t groups_wanted; /* bit g: cupti_kind_groups[g] is recorded (decided at start) */
+    int apis_wanted;        /* API calls are recorded ("api" kind) */
+    int apis_whole;         /* as RUNTIME/DRIVER kinds, not call by call */
+    int capture_pauses;     /* cudaProfilerApi capture: collection pauses outside the windows */
+    int collecting;         /* the pausable kinds are on */
     pthread_mutex_t capture_lock;
     int running;
 } cupti = {.capture_lock = PTHREAD_MUTEX_INITIALIZER};
@@ -217,7 +217,7 @@ static CUptiResult cupti_set_kinds(int on, int pausable)
 {
     for (size_t g = 0; g < sizeof(cupti_kind_groups) / sizeof(cupti_kind_groups[0]); g++) {
         const struct cupti_kind_group *group = &cupti_kind_groups[g];
-        if (group->pausable != pausable || !cupti_group_wanted(cupti.kinds, group->name))
+        if (group->pausable != pausable || !(cupti.groups_wanted & (1u << g)))
             continue;
         for (int k = 0; k < 2; k++) {
             CUpti_ActivityKind kind = group->kinds[k];
@@ -446,8 +446,11 @@ static int cupti_start(void)
     };
     cupti_translate_init(&cupti.translate, &hooks, all_apis);
 
-    cupti.kinds = getenv("LANTERN_CUDA_KINDS");
-    cupti.apis_wanted = cupti_group_wanted(cupti.kinds, "api");
+    const char *kinds = getenv("LANTERN_CUDA_KINDS");
+    for (size_t g = 0; g < sizeof(cupti_kind_groups) / sizeof(cupti_kind_groups[0]); g++)
+        if (cupti_group_wanted(kinds, cupti_kind_groups[g].name))
+            cupti.groups_wanted |= 1u << g;
+    cupti.apis_wanted = cupti_group_wanted(kinds, "api");
     cupti.apis_whole = all_apis;
     CUptiResult rc = cupti.api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     if (rc == CUPTI_SUCCESS)
