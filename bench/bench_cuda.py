@@ -18,7 +18,8 @@ swings (a whole run up to 25 % faster or slower than the next, docs/benchmarks.m
 allow across processes: Lantern runs with --capture-range=cudaProfilerApi, and the program
 alternates blocks inside cudaProfilerStart/Stop (traced) with blocks outside (CUPTI paused),
 PAIRS pairs in an alternating order; a run reports the median of its pairs' traced/paused
-ratios. That is what recording costs on top of CUPTI being attached, not the whole overhead.
+ratios. That is what recording costs on top of a paused CUPTI, not the whole overhead (a paused
+CUPTI keeps part of its cost; bench/cupti_detach measures against a detached one).
 The baseline does the same with no tool: its ratio is the method's own bias (~1.00)."""
 import argparse
 import glob
