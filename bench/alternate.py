@@ -1,26 +1,31 @@
 """Alternating rounds for the GPU overhead benchmarks (bench_cuda.py, bench_pytrace.py): each
-mode is a command that prints `per_iter_us=X` (and, paired, `paired_ratio=R`); every round
-runs every mode once, in an order reversed every other round, so drift (clocks, caches,
-neighbours) hits every mode alike."""
+mode is a command that prints `per_iter_us=X` (and, paired, `paired_ratio=R`; every other
+`name=X` line is kept too); every round runs every mode once, in an order reversed every
+other round, so drift (clocks, caches, neighbours) hits every mode alike."""
 import subprocess
 
 
-def timed_run(cmd, cpus, key="per_iter_us"):
-    """Runs one command (pinned to `cpus` if given); returns (the value it printed as
-    `key=X`, or None; the run)."""
+def timed_run(cmd, cpus):
+    """Runs one command (pinned to `cpus` if given); returns ({name: value} for every
+    `name=X` line it printed, the run)."""
     # Every mode on the same CPUs, so where the scheduler puts a run does not decide its figure.
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    values = {}
     for line in run.stdout.splitlines():
-        if line.startswith(key + "="):
-            return float(line.split("=", 1)[1]), run
-    return None, run
+        name, sep, value = line.partition("=")
+        if sep:
+            try:
+                values[name] = float(value)
+            except ValueError:
+                pass
+    return values, run
 
 
 def alternate_rounds(modes, workload, rounds, cpus, key="per_iter_us"):
     """modes: {name: f(workload, round) -> command, or None where the mode does not apply}.
-    Returns {name: [the value each run printed as `key=X`, ...]}; a run that prints none is
+    Returns {name: [{value name: value} for each run]}; a run that prints no `key=X` is
     reported with its stderr and left out."""
     samples = {m: [] for m in modes}
     for r in range(rounds):
@@ -29,11 +34,12 @@ def alternate_rounds(modes, workload, rounds, cpus, key="per_iter_us"):
             cmd = modes[mode](workload, r)
             if cmd is None:
                 continue
-            value, run = timed_run(cmd, cpus, key)
-            if value is None:
+            values, run = timed_run(cmd, cpus)
+            if key not in values:
                 print(f"{workload}/{mode}: no timing (exit {run.returncode}):\n"
                       f"{run.stderr[-2000:]}", flush=True)
                 continue
-            samples[mode].append(value)
-            print(f"{workload} round {r} {mode}: {key} {value:.4f}", flush=True)
+            samples[mode].append(values)
+            print(f"{workload} round {r} {mode}: " +
+                  "  ".join(f"{k} {v:.4f}" for k, v in values.items()), flush=True)
     return samples

@@ -20,7 +20,14 @@ alternates blocks inside cudaProfilerStart/Stop (traced) with blocks outside (CU
 PAIRS pairs in an alternating order; a run reports the median of its pairs' traced/paused
 ratios. That is what recording costs on top of a paused CUPTI, not the whole overhead (a paused
 CUPTI keeps part of its cost; bench/cupti_detach measures against a detached one).
-The baseline does the same with no tool: its ratio is the method's own bias (~1.00)."""
+The baseline does the same with no tool: its ratio is the method's own bias (~1.00).
+
+The lent machine's CPUs run in one of two speeds for minutes at a time (docs/benchmarks.md,
+fourth session), and a launch-bound run goes at the speed it started in. Every loop run
+therefore also times the same loop on CPU tensors, with no CUDA call and no NVTX range, which
+no tracer touches (cpu_ref_us=X). Where those references fall into two groups, the loop's
+ratios are also reported within each group ("by CPU state"), which compares runs made at the
+same CPU speed."""
 import argparse
 import glob
 import json
@@ -41,6 +48,10 @@ BLOCKS = 9
 # --paired: pairs of (traced, paused) blocks of PAIRED_BLOCK iterations or steps.
 PAIRS = 30
 PAIRED_LOOP_BLOCK, PAIRED_STEP_BLOCK = 1000, 2
+# Two CPU speeds: the runs' CPU reference times part into two groups whose medians differ by
+# more than this (run 31: 7.3 and 12.3 us). A wide single spread may be split too, which is
+# still a fair comparison: runs are only compared with runs of like CPU speed.
+STATE_GAP = 1.4
 
 
 # ---- one run: the workload, timed inside the program ----------------------------------------
@@ -57,6 +68,19 @@ def loop_workload(torch):
             nvtx.range_pop()
 
     return iterations, LOOP_WARMUP, LOOP_BLOCK
+
+
+def loop_cpu_reference(torch):
+    """The loop's work on CPU tensors, with no CUDA call and no NVTX range: the run's own CPU
+    speed, which no tracer changes."""
+    x = torch.ones(256)
+
+    def iterations(n):
+        for _ in range(n):
+            y = x + 1.0
+            y.mul_(2.0)
+
+    return iterations
 
 
 def transformer_workload(torch):
@@ -150,17 +174,24 @@ def run_one(name, use_torch_profiler, build, paired=False):
         from torch.profiler import ProfilerActivity, profile
         profiler = profile(activities=[ProfilerActivity.CUDA])
         profiler.__enter__()
+    reference = loop_cpu_reference(torch) if name == "loop" else None
     iterations(warmup)
     torch.cuda.synchronize()
-    per_iter = []
+    per_iter, per_reference = [], []
     for _ in range(BLOCKS):
         start = time.perf_counter()
         iterations(block)
         torch.cuda.synchronize()
         per_iter.append((time.perf_counter() - start) / block)
+        if reference:
+            start = time.perf_counter()
+            reference(block)
+            per_reference.append((time.perf_counter() - start) / block)
     if profiler:
         profiler.__exit__(None, None, None)   # collection ends outside the timed part
     print(f"per_iter_us={statistics.median(per_iter) * 1e6:.3f}")
+    if reference:
+        print(f"cpu_ref_us={statistics.median(per_reference) * 1e6:.3f}")
 
 
 # ---- the driver: alternating rounds ----------------------------------------------------------
@@ -207,6 +238,45 @@ def mode_commands(build, nsys, tmp, variants, torch_profiler, paired=False):
     return modes
 
 
+def cpu_states(references):
+    """The CPU reference time that parts the runs' two CPU speeds: the widest gap between
+    them, if each side holds at least 3 runs and their medians differ by more than STATE_GAP;
+    else None (one speed)."""
+    ordered = sorted(references)
+    gaps = [(ordered[i + 1] / ordered[i], i) for i in range(2, len(ordered) - 3)]
+    if not gaps:
+        return None
+    i = max(gaps)[1]
+    fast, slow = ordered[:i + 1], ordered[i + 1:]
+    return ordered[i] if statistics.median(slow) / statistics.median(fast) > STATE_GAP else None
+
+
+def ratios_by_cpu_state(runs):
+    """{state: {mode: ratio of medians to the baseline's}} for the runs made at each of the
+    machine's two CPU speeds (told apart by cpu_ref_us); printed. None where the runs have
+    no reference or a single speed."""
+    every = [run for mode_runs in runs.values() for run in mode_runs]
+    if not every or any("cpu_ref_us" not in run for run in every):
+        return None
+    cut = cpu_states([run["cpu_ref_us"] for run in every])
+    if cut is None:
+        print("by CPU state: all runs at one CPU speed")
+        return None
+    states = {}
+    for state, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
+        medians = {m: statistics.median(run["per_iter_us"] for run in r if inside(run["cpu_ref_us"]))
+                   for m, r in runs.items() if any(inside(run["cpu_ref_us"]) for run in r)}
+        if "baseline" not in medians:
+            continue
+        counts = {m: sum(inside(run["cpu_ref_us"]) for run in r) for m, r in runs.items()}
+        states[state] = {m: {"ratio": med / medians["baseline"], "runs": counts[m]}
+                         for m, med in medians.items()}
+        print(f"by CPU state, {state} (reference {'<=' if state == 'fast' else '>'} {cut:.2f} us): " +
+              "  ".join(f"{m} x{v['ratio']:.3f} ({v['runs']} runs)" for m, v in states[state].items()),
+              flush=True)
+    return states
+
+
 def drive(args):
     nsys = find_nsys(args.nsys)
     print(f"nsys: {nsys or 'not found'}", flush=True)
@@ -216,7 +286,8 @@ def drive(args):
                               not args.no_torch_profiler, args.paired)
         key = "paired_ratio" if args.paired else "per_iter_us"
         for workload in args.workloads:
-            samples = alternate_rounds(modes, workload, args.rounds, args.cpus, key)
+            runs = alternate_rounds(modes, workload, args.rounds, args.cpus, key)
+            samples = {m: [run[key] for run in r] for m, r in runs.items()}
             results[workload] = {}
             if args.paired:  # each run's own traced/paused ratio
                 for mode, values in samples.items():
@@ -234,6 +305,9 @@ def drive(args):
                 ratio = med / base if base else None
                 results[workload][mode] = {"median_us": med, "ratio": ratio, "samples": values}
                 print(f"{workload:12s} {mode:15s} median {med:10.3f} us/iter  x{ratio:.3f}", flush=True)
+            by_state = ratios_by_cpu_state(runs)
+            if by_state:
+                results[workload]["by_cpu_state"] = by_state
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -118,7 +118,8 @@ def drive(args):
     with tempfile.TemporaryDirectory() as tmp:
         modes = commands(args.build, tmp)
         for workload in args.workloads:
-            samples = alternate_rounds(modes, workload, args.rounds, args.cpus)
+            samples = {m: [run["per_iter_us"] for run in runs] for m, runs in
+                       alternate_rounds(modes, workload, args.rounds, args.cpus).items()}
             medians = {m: statistics.median(v) for m, v in samples.items() if v}
             results[workload] = {m: {"median_us": medians[m], "samples": samples[m]}
                                  for m in medians}
