@@ -22,20 +22,14 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_cuda import loop_workload  # noqa: E402 (the loop bench_cuda.py times)
+
 PAIRS, BLOCK, WARM = 30, 1000, 200
 mode = sys.argv[1]
 agent = ctypes.CDLL(os.environ["LANTERN_AGENT"]) if mode not in ("control", "long") else None
 detaching = mode in ("full", "idle", "paused")
-x = torch.ones(256, device="cuda")
-nvtx = torch.cuda.nvtx
-
-
-def iterations(n):
-    for _ in range(n):
-        nvtx.range_push("iter")
-        y = x + 1.0
-        y.mul_(2.0)
-        nvtx.range_pop()
+iterations = loop_workload(torch)[0]
 
 
 def enter():
