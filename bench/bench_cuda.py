@@ -32,6 +32,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -128,30 +129,42 @@ def transformer_gpu_workload(torch):
     return iterations, STEP_WARMUP, STEP_BLOCK
 
 
-def paired_blocks(torch, iterations, block):
-    """Alternating traced (inside cudaProfilerStart/Stop) and paused blocks; prints the median
-    traced/paused ratio of PAIRS pairs and each state's median µs per iteration."""
-    def timed(traced):
-        if traced:
-            torch.cuda.profiler.start()
-        start = time.perf_counter()
+def paired_blocks(torch, iterations, block, enter=None, leave=None, settle=0):
+    """PAIRS pairs of blocks, one in the state under test and one not, in an alternating order;
+    prints the median tested/other ratio and each side's median µs per iteration, wall and
+    user/system CPU time of this thread. By default the tested state is traced (inside
+    cudaProfilerStart/Stop) and the other paused; `enter` and `leave` switch into and out of
+    another state (bench/cupti_detach), and `settle` untimed iterations follow each switch."""
+    enter = enter or torch.cuda.profiler.start
+    leave = leave or torch.cuda.profiler.stop
+
+    def timed(tested):
+        if tested:
+            enter()
+        if settle:
+            iterations(settle)
+            torch.cuda.synchronize()
+        before, start = resource.getrusage(resource.RUSAGE_THREAD), time.perf_counter()
         iterations(block)
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
-        if traced:
-            torch.cuda.profiler.stop()
-        return seconds / block
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+        if tested:
+            leave()
+        return (seconds / block, (after.ru_utime - before.ru_utime) / block,
+                (after.ru_stime - before.ru_stime) / block)
 
-    ratios, on, off = [], [], []
+    ratios, sides = [], {"tested": [], "other": []}
     for p in range(PAIRS):
         first = p % 2 == 0
         a, b = timed(first), timed(not first)
-        traced, paused = (a, b) if first else (b, a)
-        on.append(traced)
-        off.append(paused)
-        ratios.append(traced / paused)
-    print(f"per_iter_us={statistics.median(on) * 1e6:.3f}")
-    print(f"paused_us={statistics.median(off) * 1e6:.3f}")
+        tested, other = (a, b) if first else (b, a)
+        sides["tested"].append(tested)
+        sides["other"].append(other)
+        ratios.append(tested[0] / other[0])
+    for side, samples in sides.items():
+        wall, user, system = (statistics.median(s[i] for s in samples) * 1e6 for i in range(3))
+        print(f"{side}_us={wall:.3f}\n{side}_user_us={user:.3f}\n{side}_sys_us={system:.3f}")
     print(f"paired_ratio={statistics.median(ratios):.4f}")
 
 

@@ -3,10 +3,11 @@
 # patched (agent.patch) to let the program detach CUPTI (cuptiFinalize) and re-attach it,
 # runs programs that alternate blocks with CUPTI in some state and blocks with it detached;
 # a sampler then shows whose code the traced loop's extra CPU time runs in.
-#   bench/cupti_detach/run.sh build DIR              here (compilers, CMake): DIR gets the
-#                                                    patched agent, cloop and libsampler.so
+#   bench/cupti_detach/run.sh build DIR              here (CMake, a C compiler): DIR gets
+#                                                    the patched agent and libsampler.so
 #   bench/cupti_detach/run.sh measure DIR OUT [BUILD]  on the GPU machine, from the repository
-#                                                    root; BUILD (default build) has lantern;
+#                                                    root; BUILD (default build) has lantern
+#                                                    and cuda_launch (the C loop's pairs);
 #                                                    ROUNDS=N repeats (default 2)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,8 +21,6 @@ build)
     cmake --build "$dir/build" -j2 --target lantern-agent >/dev/null
     cp "$dir/build/lib/liblantern-agent.so" "$dir/"
     rm -rf "$dir/src" "$dir/build"
-    nvcc -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-        -o "$dir/cloop" "$here/cloop.cu" -ldl
     cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$dir/libsampler.so" "$here/sampler.c"
     ;;
 measure)
@@ -30,20 +29,20 @@ measure)
     export PYTHONUNBUFFERED=1
     agent=$dir/liblantern-agent.so
     lantern="$build/bin/lantern profile -f -t cuda,nvtx --capture-range=cudaProfilerApi -o /tmp/cupti_detach.db --"
-    # name, program, mode, then variables for the agent
+    # name, program, mode (notool:MODE runs it without Lantern), then variables for the agent
     pair() {
         name=$1 program=$2 mode=$3
         shift 3
-        if [ "$mode" = control ]; then
-            taskset -c 2-9 $program control >"$out/$name.log" 2>&1
+        if [ "${mode#notool:}" != "$mode" ]; then
+            taskset -c 2-9 $program "${mode#notool:}" >"$out/$name.log" 2>&1
         else
             taskset -c 2-9 env LANTERN_AGENT="$agent" "$@" $lantern $program "$mode" >"$out/$name.log" 2>&1
         fi || echo "$name: exit $?"
         echo "$name $(grep -h 'paired_ratio\|_us=' "$out/$name.log" | tr '\n' ' ')"
     }
-    py="python3 $here/pairs.py"
+    py="python3 $here/pairs.py" cloop="$build/bin/cuda_launch 20000"
     for round in $(seq "${ROUNDS:-2}"); do
-        pair "loop-control-$round" "$py" control
+        pair "loop-control-$round" "$py" notool:control
         pair "loop-full-$round" "$py" full
         pair "loop-idle-$round" "$py" idle
         pair "loop-paused-$round" "$py" paused
@@ -57,11 +56,11 @@ measure)
         pair "loop-default-thread-ids-$round" "$py" full LANTERN_EXP_THREAD_DEFAULT=1
         pair "loop-pinned-$round" "$py" full LANTERN_CUDA_KINDS=kernel LANTERN_EXP_PINNED=1
         pair "loop-32mb-devbuf-$round" "$py" full LANTERN_CUDA_KINDS=kernel LANTERN_EXP_DEVBUF=33554432
-        pair "cloop-control-$round" "$dir/cloop" control
-        pair "cloop-full-$round" "$dir/cloop" full
-        pair "cloop-kernel-$round" "$dir/cloop" full LANTERN_CUDA_KINDS=kernel
-        pair "cloop-api-$round" "$dir/cloop" full LANTERN_CUDA_KINDS=api
-        pair "cloop-idle-$round" "$dir/cloop" idle
+        pair "cloop-control-$round" "$cloop" notool:paired
+        pair "cloop-full-$round" "$cloop" full
+        pair "cloop-kernel-$round" "$cloop" full LANTERN_CUDA_KINDS=kernel
+        pair "cloop-api-$round" "$cloop" full LANTERN_CUDA_KINDS=api
+        pair "cloop-idle-$round" "$cloop" idle
     done
     for round in $(seq "${ROUNDS:-2}"); do
         SAMPLER_OUT=$out/sampled-baseline-$round.txt LD_PRELOAD=$dir/libsampler.so \
