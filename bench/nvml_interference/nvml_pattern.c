@@ -1,0 +1,322 @@
+/* The NVML side of bench/nvml_interference: a process that calls NVML in one named pattern at a
+ * time, as a sampler in the launcher would, so that driver_victim can time its own driver calls
+ * (cudaMalloc, cudaFree, launches, context creation) against each pattern in alternating blocks.
+ *
+ *   nvml_pattern serve         read a pattern name per line on stdin, switch to it, answer
+ *                              "ok" on stdout; on "stats" print the last pattern's footprint
+ *                              (NVML calls by kind, time in flight, CPU time); EOF ends
+ *   nvml_pattern probe SECONDS read the energy counter back to back and print every change:
+ *                              when it happened (bracketed by reads), the field API's own
+ *                              timestamp, and the power samples the driver buffers
+ *
+ * Patterns: idle, energy_b2b (the sampler before issue #11), energy_Nhz, field83_Nhz,
+ * field191_Nhz, power_Nhz (instant field + averaged power), state_Nhz (clocks, utilization,
+ * memory, temperature, throttle reasons), memory_Nhz, util_Nhz, samples_Nhz
+ * (nvmlDeviceGetSamples), init_Nhz (nvmlInit/nvmlShutdown pairs), and sampler (Lantern's own
+ * launcher sampler, nvml_sampler_start with its defaults, writing to /dev/null). */
+#include "nvml/nvml_iface.h"
+#include "nvml/sampler.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FIELD_ENERGY_MODULE 191 /* NVML_FI_DEV_ENERGY */
+#define SAMPLES_MAX 4096
+
+struct nvml_sample { /* nvmlSample_t */
+    unsigned long long timestamp_us;
+    union nvml_value value;
+};
+typedef nvml_return_t (*get_samples_fn)(nvml_device_t, int, unsigned long long, int *,
+                                        unsigned int *, struct nvml_sample *);
+
+static struct nvml nvml;
+static struct nvml_gpu *gpu;
+static get_samples_fn get_samples;
+
+enum { K_ENERGY, K_FIELD, K_POWER, K_STATE, K_SAMPLES, K_INIT, K_COUNT };
+static const char *kind_names[K_COUNT] = {"energy", "field", "power", "state", "samples", "init"};
+
+struct footprint {
+    uint64_t calls[K_COUNT];
+    uint64_t busy_ns[K_COUNT];
+    uint64_t max_ns[K_COUNT];
+    uint64_t start_ns;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char pattern[128] = "idle"; /* guarded by lock */
+static unsigned generation;       /* guarded by lock: bumped at each switch */
+static struct footprint foot;     /* guarded by lock */
+
+static uint64_t now_ns(void)
+{
+    return nvml_now_ns();
+}
+
+static void sleep_until(uint64_t deadline)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+                          .tv_nsec = (long)(deadline % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ;
+}
+
+static void account(int kind, uint64_t t0, uint64_t t1)
+{
+    pthread_mutex_lock(&lock);
+    foot.calls[kind]++;
+    foot.busy_ns[kind] += t1 - t0;
+    if (t1 - t0 > foot.max_ns[kind])
+        foot.max_ns[kind] = t1 - t0;
+    pthread_mutex_unlock(&lock);
+}
+
+/* One turn of a pattern's calls; returns the kind timed. */
+static void one_turn(const char *name)
+{
+    const struct nvml_api *a = &nvml.api;
+    unsigned int u;
+    unsigned long long ull;
+    uint64_t t0 = now_ns();
+    int kind;
+    if (strncmp(name, "energy", 6) == 0) {
+        a->total_energy(gpu->device, &ull);
+        kind = K_ENERGY;
+    } else if (strncmp(name, "field83", 7) == 0 || strncmp(name, "field191", 8) == 0) {
+        struct nvml_field_value v = {
+            .field_id = name[5] == '8' ? NVML_FIELD_TOTAL_ENERGY : FIELD_ENERGY_MODULE};
+        a->field_values(gpu->device, 1, &v);
+        kind = K_FIELD;
+    } else if (strncmp(name, "power", 5) == 0) {
+        struct nvml_field_value v = {.field_id = NVML_FIELD_POWER_INSTANT};
+        a->field_values(gpu->device, 1, &v);
+        a->power_usage(gpu->device, &u);
+        kind = K_POWER;
+    } else if (strncmp(name, "state", 5) == 0) {
+        struct nvml_utilization util;
+        struct nvml_memory mem;
+        a->clock(gpu->device, NVML_CLOCK_KIND_SM, &u);
+        a->clock(gpu->device, NVML_CLOCK_KIND_MEM, &u);
+        a->utilization(gpu->device, &util);
+        a->memory(gpu->device, &mem);
+        a->temperature(gpu->device, NVML_TEMPERATURE_SENSOR_GPU, &u);
+        if (a->clock_reasons)
+            a->clock_reasons(gpu->device, &ull);
+        kind = K_STATE;
+    } else if (strncmp(name, "memory", 6) == 0) {
+        struct nvml_memory mem;
+        a->memory(gpu->device, &mem);
+        kind = K_STATE;
+    } else if (strncmp(name, "util", 4) == 0) {
+        struct nvml_utilization util;
+        a->utilization(gpu->device, &util);
+        kind = K_STATE;
+    } else if (strncmp(name, "samples", 7) == 0) {
+        static struct nvml_sample buf[SAMPLES_MAX];
+        unsigned int count = SAMPLES_MAX;
+        int type;
+        if (get_samples)
+            get_samples(gpu->device, 0 /* NVML_TOTAL_POWER_SAMPLES */, 0, &type, &count, buf);
+        kind = K_SAMPLES;
+    } else if (strncmp(name, "init", 4) == 0) {
+        a->init();
+        a->shutdown();
+        kind = K_INIT;
+    } else {
+        return;
+    }
+    account(kind, t0, now_ns());
+}
+
+/* Rate from a pattern's name: "energy_20hz" -> 20; back to back (0) for "_b2b". */
+static double pattern_hz(const char *name)
+{
+    const char *u = strrchr(name, '_');
+    return u && strstr(u, "hz") ? atof(u + 1) : 0;
+}
+
+static void *pattern_thread(void *arg)
+{
+    (void)arg;
+    struct nvml_sampler *sampler = NULL;
+    unsigned seen = ~0u;
+    char name[128] = "idle";
+    uint64_t next = now_ns();
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        unsigned gen = generation;
+        if (gen != seen)
+            snprintf(name, sizeof name, "%s", pattern);
+        pthread_mutex_unlock(&lock);
+        if (gen != seen) {
+            seen = gen;
+            if (sampler) {
+                nvml_sampler_stop(sampler);
+                sampler = NULL;
+            }
+            if (strcmp(name, "sampler") == 0) {
+                char why[256];
+                int fd = open("/dev/null", O_WRONLY);
+                if (nvml_sampler_start(fd, NULL, 0, &sampler, why, sizeof why) != 0)
+                    fprintf(stderr, "nvml_pattern: sampler: %s\n", why);
+            }
+            next = now_ns();
+        }
+        if (strcmp(name, "quit") == 0)
+            break;
+        if (strcmp(name, "idle") == 0 || strcmp(name, "sampler") == 0) {
+            sleep_until(now_ns() + 1000000);
+            continue;
+        }
+        one_turn(name);
+        double hz = pattern_hz(name);
+        if (hz > 0) {
+            next += (uint64_t)(1e9 / hz);
+            if (next < now_ns())
+                next = now_ns();
+            sleep_until(next);
+        }
+    }
+    if (sampler)
+        nvml_sampler_stop(sampler);
+    return NULL;
+}
+
+static uint64_t cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+static int serve(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, pattern_thread, NULL);
+    char line[128];
+    uint64_t cpu0 = cpu_ns();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (strcmp(line, "stats") == 0) {
+            pthread_mutex_lock(&lock);
+            double secs = (double)(now_ns() - foot.start_ns) / 1e9;
+            printf("pattern=%s secs=%.3f cpu_ms=%.3f", pattern, secs,
+                   (double)(cpu_ns() - cpu0) / 1e6);
+            uint64_t busy = 0;
+            for (int k = 0; k < K_COUNT; k++) {
+                busy += foot.busy_ns[k];
+                if (foot.calls[k])
+                    printf(" %s_per_s=%.1f %s_mean_ms=%.3f %s_max_ms=%.3f", kind_names[k],
+                           (double)foot.calls[k] / secs, kind_names[k],
+                           (double)foot.busy_ns[k] / (double)foot.calls[k] / 1e6, kind_names[k],
+                           (double)foot.max_ns[k] / 1e6);
+            }
+            printf(" in_flight=%.4f\n", (double)busy / 1e9 / secs);
+            pthread_mutex_unlock(&lock);
+            continue;
+        }
+        pthread_mutex_lock(&lock);
+        snprintf(pattern, sizeof pattern, "%s", line);
+        generation++;
+        memset(&foot, 0, sizeof foot);
+        foot.start_ns = now_ns();
+        pthread_mutex_unlock(&lock);
+        cpu0 = cpu_ns();
+        printf("ok\n");
+    }
+    pthread_mutex_lock(&lock);
+    snprintf(pattern, sizeof pattern, "quit");
+    generation++;
+    pthread_mutex_unlock(&lock);
+    pthread_join(t, NULL);
+    return 0;
+}
+
+/* ---- probe: how the counter and the driver's power samples behave ----------------------- */
+
+static int64_t realtime_minus_monotonic_us(void)
+{
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    return ((int64_t)r.tv_sec - (int64_t)m.tv_sec) * 1000000 + (r.tv_nsec - m.tv_nsec) / 1000;
+}
+
+static int probe(double seconds)
+{
+    const struct nvml_api *a = &nvml.api;
+    int64_t offset_us = realtime_minus_monotonic_us();
+    uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+    unsigned long long last = 0;
+    uint64_t last_t1 = 0, first_change = 0;
+    int changes = 0;
+    printf("# change: bracket_lo_ms bracket_hi_ms (since start) value_mj field83_ts_ms "
+           "field83_latency_us\n");
+    while (now_ns() < end) {
+        unsigned long long mj;
+        uint64_t t0 = now_ns();
+        struct nvml_field_value v = {.field_id = NVML_FIELD_TOTAL_ENERGY};
+        int rc = a->field_values(gpu->device, 1, &v);
+        uint64_t t1 = now_ns();
+        if (rc != NVML_OK || v.status != NVML_OK) {
+            printf("field83 failed: %d/%d\n", rc, v.status);
+            return 1;
+        }
+        mj = v.value.ull;
+        if (last && mj != last) {
+            double ts_ms = (double)(v.timestamp_us - offset_us) * 1e3 - (double)start;
+            printf("change %.3f %.3f %llu %.3f %lld\n", (double)(last_t1 - start) / 1e6,
+                   (double)(t1 - start) / 1e6, mj, ts_ms / 1e6, v.latency_us);
+            if (!first_change)
+                first_change = t1;
+            changes++;
+        }
+        (void)t0;
+        last = mj;
+        last_t1 = t1;
+    }
+    printf("changes=%d over %.1f s\n", changes, seconds);
+    if (get_samples) {
+        static struct nvml_sample buf[SAMPLES_MAX];
+        unsigned int count = SAMPLES_MAX;
+        int type = -1;
+        uint64_t t0 = now_ns();
+        int rc = get_samples(gpu->device, 0, 0, &type, &count, buf);
+        uint64_t t1 = now_ns();
+        printf("getsamples rc=%d type=%d count=%u cost_ms=%.3f\n", rc, type, count,
+               (double)(t1 - t0) / 1e6);
+        for (unsigned int i = 0; rc == 0 && i < count && i < 40; i++)
+            printf("sample %.3f %u\n",
+                   ((double)((int64_t)buf[i].timestamp_us - offset_us) * 1e3 - (double)start) /
+                       1e6,
+                   buf[i].value.ui);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: nvml_pattern serve | probe SECONDS\n");
+        return 2;
+    }
+    if (nvml_open(&nvml) != 0) {
+        fprintf(stderr, "nvml_pattern: %s\n", nvml.disabled_reason);
+        return 77;
+    }
+    gpu = &nvml.gpus[0];
+    get_samples = (get_samples_fn)dlsym(nvml.library, "nvmlDeviceGetSamples");
+    int rc = strcmp(argv[1], "probe") == 0 ? probe(argc > 2 ? atof(argv[2]) : 5) : serve();
+    nvml_close(&nvml);
+    return rc;
+}
