@@ -1,7 +1,7 @@
 // The CUDA side of bench/nvml_interference: times this process's own driver calls while a
 // second process (nvml_pattern) calls NVML in one pattern at a time, in alternating blocks
 // inside one run, so that which NVML calls stall which driver calls is measured rather than
-// guessed (issue #11). Every pattern, "idle" included, runs once per round in the same order.
+// guessed (issue #11). Each pattern block sits between two idle blocks, its reference.
 //
 //   driver_victim PATTERN_BIN WORKLOAD BLOCK_MS ROUNDS PATTERN[,PATTERN...]
 //   driver_victim run WORKLOAD COUNT     COUNT operations alone (for whole-run timings under
@@ -10,7 +10,7 @@
 // Workloads: malloc (cudaMalloc/cudaFree of mixed sizes, up to 16 live), launch (empty
 // kernels, a sync every 256), ctx (cuCtxCreate + a 1 MB cuMemAlloc + cuCtxDestroy). Prints one
 // line per block and, last, one summary line per pattern: operations per second (median of the
-// rounds) and its ratio to idle, and each timed call's p50 and p99.
+// blocks) and its ratio to the idle blocks beside it, and each timed call's p50 and p99.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -228,43 +228,46 @@ int main(int argc, char **argv)
     block_result warm;
     run(now_ns() + block_ns / 2, warm);
 
+    // Every pattern's block sits between two idle blocks, and its slowdown is the idle
+    // blocks' mean rate over its own: drift in the machine (the lent H100's CPUs change speed
+    // for minutes at a time) hits both sides alike. The order of the patterns turns each round.
     std::map<std::string, std::vector<block_result>> results;
+    std::map<std::string, std::vector<double>> slowdowns;
     std::map<std::string, std::string> footprint;
     char answer[4096];
+    auto block = [&](const std::string &name, int round) {
+        pattern_say(name.c_str(), answer, sizeof answer);
+        usleep(30000); // the pattern's first calls (and a sampler's start) out of the block
+        block_result r;
+        run(now_ns() + block_ns, r);
+        pattern_say("stats", answer, sizeof answer);
+        footprint[name] = answer;
+        printf("block round=%d pattern=%s ops_per_s=%.1f\n", round, name.c_str(), r.ops_per_s);
+        results[name].push_back(r);
+        return r.ops_per_s;
+    };
+    double before = block("idle", -1);
     for (int round = 0; round < rounds; round++) {
-        for (auto &name : patterns) {
-            pattern_say(name.c_str(), answer, sizeof answer);
-            usleep(30000); // the pattern's first calls (and a sampler's start) out of the block
-            block_result r;
-            run(now_ns() + block_ns, r);
-            pattern_say("stats", answer, sizeof answer);
-            footprint[name] = answer;
-            printf("block round=%d pattern=%s ops_per_s=%.1f\n", round, name.c_str(),
-                   r.ops_per_s);
-            results[name].push_back(r);
+        for (size_t i = 0; i < patterns.size(); i++) {
+            const std::string &name = patterns[(i + (size_t)round) % patterns.size()];
+            double ops = block(name, round);
+            double after = block("idle", round);
+            slowdowns[name].push_back(ops > 0 ? (before + after) / 2 / ops : 0);
+            before = after;
         }
     }
     pattern_say("idle", answer, sizeof answer);
     fclose(to_pattern);
     wait(NULL);
 
-    auto median_ops = [&](const std::string &name) {
-        std::vector<double> v;
-        for (auto &r : results[name])
-            v.push_back(r.ops_per_s);
-        return quantile(v, 0.5);
-    };
-    double idle = results.count("idle") ? median_ops("idle") : 0;
     for (auto &name : patterns) {
-        if (name == "idle" && &name != &patterns[0] && patterns[0] == "idle")
-            continue;
         std::map<std::string, std::vector<double>> all;
         for (auto &r : results[name])
             for (auto &kv : r.lat_us)
                 all[kv.first].insert(all[kv.first].end(), kv.second.begin(), kv.second.end());
-        double ops = median_ops(name);
-        printf("summary workload=%s pattern=%s ops_per_s=%.1f slowdown=%.3f", workload,
-               name.c_str(), ops, idle > 0 && ops > 0 ? idle / ops : 0);
+        auto &sd = slowdowns[name];
+        printf("summary workload=%s pattern=%s slowdown=%.3f min=%.3f max=%.3f", workload,
+               name.c_str(), quantile(sd, 0.5), quantile(sd, 0), quantile(sd, 1));
         for (auto &kv : all)
             printf(" %s_p50_us=%.1f %s_p99_us=%.1f", kv.first.c_str(), quantile(kv.second, 0.5),
                    kv.first.c_str(), quantile(kv.second, 0.99));

@@ -4,6 +4,7 @@
 #include "lantern.h"
 
 #include "api/rapl.h"
+#include "nvml/counter_reader.h"
 #include "nvml/energy_model.h"
 #include "nvml/nvml_iface.h"
 
@@ -16,15 +17,14 @@
 
 #define API __attribute__((visibility("default")))
 
-/* About 4 minutes of power samples at the ~4 ms a counter read takes on H100/H200 (measured:
- * 3-4 ms mean, 16 ms p99), and 13 minutes of 100 ms counter updates. Windows older than the
- * rings fall back to the estimate made when they began. */
+/* About 11 minutes of power samples at one per API_POWER_PERIOD_NS, and 13 minutes of 100 ms
+ * counter updates. Windows older than the rings fall back to the estimate made when they
+ * began. */
 #define API_POWER_RING (1u << 16)
 #define API_UPDATE_RING (1u << 13)
-/* Floor on one sampling iteration: the real counter read is slower than this, a fake or a
- * power-only loop would otherwise spin. Power changes every ~100 ms (measured), so 1 ms loses
- * nothing. */
-#define API_MIN_PERIOD_NS 1000000ull
+/* Power is read every 10 ms (a read costs ~14 us on H100 and changes every 20-100 ms,
+ * measured); the counter when the counter reader says, about once per update. */
+#define API_POWER_PERIOD_NS 10000000ull
 /* How long lantern_monitor_open waits for each GPU's first sample. */
 #define API_FIRST_SAMPLE_TIMEOUT_NS 500000000ull
 
@@ -32,6 +32,8 @@ struct api_gpu {
     struct lantern_monitor *monitor;
     const struct nvml_gpu *gpu;
     struct energy_track track; /* guarded by monitor->lock */
+    struct counter_reader reader; /* the sampling thread's */
+    int counter_read;             /* the counter was read once (guarded by monitor->lock) */
     pthread_t thread;
     int thread_started;
     int counter; /* read the energy counter (else power only) */
@@ -129,29 +131,49 @@ static void sleep_until(uint64_t deadline)
         ;
 }
 
-/* One GPU's loop: a power read (0.3 µs) then a counter read (3-4 ms on H200, measured), each
- * timestamped; the counter read paces the loop. */
+/* One GPU's loop: power every API_POWER_PERIOD_NS, the energy counter when the counter
+ * reader says (never back to back: a read holds the driver for milliseconds, and the
+ * program's own driver calls would wait behind it; src/nvml/counter_reader.h). */
 static void *sample_gpu(void *arg)
 {
     struct api_gpu *g = arg;
     struct lantern_monitor *m = g->monitor;
     const struct nvml_api *nv = &m->nvml.api;
+    counter_reader_init(&g->reader);
+    uint64_t next_power = nvml_now_ns(), retry_at = 0; /* after a failed counter read */
     while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
-        uint64_t t0 = nvml_now_ns();
-        unsigned int mw;
-        int power_ok = nvml_read_power(&m->nvml, g->gpu, &mw) == NVML_OK;
-        unsigned long long mj = 0;
-        uint64_t t1 = nvml_now_ns();
-        int counter_ok = g->counter && nv->total_energy(g->gpu->device, &mj) == NVML_OK;
-        uint64_t t2 = nvml_now_ns();
-        pthread_mutex_lock(&m->lock);
-        if (power_ok)
-            energy_track_add_power(&g->track, t0, mw);
-        if (counter_ok)
-            energy_track_add_counter(&g->track, t1, t2, (double)mj);
-        pthread_mutex_unlock(&m->lock);
-        if (t2 - t0 < API_MIN_PERIOD_NS)
-            sleep_until(t0 + API_MIN_PERIOD_NS);
+        uint64_t now = nvml_now_ns(), next_counter = counter_reader_next_start(&g->reader);
+        if (next_counter < retry_at)
+            next_counter = retry_at;
+        if (now >= next_power) {
+            unsigned int mw;
+            if (nvml_read_power(&m->nvml, g->gpu, &mw) == NVML_OK) {
+                pthread_mutex_lock(&m->lock);
+                energy_track_add_power(&g->track, now, mw);
+                pthread_mutex_unlock(&m->lock);
+            }
+            next_power += API_POWER_PERIOD_NS;
+            if (next_power < now)
+                next_power = now + API_POWER_PERIOD_NS;
+        }
+        if (g->counter && now >= next_counter) {
+            unsigned long long mj;
+            uint64_t t0 = nvml_now_ns();
+            int ok = nv->total_energy(g->gpu->device, &mj) == NVML_OK;
+            uint64_t t1 = nvml_now_ns();
+            struct counter_update u;
+            int updated = ok && counter_reader_feed(&g->reader, t0, t1, mj, &u);
+            pthread_mutex_lock(&m->lock);
+            g->counter_read |= ok;
+            if (updated)
+                energy_track_add_update(&g->track, u.ts, u.uncertainty_ns, (double)u.mj);
+            pthread_mutex_unlock(&m->lock);
+            retry_at = ok ? 0 : t1 + 100000000; /* a failed read: again in 100 ms */
+            next_counter = ok ? counter_reader_next_start(&g->reader) : retry_at;
+        }
+        uint64_t wake = g->counter && next_counter < next_power ? next_counter : next_power;
+        if (wake > nvml_now_ns())
+            sleep_until(wake);
     }
     return NULL;
 }
@@ -159,7 +181,7 @@ static void *sample_gpu(void *arg)
 static int has_first_sample(struct lantern_monitor *m, const struct api_gpu *g)
 {
     pthread_mutex_lock(&m->lock);
-    int ready = g->track.power_total > 0 && (!g->counter || g->track.have_counter);
+    int ready = g->track.power_total > 0 && (!g->counter || g->counter_read);
     pthread_mutex_unlock(&m->lock);
     return ready;
 }

@@ -15,6 +15,7 @@ enum {
     SLOT_ENERGY,
     SLOT_STATE,
     SLOT_DISABLED,
+    SLOT_SAMPLER,
 };
 
 /* gpus.id of an NVML index (0 when the file never described that GPU). */
@@ -135,6 +136,30 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
     return step_done(f, st, "the NVML disabled reason");
 }
 
+static int import_sampler(struct import_file *f, struct trace_fields *fl)
+{
+    static const char *const modes[] = {NULL, "acquire", "locked", "free"};
+    int64_t gpu = gpu_id_of(f, trace_get_u(fl));
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_SAMPLER,
+        "INSERT INTO nvml_sampler(gpu_id, duration_ns, energy_reads, energy_busy_ns,"
+        " energy_max_ns, power_reads, power_busy_ns, power_max_ns, state_reads, state_busy_ns,"
+        " state_max_ns, cpu_ns, counter_mode, counter_resets)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!gpu || !st)
+        return -1;
+    sqlite3_bind_int64(st, 1, gpu);
+    for (int col = 2; col <= 12; col++)
+        sqlite3_bind_int64(st, col, (int64_t)trace_get_u(fl));
+    uint64_t mode = trace_get_u(fl);
+    if (mode < sizeof modes / sizeof *modes && modes[mode])
+        sqlite3_bind_text(st, 13, modes[mode], -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 13);
+    sqlite3_bind_int64(st, 14, (int64_t)trace_get_u(fl));
+    return step_done(f, st, "the NVML sampler's footprint");
+}
+
 int import_nvml_record(struct import_file *f, unsigned type, struct trace_fields *fields)
 {
     switch (type) {
@@ -148,6 +173,8 @@ int import_nvml_record(struct import_file *f, unsigned type, struct trace_fields
         return import_state(f, fields);
     case TRACE_NVML_DISABLED:
         return import_disabled(f, fields);
+    case TRACE_NVML_SAMPLER:
+        return import_sampler(f, fields);
     default:
         return 0; /* a newer sampler's record: skipped */
     }

@@ -145,6 +145,15 @@ CREATE TABLE gpu_samples(                       -- NVML samples taken by the lau
   memory_used_bytes INTEGER, temperature_c INTEGER, throttle_reasons INTEGER,
   energy_uncertainty_ns INTEGER);               -- energy_mj rows: the counter changed within ts_ns ± this
 
+CREATE TABLE nvml_sampler(                      -- the sampler's own footprint, one row per GPU
+  gpu_id INTEGER, duration_ns INTEGER,          -- how long it sampled
+  energy_reads INTEGER, energy_busy_ns INTEGER, energy_max_ns INTEGER, -- energy counter reads:
+  power_reads INTEGER, power_busy_ns INTEGER, power_max_ns INTEGER,    -- calls, time in flight,
+  state_reads INTEGER, state_busy_ns INTEGER, state_max_ns INTEGER,    -- the longest call
+  cpu_ns INTEGER,                               -- the sampler threads' CPU time for this GPU
+  counter_mode TEXT,                            -- locked (on the update grid), free, acquire
+  counter_resets INTEGER);                      -- reads that contradicted the grid
+
 CREATE TABLE energy_windows(                    -- lantern.h energy windows seen under `profile`
   id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER, name_id INTEGER,
   start_ns INTEGER NOT NULL, end_ns INTEGER, gpu_id INTEGER, energy_j REAL, error_j REAL,

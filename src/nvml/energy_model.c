@@ -113,22 +113,6 @@ void energy_track_add_update(struct energy_track *t, uint64_t ts, uint64_t uncer
     t->update_total++;
 }
 
-int energy_track_add_counter(struct energy_track *t, uint64_t read_start, uint64_t read_end,
-                             double counter_mj)
-{
-    uint64_t read_ts = read_start + (read_end - read_start) / 2;
-    int changed = t->have_counter && counter_mj != t->last_counter_mj;
-    if (changed) {
-        /* the change happened between the previous read and this one: take the middle */
-        uint64_t half = (read_ts - t->last_counter_read_ts) / 2;
-        energy_track_add_update(t, t->last_counter_read_ts + half, half, counter_mj);
-    }
-    t->have_counter = 1;
-    t->last_counter_mj = counter_mj;
-    t->last_counter_read_ts = read_ts;
-    return changed;
-}
-
 /* ---- reading --------------------------------------------------------------------------------- */
 
 double energy_track_integral_at(const struct energy_track *t, uint64_t ts)

@@ -37,9 +37,6 @@ struct energy_track {
     struct energy_update *updates;
     size_t update_cap;
     uint64_t update_total;
-    double last_counter_mj; /* last value read, to detect changes */
-    uint64_t last_counter_read_ts;
-    int have_counter;
     int power_only; /* ignore the counter: integrate power (the pre-Volta method) */
 };
 
@@ -49,11 +46,8 @@ void energy_track_release(struct energy_track *t);
 
 /* Adds a power sample; samples come in time order. */
 void energy_track_add_power(struct energy_track *t, uint64_t ts, double mw);
-/* Adds a counter read made between read_start and read_end; records an update when the value
- * changed since the previous read. Returns 1 when it was an update. */
-int energy_track_add_counter(struct energy_track *t, uint64_t read_start, uint64_t read_end,
-                             double counter_mj);
-/* Adds an update whose time is already known (the importer's path). */
+/* Adds a counter update (when it happened, within ± uncertainty_ns: src/nvml/counter_reader.h
+ * finds that out from the reads); updates come in time order. */
 void energy_track_add_update(struct energy_track *t, uint64_t ts, uint64_t uncertainty_ns,
                              double counter_mj);
 

@@ -1,8 +1,10 @@
 /* The launcher's GPU sampler (see sampler.h). Threads append records to one chunk under a
  * mutex (the launcher is not the profiled program: a lock costs nobody), and the power
  * thread writes the chunk out every ~200 ms or when it is half full, so memory stays bounded
- * and a killed launcher loses at most that much. */
+ * and a killed launcher loses at most that much. Every NVML call is counted and timed: the
+ * sampler's footprint (calls, time in flight, CPU) is itself recorded (TRACE_NVML_SAMPLER). */
 #include "nvml/sampler.h"
+#include "nvml/counter_reader.h"
 #include "nvml/nvml_iface.h"
 #include "trace/codec.h"
 #include "trace/format.h"
@@ -19,11 +21,19 @@
 #define SAMPLER_FLUSH_NS 200000000ull
 #define SAMPLER_STATE_PERIOD_NS 100000000ull /* clocks, utilization, ...: NVML averages them */
 
+/* Calls of one kind to NVML for one GPU: how many, and how long they were in flight. */
+struct call_count {
+    uint64_t calls, busy_ns, max_ns;
+};
+
 struct sampler_gpu {
     struct nvml_sampler *sampler;
     const struct nvml_gpu *gpu;
     pthread_t energy_thread;
     int energy_started;
+    struct counter_reader counter;        /* the energy thread's */
+    struct call_count energy, power, state; /* guarded by the sampler's lock */
+    uint64_t energy_cpu_ns;               /* the energy thread's CPU time, at its end */
 };
 
 struct nvml_sampler {
@@ -34,8 +44,11 @@ struct nvml_sampler {
     uint64_t period_ns;
     pthread_t power_thread;
     int power_started;
-    int stop;             /* atomic */
-    pthread_mutex_t lock; /* guards the chunk */
+    uint64_t power_cpu_ns; /* the power thread's CPU time, at its end */
+    uint64_t start_ns;
+    int stop;              /* atomic; set under lock, with wake broadcast */
+    pthread_mutex_t lock;  /* guards the chunk and the call counts */
+    pthread_cond_t wake;   /* the threads' sleep, cut short by stop */
     struct trace_chunk_builder chunk;
     uint8_t *buffer;
 };
@@ -153,12 +166,34 @@ static void read_state(const struct nvml *n, const struct nvml_gpu *g, struct gp
         st->values[6] = ull + 1;
 }
 
-static void sleep_until(uint64_t deadline)
+/* Sleeps until deadline (CLOCK_MONOTONIC) or until the sampler stops. Returns 0, or -1 when
+ * it stopped. */
+static int wait_until(struct nvml_sampler *s, uint64_t deadline)
 {
     struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
                           .tv_nsec = (long)(deadline % 1000000000u)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    pthread_mutex_lock(&s->lock);
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) &&
+           pthread_cond_timedwait(&s->wake, &s->lock, &ts) != ETIMEDOUT)
         ;
+    int stopped = __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&s->lock);
+    return stopped ? -1 : 0;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count_call(struct call_count *c, uint64_t t0, uint64_t t1)
+{
+    c->calls++;
+    c->busy_ns += t1 - t0;
+    if (t1 - t0 > c->max_ns)
+        c->max_ns = t1 - t0;
 }
 
 static void sample_power_once(struct nvml_sampler *s, struct sampler_gpu *sg, int with_state)
@@ -170,10 +205,16 @@ static void sample_power_once(struct nvml_sampler *s, struct sampler_gpu *sg, in
                      s->nvml.api.field_values(g->device, 1, &v) == NVML_OK && v.status == NVML_OK;
     unsigned int avg;
     int avg_ok = s->nvml.api.power_usage(g->device, &avg) == NVML_OK;
+    uint64_t t1 = nvml_now_ns(), t2 = t1;
     struct gpu_state st;
-    if (with_state)
+    if (with_state) {
         read_state(&s->nvml, g, &st);
+        t2 = nvml_now_ns();
+    }
     pthread_mutex_lock(&s->lock);
+    count_call(&sg->power, ts, t1);
+    if (with_state)
+        count_call(&sg->state, t1, t2);
     if (instant_ok || avg_ok) {
         put_power(s, g->nvml_index, ts, instant_ok, v.value.ui, avg_ok, avg);
     }
@@ -202,38 +243,61 @@ static void *power_loop(void *arg)
         next += s->period_ns;
         if (next < now) /* fell behind (a slow read): do not try to catch up */
             next = now;
-        sleep_until(next);
+        if (wait_until(s, next) != 0)
+            break;
     }
+    s->power_cpu_ns = thread_cpu_ns();
     return NULL;
 }
 
-/* Reads the counter back-to-back: each read costs 3-4 ms (measured on H200), which paces
- * the loop and bounds when a change happened to between two reads' middles. */
+/* Reads the energy counter when the counter reader says (about once per update, right after
+ * it is due: src/nvml/counter_reader.h), never back to back: each read holds the driver for
+ * milliseconds, and the profiled program's own driver calls wait behind it. */
 static void *energy_loop(void *arg)
 {
     struct sampler_gpu *sg = arg;
     struct nvml_sampler *s = sg->sampler;
-    uint64_t last_mid = 0;
-    unsigned long long last_mj = 0;
-    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+    counter_reader_init(&sg->counter);
+    while (wait_until(s, counter_reader_next_start(&sg->counter)) == 0) {
         unsigned long long mj;
         uint64_t t0 = nvml_now_ns();
         int ok = s->nvml.api.total_energy(sg->gpu->device, &mj) == NVML_OK;
-        uint64_t t1 = nvml_now_ns(), mid = t0 + (t1 - t0) / 2;
-        if (ok && last_mid && mj != last_mj) {
-            uint64_t half = (mid - last_mid) / 2;
-            pthread_mutex_lock(&s->lock);
-            put_energy(s, sg->gpu->nvml_index, last_mid + half, mj, half);
-            pthread_mutex_unlock(&s->lock);
-        }
-        if (ok) {
-            last_mid = mid;
-            last_mj = mj;
-        }
-        if (t1 - t0 < 1000000) /* a fake or cached counter: do not spin */
-            sleep_until(t0 + 1000000);
+        uint64_t t1 = nvml_now_ns();
+        struct counter_update u;
+        int updated = ok && counter_reader_feed(&sg->counter, t0, t1, mj, &u);
+        pthread_mutex_lock(&s->lock);
+        count_call(&sg->energy, t0, t1);
+        if (updated)
+            put_energy(s, sg->gpu->nvml_index, u.ts, u.mj, u.uncertainty_ns);
+        pthread_mutex_unlock(&s->lock);
+        if (!ok && wait_until(s, t1 + 100000000) != 0) /* a failed read: try again later */
+            break;
     }
+    sg->energy_cpu_ns = thread_cpu_ns();
     return NULL;
+}
+
+/* The sampler's own footprint, one record per GPU (lock held). The power thread's CPU time is
+ * shared evenly among the GPUs it reads. */
+static void put_footprint(struct nvml_sampler *s, const struct sampler_gpu *sg, uint64_t now)
+{
+    const struct call_count *kinds[] = {&sg->energy, &sg->power, &sg->state};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_SAMPLER);
+        trace_put_u(&s->chunk, sg->gpu->nvml_index);
+        trace_put_u(&s->chunk, now - s->start_ns);
+        for (int k = 0; k < 3; k++) {
+            trace_put_u(&s->chunk, kinds[k]->calls);
+            trace_put_u(&s->chunk, kinds[k]->busy_ns);
+            trace_put_u(&s->chunk, kinds[k]->max_ns);
+        }
+        trace_put_u(&s->chunk, sg->energy_cpu_ns + s->power_cpu_ns / s->gpu_count);
+        trace_put_u(&s->chunk, sg->energy_started ? (uint64_t)sg->counter.mode + 1 : 0);
+        trace_put_u(&s->chunk, sg->counter.resets);
+        if (trace_record_end(&s->chunk, m) == 0)
+            return;
+        flush_locked(s);
+    }
 }
 
 /* ---- start and stop ------------------------------------------------------------------------ */
@@ -278,7 +342,13 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
         goto fail;
     }
     s->fd = fd;
+    s->start_ns = nvml_now_ns();
     pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &attr);
+    pthread_condattr_destroy(&attr);
     s->period_ns = (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ));
     if (nvml_open(&s->nvml) != 0) {
         snprintf(why, why_len, "%s", s->nvml.disabled_reason);
@@ -306,6 +376,10 @@ fail:
     write_disabled(fd, why);
     if (s) {
         nvml_close(&s->nvml);
+        if (s->buffer) {
+            pthread_cond_destroy(&s->wake);
+            pthread_mutex_destroy(&s->lock);
+        }
         free(s->buffer);
         free(s);
     }
@@ -316,16 +390,23 @@ void nvml_sampler_stop(struct nvml_sampler *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->lock);
     __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->lock);
     if (s->power_started)
         pthread_join(s->power_thread, NULL);
     for (unsigned int i = 0; i < s->gpu_count; i++)
         if (s->gpus[i].energy_started)
             pthread_join(s->gpus[i].energy_thread, NULL);
     pthread_mutex_lock(&s->lock);
+    uint64_t now = nvml_now_ns();
+    for (unsigned int i = 0; i < s->gpu_count; i++)
+        put_footprint(s, &s->gpus[i], now);
     flush_locked(s);
     pthread_mutex_unlock(&s->lock);
     nvml_close(&s->nvml);
+    pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
     free(s->buffer);
     free(s);

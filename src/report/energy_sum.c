@@ -96,6 +96,38 @@ static void write_cell(struct table *t, sqlite3_stmt *st, int col, enum table_ki
     }
 }
 
+/* Below the table: what the sampling itself cost, per GPU (nvml_sampler; absent in databases
+ * from before it was recorded), so that nobody reads the energy without knowing how hard the
+ * driver was polled for it. */
+static void print_footprint(struct report_ctx *ctx)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            ctx->db,
+            "SELECT g.nvml_index, f.duration_ns, f.energy_reads, f.energy_busy_ns,"
+            " f.energy_max_ns, f.power_reads + f.state_reads, f.power_busy_ns + f.state_busy_ns,"
+            " f.cpu_ns, COALESCE(f.counter_mode, 'not read'), f.counter_resets"
+            " FROM nvml_sampler f JOIN gpus g ON g.id = f.gpu_id WHERE f.duration_ns > 0"
+            " ORDER BY g.nvml_index",
+            -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        double secs = (double)sqlite3_column_int64(st, 1) / 1e9, ns = secs * 1e9;
+        fprintf(ctx->out,
+                "Sampling GPU %lld: energy counter %.1f reads/s (in flight %.2f %% of the time, "
+                "longest %.1f ms; %s, %lld resets), power and state %.0f reads/s (%.2f %%), "
+                "CPU %.2f %%\n",
+                (long long)sqlite3_column_int64(st, 0), (double)sqlite3_column_int64(st, 2) / secs,
+                100.0 * (double)sqlite3_column_int64(st, 3) / ns,
+                (double)sqlite3_column_int64(st, 4) / 1e6,
+                (const char *)sqlite3_column_text(st, 8), (long long)sqlite3_column_int64(st, 9),
+                (double)sqlite3_column_int64(st, 5) / secs,
+                100.0 * (double)sqlite3_column_int64(st, 6) / ns,
+                100.0 * (double)sqlite3_column_int64(st, 7) / ns);
+    }
+    sqlite3_finalize(st);
+}
+
 int report_energy_sum(struct report_ctx *ctx)
 {
     int gpus = energy_db_register_sql(ctx->db);
@@ -124,6 +156,10 @@ int report_energy_sum(struct report_ctx *ctx)
     if (t && table_finish(t) < 0 && !rc) {
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: cannot write the table");
         rc = -1;
+    }
+    if (!rc && ctx->format == TABLE_FORMAT_TABLE) {
+        putc('\n', ctx->out);
+        print_footprint(ctx);
     }
     return rc;
 }

@@ -117,6 +117,10 @@ enum trace_record_type {
                                  u gpu_util + 1, u memory_util + 1, u memory_used_bytes + 1,
                                  u temperature_c + 1, u throttle_reasons + 1 */
     TRACE_NVML_DISABLED = 84, /* s reason: why no GPU was sampled (one line) */
+    TRACE_NVML_SAMPLER = 85,  /* u gpu, u duration_ns, then for energy, power, state reads:
+                                 u calls, u busy_ns, u max_ns; u cpu_ns, u counter mode + 1
+                                 (0: counter not read), u counter resets. The sampler's own
+                                 footprint, written once per GPU when it stops */
     TRACE_NVML_LAST = 99,
 };
 

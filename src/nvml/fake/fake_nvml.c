@@ -10,18 +10,28 @@
  *   energy_period_ms N         counter update period (default 100)
  *   energy_start_mj N          counter value at time 0 (default 1000000)
  *   fail FUNCTION N [CODE]     the Nth call of FUNCTION (1-based) returns CODE (default 999)
- *   init_error CODE            nvmlInit_v2 returns CODE (4: no permission, 9: no driver) */
+ *   init_error CODE            nvmlInit_v2 returns CODE (4: no permission, 9: no driver)
+ *   latency FUNCTION MS        each call of FUNCTION takes MS milliseconds (a real energy
+ *                              counter read takes 2.7-4.6 ms on an H100), holding the driver
+ *                              lock meanwhile, and returns values as of its end
+ *   driver_lock PATH           the driver lock: a file that slow calls lock (flock) for their
+ *                              whole duration; a test program takes it around its own
+ *                              "driver calls" to measure how long it waits behind NVML */
 #include "nvml/nvml_iface.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define FAKE_MAX_STEPS 256
 #define FAKE_MAX_FAULTS 16
+#define FAKE_MAX_LATENCIES 8
 
 struct fake_step {
     double t_ms;
@@ -43,6 +53,11 @@ struct fake_fault {
     unsigned long calls;
 };
 
+struct fake_latency {
+    char function[64];
+    double ms;
+};
+
 static struct {
     uint64_t epoch_ns;
     double period_ms;
@@ -52,7 +67,10 @@ static struct {
     unsigned int gpu_count;
     struct fake_fault faults[FAKE_MAX_FAULTS];
     int fault_count;
-} fake;
+    struct fake_latency latencies[FAKE_MAX_LATENCIES];
+    int latency_count;
+    int lock_fd; /* the driver lock's file, -1: none */
+} fake = {.lock_fd = -1};
 
 static uint64_t fake_now_ns(void)
 {
@@ -89,6 +107,12 @@ static void parse_line(char *line)
                n < fake.gpu_count && fake.gpus[n].step_count < FAKE_MAX_STEPS) {
         struct fake_gpu *g = &fake.gpus[n];
         g->steps[g->step_count++] = (struct fake_step){t, mw};
+    } else if (!strcmp(word, "latency") && fake.latency_count < FAKE_MAX_LATENCIES) {
+        struct fake_latency *l = &fake.latencies[fake.latency_count];
+        if (sscanf(line, "%*s %63s %lf", l->function, &l->ms) == 2)
+            fake.latency_count++;
+    } else if (!strcmp(word, "driver_lock") && sscanf(line, "%*s %95s", a) == 1) {
+        fake.lock_fd = open(a, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     } else if (!strcmp(word, "fail") && fake.fault_count < FAKE_MAX_FAULTS) {
         struct fake_fault *f = &fake.faults[fake.fault_count];
         f->code = NVML_ERR_UNKNOWN;
@@ -104,7 +128,10 @@ static void parse_line(char *line)
 static void load_script(void)
 {
     uint64_t loaded_at = fake.epoch_ns;
+    if (fake.lock_fd >= 0)
+        close(fake.lock_fd);
     memset(&fake, 0, sizeof fake);
+    fake.lock_fd = -1;
     fake.epoch_ns = loaded_at;
     fake.period_ms = 100;
     fake.start_mj = 1000000;
@@ -123,9 +150,29 @@ __attribute__((constructor)) static void fake_loaded(void)
     fake.epoch_ns = fake_now_ns();
 }
 
-/* Returns the scripted error for this call of `function`, or NVML_OK. */
+/* A scripted slow call: holds the driver lock for its latency. */
+static void delay(const char *function)
+{
+    for (int i = 0; i < fake.latency_count; i++) {
+        if (strcmp(fake.latencies[i].function, function) != 0)
+            continue;
+        if (fake.lock_fd >= 0)
+            flock(fake.lock_fd, LOCK_EX);
+        uint64_t ns = (uint64_t)(fake.latencies[i].ms * 1e6);
+        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                              .tv_nsec = (long)(ns % 1000000000u)};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        if (fake.lock_fd >= 0)
+            flock(fake.lock_fd, LOCK_UN);
+    }
+}
+
+/* Returns the scripted error for this call of `function`, or NVML_OK, after the call's
+ * scripted latency. */
 static nvml_return_t injected(const char *function)
 {
+    delay(function);
     for (int i = 0; i < fake.fault_count; i++) {
         struct fake_fault *f = &fake.faults[i];
         if (strcmp(f->function, function) != 0)

@@ -1,0 +1,190 @@
+/* The energy counter's read schedule and update times (see counter_reader.h). A read's value
+ * is taken as of the read's end: the driver stamps the value with that instant
+ * (nvmlFieldValue_t.timestamp, within 2 us of the call's return on an H100), and with that
+ * convention 60 updates seen back to back all fit one 100 ms grid within 1.4 ms. */
+#include "nvml/counter_reader.h"
+
+#include <string.h>
+
+/* Before the first update: a read every 20 ms after the last one ended (about one read in
+ * flight out of eight, for the ~100 ms until the first update is seen). */
+#define COUNTER_ACQUIRE_GAP_NS 20000000ull
+/* Never a read sooner than this after the last one (the worst case while bisecting). */
+#define COUNTER_MIN_GAP_NS 5000000ull
+/* The period assumed until the updates' own times say better, and how wrong it may be: 100 ms
+ * on H100 and H200 (measured: 100.000 ms, stable over 60 updates); a GPU whose counter keeps
+ * another period contradicts the window again and again and is read in free mode. */
+#define COUNTER_PRIOR_PERIOD_NS 100000000ull
+#define COUNTER_PRIOR_ERROR_NS 200000ull
+/* A window this narrow is narrow enough: bisect no further. */
+#define COUNTER_NARROW_NS 1500000ull
+/* How far past (or before) the window a read ends, so that it lands on the right side. */
+#define COUNTER_GUARD_NS 1000000ull
+/* Tolerance on when a read's value was taken (the driver's own jitter): a read this close to
+ * the wrong side of the window does not reset it. */
+#define COUNTER_JITTER_NS 500000ull
+/* Every so many updates, one read ends just before the window, to catch a grid that drifted
+ * earlier (a read after the window alone cannot see that). */
+#define COUNTER_CHECK_EVERY 20
+/* Resets (a read contradicting the window) COUNTER_FREE_RESETS times within
+ * COUNTER_FREE_SPAN updates: there is no grid, read at a fixed rate. */
+#define COUNTER_FREE_SPAN 30
+#define COUNTER_FREE_PERIOD_NS 100000000ull
+
+void counter_reader_init(struct counter_reader *r)
+{
+    memset(r, 0, sizeof *r);
+    r->mode = COUNTER_ACQUIRE;
+    r->period_ns = COUNTER_PRIOR_PERIOD_NS;
+    r->period_err_ns = COUNTER_PRIOR_ERROR_NS;
+    r->read_ns = 3000000; /* replaced by the first read's own duration */
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+uint64_t counter_reader_next_start(const struct counter_reader *r)
+{
+    if (!r->have_read)
+        return 0; /* now */
+    uint64_t earliest = r->last_end + COUNTER_MIN_GAP_NS;
+    uint64_t end; /* when the read should end */
+    switch (r->mode) {
+    case COUNTER_ACQUIRE:
+        return max_u64(earliest, r->last_end + COUNTER_ACQUIRE_GAP_NS);
+    case COUNTER_FREE:
+        end = r->last_end + COUNTER_FREE_PERIOD_NS;
+        break;
+    default:
+        if (r->win_hi - r->win_lo > COUNTER_NARROW_NS)
+            end = r->win_lo + (r->win_hi - r->win_lo) / 2; /* bisect */
+        else if (r->since_check >= COUNTER_CHECK_EVERY)
+            end = r->win_lo > COUNTER_GUARD_NS ? r->win_lo - COUNTER_GUARD_NS : 0;
+        else
+            end = r->win_hi + COUNTER_GUARD_NS;
+        break;
+    }
+    return max_u64(earliest, end > r->read_ns ? end - r->read_ns : 0);
+}
+
+/* The period from the narrow updates' times: a least-squares slope over their indexes. */
+static void refine_period(struct counter_reader *r, uint64_t ts)
+{
+    int n = r->hist_len;
+    if (n == COUNTER_HISTORY) { /* drop the oldest */
+        memmove(r->hist_k, r->hist_k + 1, (COUNTER_HISTORY - 1) * sizeof *r->hist_k);
+        memmove(r->hist_ts, r->hist_ts + 1, (COUNTER_HISTORY - 1) * sizeof *r->hist_ts);
+        n--;
+    }
+    r->hist_k[n] = r->index;
+    r->hist_ts[n] = ts;
+    r->hist_len = ++n;
+    uint64_t span = r->hist_k[n - 1] - r->hist_k[0];
+    if (n < 3 || span < 3)
+        return;
+    double mk = 0, mt = 0, skk = 0, skt = 0;
+    for (int i = 0; i < n; i++) {
+        mk += (double)(r->hist_k[i] - r->hist_k[0]);
+        mt += (double)(r->hist_ts[i] - r->hist_ts[0]);
+    }
+    mk /= n;
+    mt /= n;
+    for (int i = 0; i < n; i++) {
+        double dk = (double)(r->hist_k[i] - r->hist_k[0]) - mk;
+        skk += dk * dk;
+        skt += dk * ((double)(r->hist_ts[i] - r->hist_ts[0]) - mt);
+    }
+    double period = skt / skk;
+    if (period < COUNTER_PRIOR_PERIOD_NS / 2.0 || period > COUNTER_PRIOR_PERIOD_NS * 2.0)
+        return;
+    r->period_ns = (uint64_t)period;
+    /* each time is within half of COUNTER_NARROW_NS: the slope within that over the span */
+    r->period_err_ns = max_u64(20000, COUNTER_NARROW_NS / span);
+}
+
+static void reset_window(struct counter_reader *r, uint64_t lo, uint64_t hi)
+{
+    r->win_lo = lo;
+    r->win_hi = hi;
+    /* the oldest of the last COUNTER_FREE_RESETS resets, if recent enough: no grid */
+    uint64_t *oldest = &r->reset_index[r->resets % COUNTER_FREE_RESETS];
+    if (r->resets >= COUNTER_FREE_RESETS && r->index - *oldest < COUNTER_FREE_SPAN)
+        r->mode = COUNTER_FREE;
+    *oldest = r->index;
+    r->resets++;
+    r->hist_len = 0; /* the grid moved: its old times no longer give the period */
+    r->period_err_ns = max_u64(r->period_err_ns, COUNTER_PRIOR_ERROR_NS);
+}
+
+int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, uint64_t mj,
+                        struct counter_update *u)
+{
+    r->reads++;
+    uint64_t took = end > start ? end - start : 0;
+    r->read_ns = r->reads == 1 ? took : (r->read_ns * 7 + took) / 8;
+    if (!r->have_read) {
+        r->have_read = 1;
+        r->last_end = end;
+        r->last_mj = mj;
+        return 0;
+    }
+    uint64_t prev = r->last_end;
+    int changed = mj != r->last_mj;
+    r->last_end = end;
+    r->last_mj = mj;
+    if (!changed) {
+        if (r->mode != COUNTER_LOCKED)
+            return 0;
+        if (end < r->win_lo) {
+            r->since_check = 0; /* a check before the window, as expected */
+        } else if (end < r->win_hi) {
+            r->win_lo = end; /* not yet: later than this read */
+        } else if (end - r->win_hi <= COUNTER_JITTER_NS) {
+            r->win_lo = end; /* just past the window: the driver's jitter, it is imminent */
+            r->win_hi = end + COUNTER_JITTER_NS;
+        } else {
+            reset_window(r, end, end + r->period_ns); /* due by now, not seen: the grid moved */
+        }
+        return 0;
+    }
+
+    /* an update happened in (prev, end]; in locked mode, one at most unless the read ends
+     * after the second-next update's window opens (a stalled caller) */
+    uint64_t lo = prev, hi = end;
+    if (r->mode == COUNTER_LOCKED && end < r->win_lo + r->period_ns - r->period_err_ns) {
+        uint64_t a = max_u64(r->win_lo, prev), b = min_u64(r->win_hi, end);
+        if (a <= b) {
+            lo = a;
+            hi = b;
+        } else if (a - b <= 2 * COUNTER_JITTER_NS) {
+            lo = b; /* just outside the window: the driver's jitter */
+            hi = a;
+        } else {
+            reset_window(r, prev, end); /* not where the grid said */
+        }
+    } else if (r->mode == COUNTER_LOCKED) {
+        reset_window(r, prev, end);
+    }
+    u->ts = lo + (hi - lo) / 2;
+    u->uncertainty_ns = (hi - lo) / 2;
+    u->mj = mj;
+    r->updates++;
+    r->index++;
+    if (r->mode == COUNTER_FREE)
+        return 1;
+    if (r->mode == COUNTER_LOCKED && hi - lo <= 2 * COUNTER_NARROW_NS)
+        refine_period(r, u->ts);
+    if (r->mode == COUNTER_ACQUIRE)
+        r->mode = COUNTER_LOCKED;
+    r->since_check++;
+    r->win_lo = lo + r->period_ns - r->period_err_ns;
+    r->win_hi = hi + r->period_ns + r->period_err_ns;
+    return 1;
+}
