@@ -14,6 +14,14 @@ Part 2, profile (with --lantern BIN): `lantern profile -t nvtx,nvml` of idle and
 in NVTX ranges: idle vs loaded power on the timeline, and the energy of the phases against the
 energy of the range enclosing them (they must add up within 1 %).
 
+Part 3, square wave (with --lantern BIN): `lantern profile -t nvtx,nvml` of a changing load,
+40 ms of matmuls then 60 ms idle, repeated for 10 s, each burst an NVTX range. Windows of 50,
+100, 200 and 500 ms laid back to back over it are replayed from the launcher's samples
+(energy_replay) and compared with a reference built from the bursts' times: the idle and busy
+powers, each from the counter over a steady phase of its own, times the idle and busy time in
+the window. The reference's own error is stated: its total over the whole square wave against
+the counter's.
+
 Prints a table and writes everything to --out (JSON). Needs torch with a CUDA GPU and NVML.
 """
 
@@ -147,13 +155,9 @@ def part_windows(seconds):
             short += bool(m.too_short)
             ups.append(m.gpu_counter_updates[0])
 
-        def stats(errs):
-            errs = sorted(errs)
-            return {"mean": statistics.mean(errs), "p95": errs[int(0.95 * (len(errs) - 1))],
-                    "max": errs[-1]}
-        summary["windows"][ms] = {"n": len(rows), "lantern": stats(lantern_err),
-                                  "zeus_counter_delta": stats(zeus_err),
-                                  "power_only": stats(power_err),
+        summary["windows"][ms] = {"n": len(rows), "lantern": error_stats(lantern_err),
+                                  "zeus_counter_delta": error_stats(zeus_err),
+                                  "power_only": error_stats(power_err),
                                   "bound_mean_pct": statistics.mean(bounds),
                                   "flagged_too_short": short,
                                   "counter_updates_mean": statistics.mean(ups)}
@@ -216,7 +220,97 @@ def part_profile(lantern_bin, workdir):
 
 def error_stats(errs):
     errs = sorted(errs)
-    return {"mean": statistics.mean(errs), "p95": errs[int(0.95 * (len(errs) - 1))], "max": errs[-1]}
+    return {"median": statistics.median(errs), "mean": statistics.mean(errs),
+            "p95": errs[int(0.95 * (len(errs) - 1))], "max": errs[-1]}
+
+
+def square_program():
+    """Run under `lantern profile`: steady idle and load phases, then the square wave."""
+    import torch
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+    push("idle")
+    time.sleep(2.0)
+    pop()
+    push("load")
+    end = time.time() + 2.5
+    while time.time() < end:
+        a @ a
+    torch.cuda.synchronize()
+    pop()
+    push("square")
+    t = time.monotonic()
+    for _ in range(100):
+        push("burst")
+        while time.monotonic() < t + 0.040:
+            a @ a
+            torch.cuda.synchronize()
+        pop()
+        t += 0.100
+        time.sleep(max(0.0, t - time.monotonic()))
+    pop()
+
+
+def part_square(lantern_bin, workdir, tool):
+    db = Path(workdir) / "bench_energy_square.db"
+    r = subprocess.run([lantern_bin, "profile", "-f", "-t", "nvtx,nvml", "-o", str(db), "--",
+                        sys.executable, __file__, "--square"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip()}
+    con = sqlite3.connect(db)
+    gpu_id, = con.execute("SELECT gpu_id FROM gpu_samples WHERE energy_mj IS NOT NULL LIMIT 1").fetchone()
+    updates = con.execute("SELECT ts_ns, energy_mj FROM gpu_samples WHERE gpu_id = ? AND"
+                          " energy_mj IS NOT NULL ORDER BY ts_ns", (gpu_id,)).fetchall()
+
+    def span(name):
+        return con.execute("SELECT r.start_ns, r.end_ns FROM ranges r JOIN strings s ON"
+                           " s.id = r.name_id WHERE s.value = ? ORDER BY r.start_ns", (name,)).fetchall()
+
+    def counter_w(start, end):  # the counter's average power over updates within [start, end]
+        inside = [u for u in updates if start <= u[0] <= end]
+        return (inside[-1][1] - inside[0][1]) / 1e3 / ((inside[-1][0] - inside[0][0]) / 1e9)
+
+    (idle_s, idle_e), = span("idle")
+    (load_s, load_e), = span("load")
+    (sq_s, sq_e), = span("square")
+    p_idle = counter_w(idle_s + 500_000_000, idle_e)
+    p_busy = counter_w(load_s + 1_000_000_000, load_e)
+    bursts = span("burst")
+
+    def reference(start, end):
+        busy = sum(max(0, min(end, e) - max(start, s)) for s, e in bursts)
+        return (p_busy * busy + p_idle * (end - start - busy)) / 1e9
+
+    def counter_at(t):
+        return max((u for u in updates if u[0] <= t), default=updates[0])[1]
+
+    windows, meta = [], []
+    lo, hi = sq_s + 200_000_000, sq_e - 200_000_000
+    for ms in (50, 100, 200, 500):
+        t = lo
+        while t + ms * 1_000_000 <= hi:
+            windows.append(f"{gpu_id} {t} {t + ms * 1_000_000}")
+            meta.append((ms, reference(t, t + ms * 1_000_000),
+                         (counter_at(t + ms * 1_000_000) - counter_at(t)) / 1e3))
+            t += ms * 1_000_000
+    out = subprocess.run([tool, str(db)], input="\n".join(windows) + "\n", capture_output=True,
+                         text=True, check=True)
+    per = {}
+    for (ms, ref, zeus), line in zip(meta, out.stdout.splitlines()):
+        j, err, _, _ = line.split()
+        d = per.setdefault(ms, {"lantern": [], "zeus": [], "bound": []})
+        d["lantern"].append(abs(float(j) - ref) / ref * 100)
+        d["zeus"].append(abs(zeus - ref) / ref * 100)
+        d["bound"].append(float(err) / ref * 100)
+    whole = subprocess.run([tool, str(db)], input=f"{gpu_id} {lo} {hi}\n", capture_output=True,
+                           text=True, check=True).stdout.split()[0]
+    return {"idle_w": p_idle, "busy_w": p_busy, "bursts": len(bursts),
+            "reference_total_vs_counter_pct": (reference(lo, hi) - float(whole)) / float(whole) * 100,
+            "windows": {ms: {"n": len(d["lantern"]), "lantern": error_stats(d["lantern"]),
+                             "zeus_counter_delta": error_stats(d["zeus"]),
+                             "bound_mean_pct": statistics.mean(d["bound"])}
+                        for ms, d in per.items()}}
 
 
 def part_replay(db_path, tool):
@@ -268,10 +362,15 @@ def main():
     ap.add_argument("--replay", nargs=2, metavar=("DB", "TOOL"),
                     help="only replay windows over a profile database made by part 2 with "
                          "TOOL (build/bin/energy_replay): no GPU needed")
+    ap.add_argument("--replay-tool", help="build/bin/energy_replay, for part 3")
     ap.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--square", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.phases:
         phases_program()
+        return
+    if args.square:
+        square_program()
         return
     if args.replay:
         replay = part_replay(*args.replay)
@@ -287,21 +386,37 @@ def main():
     result = {"windows": part_windows(max(args.seconds, 10.0))}
     if args.lantern:
         result["profile"] = part_profile(args.lantern, os.path.dirname(os.path.abspath(args.out)))
+    if args.lantern and args.replay_tool:
+        result["square"] = part_square(args.lantern, os.path.dirname(os.path.abspath(args.out)),
+                                       args.replay_tool)
     Path(args.out).write_text(json.dumps(result, indent=1))
     w = result["windows"]
     print(f"steady load {w['seconds']:.1f} s at {w['reference_w']:.1f} W (counter: "
           f"{w['counter_updates']} updates, one per {w['update_gap_ms_mean']:.1f} ms; "
           f"a read costs {w['counter_read_ms_mean']:.2f} ms)")
-    print(f"{'window':>8} {'n':>5} {'lantern mean/p95 %':>20} {'zeus delta mean/p95 %':>22} "
-          f"{'power-only mean/p95 %':>22} {'bound %':>8} {'short':>6} {'updates':>8}")
+    print(f"{'window':>8} {'n':>5} {'lantern median/p95 %':>22} {'zeus delta median/p95 %':>24} "
+          f"{'power-only median/p95 %':>24} {'bound %':>8} {'short':>6} {'updates':>8}")
     for ms, s in w["windows"].items():
-        print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['mean']:>11.2f} /{s['lantern']['p95']:>6.2f}"
-              f" {s['zeus_counter_delta']['mean']:>13.2f} /{s['zeus_counter_delta']['p95']:>6.2f}"
-              f" {s['power_only']['mean']:>13.2f} /{s['power_only']['p95']:>6.2f}"
+        print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['median']:>13.2f} /{s['lantern']['p95']:>6.2f}"
+              f" {s['zeus_counter_delta']['median']:>15.2f} /{s['zeus_counter_delta']['p95']:>6.2f}"
+              f" {s['power_only']['median']:>15.2f} /{s['power_only']['p95']:>6.2f}"
               f" {s['bound_mean_pct']:>8.2f} {s['flagged_too_short']:>6} "
               f"{s['counter_updates_mean']:>8.2f}")
     if "profile" in result:
         print("profile:", json.dumps(result["profile"]))
+    if "square" in result:
+        q = result["square"]
+        if "error" in q:
+            print("square:", q["error"])
+        else:
+            print(f"square wave 40/60 ms: idle {q['idle_w']:.1f} W, busy {q['busy_w']:.1f} W, "
+                  f"{q['bursts']} bursts; reference vs counter over it: "
+                  f"{q['reference_total_vs_counter_pct']:+.2f} %")
+            for ms, s in q["windows"].items():
+                print(f"{ms:>6}ms {s['n']:>5} lantern median {s['lantern']['median']:.2f} % "
+                      f"(p95 {s['lantern']['p95']:.2f}), zeus delta median "
+                      f"{s['zeus_counter_delta']['median']:.2f} % (p95 "
+                      f"{s['zeus_counter_delta']['p95']:.2f}), bound {s['bound_mean_pct']:.2f} %")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,15 @@ set -u
 b=$1 out=$2 rounds=${3:-4}
 mkdir -p "$out"
 "$b/bin/nvml_pattern" probe 6 >"$out/probe.txt" 2>&1
-grep -v '^change' "$out/probe.txt" | head -50
+grep -E "changes=|getsamples" "$out/probe.txt"
 awk '/^change/ {print $3}' "$out/probe.txt" | head -3
 "$b/bin/driver_victim" "$b/bin/nvml_pattern" malloc 400 "$rounds" \
-    idle,energy_b2b,energy_10hz,energy_20hz,field83_10hz,field191_10hz,power_100hz,state_10hz,memory_10hz,util_10hz,samples_10hz,init_2hz,sampler \
+    energy_b2b,energy_10hz,energy_5hz,power_100hz,state_10hz,samples_10hz,sampler \
     >"$out/malloc.txt" 2>&1
 grep -A1 '^summary' "$out/malloc.txt"
-"$b/bin/driver_victim" "$b/bin/nvml_pattern" ctx 1000 "$rounds" idle,energy_b2b,energy_10hz,power_100hz,state_10hz,sampler \
+"$b/bin/driver_victim" "$b/bin/nvml_pattern" ctx 1000 3 energy_10hz,sampler,energy_b2b \
     >"$out/ctx.txt" 2>&1
 grep -A1 '^summary' "$out/ctx.txt"
-"$b/bin/driver_victim" "$b/bin/nvml_pattern" launch 300 "$rounds" idle,energy_b2b,power_100hz,state_10hz,sampler \
+"$b/bin/driver_victim" "$b/bin/nvml_pattern" launch 300 "$rounds" energy_b2b,sampler \
     >"$out/launch.txt" 2>&1
 grep -A1 '^summary' "$out/launch.txt"
