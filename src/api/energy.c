@@ -33,7 +33,6 @@ struct api_gpu {
     const struct nvml_gpu *gpu;
     struct energy_track track; /* guarded by monitor->lock */
     struct counter_reader reader; /* the sampling thread's */
-    int counter_read;             /* the counter was read once (guarded by monitor->lock) */
     pthread_t thread;
     int thread_started;
     int counter; /* read the energy counter (else power only) */
@@ -164,7 +163,6 @@ static void *sample_gpu(void *arg)
             struct counter_update u;
             int updated = ok && counter_reader_feed(&g->reader, t0, t1, mj, &u);
             pthread_mutex_lock(&m->lock);
-            g->counter_read |= ok;
             if (updated)
                 energy_track_add_update(&g->track, u.ts, u.uncertainty_ns, (double)u.mj);
             pthread_mutex_unlock(&m->lock);
@@ -181,7 +179,9 @@ static void *sample_gpu(void *arg)
 static int has_first_sample(struct lantern_monitor *m, const struct api_gpu *g)
 {
     pthread_mutex_lock(&m->lock);
-    int ready = g->track.power_total > 0 && (!g->counter || g->counter_read);
+    /* the first update seen: windows then start on the counter's scale, from an anchor whose
+     * time is known (before it, only the power sensor would say) */
+    int ready = g->track.power_total > 0 && (!g->counter || g->track.update_total > 0);
     pthread_mutex_unlock(&m->lock);
     return ready;
 }

@@ -6,9 +6,9 @@
 
 #include <string.h>
 
-/* Before the first update: a read every 20 ms after the last one ended (about one read in
- * flight out of eight, for the ~100 ms until the first update is seen). */
-#define COUNTER_ACQUIRE_GAP_NS 20000000ull
+/* Before the first update: a read every 35 ms after the last one ended (about one read in
+ * flight out of twelve, for the ~100 ms until the first update is seen). */
+#define COUNTER_ACQUIRE_GAP_NS 35000000ull
 /* Never a read sooner than this after the last one (the worst case while bisecting). */
 #define COUNTER_MIN_GAP_NS 5000000ull
 /* The period assumed until the updates' own times say better, and how wrong it may be: 100 ms
@@ -17,7 +17,7 @@
 #define COUNTER_PRIOR_PERIOD_NS 100000000ull
 #define COUNTER_PRIOR_ERROR_NS 200000ull
 /* A window this narrow is narrow enough: bisect no further. */
-#define COUNTER_NARROW_NS 1500000ull
+#define COUNTER_NARROW_NS 2000000ull
 /* How far past (or before) the window a read ends, so that it lands on the right side. */
 #define COUNTER_GUARD_NS 1000000ull
 /* Tolerance on when a read's value was taken (the driver's own jitter): a read this close to
@@ -105,8 +105,9 @@ static void refine_period(struct counter_reader *r, uint64_t ts)
     if (period < COUNTER_PRIOR_PERIOD_NS / 2.0 || period > COUNTER_PRIOR_PERIOD_NS * 2.0)
         return;
     r->period_ns = (uint64_t)period;
-    /* each time is within half of COUNTER_NARROW_NS: the slope within that over the span */
-    r->period_err_ns = max_u64(20000, COUNTER_NARROW_NS / span);
+    /* each time is within half of COUNTER_NARROW_NS of the truth; a least-squares slope over
+     * such times is within twice that over the span (the margin keeps the window honest) */
+    r->period_err_ns = max_u64(20000, 2 * COUNTER_NARROW_NS / span);
 }
 
 static void reset_window(struct counter_reader *r, uint64_t lo, uint64_t hi)
@@ -155,9 +156,16 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
         return 0;
     }
 
-    /* an update happened in (prev, end]; in locked mode, one at most unless the read ends
-     * after the second-next update's window opens (a stalled caller) */
-    uint64_t lo = prev, hi = end;
+    /* an update happened in (prev, end]: in locked mode, the one of the window, or, when the
+     * read ends whole periods past it (a stalled caller), the last of those, whose window is
+     * the grid's n periods on */
+    uint64_t lo = prev, hi = end, seen = 1;
+    if (r->mode == COUNTER_LOCKED && end > r->win_hi + r->period_ns) {
+        uint64_t n = (end - r->win_hi) / r->period_ns; /* surely past; the next may be too */
+        r->win_lo += n * (r->period_ns - r->period_err_ns);
+        r->win_hi += n * (r->period_ns + r->period_err_ns);
+        seen += n;
+    }
     if (r->mode == COUNTER_LOCKED && end < r->win_lo + r->period_ns - r->period_err_ns) {
         uint64_t a = max_u64(r->win_lo, prev), b = min_u64(r->win_hi, end);
         if (a <= b) {
@@ -176,7 +184,7 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
     u->uncertainty_ns = (hi - lo) / 2;
     u->mj = mj;
     r->updates++;
-    r->index++;
+    r->index += seen;
     if (r->mode == COUNTER_FREE)
         return 1;
     if (r->mode == COUNTER_LOCKED && hi - lo <= 2 * COUNTER_NARROW_NS)

@@ -66,11 +66,16 @@ def test_profile_sampling_leaves_the_program_alone(tmp_path):
     assert mode == "locked"
     assert reads < 11 * duration + 15, (reads, duration)
     assert busy / duration < BOUND
-    assert updates >= duration * 10 - 3  # every 100 ms update seen
+    # every update seen, and the energy exact (300 W)
+    first, last = db.execute("SELECT min(ts_ns), max(ts_ns) FROM gpu_samples WHERE energy_mj"
+                             " IS NOT NULL").fetchone()
+    watts = db.execute("SELECT (max(energy_mj) - min(energy_mj)) * 1e6 / (? - ?) FROM gpu_samples",
+                       (last, first)).fetchone()[0]
+    assert updates >= duration * 10 - 3 and abs(watts - 300) < 3, (updates, watts)
     uncertainty = db.execute("SELECT max(energy_uncertainty_ns) FROM gpu_samples WHERE"
                              " energy_mj IS NOT NULL AND ts_ns > (SELECT min(ts_ns) + 1e9"
                              " FROM gpu_samples)").fetchone()[0]
-    assert uncertainty <= 1_000_000  # each update placed within 1 ms once locked
+    assert uncertainty <= 2_000_000  # each update placed within 2 ms once locked
     stats = subprocess.run([LANTERN, "stats", tmp_path / "run.db", "--report", "energy_sum"],
                            env=env, capture_output=True, text=True, timeout=60)
     assert stats.returncode == 0, stats.stderr
