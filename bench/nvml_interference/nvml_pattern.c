@@ -5,9 +5,9 @@
  *   nvml_pattern serve         read a pattern name per line on stdin, switch to it, answer
  *                              "ok" on stdout; on "stats" print the last pattern's footprint
  *                              (NVML calls by kind, time in flight, CPU time); EOF ends
- *   nvml_pattern probe SECONDS read the energy counter back to back and print every change:
- *                              when it happened (bracketed by reads), the field API's own
- *                              timestamp, and the power samples the driver buffers
+ *   nvml_pattern probe SECONDS read the energy counter back to back and print every read
+ *                              (start, end, value), then the power samples the driver
+ *                              buffered meanwhile (nvmlDeviceGetSamples)
  *
  * Patterns: idle, energy_b2b (the sampler before issue #11), energy_Nhz, field83_Nhz,
  * field191_Nhz, power_Nhz (instant field + averaged power), state_Nhz (clocks, utilization,
@@ -257,33 +257,22 @@ static int probe(double seconds)
     const struct nvml_api *a = &nvml.api;
     int64_t offset_us = realtime_minus_monotonic_us();
     uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
-    unsigned long long last = 0;
-    uint64_t last_t1 = 0, first_change = 0;
+    unsigned long long first_ts_us = (unsigned long long)((int64_t)(start / 1000) + offset_us);
     int changes = 0;
-    printf("# change: bracket_lo_ms bracket_hi_ms (since start) value_mj field83_ts_ms "
-           "field83_latency_us\n");
+    unsigned long long last = 0;
+    printf("# read start_ms end_ms value_mj (CLOCK_MONOTONIC since the probe began)\n");
     while (now_ns() < end) {
         unsigned long long mj;
         uint64_t t0 = now_ns();
-        struct nvml_field_value v = {.field_id = NVML_FIELD_TOTAL_ENERGY};
-        int rc = a->field_values(gpu->device, 1, &v);
+        int rc = a->total_energy(gpu->device, &mj);
         uint64_t t1 = now_ns();
-        if (rc != NVML_OK || v.status != NVML_OK) {
-            printf("field83 failed: %d/%d\n", rc, v.status);
+        if (rc != NVML_OK) {
+            printf("energy read failed: %d\n", rc);
             return 1;
         }
-        mj = v.value.ull;
-        if (last && mj != last) {
-            double ts_ms = (double)(v.timestamp_us - offset_us) * 1e3 - (double)start;
-            printf("change %.3f %.3f %llu %.3f %lld\n", (double)(last_t1 - start) / 1e6,
-                   (double)(t1 - start) / 1e6, mj, ts_ms / 1e6, v.latency_us);
-            if (!first_change)
-                first_change = t1;
-            changes++;
-        }
-        (void)t0;
+        printf("read %.3f %.3f %llu\n", (double)(t0 - start) / 1e6, (double)(t1 - start) / 1e6, mj);
+        changes += last && mj != last;
         last = mj;
-        last_t1 = t1;
     }
     printf("changes=%d over %.1f s\n", changes, seconds);
     if (get_samples) {
@@ -291,11 +280,11 @@ static int probe(double seconds)
         unsigned int count = SAMPLES_MAX;
         int type = -1;
         uint64_t t0 = now_ns();
-        int rc = get_samples(gpu->device, 0, 0, &type, &count, buf);
+        int rc = get_samples(gpu->device, 0, first_ts_us, &type, &count, buf);
         uint64_t t1 = now_ns();
         printf("getsamples rc=%d type=%d count=%u cost_ms=%.3f\n", rc, type, count,
                (double)(t1 - t0) / 1e6);
-        for (unsigned int i = 0; rc == 0 && i < count && i < 40; i++)
+        for (unsigned int i = 0; rc == 0 && i < count; i++)
             printf("sample %.3f %u\n",
                    ((double)((int64_t)buf[i].timestamp_us - offset_us) * 1e3 - (double)start) /
                        1e6,
