@@ -5,14 +5,16 @@ Part 1, windows: a steady matmul load runs for --seconds (>= 10) while windows o
 500 and 2000 ms are opened back to back (all lengths at once: named windows may overlap). The
 reference for a window is the run's average power times the window's length, the average power
 coming from the energy counter over the whole measured stretch (first to last counter update
-seen). Beside Lantern's interpolated energy, the same windows are measured in the same run the
-way Zeus does it, as the plain difference of the counter read at the window's begin and end
-(emulated from a thread reading the counter back to back: a read at an edge returns the value
-of the latest read), and with Lantern's power-only (pre-Volta) method.
+seen; two reads, at its ends). Beside Lantern's interpolated energy, the same windows are
+measured with Lantern's power-only (pre-Volta) method. (No reader of the benchmark's own polls
+the counter meanwhile: in one process, NVML serializes the reads, and a second reader would
+delay the monitor's.)
 
 Part 2, profile (with --lantern BIN): `lantern profile -t nvtx,nvml` of idle and loaded phases
 in NVTX ranges: idle vs loaded power on the timeline, and the energy of the phases against the
-energy of the range enclosing them (they must add up within 1 %).
+energy of the range enclosing them (they must add up within 1 %). With --replay-tool, windows
+are replayed over the load phases from the launcher's samples, beside Zeus's method (the
+counter's difference at the edges, from the recorded updates).
 
 Part 3, square wave (with --lantern BIN): `lantern profile -t nvtx,nvml` of a changing load,
 40 ms of matmuls then 60 ms idle, repeated for 10 s, each burst an NVTX range. Windows of 50,
@@ -20,7 +22,8 @@ Part 3, square wave (with --lantern BIN): `lantern profile -t nvtx,nvml` of a ch
 (energy_replay) and compared with a reference built from the bursts' times: the idle and busy
 powers, each from the counter over a steady phase of its own, times the idle and busy time in
 the window. The reference's own error is stated: its total over the whole square wave against
-the counter's.
+the counter's (by construction near 0: the bursts' power is fitted to the counter's total
+over the square wave, the idle power measured alone).
 
 Prints a table and writes everything to --out (JSON). Needs torch with a CUDA GPU and NVML.
 """
@@ -33,7 +36,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -46,63 +48,31 @@ def monotonic_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)  # Lantern's clock
 
 
-class CounterLog(threading.Thread):
-    """Reads the GPU's energy counter back to back (what a Zeus begin/end read would return at
-    any instant is the value of the latest completed read)."""
-
-    def __init__(self, index=0):
-        super().__init__(daemon=True)
-        self.nvml = ctypes.CDLL(os.environ.get("LANTERN_NVML_LIBRARY") or "libnvidia-ml.so.1")
-        assert self.nvml.nvmlInit_v2() == 0
-        self.handle = ctypes.c_void_p()
-        assert self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) == 0
-        self.reads = []  # (start_ns, end_ns, mJ)
-        self.stop = False
-
-    def run(self):
-        value = ctypes.c_ulonglong()
-        while not self.stop:
-            t0 = monotonic_ns()
-            rc = self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(value))
-            t1 = monotonic_ns()
-            if rc == 0:
-                self.reads.append((t0, t1, value.value))
-
-    def value_at(self, t):
-        """The counter as a read at instant t would return it: the latest read ended by t."""
-        lo, hi = 0, len(self.reads)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.reads[mid][1] <= t:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self.reads[max(lo - 1, 0)][2]
-
-    def updates(self):
-        """(instant, mJ) of each counter change: the middle between the two reads around it."""
-        out, prev = [], None
-        for t0, t1, mj in self.reads:
-            mid = (t0 + t1) // 2
-            if prev is not None and mj != prev[1]:
-                out.append(((prev[0] + mid) // 2, mj))
-            prev = (mid, mj)
-        return out
+def read_counter(nvml, handle):
+    value = ctypes.c_ulonglong()
+    t0 = monotonic_ns()
+    assert nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(value)) == 0
+    return (t0 + monotonic_ns()) // 2, value.value
 
 
 def part_windows(seconds):
     import torch
     import lantern
+    nvml = ctypes.CDLL(os.environ.get("LANTERN_NVML_LIBRARY") or "libnvidia-ml.so.1")
+    assert nvml.nvmlInit_v2() == 0
+    handle = ctypes.c_void_p()
+    assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     warm_end = time.time() + 3
     while time.time() < warm_end:  # reach steady power and clocks first
         a @ a
     torch.cuda.synchronize()
-    log = CounterLog()
-    log.start()
     counter_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[])
     power_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[], power_only=True)
     time.sleep(0.3)  # both monitors have samples and one counter update at least
+    # the reference: the counter's average power over the whole stretch, from two reads only
+    # (a reader of our own in this process would delay the monitor's reads)
+    first = read_counter(nvml, handle)
 
     results = {ms: [] for ms in WINDOW_MS}
     begun = {}
@@ -127,36 +97,24 @@ def part_windows(seconds):
             begun[ms] = monotonic_ns()
             counter_mon.begin_window(f"w{ms}", sync_execution=False)
             power_mon.begin_window(f"w{ms}", sync_execution=False)
+    last = read_counter(nvml, handle)
     torch.cuda.synchronize()
     t_end = monotonic_ns()
-    time.sleep(0.25)  # the counter's next update, so the last windows' edges are bracketed
-    log.stop = True
-    log.join()
     counter_mon.close()
     power_mon.close()
 
-    updates = [u for u in log.updates() if t_start <= u[0] <= t_end]
-    ref_w = (updates[-1][1] - updates[0][1]) / 1e3 / ((updates[-1][0] - updates[0][0]) / 1e9)
-    reads = log.reads
-    read_ms = statistics.mean((t1 - t0) / 1e6 for t0, t1, _ in reads)
-    summary = {"seconds": (t_end - t_start) / 1e9, "reference_w": ref_w,
-               "counter_updates": len(updates), "counter_read_ms_mean": read_ms,
-               "update_gap_ms_mean": (updates[-1][0] - updates[0][0]) / 1e6 / (len(updates) - 1),
-               "windows": {}}
+    ref_w = (last[1] - first[1]) / 1e3 / ((last[0] - first[0]) / 1e9)
+    summary = {"seconds": (t_end - t_start) / 1e9, "reference_w": ref_w, "windows": {}}
     for ms, rows in results.items():
-        lantern_err, zeus_err, power_err, bounds, short, ups = [], [], [], [], 0, []
+        lantern_err, power_err, bounds, short, ups = [], [], [], 0, []
         for begin_ns, end_ns, m, p in rows:
             ref = ref_w * m.time
             lantern_err.append(abs(m.gpu_energy[0] - ref) / ref * 100)
-            zeus = (log.value_at(end_ns) - log.value_at(begin_ns)) / 1e3
-            zeus_err.append(abs(zeus - ref) / ref * 100)
             power_err.append(abs(p.gpu_energy[0] - ref) / ref * 100)
             bounds.append(m.gpu_energy_error[0] / ref * 100)
             short += bool(m.too_short)
             ups.append(m.gpu_counter_updates[0])
-
         summary["windows"][ms] = {"n": len(rows), "lantern": error_stats(lantern_err),
-                                  "zeus_counter_delta": error_stats(zeus_err),
                                   "power_only": error_stats(power_err),
                                   "bound_mean_pct": statistics.mean(bounds),
                                   "flagged_too_short": short,
@@ -275,8 +233,15 @@ def part_square(lantern_bin, workdir, tool):
     (load_s, load_e), = span("load")
     (sq_s, sq_e), = span("square")
     p_idle = counter_w(idle_s + 500_000_000, idle_e)
-    p_busy = counter_w(load_s + 1_000_000_000, load_e)
+    p_steady = counter_w(load_s + 1_000_000_000, load_e)
     bursts = span("burst")
+    # a burst does not draw what a steady load does (clocks and power ramp): its power is the
+    # one that makes the square wave's total the counter's, idle power taken as measured
+    lo_u = [u for u in updates if u[0] >= sq_s + 200_000_000][0]
+    hi_u = [u for u in updates if u[0] <= sq_e - 200_000_000][-1]
+    busy_ns = sum(max(0, min(hi_u[0], e) - max(lo_u[0], s)) for s, e in bursts)
+    total_j = (hi_u[1] - lo_u[1]) / 1e3
+    p_busy = (total_j - p_idle * (hi_u[0] - lo_u[0] - busy_ns) / 1e9) / (busy_ns / 1e9)
 
     def reference(start, end):
         busy = sum(max(0, min(end, e) - max(start, s)) for s, e in bursts)
@@ -305,7 +270,7 @@ def part_square(lantern_bin, workdir, tool):
         d["bound"].append(float(err) / ref * 100)
     whole = subprocess.run([tool, str(db)], input=f"{gpu_id} {lo} {hi}\n", capture_output=True,
                            text=True, check=True).stdout.split()[0]
-    return {"idle_w": p_idle, "busy_w": p_busy, "bursts": len(bursts),
+    return {"idle_w": p_idle, "busy_w": p_busy, "steady_load_w": p_steady, "bursts": len(bursts),
             "reference_total_vs_counter_pct": (reference(lo, hi) - float(whole)) / float(whole) * 100,
             "windows": {ms: {"n": len(d["lantern"]), "lantern": error_stats(d["lantern"]),
                              "zeus_counter_delta": error_stats(d["zeus"]),
@@ -387,21 +352,29 @@ def main():
     if args.lantern:
         result["profile"] = part_profile(args.lantern, os.path.dirname(os.path.abspath(args.out)))
     if args.lantern and args.replay_tool:
+        result["replay"] = part_replay(Path(os.path.dirname(os.path.abspath(args.out))) /
+                                       "bench_energy_profile.db", args.replay_tool)
         result["square"] = part_square(args.lantern, os.path.dirname(os.path.abspath(args.out)),
                                        args.replay_tool)
     Path(args.out).write_text(json.dumps(result, indent=1))
     w = result["windows"]
-    print(f"steady load {w['seconds']:.1f} s at {w['reference_w']:.1f} W (counter: "
-          f"{w['counter_updates']} updates, one per {w['update_gap_ms_mean']:.1f} ms; "
-          f"a read costs {w['counter_read_ms_mean']:.2f} ms)")
-    print(f"{'window':>8} {'n':>5} {'lantern median/p95 %':>22} {'zeus delta median/p95 %':>24} "
+    print(f"energy windows (lantern.Monitor), steady load {w['seconds']:.1f} s at "
+          f"{w['reference_w']:.1f} W")
+    print(f"{'window':>8} {'n':>5} {'lantern median/p95 %':>22} "
           f"{'power-only median/p95 %':>24} {'bound %':>8} {'short':>6} {'updates':>8}")
     for ms, s in w["windows"].items():
         print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['median']:>13.2f} /{s['lantern']['p95']:>6.2f}"
-              f" {s['zeus_counter_delta']['median']:>15.2f} /{s['zeus_counter_delta']['p95']:>6.2f}"
               f" {s['power_only']['median']:>15.2f} /{s['power_only']['p95']:>6.2f}"
               f" {s['bound_mean_pct']:>8.2f} {s['flagged_too_short']:>6} "
               f"{s['counter_updates_mean']:>8.2f}")
+    if "replay" in result:
+        print("profile (launcher's sampler), steady load phases, windows replayed:")
+        for ms, s in result["replay"].items():
+            print(f"{ms:>6}ms {s['n']:>5} lantern median {s['lantern']['median']:.2f} % "
+                  f"(p95 {s['lantern']['p95']:.2f}), zeus delta median "
+                  f"{s['zeus_counter_delta']['median']:.2f} % (p95 "
+                  f"{s['zeus_counter_delta']['p95']:.2f}), power-only median "
+                  f"{s['power_only']['median']:.2f} %, bound {s['bound_mean_pct']:.2f} %")
     if "profile" in result:
         print("profile:", json.dumps(result["profile"]))
     if "square" in result:
@@ -409,7 +382,8 @@ def main():
         if "error" in q:
             print("square:", q["error"])
         else:
-            print(f"square wave 40/60 ms: idle {q['idle_w']:.1f} W, busy {q['busy_w']:.1f} W, "
+            print(f"square wave 40/60 ms: idle {q['idle_w']:.1f} W, bursts {q['busy_w']:.1f} W "
+                  f"(steady load {q['steady_load_w']:.1f} W), "
                   f"{q['bursts']} bursts; reference vs counter over it: "
                   f"{q['reference_total_vs_counter_pct']:+.2f} %")
             for ms, s in q["windows"].items():

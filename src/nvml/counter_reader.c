@@ -50,6 +50,23 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
+/* Narrow enough: COUNTER_NARROW_NS, or wider when reads vary in length so much that a read
+ * cannot be made to end inside a narrower window (twice how much longer a typical read is
+ * than a fast one). */
+static uint64_t narrow_ns(const struct counter_reader *r)
+{
+    uint64_t spread = r->read_ns > r->fast_read_ns ? r->read_ns - r->fast_read_ns : 0;
+    return max_u64(COUNTER_NARROW_NS, 2 * spread);
+}
+
+/* The next read should end in the window's middle: the window is wide, and no read has aimed
+ * at this update's window yet (reads vary in length, 2-30 ms under load on an H100, so many
+ * miss the middle; one try per update keeps that from doubling the reads). */
+static int bisecting(const struct counter_reader *r)
+{
+    return r->win_hi - r->win_lo > narrow_ns(r) && r->bisected_for != r->index + 1;
+}
+
 uint64_t counter_reader_next_start(const struct counter_reader *r)
 {
     if (!r->have_read)
@@ -63,19 +80,19 @@ uint64_t counter_reader_next_start(const struct counter_reader *r)
         end = r->last_end + COUNTER_FREE_PERIOD_NS;
         break;
     default:
-        if (r->win_hi - r->win_lo > COUNTER_NARROW_NS)
-            end = r->win_lo + (r->win_hi - r->win_lo) / 2; /* bisect */
+        if (bisecting(r))
+            end = r->win_lo + (r->win_hi - r->win_lo) / 2;
         else if (r->since_check >= COUNTER_CHECK_EVERY)
             end = r->win_lo > COUNTER_GUARD_NS ? r->win_lo - COUNTER_GUARD_NS : 0;
-        else
-            end = r->win_hi + COUNTER_GUARD_NS;
+        else /* after the window even if this read is one of the fastest */
+            return max_u64(earliest, r->win_hi + COUNTER_GUARD_NS - r->fast_read_ns);
         break;
     }
     return max_u64(earliest, end > r->read_ns ? end - r->read_ns : 0);
 }
 
 /* The period from the narrow updates' times: a least-squares slope over their indexes. */
-static void refine_period(struct counter_reader *r, uint64_t ts)
+static void refine_period(struct counter_reader *r, uint64_t ts, uint64_t width)
 {
     int n = r->hist_len;
     if (n == COUNTER_HISTORY) { /* drop the oldest */
@@ -105,9 +122,10 @@ static void refine_period(struct counter_reader *r, uint64_t ts)
     if (period < COUNTER_PRIOR_PERIOD_NS / 2.0 || period > COUNTER_PRIOR_PERIOD_NS * 2.0)
         return;
     r->period_ns = (uint64_t)period;
-    /* each time is within half of COUNTER_NARROW_NS of the truth; a least-squares slope over
-     * such times is within twice that over the span (the margin keeps the window honest) */
-    r->period_err_ns = max_u64(20000, 2 * COUNTER_NARROW_NS / span);
+    /* each time is within half its window (at most `width` wide) of the truth; a least-squares
+     * slope over such times is within twice that over the span (the margin keeps the window
+     * honest) */
+    r->period_err_ns = max_u64(20000, 2 * max_u64(width, COUNTER_NARROW_NS) / span);
 }
 
 static void reset_window(struct counter_reader *r, uint64_t lo, uint64_t hi)
@@ -130,6 +148,10 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
     r->reads++;
     uint64_t took = end > start ? end - start : 0;
     r->read_ns = r->reads == 1 ? took : (r->read_ns * 7 + took) / 8;
+    /* the fastest reads: follows a faster one at once, a slower one slowly */
+    r->fast_read_ns = r->reads == 1 || took < r->fast_read_ns
+                          ? took
+                          : r->fast_read_ns + (took - r->fast_read_ns) / 64;
     if (!r->have_read) {
         r->have_read = 1;
         r->last_end = end;
@@ -138,6 +160,8 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
     }
     uint64_t prev = r->last_end;
     int changed = mj != r->last_mj;
+    if (r->mode == COUNTER_LOCKED && bisecting(r))
+        r->bisected_for = r->index + 1;
     r->last_end = end;
     r->last_mj = mj;
     if (!changed) {
@@ -187,8 +211,8 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
     r->index += seen;
     if (r->mode == COUNTER_FREE)
         return 1;
-    if (r->mode == COUNTER_LOCKED && hi - lo <= 2 * COUNTER_NARROW_NS)
-        refine_period(r, u->ts);
+    if (r->mode == COUNTER_LOCKED && hi - lo <= 2 * narrow_ns(r))
+        refine_period(r, u->ts, hi - lo);
     if (r->mode == COUNTER_ACQUIRE)
         r->mode = COUNTER_LOCKED;
     r->since_check++;

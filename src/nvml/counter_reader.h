@@ -38,6 +38,7 @@ struct counter_reader {
     uint64_t last_end;       /* when the last read ended (its value's time) */
     uint64_t last_mj;        /* its value */
     uint64_t read_ns;        /* a recent read's duration, to start a read so it ends on time */
+    uint64_t fast_read_ns;   /* a fast read's duration, to start one surely after a window */
     uint64_t win_lo, win_hi; /* the next update happens in (win_lo, win_hi] (locked mode) */
     uint64_t period_ns;      /* the grid's period, learned */
     uint64_t period_err_ns;  /* how wrong period_ns may be, per period */
@@ -45,7 +46,8 @@ struct counter_reader {
     /* narrow updates (index, time) for the period's regression */
     uint64_t hist_k[COUNTER_HISTORY], hist_ts[COUNTER_HISTORY];
     int hist_len;
-    uint64_t index; /* updates seen */
+    uint64_t index;        /* updates seen */
+    uint64_t bisected_for; /* index + 1 of the update a read last aimed at the middle of */
     uint64_t reset_index[COUNTER_FREE_RESETS]; /* index at the last resets (a ring) */
     /* the footprint */
     uint64_t reads, updates, resets;
