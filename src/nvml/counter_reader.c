@@ -16,6 +16,9 @@
  * another period contradicts the window again and again and is read in free mode. */
 #define COUNTER_PRIOR_PERIOD_NS 100000000ull
 #define COUNTER_PRIOR_ERROR_NS 200000ull
+/* The period is never trusted to better than this (the host clock and the GPU's may drift
+ * apart by tens of ppm). */
+#define COUNTER_MIN_PERIOD_ERROR_NS 2000ull
 /* A window this narrow is narrow enough: bisect no further. */
 #define COUNTER_NARROW_NS 2000000ull
 /* How far past (or before) the window a read ends, so that it lands on the right side. */
@@ -91,41 +94,33 @@ uint64_t counter_reader_next_start(const struct counter_reader *r)
     return max_u64(earliest, end > r->read_ns ? end - r->read_ns : 0);
 }
 
-/* The period from the narrow updates' times: a least-squares slope over their indexes. */
-static void refine_period(struct counter_reader *r, uint64_t ts, uint64_t width)
+/* The period from an anchor (the first update located since the grid last moved) and each
+ * update located since: update k's window [lo, hi] and the anchor's [lo0, hi0] bound the
+ * period to [(lo - hi0) / k, (hi - lo0) / k], which narrows as 1/k; the bounds of all updates
+ * are intersected. A bound that contradicts the others starts a new anchor. */
+static void refine_period(struct counter_reader *r, uint64_t lo, uint64_t hi)
 {
-    int n = r->hist_len;
-    if (n == COUNTER_HISTORY) { /* drop the oldest */
-        memmove(r->hist_k, r->hist_k + 1, (COUNTER_HISTORY - 1) * sizeof *r->hist_k);
-        memmove(r->hist_ts, r->hist_ts + 1, (COUNTER_HISTORY - 1) * sizeof *r->hist_ts);
-        n--;
-    }
-    r->hist_k[n] = r->index;
-    r->hist_ts[n] = ts;
-    r->hist_len = ++n;
-    uint64_t span = r->hist_k[n - 1] - r->hist_k[0];
-    if (n < 3 || span < 3)
+    if (!r->anchor_set) {
+        r->anchor_set = 1;
+        r->anchor_index = r->index;
+        r->anchor_lo = lo;
+        r->anchor_hi = hi;
         return;
-    double mk = 0, mt = 0, skk = 0, skt = 0;
-    for (int i = 0; i < n; i++) {
-        mk += (double)(r->hist_k[i] - r->hist_k[0]);
-        mt += (double)(r->hist_ts[i] - r->hist_ts[0]);
     }
-    mk /= n;
-    mt /= n;
-    for (int i = 0; i < n; i++) {
-        double dk = (double)(r->hist_k[i] - r->hist_k[0]) - mk;
-        skk += dk * dk;
-        skt += dk * ((double)(r->hist_ts[i] - r->hist_ts[0]) - mt);
-    }
-    double period = skt / skk;
-    if (period < COUNTER_PRIOR_PERIOD_NS / 2.0 || period > COUNTER_PRIOR_PERIOD_NS * 2.0)
+    uint64_t k = r->index - r->anchor_index;
+    if (k == 0 || lo < r->anchor_hi)
         return;
-    r->period_ns = (uint64_t)period;
-    /* each time is within half its window (at most `width` wide) of the truth; a least-squares
-     * slope over such times is within twice that over the span (the margin keeps the window
-     * honest) */
-    r->period_err_ns = max_u64(20000, 2 * max_u64(width, COUNTER_NARROW_NS) / span);
+    uint64_t p_lo = (lo - r->anchor_hi) / k, p_hi = (hi - r->anchor_lo) / k;
+    uint64_t a = max_u64(p_lo, r->period_ns - r->period_err_ns);
+    uint64_t b = min_u64(p_hi, r->period_ns + r->period_err_ns);
+    if (a > b) { /* the grid moved: start again from here */
+        r->anchor_index = r->index;
+        r->anchor_lo = lo;
+        r->anchor_hi = hi;
+        return;
+    }
+    r->period_ns = a + (b - a) / 2;
+    r->period_err_ns = max_u64((b - a) / 2, COUNTER_MIN_PERIOD_ERROR_NS);
 }
 
 static void reset_window(struct counter_reader *r, uint64_t lo, uint64_t hi)
@@ -138,7 +133,7 @@ static void reset_window(struct counter_reader *r, uint64_t lo, uint64_t hi)
         r->mode = COUNTER_FREE;
     *oldest = r->index;
     r->resets++;
-    r->hist_len = 0; /* the grid moved: its old times no longer give the period */
+    r->anchor_set = 0; /* the grid moved: the period is found again from here */
     r->period_err_ns = max_u64(r->period_err_ns, COUNTER_PRIOR_ERROR_NS);
 }
 
@@ -211,8 +206,8 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
     r->index += seen;
     if (r->mode == COUNTER_FREE)
         return 1;
-    if (r->mode == COUNTER_LOCKED && hi - lo <= 2 * narrow_ns(r))
-        refine_period(r, u->ts, hi - lo);
+    if (r->mode == COUNTER_LOCKED)
+        refine_period(r, lo, hi);
     if (r->mode == COUNTER_ACQUIRE)
         r->mode = COUNTER_LOCKED;
     r->since_check++;

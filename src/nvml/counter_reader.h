@@ -29,7 +29,6 @@ enum counter_mode {
     COUNTER_FREE,    /* no grid: one read every COUNTER_FREE_PERIOD_NS */
 };
 
-#define COUNTER_HISTORY 64
 #define COUNTER_FREE_RESETS 6
 
 struct counter_reader {
@@ -43,9 +42,8 @@ struct counter_reader {
     uint64_t period_ns;      /* the grid's period, learned */
     uint64_t period_err_ns;  /* how wrong period_ns may be, per period */
     int since_check;         /* updates since the last read placed before a window */
-    /* narrow updates (index, time) for the period's regression */
-    uint64_t hist_k[COUNTER_HISTORY], hist_ts[COUNTER_HISTORY];
-    int hist_len;
+    int anchor_set; /* the period's anchor: an update's index and window */
+    uint64_t anchor_index, anchor_lo, anchor_hi;
     uint64_t index;        /* updates seen */
     uint64_t bisected_for; /* index + 1 of the update a read last aimed at the middle of */
     uint64_t reset_index[COUNTER_FREE_RESETS]; /* index at the last resets (a ring) */
