@@ -351,7 +351,7 @@ def main():
     result = {"windows": part_windows(max(args.seconds, 10.0))}
     if args.lantern:
         result["profile"] = part_profile(args.lantern, os.path.dirname(os.path.abspath(args.out)))
-    if args.lantern and args.replay_tool:
+    if args.lantern and args.replay_tool and "error" not in result["profile"]:
         result["replay"] = part_replay(Path(os.path.dirname(os.path.abspath(args.out))) /
                                        "bench_energy_profile.db", args.replay_tool)
         result["square"] = part_square(args.lantern, os.path.dirname(os.path.abspath(args.out)),
