@@ -3,7 +3,7 @@ energy counter read takes 3 ms and holds a "driver lock" meanwhile, as a real re
 driver (bench/nvml_interference measures that on a GPU); the profiled program, driver_lock_client,
 takes the same lock around its own "driver calls" and reports the share of its time it waited.
 Under `lantern profile` (NVML sampled by default), `lantern energy` and an energy-window monitor
-that share stays under 10 % (the sampler holds the lock ~4 % of the time; waits also grow when
+that share stays under 10 % (the sampler holds the lock ~4 % of the time, under 8 % asserted; waits grow when
 the test machine's CPUs are busy); the control, the same program reading the counter back to
 back as the old sampler did, waits most of the time. The database's nvml_sampler row states the sampler's own footprint.
 Needs $LANTERN_BUILD."""
@@ -21,7 +21,7 @@ FAKE = BUILD / "lib" / "liblantern_fake_nvml.so"
 SECONDS = 3
 READ_MS = 3.0
 BOUND = 0.10       # the program's wait share
-HOLD_BOUND = 0.05  # the sampler's own share of time holding the lock
+HOLD_BOUND = 0.08  # the sampler's own share of time holding the lock (~4 %, more on a busy CPU)
 
 
 def setup(tmp_path):
