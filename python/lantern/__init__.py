@@ -10,8 +10,10 @@ The surface follows Zeus's ZeusMonitor so code written for it runs unchanged::
 
 Beyond Zeus, each GPU energy carries an error bound and the number of counter updates inside
 the window (gpu_energy_error, gpu_counter_updates), and windows too short to trust are listed
-in too_short. The library is found through $LANTERN_LIBRARY, beside this module, or in the
-install prefix's lib folder. No compiled extension: pure Python over ctypes.
+in too_short. The library is found through $LANTERN_LIBRARY, in the wheel's lantern/lib/, or in
+an install prefix's or a clone's build folder (library_path). No compiled extension: pure
+Python over ctypes. lantern.zeus is the drop-in for code written for Zeus; `python -m lantern`
+runs the lantern command.
 """
 
 import ctypes
@@ -41,17 +43,25 @@ class LanternError(RuntimeError):
         super().__init__(f"{what}: {_lib().lantern_strerror(code).decode()}")
 
 
+def _candidates() -> List[Path]:
+    """liblantern.so's possible places, first match wins: the wheel (lantern/lib/), beside
+    the module, a CMake install (<prefix>/lib/python3/site-packages/lantern -> <prefix>/lib),
+    and a clone whose build/ folder is built (python/lantern -> build/lib)."""
+    here = Path(__file__).resolve().parent
+    return [here / "lib" / "liblantern.so", here / "liblantern.so",
+            here.parents[2] / "liblantern.so", here.parents[1] / "build" / "lib" / "liblantern.so"]
+
+
 def library_path() -> str:
-    """Where liblantern.so is: $LANTERN_LIBRARY, beside this module, else the install prefix."""
+    """Where liblantern.so is: $LANTERN_LIBRARY, else the first of _candidates() that exists,
+    else the name for the dynamic loader's own search (ldconfig, LD_LIBRARY_PATH)."""
     env = os.environ.get("LANTERN_LIBRARY")
     if env:
         return env
-    here = Path(__file__).resolve().parent
-    # beside the module; then <prefix>/lib for <prefix>/lib/python3/site-packages/lantern
-    for candidate in (here / "liblantern.so", here.parents[2] / "liblantern.so"):
+    for candidate in _candidates():
         if candidate.exists():
             return str(candidate)
-    return "liblantern.so.0"  # the dynamic loader's own search (ldconfig, LD_LIBRARY_PATH)
+    return "liblantern.so.0"
 
 
 _handle = None
@@ -99,7 +109,12 @@ def _declare(lib):
 def _lib():
     global _handle
     if _handle is None:
-        lib = ctypes.CDLL(library_path())
+        path = library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as err:
+            raise ImportError(f"lantern: cannot load {path} ({err}); set LANTERN_LIBRARY to "
+                              f"its path, or install the wheel (pip install .)") from None
         _declare(lib)
         _handle = lib
     return _handle
