@@ -18,17 +18,20 @@ runs the lantern command.
 
 import ctypes
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-__all__ = ["Monitor", "Measurement", "LanternError", "library_path"]
+__all__ = ["Monitor", "Measurement", "LanternError", "library_path", "ERR_GPU", "ERR_NO_NVML"]
 
 # lantern.h error codes and flags
 _OK = 0
 _ERR_NO_WINDOW = -4
 _ERR_WINDOW_OPEN = -5
 _ERR_UNAVAILABLE = -6
+ERR_GPU = -3
+ERR_NO_NVML = -8
 POWER_ONLY = 0x1
 ENERGY_EXTRAPOLATED = 0x1
 ENERGY_POWER_ONLY = 0x2
@@ -36,11 +39,13 @@ ENERGY_TOO_SHORT = 0x4
 
 
 class LanternError(RuntimeError):
-    """An error code from liblantern, with lantern_strerror's sentence."""
+    """An error code from liblantern: lantern_errdetail's line where the call left one ("NVML
+    not available: ...", "GPU 3 does not exist (2 GPUs visible)"), else what failed and
+    lantern_strerror's sentence."""
 
-    def __init__(self, code: int, what: str):
+    def __init__(self, code: int, what: str, detail: str = ""):
         self.code = code
-        super().__init__(f"{what}: {_lib().lantern_strerror(code).decode()}")
+        super().__init__(detail or f"{what}: {_lib().lantern_strerror(code).decode()}")
 
 
 def _candidates() -> List[Path]:
@@ -72,6 +77,7 @@ def _declare(lib):
     signatures = {
         "lantern_libversion": (ctypes.c_char_p, []),
         "lantern_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+        "lantern_errdetail": (ctypes.c_char_p, []),
         "lantern_monitor_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint,
                                                 ctypes.POINTER(c_monitor)]),
         "lantern_monitor_close": (None, [c_monitor]),
@@ -182,28 +188,21 @@ def _take_measurement(handle) -> Measurement:
 
 
 def _sync(framework: Optional[str], gpu_indices: List[int]) -> None:
-    """Waits for the GPUs' queued work, as Zeus does, with whichever framework is installed."""
+    """Waits for the GPUs' queued work, as Zeus does, through the framework named. Only a
+    framework the program has imported can have queued work, so one not imported is not
+    imported here (importing torch takes seconds) and there is nothing to wait for."""
+    module = sys.modules.get(framework or "")
+    if module is None:
+        return
     if framework == "torch":
-        try:
-            import torch
-        except ImportError:
-            return
-        if torch.cuda.is_available():
+        if module.cuda.is_available():
             for i in gpu_indices:
-                torch.cuda.synchronize(i)
+                module.cuda.synchronize(i)
     elif framework == "cupy":
-        try:
-            import cupy
-        except ImportError:
-            return
         for i in gpu_indices:
-            cupy.cuda.Device(i).synchronize()
+            module.cuda.Device(i).synchronize()
     elif framework == "jax":
-        try:
-            import jax
-        except ImportError:
-            return
-        (jax.device_put(0.0) + 0).block_until_ready()
+        (module.device_put(0.0) + 0).block_until_ready()
 
 
 def _spec(indices) -> bytes:
@@ -233,7 +232,8 @@ class Monitor:
         rc = self._lib.lantern_monitor_open(_spec(gpu_indices), _spec(cpu_indices),
                                             POWER_ONLY if power_only else 0, ctypes.byref(handle))
         if rc != _OK:
-            raise LanternError(rc, f"cannot monitor GPUs {gpu_indices} / CPUs {cpu_indices}")
+            raise LanternError(rc, f"cannot monitor GPUs {gpu_indices} / CPUs {cpu_indices}",
+                               self._lib.lantern_errdetail().decode())
         self._handle = handle
         count = self._lib.lantern_monitor_gpu_count(handle)
         self.gpu_indices = [self._lib.lantern_monitor_gpu_index(handle, i) for i in range(count)]

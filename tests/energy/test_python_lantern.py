@@ -110,8 +110,23 @@ def test_unusable_nvml_gives_a_reason_and_cpu_only_windows(fake_gpus, monkeypatc
         monitor.begin_window("cpu only")
         m = monitor.end_window("cpu only")
         assert m.gpu_energy == {} and m.total_energy == 0
-    with pytest.raises(lantern.LanternError, match="no such GPU"):
+    with pytest.raises(lantern.LanternError) as err:
         lantern.Monitor(gpu_indices=[0], cpu_indices=[])
+    assert str(err.value) == ("NVML not available: no permission to use NVML "
+                              "(init: Insufficient Permissions)")
+    assert err.value.code == lantern.ERR_NO_NVML
+
+
+def test_missing_nvml_and_missing_gpu_are_told_apart(fake_gpus, monkeypatch):
+    monkeypatch.setenv("LANTERN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    with pytest.raises(lantern.LanternError) as err:
+        lantern.Monitor(gpu_indices=[0], cpu_indices=[])
+    assert str(err.value).startswith("NVML not available: NVML not found (/nonexistent/")
+    fake_gpus("gpu GPU-aaaa1111 Fake-A\ngpu GPU-bbbb2222 Fake-B\npower 0 0 1000\n")
+    with pytest.raises(lantern.LanternError) as err:
+        lantern.Monitor(gpu_indices=[3], cpu_indices=[])
+    assert str(err.value) == "GPU 3 does not exist (2 GPUs visible)"
+    assert err.value.code == lantern.ERR_GPU
 
 
 def test_rapl_package_and_dram_energy(fake_gpus, tmp_path, monkeypatch):
