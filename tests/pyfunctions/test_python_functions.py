@@ -32,8 +32,9 @@ def interpreters():
 PYTHONS = interpreters()
 
 
-def profile(tmp_path, python, patterns, *extra):
+def profile(tmp_path, python, patterns, *extra, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANTERN_")}
+    env.update(env_extra or {})
     env["PYTHONPATH"] = f"{HERE / 'program'}:{HERE / 'program' / 'usersite'}"
     db = tmp_path / "run.db"
     r = subprocess.run([str(LANTERN), "profile", "-f", "-t", "nvtx", "-o", str(db), *extra,
@@ -61,9 +62,21 @@ def ranges(db):
     return out
 
 
+def hot_path(version, fallback):
+    """Which path records the calls: the agent's C callbacks (3.9+: PyFrame_GetCode) unless
+    the Python fallback is forced (LANTERN_PYFUNC_HOT_PATH=python)."""
+    monitoring = int(version.split(".")[1]) >= 12
+    if fallback or version == "3.8":
+        return "python sys.monitoring" if monitoring else "python setprofile"
+    return "C sys.monitoring" if monitoring else "C profile"
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["c", "python"])
 @pytest.mark.parametrize("version,python", PYTHONS, ids=[v for v, _ in PYTHONS])
-def test_package_functions_are_ranges_with_exact_counts(tmp_path, version, python):
-    db, stdout = profile(tmp_path, python, "mypkg.*")
+def test_package_functions_are_ranges_with_exact_counts(tmp_path, version, python, fallback):
+    env = {"LANTERN_PYFUNC_HOT_PATH": "python"} if fallback else {}
+    db, stdout = profile(tmp_path, python, "mypkg.*", env_extra=env)
+    assert f"hook {hot_path(version, fallback)}" in stdout
     got = ranges(db)
     assert sorted(got) == ["mypkg.Model.forward", "mypkg.core.Frame.groupby", "mypkg.fails",
                            "mypkg.gen", "mypkg.helper", "mypkg.work"]
@@ -78,9 +91,6 @@ def test_package_functions_are_ranges_with_exact_counts(tmp_path, version, pytho
     assert len(got["mypkg.core.Frame.groupby"]) == 1
     assert db.execute("SELECT count(DISTINCT process_id) FROM ranges").fetchone()[0] == 2
     assert "user sitecustomize 1" in stdout and "bootstrap on sys.path False" in stdout
-    hook = "lantern --python-functions" if tuple(map(int, version.split("."))) >= (3, 12) \
-        else "setprofile"
-    assert f"hook {hook}" in stdout
 
 
 @pytest.mark.parametrize("version,python", PYTHONS, ids=[v for v, _ in PYTHONS])

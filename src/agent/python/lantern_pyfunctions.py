@@ -8,11 +8,15 @@ launcher already set up: this module loads the agent ($NVTX_INJECTION64_PATH) an
 InitializeInjectionNvtx2 as NVTX's own loader does, handing it a function table of one module
 (CORE2), so the Python `nvtx` package is not needed.
 
-Cost: on Python >= 3.12, sys.monitoring calls back once at the first start of each function
-and disables the event there for every function that does not match (PEP 669), so the rest of
-the program runs at full speed; matched functions get start/return/yield/resume events only
-on their own code. Older Pythons use sys.setprofile / threading.setprofile, which calls back on
-every Python call and return (docs/benchmarks.md measures both).
+How calls are seen: on Python >= 3.12, sys.monitoring (PEP 669) calls back once at the first
+start of each function and the event is disabled there for every function that does not
+match, so the rest of the program runs at full speed; matched functions get start, return,
+yield and resume events on their own code only. On 3.9-3.11 a profile function sees every
+Python call and return. Either way the callbacks are the agent's C ones (src/agent/pyfunc.c:
+a table lookup and the agent's push or pop, no Python-level call per event); this module only
+classifies each code object once. Where the agent cannot use this Python's C API (3.8, a
+free-threaded build, an interpreter that does not export its symbols) the same callbacks run
+in Python, with a ctypes call per push and pop. docs/benchmarks.md measures both.
 
 A pattern is a dotted name matched (fnmatch, `*` spans dots) against `module.qualname` of the
 function's code (`mypkg.*`, `app.Model.forward`, `__main__.step`); a name without wildcards may
@@ -29,6 +33,7 @@ import sys
 import threading
 
 DOMAIN = b"python"
+hot_path = None  # how the calls are seen, once installed: "C sys.monitoring", "C profile", ...
 
 # NVTX's injection interface (nvtx3/nvtxDetail/nvtxTypes.h, nvToolsExt.h)
 _ETID_CALLBACKS = 1
@@ -62,9 +67,8 @@ _GetExportTable = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32)
 
 
 class _Nvtx:
-    """The agent's CORE2 functions, obtained through its injection entry point. The push and
-    pop prototypes are PYFUNCTYPE: called with the GIL held, as the agent's hot path never
-    blocks (a ring write), which saves releasing and taking the GIL twice per call."""
+    """The agent's CORE2 functions, obtained through its injection entry point: push and pop
+    as addresses for the C hot path, and as ctypes functions for the Python one."""
 
     def __init__(self, agent_path):
         self._slots = (ctypes.c_void_p * _CBID_CORE2_SIZE)()
@@ -87,9 +91,10 @@ class _Nvtx:
         create = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(slot[_CBID_DOMAIN_CREATE_A])
         self._register = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
             slot[_CBID_REGISTER_STRING_A])
-        self.push = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
-            slot[_CBID_RANGE_PUSH_EX])
-        self.pop = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(slot[_CBID_RANGE_POP])
+        self.push_address, self.pop_address = slot[_CBID_RANGE_PUSH_EX], slot[_CBID_RANGE_POP]
+        self.push = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
+            self.push_address)
+        self.pop = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(self.pop_address)
         self.domain = ctypes.c_void_p(create(DOMAIN))
 
     def _export_table(self, table_id):
@@ -178,7 +183,7 @@ class _Recorder:
     def __init__(self, nvtx, matcher):
         self.nvtx, self.matcher = nvtx, matcher
         self.ranges = {}  # code -> attribute pointer (matched) or None (not matched)
-        self.lock = threading.Lock()  # classification only, never on the call path
+        self.lock = threading.RLock()  # classification only, never on the call path
 
     def classify(self, code, frame):
         with self.lock:
@@ -193,7 +198,28 @@ class _Recorder:
             return entry
 
 
-def _install_monitoring(recorder):
+def _c_hot_path(recorder, agent_path, classify, disable):
+    """The agent's C callbacks (src/agent/pyfunc.c), or None where they cannot be used (a
+    Python without the GIL, or whose C API the agent cannot find): then the Python ones."""
+    if getattr(sys, "_is_gil_enabled", lambda: True)() is False:
+        return None
+    if os.environ.get("LANTERN_PYFUNC_HOT_PATH") == "python":  # the tests' way to the fallback
+        return None
+    agent = ctypes.PyDLL(agent_path)  # PyDLL: called with the GIL held
+    start = agent.lantern_pyfunc_start
+    start.argtypes = [ctypes.c_void_p] * 3 + [ctypes.py_object] * 2
+    start.restype = ctypes.c_int
+    nvtx = recorder.nvtx
+    if start(nvtx.push_address, nvtx.pop_address, nvtx.domain, classify, disable) != 0:
+        return None
+    return agent
+
+
+def _address(entry):
+    return None if entry is None else entry[0].value
+
+
+def _install_monitoring(recorder, agent_path):
     """Python >= 3.12: PEP 669 events, disabled at each non-matching function's start."""
     monitoring = sys.monitoring
     events = monitoring.events
@@ -201,10 +227,42 @@ def _install_monitoring(recorder):
                  if monitoring.get_tool(t) is None), None)
     if tool is None:
         raise OSError("every sys.monitoring tool id is in use")
+    local = events.PY_RETURN | events.PY_YIELD | events.PY_RESUME
+
+    def classify(code, frame):
+        """The C hot path's question, once per code: the attributes' address, or None."""
+        entry = recorder.classify(code, sys._getframe(1))
+        if entry is not None:
+            monitoring.set_local_events(tool, code, local)
+        return _address(entry)
+
+    global hot_path
+    agent = _c_hot_path(recorder, agent_path, classify, monitoring.DISABLE)
     monitoring.use_tool_id(tool, "lantern --python-functions")
+    hot_path = "C sys.monitoring" if agent is not None else "python sys.monitoring"
+    if agent is not None:
+        callback = agent.lantern_pyfunc_callback
+        callback.argtypes, callback.restype = [ctypes.c_int], ctypes.py_object
+        on_start, on_resume, on_end = callback(0), callback(1), callback(2)
+        on_throw = on_resume
+    else:
+        on_start, on_resume, on_throw, on_end = _python_monitoring_callbacks(recorder, tool,
+                                                                           local)
+    register = monitoring.register_callback
+    register(tool, events.PY_START, on_start)
+    register(tool, events.PY_RESUME, on_resume)
+    register(tool, events.PY_THROW, on_throw)
+    register(tool, events.PY_RETURN, on_end)
+    register(tool, events.PY_YIELD, on_end)
+    register(tool, events.PY_UNWIND, on_end)
+    monitoring.set_events(tool, events.PY_START | events.PY_THROW | events.PY_UNWIND)
+
+
+def _python_monitoring_callbacks(recorder, tool, local):
+    """The same callbacks in Python, with a ctypes call per push and pop (~0.3 us each)."""
+    monitoring = sys.monitoring
     push, pop, domain = recorder.nvtx.push, recorder.nvtx.pop, recorder.nvtx.domain
     ranges, disable = recorder.ranges, monitoring.DISABLE
-    local = events.PY_RETURN | events.PY_YIELD | events.PY_RESUME
 
     def on_start(code, offset):
         entry = ranges.get(code, 0)
@@ -216,37 +274,25 @@ def _install_monitoring(recorder):
             return disable
         push(domain, entry[0])
 
-    def on_resume(code, offset):  # PY_RESUME (local: matched codes only)
+    def on_resume(code, offset, *exception):  # PY_RESUME; PY_THROW has the exception too
         entry = ranges.get(code)
         if entry is not None:
             push(domain, entry[0])
 
-    def on_throw(code, offset, exception):  # PY_THROW (global): a generator resumed by throw()
-        entry = ranges.get(code)
-        if entry is not None:
-            push(domain, entry[0])
-
-    def on_end(code, offset, value):  # PY_RETURN, PY_YIELD (local), PY_UNWIND (global)
+    def on_end(code, offset, value):  # PY_RETURN, PY_YIELD, PY_UNWIND
         if ranges.get(code) is not None:
             pop(domain)
 
-    register = monitoring.register_callback
-    register(tool, events.PY_START, on_start)
-    register(tool, events.PY_RESUME, on_resume)
-    register(tool, events.PY_THROW, on_throw)
-    register(tool, events.PY_RETURN, on_end)
-    register(tool, events.PY_YIELD, on_end)
-    register(tool, events.PY_UNWIND, on_end)
-    monitoring.set_events(tool, events.PY_START | events.PY_THROW | events.PY_UNWIND)
+    return on_start, on_resume, on_resume, on_end
 
 
-def _install_setprofile(recorder):
-    """Python < 3.12: a profile function on every thread, which returns at once for a code
-    already known not to match."""
+def _install_setprofile(recorder, agent_path):
+    """Python < 3.12: a profile function on every thread; the agent's C one (3.9-3.11) where
+    it can be used, else one in Python that returns at once for a code known not to match."""
     push, pop, domain = recorder.nvtx.push, recorder.nvtx.pop, recorder.nvtx.domain
     ranges = recorder.ranges
 
-    def profile(frame, event, arg):
+    def python_profile(frame, event, arg):
         if event == "call":
             code = frame.f_code
             entry = ranges.get(code, 0)
@@ -258,8 +304,28 @@ def _install_setprofile(recorder):
             if ranges.get(frame.f_code) is not None:
                 pop(domain)
 
-    threading.setprofile(profile)
-    sys.setprofile(profile)
+    def classify(code, frame):
+        return _address(recorder.classify(code, frame))
+
+    global hot_path
+    agent = _c_hot_path(recorder, agent_path, classify, None)
+    if agent is not None:
+        profile_thread = agent.lantern_pyfunc_profile_thread
+        profile_thread.argtypes, profile_thread.restype = [ctypes.py_object], ctypes.c_int
+    if agent is None or profile_thread(python_profile) != 0:
+        threading.setprofile(python_profile)
+        sys.setprofile(python_profile)
+        hot_path = "python setprofile"
+        return
+
+    def new_thread(frame, event, arg):
+        """A new thread's first event: hand the thread to the C profile function, after
+        handling this event the Python way (its return is then seen by the C one)."""
+        profile_thread(python_profile)
+        python_profile(frame, event, arg)
+
+    threading.setprofile(new_thread)
+    hot_path = "C profile"
 
 
 def install():
@@ -273,8 +339,8 @@ def install():
     try:
         recorder = _Recorder(_Nvtx(agent), _Matcher(patterns))
         if hasattr(sys, "monitoring"):
-            _install_monitoring(recorder)
+            _install_monitoring(recorder, agent)
         else:
-            _install_setprofile(recorder)
+            _install_setprofile(recorder, agent)
     except (OSError, AttributeError, ValueError) as err:
         sys.stderr.write(f"lantern: --python-functions: Python functions not recorded: {err}\n")

@@ -38,9 +38,7 @@ def main():
                    check=True)
     print("user sitecustomize", os.environ.get("USER_SITECUSTOMIZE_RAN"))
     print("bootstrap on sys.path", any(p.endswith("lantern-python") for p in sys.path))
-    tool = sys.monitoring.get_tool(sys.monitoring.PROFILER_ID) if hasattr(sys, "monitoring") \
-        else sys.getprofile() is not None and "setprofile"
-    print("hook", tool)
+    print("hook", sys.modules["lantern_pyfunctions"].hot_path)
 
 
 if __name__ == "__main__":
