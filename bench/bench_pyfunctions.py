@@ -10,7 +10,8 @@ added cost per call.
 
 Modes: base (no annotation); few (--python-functions '__main__.target': 1 call in 100 is
 recorded, the others are the functions a pattern does not name); all (--python-functions
-'__main__.*': every call of the loop is a range); nvtx (`python -m nvtx --no-linenos`, the
+'__main__.*': every call of the loop is a range); few_python and all_python (the same with
+the Python fallback callbacks, LANTERN_PYFUNC_HOT_PATH=python); nvtx (`python -m nvtx --no-linenos`, the
 nvtx package's automatic annotation: every Python call a range). PY must have the nvtx package
 (`python3 -m venv /tmp/nvtx-bench && /tmp/nvtx-bench/bin/pip install nvtx`, for the benchmark
 only); without it the nvtx mode is left out."""
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from alternate import alternate_rounds  # noqa: E402
 
 ITERATIONS = 200_000
+FALLBACK = ("LANTERN_PYFUNC_HOT_PATH=python",)  # the Python callbacks instead of the agent's C ones
 EVERY = 100  # one iteration in EVERY calls target() (three Python calls), the others mid() (two)
 
 
@@ -67,16 +69,18 @@ def main():
     script = str(Path(__file__).resolve())
     out = Path("/tmp") / f"bench-pyfunctions-{os.getpid()}.db"
 
-    def under_lantern(*extra, module=()):
+    def under_lantern(*extra, module=(), env=()):
         # the iteration count as a bare argument: python -m nvtx parses options after the script
-        return lambda w, r: [lantern, "profile", "-f", "-t", "nvtx", "-o", str(out), *extra,
-                             "--", args.python, *module, script, str(w)]
+        return lambda w, r: ["env", *env, lantern, "profile", "-f", "-t", "nvtx", "-o", str(out),
+                             *extra, "--", args.python, *module, script, str(w)]
 
     has_nvtx = subprocess.run([args.python, "-c", "import nvtx"]).returncode == 0
     modes = {
         "base": under_lantern(),
         "few": under_lantern("--python-functions", "__main__.target"),
         "all": under_lantern("--python-functions", "__main__.*"),
+        "few_python": under_lantern("--python-functions", "__main__.target", env=FALLBACK),
+        "all_python": under_lantern("--python-functions", "__main__.*", env=FALLBACK),
         "nvtx": under_lantern(module=("-m", "nvtx", "--no-linenos")) if has_nvtx else None,
     }
     modes = {m: f for m, f in modes.items() if f}

@@ -1,7 +1,8 @@
 """The installed wheel, in a fresh venv ($LANTERN_WHEEL_VENV, made by scripts/wheel.sh): the
 `lantern` command and `python -m lantern` run the bundled executable, which finds the agent in
 the package; `import lantern` finds its own library; a Python program profiled under the
-installed launcher has its ranges in the database; an unchanged Zeus program runs. Nothing
+installed launcher has its ranges in the database (energy windows, and --python-functions
+from the bootstrap installed beside the agent); an unchanged Zeus program runs. Nothing
 from the source tree or the build folders is used: the environment is scrubbed and the
 commands run in a temporary folder."""
 
@@ -18,10 +19,17 @@ pytestmark = pytest.mark.skipif(not VENV.is_dir(), reason="no LANTERN_WHEEL_VENV
 
 PROGRAM = '''
 import lantern
+
+
+def compute(n):
+    return sum(range(n))
+
+
 monitor = lantern.Monitor(gpu_indices=None, cpu_indices=[])
 for i in range(3):
     with monitor.window("step"):
-        sum(range(10000))
+        compute(10000)
+compute(1)
 print("library", lantern.library_path())
 '''
 
@@ -53,14 +61,15 @@ def test_command_and_module_run_the_bundled_executable(tmp_path):
 
 def test_profile_a_python_program_with_the_installed_launcher(tmp_path):
     (tmp_path / "app.py").write_text(PROGRAM)
-    r = run("lantern", "profile", "-o", "app.db", "--", "python", "app.py", cwd=tmp_path)
+    r = run("lantern", "profile", "-o", "app.db", "--python-functions", "__main__.compute",
+            "--", "python", "app.py", cwd=tmp_path)
     assert f"library {site_packages() / 'lantern' / 'lib' / 'liblantern.so'}" in r.stdout
     db = sqlite3.connect(tmp_path / "app.db")
     rows = db.execute("SELECT d.value, n.value, count(*) FROM ranges r "
                       "JOIN domains ON domains.id = r.domain_id "
                       "JOIN strings d ON d.id = domains.name_id "
                       "JOIN strings n ON n.id = r.name_id GROUP BY 1, 2").fetchall()
-    assert rows == [("lantern.energy", "step", 3)]
+    assert rows == [("lantern.energy", "step", 3), ("python", "__main__.compute", 4)]
     run(str(VENV / "bin" / "python"), "-m", "lantern", "stats", "app.db", cwd=tmp_path)
 
 
