@@ -77,6 +77,8 @@ class ZeusMonitor:
         self._start_times: Dict[str, float] = {}
         self.log_file = None
         if log_file is not None:
+            if os.path.dirname(log_file):
+                os.makedirs(os.path.dirname(log_file), exist_ok=True)
             self.log_file = open(log_file, "w")
             columns = ",".join(f"gpu{i}_energy" for i in self.gpu_indices)
             self.log_file.write(f"start_time,window_name,elapsed_time,{columns}\n")

@@ -3,6 +3,7 @@ surface (Monitor, begin_window/end_window, Measurement), push/pop, the context m
 reasons and errors, and RAPL from a fake powercap tree. Needs $LANTERN_BUILD."""
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -165,3 +166,20 @@ def test_library_is_found_from_the_environment(monkeypatch):
     assert lantern.library_path() == "/somewhere/liblantern.so"
     monkeypatch.delenv("LANTERN_LIBRARY")
     assert lantern.library_path().endswith(("liblantern.so", "liblantern.so.0"))
+
+
+def test_a_clone_finds_its_build_without_environment(tmp_path):
+    """From a clone (PYTHONPATH=python), with no LANTERN_LIBRARY: build/lib/liblantern.so, and
+    `python -m lantern` runs build/bin/lantern."""
+    source = Path(__file__).resolve().parents[2]
+    if not (source / "build" / "lib" / "liblantern.so").exists():
+        pytest.skip("no build/ folder in this clone")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANTERN_")}
+    env["PYTHONPATH"] = str(source / "python")
+    code = "import lantern; lantern._lib(); print(lantern.library_path())"
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == str(source / "build" / "lib" / "liblantern.so"), r.stderr
+    r = subprocess.run([sys.executable, "-m", "lantern", "--version"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("lantern "), r.stderr

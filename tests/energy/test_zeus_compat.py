@@ -80,7 +80,7 @@ def test_monitor_windows_measure_time_and_energy(fake_gpus):
 
 def test_monitor_errors_cancel_and_log_file_as_zeus(fake_gpus, tmp_path):
     fake_gpus("gpu GPU-aaaa1111 Fake-A\npower 0 0 200000\n")
-    log = tmp_path / "zeus.csv"
+    log = tmp_path / "logs" / "zeus.csv"  # its folder made, as Zeus does
     monitor = zeus.ZeusMonitor(gpu_indices=[0], cpu_indices=[], log_file=log,
                                approx_instant_energy=True)
     monitor.begin_window("a")
