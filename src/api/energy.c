@@ -272,7 +272,8 @@ API int lantern_monitor_open(const char *gpus, const char *cpus, unsigned int op
     int rc = LANTERN_OK;
     m->cpu_count = rapl_discover(cpus, m->cpus, RAPL_MAX_PACKAGES);
     if (m->cpu_count < 0) {
-        snprintf(api_errdetail, sizeof api_errdetail, "CPU packages '%s': not all exist with RAPL (powercap) here", cpus);
+        snprintf(api_errdetail, sizeof api_errdetail,
+                 "CPU packages '%s': not all exist with RAPL (powercap) here", cpus);
         rc = LANTERN_ERR_ARGUMENT;
         goto fail;
     }

@@ -77,8 +77,10 @@ static int run_report(const char *path, const struct kernels_options *opt)
     if (rc < 0)
         return cli_error("%s: %s", path, strerror(-rc));
     if (rc > 0)
-        fprintf(stderr, "lantern: %d column%s left out to fit %d characters (-w 0: all; -c to "
-                        "choose)\n", rc, rc == 1 ? "" : "s", opt->width);
+        fprintf(stderr,
+                "lantern: %d column%s left out to fit %d characters (-w 0: all; -c to "
+                "choose)\n",
+                rc, rc == 1 ? "" : "s", opt->width);
     return CLI_EXIT_OK;
 }
 
@@ -102,8 +104,7 @@ int cmd_kernels(int argc, char **argv)
         case 'w':
             opt.width = (int)strtol(optarg, &end, 10);
             if (*end || end == optarg || opt.width < 0)
-                return cli_usage_error("kernels", "width must be a number >= 0, not '%s'",
-                                       optarg);
+                return cli_usage_error("kernels", "width must be a number >= 0, not '%s'", optarg);
             break;
         case 'C':
             opt.format = KERNELS_FORMAT_CSV;

@@ -31,7 +31,7 @@ struct profile_options {
     const char *cuda_api;       /* --cuda-api: default (allow-list) or all */
     int cuda_memory_usage;      /* --cuda-memory-usage=true: record allocations and frees */
     int python_backtrace;       /* --python-backtrace: the launching stack of each kernel */
-    const char *python_functions; /* --python-functions: patterns of functions to record */
+    const char *py_functions;   /* --python-functions: the patterns of functions */
     char **command;             /* NULL-terminated */
 };
 
@@ -193,7 +193,7 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         case OPT_PYTHON_FUNCTIONS:
             if (!optarg[strspn(optarg, ", ")])
                 return cli_usage_error("profile", "--python-functions needs function names");
-            o->python_functions = optarg;
+            o->py_functions = optarg;
             break;
         case OPT_STATS:
             o->stats = 1;
@@ -505,7 +505,7 @@ static int set_cuda_capture_environment(const struct profile_options *o)
  * from LANTERN_PYTHON_FUNCTIONS. Returns a CLI_EXIT_* code (error printed). */
 static int set_python_functions_environment(const struct profile_options *o, const char *agent)
 {
-    if (!o->python_functions)
+    if (!o->py_functions)
         return CLI_EXIT_OK;
     char lib[PATH_MAX], folder[PATH_MAX + 32], probe[PATH_MAX + 64];
     snprintf(lib, sizeof lib, "%s", agent); /* realpath: absolute, so it has a '/' */
@@ -519,7 +519,7 @@ static int set_python_functions_environment(const struct profile_options *o, con
     if (asprintf(&path, "%s%s%s", folder, old && *old ? ":" : "", old && *old ? old : "") < 0)
         return cli_error("out of memory");
     int rc = setenv("PYTHONPATH", path, 1) < 0 ||
-                     setenv("LANTERN_PYTHON_FUNCTIONS", o->python_functions, 1) < 0
+                     setenv("LANTERN_PYTHON_FUNCTIONS", o->py_functions, 1) < 0
                  ? cli_error("cannot set the environment: %s", strerror(errno))
                  : CLI_EXIT_OK;
     free(path);

@@ -252,8 +252,7 @@ static int find_gpu(struct nvml *n, const char *item, size_t len, char *why, siz
             visible += n->gpus[i].cuda_index >= 0;
         snprintf(why, why_len, "GPU %.*s does not exist (%u GPU%s visible)", (int)len, item,
                  visible, visible == 1 ? "" : "s");
-    }
-    else if (in_mig_mode(n, &n->gpus[found])) {
+    } else if (in_mig_mode(n, &n->gpus[found])) {
         snprintf(why, why_len, "GPU %.*s is in MIG mode: energy per MIG instance is not supported",
                  (int)len, item);
         return -1;

@@ -478,7 +478,7 @@ static void fill(const struct column *c, const struct kernels_row *row, size_t i
  * -w, the widest are cut down in turn until the line fits (never below 4). Returns the line's
  * length. */
 static int text_widths(const struct kernels_rows *rows, const struct kernels_options *opt,
-                        const struct column **cols, int ncols, int *widths)
+                       const struct column **cols, int ncols, int *widths)
 {
     struct field f;
     int total = 0;
