@@ -34,9 +34,17 @@ int lantern_libversion_number(void);
 #define LANTERN_ERR_WINDOW_OPEN -5 /* beginning a window whose name is already open */
 #define LANTERN_ERR_UNAVAILABLE -6 /* that quantity cannot be measured here (see below) */
 #define LANTERN_ERR_THREAD -7      /* the sampling thread could not be started */
+#define LANTERN_ERR_NO_NVML -8     /* GPUs were named but NVML cannot be used (no driver, ...) */
 
 /* A static English sentence for an error code; never NULL. */
 const char *lantern_strerror(int code);
+
+/* The detail of the last error lantern_monitor_open returned on this thread, one line:
+ * "NVML not available: NVML not found (libnvidia-ml.so.1: ...)", "GPU 3 does not exist (2 GPUs
+ * visible)", "MIG instance MIG-...: ...", "CPU packages '3': not all exist with RAPL (powercap)
+ * here"; "" after a success.
+ * Owned by the library, valid until the thread's next lantern_monitor_open. */
+const char *lantern_errdetail(void);
 
 /* ---- monitors ---------------------------------------------------------------------------- */
 
@@ -57,7 +65,8 @@ typedef struct lantern_monitor lantern_monitor;
  * A machine without usable NVML (no driver, no GPU, no permission) still gets a monitor: GPU
  * energy is then unavailable and lantern_monitor_disabled_reason says why.
  * Returns LANTERN_OK and *out (owned by the caller: lantern_monitor_close), or an error code
- * (LANTERN_ERR_GPU when the list names a GPU that does not exist). */
+ * (LANTERN_ERR_GPU when the list names a GPU that does not exist, LANTERN_ERR_NO_NVML when it
+ * names GPUs but NVML cannot be used), with lantern_errdetail() saying which and why. */
 int lantern_monitor_open(const char *gpus, const char *cpus, unsigned int options,
                          lantern_monitor **out);
 

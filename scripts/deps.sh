@@ -1,7 +1,8 @@
 # Sourced by quickstart.sh and test.sh: installs what building and testing Lantern needs,
 # and only what is missing (so a prepared machine is left alone): cmake, a C compiler,
-# SQLite's headers, pytest and the nvtx Python package. The CUDA toolkit (NVTX headers) is
-# expected to be installed already.
+# SQLite's headers and static library, python3's venv, pytest and the nvtx Python package
+# (scripts/wheel.sh installs the wheel tools into a venv of its own). The CUDA toolkit (NVTX
+# headers) is expected to be installed already.
 
 lantern_apt_install() {
     local missing=("$@")
@@ -16,8 +17,11 @@ lantern_install_deps() {
     local apt=()
     command -v cmake >/dev/null || apt+=(cmake)
     command -v cc >/dev/null && command -v make >/dev/null || apt+=(gcc make)
-    [ -f /usr/include/sqlite3.h ] || apt+=(libsqlite3-dev)
+    # libsqlite3-dev: sqlite3.h, and libsqlite3.a for the wheel (docs/packaging.md)
+    [ -f /usr/include/sqlite3.h ] && [ -n "$(find /usr/lib /usr/lib64 -name libsqlite3.a 2>/dev/null)" ] ||
+        apt+=(libsqlite3-dev)
     command -v python3 >/dev/null || apt+=(python3 python3-pip)
+    command -v python3 >/dev/null && ! python3 -m venv --help >/dev/null 2>&1 && apt+=(python3-venv)
     lantern_apt_install "${apt[@]}"
     local pip=()
     python3 -c "import pytest" 2>/dev/null || pip+=(pytest)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Lantern twice, normally into build/ and with AddressSanitizer+UBSan into
-# build-asan/, and runs the whole test suite (ctest) on both. Exits non-zero on any failure.
+# build-asan/, and runs the whole test suite (ctest) on both; then builds the Python wheel and
+# tests it installed in a fresh venv (scripts/wheel.sh). Exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -45,5 +46,10 @@ else
     status=1
 fi
 
-if [ $status -eq 0 ]; then echo "lantern: all tests passed (build/ and build-asan/)"; else echo "lantern: TESTS FAILED"; fi
+# The Python wheel: built, checked against manylinux, installed in a fresh venv and tested there
+# (scripts/wheel.sh, build-wheel/).
+echo "=== wheel (build-wheel/)"
+./scripts/wheel.sh || status=1
+
+if [ $status -eq 0 ]; then echo "lantern: all tests passed (build/, build-asan/ and the wheel)"; else echo "lantern: TESTS FAILED"; fi
 exit $status

@@ -10,23 +10,28 @@ The surface follows Zeus's ZeusMonitor so code written for it runs unchanged::
 
 Beyond Zeus, each GPU energy carries an error bound and the number of counter updates inside
 the window (gpu_energy_error, gpu_counter_updates), and windows too short to trust are listed
-in too_short. The library is found through $LANTERN_LIBRARY, beside this module, or in the
-install prefix's lib folder. No compiled extension: pure Python over ctypes.
+in too_short. The library is found through $LANTERN_LIBRARY, in the wheel's lantern/lib/, or in
+an install prefix's or a clone's build folder (library_path). No compiled extension: pure
+Python over ctypes. lantern.zeus is the drop-in for code written for Zeus; `python -m lantern`
+runs the lantern command.
 """
 
 import ctypes
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-__all__ = ["Monitor", "Measurement", "LanternError", "library_path"]
+__all__ = ["Monitor", "Measurement", "LanternError", "library_path", "ERR_GPU", "ERR_NO_NVML"]
 
 # lantern.h error codes and flags
 _OK = 0
 _ERR_NO_WINDOW = -4
 _ERR_WINDOW_OPEN = -5
 _ERR_UNAVAILABLE = -6
+ERR_GPU = -3
+ERR_NO_NVML = -8
 POWER_ONLY = 0x1
 ENERGY_EXTRAPOLATED = 0x1
 ENERGY_POWER_ONLY = 0x2
@@ -34,24 +39,34 @@ ENERGY_TOO_SHORT = 0x4
 
 
 class LanternError(RuntimeError):
-    """An error code from liblantern, with lantern_strerror's sentence."""
+    """An error code from liblantern: lantern_errdetail's line where the call left one ("NVML
+    not available: ...", "GPU 3 does not exist (2 GPUs visible)"), else what failed and
+    lantern_strerror's sentence."""
 
-    def __init__(self, code: int, what: str):
+    def __init__(self, code: int, what: str, detail: str = ""):
         self.code = code
-        super().__init__(f"{what}: {_lib().lantern_strerror(code).decode()}")
+        super().__init__(detail or f"{what}: {_lib().lantern_strerror(code).decode()}")
+
+
+def _candidates() -> List[Path]:
+    """liblantern.so's possible places, first match wins: the wheel (lantern/lib/), beside
+    the module, a CMake install (<prefix>/lib/python3/site-packages/lantern -> <prefix>/lib),
+    and a clone whose build/ folder is built (python/lantern -> build/lib)."""
+    here = Path(__file__).resolve().parent
+    return [here / "lib" / "liblantern.so", here / "liblantern.so",
+            here.parents[2] / "liblantern.so", here.parents[1] / "build" / "lib" / "liblantern.so"]
 
 
 def library_path() -> str:
-    """Where liblantern.so is: $LANTERN_LIBRARY, beside this module, else the install prefix."""
+    """Where liblantern.so is: $LANTERN_LIBRARY, else the first of _candidates() that exists,
+    else the name for the dynamic loader's own search (ldconfig, LD_LIBRARY_PATH)."""
     env = os.environ.get("LANTERN_LIBRARY")
     if env:
         return env
-    here = Path(__file__).resolve().parent
-    # beside the module; then <prefix>/lib for <prefix>/lib/python3/site-packages/lantern
-    for candidate in (here / "liblantern.so", here.parents[2] / "liblantern.so"):
+    for candidate in _candidates():
         if candidate.exists():
             return str(candidate)
-    return "liblantern.so.0"  # the dynamic loader's own search (ldconfig, LD_LIBRARY_PATH)
+    return "liblantern.so.0"
 
 
 _handle = None
@@ -62,6 +77,7 @@ def _declare(lib):
     signatures = {
         "lantern_libversion": (ctypes.c_char_p, []),
         "lantern_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+        "lantern_errdetail": (ctypes.c_char_p, []),
         "lantern_monitor_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint,
                                                 ctypes.POINTER(c_monitor)]),
         "lantern_monitor_close": (None, [c_monitor]),
@@ -99,7 +115,12 @@ def _declare(lib):
 def _lib():
     global _handle
     if _handle is None:
-        lib = ctypes.CDLL(library_path())
+        path = library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as err:
+            raise ImportError(f"lantern: cannot load {path} ({err}); set LANTERN_LIBRARY to "
+                              f"its path, or install the wheel (pip install .)") from None
         _declare(lib)
         _handle = lib
     return _handle
@@ -167,28 +188,21 @@ def _take_measurement(handle) -> Measurement:
 
 
 def _sync(framework: Optional[str], gpu_indices: List[int]) -> None:
-    """Waits for the GPUs' queued work, as Zeus does, with whichever framework is installed."""
+    """Waits for the GPUs' queued work, as Zeus does, through the framework named. Only a
+    framework the program has imported can have queued work, so one not imported is not
+    imported here (importing torch takes seconds) and there is nothing to wait for."""
+    module = sys.modules.get(framework or "")
+    if module is None:
+        return
     if framework == "torch":
-        try:
-            import torch
-        except ImportError:
-            return
-        if torch.cuda.is_available():
+        if module.cuda.is_available():
             for i in gpu_indices:
-                torch.cuda.synchronize(i)
+                module.cuda.synchronize(i)
     elif framework == "cupy":
-        try:
-            import cupy
-        except ImportError:
-            return
         for i in gpu_indices:
-            cupy.cuda.Device(i).synchronize()
+            module.cuda.Device(i).synchronize()
     elif framework == "jax":
-        try:
-            import jax
-        except ImportError:
-            return
-        (jax.device_put(0.0) + 0).block_until_ready()
+        (module.device_put(0.0) + 0).block_until_ready()
 
 
 def _spec(indices) -> bytes:
@@ -218,7 +232,8 @@ class Monitor:
         rc = self._lib.lantern_monitor_open(_spec(gpu_indices), _spec(cpu_indices),
                                             POWER_ONLY if power_only else 0, ctypes.byref(handle))
         if rc != _OK:
-            raise LanternError(rc, f"cannot monitor GPUs {gpu_indices} / CPUs {cpu_indices}")
+            raise LanternError(rc, f"cannot monitor GPUs {gpu_indices} / CPUs {cpu_indices}",
+                               self._lib.lantern_errdetail().decode())
         self._handle = handle
         count = self._lib.lantern_monitor_gpu_count(handle)
         self.gpu_indices = [self._lib.lantern_monitor_gpu_index(handle, i) for i in range(count)]

@@ -96,6 +96,14 @@ API int lantern_libversion_number(void)
     return major * 1000000 + minor * 1000 + patch;
 }
 
+/* lantern_errdetail's text: per thread, like errno, so concurrent opens do not mix. */
+static __thread char api_errdetail[320];
+
+API const char *lantern_errdetail(void)
+{
+    return api_errdetail;
+}
+
 API const char *lantern_strerror(int code)
 {
     switch (code) {
@@ -115,6 +123,8 @@ API const char *lantern_strerror(int code)
         return "not measurable here";
     case LANTERN_ERR_THREAD:
         return "cannot start the sampling thread";
+    case LANTERN_ERR_NO_NVML:
+        return "NVML not available";
     default:
         return "unknown error";
     }
@@ -209,8 +219,10 @@ static int start_gpus(struct lantern_monitor *m, const char *spec)
         snprintf(m->disabled_reason, sizeof m->disabled_reason, "%s", why);
         return LANTERN_OK; /* nothing visible to measure is not an error */
     }
-    if (count < 0)
+    if (count < 0) {
+        snprintf(api_errdetail, sizeof api_errdetail, "%s", why);
         return LANTERN_ERR_GPU;
+    }
     int power_only = power_only_requested(m->options);
     for (int i = 0; i < count; i++) {
         struct api_gpu *g = &m->gpus[i];
@@ -237,7 +249,10 @@ static int open_gpus(struct lantern_monitor *m, const char *gpus)
     if (m->nvml_open)
         return start_gpus(m, gpus);
     snprintf(m->disabled_reason, sizeof m->disabled_reason, "%s", m->nvml.disabled_reason);
-    return gpus && *gpus ? LANTERN_ERR_GPU : LANTERN_OK;
+    if (!gpus || !*gpus)
+        return LANTERN_OK;
+    snprintf(api_errdetail, sizeof api_errdetail, "NVML not available: %s", m->disabled_reason);
+    return LANTERN_ERR_NO_NVML;
 }
 
 /* ---- monitors ------------------------------------------------------------------------------ */
@@ -245,6 +260,7 @@ static int open_gpus(struct lantern_monitor *m, const char *gpus)
 API int lantern_monitor_open(const char *gpus, const char *cpus, unsigned int options,
                              lantern_monitor **out)
 {
+    api_errdetail[0] = '\0';
     if (!out)
         return LANTERN_ERR_ARGUMENT;
     *out = NULL;
@@ -256,6 +272,8 @@ API int lantern_monitor_open(const char *gpus, const char *cpus, unsigned int op
     int rc = LANTERN_OK;
     m->cpu_count = rapl_discover(cpus, m->cpus, RAPL_MAX_PACKAGES);
     if (m->cpu_count < 0) {
+        snprintf(api_errdetail, sizeof api_errdetail,
+                 "CPU packages '%s': not all exist with RAPL (powercap) here", cpus);
         rc = LANTERN_ERR_ARGUMENT;
         goto fail;
     }

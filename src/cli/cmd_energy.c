@@ -141,8 +141,8 @@ int cmd_energy(int argc, char **argv)
     lantern_monitor *m;
     rc = lantern_monitor_open(o.gpus, o.cpus, o.flags | LANTERN_NO_NVTX, &m);
     if (rc != LANTERN_OK)
-        return cli_error("cannot measure GPUs '%s': %s", o.gpus ? o.gpus : "",
-                         lantern_strerror(rc));
+        return cli_error("cannot measure: %s",
+                         *lantern_errdetail() ? lantern_errdetail() : lantern_strerror(rc));
     if (*lantern_monitor_disabled_reason(m))
         fprintf(stderr, "lantern: GPU energy not measured: %s\n",
                 lantern_monitor_disabled_reason(m));

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 static void print_help(void)
 {
@@ -21,7 +23,9 @@ static void print_help(void)
         "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n"
         "  -c, --columns COLS  comma-separated columns, in order (default:\n"
         "                      %s)\n"
-        "  -w, --width N       fit text lines in N characters, cutting text columns ('~')\n"
+        "  -w, --width N       fit text lines in N characters, cutting text columns ('~');\n"
+        "                      default: the terminal's width, else $COLUMNS, else no limit;\n"
+        "                      0: no limit (full names, as in CSV and JSON)\n"
         "      --csv           CSV instead of space-separated columns\n"
         "      --format FMT    text (default), csv or json\n"
         "      --no-memops     kernels only\n"
@@ -29,6 +33,20 @@ static void print_help(void)
         "  -h, --help          show this help and the columns\n\nColumns:\n",
         kernels_default_columns);
     kernels_columns_help(stdout);
+}
+
+/* The default -w: the terminal's columns when stdout is one (TIOCGWINSZ), else $COLUMNS when
+ * set (a shell exports it only when asked), else 0: no limit, so a pipe into awk or a file
+ * gets every name whole. */
+static int default_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    char *end;
+    long n = columns && *columns ? strtol(columns, &end, 10) : 0;
+    return n > 0 && n < 100000 && !*end ? (int)n : 0;
 }
 
 static int parse_format(const char *text, enum kernels_format *format)
@@ -50,7 +68,7 @@ static int run_report(const char *path, const struct kernels_options *opt)
         return CLI_EXIT_ERROR;
     int rc = kernels_report(db, opt, stdout);
     sqlite3_close(db);
-    if (fflush(stdout) != 0 && rc == 0)
+    if (fflush(stdout) != 0 && rc >= 0)
         rc = -EIO;
     if (rc == -EIO)
         return cli_error("cannot read '%s': no kernels tables (not a CUDA-capable Lantern "
@@ -58,6 +76,11 @@ static int run_report(const char *path, const struct kernels_options *opt)
                          path);
     if (rc < 0)
         return cli_error("%s: %s", path, strerror(-rc));
+    if (rc > 0)
+        fprintf(stderr,
+                "lantern: %d column%s left out to fit %d characters (-w 0: all; -c to "
+                "choose)\n",
+                rc, rc == 1 ? "" : "s", opt->width);
     return CLI_EXIT_OK;
 }
 
@@ -69,7 +92,7 @@ int cmd_kernels(int argc, char **argv)
         {"no-memops", no_argument, NULL, 'M'},     {"hints", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    struct kernels_options opt = {0};
+    struct kernels_options opt = {.width = -1}; /* -1: not given */
     int c;
     char *end;
     opterr = 0;
@@ -80,9 +103,8 @@ int cmd_kernels(int argc, char **argv)
             break;
         case 'w':
             opt.width = (int)strtol(optarg, &end, 10);
-            if (*end || opt.width <= 0)
-                return cli_usage_error("kernels", "width must be a positive number, not '%s'",
-                                       optarg);
+            if (*end || end == optarg || opt.width < 0)
+                return cli_usage_error("kernels", "width must be a number >= 0, not '%s'", optarg);
             break;
         case 'C':
             opt.format = KERNELS_FORMAT_CSV;
@@ -109,6 +131,9 @@ int cmd_kernels(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("kernels", "expected one database FILE");
+    if (opt.width < 0)
+        opt.width = default_width();
+    opt.drop_columns = isatty(STDOUT_FILENO);
     const char *bad;
     if (kernels_columns_check(opt.columns, &bad) < 0)
         return cli_usage_error("kernels", "unknown column '%s' (see lantern kernels -h)", bad);

@@ -31,6 +31,7 @@ struct profile_options {
     const char *cuda_api;       /* --cuda-api: default (allow-list) or all */
     int cuda_memory_usage;      /* --cuda-memory-usage=true: record allocations and frees */
     int python_backtrace;       /* --python-backtrace: the launching stack of each kernel */
+    const char *py_functions;   /* --python-functions: the patterns of functions */
     char **command;             /* NULL-terminated */
 };
 
@@ -61,6 +62,10 @@ static void print_help(void)
            "                      the caller's symbol), shown by 'lantern kernels -c trace';\n"
            "                      off by default: it adds about 5 us per kernel launch\n"
            "                      (H200, PyTorch; cost measured in docs/benchmarks.md)\n"
+           "      --python-functions LIST  record each call of these Python functions as an\n"
+           "                      NVTX range (domain python), without changing the program:\n"
+           "                      comma-separated module.qualname patterns, '*' any text\n"
+           "                      ('mypkg.*,pandas.DataFrame.groupby')\n"
            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
            "  -f, --force         replace FILE (and FILE.raw/) if they exist\n"
@@ -117,7 +122,8 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         OPT_DURATION,
         OPT_CUDA_API,
         OPT_CUDA_MEMORY_USAGE,
-        OPT_PYTHON_BACKTRACE
+        OPT_PYTHON_BACKTRACE,
+        OPT_PYTHON_FUNCTIONS
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -133,6 +139,7 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
         {"cuda-api", required_argument, NULL, OPT_CUDA_API},
         {"cuda-memory-usage", required_argument, NULL, OPT_CUDA_MEMORY_USAGE},
         {"python-backtrace", no_argument, NULL, OPT_PYTHON_BACKTRACE},
+        {"python-functions", required_argument, NULL, OPT_PYTHON_FUNCTIONS},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -182,6 +189,11 @@ static int parse_options(int argc, char **argv, struct profile_options *o)
             break;
         case OPT_PYTHON_BACKTRACE:
             o->python_backtrace = 1;
+            break;
+        case OPT_PYTHON_FUNCTIONS:
+            if (!optarg[strspn(optarg, ", ")])
+                return cli_usage_error("profile", "--python-functions needs function names");
+            o->py_functions = optarg;
             break;
         case OPT_STATS:
             o->stats = 1;
@@ -488,6 +500,32 @@ static int set_cuda_capture_environment(const struct profile_options *o)
     return 0;
 }
 
+/* --python-functions: the bootstrap folder beside the agent (lib/lantern-python/, from
+ * src/agent/python/) goes first on PYTHONPATH, and its sitecustomize.py reads the patterns
+ * from LANTERN_PYTHON_FUNCTIONS. Returns a CLI_EXIT_* code (error printed). */
+static int set_python_functions_environment(const struct profile_options *o, const char *agent)
+{
+    if (!o->py_functions)
+        return CLI_EXIT_OK;
+    char lib[PATH_MAX], folder[PATH_MAX + 32], probe[PATH_MAX + 64];
+    snprintf(lib, sizeof lib, "%s", agent); /* realpath: absolute, so it has a '/' */
+    *strrchr(lib, '/') = '\0';
+    snprintf(folder, sizeof folder, "%s/lantern-python", lib);
+    snprintf(probe, sizeof probe, "%s/sitecustomize.py", folder);
+    if (access(probe, R_OK) != 0)
+        return cli_error("--python-functions: cannot read '%s': %s", probe, strerror(errno));
+    const char *old = getenv("PYTHONPATH");
+    char *path = NULL;
+    if (asprintf(&path, "%s%s%s", folder, old && *old ? ":" : "", old && *old ? old : "") < 0)
+        return cli_error("out of memory");
+    int rc = setenv("PYTHONPATH", path, 1) < 0 ||
+                     setenv("LANTERN_PYTHON_FUNCTIONS", o->py_functions, 1) < 0
+                 ? cli_error("cannot set the environment: %s", strerror(errno))
+                 : CLI_EXIT_OK;
+    free(path);
+    return rc;
+}
+
 static int set_environment(const struct profile_options *o, const char *agent,
                            const char *session_dir)
 {
@@ -516,6 +554,9 @@ int cmd_profile(int argc, char **argv)
         cli_error("cannot find the agent library liblantern-agent.so (set LANTERN_AGENT)");
         goto out;
     }
+    if ((rc = set_python_functions_environment(&o, agent)) != CLI_EXIT_OK)
+        goto out;
+    rc = CLI_EXIT_ERROR;
     if (asprintf(&raw_dir, "%s.raw", o.output) < 0) {
         raw_dir = NULL;
         goto out;

@@ -246,9 +246,13 @@ static int find_gpu(struct nvml *n, const char *item, size_t len, char *why, siz
         }
         found = (int)i;
     }
-    if (found < 0)
-        snprintf(why, why_len, "no GPU '%.*s'", (int)len, item);
-    else if (in_mig_mode(n, &n->gpus[found])) {
+    if (found < 0) {
+        unsigned int visible = 0;
+        for (unsigned int i = 0; i < n->gpu_count; i++)
+            visible += n->gpus[i].cuda_index >= 0;
+        snprintf(why, why_len, "GPU %.*s does not exist (%u GPU%s visible)", (int)len, item,
+                 visible, visible == 1 ? "" : "s");
+    } else if (in_mig_mode(n, &n->gpus[found])) {
         snprintf(why, why_len, "GPU %.*s is in MIG mode: energy per MIG instance is not supported",
                  (int)len, item);
         return -1;

@@ -118,8 +118,8 @@ void nvml_close(struct nvml *n);
 /* Chooses GPUs. spec is NULL or "" (every GPU visible to CUDA), or a comma-separated list of
  * CUDA indices (as the program sees them, i.e. after CUDA_VISIBLE_DEVICES) or UUIDs (full
  * or a unique prefix, as CUDA_VISIBLE_DEVICES accepts). Fills out[] with indexes into
- * n->gpus (at most max) and returns how many, or -1 with why[] set (unknown GPU, MIG
- * instance: not supported). */
+ * n->gpus (at most max) and returns how many, or -1 with why[] set ("GPU 3 does not exist
+ * (2 GPUs visible)", MIG instance: not supported). */
 int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned int max, char *why,
                 size_t why_len);
 

@@ -12,12 +12,15 @@ enum kernels_format { KERNELS_FORMAT_TEXT, KERNELS_FORMAT_CSV, KERNELS_FORMAT_JS
 struct kernels_options {
     const char *columns; /* "idx,op,kernel"; NULL for the default set */
     int width;           /* text format: total line width to fit (0: no limit) */
+    int drop_columns;    /* text: leave out the last columns that do not fit width even cut
+                          * (for a terminal; a pipe keeps every column for awk) */
     enum kernels_format format;
     int no_memops;  /* 1: kernels only, no memcpy/memset rows */
     int hints_only; /* 1: only rows with a hint, and the hints column added */
 };
 
-/* Writes the report of database db to out. Returns 0; -EINVAL for an unknown column name
+/* Writes the report of database db to out. Returns 0, or with drop_columns the number of
+ * columns left out to fit width; -EINVAL for an unknown column name
  * (kernels_columns_check says which); -ENOMEM; -EIO when the database lacks the tables (not a
  * Lantern database, or one from another schema version). */
 int kernels_report(sqlite3 *db, const struct kernels_options *opt, FILE *out);

@@ -97,6 +97,7 @@ struct kernels_rows {
 
 /* kernels_output.c */
 struct kernels_options;
+/* Returns 0 or the number of columns left out (drop_columns), or a negative errno. */
 int kernels_output_write(const struct kernels_rows *rows, const struct kernels_options *opt,
                          FILE *out);
 

@@ -475,9 +475,10 @@ static void fill(const struct column *c, const struct kernels_row *row, size_t i
 }
 
 /* Text widths: fixed columns keep theirs; flexible ones take their longest value and, with
- * -w, the widest are cut down in turn until the line fits (never below 4). */
-static void text_widths(const struct kernels_rows *rows, const struct kernels_options *opt,
-                        const struct column **cols, int ncols, int *widths)
+ * -w, the widest are cut down in turn until the line fits (never below 4). Returns the line's
+ * length. */
+static int text_widths(const struct kernels_rows *rows, const struct kernels_options *opt,
+                       const struct column **cols, int ncols, int *widths)
 {
     struct field f;
     int total = 0;
@@ -506,6 +507,7 @@ static void text_widths(const struct kernels_rows *rows, const struct kernels_op
         widths[widest]--;
         total--;
     }
+    return total;
 }
 
 /* Appends one text field to line, padded to width (numbers on the right) or cut with a
@@ -536,8 +538,12 @@ static size_t append_text_field(char *line, size_t at, const char *text, int wid
 static int write_text(const struct kernels_rows *rows, const struct kernels_options *opt,
                       const struct column **cols, int ncols, FILE *out)
 {
-    int widths[MAX_SELECTED], total = 0;
-    text_widths(rows, opt, cols, ncols, widths);
+    int widths[MAX_SELECTED], total = 0, all = ncols;
+    int length = text_widths(rows, opt, cols, ncols, widths);
+    /* In a terminal, columns that still do not fit are left out from the right (the caller
+     * says how many), rather than every line wrapping. */
+    while (opt->drop_columns && opt->width > 0 && length > opt->width && ncols > 1)
+        length -= widths[--ncols] + 1;
     for (int c = 0; c < ncols; c++)
         total += (widths[c] > FIELD_SIZE ? widths[c] : FIELD_SIZE) + 1;
     char *line = malloc((size_t)total + 1);
@@ -567,7 +573,7 @@ static int write_text(const struct kernels_rows *rows, const struct kernels_opti
         fwrite(line, 1, at, out);
     }
     free(line);
-    return 0;
+    return all - ncols;
 }
 
 /* CSV and JSON lines are built in a buffer and written with one fwrite, like text lines. */

@@ -147,8 +147,8 @@ def test_energy_command_prints_joules_per_gpu(fake_env, tmp_path):
     assert float(lines["Total"].split()[0]) == pytest.approx(joules)
     r = lantern("energy", "--gpus", "7", "--", "true", env=env, cwd=tmp_path)
     assert r.returncode == 1
-    assert r.stderr.strip().splitlines() == ["lantern: cannot measure GPUs '7': no such GPU "
-                                             "(or a MIG instance, which is not supported)"]
+    assert r.stderr.strip().splitlines() == ["lantern: cannot measure: GPU 7 does not exist "
+                                             "(2 GPUs visible)"]
     r = lantern("energy", "--", "sh", "-c", "exit 3", env=env, cwd=tmp_path)
     assert r.returncode == 3
 

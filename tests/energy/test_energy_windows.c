@@ -231,7 +231,9 @@ static void gpus_are_chosen_by_cuda_index_or_uuid(void)
     lantern_monitor_close(m);
     lantern_monitor *bad = NULL;
     ASSERT_EQ(lantern_monitor_open("GPU-cccc", "none", 0, &bad), LANTERN_ERR_GPU);
+    ASSERT_STR_EQ(lantern_errdetail(), "GPU GPU-cccc does not exist (2 GPUs visible)");
     ASSERT_EQ(lantern_monitor_open("MIG-1234", "none", 0, &bad), LANTERN_ERR_GPU);
+    ASSERT(strncmp(lantern_errdetail(), "MIG instance MIG-1234: ", 23) == 0);
     ASSERT(bad == NULL);
     unsetenv("CUDA_VISIBLE_DEVICES");
 }
@@ -283,8 +285,11 @@ static void unusable_nvml_leaves_one_reason_and_a_working_monitor(void)
     lantern_monitor *m = open_monitor(NULL, 0);
     ASSERT(strncmp(lantern_monitor_disabled_reason(m), "NVML not found (", 16) == 0);
     lantern_monitor_close(m);
+    ASSERT_STR_EQ(lantern_errdetail(), "");
     lantern_monitor *bad = NULL;
-    ASSERT_EQ(lantern_monitor_open("0", "none", 0, &bad), LANTERN_ERR_GPU);
+    ASSERT_EQ(lantern_monitor_open("0", "none", 0, &bad), LANTERN_ERR_NO_NVML);
+    ASSERT(strncmp(lantern_errdetail(), "NVML not available: NVML not found (", 36) == 0);
+    ASSERT_STR_EQ(lantern_strerror(LANTERN_ERR_NO_NVML), "NVML not available");
 }
 
 /* A fake powercap tree: package 0 with a DRAM subzone, package 1 without one. */

@@ -3,6 +3,7 @@ surface (Monitor, begin_window/end_window, Measurement), push/pop, the context m
 reasons and errors, and RAPL from a fake powercap tree. Needs $LANTERN_BUILD."""
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -110,8 +111,23 @@ def test_unusable_nvml_gives_a_reason_and_cpu_only_windows(fake_gpus, monkeypatc
         monitor.begin_window("cpu only")
         m = monitor.end_window("cpu only")
         assert m.gpu_energy == {} and m.total_energy == 0
-    with pytest.raises(lantern.LanternError, match="no such GPU"):
+    with pytest.raises(lantern.LanternError) as err:
         lantern.Monitor(gpu_indices=[0], cpu_indices=[])
+    assert str(err.value) == ("NVML not available: no permission to use NVML "
+                              "(init: Insufficient Permissions)")
+    assert err.value.code == lantern.ERR_NO_NVML
+
+
+def test_missing_nvml_and_missing_gpu_are_told_apart(fake_gpus, monkeypatch):
+    monkeypatch.setenv("LANTERN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    with pytest.raises(lantern.LanternError) as err:
+        lantern.Monitor(gpu_indices=[0], cpu_indices=[])
+    assert str(err.value).startswith("NVML not available: NVML not found (/nonexistent/")
+    fake_gpus("gpu GPU-aaaa1111 Fake-A\ngpu GPU-bbbb2222 Fake-B\npower 0 0 1000\n")
+    with pytest.raises(lantern.LanternError) as err:
+        lantern.Monitor(gpu_indices=[3], cpu_indices=[])
+    assert str(err.value) == "GPU 3 does not exist (2 GPUs visible)"
+    assert err.value.code == lantern.ERR_GPU
 
 
 def test_rapl_package_and_dram_energy(fake_gpus, tmp_path, monkeypatch):
@@ -150,3 +166,20 @@ def test_library_is_found_from_the_environment(monkeypatch):
     assert lantern.library_path() == "/somewhere/liblantern.so"
     monkeypatch.delenv("LANTERN_LIBRARY")
     assert lantern.library_path().endswith(("liblantern.so", "liblantern.so.0"))
+
+
+def test_a_clone_finds_its_build_without_environment(tmp_path):
+    """From a clone (PYTHONPATH=python), with no LANTERN_LIBRARY: build/lib/liblantern.so, and
+    `python -m lantern` runs build/bin/lantern."""
+    source = Path(__file__).resolve().parents[2]
+    if not (source / "build" / "lib" / "liblantern.so").exists():
+        pytest.skip("no build/ folder in this clone")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANTERN_")}
+    env["PYTHONPATH"] = str(source / "python")
+    code = "import lantern; lantern._lib(); print(lantern.library_path())"
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == str(source / "build" / "lib" / "liblantern.so"), r.stderr
+    r = subprocess.run([sys.executable, "-m", "lantern", "--version"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("lantern "), r.stderr

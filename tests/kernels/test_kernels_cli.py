@@ -3,11 +3,15 @@
 # unaligned fp16 GEMM that missed the Tensor Cores, a plain C kernel, a copy), checked
 # through each output format and flag, and its errors.
 import csv
+import fcntl
 import io
 import json
 import os
+import pty
 import sqlite3
+import struct
 import subprocess
+import termios
 
 import pytest
 
@@ -20,8 +24,39 @@ KERNEL_BF16 = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgr
 KERNEL_FP16_SIMT = "void gemmSN_TN_kernel<__half, 128, 16, 2, 4, 4, 4, true>(int)"
 
 
-def run(*args):
-    return subprocess.run([LANTERN, *args], capture_output=True, text=True, timeout=60)
+def run(*args, env=None):
+    """The lantern command with stdout a pipe and no $COLUMNS (so no default width), unless
+    env says otherwise."""
+    base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run([LANTERN, *args], capture_output=True, text=True, timeout=60,
+                          env={**base, **(env or {})})
+
+
+def run_in_terminal(columns, *args, env=None):
+    """The lantern command with stdout a pseudo-terminal `columns` wide: (lines, stderr)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST  # no "\n" -> "\r\n"
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.Popen([LANTERN, *args], stdout=slave, stderr=subprocess.PIPE,
+                         env={**base, **(env or {})})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    stderr = p.stderr.read().decode()
+    p.stderr.close()
+    assert p.wait(timeout=60) == 0, stderr
+    return b"".join(chunks).decode().splitlines(), stderr
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +156,38 @@ def test_default_text_output_is_awk_friendly_and_fits_width(db):
     assert all(len(line) <= 120 for line in narrow)
     assert any("~" in line for line in narrow)
     assert [len(line.split()) for line in narrow] == [len(header)] * len(lines)
+
+
+def test_width_defaults_to_the_terminal_then_columns_then_no_limit(db):
+    full = run("kernels", db).stdout.splitlines()  # a pipe, no $COLUMNS: nothing cut
+    assert not any("~" in line for line in full) and KERNEL_BF16 in "\n".join(full)
+    assert max(len(line) for line in full) > 150
+    fields = [len(line.split()) for line in full]
+    # a terminal 130 wide (the tty wins over $COLUMNS): the kernel names are cut to fit
+    lines, stderr = run_in_terminal(130, "kernels", db, env={"COLUMNS": "200"})
+    assert max(len(line) for line in lines) <= 130 and stderr == ""
+    assert [len(line.split()) for line in lines] == fields
+    kernels = [line.split()[4] for line in lines[1:]]
+    assert kernels[1].endswith("~") and len(kernels[1]) >= 4
+    assert KERNEL_BF16.startswith(kernels[1][:-1])
+    assert run_in_terminal(130, "kernels", db, "-w", "0")[0] == full  # 0: no limit
+    # too narrow even cut: the last columns are left out, and stderr says so
+    lines, stderr = run_in_terminal(90, "kernels", db)
+    assert max(len(line) for line in lines) <= 90
+    kept = len(lines[0].split())
+    assert kept < fields[0] and all(
+        cut == name or (cut.endswith("~") and name.startswith(cut[:-1]))
+        for cut, name in zip(lines[0].split(), full[0].split()[:kept]))
+    assert stderr == (f"lantern: {fields[0] - kept} columns left out to fit 90 characters "
+                      "(-w 0: all; -c to choose)\n")
+    # a pipe with $COLUMNS: cut to fit, but every column kept (awk counts them)
+    piped = run("kernels", db, env={"COLUMNS": "130"}).stdout.splitlines()
+    assert max(len(line) for line in piped) <= 130 and [len(x.split()) for x in piped] == fields
+    assert run("kernels", db, "-w", "0", env={"COLUMNS": "130"}).stdout.splitlines() == full
+    assert run("kernels", db, env={"COLUMNS": "junk"}).stdout.splitlines() == full
+    for fmt in ("csv", "json"):  # never cut
+        out = run("kernels", db, "--format", fmt, env={"COLUMNS": "60"}).stdout
+        assert KERNEL_BF16 in out and "~" not in out
 
 
 def test_json_has_numbers_and_nulls(db):

@@ -1,0 +1,33 @@
+"""Put first on PYTHONPATH by `lantern profile --python-functions` (src/cli/cmd_profile.c):
+Python imports this module at start-up (the site module's sitecustomize hook). It starts the
+function recording (lantern_pyfunctions.py, beside it), then imports the sitecustomize this
+one hides, if the installation or the environment has one, so that its behaviour is kept.
+Its folder is then taken off sys.path: the program sees the path it would see without us (the
+environment keeps PYTHONPATH, so Python child processes are recorded too)."""
+
+import importlib
+import os
+import sys
+
+
+def _chain():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ours = sys.modules.pop(__name__)
+    hidden = [p for p in sys.path if os.path.abspath(p or ".") == here]
+    for p in hidden:
+        sys.path.remove(p)
+    try:
+        importlib.import_module("sitecustomize")  # the next one on sys.path, if any
+    except ImportError as err:
+        if err.name != "sitecustomize":
+            raise
+    finally:
+        sys.modules.setdefault(__name__, ours)  # the hidden one, if found, keeps the name
+
+
+try:
+    import lantern_pyfunctions
+
+    lantern_pyfunctions.install()
+finally:
+    _chain()
