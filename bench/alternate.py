@@ -3,18 +3,20 @@ mode is a command that prints `per_iter_us=X` (and, paired, `paired_ratio=R`; ev
 `name=X` line is kept too); every round runs every mode once, in an order reversed every
 other round, so drift (clocks, caches, neighbours) hits every mode alike."""
 import subprocess
+import time
 
 
-def timed_run(cmd, cpus):
-    """Runs one command (pinned to `cpus` if given); returns ({name: value} for every
-    `name=X` line it printed, the run)."""
+def timed_run(cmd, cpus=None, timeout=240):
+    """Runs one command (pinned to `cpus` if given); returns ({name: value} for every numeric
+    `name=X` it printed, plus wall_s, the whole run's wall time), the run)."""
     # Every mode on the same CPUs, so where the scheduler puts a run does not decide its figure.
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    values = {}
-    for line in run.stdout.splitlines():
-        name, sep, value = line.partition("=")
+    t0 = time.perf_counter()
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    values = {"wall_s": time.perf_counter() - t0}
+    for token in run.stdout.split():
+        name, sep, value = token.partition("=")
         if sep:
             try:
                 values[name] = float(value)

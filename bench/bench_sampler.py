@@ -20,10 +20,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from alternate import timed_run
 
 HERE = Path(__file__).resolve().parent
 PY = [sys.executable, str(HERE / "sampler_workloads.py")]
@@ -38,17 +38,7 @@ def workload_cmd(name, victim):
 
 
 def run_once(cmd):
-    t0 = time.perf_counter()
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    wall = time.perf_counter() - t0
-    values = {"wall_s": wall}
-    for token in run.stdout.split():
-        name, sep, value = token.partition("=")
-        if sep:
-            try:
-                values[name] = float(value)
-            except ValueError:
-                pass
+    values, run = timed_run(cmd, timeout=300)
     if run.returncode != 0:
         print(f"  exit {run.returncode}: {' '.join(cmd)}\n{run.stderr[-1500:]}", flush=True)
         return None

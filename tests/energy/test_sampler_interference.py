@@ -36,28 +36,26 @@ def setup(tmp_path):
     return lock, env
 
 
-def wait_share(stdout):
-    fields = dict(token.split("=") for token in stdout.split() if "=" in token)
-    return float(fields["wait_share"]), int(fields["calls"])
+def run_client(tmp_path, mode, prefix=()):
+    """driver_lock_client (under `prefix`: lantern ... --) for SECONDS in `mode`; its
+    `name=value` fields and its stdout."""
+    lock, env = setup(tmp_path)
+    r = subprocess.run([*prefix, CLIENT, lock, str(SECONDS), *mode], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return dict(token.split("=") for token in r.stdout.split() if "=" in token), r.stdout
 
 
 def test_back_to_back_counter_reads_stall_the_program(tmp_path):
-    lock, env = setup(tmp_path)
-    r = subprocess.run([CLIENT, lock, str(SECONDS), "b2b"], env=env, capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    share, _ = wait_share(r.stdout)
-    assert share > 0.5, r.stdout  # the lock works: this is what the old sampler did
+    fields, out = run_client(tmp_path, ["b2b"])
+    assert float(fields["wait_share"]) > 0.5, out  # the lock works: the old sampler's effect
 
 
 def test_profile_sampling_leaves_the_program_alone(tmp_path):
-    lock, env = setup(tmp_path)
-    r = subprocess.run([LANTERN, "profile", "-o", tmp_path / "run.db", "--", CLIENT, lock,
-                        str(SECONDS)], env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    share, calls = wait_share(r.stdout)
-    assert calls > 1000
-    assert share < BOUND, r.stdout
+    fields, out = run_client(tmp_path, [], prefix=[LANTERN, "profile", "-o", tmp_path / "run.db",
+                                                   "--"])
+    assert int(fields["calls"]) > 1000
+    assert float(fields["wait_share"]) < BOUND, out
     db = sqlite3.connect(tmp_path / "run.db")
     # the counter was read about once per 100 ms update, not back to back (plus ~15 reads to
     # find the updates' grid at the start)
@@ -81,26 +79,17 @@ def test_profile_sampling_leaves_the_program_alone(tmp_path):
     # deterministically; here a busy CPU makes the reads vary, and the windows with them)
     assert uncertainty <= 5_000_000
     stats = subprocess.run([LANTERN, "stats", tmp_path / "run.db", "--report", "energy_sum"],
-                           env=env, capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60)
     assert stats.returncode == 0, stats.stderr
     assert "Sampling GPU 0: energy counter" in stats.stdout and "locked" in stats.stdout
 
 
 def test_lantern_energy_leaves_the_program_alone(tmp_path):
-    lock, env = setup(tmp_path)
-    r = subprocess.run([LANTERN, "energy", "--", CLIENT, lock, str(SECONDS)], env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    share, _ = wait_share(r.stdout)
-    assert share < BOUND, r.stdout
+    fields, out = run_client(tmp_path, [], prefix=[LANTERN, "energy", "--"])
+    assert float(fields["wait_share"]) < BOUND, out
 
 
 def test_energy_windows_leave_the_program_alone(tmp_path):
-    lock, env = setup(tmp_path)
-    r = subprocess.run([CLIENT, lock, str(SECONDS), "monitor"], env=env, capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    share, _ = wait_share(r.stdout)
-    assert share < BOUND, r.stdout
-    fields = dict(token.split("=") for token in r.stdout.split() if "=" in token)
+    fields, out = run_client(tmp_path, ["monitor"])
+    assert float(fields["wait_share"]) < BOUND, out
     assert abs(float(fields["window_j"]) - 300 * SECONDS) < 300 * SECONDS * 0.05  # 300 W
