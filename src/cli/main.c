@@ -18,6 +18,8 @@ static const struct subcommand subcommands[] = {
     {"import", cmd_import, "Import a kept raw session folder into a report database"},
     {"kernels", cmd_kernels, "Per-kernel table: layer, op, shapes, FLOPs, bytes, Tensor Cores"},
     {"energy", cmd_energy, "Run a command and print its time and energy per GPU and CPU"},
+    {"analyze", cmd_analyze, "Expert rules: what to fix, with evidence and estimated cost"},
+    {"report", cmd_report, "Write one self-contained HTML page about a report database"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,194 @@
+/* What the rules share: adding findings and evidence, SQL helpers, and the timeline pass
+ * (timeline.c) that walks every kernel, copy and memset once, in GPU time order, for the
+ * rules that need the GPU's busy and idle time. */
+#ifndef LANTERN_ANALYZE_INTERNAL_H
+#define LANTERN_ANALYZE_INTERNAL_H
+
+#include "analyze/analyze.h"
+
+/* The SQL text of an NVTX range label ("domain:name", ":name" in the default domain) for a
+ * range row r; needs "LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON
+ * rd.id = r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id". */
+#define ANALYZE_RANGE_LABEL                                                                        \
+    "CASE WHEN r.id IS NULL THEN NULL ELSE COALESCE(rds.value, '') || ':' ||"                      \
+    " COALESCE(rs.value, '(unnamed)') END"
+#define ANALYZE_RANGE_JOINS(range_id_expr)                                                         \
+    " LEFT JOIN ranges r ON r.id = " range_id_expr " LEFT JOIN strings rs ON rs.id = r.name_id"   \
+    " LEFT JOIN domains rd ON rd.id = r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id"
+
+/* A finding added to res (NULL once ANALYZE_MAX_FINDINGS are there: res->more counts it).
+ * The summary is formatted like printf. */
+struct analyze_finding *analyze_add_finding(struct analyze_result *res, double cost_ns,
+                                            const char *advice, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Adds the rows of a statement as evidence of f, columns in this order: start_ns (absolute),
+ * duration_ns, pid, tid, gpu, stream, range, name, detail. Steps st until done or f is full;
+ * returns 0 or -1 (SQLite error). */
+int analyze_evidence_from(struct analyze_ctx *ctx, struct analyze_finding *f, sqlite3_stmt *st);
+
+/* One evidence row from values (strings copied; NULL allowed). */
+void analyze_add_evidence(struct analyze_finding *f, const struct analyze_evidence *e);
+
+/* Sets res->note, formatted. */
+void analyze_note(struct analyze_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prepares sql; on failure sets ctx->error ("rule: message") and returns NULL. */
+sqlite3_stmt *analyze_prepare(struct analyze_ctx *ctx, const char *rule, const char *sql);
+/* The first column of the first row of sql as an integer (def when none or on error). */
+int64_t analyze_query_int(struct analyze_ctx *ctx, const char *sql, int64_t def);
+/* Whether the database has rows in table (a fixed name from the code, never user input). */
+int analyze_table_has_rows(struct analyze_ctx *ctx, const char *table);
+/* strdup that tolerates NULL. */
+char *analyze_strdup(const char *s);
+
+/* "1.250 ms" into buf. */
+const char *analyze_fmt_ns(char *buf, size_t size, double ns);
+/* Share of the run in percent. */
+double analyze_share(const struct analyze_ctx *ctx, double ns);
+
+/* ---- the timeline pass (timeline.c) ------------------------------------------------------ */
+
+#define TIMELINE_BINS 500  /* busy time per GPU in this many equal bins of the session */
+#define TIMELINE_TOP_GAPS ANALYZE_MAX_EVIDENCE
+#define TIMELINE_MAX_GPUS 64
+
+enum timeline_op_kind { TIMELINE_KERNEL, TIMELINE_MEMCPY, TIMELINE_MEMSET };
+enum timeline_gap_class { GAP_HOST, GAP_SYNC, GAP_OTHER, GAP_CLASSES };
+
+/* One idle gap of a GPU: [start, end) between the work before and the work after. */
+struct timeline_gap {
+    int64_t start, end;
+    enum timeline_op_kind next_kind;
+    int64_t next_id;          /* kernels/memcpys/memsets id of the work after the gap */
+    int64_t next_range_id;    /* its NVTX range, 0 when none */
+    enum timeline_gap_class cls;
+};
+
+/* Idle time of one NVTX range (the range the work after each gap was launched from). */
+struct timeline_range_idle {
+    int64_t range_id;
+    int64_t gaps;
+    int64_t ns[GAP_CLASSES];
+};
+
+struct timeline_gpu {
+    int64_t gpu_id, label; /* gpus.id; NVML index (else CUDA ordinal) for display */
+    int64_t sm_count;
+    int64_t first_start, last_end; /* of its work */
+    int64_t busy_ns;               /* union of the work's intervals */
+    int64_t gap_ns, gap_count;     /* every gap between its first and last work */
+    int64_t long_gap_ns, long_gap_count, long_gap_class_ns[GAP_CLASSES]; /* >= the threshold */
+    struct timeline_gap top[TIMELINE_TOP_GAPS]; /* longest gaps, longest first */
+    int top_count;
+    struct timeline_range_idle *ranges; /* per range, gaps >= the threshold */
+    size_t range_count, range_cap;
+    double bins[TIMELINE_BINS];         /* busy ns per bin */
+    int64_t copy_ns, kernel_ns;         /* time of copies and of kernels (not merged) */
+    int64_t copy_compute_overlap_ns;    /* copies running while a kernel ran */
+    /* merged busy intervals with the busy time before each, for busy time in any window */
+    int64_t *iv_start, *iv_end, *iv_before;
+    size_t iv_count, iv_cap;
+    int iv_overflow; /* too many intervals were kept: busy_between falls back to bins */
+};
+
+/* Per kernel name (launch_bound) and per launch shape (small_grid). */
+struct timeline_kernel_name {
+    int64_t name_id;
+    int64_t count, kernel_ns, launch_ns; /* kernel durations, launch call durations */
+    int64_t short_count, short_excess_ns; /* kernels shorter than their launch call */
+    int64_t longest_id, longest_ns;
+    int64_t first_short_id;                /* the first of those kernels */
+    double joules, error_j;                /* GPU energy over its instances (with samples) */
+};
+struct timeline_shape {
+    int64_t name_id, gpu_id, blocks, threads, regs, smem;
+    int64_t count, ns, first_id;
+};
+/* Per stream. */
+struct timeline_stream {
+    int64_t process_id, stream, gpu_id;
+    int64_t kernels, copies, ns, kernel_ns, copy_ns;
+};
+
+struct analyze_timeline {
+    int64_t gap_threshold_ns; /* the gpu_idle rule's threshold */
+    struct timeline_gpu *gpus;
+    int gpu_count;
+    int64_t bin_start, bin_ns; /* bins cover [bin_start, bin_start + TIMELINE_BINS * bin_ns) */
+    struct timeline_kernel_name *names;
+    size_t name_count, name_cap;
+    struct timeline_shape *shapes;
+    size_t shape_count, shape_cap;
+    struct timeline_stream *streams;
+    size_t stream_count, stream_cap;
+    int64_t kernels, launches_with_api;
+    int64_t launch_ns_total;
+    /* launch -> start delays: log-spaced histogram, bucket b holds delays in
+     * [2^(b/8), 2^((b+1)/8)) ns */
+    int64_t delay_hist[512];
+    int64_t delay_count;
+    int64_t ops; /* all GPU work */
+    /* GPU power samples (energy_db.h), NULL when the database has none */
+    struct energy_db_gpu *energy;
+    int energy_count;
+    /* energy of each NVTX range name (timeline_range_energy), most first */
+    struct timeline_range_energy *range_energy;
+    size_t range_energy_count;
+    int range_energy_done;
+};
+
+/* Energy and GPU-busy time of one NVTX range name, over its instances and the sampled GPUs. */
+struct timeline_range_energy {
+    int64_t domain_id, name_id, example_id, instances;
+    double ns, joules, error_j, busy_ns;
+};
+
+/* The timeline of ctx, computed on first use. NULL with ctx->error set on failure. */
+struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx);
+void analyze_timeline_free(struct analyze_timeline *t);
+/* Busy time of a GPU within [start, end). */
+double timeline_busy_between(const struct analyze_timeline *t, const struct timeline_gpu *g,
+                             int64_t start, int64_t end);
+/* The delay at quantile q (0..1) of the launch -> start histogram (bucket middle), -1 none. */
+double timeline_delay_quantile(const struct analyze_timeline *t, double q);
+/* The energy of every range name (t->range_energy, computed once); 0 or -1. */
+int timeline_range_energy(struct analyze_ctx *ctx, struct analyze_timeline *t);
+/* The energy track of a GPU, NULL without samples. */
+const struct energy_track *timeline_energy_track(const struct analyze_timeline *t,
+                                                 int64_t gpu_id);
+/* Evidence row for one piece of GPU work (kind, id), with detail. */
+int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
+                         enum timeline_op_kind kind, int64_t id, const char *detail,
+                         int64_t start_ns, int64_t duration_ns);
+
+/* The rules (one file per rule or family). */
+int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res);
+
+/* Thresholds, documented in docs/analyze.md (and the table in rules.c). */
+#define GPU_IDLE_GAP_NS 100000          /* 100 µs */
+#define UTIL_WINDOWS 100                /* the session in 100 windows */
+#define UTIL_LOW_PERCENT 50.0
+#define SYNC_API_MIN_SHARE 1.0          /* % of the run blocked in one kind of call */
+#define LAUNCH_MIN_KERNELS 10
+#define LAUNCH_SHORT_SHARE 0.5          /* half the launches shorter than their launch call */
+#define ALLOC_MIN_CALLS_ONE_RANGE 10
+#define ALLOC_MIN_REPEATS 2
+#define SMALL_GRID_MIN_NS 10000         /* 10 us of a launch shape in the run */
+#define LOW_OCCUPANCY 0.25
+#define ENERGY_RATIO 2.0
+#define ENERGY_MIN_SHARE 5.0
+#define STREAM_MIN_OVERLAP_SHARE 5.0    /* % of the stream's time that overlap could save */
+
+#endif

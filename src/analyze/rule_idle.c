@@ -1,0 +1,243 @@
+/* gpu_idle (gaps in each GPU's work, broken down as HTA does into host wait, sync and other,
+ * per NVTX range) and gpu_utilization (windows of the run in which a GPU was mostly idle).
+ * Both read the timeline pass (timeline.c). */
+#include "analyze/analyze_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const gap_class_names[GAP_CLASSES] = {"host wait", "sync", "other"};
+
+static const char *const kind_names[] = {"kernel", "copy", "memset"};
+
+/* The label of a range id ("(no NVTX range)" for 0), malloc'ed. */
+static char *range_label(struct analyze_ctx *ctx, sqlite3_stmt *st, int64_t range_id)
+{
+    char *label = NULL;
+    if (range_id > 0) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, range_id);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            label = strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    (void)ctx;
+    return label ? label : strdup("(no NVTX range)");
+}
+
+struct labelled_idle {
+    char *label;
+    int64_t range_id; /* one of the ranges with this label */
+    int64_t gaps, ns[GAP_CLASSES], total;
+};
+
+static int by_label(const void *a, const void *b)
+{
+    return strcmp(((const struct labelled_idle *)a)->label, ((const struct labelled_idle *)b)->label);
+}
+
+static int by_total(const void *a, const void *b)
+{
+    const struct labelled_idle *x = a, *y = b;
+    return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->label, y->label);
+}
+
+static int gap_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
+                        const struct timeline_gap *gap)
+{
+    char detail[96], len[32];
+    snprintf(detail, sizeof detail, "GPU idle %s before this %s: %s",
+             analyze_fmt_ns(len, sizeof len, (double)(gap->end - gap->start)),
+             kind_names[gap->next_kind], gap_class_names[gap->cls]);
+    return timeline_op_evidence(ctx, f, gap->next_kind, gap->next_id, detail, gap->start,
+                                gap->end - gap->start);
+}
+
+/* One finding per NVTX range label with idle time, most idle first. */
+static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
+                           const struct timeline_gpu *g)
+{
+    size_t n = g->range_count;
+    if (n == 0)
+        return 0;
+    struct labelled_idle *items = calloc(n, sizeof *items);
+    sqlite3_stmt *st = analyze_prepare(
+        ctx, "gpu_idle", "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
+                         ANALYZE_RANGE_JOINS("q.id"));
+    int rc = items && st ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const struct timeline_range_idle *r = &g->ranges[i];
+        if (!(items[i].label = range_label(ctx, st, r->range_id)))
+            rc = -1;
+        items[i].range_id = r->range_id;
+        items[i].gaps = r->gaps;
+        for (int c = 0; c < GAP_CLASSES; c++) {
+            items[i].ns[c] = r->ns[c];
+            items[i].total += r->ns[c];
+        }
+    }
+    size_t merged = 0;
+    if (rc == 0) { /* ranges of one name together */
+        qsort(items, n, sizeof *items, by_label);
+        for (size_t i = 0; i < n; i++) {
+            if (merged && !strcmp(items[merged - 1].label, items[i].label)) {
+                struct labelled_idle *m = &items[merged - 1];
+                m->gaps += items[i].gaps;
+                m->total += items[i].total;
+                for (int c = 0; c < GAP_CLASSES; c++)
+                    m->ns[c] += items[i].ns[c];
+                free(items[i].label);
+            } else {
+                items[merged++] = items[i];
+            }
+        }
+        qsort(items, merged, sizeof *items, by_total);
+    }
+    for (size_t i = 0; rc == 0 && i < merged; i++) {
+        char total[32], host[32], sync[32], other[32];
+        struct analyze_finding *f = analyze_add_finding(
+            res, (double)items[i].total, NULL,
+            "GPU %lld idle %s before work launched in %s (%lld gaps): host wait %s, sync %s, "
+            "other %s",
+            (long long)g->label, analyze_fmt_ns(total, sizeof total, (double)items[i].total),
+            items[i].label, (long long)items[i].gaps,
+            analyze_fmt_ns(host, sizeof host, (double)items[i].ns[GAP_HOST]),
+            analyze_fmt_ns(sync, sizeof sync, (double)items[i].ns[GAP_SYNC]),
+            analyze_fmt_ns(other, sizeof other, (double)items[i].ns[GAP_OTHER]));
+        if (!f)
+            continue;
+        f->count = items[i].gaps;
+        for (int k = 0; rc == 0 && k < g->top_count; k++) { /* its longest gaps */
+            char *label = range_label(ctx, st, g->top[k].next_range_id);
+            if (label && !strcmp(label, items[i].label))
+                rc = gap_evidence(ctx, f, &g->top[k]);
+            free(label);
+        }
+    }
+    for (size_t i = 0; i < merged; i++)
+        free(items[i].label);
+    free(items);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res)
+{
+    struct analyze_timeline *t = analyze_timeline(ctx);
+    if (!t)
+        return -1;
+    if (t->ops == 0) {
+        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
+        return 0;
+    }
+    for (int i = 0; i < t->gpu_count; i++) {
+        const struct timeline_gpu *g = &t->gpus[i];
+        if (g->first_start < 0 || g->long_gap_count == 0)
+            continue;
+        char total[32], span[32], host[32], sync[32], other[32], all[32];
+        int64_t active = g->last_end - g->first_start;
+        struct analyze_finding *f = analyze_add_finding(
+            res, (double)g->long_gap_ns, NULL,
+            "GPU %lld: %lld gaps >= 100 us, %s idle in %s between its first and last work "
+            "(%.1f %%; all gaps %s): host wait %s, sync %s, other %s",
+            (long long)g->label, (long long)g->long_gap_count,
+            analyze_fmt_ns(total, sizeof total, (double)g->long_gap_ns),
+            analyze_fmt_ns(span, sizeof span, (double)active),
+            active > 0 ? 100.0 * (double)g->long_gap_ns / (double)active : 0,
+            analyze_fmt_ns(all, sizeof all, (double)g->gap_ns),
+            analyze_fmt_ns(host, sizeof host, (double)g->long_gap_class_ns[GAP_HOST]),
+            analyze_fmt_ns(sync, sizeof sync, (double)g->long_gap_class_ns[GAP_SYNC]),
+            analyze_fmt_ns(other, sizeof other, (double)g->long_gap_class_ns[GAP_OTHER]));
+        if (!f)
+            continue;
+        f->count = g->long_gap_count;
+        for (int k = 0; k < g->top_count; k++)
+            if (gap_evidence(ctx, f, &g->top[k]) < 0)
+                return -1;
+        if (range_breakdown(ctx, res, g) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A stretch of consecutive low windows. */
+struct stretch {
+    int64_t start, ns;
+    double busy;
+};
+
+static int by_idle(const void *a, const void *b)
+{
+    const struct stretch *x = a, *y = b;
+    double ix = (double)x->ns - x->busy, iy = (double)y->ns - y->busy;
+    return ix < iy ? 1 : ix > iy ? -1 : (x->start > y->start) - (x->start < y->start);
+}
+
+int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res)
+{
+    struct analyze_timeline *t = analyze_timeline(ctx);
+    if (!t)
+        return -1;
+    if (t->ops == 0) {
+        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
+        return 0;
+    }
+    int64_t window = (ctx->duration_ns + UTIL_WINDOWS - 1) / UTIL_WINDOWS;
+    if (window < 1)
+        window = 1;
+    for (int i = 0; i < t->gpu_count; i++) {
+        const struct timeline_gpu *g = &t->gpus[i];
+        if (g->first_start < 0)
+            continue;
+        struct stretch stretches[UTIL_WINDOWS];
+        int count = 0, low = 0, windows = 0;
+        double idle = 0, busy_low = 0, ns_low = 0;
+        for (int w = 0; w < UTIL_WINDOWS; w++) {
+            int64_t s = ctx->start_ns + w * window, e = s + window;
+            if (s < g->first_start) /* only the GPU's active span counts */
+                s = g->first_start;
+            if (e > g->last_end)
+                e = g->last_end;
+            if (e <= s)
+                continue;
+            windows++;
+            double busy = timeline_busy_between(t, g, s, e);
+            if (100.0 * busy / (double)(e - s) >= UTIL_LOW_PERCENT)
+                continue;
+            low++;
+            idle += (double)(e - s) - busy;
+            busy_low += busy;
+            ns_low += (double)(e - s);
+            if (count && stretches[count - 1].start + stretches[count - 1].ns == s) {
+                stretches[count - 1].ns += e - s;
+                stretches[count - 1].busy += busy;
+            } else {
+                stretches[count++] = (struct stretch){s, e - s, busy};
+            }
+        }
+        if (low == 0)
+            continue;
+        char window_text[32], idle_text[32];
+        struct analyze_finding *f = analyze_add_finding(
+            res, idle, NULL,
+            "GPU %lld was busy < %.0f %% in %d of the %d windows of %s in its active span "
+            "(%.1f %% busy in them; %s idle)",
+            (long long)g->label, UTIL_LOW_PERCENT, low, windows,
+            analyze_fmt_ns(window_text, sizeof window_text, (double)window),
+            ns_low > 0 ? 100.0 * busy_low / ns_low : 0,
+            analyze_fmt_ns(idle_text, sizeof idle_text, idle));
+        if (!f)
+            continue;
+        f->count = count; /* stretches of consecutive low windows */
+        qsort(stretches, (size_t)count, sizeof *stretches, by_idle);
+        for (int k = 0; k < count && k < ANALYZE_MAX_EVIDENCE; k++) {
+            char detail[64];
+            snprintf(detail, sizeof detail, "GPU busy %.1f %% of this stretch",
+                     100.0 * stretches[k].busy / (double)stretches[k].ns);
+            struct analyze_evidence e = {.start_ns = stretches[k].start - ctx->start_ns,
+                                         .duration_ns = stretches[k].ns, .pid = -1, .tid = -1,
+                                         .gpu = g->label, .stream = -1, .detail = detail};
+            analyze_add_evidence(f, &e);
+        }
+    }
+    return 0;
+}

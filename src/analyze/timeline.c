@@ -1,0 +1,808 @@
+/* The timeline pass: every kernel, copy and memset of the database, once, in GPU start
+ * order (three index-ordered queries merged here), folded into what the GPU rules need: per
+ * GPU the union of busy intervals, its gaps (longest kept, each classified as host wait, sync
+ * or other, summed per NVTX range), busy time per bin of the session and copy/compute
+ * overlap; per kernel name the launch statistics; per launch shape the counts for small
+ * grids; per stream its work; and the launch -> start delay histogram. Memory grows with the
+ * number of distinct names, shapes, streams and ranges with long gaps, not with the run. */
+#include "analyze/analyze_internal.h"
+#include "nvml/energy_db.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Busy intervals kept per GPU for busy_between (24 bytes each); past this the bins answer. */
+#define MAX_INTERVALS (2u << 20)
+
+struct op {
+    enum timeline_op_kind kind;
+    int64_t id, gpu_id, process_id, stream, start, end, api_start, api_end, range_id;
+    int64_t name_id, blocks, threads, regs, smem;
+};
+
+/* ---- a small open-addressing index: hash -> position in an array ------------------------- */
+
+struct index_map {
+    uint32_t *slots; /* position + 1; 0: empty */
+    uint64_t *hashes;
+    size_t cap, count;
+};
+
+static uint64_t mix(uint64_t h, int64_t v)
+{
+    h ^= (uint64_t)v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+typedef int (*index_eq)(const void *array, size_t pos, const void *key);
+
+/* Position of key in array, or -1 with *slot_out the empty slot where it goes. */
+static long index_find(const struct index_map *m, uint64_t hash, const void *array, index_eq eq,
+                       const void *key, size_t *slot_out)
+{
+    if (!m->cap)
+        return -1;
+    for (size_t i = hash & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->slots[i]) {
+            *slot_out = i;
+            return -1;
+        }
+        if (m->hashes[i] == hash && eq(array, m->slots[i] - 1, key))
+            return (long)(m->slots[i] - 1);
+    }
+}
+
+static int index_grow(struct index_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    uint64_t *hashes = calloc(cap, sizeof *hashes);
+    if (!slots || !hashes) {
+        free(slots);
+        free(hashes);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->slots[i])
+            continue;
+        size_t k = m->hashes[i] & (cap - 1);
+        while (slots[k])
+            k = (k + 1) & (cap - 1);
+        slots[k] = m->slots[i];
+        hashes[k] = m->hashes[i];
+    }
+    free(m->slots);
+    free(m->hashes);
+    m->slots = slots;
+    m->hashes = hashes;
+    m->cap = cap;
+    return 0;
+}
+
+/* Finds key, or inserts it at position `next` (the caller appends the element there).
+ * Returns the position, or -1 when out of memory; *added says which. */
+static long index_get(struct index_map *m, uint64_t hash, const void *array, index_eq eq,
+                      const void *key, size_t next, int *added)
+{
+    size_t slot = 0;
+    *added = 0;
+    if ((m->count + 1) * 2 > m->cap && index_grow(m) < 0)
+        return -1;
+    long pos = index_find(m, hash, array, eq, key, &slot);
+    if (pos >= 0)
+        return pos;
+    m->slots[slot] = (uint32_t)(next + 1);
+    m->hashes[slot] = hash;
+    m->count++;
+    *added = 1;
+    return (long)next;
+}
+
+static void index_release(struct index_map *m)
+{
+    free(m->slots);
+    free(m->hashes);
+}
+
+/* Grows a dynamic array to hold one more element. */
+static int reserve(void **array, size_t *cap, size_t count, size_t elem)
+{
+    if (count < *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 64;
+    void *p = realloc(*array, n * elem);
+    if (!p)
+        return -1;
+    *array = p;
+    *cap = n;
+    return 0;
+}
+
+/* ---- the pass's state ---------------------------------------------------------------------- */
+
+struct gpu_state {
+    int64_t cur_start, cur_end; /* the busy interval being merged */
+    int have_cur;
+    int64_t max_kernel_end, max_copy_end;
+    struct index_map range_index;
+};
+
+struct pass {
+    struct analyze_ctx *ctx;
+    struct analyze_timeline *t;
+    struct gpu_state gs[TIMELINE_MAX_GPUS];
+    struct index_map names, shapes, streams;
+    int64_t *sync_start, *sync_max_end; /* synchronizing calls by start, prefix max of ends */
+    size_t sync_count;
+};
+
+static int name_eq(const void *array, size_t pos, const void *key)
+{
+    return ((const struct timeline_kernel_name *)array)[pos].name_id == *(const int64_t *)key;
+}
+
+static int shape_eq(const void *array, size_t pos, const void *key)
+{
+    const struct timeline_shape *a = &((const struct timeline_shape *)array)[pos], *b = key;
+    return a->name_id == b->name_id && a->gpu_id == b->gpu_id && a->blocks == b->blocks &&
+           a->threads == b->threads && a->regs == b->regs && a->smem == b->smem;
+}
+
+static int stream_eq(const void *array, size_t pos, const void *key)
+{
+    const struct timeline_stream *a = &((const struct timeline_stream *)array)[pos], *b = key;
+    return a->process_id == b->process_id && a->stream == b->stream;
+}
+
+static int range_eq(const void *array, size_t pos, const void *key)
+{
+    return ((const struct timeline_range_idle *)array)[pos].range_id == *(const int64_t *)key;
+}
+
+static int load_gpus(struct pass *p)
+{
+    struct analyze_timeline *t = p->t;
+    sqlite3_stmt *st = analyze_prepare(
+        p->ctx, "timeline",
+        "SELECT g.id, COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus pg WHERE"
+        " pg.gpu_id = g.id), g.id - 1), g.sm_count FROM gpus g ORDER BY g.id");
+    if (!st)
+        return -1;
+    t->gpus = calloc(TIMELINE_MAX_GPUS, sizeof *t->gpus);
+    if (!t->gpus) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW && t->gpu_count < TIMELINE_MAX_GPUS - 1) {
+        struct timeline_gpu *g = &t->gpus[t->gpu_count++];
+        g->gpu_id = sqlite3_column_int64(st, 0);
+        g->label = sqlite3_column_int64(st, 1);
+        g->sm_count = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+        g->first_start = -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* The GPU of a piece of work; work with no known GPU shares one slot (gpu_id -1). */
+static int gpu_slot(struct pass *p, int64_t gpu_id)
+{
+    struct analyze_timeline *t = p->t;
+    for (int i = 0; i < t->gpu_count; i++)
+        if (t->gpus[i].gpu_id == gpu_id)
+            return i;
+    if (t->gpu_count >= TIMELINE_MAX_GPUS)
+        return t->gpu_count - 1;
+    struct timeline_gpu *g = &t->gpus[t->gpu_count];
+    g->gpu_id = gpu_id;
+    g->label = -1;
+    g->sm_count = -1;
+    g->first_start = -1;
+    return t->gpu_count++;
+}
+
+static int load_syncs(struct pass *p)
+{
+    sqlite3_stmt *st = analyze_prepare(
+        p->ctx, "timeline", "SELECT start_ns, end_ns FROM cuda_syncs ORDER BY start_ns");
+    if (!st)
+        return -1;
+    size_t cap = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (p->sync_count == cap) {
+            cap = cap ? cap * 2 : 256;
+            int64_t *a = realloc(p->sync_start, cap * sizeof *a);
+            if (a)
+                p->sync_start = a;
+            int64_t *b = a ? realloc(p->sync_max_end, cap * sizeof *b) : NULL;
+            if (b)
+                p->sync_max_end = b;
+            if (!a || !b) {
+                rc = -1;
+                break;
+            }
+        }
+        int64_t end = sqlite3_column_int64(st, 1);
+        int64_t prev = p->sync_count ? p->sync_max_end[p->sync_count - 1] : INT64_MIN;
+        p->sync_start[p->sync_count] = sqlite3_column_int64(st, 0);
+        p->sync_max_end[p->sync_count++] = end > prev ? end : prev;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Whether a synchronizing call was in progress at instant ts. */
+static int sync_at(const struct pass *p, int64_t ts)
+{
+    size_t lo = 0, hi = p->sync_count;
+    while (lo < hi) { /* first sync starting after ts */
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->sync_start[mid] <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && p->sync_max_end[lo - 1] >= ts;
+}
+
+/* Room for one more busy interval of g; 0, or -1 when it cannot have it (then the bins
+ * answer busy_between for this GPU). */
+static int reserve_interval(struct timeline_gpu *g)
+{
+    if (g->iv_count < g->iv_cap)
+        return 0;
+    if (g->iv_cap >= MAX_INTERVALS)
+        return -1;
+    size_t cap = g->iv_cap ? g->iv_cap * 2 : 1024;
+    int64_t *arrays[3] = {g->iv_start, g->iv_end, g->iv_before};
+    for (int i = 0; i < 3; i++) {
+        int64_t *p = realloc(arrays[i], cap * sizeof *p);
+        if (!p)
+            return -1; /* the arrays already grown are larger than needed: harmless */
+        arrays[i] = p;
+        if (i == 0)
+            g->iv_start = p;
+        else if (i == 1)
+            g->iv_end = p;
+        else
+            g->iv_before = p;
+    }
+    g->iv_cap = cap;
+    return 0;
+}
+
+/* Adds busy interval [s, e) of GPU g to its bins and its interval list. */
+static void add_busy(struct analyze_timeline *t, struct timeline_gpu *g, int64_t s, int64_t e)
+{
+    g->busy_ns += e - s;
+    if (!g->iv_overflow && reserve_interval(g) < 0)
+        g->iv_overflow = 1;
+    if (!g->iv_overflow) {
+        g->iv_start[g->iv_count] = s;
+        g->iv_end[g->iv_count] = e;
+        g->iv_before[g->iv_count] = g->busy_ns - (e - s);
+        g->iv_count++;
+    }
+    int64_t bin_end = t->bin_start + TIMELINE_BINS * t->bin_ns;
+    if (s < t->bin_start)
+        s = t->bin_start;
+    if (e > bin_end)
+        e = bin_end;
+    while (s < e) {
+        int64_t b = (s - t->bin_start) / t->bin_ns;
+        int64_t edge = t->bin_start + (b + 1) * t->bin_ns;
+        int64_t piece_end = e < edge ? e : edge;
+        g->bins[b] += (double)(piece_end - s);
+        s = piece_end;
+    }
+}
+
+static void keep_top_gap(struct timeline_gpu *g, const struct timeline_gap *gap)
+{
+    int64_t len = gap->end - gap->start;
+    int i = g->top_count < TIMELINE_TOP_GAPS ? g->top_count++ : TIMELINE_TOP_GAPS;
+    if (i == TIMELINE_TOP_GAPS) { /* full: replace the shortest if longer */
+        if (len <= g->top[TIMELINE_TOP_GAPS - 1].end - g->top[TIMELINE_TOP_GAPS - 1].start)
+            return;
+        i = TIMELINE_TOP_GAPS - 1;
+    }
+    while (i > 0 && g->top[i - 1].end - g->top[i - 1].start < len) {
+        g->top[i] = g->top[i - 1];
+        i--;
+    }
+    g->top[i] = *gap;
+}
+
+static int add_range_idle(struct gpu_state *s, struct timeline_gpu *g, int64_t range_id,
+                          enum timeline_gap_class cls, int64_t ns)
+{
+    int added;
+    if (reserve((void **)&g->ranges, &g->range_cap, g->range_count, sizeof *g->ranges) < 0)
+        return -1;
+    long pos = index_get(&s->range_index, mix(0, range_id), g->ranges, range_eq, &range_id,
+                         g->range_count, &added);
+    if (pos < 0)
+        return -1;
+    if (added) {
+        memset(&g->ranges[pos], 0, sizeof g->ranges[pos]);
+        g->ranges[pos].range_id = range_id;
+        g->range_count++;
+    }
+    g->ranges[pos].gaps++;
+    g->ranges[pos].ns[cls] += ns;
+    return 0;
+}
+
+static int on_gap(struct pass *p, int slot, int64_t start, const struct op *next)
+{
+    struct timeline_gpu *g = &p->t->gpus[slot];
+    int64_t len = next->start - start;
+    g->gap_ns += len;
+    g->gap_count++;
+    if (len < p->t->gap_threshold_ns)
+        return 0;
+    struct timeline_gap gap = {.start = start, .end = next->start, .next_kind = next->kind,
+                               .next_id = next->id, .next_range_id = next->range_id};
+    if (sync_at(p, start))
+        gap.cls = GAP_SYNC; /* the CPU was waiting for the GPU when it ran dry */
+    else if (next->api_start >= start)
+        gap.cls = GAP_HOST; /* the next work was submitted only after the GPU ran dry */
+    else
+        gap.cls = GAP_OTHER; /* it was queued already: dependencies, events, latency */
+    g->long_gap_ns += len;
+    g->long_gap_count++;
+    g->long_gap_class_ns[gap.cls] += len;
+    keep_top_gap(g, &gap);
+    return add_range_idle(&p->gs[slot], g, next->range_id, gap.cls, len);
+}
+
+static int on_kernel(struct pass *p, const struct op *o)
+{
+    struct analyze_timeline *t = p->t;
+    int added;
+    t->kernels++;
+    if (reserve((void **)&t->names, &t->name_cap, t->name_count, sizeof *t->names) < 0)
+        return -1;
+    long pos = index_get(&p->names, mix(1, o->name_id), t->names, name_eq, &o->name_id,
+                         t->name_count, &added);
+    if (pos < 0)
+        return -1;
+    struct timeline_kernel_name *n = &t->names[pos];
+    if (added) {
+        memset(n, 0, sizeof *n);
+        n->name_id = o->name_id;
+        t->name_count++;
+    }
+    int64_t ns = o->end - o->start;
+    n->count++;
+    n->kernel_ns += ns;
+    const struct energy_track *track = timeline_energy_track(t, o->gpu_id);
+    if (track) {
+        struct energy_interval iv = energy_track_between(track, (uint64_t)o->start, (uint64_t)o->end);
+        n->joules += iv.mj / 1000.0;
+        n->error_j += iv.error_mj / 1000.0;
+    }
+    if (ns > n->longest_ns || n->count == 1) {
+        n->longest_ns = ns;
+        n->longest_id = o->id;
+    }
+    if (o->api_start >= 0) {
+        int64_t launch = o->api_end - o->api_start;
+        n->launch_ns += launch;
+        t->launch_ns_total += launch;
+        t->launches_with_api++;
+        if (ns < launch) {
+            if (n->short_count++ == 0)
+                n->first_short_id = o->id;
+            n->short_excess_ns += launch - ns;
+        }
+        int64_t delay = o->start - o->api_start;
+        int b = delay > 0 ? (int)(8.0 * log2((double)delay + 1.0)) : 0;
+        t->delay_hist[b < 511 ? b : 511]++;
+        t->delay_count++;
+    }
+    struct timeline_shape key = {.name_id = o->name_id, .gpu_id = o->gpu_id, .blocks = o->blocks,
+                                 .threads = o->threads, .regs = o->regs, .smem = o->smem};
+    uint64_t h = mix(mix(mix(mix(mix(mix(2, key.name_id), key.gpu_id), key.blocks), key.threads),
+                         key.regs),
+                     key.smem);
+    if (reserve((void **)&t->shapes, &t->shape_cap, t->shape_count, sizeof *t->shapes) < 0)
+        return -1;
+    pos = index_get(&p->shapes, h, t->shapes, shape_eq, &key, t->shape_count, &added);
+    if (pos < 0)
+        return -1;
+    if (added) {
+        t->shapes[pos] = key;
+        t->shapes[pos].first_id = o->id;
+        t->shape_count++;
+    }
+    t->shapes[pos].count++;
+    t->shapes[pos].ns += ns;
+    return 0;
+}
+
+static int on_stream(struct pass *p, const struct op *o)
+{
+    struct analyze_timeline *t = p->t;
+    struct timeline_stream key = {.process_id = o->process_id, .stream = o->stream};
+    int added;
+    if (reserve((void **)&t->streams, &t->stream_cap, t->stream_count, sizeof *t->streams) < 0)
+        return -1;
+    long pos = index_get(&p->streams, mix(mix(3, o->process_id), o->stream), t->streams,
+                         stream_eq, &key, t->stream_count, &added);
+    if (pos < 0)
+        return -1;
+    struct timeline_stream *s = &t->streams[pos];
+    if (added) {
+        *s = key;
+        s->gpu_id = o->gpu_id;
+        t->stream_count++;
+    }
+    int64_t ns = o->end - o->start;
+    if (o->kind == TIMELINE_KERNEL) {
+        s->kernels++;
+        s->kernel_ns += ns;
+    } else if (o->kind == TIMELINE_MEMCPY) {
+        s->copies++;
+        s->copy_ns += ns;
+    }
+    s->ns += ns;
+    return 0;
+}
+
+static int on_op(struct pass *p, const struct op *o)
+{
+    int slot = gpu_slot(p, o->gpu_id);
+    struct timeline_gpu *g = &p->t->gpus[slot];
+    struct gpu_state *s = &p->gs[slot];
+    p->t->ops++;
+    if (g->first_start < 0)
+        g->first_start = o->start;
+    if (o->end > g->last_end)
+        g->last_end = o->end;
+    if (!s->have_cur) {
+        s->cur_start = o->start;
+        s->cur_end = o->end;
+        s->have_cur = 1;
+    } else if (o->start > s->cur_end) {
+        add_busy(p->t, g, s->cur_start, s->cur_end);
+        if (on_gap(p, slot, s->cur_end, o) < 0)
+            return -1;
+        s->cur_start = o->start;
+        s->cur_end = o->end;
+    } else if (o->end > s->cur_end) {
+        s->cur_end = o->end;
+    }
+    int64_t ns = o->end - o->start;
+    if (o->kind == TIMELINE_KERNEL) {
+        g->kernel_ns += ns;
+        if (s->max_copy_end > o->start)
+            g->copy_compute_overlap_ns += (o->end < s->max_copy_end ? o->end : s->max_copy_end) -
+                                          o->start;
+        if (o->end > s->max_kernel_end)
+            s->max_kernel_end = o->end;
+        if (on_kernel(p, o) < 0)
+            return -1;
+    } else if (o->kind == TIMELINE_MEMCPY) {
+        g->copy_ns += ns;
+        if (s->max_kernel_end > o->start)
+            g->copy_compute_overlap_ns += (o->end < s->max_kernel_end ? o->end : s->max_kernel_end) -
+                                          o->start;
+        if (o->end > s->max_copy_end)
+            s->max_copy_end = o->end;
+    }
+    return on_stream(p, o);
+}
+
+static const char *const op_queries[] = {
+    [TIMELINE_KERNEL] =
+        "SELECT k.id, k.gpu_id, k.process_id, k.stream, k.start_ns, k.end_ns, a.start_ns,"
+        " a.end_ns, k.nvtx_range_id, COALESCE(k.demangled_id, k.name_id),"
+        " k.grid_x * k.grid_y * k.grid_z, k.block_x * k.block_y * k.block_z, k.regs_per_thread,"
+        " COALESCE(k.static_smem, 0) + COALESCE(k.dynamic_smem, 0)"
+        " FROM kernels k LEFT JOIN cuda_api a ON a.id = k.api_id ORDER BY k.start_ns",
+    [TIMELINE_MEMCPY] = "SELECT m.id, m.gpu_id, m.process_id, m.stream, m.start_ns, m.end_ns,"
+                        " a.start_ns, a.end_ns, m.nvtx_range_id"
+                        " FROM memcpys m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
+    [TIMELINE_MEMSET] = "SELECT m.id, m.gpu_id, m.process_id, m.stream, m.start_ns, m.end_ns,"
+                        " a.start_ns, a.end_ns, m.nvtx_range_id"
+                        " FROM memsets m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
+};
+
+static int64_t col(sqlite3_stmt *st, int c, int64_t unknown)
+{
+    return sqlite3_column_type(st, c) == SQLITE_NULL ? unknown : sqlite3_column_int64(st, c);
+}
+
+static void read_op(sqlite3_stmt *st, enum timeline_op_kind kind, struct op *o)
+{
+    o->kind = kind;
+    o->id = col(st, 0, 0);
+    o->gpu_id = col(st, 1, -1);
+    o->process_id = col(st, 2, 0);
+    o->stream = col(st, 3, -1);
+    o->start = col(st, 4, 0);
+    o->end = col(st, 5, o->start);
+    if (o->end < o->start)
+        o->end = o->start;
+    o->api_start = col(st, 6, -1);
+    o->api_end = col(st, 7, o->api_start);
+    o->range_id = col(st, 8, 0);
+    if (kind == TIMELINE_KERNEL) {
+        o->name_id = col(st, 9, 0);
+        o->blocks = col(st, 10, -1);
+        o->threads = col(st, 11, -1);
+        o->regs = col(st, 12, -1);
+        o->smem = col(st, 13, 0);
+    }
+}
+
+/* Merges the three ordered queries by start time. */
+static int walk(struct pass *p)
+{
+    sqlite3_stmt *st[3] = {NULL, NULL, NULL};
+    struct op head[3];
+    int live[3] = {0, 0, 0}, rc = 0;
+    for (int k = 0; k < 3 && rc == 0; k++) {
+        if (!(st[k] = analyze_prepare(p->ctx, "timeline", op_queries[k])))
+            rc = -1;
+        else if ((live[k] = sqlite3_step(st[k]) == SQLITE_ROW))
+            read_op(st[k], (enum timeline_op_kind)k, &head[k]);
+    }
+    while (rc == 0) {
+        int best = -1;
+        for (int k = 0; k < 3; k++)
+            if (live[k] && (best < 0 || head[k].start < head[best].start))
+                best = k;
+        if (best < 0)
+            break;
+        if (on_op(p, &head[best]) < 0) {
+            snprintf(p->ctx->error, sizeof p->ctx->error, "timeline: out of memory");
+            rc = -1;
+        }
+        if ((live[best] = sqlite3_step(st[best]) == SQLITE_ROW))
+            read_op(st[best], (enum timeline_op_kind)best, &head[best]);
+    }
+    for (int k = 0; k < 3; k++)
+        sqlite3_finalize(st[k]);
+    return rc;
+}
+
+struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
+{
+    if (ctx->timeline)
+        return ctx->timeline;
+    struct pass p;
+    memset(&p, 0, sizeof p);
+    p.ctx = ctx;
+    p.t = calloc(1, sizeof *p.t);
+    if (!p.t)
+        return NULL;
+    p.t->gap_threshold_ns = GPU_IDLE_GAP_NS;
+    p.t->bin_start = ctx->start_ns;
+    p.t->bin_ns = (ctx->duration_ns + TIMELINE_BINS - 1) / TIMELINE_BINS;
+    if (p.t->bin_ns < 1)
+        p.t->bin_ns = 1;
+    int rc = load_gpus(&p);
+    if (rc == 0 && (p.t->energy_count = energy_db_load(ctx->db, &p.t->energy)) < 0) {
+        p.t->energy_count = 0;
+        snprintf(ctx->error, sizeof ctx->error, "timeline: cannot load the power samples");
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = load_syncs(&p);
+    if (rc == 0)
+        rc = walk(&p);
+    for (int i = 0; i < p.t->gpu_count; i++) {
+        if (rc == 0 && p.gs[i].have_cur)
+            add_busy(p.t, &p.t->gpus[i], p.gs[i].cur_start, p.gs[i].cur_end);
+        index_release(&p.gs[i].range_index);
+    }
+    index_release(&p.names);
+    index_release(&p.shapes);
+    index_release(&p.streams);
+    free(p.sync_start);
+    free(p.sync_max_end);
+    if (rc < 0) {
+        if (!ctx->error[0])
+            snprintf(ctx->error, sizeof ctx->error, "timeline: out of memory");
+        analyze_timeline_free(p.t);
+        return NULL;
+    }
+    ctx->timeline = p.t;
+    return p.t;
+}
+
+void analyze_timeline_free(struct analyze_timeline *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; t->gpus && i < t->gpu_count; i++) {
+        free(t->gpus[i].ranges);
+        free(t->gpus[i].iv_start);
+        free(t->gpus[i].iv_end);
+        free(t->gpus[i].iv_before);
+    }
+    free(t->gpus);
+    energy_db_free(t->energy, t->energy_count);
+    free(t->range_energy);
+    free(t->names);
+    free(t->shapes);
+    free(t->streams);
+    free(t);
+}
+
+const struct energy_track *timeline_energy_track(const struct analyze_timeline *t,
+                                                 int64_t gpu_id)
+{
+    for (int i = 0; i < t->energy_count; i++)
+        if (t->energy[i].gpu_id == gpu_id)
+            return &t->energy[i].track;
+    return NULL;
+}
+
+static const struct timeline_gpu *gpu_of(const struct analyze_timeline *t, int64_t gpu_id)
+{
+    for (int i = 0; i < t->gpu_count; i++)
+        if (t->gpus[i].gpu_id == gpu_id)
+            return &t->gpus[i];
+    return NULL;
+}
+
+static int by_joules(const void *a, const void *b)
+{
+    const struct timeline_range_energy *x = a, *y = b;
+    return x->joules < y->joules ? 1 : x->joules > y->joules ? -1 : 0;
+}
+
+int timeline_range_energy(struct analyze_ctx *ctx, struct analyze_timeline *t)
+{
+    if (t->range_energy_done)
+        return 0;
+    t->range_energy_done = 1;
+    if (t->energy_count == 0)
+        return 0;
+    sqlite3_stmt *st = analyze_prepare(
+        ctx, "energy",
+        "SELECT domain_id, name_id, start_ns, end_ns, id FROM ranges WHERE end_ns IS NOT NULL"
+        " ORDER BY domain_id, name_id");
+    if (!st)
+        return -1;
+    struct timeline_range_energy *items = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t domain = sqlite3_column_int64(st, 0), name = sqlite3_column_int64(st, 1);
+        int64_t s = sqlite3_column_int64(st, 2), e = sqlite3_column_int64(st, 3);
+        if (!n || items[n - 1].domain_id != domain || items[n - 1].name_id != name) {
+            if (reserve((void **)&items, &cap, n, sizeof *items) < 0) {
+                rc = -1;
+                break;
+            }
+            items[n++] = (struct timeline_range_energy){
+                .domain_id = domain, .name_id = name, .example_id = sqlite3_column_int64(st, 4)};
+        }
+        struct timeline_range_energy *r = &items[n - 1];
+        r->instances++;
+        r->ns += (double)(e - s);
+        for (int g = 0; g < t->energy_count; g++) {
+            struct energy_interval iv =
+                energy_track_between(&t->energy[g].track, (uint64_t)s, (uint64_t)e);
+            r->joules += iv.mj / 1000.0;
+            r->error_j += iv.error_mj / 1000.0;
+            const struct timeline_gpu *tg = gpu_of(t, t->energy[g].gpu_id);
+            if (tg)
+                r->busy_ns += timeline_busy_between(t, tg, s, e);
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc < 0) {
+        free(items);
+        snprintf(ctx->error, sizeof ctx->error, "energy: out of memory");
+        return -1;
+    }
+    if (n)
+        qsort(items, n, sizeof *items, by_joules);
+    t->range_energy = items;
+    t->range_energy_count = n;
+    return 0;
+}
+
+/* Busy time before instant ts: intervals wholly before it, plus the part of the one that
+ * holds it. */
+static double busy_before(const struct timeline_gpu *g, int64_t ts)
+{
+    size_t lo = 0, hi = g->iv_count;
+    while (lo < hi) { /* first interval starting at or after ts */
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->iv_start[mid] < ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    size_t i = lo - 1;
+    int64_t end = g->iv_end[i] < ts ? g->iv_end[i] : ts;
+    return (double)g->iv_before[i] + (double)(end - g->iv_start[i]);
+}
+
+double timeline_busy_between(const struct analyze_timeline *t, const struct timeline_gpu *g,
+                             int64_t start, int64_t end)
+{
+    if (end <= start)
+        return 0;
+    if (!g->iv_overflow)
+        return busy_before(g, end) - busy_before(g, start);
+    double busy = 0; /* from the bins, each assumed uniformly busy */
+    for (int b = 0; b < TIMELINE_BINS; b++) {
+        int64_t s = t->bin_start + b * t->bin_ns, e = s + t->bin_ns;
+        int64_t lo = s > start ? s : start, hi = e < end ? e : end;
+        if (hi > lo)
+            busy += g->bins[b] * (double)(hi - lo) / (double)t->bin_ns;
+    }
+    return busy;
+}
+
+double timeline_delay_quantile(const struct analyze_timeline *t, double q)
+{
+    if (t->delay_count == 0)
+        return -1;
+    int64_t want = (int64_t)ceil(q * (double)t->delay_count), seen = 0;
+    if (want < 1)
+        want = 1;
+    for (int b = 0; b < 512; b++) {
+        seen += t->delay_hist[b];
+        if (seen >= want)
+            return pow(2.0, ((double)b + 0.5) / 8.0) - 1.0;
+    }
+    return -1;
+}
+
+static const char *const op_evidence_sql[] = {
+    [TIMELINE_KERNEL] = "SELECT x.start_ns, x.end_ns - x.start_ns, p.pid, t.tid,"
+                        " COALESCE(g.nvml_index, x.device), x.stream, " ANALYZE_RANGE_LABEL ","
+                        " COALESCE(kd.value, kn.value, '(unnamed kernel)'), ?2"
+                        " FROM kernels x LEFT JOIN strings kd ON kd.id = x.demangled_id"
+                        " LEFT JOIN strings kn ON kn.id = x.name_id",
+    [TIMELINE_MEMCPY] = "SELECT x.start_ns, x.end_ns - x.start_ns, p.pid, t.tid,"
+                        " COALESCE(g.nvml_index, x.device), x.stream, " ANALYZE_RANGE_LABEL ","
+                        " '[CUDA memcpy ' || COALESCE(x.copy_kind, '?') || ']', ?2"
+                        " FROM memcpys x",
+    [TIMELINE_MEMSET] = "SELECT x.start_ns, x.end_ns - x.start_ns, p.pid, t.tid,"
+                        " COALESCE(g.nvml_index, x.device), x.stream, " ANALYZE_RANGE_LABEL ","
+                        " '[CUDA memset]', ?2 FROM memsets x",
+};
+
+int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
+                         enum timeline_op_kind kind, int64_t id, const char *detail,
+                         int64_t start_ns, int64_t duration_ns)
+{
+    if (!f)
+        return 0;
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "%s LEFT JOIN processes p ON p.id = x.process_id"
+             " LEFT JOIN cuda_api a ON a.id = x.api_id LEFT JOIN threads t ON t.id = a.thread_id"
+             " LEFT JOIN gpus g ON g.id = x.gpu_id" ANALYZE_RANGE_JOINS("x.nvtx_range_id")
+             " WHERE x.id = ?1",
+             op_evidence_sql[kind]);
+    sqlite3_stmt *st = analyze_prepare(ctx, "evidence", sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, detail, -1, SQLITE_TRANSIENT);
+    int before = f->evidence_count;
+    int rc = analyze_evidence_from(ctx, f, st);
+    sqlite3_finalize(st);
+    if (rc == 0 && f->evidence_count > before) {
+        struct analyze_evidence *e = &f->evidence[f->evidence_count - 1];
+        if (start_ns >= 0)
+            e->start_ns = start_ns - ctx->start_ns;
+        if (duration_ns >= 0)
+            e->duration_ns = duration_ns;
+    }
+    return rc;
+}

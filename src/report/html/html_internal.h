@@ -1,0 +1,41 @@
+/* Shared by the page's frame (html.c) and its sections (html_sections.c): escaping, number
+ * formatting and the SVG chart helpers. */
+#ifndef LANTERN_REPORT_HTML_INTERNAL_H
+#define LANTERN_REPORT_HTML_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyze/analyze_internal.h"
+
+#define HTML_TOP 15 /* rows of each "top" table and chart */
+
+struct html_page {
+    sqlite3 *db;
+    FILE *out;
+    struct analyze_run run;
+    struct analyze_ctx *ctx;        /* run.ctx */
+    struct analyze_timeline *timeline; /* NULL when the run has no GPU work */
+};
+
+/* Text with &, <, >, " and ' escaped, control characters dropped (NULL writes nothing). */
+void html_text(FILE *out, const char *s);
+/* A duration in human units, escaped. */
+void html_ns(FILE *out, double ns);
+/* A stable color (#rrggbb) for a name. */
+void html_color(const char *name, char out[8]);
+
+/* A horizontal bar chart of n labelled values (values >= 0), formatted by `unit`
+ * ("ns" durations, "B" bytes, "J" joules). */
+void html_bar_chart(FILE *out, const char *const *labels, const double *values, int n,
+                    const char *unit);
+
+/* Sections, in page order. Each returns 0 or -1 (SQLite error: page->ctx->error set). */
+int html_section_summary(struct html_page *page);
+int html_section_timeline(struct html_page *page);
+int html_section_time(struct html_page *page);
+int html_section_findings(struct html_page *page);
+int html_section_energy(struct html_page *page);
+
+#endif

@@ -1,0 +1,751 @@
+/* The sections of the HTML page: session summary, timeline overview per GPU (busy time and
+ * power in 500 bins, the longest top-level NVTX ranges above), where the time went (top
+ * ranges, kernels, copies), the analyze findings most costly first with their evidence, and
+ * energy per range and kernel with error bounds. Every query aggregates or is limited. */
+#include "nvml/energy_db.h"
+#include "report/html/html_internal.h"
+#include "report/table.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PLOT_LEFT 70
+#define PLOT_WIDTH 1000
+#define MAX_LANES 6
+#define MAX_RANGE_RECTS 1500
+
+static sqlite3_stmt *prepare(struct html_page *page, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(page->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s",
+                 sqlite3_errmsg(page->db));
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+static int64_t query_int(struct html_page *page, const char *sql)
+{
+    return analyze_query_int(page->ctx, sql, 0);
+}
+
+static void num_cell(FILE *out, double v, const char *text)
+{
+    fprintf(out, "<td class=\"num\" data-v=\"%.17g\">", v);
+    html_text(out, text);
+    fputs("</td>", out);
+}
+
+static void ns_cell(FILE *out, double ns)
+{
+    char buf[32];
+    table_format_duration(buf, sizeof buf, ns);
+    num_cell(out, ns, buf);
+}
+
+static void int_cell(FILE *out, int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    num_cell(out, (double)v, buf);
+}
+
+static void text_cell(FILE *out, const char *s)
+{
+    fputs("<td class=\"name\">", out);
+    html_text(out, s);
+    fputs("</td>", out);
+}
+
+static void kv_start(FILE *out, const char *key)
+{
+    fprintf(out, "<tr><th>%s</th><td>", key);
+}
+
+/* ---- session ----------------------------------------------------------------------------- */
+
+static void meta_text(struct html_page *page, const char *key, const char *fallback)
+{
+    sqlite3_stmt *st = prepare(page, "SELECT value FROM meta WHERE key = ?1");
+    const char *v = NULL;
+    if (st) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = (const char *)sqlite3_column_text(st, 0);
+    }
+    html_text(page->out, v ? v : fallback);
+    sqlite3_finalize(st);
+}
+
+int html_section_summary(struct html_page *page)
+{
+    FILE *out = page->out;
+    fputs("<section id=\"summary\"><h2>Session</h2>\n<table class=\"kv\">\n", out);
+    kv_start(out, "Command");
+    fputs("<span class=\"mono\">", out);
+    meta_text(page, "command", "(unknown)");
+    fputs("</span></td></tr>\n", out);
+    kv_start(out, "Host");
+    meta_text(page, "host", "(unknown)");
+    fputs("</td></tr>\n", out);
+    int64_t wall = query_int(page, "SELECT value FROM meta WHERE key = 'start_wall_ns'");
+    if (wall > 0) {
+        time_t secs = (time_t)(wall / 1000000000);
+        struct tm tm;
+        char date[64];
+        gmtime_r(&secs, &tm);
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &tm);
+        kv_start(out, "Started");
+        html_text(out, date);
+        fputs("</td></tr>\n", out);
+    }
+    kv_start(out, "Duration");
+    html_ns(out, (double)page->ctx->duration_ns);
+    fputs("</td></tr>\n", out);
+    if (query_int(page, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL")) {
+        fprintf(out, "<tr><th>Exit status</th><td>%lld</td></tr>\n",
+                (long long)query_int(page, "SELECT value FROM meta WHERE key = 'exit_status'"));
+    }
+    kv_start(out, "Recorded");
+    meta_text(page, "trace", "(unknown)");
+    fputs("</td></tr>\n", out);
+    sqlite3_stmt *st = prepare(page, "SELECT COALESCE(nvml_index, id - 1), name, sm_count,"
+                                     " power_limit_mw FROM gpus ORDER BY id");
+    if (!st)
+        return -1;
+    kv_start(out, "GPUs");
+    int gpus = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        fprintf(out, "%sGPU %lld: ", gpus++ ? "<br>" : "", (long long)sqlite3_column_int64(st, 0));
+        html_text(out, (const char *)sqlite3_column_text(st, 1));
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+            fprintf(out, ", %lld SMs", (long long)sqlite3_column_int64(st, 2));
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+            fprintf(out, ", power limit %.0f W", sqlite3_column_double(st, 3) / 1000.0);
+    }
+    sqlite3_finalize(st);
+    fprintf(out, "%s</td></tr>\n", gpus ? "" : "none recorded");
+    fprintf(out,
+            "<tr><th>Processes</th><td>%lld</td></tr>\n<tr><th>Threads</th><td>%lld</td></tr>\n",
+            (long long)query_int(page, "SELECT count(*) FROM processes"),
+            (long long)query_int(page, "SELECT count(*) FROM threads"));
+    fprintf(out,
+            "<tr><th>Events</th><td>%lld NVTX ranges, %lld marks, %lld CUDA API calls, %lld "
+            "kernels, %lld copies, %lld memsets, %lld GPU samples</td></tr>\n",
+            (long long)query_int(page, "SELECT count(*) FROM ranges"),
+            (long long)query_int(page, "SELECT count(*) FROM marks"),
+            (long long)query_int(page, "SELECT count(*) FROM cuda_api"),
+            (long long)query_int(page, "SELECT count(*) FROM kernels"),
+            (long long)query_int(page, "SELECT count(*) FROM memcpys"),
+            (long long)query_int(page, "SELECT count(*) FROM memsets"),
+            (long long)query_int(page, "SELECT count(*) FROM gpu_samples"));
+    int64_t dropped = query_int(page, "SELECT value FROM meta WHERE key = 'dropped_events'");
+    fprintf(out, "<tr><th>Dropped events</th><td>%lld%s</td></tr>\n", (long long)dropped,
+            dropped ? " (some events are missing: see LANTERN_BUFFER_KB)" : "");
+    fprintf(out,
+            "<tr><th>Unended ranges</th><td>%lld</td></tr>\n<tr><th>Import warnings</th>"
+            "<td>%lld</td></tr>\n",
+            (long long)query_int(page, "SELECT count(*) FROM ranges WHERE end_ns IS NULL"),
+            (long long)query_int(page, "SELECT value FROM meta WHERE key = 'import_warnings'"));
+    kv_start(out, "Lantern's own overhead");
+    int64_t flushes = query_int(page, "SELECT count(*) FROM cupti_overhead");
+    fprintf(out, "%lld CUPTI buffer operations, ", (long long)flushes);
+    html_ns(out, (double)query_int(page, "SELECT sum(end_ns - start_ns) FROM cupti_overhead"));
+    fprintf(out, " in the profiled threads; %lld CUDA records rejected</td></tr>\n",
+            (long long)query_int(page, "SELECT sum(cuda_rejected_records) FROM processes"));
+    fputs("</table></section>\n", out);
+    return 0;
+}
+
+/* ---- timeline ------------------------------------------------------------------------------ */
+
+static double x_of(const struct analyze_ctx *ctx, int64_t ts)
+{
+    double x = (double)(ts - ctx->start_ns) / (double)ctx->duration_ns;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    return PLOT_LEFT + x * PLOT_WIDTH;
+}
+
+static void time_axis(FILE *out, const struct analyze_ctx *ctx, int y)
+{
+    fprintf(out, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_LEFT, y,
+            PLOT_LEFT + PLOT_WIDTH, y);
+    for (int i = 0; i <= 5; i++) {
+        char label[32];
+        table_format_duration(label, sizeof label, (double)ctx->duration_ns * i / 5.0);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
+                PLOT_LEFT + PLOT_WIDTH * i / 5, y + 13, i == 0 ? "start" : i == 5 ? "end" : "middle",
+                label);
+    }
+}
+
+/* The longest top-level ranges (depth 0 push/pop, and start/end), one lane per thread. */
+static int range_lanes(struct html_page *page)
+{
+    FILE *out = page->out;
+    sqlite3_stmt *st = prepare(
+        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, " ANALYZE_RANGE_LABEL ", th.tid"
+              " FROM (SELECT id, start_thread_id, start_ns, end_ns, name_id, domain_id FROM ranges"
+              "  WHERE end_ns IS NOT NULL AND (depth = 0 OR style = 1)"
+              "  ORDER BY end_ns - start_ns DESC LIMIT 1500) r"
+              " LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON rd.id ="
+              " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id"
+              " LEFT JOIN threads th ON th.id = r.start_thread_id");
+    if (!st)
+        return -1;
+    int64_t lanes[MAX_LANES], tids[MAX_LANES];
+    int nlanes = 0, drawn = 0;
+    const int lane_h = 16, top = 4;
+    char *body = NULL;
+    size_t size = 0;
+    FILE *svg = open_memstream(&body, &size);
+    if (!svg) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t thread = sqlite3_column_int64(st, 0);
+        int lane = -1;
+        for (int i = 0; i < nlanes; i++)
+            if (lanes[i] == thread)
+                lane = i;
+        if (lane < 0) {
+            if (nlanes == MAX_LANES)
+                continue;
+            lane = nlanes;
+            lanes[nlanes] = thread;
+            tids[nlanes++] = sqlite3_column_int64(st, 4);
+        }
+        int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
+        double x0 = x_of(page->ctx, s), x1 = x_of(page->ctx, e);
+        if (x1 - x0 < 0.3) /* below a third of a pixel: not drawn */
+            continue;
+        const char *label = (const char *)sqlite3_column_text(st, 3);
+        char color[8];
+        html_color(label, color);
+        fprintf(svg, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+                     "<title>",
+                x0, top + lane * lane_h, x1 - x0, lane_h - 3, color);
+        html_text(svg, label);
+        fputs(" (", svg);
+        html_ns(svg, (double)(e - s));
+        fputs(")</title></rect>\n", svg);
+        drawn++;
+    }
+    sqlite3_finalize(st);
+    fclose(svg);
+    if (nlanes > 0) {
+        int height = top + nlanes * lane_h + 18;
+        fprintf(out, "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+                     "height=\"%d\" role=\"img\">\n",
+                PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
+        for (int i = 0; i < nlanes; i++)
+            fprintf(out, "<text x=\"2\" y=\"%d\">tid %lld</text>\n", top + i * lane_h + 11,
+                    (long long)tids[i]);
+        fwrite(body, 1, size, out);
+        time_axis(out, page->ctx, top + nlanes * lane_h + 2);
+        fprintf(out, "</svg><figcaption>Top-level NVTX ranges per thread (the %d longest drawn; "
+                     "hover for names).</figcaption></figure>\n",
+                drawn);
+    }
+    free(body);
+    return 0;
+}
+
+static int gpu_plot(struct html_page *page, const struct timeline_gpu *g, sqlite3_stmt *power)
+{
+    FILE *out = page->out;
+    const struct analyze_timeline *t = page->timeline;
+    const int h = 90, top = 6, height = top + h + 20;
+    fprintf(out, "<h3>GPU %lld</h3><figure><svg class=\"gpu-timeline\" viewBox=\"0 0 %d %d\" "
+                 "width=\"%d\" height=\"%d\" role=\"img\">\n",
+            (long long)g->label, PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10,
+            height);
+    fprintf(out, "<text x=\"2\" y=\"%d\">100 %%</text><text x=\"2\" y=\"%d\">0</text>\n",
+            top + 10, top + h);
+    /* busy share of each bin, as an area */
+    fprintf(out, "<path fill=\"#7fb3e6\" stroke=\"#2f6db5\" stroke-width=\"0.6\" d=\"M%d %d",
+            PLOT_LEFT, top + h);
+    double bin_w = (double)PLOT_WIDTH / TIMELINE_BINS;
+    for (int b = 0; b < TIMELINE_BINS; b++) {
+        double util = g->bins[b] / (double)t->bin_ns;
+        util = util > 1 ? 1 : util;
+        double y = top + h - util * h;
+        fprintf(out, " L%.1f %.1f L%.1f %.1f", PLOT_LEFT + b * bin_w, y, PLOT_LEFT + (b + 1) * bin_w,
+                y);
+    }
+    fprintf(out, " L%d %d Z\"><title>GPU busy (share of each bin)</title></path>\n",
+            PLOT_LEFT + PLOT_WIDTH, top + h);
+    /* power, averaged per bin, scaled to the highest of the run */
+    sqlite3_reset(power);
+    sqlite3_bind_int64(power, 1, g->gpu_id);
+    sqlite3_bind_int64(power, 2, page->ctx->start_ns);
+    sqlite3_bind_int64(power, 3, t->bin_ns);
+    double max_w = 0;
+    int n = 0;
+    static double watts[TIMELINE_BINS];
+    static int bins[TIMELINE_BINS];
+    while (sqlite3_step(power) == SQLITE_ROW && n < TIMELINE_BINS) {
+        int64_t b = sqlite3_column_int64(power, 0);
+        if (b < 0 || b >= TIMELINE_BINS)
+            continue;
+        bins[n] = (int)b;
+        watts[n] = sqlite3_column_double(power, 1) / 1000.0;
+        if (watts[n] > max_w)
+            max_w = watts[n];
+        n++;
+    }
+    if (n > 0 && max_w > 0) {
+        fputs("<polyline fill=\"none\" stroke=\"#d0471f\" stroke-width=\"1.4\" points=\"", out);
+        for (int i = 0; i < n; i++)
+            fprintf(out, "%.1f,%.1f ", PLOT_LEFT + (bins[i] + 0.5) * bin_w,
+                    top + h - watts[i] / max_w * h);
+        fprintf(out, "\"><title>GPU power, W (max %.0f W)</title></polyline>\n"
+                     "<text x=\"%d\" y=\"%d\" fill=\"#d0471f\">%.0f W</text>\n",
+                max_w, PLOT_LEFT + PLOT_WIDTH - 40, top + 10, max_w);
+    }
+    time_axis(out, page->ctx, top + h + 2);
+    fprintf(out, "</svg><figcaption class=\"legend\"><span><i class=\"sw\" "
+                 "style=\"background:#7fb3e6\"></i>GPU busy (kernels, copies, memsets; %.1f %% "
+                 "of the run)</span>%s</figcaption></figure>\n",
+            100.0 * (double)g->busy_ns / (double)page->ctx->duration_ns,
+            n ? "<span><i class=\"sw\" style=\"background:#d0471f\"></i>power (NVML)</span>"
+              : "<span class=\"note\">no power samples</span>");
+    return 0;
+}
+
+int html_section_timeline(struct html_page *page)
+{
+    FILE *out = page->out;
+    fputs("<section id=\"timeline\"><h2>Timeline</h2>\n", out);
+    if (range_lanes(page) < 0)
+        return -1;
+    sqlite3_stmt *power = prepare(
+        page, "SELECT (ts_ns - ?2) / ?3 AS b, avg(COALESCE(power_mw, power_avg_mw)) FROM gpu_samples"
+              " WHERE gpu_id = ?1 AND COALESCE(power_mw, power_avg_mw) IS NOT NULL"
+              " GROUP BY b ORDER BY b");
+    if (!power)
+        return -1;
+    int shown = 0;
+    for (int i = 0; i < page->timeline->gpu_count; i++) {
+        const struct timeline_gpu *g = &page->timeline->gpus[i];
+        if (g->first_start < 0 && !timeline_energy_track(page->timeline, g->gpu_id))
+            continue;
+        gpu_plot(page, g, power);
+        shown++;
+    }
+    sqlite3_finalize(power);
+    if (!shown)
+        fputs("<p class=\"note\">No GPU activity in this database (profile with -t cuda,nvml).</p>\n",
+              out);
+    fputs("</section>\n", out);
+    return 0;
+}
+
+/* ---- where the time went ------------------------------------------------------------------ */
+
+struct top_rows {
+    char *labels[HTML_TOP];
+    double values[HTML_TOP];
+    int n;
+};
+
+static void top_release(struct top_rows *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->labels[i]);
+    t->n = 0;
+}
+
+static int top_ranges(struct html_page *page)
+{
+    FILE *out = page->out;
+    sqlite3_stmt *st = prepare(
+        page, "SELECT " ANALYZE_RANGE_LABEL ", q.n, q.ns, q.ns / q.n FROM (SELECT domain_id, name_id,"
+              " count(*) AS n, sum(end_ns - start_ns) AS ns, min(id) AS id FROM ranges WHERE"
+              " end_ns IS NOT NULL GROUP BY domain_id, name_id ORDER BY ns DESC LIMIT 15) q"
+              ANALYZE_RANGE_JOINS("q.id") " ORDER BY q.ns DESC");
+    if (!st)
+        return -1;
+    struct top_rows top = {0};
+    char *rows = NULL;
+    size_t size = 0;
+    FILE *tbl = open_memstream(&rows, &size);
+    while (tbl && sqlite3_step(st) == SQLITE_ROW && top.n < HTML_TOP) {
+        const char *label = (const char *)sqlite3_column_text(st, 0);
+        top.labels[top.n] = strdup(label ? label : "(unnamed)");
+        top.values[top.n++] = sqlite3_column_double(st, 2);
+        fputs("<tr>", tbl);
+        text_cell(tbl, label);
+        int_cell(tbl, sqlite3_column_int64(st, 1));
+        ns_cell(tbl, sqlite3_column_double(st, 2));
+        ns_cell(tbl, sqlite3_column_double(st, 3));
+        fputs("</tr>\n", tbl);
+    }
+    sqlite3_finalize(st);
+    if (tbl)
+        fclose(tbl);
+    fputs("<h3>NVTX ranges</h3>\n", out);
+    if (top.n) {
+        html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+        fputs("<table class=\"sortable\" id=\"top-ranges\"><thead><tr><th>Range</th>"
+              "<th>Instances</th><th>Total</th><th>Average</th></tr></thead><tbody>\n",
+              out);
+        if (rows)
+            fwrite(rows, 1, size, out);
+        fputs("</tbody></table>\n", out);
+    } else {
+        fputs("<p class=\"note\">No NVTX ranges.</p>\n", out);
+    }
+    free(rows);
+    top_release(&top);
+    return 0;
+}
+
+static int by_kernel_time(const void *a, const void *b)
+{
+    const struct timeline_kernel_name *x = *(const struct timeline_kernel_name *const *)a,
+                                      *y = *(const struct timeline_kernel_name *const *)b;
+    return x->kernel_ns < y->kernel_ns ? 1 : x->kernel_ns > y->kernel_ns ? -1 : 0;
+}
+
+static int by_kernel_energy(const void *a, const void *b)
+{
+    const struct timeline_kernel_name *x = *(const struct timeline_kernel_name *const *)a,
+                                      *y = *(const struct timeline_kernel_name *const *)b;
+    return x->joules < y->joules ? 1 : x->joules > y->joules ? -1 : 0;
+}
+
+/* The kernel names of the timeline pass, sorted by cmp; the caller frees the array. */
+static const struct timeline_kernel_name **sorted_names(const struct analyze_timeline *t,
+                                                         int (*cmp)(const void *, const void *))
+{
+    const struct timeline_kernel_name **v = calloc(t->name_count ? t->name_count : 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < t->name_count; i++)
+        v[i] = &t->names[i];
+    qsort(v, t->name_count, sizeof *v, cmp);
+    return v;
+}
+
+static char *string_of(sqlite3_stmt *st, int64_t id)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, id);
+    const char *v = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    return strdup(v ? v : "(unnamed kernel)");
+}
+
+static int top_kernels(struct html_page *page)
+{
+    FILE *out = page->out;
+    const struct analyze_timeline *t = page->timeline;
+    fputs("<h3>Kernels</h3>\n", out);
+    if (t->name_count == 0) {
+        fputs("<p class=\"note\">No kernels.</p>\n", out);
+        return 0;
+    }
+    const struct timeline_kernel_name **v = sorted_names(t, by_kernel_time);
+    sqlite3_stmt *st = prepare(page, "SELECT value FROM strings WHERE id = ?1");
+    if (!v || !st) {
+        free(v);
+        sqlite3_finalize(st);
+        return -1;
+    }
+    struct top_rows top = {0};
+    int64_t all = 0;
+    for (size_t i = 0; i < t->name_count; i++)
+        all += t->names[i].kernel_ns;
+    for (size_t i = 0; i < t->name_count && top.n < HTML_TOP; i++) {
+        top.labels[top.n] = string_of(st, v[i]->name_id);
+        top.values[top.n++] = (double)v[i]->kernel_ns;
+    }
+    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+    fputs("<table class=\"sortable\" id=\"top-kernels\"><thead><tr><th>Kernel</th><th>Instances"
+          "</th><th>Total</th><th>Share of kernel time</th><th>Average</th></tr></thead><tbody>\n",
+          out);
+    for (int i = 0; i < top.n; i++) {
+        char pct[32];
+        snprintf(pct, sizeof pct, "%.1f %%", all ? 100.0 * (double)v[i]->kernel_ns / (double)all : 0);
+        fputs("<tr>", out);
+        text_cell(out, top.labels[i]);
+        int_cell(out, v[i]->count);
+        ns_cell(out, (double)v[i]->kernel_ns);
+        num_cell(out, all ? (double)v[i]->kernel_ns / (double)all : 0, pct);
+        ns_cell(out, (double)v[i]->kernel_ns / (double)v[i]->count);
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
+    top_release(&top);
+    free(v);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int copies(struct html_page *page)
+{
+    FILE *out = page->out;
+    sqlite3_stmt *st = prepare(
+        page, "SELECT COALESCE(copy_kind, '?') || ' ' || COALESCE(src_kind, '?') || ' -> ' ||"
+              " COALESCE(dst_kind, '?'), count(*), sum(bytes), sum(end_ns - start_ns) FROM memcpys"
+              " GROUP BY copy_kind, src_kind, dst_kind"
+              " UNION ALL SELECT 'memset', count(*), sum(bytes), sum(end_ns - start_ns) FROM memsets"
+              " HAVING count(*) > 0 ORDER BY 4 DESC LIMIT 15");
+    if (!st)
+        return -1;
+    struct top_rows top = {0};
+    int64_t counts[HTML_TOP];
+    double bytes[HTML_TOP];
+    while (sqlite3_step(st) == SQLITE_ROW && top.n < HTML_TOP) {
+        top.labels[top.n] = strdup((const char *)sqlite3_column_text(st, 0));
+        counts[top.n] = sqlite3_column_int64(st, 1);
+        bytes[top.n] = sqlite3_column_double(st, 2);
+        top.values[top.n++] = sqlite3_column_double(st, 3);
+    }
+    sqlite3_finalize(st);
+    fputs("<h3>Copies and memsets by kind</h3>\n", out);
+    if (!top.n) {
+        fputs("<p class=\"note\">No copies or memsets.</p>\n", out);
+        return 0;
+    }
+    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+    fputs("<table class=\"sortable\" id=\"copies\"><thead><tr><th>Kind (source -&gt; destination)"
+          "</th><th>Count</th><th>Total time</th><th>Bytes</th><th>Throughput</th></tr></thead>"
+          "<tbody>\n",
+          out);
+    for (int i = 0; i < top.n; i++) {
+        char mb[32], rate[32];
+        snprintf(mb, sizeof mb, "%.2f MB", bytes[i] / 1e6);
+        snprintf(rate, sizeof rate, "%.2f GB/s", top.values[i] > 0 ? bytes[i] / top.values[i] : 0);
+        fputs("<tr>", out);
+        text_cell(out, top.labels[i]);
+        int_cell(out, counts[i]);
+        ns_cell(out, top.values[i]);
+        num_cell(out, bytes[i], mb);
+        num_cell(out, top.values[i] > 0 ? bytes[i] / top.values[i] : 0, rate);
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
+    top_release(&top);
+    return 0;
+}
+
+int html_section_time(struct html_page *page)
+{
+    fputs("<section id=\"time\"><h2>Where the time went</h2>\n", page->out);
+    if (top_ranges(page) < 0 || top_kernels(page) < 0 || copies(page) < 0)
+        return -1;
+    fputs("</section>\n", page->out);
+    return 0;
+}
+
+/* ---- findings ------------------------------------------------------------------------------ */
+
+static void evidence_table(FILE *out, const struct analyze_finding *f, int index)
+{
+    fprintf(out, "<table class=\"sortable evidence\" id=\"evidence-%d\"><thead><tr><th>Start</th>"
+                 "<th>Duration</th><th>PID</th><th>TID</th><th>GPU</th><th>Stream</th>"
+                 "<th>NVTX range</th><th>Name</th><th>Detail</th></tr></thead><tbody>\n",
+            index);
+    for (int e = 0; e < f->evidence_count; e++) {
+        const struct analyze_evidence *ev = &f->evidence[e];
+        const int64_t ids[] = {ev->pid, ev->tid, ev->gpu, ev->stream};
+        fputs("<tr>", out);
+        if (ev->start_ns >= 0)
+            ns_cell(out, (double)ev->start_ns);
+        else
+            fputs("<td></td>", out);
+        if (ev->duration_ns >= 0)
+            ns_cell(out, (double)ev->duration_ns);
+        else
+            fputs("<td></td>", out);
+        for (int k = 0; k < 4; k++) {
+            if (ids[k] >= 0)
+                int_cell(out, ids[k]);
+            else
+                fputs("<td></td>", out);
+        }
+        text_cell(out, ev->range);
+        text_cell(out, ev->name);
+        text_cell(out, ev->detail);
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
+}
+
+int html_section_findings(struct html_page *page)
+{
+    FILE *out = page->out;
+    const struct analyze_run *run = &page->run;
+    size_t n = 0;
+    struct analyze_ranked *ranked = analyze_rank(run, &n);
+    if (!ranked) {
+        snprintf(page->ctx->error, sizeof page->ctx->error, "report: out of memory");
+        return -1;
+    }
+    fputs("<section id=\"findings\"><h2>Findings</h2>\n", out);
+    if (n == 0)
+        fputs("<p>No rule found anything to fix.</p>\n", out);
+    else
+        fputs("<p>Most costly first (the time each could save; costs of different rules can "
+              "overlap).</p>\n<ol id=\"finding-index\">\n",
+              out);
+    for (size_t i = 0; i < n; i++) {
+        const struct analyze_finding *f = ranked[i].finding;
+        fprintf(out, "<li><a href=\"#finding-%zu\"><b>", i + 1);
+        html_ns(out, f->cost_ns);
+        fprintf(out, "</b> (%.1f %%)", analyze_share(page->ctx, f->cost_ns));
+        if (f->cost_j >= 0)
+            fprintf(out, ", %.3f J", f->cost_j);
+        fputs(" <code>", out);
+        html_text(out, ranked[i].result->rule->name);
+        fputs("</code> ", out);
+        html_text(out, f->summary);
+        fputs("</a></li>\n", out);
+    }
+    if (n)
+        fputs("</ol>\n", out);
+    for (size_t i = 0; i < n; i++) {
+        const struct analyze_finding *f = ranked[i].finding;
+        fprintf(out, "<article class=\"finding\" id=\"finding-%zu\"><h3>%zu. <code>", i + 1, i + 1);
+        html_text(out, ranked[i].result->rule->name);
+        fputs("</code>: ", out);
+        html_text(out, f->summary);
+        fputs("</h3>\n<p class=\"cost\">Could save ", out);
+        html_ns(out, f->cost_ns);
+        fprintf(out, " (%.1f %% of the run)", analyze_share(page->ctx, f->cost_ns));
+        if (f->cost_j >= 0)
+            fprintf(out, " and %.3f J", f->cost_j);
+        fprintf(out, "; %lld occurrence%s.</p>\n<p class=\"advice\">What to do: ",
+                (long long)f->count, f->count == 1 ? "" : "s");
+        html_text(out, f->advice);
+        fputs("</p>\n", out);
+        if (f->evidence_count)
+            evidence_table(out, f, (int)i + 1);
+        fputs("</article>\n", out);
+    }
+    free(ranked);
+    fputs("<h3>Rules</h3>\n<table class=\"sortable\" id=\"rules\"><thead><tr><th>Rule</th>"
+          "<th>Looks for</th><th>Threshold</th><th>Findings</th><th>Note</th></tr></thead>"
+          "<tbody>\n",
+          out);
+    for (int r = 0; r < run->count; r++) {
+        const struct analyze_result *res = &run->results[r];
+        fputs("<tr>", out);
+        text_cell(out, res->rule->name);
+        text_cell(out, res->rule->looks_for);
+        text_cell(out, res->rule->threshold);
+        int_cell(out, res->count + res->more);
+        text_cell(out, res->note);
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table></section>\n", out);
+    return 0;
+}
+
+/* ---- energy -------------------------------------------------------------------------------- */
+
+static void energy_row(FILE *out, const char *label, int64_t instances, double ns, double j,
+                       double err)
+{
+    char buf[64];
+    fputs("<tr>", out);
+    text_cell(out, label);
+    int_cell(out, instances);
+    ns_cell(out, ns);
+    snprintf(buf, sizeof buf, "%.3f", j);
+    num_cell(out, j, buf);
+    snprintf(buf, sizeof buf, "%.3f", err);
+    num_cell(out, err, buf);
+    snprintf(buf, sizeof buf, "%.1f", ns > 0 ? j * 1e9 / ns : 0);
+    num_cell(out, ns > 0 ? j * 1e9 / ns : 0, buf);
+    fputs("</tr>\n", out);
+}
+
+static const char energy_head[] =
+    "<thead><tr><th>Name</th><th>Instances</th><th>Time</th><th>Energy (J)</th>"
+    "<th>Error bound (J)</th><th>Average power (W)</th></tr></thead><tbody>\n";
+
+int html_section_energy(struct html_page *page)
+{
+    FILE *out = page->out;
+    struct analyze_timeline *t = page->timeline;
+    fputs("<section id=\"energy\"><h2>Energy</h2>\n", out);
+    if (t->energy_count == 0) {
+        fputs("<p class=\"note\">No GPU power samples in this database (profile with -t nvml)."
+              "</p></section>\n",
+              out);
+        return 0;
+    }
+    fputs("<p>GPU energy from NVML's energy counter, interpolated with power samples between "
+          "its updates; each value has the error bound Lantern computes (docs/energy.md). "
+          "Nested ranges each count their whole energy.</p>\n<table class=\"sortable\" "
+          "id=\"energy-run\">",
+          out);
+    fputs(energy_head, out);
+    for (int g = 0; g < t->energy_count; g++) {
+        struct energy_interval iv = energy_track_between(
+            &t->energy[g].track, (uint64_t)page->ctx->start_ns, (uint64_t)page->ctx->end_ns);
+        char label[48];
+        int64_t shown = t->energy[g].gpu_id - 1;
+        for (int k = 0; k < t->gpu_count; k++)
+            if (t->gpus[k].gpu_id == t->energy[g].gpu_id)
+                shown = t->gpus[k].label;
+        snprintf(label, sizeof label, "whole run, GPU %lld", (long long)shown);
+        energy_row(out, label, 1, (double)page->ctx->duration_ns, iv.mj / 1000.0,
+                   iv.error_mj / 1000.0);
+    }
+    fputs("</tbody></table>\n", out);
+    if (timeline_range_energy(page->ctx, t) < 0)
+        return -1;
+    sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
+                                        ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *name = prepare(page, "SELECT value FROM strings WHERE id = ?1");
+    const struct timeline_kernel_name **v = sorted_names(t, by_kernel_energy);
+    if (!label || !name || !v) {
+        sqlite3_finalize(label);
+        sqlite3_finalize(name);
+        free(v);
+        return -1;
+    }
+    struct top_rows top = {0};
+    for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++) {
+        sqlite3_reset(label);
+        sqlite3_bind_int64(label, 1, t->range_energy[i].example_id);
+        const char *l = sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0)
+                                                          : NULL;
+        top.labels[top.n] = strdup(l ? l : "(unnamed)");
+        top.values[top.n++] = t->range_energy[i].joules;
+    }
+    fputs("<h3>Per NVTX range</h3>\n", out);
+    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "J");
+    fputs("<table class=\"sortable\" id=\"energy-ranges\">", out);
+    fputs(energy_head, out);
+    for (int i = 0; i < top.n; i++) {
+        const struct timeline_range_energy *r = &t->range_energy[i];
+        energy_row(out, top.labels[i], r->instances, r->ns, r->joules, r->error_j);
+    }
+    fputs("</tbody></table>\n", out);
+    top_release(&top);
+    for (size_t i = 0; i < t->name_count && top.n < HTML_TOP; i++) {
+        top.labels[top.n] = string_of(name, v[i]->name_id);
+        top.values[top.n++] = v[i]->joules;
+    }
+    fputs("<h3>Per kernel</h3>\n", out);
+    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "J");
+    fputs("<table class=\"sortable\" id=\"energy-kernels\">", out);
+    fputs(energy_head, out);
+    for (int i = 0; i < top.n; i++)
+        energy_row(out, top.labels[i], v[i]->count, (double)v[i]->kernel_ns, v[i]->joules,
+                   v[i]->error_j);
+    fputs("</tbody></table></section>\n", out);
+    top_release(&top);
+    free(v);
+    sqlite3_finalize(label);
+    sqlite3_finalize(name);
+    return 0;
+}
