@@ -47,6 +47,9 @@ static int write_page(sqlite3 *db, const char *output, int force)
         free(tmp);
         return rc;
     }
+    mode_t mask = umask(0); /* mkstemp makes 0600; a page is as readable as any new file */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
     FILE *out = fdopen(fd, "w");
     char error[256] = "";
     int rc = out ? html_report_write(db, out, error, sizeof error) : -1;

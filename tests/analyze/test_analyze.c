@@ -1,0 +1,628 @@
+/* Every rule of `lantern analyze` on a database crafted for it (the real schema plus a few
+ * rows written here): each test states the rows, works out by hand what the rule must find
+ * (findings, costs, counts, evidence order) and checks it exactly. */
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+
+#include "analyze/analyze.h"
+#include "harness.h"
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ASSERT(f);
+    ASSERT(fseek(f, 0, SEEK_END) == 0);
+    long size = ftell(f);
+    ASSERT(size > 0);
+    rewind(f);
+    char *text = malloc((size_t)size + 1);
+    ASSERT(text);
+    ASSERT(fread(text, 1, (size_t)size, f) == (size_t)size);
+    text[size] = 0;
+    fclose(f);
+    return text;
+}
+
+static void exec(sqlite3 *db, const char *sql)
+{
+    char *err = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
+        fprintf(stderr, "SQL error: %s\n", err);
+        exit(1);
+    }
+}
+
+/* A 1 ms session (0 .. 1 000 000 ns), process 1 (pid 100) with thread 1 (tid 100), one
+ * 132-SM H100-like GPU (id 1, NVML index 0), then the test's rows. */
+static sqlite3 *session(const char *rows)
+{
+    sqlite3 *db = NULL;
+    ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    char *schema = read_file(LANTERN_SOURCE_DIR "/src/db/schema.sql");
+    exec(db, schema);
+    free(schema);
+    exec(db, "INSERT INTO meta VALUES('schema_version', 1), ('start_ns', 0), ('end_ns', 1000000),"
+             " ('command', 'app');"
+             "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, 1000000, 1);"
+             "INSERT INTO threads(id, process_id, tid) VALUES(1, 1, 100);"
+             "INSERT INTO gpus(id, uuid, name, nvml_index, cc_major, cc_minor, sm_count,"
+             " max_threads_per_sm, max_regs_per_sm, max_smem_per_sm, max_blocks_per_sm,"
+             " peak_fp32_flops, peak_fp16_flops) VALUES(1, 'GPU-a', 'H100', 0, 9, 0, 132, 2048,"
+             " 65536, 233472, 32, 67e12, 989e12);"
+             "INSERT INTO process_gpus VALUES(1, 0, 1);");
+    exec(db, rows);
+    return db;
+}
+
+/* Runs one rule; the result is results[0]. */
+static void run_rule(sqlite3 *db, const char *rule, struct analyze_run *run)
+{
+    const char *bad = NULL;
+    char error[256] = "";
+    int rc = analyze_run(db, rule, run, &bad, error, sizeof error);
+    if (rc != 0)
+        fprintf(stderr, "analyze failed: %s\n", error);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(run->count, 1);
+}
+
+static void expect_cost(const struct analyze_finding *f, double ns)
+{
+    if (fabs(f->cost_ns - ns) > 1e-6 * (ns > 1 ? ns : 1)) {
+        fprintf(stderr, "cost %.6f, expected %.6f (%s)\n", f->cost_ns, ns, f->summary);
+        exit(1);
+    }
+}
+
+/* Two pageable HtoD copies of 4 MB (1000 and 3000 ns) and a pinned one (500 ns: 8000 B/ns);
+ * one pageable DtoH of 2 MB in 2000 ns with no pinned DtoH to compare. HtoD could take
+ * 8e6 B / 8000 B/ns = 1000 ns instead of 4000: cost 3000. DtoH: half its time, 1000. */
+static void pageable_memcpy_costs_against_the_runs_pinned_rate(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'step');"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, end_thread_id,"
+        " start_ns, end_ns) VALUES(1, 1, 1, 0, 0, 1, 1, 0, 900000);"
+        "INSERT INTO memcpys(id, process_id, gpu_id, device, stream, start_ns, end_ns, copy_kind,"
+        " bytes, src_kind, dst_kind, is_async, nvtx_range_id) VALUES"
+        " (1, 1, 1, 0, 7, 1000, 2000, 'HtoD', 4000000, 'pageable', 'device', 0, 1),"
+        " (2, 1, 1, 0, 7, 5000, 8000, 'HtoD', 4000000, 'pageable', 'device', 0, 1),"
+        " (3, 1, 1, 0, 7, 9000, 9500, 'HtoD', 4000000, 'pinned', 'device', 1, 1),"
+        " (4, 1, 1, 0, 7, 20000, 22000, 'DtoH', 2000000, 'device', 'pageable', 0, NULL);");
+    struct analyze_run run;
+    run_rule(db, "pageable_memcpy", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 2);
+    expect_cost(&res->findings[0], 3000);
+    ASSERT_EQ(res->findings[0].count, 2);
+    ASSERT_EQ(res->findings[0].evidence_count, 2);
+    ASSERT_EQ(res->findings[0].evidence[0].start_ns, 5000); /* longest first */
+    ASSERT_EQ(res->findings[0].evidence[0].duration_ns, 3000);
+    ASSERT_EQ(res->findings[0].evidence[0].pid, 100);
+    ASSERT_EQ(res->findings[0].evidence[0].stream, 7);
+    ASSERT_STR_EQ(res->findings[0].evidence[0].range, ":step");
+    ASSERT_STR_EQ(res->findings[0].evidence[0].name, "[CUDA memcpy HtoD]");
+    ASSERT_STR_EQ(res->findings[0].evidence[0].detail, "4.00 MB pageable -> device, 1333.33 GB/s");
+    expect_cost(&res->findings[1], 1000);
+    ASSERT(strstr(res->findings[1].summary, "1 DtoH copies"));
+    ASSERT(res->findings[1].evidence[0].range == NULL);
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* A synchronous copy whose call took 2000 ns, a synchronous memset whose call took 500 ns,
+ * an asynchronous copy (not counted). Cost: the CPU time in the calls. */
+static void sync_memops_costs_the_cpu_time_of_the_calls(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'cudaMemcpy'), (2, 'cudaMemset'), (3, 'cudaMemcpyAsync');"
+        "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id, start_ns, end_ns,"
+        " correlation_id) VALUES(1, 1, 1, 0, 1, 100, 2100, 1), (2, 1, 1, 0, 2, 5000, 5500, 2),"
+        " (3, 1, 1, 0, 3, 6000, 6100, 3);"
+        "INSERT INTO memcpys(id, process_id, gpu_id, device, stream, start_ns, end_ns, copy_kind,"
+        " bytes, src_kind, dst_kind, is_async, api_id) VALUES"
+        " (1, 1, 1, 0, 7, 200, 2000, 'DtoH', 1000000, 'device', 'pageable', 0, 1),"
+        " (2, 1, 1, 0, 7, 6200, 6300, 'HtoD', 1000000, 'pinned', 'device', 1, 3);"
+        "INSERT INTO memsets(id, process_id, gpu_id, device, stream, start_ns, end_ns, bytes,"
+        " is_async, api_id) VALUES(1, 1, 1, 0, 7, 5100, 5400, 4096, 0, 2);");
+    struct analyze_run run;
+    run_rule(db, "sync_memops", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 2);
+    expect_cost(&res->findings[0], 2000);
+    ASSERT(strstr(res->findings[0].summary, "1 synchronous DtoH copies"));
+    ASSERT_STR_EQ(res->findings[0].evidence[0].name, "cudaMemcpy");
+    ASSERT_EQ(res->findings[0].evidence[0].start_ns, 100); /* the call, not the copy */
+    ASSERT_EQ(res->findings[0].evidence[0].tid, 100);
+    expect_cost(&res->findings[1], 500);
+    ASSERT(strstr(res->findings[1].summary, "synchronous memsets"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* Three cudaDeviceSynchronize calls of 5000 ns (1.5 % of the 1 ms run: reported) and one
+ * cudaStreamSynchronize of 2000 ns (0.2 %: under the 1 % threshold). */
+static void sync_api_reports_threads_blocked_over_the_threshold(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'cudaDeviceSynchronize'), (2, 'cudaStreamSynchronize'),"
+        " (3, 'loop');"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, end_thread_id,"
+        " start_ns, end_ns) VALUES(1, 1, 3, 0, 0, 1, 1, 0, 900000);"
+        "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id, start_ns, end_ns,"
+        " correlation_id, nvtx_range_id) VALUES(1, 1, 1, 0, 1, 1000, 6000, 11, 1),"
+        " (2, 1, 1, 0, 1, 10000, 15000, 12, 1), (3, 1, 1, 0, 1, 20000, 25000, 13, 1),"
+        " (4, 1, 1, 0, 2, 30000, 32000, 14, 1);"
+        "INSERT INTO cuda_syncs(process_id, thread_id, sync_kind, correlation_id, start_ns,"
+        " end_ns) VALUES(1, 1, 'context', 11, 1000, 6000), (1, 1, 'context', 12, 10000, 15000),"
+        " (1, 1, 'context', 13, 20000, 25000), (1, 1, 'stream', 14, 30000, 32000);");
+    struct analyze_run run;
+    run_rule(db, "sync_api", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 15000);
+    ASSERT_EQ(res->findings[0].count, 3);
+    ASSERT_EQ(res->findings[0].evidence_count, 3);
+    ASSERT_STR_EQ(res->findings[0].evidence[0].name, "cudaDeviceSynchronize");
+    ASSERT_STR_EQ(res->findings[0].evidence[0].range, ":loop");
+    ASSERT_STR_EQ(res->findings[0].evidence[0].detail, "context wait");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* Kernels K1 [10000,20000], K2 [20050,30000] (a 50 ns gap: below 100 µs), K3 [300000,310000]
+ * launched at 290000 (after the GPU ran dry at 30000: host wait, 270000), K4 [600000,610000]
+ * launched at 100000 (queued long before: other, 290000), K5 [800000,810000] after a
+ * synchronize [605000,790000] that was waiting when the GPU ran dry at 610000 (sync,
+ * 190000). K3, K4 are launched inside "step", K5 inside "wait". */
+static const char gaps_session[] =
+    "INSERT INTO strings VALUES(1, 'k'), (2, 'step'), (3, 'wait'), (4, 'cudaLaunchKernel'),"
+    " (5, 'cudaDeviceSynchronize');"
+    "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, end_thread_id,"
+    " start_ns, end_ns) VALUES(1, 1, 2, 0, 0, 1, 1, 0, 700000), (2, 1, 3, 0, 0, 1, 1, 700000,"
+    " 1000000);"
+    "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id, start_ns, end_ns,"
+    " correlation_id, nvtx_range_id) VALUES(1, 1, 1, 0, 4, 5000, 6000, 1, 1),"
+    " (2, 1, 1, 0, 4, 7000, 8000, 2, 1), (3, 1, 1, 0, 4, 290000, 291000, 3, 1),"
+    " (4, 1, 1, 0, 4, 100000, 101000, 4, 1), (5, 1, 1, 0, 5, 605000, 790000, 6, 2),"
+    " (6, 1, 1, 0, 4, 795000, 796000, 5, 2);"
+    "INSERT INTO cuda_syncs(process_id, thread_id, sync_kind, correlation_id, start_ns, end_ns)"
+    " VALUES(1, 1, 'context', 6, 605000, 790000);"
+    "INSERT INTO kernels(id, process_id, gpu_id, device, stream, correlation_id, start_ns, end_ns,"
+    " name_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, regs_per_thread, api_id,"
+    " nvtx_range_id) VALUES"
+    " (1, 1, 1, 0, 7, 1, 10000, 20000, 1, 264, 1, 1, 256, 1, 1, 32, 1, 1),"
+    " (2, 1, 1, 0, 7, 2, 20050, 30000, 1, 264, 1, 1, 256, 1, 1, 32, 2, 1),"
+    " (3, 1, 1, 0, 7, 3, 300000, 310000, 1, 264, 1, 1, 256, 1, 1, 32, 3, 1),"
+    " (4, 1, 1, 0, 7, 4, 600000, 610000, 1, 264, 1, 1, 256, 1, 1, 32, 4, 1),"
+    " (5, 1, 1, 0, 7, 5, 800000, 810000, 1, 264, 1, 1, 256, 1, 1, 32, 6, 2);";
+
+static void gpu_idle_classifies_gaps_as_host_wait_sync_and_other(void)
+{
+    sqlite3 *db = session(gaps_session);
+    struct analyze_run run;
+    run_rule(db, "gpu_idle", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 3); /* the GPU, then its ranges :step and :wait */
+    const struct analyze_finding *gpu = &res->findings[0];
+    expect_cost(gpu, 750000);
+    ASSERT_EQ(gpu->count, 3);
+    ASSERT(strstr(gpu->summary, "all gaps 750.050 µs"));
+    ASSERT(strstr(gpu->summary, "host wait 270.000 µs, sync 190.000 µs, other 290.000 µs"));
+    ASSERT_EQ(gpu->evidence_count, 3); /* longest gaps first */
+    ASSERT_EQ(gpu->evidence[0].start_ns, 310000);
+    ASSERT_EQ(gpu->evidence[0].duration_ns, 290000);
+    ASSERT_STR_EQ(gpu->evidence[0].detail, "GPU idle 290.000 µs before this kernel: other");
+    ASSERT_EQ(gpu->evidence[1].start_ns, 30000);
+    ASSERT_STR_EQ(gpu->evidence[1].detail, "GPU idle 270.000 µs before this kernel: host wait");
+    ASSERT_STR_EQ(gpu->evidence[2].detail, "GPU idle 190.000 µs before this kernel: sync");
+    ASSERT_STR_EQ(gpu->evidence[2].range, ":wait");
+    expect_cost(&res->findings[1], 560000);
+    ASSERT(strstr(res->findings[1].summary, "in :step (2 gaps): host wait 270.000 µs, sync 0 ns, "
+                                            "other 290.000 µs"));
+    ASSERT_EQ(res->findings[1].evidence_count, 2);
+    expect_cost(&res->findings[2], 190000);
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* The same kernels in 100 windows of 10 µs: the active span 10000..810000 holds 80 windows,
+ * 75 of them idle (3 stretches: 270, 290 and 190 µs), 750 µs in all. */
+static void gpu_utilization_lists_low_windows_as_stretches(void)
+{
+    sqlite3 *db = session(gaps_session);
+    struct analyze_run run;
+    run_rule(db, "gpu_utilization", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 750000);
+    ASSERT(strstr(res->findings[0].summary, "in 75 of the 80 windows of 10.000 µs"));
+    ASSERT_EQ(res->findings[0].count, 3);
+    ASSERT_EQ(res->findings[0].evidence_count, 3);
+    ASSERT_EQ(res->findings[0].evidence[0].start_ns, 310000);
+    ASSERT_EQ(res->findings[0].evidence[0].duration_ns, 290000);
+    ASSERT_EQ(res->findings[0].evidence[1].start_ns, 30000);
+    ASSERT_EQ(res->findings[0].evidence[2].start_ns, 610000);
+    ASSERT_STR_EQ(res->findings[0].evidence[2].detail, "GPU busy 0.0 % of this stretch");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* 12 launches of "tiny" (1000 ns each, launch calls of 3000 ns: 2000 ns too slow each),
+ * 12 of "big" (10 µs, longer than their calls) and 5 of "few" (short, but under 10). */
+static void launch_bound_flags_kernels_shorter_than_their_launch(void)
+{
+    char sql[16384];
+    size_t used = (size_t)snprintf(
+        sql, sizeof sql,
+        "INSERT INTO strings VALUES(1, 'tiny'), (2, 'big'), (3, 'few'), (4, 'cudaLaunchKernel');");
+    for (int i = 0; i < 29; i++) {
+        int name = i < 12 ? 1 : i < 24 ? 2 : 3;
+        long start = 10000L + 20000L * i, ns = name == 2 ? 10000 : 1000;
+        used += (size_t)snprintf(
+            sql + used, sizeof sql - used,
+            "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id, start_ns, end_ns,"
+            " correlation_id) VALUES(%d, 1, 1, 0, 4, %ld, %ld, %d);"
+            "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id,"
+            " api_id) VALUES(%d, 1, 1, 0, 7, %ld, %ld, %d, %d);",
+            i + 1, start - 5000, start - 2000, i + 1, i + 1, start, start + ns, name, i + 1);
+    }
+    sqlite3 *db = session(sql);
+    struct analyze_run run;
+    run_rule(db, "launch_bound", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 24000);
+    ASSERT_EQ(res->findings[0].count, 12);
+    ASSERT(strstr(res->findings[0].summary, "tiny: 12 of 12 launches"));
+    ASSERT_EQ(res->findings[0].evidence_count, 2);
+    ASSERT_EQ(res->findings[0].evidence[0].start_ns, 10000); /* the first short launch */
+    ASSERT(res->note && strstr(res->note, "29 kernel launches"));
+    /* every launch starts 5000 ns after its call: bucket [2^(98/8), 2^(99/8)) holds 5001 */
+    ASSERT(strstr(res->note, "p50 5."));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* "iter" repeats 3 times with 2 cudaMalloc each (their cuMemAlloc_v2 twins share the
+ * correlation and count once): 6 calls of 100 ns. "gen" holds 10 calls of 50 ns. "setup"
+ * holds 3 once: not a loop. */
+static void alloc_in_loop_finds_repeated_and_crowded_ranges(void)
+{
+    char sql[16384];
+    size_t used = (size_t)snprintf(
+        sql, sizeof sql,
+        "INSERT INTO strings VALUES(1, 'iter'), (2, 'gen'), (3, 'setup'), (4, 'cudaMalloc'),"
+        " (5, 'cuMemAlloc_v2');"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id,"
+        " end_thread_id, start_ns, end_ns) VALUES(1, 1, 1, 0, 0, 1, 1, 0, 1000),"
+        " (2, 1, 1, 0, 0, 1, 1, 2000, 3000), (3, 1, 1, 0, 0, 1, 1, 4000, 5000),"
+        " (4, 1, 2, 0, 0, 1, 1, 10000, 20000), (5, 1, 3, 0, 0, 1, 1, 30000, 40000);");
+    int id = 1;
+    for (int r = 1; r <= 3; r++)
+        for (int k = 0; k < 2; k++, id += 2) {
+            long s = (r - 1) * 2000L + k * 300 + 10;
+            used += (size_t)snprintf(
+                sql + used, sizeof sql - used,
+                "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id, start_ns, end_ns,"
+                " correlation_id, nvtx_range_id) VALUES(%d, 1, 1, 0, 4, %ld, %ld, %d, %d),"
+                " (%d, 1, 1, 1, 5, %ld, %ld, %d, %d);",
+                id, s, s + 100, id, r, id + 1, s + 10, s + 90, id, r);
+        }
+    for (int k = 0; k < 10; k++, id++)
+        used += (size_t)snprintf(sql + used, sizeof sql - used,
+                                 "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id,"
+                                 " start_ns, end_ns, correlation_id, nvtx_range_id) VALUES(%d, 1,"
+                                 " 1, 0, 4, %d, %d, %d, 4);",
+                                 id, 10000 + 100 * k, 10050 + 100 * k, id);
+    for (int k = 0; k < 3; k++, id++)
+        used += (size_t)snprintf(sql + used, sizeof sql - used,
+                                 "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id,"
+                                 " start_ns, end_ns, correlation_id, nvtx_range_id) VALUES(%d, 1,"
+                                 " 1, 0, 4, %d, %d, %d, 5);",
+                                 id, 30000 + 100 * k, 30050 + 100 * k, id);
+    sqlite3 *db = session(sql);
+    struct analyze_run run;
+    run_rule(db, "alloc_in_loop", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 2);
+    expect_cost(&res->findings[0], 600);
+    ASSERT_EQ(res->findings[0].count, 6);
+    ASSERT(strstr(res->findings[0].summary, "inside :iter (3 instances with calls, up to 2 in one)"));
+    ASSERT_EQ(res->findings[0].evidence_count, 6);
+    ASSERT_STR_EQ(res->findings[0].evidence[0].name, "cudaMalloc");
+    expect_cost(&res->findings[1], 500);
+    ASSERT_EQ(res->findings[1].count, 10);
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* Four streams created (7..10), every copy and kernel on stream 7: copies 3000 ns, kernels
+ * 5000 ns, so overlapping them could save 3000 ns. */
+static void stream_use_flags_streams_created_but_unused(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'k'), (2, 'chunks 0');"
+        "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default, name_id) VALUES"
+        " (1, 1, 1, 1, 1, NULL), (1, 1, 7, 1, 0, 2), (1, 1, 8, 1, 0, NULL), (1, 1, 9, 1, 0, NULL),"
+        " (1, 1, 10, 1, 0, NULL);"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
+        " name_id) VALUES(1, 1, 1, 0, 1, 7, 2000, 4500, 1), (2, 1, 1, 0, 1, 7, 6000, 8500, 1);"
+        "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
+        " copy_kind, bytes, src_kind, dst_kind, is_async) VALUES"
+        " (1, 1, 1, 0, 1, 7, 0, 2000, 'HtoD', 1, 'pinned', 'device', 1),"
+        " (2, 1, 1, 0, 1, 7, 4500, 5500, 'HtoD', 1, 'pinned', 'device', 1);");
+    struct analyze_run run;
+    run_rule(db, "stream_use", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 3000);
+    ASSERT(strstr(res->findings[0].summary, "created 4 streams but ran all its work on stream 7"));
+    ASSERT_EQ(res->findings[0].evidence_count, 1);
+    ASSERT_EQ(res->findings[0].evidence[0].stream, 7);
+    ASSERT_STR_EQ(res->findings[0].evidence[0].name, "chunks 0");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* The tutorial's bug: one stream created (13) and used for chunks 0..2 whose NVTX ranges
+ * are numbered: copies of 1000 ns in "H2D Stream i", kernels of 2000 ns in "Sum Stream i";
+ * plus one copy on the default stream 1. Overlap could save min(3000, 6000). */
+static void stream_use_flags_numbered_chunks_on_one_stream(void)
+{
+    char sql[8192];
+    size_t used = (size_t)snprintf(
+        sql, sizeof sql,
+        "INSERT INTO strings VALUES(1, 'k'), (2, 'H2D Stream 0'), (3, 'H2D Stream 1'),"
+        " (4, 'H2D Stream 2'), (5, 'Sum Stream 0'), (6, 'Sum Stream 1'), (7, 'Sum Stream 2');"
+        "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default) VALUES"
+        " (1, 1, 1, 1, 1), (1, 1, 13, 1, 0);"
+        "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
+        " copy_kind, bytes, src_kind, dst_kind, is_async) VALUES(9, 1, 1, 0, 1, 1, 90000, 91000,"
+        " 'HtoD', 1, 'pinned', 'device', 0);");
+    for (int i = 0; i < 3; i++)
+        used += (size_t)snprintf(
+            sql + used, sizeof sql - used,
+            "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id,"
+            " end_thread_id, start_ns, end_ns) VALUES(%d, 1, %d, 0, 0, 1, 1, %d, %d),"
+            " (%d, 1, %d, 0, 0, 1, 1, %d, %d);"
+            "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
+            " copy_kind, bytes, src_kind, dst_kind, is_async, nvtx_range_id) VALUES(%d, 1, 1, 0,"
+            " 1, 13, %d, %d, 'HtoD', 1, 'pinned', 'device', 1, %d);"
+            "INSERT INTO kernels(id, process_id, gpu_id, device, context, stream, start_ns,"
+            " end_ns, name_id, nvtx_range_id) VALUES(%d, 1, 1, 0, 1, 13, %d, %d, 1, %d);",
+            2 * i + 1, 2 + i, i * 10000, i * 10000 + 1000, 2 * i + 2, 5 + i, i * 10000 + 1000,
+            i * 10000 + 3000, i + 1, i * 10000, i * 10000 + 1000, 2 * i + 1, i + 1,
+            i * 10000 + 1000, i * 10000 + 3000, 2 * i + 2);
+    sqlite3 *db = session(sql);
+    struct analyze_run run;
+    run_rule(db, "stream_use", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 3000);
+    ASSERT(strstr(res->findings[0].summary, "2 families of numbered NVTX ranges (one per chunk, "
+                                            "e.g. 'H2D Stream 0'..'H2D Stream 2') put all their "
+                                            "GPU work on stream 13"));
+    ASSERT_EQ(res->findings[0].count, 6);
+    ASSERT_EQ(res->findings[0].evidence_count, 2);
+    ASSERT_STR_EQ(res->findings[0].evidence[1].range, "Sum Stream 0..Sum Stream 2");
+    ASSERT_STR_EQ(res->findings[0].evidence[1].detail,
+                  "3 indices: 0 copies, 3 kernels, all on stream 13");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* One stream whose copies (4000 ns) and kernels (6000 ns) never overlap: 4000 ns; the same
+ * with a copy on another stream running beside a kernel: overlap happens, no finding. */
+static void stream_use_flags_copies_never_overlapping_kernels(void)
+{
+    static const char rows[] =
+        "INSERT INTO strings VALUES(1, 'k');"
+        "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default) VALUES"
+        " (1, 1, 5, 1, 0);"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
+        " name_id) VALUES(1, 1, 1, 0, 1, 5, 4000, 10000, 1);"
+        "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
+        " copy_kind, bytes, src_kind, dst_kind, is_async) VALUES"
+        " (1, 1, 1, 0, 1, 5, 0, 4000, 'HtoD', 1, 'pinned', 'device', 1);";
+    sqlite3 *db = session(rows);
+    struct analyze_run run;
+    run_rule(db, "stream_use", &run);
+    ASSERT_EQ(run.results[0].count, 1);
+    expect_cost(&run.results[0].findings[0], 4000);
+    ASSERT(strstr(run.results[0].findings[0].summary, "stream 5 ran 1 copies"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+    db = session(rows);
+    exec(db, "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns,"
+             " end_ns, copy_kind, bytes, src_kind, dst_kind, is_async) VALUES"
+             " (2, 1, 1, 0, 1, 6, 5000, 9000, 'HtoD', 1, 'pinned', 'device', 1);");
+    run_rule(db, "stream_use", &run);
+    ASSERT_EQ(run.results[0].count, 0);
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* An fp16 SIMT GEMM (2 launches of 10 µs) without PyTorch markers: found by name; cost its
+ * time x (1 - 67e12 / 989e12). An fp16 Tensor Core GEMM (h884) is not flagged. */
+static void tensor_cores_flags_half_gemms_off_tensor_cores_by_name(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'maxwell_fp16_sgemm_fp16_128x64_nn'),"
+        " (2, 'volta_h884gemm_128x128_ldg8_nn');"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id)"
+        " VALUES(1, 1, 1, 0, 7, 1000, 11000, 1), (2, 1, 1, 0, 7, 20000, 30000, 1),"
+        " (3, 1, 1, 0, 7, 40000, 90000, 2);");
+    struct analyze_run run;
+    run_rule(db, "tensor_cores", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 20000.0 * (1.0 - 67e12 / 989e12));
+    ASSERT(strstr(res->findings[0].summary, "fp16 GEMM/convolution kernel "
+                                            "maxwell_fp16_sgemm_fp16_128x64_nn ran 2 times"));
+    ASSERT(res->note && strstr(res->note, "issue #15"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* With emit_nvtx markers, the shape comes from the op: aten::mm of [1000, 1023] x [1023, 512]
+ * has K = 1023, not a multiple of 8 (the kernels report's no-tc-align8 hint). */
+static void tensor_cores_names_the_misaligned_dimension_from_op_shapes(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'maxwell_fp16_sgemm_fp16_128x64_nn'),"
+        " (2, 'aten::mm, seq = 1, op_id = 1, sizes = [[1000, 1023], [1023, 512]]');"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, end_thread_id,"
+        " start_ns, end_ns) VALUES(1, 1, 2, 0, 0, 1, 1, 0, 20000);"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id,"
+        " grid_x, grid_y, grid_z, block_x, block_y, block_z, nvtx_range_id)"
+        " VALUES(1, 1, 1, 0, 7, 1000, 11000, 1, 200, 1, 1, 256, 1, 1, 1);");
+    struct analyze_run run;
+    run_rule(db, "tensor_cores", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    expect_cost(&res->findings[0], 10000.0 * (1.0 - 67e12 / 989e12));
+    ASSERT(strstr(res->findings[0].summary, "mm (M=1000,N=512,K=1023,fp16) ran "
+                                            "maxwell_fp16_sgemm_fp16_128x64_nn without Tensor "
+                                            "Cores 1 times"));
+    ASSERT(strstr(res->findings[0].summary, "not a multiple of 8"));
+    ASSERT_EQ(res->findings[0].evidence_count, 1);
+    ASSERT_EQ(res->findings[0].evidence[0].start_ns, 1000);
+    ASSERT_EQ(res->findings[0].evidence[0].duration_ns, 10000);
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* A single-thread kernel (1 block of 1 thread, 20 µs): 1 of 132 SMs busy, cost
+ * 20000 x 131/132 (its theoretical occupancy, per SM, is 32 one-warp blocks of 64 warps). A full grid with 100 KB of shared memory per block: 2 blocks of 1 warp
+ * per SM, 3.1 % occupancy, cost not estimated. A 1-block kernel of 5 µs: under 10 µs. */
+static void small_grid_flags_single_thread_kernels_and_low_occupancy(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'single_thread_sum'), (2, 'smem_hog'), (3, 'short');"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id,"
+        " grid_x, grid_y, grid_z, block_x, block_y, block_z, regs_per_thread, static_smem,"
+        " dynamic_smem) VALUES"
+        " (1, 1, 1, 0, 7, 1000, 21000, 1, 1, 1, 1, 1, 1, 1, 16, 0, 0),"
+        " (2, 1, 1, 0, 7, 30000, 40000, 2, 1000, 1, 1, 32, 1, 1, 32, 0, 100000),"
+        " (3, 1, 1, 0, 7, 50000, 55000, 3, 1, 1, 1, 64, 1, 1, 16, 0, 0);");
+    struct analyze_run run;
+    run_rule(db, "small_grid", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 2);
+    expect_cost(&res->findings[0], 20000.0 * 131.0 / 132.0);
+    ASSERT(strstr(res->findings[0].summary, "single_thread_sum: 1 block of 1 threads on a "
+                                            "132-SM GPU (theoretical occupancy 50.0 %)"));
+    ASSERT_EQ(res->findings[0].evidence[0].start_ns, 1000);
+    expect_cost(&res->findings[1], 0);
+    ASSERT(strstr(res->findings[1].summary, "smem_hog: 1000 blocks of 32 threads on a 132-SM GPU "
+                                            "(theoretical occupancy 3.1 %)"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* 100 W all along (counter +10 mJ every 100 µs): 0.1 J in the 1 ms run, the GPU busy in
+ * "busy" [0, 500 µs] and idle in "idle" [500 µs, 1 ms]: "idle" has half the energy and no
+ * GPU work (flagged: 0.05 J could be saved); "busy" has the run's J per busy second. Samples
+ * at 200 and 300 µs say SW power cap at 1000 MHz (max 2000): a 200 µs period, 100 µs lost. A
+ * GPU-idle reason (0x1) is no throttling. */
+static void energy_flags_idle_burning_ranges_and_throttling(void)
+{
+    char sql[8192];
+    size_t used = (size_t)snprintf(
+        sql, sizeof sql,
+        "INSERT INTO strings VALUES(1, 'busy'), (2, 'idle'), (3, 'k');"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, end_thread_id,"
+        " start_ns, end_ns) VALUES(1, 1, 1, 0, 0, 1, 1, 0, 500000),"
+        " (2, 1, 2, 0, 0, 1, 1, 500000, 1000000);"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id)"
+        " VALUES(1, 1, 1, 0, 7, 0, 500000, 3);");
+    for (int i = 0; i <= 10; i++) {
+        long ts = 100000L * i;
+        int reasons = i == 2 || i == 3 ? 0x4 : i == 6 ? 0x1 : 0;
+        used += (size_t)snprintf(sql + used, sizeof sql - used,
+                                 "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, energy_mj,"
+                                 " sm_clock_mhz, throttle_reasons, energy_uncertainty_ns)"
+                                 " VALUES(1, %ld, 100000, %ld, %d, %d, 0);",
+                                 ts, 1000 + 10L * i, reasons == 0x4 ? 1000 : 2000, reasons);
+    }
+    sqlite3 *db = session(sql);
+    struct analyze_run run;
+    run_rule(db, "energy", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 2);
+    ASSERT(strstr(res->findings[0].summary, ":idle: 0.050 J"));
+    ASSERT(fabs(res->findings[0].cost_j - 0.05) < 1e-9);
+    expect_cost(&res->findings[1], 100000);
+    ASSERT(strstr(res->findings[1].summary, "GPU 0 was throttled (SW power cap) for 200.000 µs in "
+                                            "1 period"));
+    ASSERT_EQ(res->findings[1].evidence_count, 1);
+    ASSERT_EQ(res->findings[1].evidence[0].start_ns, 200000);
+    ASSERT_EQ(res->findings[1].evidence[0].duration_ns, 200000);
+    ASSERT_STR_EQ(res->findings[1].evidence[0].name, "SW power cap");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* An NVTX-only session: every rule runs, finds nothing and says why where it could not
+ * look; an unknown rule name is refused and named. */
+static void every_rule_runs_on_an_nvtx_only_session(void)
+{
+    sqlite3 *db = session("INSERT INTO strings VALUES(1, 'step');"
+                          "INSERT INTO ranges(id, process_id, name_id, style, depth,"
+                          " start_thread_id, end_thread_id, start_ns, end_ns)"
+                          " VALUES(1, 1, 1, 0, 0, 1, 1, 0, 1000);");
+    struct analyze_run run;
+    const char *bad = NULL;
+    char error[256];
+    ASSERT_EQ(analyze_run(db, NULL, &run, &bad, error, sizeof error), 0);
+    int rules = 0;
+    for (const struct analyze_rule *r = analyze_rules; r->name; r++)
+        rules++;
+    ASSERT_EQ(run.count, rules);
+    for (int i = 0; i < run.count; i++)
+        ASSERT_EQ(run.results[i].count, 0);
+    ASSERT_STR_EQ(run.results[3].rule->name, "gpu_idle");
+    ASSERT_STR_EQ(run.results[3].note, "no GPU work in this database (profile with -t cuda)");
+    analyze_run_release(&run);
+    ASSERT_EQ(analyze_run(db, "gpu_idle,nope", &run, &bad, error, sizeof error), -EINVAL);
+    ASSERT_STR_EQ(bad, "nope");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct test_case tests[] = {
+        {"pageable_memcpy_costs_against_the_runs_pinned_rate",
+         pageable_memcpy_costs_against_the_runs_pinned_rate},
+        {"sync_memops_costs_the_cpu_time_of_the_calls", sync_memops_costs_the_cpu_time_of_the_calls},
+        {"sync_api_reports_threads_blocked_over_the_threshold",
+         sync_api_reports_threads_blocked_over_the_threshold},
+        {"gpu_idle_classifies_gaps_as_host_wait_sync_and_other",
+         gpu_idle_classifies_gaps_as_host_wait_sync_and_other},
+        {"gpu_utilization_lists_low_windows_as_stretches",
+         gpu_utilization_lists_low_windows_as_stretches},
+        {"launch_bound_flags_kernels_shorter_than_their_launch",
+         launch_bound_flags_kernels_shorter_than_their_launch},
+        {"alloc_in_loop_finds_repeated_and_crowded_ranges",
+         alloc_in_loop_finds_repeated_and_crowded_ranges},
+        {"stream_use_flags_streams_created_but_unused", stream_use_flags_streams_created_but_unused},
+        {"stream_use_flags_numbered_chunks_on_one_stream",
+         stream_use_flags_numbered_chunks_on_one_stream},
+        {"stream_use_flags_copies_never_overlapping_kernels",
+         stream_use_flags_copies_never_overlapping_kernels},
+        {"tensor_cores_flags_half_gemms_off_tensor_cores_by_name",
+         tensor_cores_flags_half_gemms_off_tensor_cores_by_name},
+        {"tensor_cores_names_the_misaligned_dimension_from_op_shapes",
+         tensor_cores_names_the_misaligned_dimension_from_op_shapes},
+        {"small_grid_flags_single_thread_kernels_and_low_occupancy",
+         small_grid_flags_single_thread_kernels_and_low_occupancy},
+        {"energy_flags_idle_burning_ranges_and_throttling",
+         energy_flags_idle_burning_ranges_and_throttling},
+        {"every_rule_runs_on_an_nvtx_only_session", every_rule_runs_on_an_nvtx_only_session},
+        {NULL, NULL},
+    };
+    return test_main(tests, argc, argv);
+}
