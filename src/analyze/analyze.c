@@ -160,8 +160,8 @@ static int select_rules(const char *list, unsigned char *selected, const char **
     return 0;
 }
 
-int analyze_run(sqlite3 *db, const char *list, struct analyze_run *run, const char **bad_rule,
-                char *error, size_t error_size)
+int analyze_run(sqlite3 *db, const char *list, unsigned flags, struct analyze_run *run,
+                const char **bad_rule, char *error, size_t error_size)
 {
     unsigned char selected[64];
     size_t rule_count = 0;
@@ -179,6 +179,7 @@ int analyze_run(sqlite3 *db, const char *list, struct analyze_run *run, const ch
     }
     run->ctx = ctx;
     ctx->db = db;
+    ctx->flags = flags;
     ctx->start_ns = analyze_query_int(ctx, "SELECT value FROM meta WHERE key = 'start_ns'", 0);
     ctx->end_ns = analyze_query_int(ctx, "SELECT value FROM meta WHERE key = 'end_ns'", 0);
     ctx->duration_ns = ctx->end_ns > ctx->start_ns ? ctx->end_ns - ctx->start_ns : 1;

@@ -53,8 +53,12 @@ struct analyze_result {
 
 /* The session the rules look at, shared by all of them. */
 struct analyze_timeline;
+/* analyze_run flags */
+#define ANALYZE_KERNEL_ENERGY 0x1u /* also sum each kernel name's energy (the HTML page) */
+
 struct analyze_ctx {
     sqlite3 *db;
+    unsigned flags;           /* ANALYZE_* */
     int64_t start_ns, end_ns; /* meta start_ns / end_ns */
     int64_t duration_ns;      /* > 0 */
     struct analyze_timeline *timeline; /* computed once, by the first rule that needs it */
@@ -82,11 +86,11 @@ struct analyze_run {
     struct analyze_ctx *ctx;
 };
 
-/* Runs the rules named in the comma-separated list (NULL: all) over db. Returns 0, -EINVAL
+/* Runs the rules named in the comma-separated list (NULL: all) over db, with ANALYZE_* flags. Returns 0, -EINVAL
  * with *bad_rule pointing at the first unknown name (inside list), or -1 with error set.
  * Release the run in every case. */
-int analyze_run(sqlite3 *db, const char *list, struct analyze_run *run, const char **bad_rule,
-                char *error, size_t error_size);
+int analyze_run(sqlite3 *db, const char *list, unsigned flags, struct analyze_run *run,
+                const char **bad_rule, char *error, size_t error_size);
 void analyze_run_release(struct analyze_run *run);
 
 /* The findings of a run, most costly first (pointers into run; free the array). */

@@ -100,12 +100,31 @@ struct timeline_kernel_name {
     int64_t short_count, short_excess_ns; /* kernels shorter than their launch call */
     int64_t longest_id, longest_ns;
     int64_t first_short_id;                /* the first of those kernels */
-    double joules, error_j;                /* GPU energy over its instances (with samples) */
+    double joules, error_j; /* GPU energy over its instances (ANALYZE_KERNEL_ENERGY) */
 };
 struct timeline_shape {
     int64_t name_id, gpu_id, blocks, threads, regs, smem;
     int64_t count, ns, first_id;
 };
+/* The longest few of something, by id (kept longest first). */
+struct timeline_top {
+    int64_t id[ANALYZE_MAX_EVIDENCE], ns[ANALYZE_MAX_EVIDENCE];
+    int count;
+};
+
+/* Copies (or memsets: kind "memset") of one process and kind, for pageable_memcpy and
+ * sync_memops. */
+struct timeline_copies {
+    int64_t process_id;
+    char kind[16];
+    int64_t pageable_count, pageable_ns;
+    double pageable_bytes;
+    struct timeline_top pageable_top; /* by GPU time */
+    int64_t sync_count, sync_api_ns, sync_gpu_ns;
+    struct timeline_top sync_top; /* by the CPU time of the call */
+};
+#define TIMELINE_MAX_COPY_GROUPS 64
+
 /* Per stream. */
 struct timeline_stream {
     int64_t process_id, stream, gpu_id;
@@ -125,21 +144,36 @@ struct analyze_timeline {
     size_t stream_count, stream_cap;
     int64_t kernels, launches_with_api;
     int64_t launch_ns_total;
-    /* launch -> start delays: log-spaced histogram, bucket b holds delays in
-     * [2^(b/8), 2^((b+1)/8)) ns */
+    /* launch -> start delays: log-spaced histogram, 8 buckets per power of two (bucket b >= 8
+     * holds [2^o (1 + s/8), 2^o (1 + (s+1)/8)) ns with o = b / 8, s = b % 8) */
     int64_t delay_hist[512];
     int64_t delay_count;
     int64_t ops; /* all GPU work */
+    int want_kernel_energy; /* ANALYZE_KERNEL_ENERGY: names[].joules are filled */
+    struct timeline_copies copies[TIMELINE_MAX_COPY_GROUPS];
+    int copy_groups;
+    struct {
+        char kind[16];
+        double bytes, ns;
+    } pinned[TIMELINE_MAX_COPY_GROUPS]; /* pinned copies per kind, for their rate */
+    int pinned_kinds;
+    struct timeline_copy_kind {
+        char kind[16], src[16], dst[16]; /* "HtoD", "pageable", "device"; memsets: "memset" */
+        int64_t count, ns;
+        double bytes;
+    } copy_kinds[TIMELINE_MAX_COPY_GROUPS]; /* every copy and memset, by kind */
+    int copy_kind_count;
     /* GPU power samples (energy_db.h), NULL when the database has none */
     struct energy_db_gpu *energy;
     int energy_count;
-    /* energy of each NVTX range name (timeline_range_energy), most first */
+    /* each NVTX range name, with its energy (timeline_ranges), most energy first */
     struct timeline_range_energy *range_energy;
     size_t range_energy_count;
     int range_energy_done;
 };
 
-/* Energy and GPU-busy time of one NVTX range name, over its instances and the sampled GPUs. */
+/* One NVTX range name over its ended instances: time, and with power samples its energy
+ * and GPU-busy time over the sampled GPUs. */
 struct timeline_range_energy {
     int64_t domain_id, name_id, example_id, instances;
     double ns, joules, error_j, busy_ns;
@@ -153,8 +187,11 @@ double timeline_busy_between(const struct analyze_timeline *t, const struct time
                              int64_t start, int64_t end);
 /* The delay at quantile q (0..1) of the launch -> start histogram (bucket middle), -1 none. */
 double timeline_delay_quantile(const struct analyze_timeline *t, double q);
-/* The energy of every range name (t->range_energy, computed once); 0 or -1. */
-int timeline_range_energy(struct analyze_ctx *ctx, struct analyze_timeline *t);
+/* Keeps (id, ns) if among the longest of top. */
+void timeline_top_add(struct timeline_top *top, int64_t id, int64_t ns);
+
+/* Every range name (t->range_energy, computed once, in one scan of ranges); 0 or -1. */
+int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t);
 /* The energy track of a GPU, NULL without samples. */
 const struct energy_track *timeline_energy_track(const struct analyze_timeline *t,
                                                  int64_t gpu_id);

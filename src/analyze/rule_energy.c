@@ -50,7 +50,7 @@ static int worst_ranges(struct analyze_ctx *ctx, struct analyze_result *res,
     if (run_j <= 0 || run_busy <= 0)
         return 0; /* no GPU work: every range would be "worst" */
     double run_rate = run_j / run_busy; /* J per busy ns */
-    if (timeline_range_energy(ctx, t) < 0)
+    if (timeline_ranges(ctx, t) < 0)
         return -1;
     sqlite3_stmt *label = analyze_prepare(
         ctx, "energy", "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"

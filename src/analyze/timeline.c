@@ -13,12 +13,15 @@
 #include <string.h>
 
 /* Busy intervals kept per GPU for busy_between (24 bytes each); past this the bins answer. */
-#define MAX_INTERVALS (2u << 20)
+#define MAX_INTERVALS (4u << 20)
 
 struct op {
     enum timeline_op_kind kind;
     int64_t id, gpu_id, process_id, stream, start, end, api_start, api_end, range_id;
-    int64_t name_id, blocks, threads, regs, smem;
+    int64_t name_id, blocks, threads, regs, smem;  /* kernels */
+    const char *copy_kind;                         /* copies: "HtoD"...; memsets: "memset" */
+    const char *src_kind, *dst_kind;               /* copies: "pageable"...; memsets: "" */
+    int64_t pageable, pinned, bytes, is_async;     /* copies (is_async: memsets too; -1) */
 };
 
 /* ---- a small open-addressing index: hash -> position in an array ------------------------- */
@@ -358,6 +361,26 @@ static int on_gap(struct pass *p, int slot, int64_t start, const struct op *next
     return add_range_idle(&p->gs[slot], g, next->range_id, gap.cls, len);
 }
 
+/* Histogram bucket of a delay: 8 buckets per power of two, from the leading bits. */
+static int delay_bucket(int64_t delay)
+{
+    if (delay < 8)
+        return delay < 0 ? 0 : (int)delay;
+    int octave = 63 - __builtin_clzll((uint64_t)delay);
+    int b = octave * 8 + (int)((uint64_t)delay >> (octave - 3) & 7);
+    return b < 511 ? b : 511;
+}
+
+/* The middle of bucket b's delays. */
+static double bucket_middle(int b)
+{
+    if (b < 8)
+        return b;
+    int octave = b / 8, sub = b % 8;
+    double low = ldexp(1.0 + sub / 8.0, octave);
+    return low + ldexp(1.0 / 16.0, octave);
+}
+
 static int on_kernel(struct pass *p, const struct op *o)
 {
     struct analyze_timeline *t = p->t;
@@ -378,7 +401,8 @@ static int on_kernel(struct pass *p, const struct op *o)
     int64_t ns = o->end - o->start;
     n->count++;
     n->kernel_ns += ns;
-    const struct energy_track *track = timeline_energy_track(t, o->gpu_id);
+    const struct energy_track *track =
+        t->want_kernel_energy ? timeline_energy_track(t, o->gpu_id) : NULL;
     if (track) {
         struct energy_interval iv = energy_track_between(track, (uint64_t)o->start, (uint64_t)o->end);
         n->joules += iv.mj / 1000.0;
@@ -398,9 +422,7 @@ static int on_kernel(struct pass *p, const struct op *o)
                 n->first_short_id = o->id;
             n->short_excess_ns += launch - ns;
         }
-        int64_t delay = o->start - o->api_start;
-        int b = delay > 0 ? (int)(8.0 * log2((double)delay + 1.0)) : 0;
-        t->delay_hist[b < 511 ? b : 511]++;
+        t->delay_hist[delay_bucket(o->start - o->api_start)]++;
         t->delay_count++;
     }
     struct timeline_shape key = {.name_id = o->name_id, .gpu_id = o->gpu_id, .blocks = o->blocks,
@@ -452,6 +474,86 @@ static int on_stream(struct pass *p, const struct op *o)
     return 0;
 }
 
+void timeline_top_add(struct timeline_top *top, int64_t id, int64_t ns)
+{
+    int i = top->count < ANALYZE_MAX_EVIDENCE ? top->count++ : ANALYZE_MAX_EVIDENCE;
+    if (i == ANALYZE_MAX_EVIDENCE) {
+        if (ns <= top->ns[ANALYZE_MAX_EVIDENCE - 1])
+            return;
+        i = ANALYZE_MAX_EVIDENCE - 1;
+    }
+    while (i > 0 && top->ns[i - 1] < ns) {
+        top->id[i] = top->id[i - 1];
+        top->ns[i] = top->ns[i - 1];
+        i--;
+    }
+    top->id[i] = id;
+    top->ns[i] = ns;
+}
+
+/* Pageable and synchronous copies (and memsets) per process and kind; pinned rates. */
+static void on_copy(struct analyze_timeline *t, const struct op *o)
+{
+    const char *kind = o->copy_kind ? o->copy_kind : "?";
+    const char *src = o->src_kind ? o->src_kind : "", *dst = o->dst_kind ? o->dst_kind : "";
+    int64_t ns = o->end - o->start;
+    int k = 0;
+    while (k < t->copy_kind_count &&
+           (strcmp(t->copy_kinds[k].kind, kind) || strcmp(t->copy_kinds[k].src, src) ||
+            strcmp(t->copy_kinds[k].dst, dst)))
+        k++;
+    if (k == t->copy_kind_count && k < TIMELINE_MAX_COPY_GROUPS) {
+        struct timeline_copy_kind *c = &t->copy_kinds[t->copy_kind_count++];
+        snprintf(c->kind, sizeof c->kind, "%s", kind);
+        snprintf(c->src, sizeof c->src, "%s", src);
+        snprintf(c->dst, sizeof c->dst, "%s", dst);
+    }
+    if (k < t->copy_kind_count) {
+        t->copy_kinds[k].count++;
+        t->copy_kinds[k].ns += ns;
+        t->copy_kinds[k].bytes += (double)o->bytes;
+    }
+    if (o->pinned) {
+        int k = 0;
+        while (k < t->pinned_kinds && strcmp(t->pinned[k].kind, kind))
+            k++;
+        if (k == t->pinned_kinds && k < TIMELINE_MAX_COPY_GROUPS)
+            snprintf(t->pinned[t->pinned_kinds++].kind, sizeof t->pinned[0].kind, "%s", kind);
+        if (k < t->pinned_kinds) {
+            t->pinned[k].bytes += (double)o->bytes;
+            t->pinned[k].ns += (double)ns;
+        }
+    }
+    int sync = o->is_async == 0 && o->api_start >= 0;
+    if (!o->pageable && !sync)
+        return;
+    int g = 0;
+    while (g < t->copy_groups &&
+           (t->copies[g].process_id != o->process_id || strcmp(t->copies[g].kind, kind)))
+        g++;
+    if (g == t->copy_groups) {
+        if (g == TIMELINE_MAX_COPY_GROUPS)
+            return;
+        memset(&t->copies[g], 0, sizeof t->copies[g]);
+        t->copies[g].process_id = o->process_id;
+        snprintf(t->copies[g].kind, sizeof t->copies[g].kind, "%s", kind);
+        t->copy_groups++;
+    }
+    struct timeline_copies *c = &t->copies[g];
+    if (o->pageable) {
+        c->pageable_count++;
+        c->pageable_ns += ns;
+        c->pageable_bytes += (double)o->bytes;
+        timeline_top_add(&c->pageable_top, o->id, ns);
+    }
+    if (sync) {
+        c->sync_count++;
+        c->sync_api_ns += o->api_end - o->api_start;
+        c->sync_gpu_ns += ns;
+        timeline_top_add(&c->sync_top, o->id, o->api_end - o->api_start);
+    }
+}
+
 static int on_op(struct pass *p, const struct op *o)
 {
     int slot = gpu_slot(p, o->gpu_id);
@@ -493,49 +595,58 @@ static int on_op(struct pass *p, const struct op *o)
         if (o->end > s->max_copy_end)
             s->max_copy_end = o->end;
     }
+    if (o->kind != TIMELINE_KERNEL)
+        on_copy(p->t, o);
     return on_stream(p, o);
 }
 
+/* NULLs become -1 (0 for the range id and smem) in SQL: one sqlite3_column_int64 per value. */
 static const char *const op_queries[] = {
     [TIMELINE_KERNEL] =
-        "SELECT k.id, k.gpu_id, k.process_id, k.stream, k.start_ns, k.end_ns, a.start_ns,"
-        " a.end_ns, k.nvtx_range_id, COALESCE(k.demangled_id, k.name_id),"
-        " k.grid_x * k.grid_y * k.grid_z, k.block_x * k.block_y * k.block_z, k.regs_per_thread,"
+        "SELECT k.id, COALESCE(k.gpu_id, -1), k.process_id, COALESCE(k.stream, -1), k.start_ns,"
+        " k.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
+        " COALESCE(k.nvtx_range_id, 0), COALESCE(k.demangled_id, k.name_id, 0),"
+        " COALESCE(k.grid_x * k.grid_y * k.grid_z, -1),"
+        " COALESCE(k.block_x * k.block_y * k.block_z, -1), COALESCE(k.regs_per_thread, -1),"
         " COALESCE(k.static_smem, 0) + COALESCE(k.dynamic_smem, 0)"
         " FROM kernels k LEFT JOIN cuda_api a ON a.id = k.api_id ORDER BY k.start_ns",
-    [TIMELINE_MEMCPY] = "SELECT m.id, m.gpu_id, m.process_id, m.stream, m.start_ns, m.end_ns,"
-                        " a.start_ns, a.end_ns, m.nvtx_range_id"
+    [TIMELINE_MEMCPY] = "SELECT m.id, COALESCE(m.gpu_id, -1), m.process_id, COALESCE(m.stream, -1),"
+                        " m.start_ns, m.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
+                        " COALESCE(m.nvtx_range_id, 0), COALESCE(m.is_async, -1), m.bytes,"
+                        " m.src_kind = 'pageable' OR m.dst_kind = 'pageable',"
+                        " m.src_kind = 'pinned' OR m.dst_kind = 'pinned', COALESCE(m.copy_kind, '?'),"
+                        " COALESCE(m.src_kind, '?'), COALESCE(m.dst_kind, '?')"
                         " FROM memcpys m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
-    [TIMELINE_MEMSET] = "SELECT m.id, m.gpu_id, m.process_id, m.stream, m.start_ns, m.end_ns,"
-                        " a.start_ns, a.end_ns, m.nvtx_range_id"
+    [TIMELINE_MEMSET] = "SELECT m.id, COALESCE(m.gpu_id, -1), m.process_id, COALESCE(m.stream, -1),"
+                        " m.start_ns, m.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
+                        " COALESCE(m.nvtx_range_id, 0), COALESCE(m.is_async, -1), m.bytes, 0, 0,"
+                        " 'memset', '', ''"
                         " FROM memsets m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
 };
 
-static int64_t col(sqlite3_stmt *st, int c, int64_t unknown)
-{
-    return sqlite3_column_type(st, c) == SQLITE_NULL ? unknown : sqlite3_column_int64(st, c);
-}
-
 static void read_op(sqlite3_stmt *st, enum timeline_op_kind kind, struct op *o)
 {
-    o->kind = kind;
-    o->id = col(st, 0, 0);
-    o->gpu_id = col(st, 1, -1);
-    o->process_id = col(st, 2, 0);
-    o->stream = col(st, 3, -1);
-    o->start = col(st, 4, 0);
-    o->end = col(st, 5, o->start);
-    if (o->end < o->start)
-        o->end = o->start;
-    o->api_start = col(st, 6, -1);
-    o->api_end = col(st, 7, o->api_start);
-    o->range_id = col(st, 8, 0);
+    int64_t v[14];
+    int n = kind == TIMELINE_KERNEL ? 14 : 13; /* copies: then 3 text columns */
+    for (int c = 0; c < n; c++)
+        v[c] = sqlite3_column_int64(st, c);
+    *o = (struct op){.kind = kind, .id = v[0], .gpu_id = v[1], .process_id = v[2],
+                     .stream = v[3], .start = v[4], .end = v[5] < v[4] ? v[4] : v[5],
+                     .api_start = v[6], .api_end = v[7], .range_id = v[8]};
     if (kind == TIMELINE_KERNEL) {
-        o->name_id = col(st, 9, 0);
-        o->blocks = col(st, 10, -1);
-        o->threads = col(st, 11, -1);
-        o->regs = col(st, 12, -1);
-        o->smem = col(st, 13, 0);
+        o->name_id = v[9];
+        o->blocks = v[10];
+        o->threads = v[11];
+        o->regs = v[12];
+        o->smem = v[13];
+    } else {
+        o->is_async = v[9];
+        o->bytes = v[10];
+        o->pageable = v[11];
+        o->pinned = v[12];
+        o->copy_kind = (const char *)sqlite3_column_text(st, 13);
+        o->src_kind = (const char *)sqlite3_column_text(st, 14);
+        o->dst_kind = (const char *)sqlite3_column_text(st, 15);
     }
 }
 
@@ -581,6 +692,7 @@ struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
     if (!p.t)
         return NULL;
     p.t->gap_threshold_ns = GPU_IDLE_GAP_NS;
+    p.t->want_kernel_energy = (ctx->flags & ANALYZE_KERNEL_ENERGY) != 0;
     p.t->bin_start = ctx->start_ns;
     p.t->bin_ns = (ctx->duration_ns + TIMELINE_BINS - 1) / TIMELINE_BINS;
     if (p.t->bin_ns < 1)
@@ -651,40 +763,54 @@ static const struct timeline_gpu *gpu_of(const struct analyze_timeline *t, int64
     return NULL;
 }
 
+static int range_energy_eq(const void *array, size_t pos, const void *key)
+{
+    const struct timeline_range_energy *a = &((const struct timeline_range_energy *)array)[pos];
+    const struct timeline_range_energy *b = key;
+    return a->domain_id == b->domain_id && a->name_id == b->name_id;
+}
+
 static int by_joules(const void *a, const void *b)
 {
     const struct timeline_range_energy *x = a, *y = b;
-    return x->joules < y->joules ? 1 : x->joules > y->joules ? -1 : 0;
+    if (x->joules != y->joules)
+        return x->joules < y->joules ? 1 : -1;
+    return (x->example_id > y->example_id) - (x->example_id < y->example_id);
 }
 
-int timeline_range_energy(struct analyze_ctx *ctx, struct analyze_timeline *t)
+int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
 {
     if (t->range_energy_done)
         return 0;
     t->range_energy_done = 1;
-    if (t->energy_count == 0)
-        return 0;
     sqlite3_stmt *st = analyze_prepare(
         ctx, "energy",
-        "SELECT domain_id, name_id, start_ns, end_ns, id FROM ranges WHERE end_ns IS NOT NULL"
-        " ORDER BY domain_id, name_id");
+        "SELECT domain_id, COALESCE(name_id, 0), start_ns, end_ns, id FROM ranges"
+        " WHERE end_ns IS NOT NULL");
     if (!st)
         return -1;
     struct timeline_range_energy *items = NULL;
+    struct index_map index = {0};
     size_t n = 0, cap = 0;
     int rc = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t domain = sqlite3_column_int64(st, 0), name = sqlite3_column_int64(st, 1);
+    while (sqlite3_step(st) == SQLITE_ROW) { /* in table order, grouped by a hash: no sort */
+        struct timeline_range_energy key = {.domain_id = sqlite3_column_int64(st, 0),
+                                            .name_id = sqlite3_column_int64(st, 1)};
         int64_t s = sqlite3_column_int64(st, 2), e = sqlite3_column_int64(st, 3);
-        if (!n || items[n - 1].domain_id != domain || items[n - 1].name_id != name) {
-            if (reserve((void **)&items, &cap, n, sizeof *items) < 0) {
-                rc = -1;
-                break;
-            }
-            items[n++] = (struct timeline_range_energy){
-                .domain_id = domain, .name_id = name, .example_id = sqlite3_column_int64(st, 4)};
+        int added;
+        long pos = reserve((void **)&items, &cap, n, sizeof *items) < 0
+                       ? -1
+                       : index_get(&index, mix(mix(4, key.domain_id), key.name_id), items,
+                                   range_energy_eq, &key, n, &added);
+        if (pos < 0) {
+            rc = -1;
+            break;
         }
-        struct timeline_range_energy *r = &items[n - 1];
+        if (added) {
+            key.example_id = sqlite3_column_int64(st, 4);
+            items[n++] = key;
+        }
+        struct timeline_range_energy *r = &items[pos];
         r->instances++;
         r->ns += (double)(e - s);
         for (int g = 0; g < t->energy_count; g++) {
@@ -698,6 +824,7 @@ int timeline_range_energy(struct analyze_ctx *ctx, struct analyze_timeline *t)
         }
     }
     sqlite3_finalize(st);
+    index_release(&index);
     if (rc < 0) {
         free(items);
         snprintf(ctx->error, sizeof ctx->error, "energy: out of memory");
@@ -737,7 +864,8 @@ double timeline_busy_between(const struct analyze_timeline *t, const struct time
     if (!g->iv_overflow)
         return busy_before(g, end) - busy_before(g, start);
     double busy = 0; /* from the bins, each assumed uniformly busy */
-    for (int b = 0; b < TIMELINE_BINS; b++) {
+    int64_t first = (start - t->bin_start) / t->bin_ns, last = (end - 1 - t->bin_start) / t->bin_ns;
+    for (int64_t b = first < 0 ? 0 : first; b <= last && b < TIMELINE_BINS; b++) {
         int64_t s = t->bin_start + b * t->bin_ns, e = s + t->bin_ns;
         int64_t lo = s > start ? s : start, hi = e < end ? e : end;
         if (hi > lo)
@@ -756,7 +884,7 @@ double timeline_delay_quantile(const struct analyze_timeline *t, double q)
     for (int b = 0; b < 512; b++) {
         seen += t->delay_hist[b];
         if (seen >= want)
-            return pow(2.0, ((double)b + 0.5) / 8.0) - 1.0;
+            return bucket_middle(b);
     }
     return -1;
 }

@@ -30,7 +30,7 @@ static int print_analysis(const char *path, const char *rules, enum table_format
     struct analyze_run run;
     const char *bad = NULL;
     char error[256] = "";
-    int rc = analyze_run(ctx.db, rules, &run, &bad, error, sizeof error);
+    int rc = analyze_run(ctx.db, rules, 0, &run, &bad, error, sizeof error);
     if (rc == -EINVAL) {
         sqlite3_close(ctx.db);
         return cli_usage_error("analyze", "unknown rule '%.*s'", (int)strcspn(bad, ","), bad);

@@ -360,48 +360,62 @@ static void top_release(struct top_rows *t)
     t->n = 0;
 }
 
+static int by_range_time(const void *a, const void *b)
+{
+    const struct timeline_range_energy *x = *(const struct timeline_range_energy *const *)a,
+                                       *y = *(const struct timeline_range_energy *const *)b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? 1 : -1;
+    return (x->example_id > y->example_id) - (x->example_id < y->example_id);
+}
+
 static int top_ranges(struct html_page *page)
 {
     FILE *out = page->out;
-    sqlite3_stmt *st = prepare(
-        page, "SELECT " ANALYZE_RANGE_LABEL ", q.n, q.ns, q.ns / q.n FROM (SELECT domain_id, name_id,"
-              " count(*) AS n, sum(end_ns - start_ns) AS ns, min(id) AS id FROM ranges WHERE"
-              " end_ns IS NOT NULL GROUP BY domain_id, name_id ORDER BY ns DESC LIMIT 15) q"
-              ANALYZE_RANGE_JOINS("q.id") " ORDER BY q.ns DESC");
-    if (!st)
-        return -1;
-    struct top_rows top = {0};
-    char *rows = NULL;
-    size_t size = 0;
-    FILE *tbl = open_memstream(&rows, &size);
-    while (tbl && sqlite3_step(st) == SQLITE_ROW && top.n < HTML_TOP) {
-        const char *label = (const char *)sqlite3_column_text(st, 0);
-        top.labels[top.n] = strdup(label ? label : "(unnamed)");
-        top.values[top.n++] = sqlite3_column_double(st, 2);
-        fputs("<tr>", tbl);
-        text_cell(tbl, label);
-        int_cell(tbl, sqlite3_column_int64(st, 1));
-        ns_cell(tbl, sqlite3_column_double(st, 2));
-        ns_cell(tbl, sqlite3_column_double(st, 3));
-        fputs("</tr>\n", tbl);
-    }
-    sqlite3_finalize(st);
-    if (tbl)
-        fclose(tbl);
+    struct analyze_timeline *t = page->timeline;
     fputs("<h3>NVTX ranges</h3>\n", out);
-    if (top.n) {
-        html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
-        fputs("<table class=\"sortable\" id=\"top-ranges\"><thead><tr><th>Range</th>"
-              "<th>Instances</th><th>Total</th><th>Average</th></tr></thead><tbody>\n",
-              out);
-        if (rows)
-            fwrite(rows, 1, size, out);
-        fputs("</tbody></table>\n", out);
-    } else {
+    if (timeline_ranges(page->ctx, t) < 0)
+        return -1;
+    if (t->range_energy_count == 0) {
         fputs("<p class=\"note\">No NVTX ranges.</p>\n", out);
+        return 0;
     }
-    free(rows);
+    const struct timeline_range_energy **v = calloc(t->range_energy_count, sizeof *v);
+    sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
+                                        ANALYZE_RANGE_JOINS("q.id"));
+    if (!v || !label) {
+        free(v);
+        sqlite3_finalize(label);
+        return -1;
+    }
+    for (size_t i = 0; i < t->range_energy_count; i++)
+        v[i] = &t->range_energy[i];
+    qsort(v, t->range_energy_count, sizeof *v, by_range_time);
+    struct top_rows top = {0};
+    for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++) {
+        sqlite3_reset(label);
+        sqlite3_bind_int64(label, 1, v[i]->example_id);
+        const char *l = sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0)
+                                                          : NULL;
+        top.labels[top.n] = strdup(l ? l : "(unnamed)");
+        top.values[top.n++] = v[i]->ns;
+    }
+    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+    fputs("<table class=\"sortable\" id=\"top-ranges\"><thead><tr><th>Range</th>"
+          "<th>Instances</th><th>Total</th><th>Average</th></tr></thead><tbody>\n",
+          out);
+    for (int i = 0; i < top.n; i++) {
+        fputs("<tr>", out);
+        text_cell(out, top.labels[i]);
+        int_cell(out, v[i]->instances);
+        ns_cell(out, v[i]->ns);
+        ns_cell(out, v[i]->ns / (double)v[i]->instances);
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
     top_release(&top);
+    free(v);
+    sqlite3_finalize(label);
     return 0;
 }
 
@@ -486,31 +500,35 @@ static int top_kernels(struct html_page *page)
     return 0;
 }
 
+static int by_copy_time(const void *a, const void *b)
+{
+    const struct timeline_copy_kind *x = *(const struct timeline_copy_kind *const *)a,
+                                    *y = *(const struct timeline_copy_kind *const *)b;
+    return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
 static int copies(struct html_page *page)
 {
     FILE *out = page->out;
-    sqlite3_stmt *st = prepare(
-        page, "SELECT COALESCE(copy_kind, '?') || ' ' || COALESCE(src_kind, '?') || ' -> ' ||"
-              " COALESCE(dst_kind, '?'), count(*), sum(bytes), sum(end_ns - start_ns) FROM memcpys"
-              " GROUP BY copy_kind, src_kind, dst_kind"
-              " UNION ALL SELECT 'memset', count(*), sum(bytes), sum(end_ns - start_ns) FROM memsets"
-              " HAVING count(*) > 0 ORDER BY 4 DESC LIMIT 15");
-    if (!st)
-        return -1;
-    struct top_rows top = {0};
-    int64_t counts[HTML_TOP];
-    double bytes[HTML_TOP];
-    while (sqlite3_step(st) == SQLITE_ROW && top.n < HTML_TOP) {
-        top.labels[top.n] = strdup((const char *)sqlite3_column_text(st, 0));
-        counts[top.n] = sqlite3_column_int64(st, 1);
-        bytes[top.n] = sqlite3_column_double(st, 2);
-        top.values[top.n++] = sqlite3_column_double(st, 3);
-    }
-    sqlite3_finalize(st);
+    const struct analyze_timeline *t = page->timeline;
     fputs("<h3>Copies and memsets by kind</h3>\n", out);
-    if (!top.n) {
+    if (!t->copy_kind_count) {
         fputs("<p class=\"note\">No copies or memsets.</p>\n", out);
         return 0;
+    }
+    const struct timeline_copy_kind *v[TIMELINE_MAX_COPY_GROUPS];
+    for (int i = 0; i < t->copy_kind_count; i++)
+        v[i] = &t->copy_kinds[i];
+    qsort(v, (size_t)t->copy_kind_count, sizeof *v, by_copy_time);
+    struct top_rows top = {0};
+    for (int i = 0; i < t->copy_kind_count && top.n < HTML_TOP; i++) {
+        char label[64];
+        if (v[i]->src[0])
+            snprintf(label, sizeof label, "%s %s -> %s", v[i]->kind, v[i]->src, v[i]->dst);
+        else
+            snprintf(label, sizeof label, "%s", v[i]->kind);
+        top.labels[top.n] = strdup(label);
+        top.values[top.n++] = (double)v[i]->ns;
     }
     html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
     fputs("<table class=\"sortable\" id=\"copies\"><thead><tr><th>Kind (source -&gt; destination)"
@@ -519,14 +537,15 @@ static int copies(struct html_page *page)
           out);
     for (int i = 0; i < top.n; i++) {
         char mb[32], rate[32];
-        snprintf(mb, sizeof mb, "%.2f MB", bytes[i] / 1e6);
-        snprintf(rate, sizeof rate, "%.2f GB/s", top.values[i] > 0 ? bytes[i] / top.values[i] : 0);
+        double ns = (double)v[i]->ns, rate_v = ns > 0 ? v[i]->bytes / ns : 0;
+        snprintf(mb, sizeof mb, "%.2f MB", v[i]->bytes / 1e6);
+        snprintf(rate, sizeof rate, "%.2f GB/s", rate_v);
         fputs("<tr>", out);
         text_cell(out, top.labels[i]);
-        int_cell(out, counts[i]);
-        ns_cell(out, top.values[i]);
-        num_cell(out, bytes[i], mb);
-        num_cell(out, top.values[i] > 0 ? bytes[i] / top.values[i] : 0, rate);
+        int_cell(out, v[i]->count);
+        ns_cell(out, ns);
+        num_cell(out, v[i]->bytes, mb);
+        num_cell(out, rate_v, rate);
         fputs("</tr>\n", out);
     }
     fputs("</tbody></table>\n", out);
@@ -700,7 +719,7 @@ int html_section_energy(struct html_page *page)
                    iv.error_mj / 1000.0);
     }
     fputs("</tbody></table>\n", out);
-    if (timeline_range_energy(page->ctx, t) < 0)
+    if (timeline_ranges(page->ctx, t) < 0)
         return -1;
     sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
                                         ANALYZE_RANGE_JOINS("q.id"));
