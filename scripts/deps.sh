@@ -1,8 +1,9 @@
 # Sourced by quickstart.sh and test.sh: installs what building and testing Lantern needs,
 # and only what is missing (so a prepared machine is left alone): cmake, a C compiler,
 # SQLite's headers and static library, python3's venv, pytest and the nvtx Python package
-# (scripts/wheel.sh installs the wheel tools into a venv of its own). The CUDA toolkit (NVTX
-# headers) is expected to be installed already.
+# (scripts/wheel.sh installs the wheel tools into a venv of its own); for the tests only,
+# Chromium (the HTML report is loaded in a headless browser). The CUDA toolkit (NVTX headers)
+# is expected to be installed already.
 
 lantern_apt_install() {
     local missing=("$@")
@@ -30,4 +31,22 @@ lantern_install_deps() {
         echo "lantern: installing ${pip[*]} with pip"
         python3 -m pip install -q "${pip[@]}" || python3 -m pip install -q --break-system-packages "${pip[@]}"
     fi
+}
+
+# Chromium for the HTML report's browser test (tests/analyze): Debian's package, only where
+# apt has one; without it that test skips, saying so.
+lantern_install_test_deps() {
+    command -v chromium >/dev/null || command -v chromium-browser >/dev/null && return 0
+    command -v apt-get >/dev/null || { echo "lantern: no apt-get: the browser test will skip"; return 0; }
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq || return 0
+    if apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+        echo "lantern: installing chromium with apt-get (for the HTML report test)"
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null ||
+            echo "lantern: chromium could not be installed: the browser test will skip"
+    else
+        echo "lantern: apt has no chromium package: the browser test will skip"
+    fi
+    return 0
 }

@@ -6,6 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 lantern_install_deps || exit 1
+lantern_install_test_deps
 jobs=$(nproc)
 status=0
 
