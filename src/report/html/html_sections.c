@@ -6,6 +6,7 @@
 #include "report/html/html_internal.h"
 #include "report/table.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -182,76 +183,128 @@ static void time_axis(FILE *out, const struct analyze_ctx *ctx, int y)
     }
 }
 
-/* The longest top-level ranges (depth 0 push/pop, and start/end), one lane per thread. */
+/* Top-level ranges (depth 0 push/pop, and start/end) of one thread, per pixel column: the
+ * share of the column they cover, so ranges far shorter than a pixel still show. */
+struct lane {
+    int64_t thread, tid;
+    double ns;
+    float cover[PLOT_WIDTH];
+};
+
+#define MAX_THREADS_SEEN 64
+
+static int by_lane_time(const void *a, const void *b)
+{
+    const struct lane *x = a, *y = b;
+    return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+/* One scan of the top-level ranges: coverage per thread, the threads with the most time
+ * first. Returns the number of lanes (at most MAX_LANES), or -1. */
+static int lane_coverage(struct html_page *page, struct lane *lanes)
+{
+    sqlite3_stmt *st = prepare(
+        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, th.tid FROM ranges r"
+              " LEFT JOIN threads th ON th.id = r.start_thread_id"
+              " WHERE r.end_ns IS NOT NULL AND (r.depth = 0 OR r.style = 1)");
+    if (!st)
+        return -1;
+    int n = 0;
+    const double px_ns = (double)page->ctx->duration_ns / PLOT_WIDTH;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t thread = sqlite3_column_int64(st, 0);
+        int k = 0;
+        while (k < n && lanes[k].thread != thread)
+            k++;
+        if (k == n) {
+            if (n == MAX_THREADS_SEEN)
+                continue;
+            memset(&lanes[n], 0, sizeof lanes[n]);
+            lanes[n].thread = thread;
+            lanes[n++].tid = sqlite3_column_int64(st, 3);
+        }
+        double s = (double)(sqlite3_column_int64(st, 1) - page->ctx->start_ns) / px_ns;
+        double e = (double)(sqlite3_column_int64(st, 2) - page->ctx->start_ns) / px_ns;
+        s = s < 0 ? 0 : s;
+        e = e > PLOT_WIDTH ? PLOT_WIDTH : e;
+        lanes[k].ns += (e - s) * px_ns;
+        for (int x = (int)s; x < PLOT_WIDTH && x < e; x++) {
+            double lo = s > x ? s : x, hi = e < x + 1 ? e : x + 1;
+            if (hi > lo)
+                lanes[k].cover[x] += (float)(hi - lo);
+        }
+    }
+    sqlite3_finalize(st);
+    qsort(lanes, (size_t)n, sizeof *lanes, by_lane_time);
+    return n < MAX_LANES ? n : MAX_LANES;
+}
+
 static int range_lanes(struct html_page *page)
 {
     FILE *out = page->out;
-    sqlite3_stmt *st = prepare(
-        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, " ANALYZE_RANGE_LABEL ", th.tid"
+    struct lane *lanes = calloc(MAX_THREADS_SEEN, sizeof *lanes);
+    int nlanes = lanes ? lane_coverage(page, lanes) : -1;
+    sqlite3_stmt *st = nlanes > 0 ? prepare(
+        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, " ANALYZE_RANGE_LABEL
               " FROM (SELECT id, start_thread_id, start_ns, end_ns, name_id, domain_id FROM ranges"
               "  WHERE end_ns IS NOT NULL AND (depth = 0 OR style = 1)"
               "  ORDER BY end_ns - start_ns DESC LIMIT 1500) r"
               " LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON rd.id ="
-              " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id"
-              " LEFT JOIN threads th ON th.id = r.start_thread_id");
-    if (!st)
-        return -1;
-    int64_t lanes[MAX_LANES], tids[MAX_LANES];
-    int nlanes = 0, drawn = 0;
-    const int lane_h = 16, top = 4;
-    char *body = NULL;
-    size_t size = 0;
-    FILE *svg = open_memstream(&body, &size);
-    if (!svg) {
-        sqlite3_finalize(st);
-        return -1;
+              " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id") : NULL;
+    if (nlanes <= 0 || !st) {
+        free(lanes);
+        return nlanes < 0 || (nlanes > 0 && !st) ? -1 : 0;
     }
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
+    fprintf(out, "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+                 "height=\"%d\" role=\"img\">\n",
+            PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
+    for (int i = 0; i < nlanes; i++) { /* coverage: grey, as dense as the ranges */
+        int y = top + i * lane_h;
+        fprintf(out, "<text x=\"2\" y=\"%d\">tid %lld</text>\n", y + 11, (long long)lanes[i].tid);
+        for (int x = 0; x < PLOT_WIDTH;) {
+            float c = lanes[i].cover[x] > 1 ? 1 : lanes[i].cover[x];
+            int run = 1;
+            while (x + run < PLOT_WIDTH && fabsf((lanes[i].cover[x + run] > 1 ? 1 : lanes[i].cover[x + run]) - c) < 0.05f)
+                run++;
+            if (c > 0.01f)
+                fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#8a94a0\" "
+                             "fill-opacity=\"%.2f\"/>",
+                        PLOT_LEFT + x, y, run, lane_h - 3, c);
+            x += run;
+        }
+        putc('\n', out);
+    }
+    int drawn = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) { /* the longest, named (hover) */
         int64_t thread = sqlite3_column_int64(st, 0);
         int lane = -1;
         for (int i = 0; i < nlanes; i++)
-            if (lanes[i] == thread)
+            if (lanes[i].thread == thread)
                 lane = i;
-        if (lane < 0) {
-            if (nlanes == MAX_LANES)
-                continue;
-            lane = nlanes;
-            lanes[nlanes] = thread;
-            tids[nlanes++] = sqlite3_column_int64(st, 4);
-        }
         int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
         double x0 = x_of(page->ctx, s), x1 = x_of(page->ctx, e);
-        if (x1 - x0 < 0.3) /* below a third of a pixel: not drawn */
+        if (lane < 0 || x1 - x0 < 0.3) /* under a third of a pixel: the coverage shows it */
             continue;
         const char *label = (const char *)sqlite3_column_text(st, 3);
         char color[8];
         html_color(label, color);
-        fprintf(svg, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+        fprintf(out, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                      "<title>",
                 x0, top + lane * lane_h, x1 - x0, lane_h - 3, color);
-        html_text(svg, label);
-        fputs(" (", svg);
-        html_ns(svg, (double)(e - s));
-        fputs(")</title></rect>\n", svg);
+        html_text(out, label);
+        fputs(" (", out);
+        html_ns(out, (double)(e - s));
+        fputs(")</title></rect>\n", out);
         drawn++;
     }
     sqlite3_finalize(st);
-    fclose(svg);
-    if (nlanes > 0) {
-        int height = top + nlanes * lane_h + 18;
-        fprintf(out, "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                     "height=\"%d\" role=\"img\">\n",
-                PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
-        for (int i = 0; i < nlanes; i++)
-            fprintf(out, "<text x=\"2\" y=\"%d\">tid %lld</text>\n", top + i * lane_h + 11,
-                    (long long)tids[i]);
-        fwrite(body, 1, size, out);
-        time_axis(out, page->ctx, top + nlanes * lane_h + 2);
-        fprintf(out, "</svg><figcaption>Top-level NVTX ranges per thread (the %d longest drawn; "
-                     "hover for names).</figcaption></figure>\n",
-                drawn);
-    }
-    free(body);
+    time_axis(out, page->ctx, top + nlanes * lane_h + 2);
+    fprintf(out, "</svg><figcaption>Top-level NVTX ranges of the %d threads with the most: grey "
+                 "where they cover the time (darker: denser), in color the %d longest (hover for "
+                 "names).</figcaption></figure>\n",
+            nlanes, nlanes == 1 ? "" : "s", drawn);
+    free(lanes);
     return 0;
 }
 
