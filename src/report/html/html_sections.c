@@ -300,7 +300,7 @@ static int range_lanes(struct html_page *page)
     }
     sqlite3_finalize(st);
     time_axis(out, page->ctx, top + nlanes * lane_h + 2);
-    fprintf(out, "</svg><figcaption>Top-level NVTX ranges of the %d threads with the most: grey "
+    fprintf(out, "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most: grey "
                  "where they cover the time (darker: denser), in color the %d longest (hover for "
                  "names).</figcaption></figure>\n",
             nlanes, nlanes == 1 ? "" : "s", drawn);
