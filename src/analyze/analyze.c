@@ -179,9 +179,6 @@ int analyze_run(sqlite3 *db, const char *list, unsigned flags, struct analyze_ru
     }
     run->ctx = ctx;
     ctx->db = db;
-    /* the rules read most tables whole: mapping the file saves a copy of every page (about
-     * 5 % of a 10 M-event analysis); SQLite falls back to reads where mmap is unavailable */
-    sqlite3_exec(db, "PRAGMA mmap_size = 4294967296", NULL, NULL, NULL);
     ctx->flags = flags;
     ctx->start_ns = analyze_query_int(ctx, "SELECT value FROM meta WHERE key = 'start_ns'", 0);
     ctx->end_ns = analyze_query_int(ctx, "SELECT value FROM meta WHERE key = 'end_ns'", 0);

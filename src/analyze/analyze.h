@@ -54,7 +54,8 @@ struct analyze_result {
 /* The session the rules look at, shared by all of them. */
 struct analyze_timeline;
 /* analyze_run flags */
-#define ANALYZE_KERNEL_ENERGY 0x1u /* also sum each kernel name's energy (the HTML page) */
+#define ANALYZE_PAGE 0x1u /* also what the HTML page draws: each kernel name's energy, and
+                             * per thread the coverage of its top-level ranges */
 
 struct analyze_ctx {
     sqlite3 *db;

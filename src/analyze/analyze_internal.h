@@ -53,6 +53,8 @@ double analyze_share(const struct analyze_ctx *ctx, double ns);
 #define TIMELINE_BINS 500  /* busy time per GPU in this many equal bins of the session */
 #define TIMELINE_TOP_GAPS ANALYZE_MAX_EVIDENCE
 #define TIMELINE_MAX_GPUS 64
+#define TIMELINE_LANE_PX 1000 /* columns of the page's NVTX lanes */
+#define TIMELINE_MAX_LANES 64
 
 enum timeline_op_kind { TIMELINE_KERNEL, TIMELINE_MEMCPY, TIMELINE_MEMSET };
 enum timeline_gap_class { GAP_HOST, GAP_SYNC, GAP_OTHER, GAP_CLASSES };
@@ -100,7 +102,7 @@ struct timeline_kernel_name {
     int64_t short_count, short_excess_ns; /* kernels shorter than their launch call */
     int64_t longest_id, longest_ns;
     int64_t first_short_id;                /* the first of those kernels */
-    double joules, error_j; /* GPU energy over its instances (ANALYZE_KERNEL_ENERGY) */
+    double joules, error_j; /* GPU energy over its instances (ANALYZE_PAGE) */
 };
 struct timeline_shape {
     int64_t name_id, gpu_id, blocks, threads, regs, smem;
@@ -149,7 +151,7 @@ struct analyze_timeline {
     int64_t delay_hist[512];
     int64_t delay_count;
     int64_t ops; /* all GPU work */
-    int want_kernel_energy; /* ANALYZE_KERNEL_ENERGY: names[].joules are filled */
+    int want_page; /* ANALYZE_PAGE: names[].joules and lanes are filled */
     struct timeline_copies copies[TIMELINE_MAX_COPY_GROUPS];
     int copy_groups;
     struct {
@@ -170,6 +172,14 @@ struct analyze_timeline {
     struct timeline_range_energy *range_energy;
     size_t range_energy_count;
     int range_energy_done;
+    /* ANALYZE_PAGE, with timeline_ranges: per thread (the first TIMELINE_MAX_LANES seen), the
+     * share of each of TIMELINE_LANE_PX columns of the session its top-level ranges cover */
+    struct timeline_lane {
+        int64_t thread_id; /* threads.id */
+        double ns;         /* time in its top-level ranges */
+        float cover[TIMELINE_LANE_PX];
+    } *lanes;
+    int lane_count;
 };
 
 /* One NVTX range name over its ended instances: time, and with power samples its energy

@@ -402,7 +402,7 @@ static int on_kernel(struct pass *p, const struct op *o)
     n->count++;
     n->kernel_ns += ns;
     const struct energy_track *track =
-        t->want_kernel_energy ? timeline_energy_track(t, o->gpu_id) : NULL;
+        t->want_page ? timeline_energy_track(t, o->gpu_id) : NULL;
     if (track) {
         struct energy_interval iv = energy_track_between(track, (uint64_t)o->start, (uint64_t)o->end);
         n->joules += iv.mj / 1000.0;
@@ -692,7 +692,7 @@ struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
     if (!p.t)
         return NULL;
     p.t->gap_threshold_ns = GPU_IDLE_GAP_NS;
-    p.t->want_kernel_energy = (ctx->flags & ANALYZE_KERNEL_ENERGY) != 0;
+    p.t->want_page = (ctx->flags & ANALYZE_PAGE) != 0;
     p.t->bin_start = ctx->start_ns;
     p.t->bin_ns = (ctx->duration_ns + TIMELINE_BINS - 1) / TIMELINE_BINS;
     if (p.t->bin_ns < 1)
@@ -740,6 +740,7 @@ void analyze_timeline_free(struct analyze_timeline *t)
     free(t->gpus);
     energy_db_free(t->energy, t->energy_count);
     free(t->range_energy);
+    free(t->lanes);
     free(t->names);
     free(t->shapes);
     free(t->streams);
@@ -778,6 +779,32 @@ static int by_joules(const void *a, const void *b)
     return (x->example_id > y->example_id) - (x->example_id < y->example_id);
 }
 
+/* Adds a top-level range of a thread to the coverage of its lane. */
+static void add_lane(const struct analyze_ctx *ctx, struct analyze_timeline *t, int64_t thread,
+                     int64_t start, int64_t end)
+{
+    int k = 0;
+    while (k < t->lane_count && t->lanes[k].thread_id != thread)
+        k++;
+    if (k == t->lane_count) {
+        if (k == TIMELINE_MAX_LANES)
+            return;
+        t->lanes[t->lane_count++].thread_id = thread;
+    }
+    struct timeline_lane *lane = &t->lanes[k];
+    const double px_ns = (double)ctx->duration_ns / TIMELINE_LANE_PX;
+    double s = (double)(start - ctx->start_ns) / px_ns, e = (double)(end - ctx->start_ns) / px_ns;
+    s = s < 0 ? 0 : s;
+    e = e > TIMELINE_LANE_PX ? TIMELINE_LANE_PX : e;
+    if (e <= s)
+        return;
+    lane->ns += (e - s) * px_ns;
+    for (int x = (int)s; x < TIMELINE_LANE_PX && x < e; x++) {
+        double lo = s > x ? s : x, hi = e < x + 1 ? e : x + 1;
+        lane->cover[x] += (float)(hi - lo);
+    }
+}
+
 int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
 {
     if (t->range_energy_done)
@@ -785,10 +812,14 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
     t->range_energy_done = 1;
     sqlite3_stmt *st = analyze_prepare(
         ctx, "energy",
-        "SELECT domain_id, COALESCE(name_id, 0), start_ns, end_ns, id FROM ranges"
-        " WHERE end_ns IS NOT NULL");
+        "SELECT domain_id, COALESCE(name_id, 0), start_ns, end_ns, id,"
+        " depth = 0 OR style = 1, start_thread_id FROM ranges WHERE end_ns IS NOT NULL");
     if (!st)
         return -1;
+    if (t->want_page && !(t->lanes = calloc(TIMELINE_MAX_LANES, sizeof *t->lanes))) {
+        sqlite3_finalize(st);
+        return -1;
+    }
     struct timeline_range_energy *items = NULL;
     struct index_map index = {0};
     size_t n = 0, cap = 0;
@@ -813,6 +844,8 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
         struct timeline_range_energy *r = &items[pos];
         r->instances++;
         r->ns += (double)(e - s);
+        if (t->lanes && sqlite3_column_int(st, 5))
+            add_lane(ctx, t, sqlite3_column_int64(st, 6), s, e);
         for (int g = 0; g < t->energy_count; g++) {
             struct energy_interval iv =
                 energy_track_between(&t->energy[g].track, (uint64_t)s, (uint64_t)e);

@@ -181,7 +181,7 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
 {
     struct html_page page = {.db = db, .out = out};
     const char *bad = NULL;
-    int rc = analyze_run(db, NULL, ANALYZE_KERNEL_ENERGY, &page.run, &bad, error, error_size);
+    int rc = analyze_run(db, NULL, ANALYZE_PAGE, &page.run, &bad, error, error_size);
     page.ctx = page.run.ctx;
     if (rc == 0) {
         page.timeline = analyze_timeline(page.ctx);

@@ -13,7 +13,7 @@
 
 #define PLOT_LEFT 70
 #define PLOT_WIDTH 1000
-#define MAX_LANES 6
+#define MAX_LANES 6 /* of TIMELINE_MAX_LANES threads */
 #define MAX_RANGE_RECTS 1500
 
 static sqlite3_stmt *prepare(struct html_page *page, const char *sql)
@@ -183,77 +183,45 @@ static void time_axis(FILE *out, const struct analyze_ctx *ctx, int y)
     }
 }
 
-/* Top-level ranges (depth 0 push/pop, and start/end) of one thread, per pixel column: the
- * share of the column they cover, so ranges far shorter than a pixel still show. */
-struct lane {
-    int64_t thread, tid;
-    double ns;
-    float cover[PLOT_WIDTH];
-};
-
-#define MAX_THREADS_SEEN 64
-
 static int by_lane_time(const void *a, const void *b)
 {
-    const struct lane *x = a, *y = b;
-    return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : (x->thread > y->thread) - (x->thread < y->thread);
+    const struct timeline_lane *x = *(const struct timeline_lane *const *)a,
+                               *y = *(const struct timeline_lane *const *)b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? 1 : -1;
+    return (x->thread_id > y->thread_id) - (x->thread_id < y->thread_id);
 }
 
-/* One scan of the top-level ranges: coverage per thread, the threads with the most time
- * first. Returns the number of lanes (at most MAX_LANES), or -1. */
-static int lane_coverage(struct html_page *page, struct lane *lanes)
-{
-    sqlite3_stmt *st = prepare(
-        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, th.tid FROM ranges r"
-              " LEFT JOIN threads th ON th.id = r.start_thread_id"
-              " WHERE r.end_ns IS NOT NULL AND (r.depth = 0 OR r.style = 1)");
-    if (!st)
-        return -1;
-    int n = 0;
-    const double px_ns = (double)page->ctx->duration_ns / PLOT_WIDTH;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t thread = sqlite3_column_int64(st, 0);
-        int k = 0;
-        while (k < n && lanes[k].thread != thread)
-            k++;
-        if (k == n) {
-            if (n == MAX_THREADS_SEEN)
-                continue;
-            memset(&lanes[n], 0, sizeof lanes[n]);
-            lanes[n].thread = thread;
-            lanes[n++].tid = sqlite3_column_int64(st, 3);
-        }
-        double s = (double)(sqlite3_column_int64(st, 1) - page->ctx->start_ns) / px_ns;
-        double e = (double)(sqlite3_column_int64(st, 2) - page->ctx->start_ns) / px_ns;
-        s = s < 0 ? 0 : s;
-        e = e > PLOT_WIDTH ? PLOT_WIDTH : e;
-        lanes[k].ns += (e - s) * px_ns;
-        for (int x = (int)s; x < PLOT_WIDTH && x < e; x++) {
-            double lo = s > x ? s : x, hi = e < x + 1 ? e : x + 1;
-            if (hi > lo)
-                lanes[k].cover[x] += (float)(hi - lo);
-        }
-    }
-    sqlite3_finalize(st);
-    qsort(lanes, (size_t)n, sizeof *lanes, by_lane_time);
-    return n < MAX_LANES ? n : MAX_LANES;
-}
-
+/* Top-level ranges (depth 0 push/pop, and start/end), one lane per thread (the threads with
+ * the most time in them): grey where they cover the time, from the coverage the timeline
+ * pass summed per pixel column (so ranges far shorter than a pixel still show), and in color
+ * the longest, named. */
 static int range_lanes(struct html_page *page)
 {
     FILE *out = page->out;
-    struct lane *lanes = calloc(MAX_THREADS_SEEN, sizeof *lanes);
-    int nlanes = lanes ? lane_coverage(page, lanes) : -1;
-    sqlite3_stmt *st = nlanes > 0 ? prepare(
+    struct analyze_timeline *t = page->timeline;
+    if (timeline_ranges(page->ctx, t) < 0)
+        return -1;
+    const struct timeline_lane *lanes[TIMELINE_MAX_LANES];
+    int nlanes = t->lanes ? t->lane_count : 0;
+    for (int i = 0; i < nlanes; i++)
+        lanes[i] = &t->lanes[i];
+    qsort(lanes, (size_t)nlanes, sizeof *lanes, by_lane_time);
+    nlanes = nlanes < MAX_LANES ? nlanes : MAX_LANES;
+    if (nlanes == 0)
+        return 0;
+    sqlite3_stmt *st = prepare(
         page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, " ANALYZE_RANGE_LABEL
               " FROM (SELECT id, start_thread_id, start_ns, end_ns, name_id, domain_id FROM ranges"
               "  WHERE end_ns IS NOT NULL AND (depth = 0 OR style = 1)"
               "  ORDER BY end_ns - start_ns DESC LIMIT 1500) r"
               " LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON rd.id ="
-              " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id") : NULL;
-    if (nlanes <= 0 || !st) {
-        free(lanes);
-        return nlanes < 0 || (nlanes > 0 && !st) ? -1 : 0;
+              " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id");
+    sqlite3_stmt *tid = prepare(page, "SELECT tid FROM threads WHERE id = ?1");
+    if (!st || !tid) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(tid);
+        return -1;
     }
     const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
     fprintf(out, "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
@@ -261,16 +229,22 @@ static int range_lanes(struct html_page *page)
             PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
     for (int i = 0; i < nlanes; i++) { /* coverage: grey, as dense as the ranges */
         int y = top + i * lane_h;
-        fprintf(out, "<text x=\"2\" y=\"%d\">tid %lld</text>\n", y + 11, (long long)lanes[i].tid);
-        for (int x = 0; x < PLOT_WIDTH;) {
-            float c = lanes[i].cover[x] > 1 ? 1 : lanes[i].cover[x];
+        sqlite3_reset(tid);
+        sqlite3_bind_int64(tid, 1, lanes[i]->thread_id);
+        fprintf(out, "<text x=\"2\" y=\"%d\">tid %lld</text>\n", y + 11,
+                sqlite3_step(tid) == SQLITE_ROW ? (long long)sqlite3_column_int64(tid, 0) : -1LL);
+        const float *cover = lanes[i]->cover;
+        for (int x = 0; x < TIMELINE_LANE_PX;) {
+            float c = cover[x] > 1 ? 1 : cover[x];
             int run = 1;
-            while (x + run < PLOT_WIDTH && fabsf((lanes[i].cover[x + run] > 1 ? 1 : lanes[i].cover[x + run]) - c) < 0.05f)
+            while (x + run < TIMELINE_LANE_PX &&
+                   fabsf((cover[x + run] > 1 ? 1 : cover[x + run]) - c) < 0.05f)
                 run++;
             if (c > 0.01f)
-                fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#8a94a0\" "
-                             "fill-opacity=\"%.2f\"/>",
-                        PLOT_LEFT + x, y, run, lane_h - 3, c);
+                fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                             "fill=\"#8a94a0\" fill-opacity=\"%.2f\"/>",
+                        PLOT_LEFT + x * PLOT_WIDTH / TIMELINE_LANE_PX, y,
+                        run * PLOT_WIDTH / TIMELINE_LANE_PX, lane_h - 3, c);
             x += run;
         }
         putc('\n', out);
@@ -280,7 +254,7 @@ static int range_lanes(struct html_page *page)
         int64_t thread = sqlite3_column_int64(st, 0);
         int lane = -1;
         for (int i = 0; i < nlanes; i++)
-            if (lanes[i].thread == thread)
+            if (lanes[i]->thread_id == thread)
                 lane = i;
         int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
         double x0 = x_of(page->ctx, s), x1 = x_of(page->ctx, e);
@@ -299,12 +273,12 @@ static int range_lanes(struct html_page *page)
         drawn++;
     }
     sqlite3_finalize(st);
+    sqlite3_finalize(tid);
     time_axis(out, page->ctx, top + nlanes * lane_h + 2);
     fprintf(out, "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most: grey "
                  "where they cover the time (darker: denser), in color the %d longest (hover for "
                  "names).</figcaption></figure>\n",
             nlanes, nlanes == 1 ? "" : "s", drawn);
-    free(lanes);
     return 0;
 }
 
