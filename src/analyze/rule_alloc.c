@@ -22,6 +22,10 @@
 int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     ctx->error[0] = '\0';
+    if (!analyze_table_has_rows(ctx, "cuda_api")) {
+        analyze_note(res, "no CUDA API calls in this database (profile with -t cuda)");
+        return 0;
+    }
     sqlite3_stmt *groups = analyze_prepare(
         ctx, "alloc_in_loop",
         "WITH " ALLOC_CALLS ", per_range AS (SELECT r.process_id, r.domain_id, r.name_id,"

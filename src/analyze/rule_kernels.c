@@ -157,10 +157,13 @@ static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result
     free(text);
     for (int k = 0; k < ngroups; k++) {
         struct tc_group *g = &groups[k];
-        char *parts[4] = {g->key, NULL, NULL, NULL};
-        for (int p = 1; p < 4; p++) {
-            parts[p] = strchr(parts[p - 1], '\x1f');
-            *parts[p]++ = '\0';
+        char *parts[4] = {g->key, "", "", ""};
+        for (int p = 1; p < 4; p++) { /* a key cut by snprintf lacks its last parts */
+            char *sep = strchr(parts[p - 1], '\x1f');
+            if (!sep)
+                break;
+            *sep = '\0';
+            parts[p] = sep + 1;
         }
         int align = !strcmp(parts[3], "no-tc-align8");
         char total[32];

@@ -69,6 +69,10 @@ int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res)
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
         return -1;
+    if (t->ops == 0) {
+        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
+        return 0;
+    }
     sqlite3_stmt *rows = analyze_prepare(
         ctx, "pageable_memcpy",
         "SELECT x.start_ns, x.end_ns - x.start_ns, p.pid, t.tid, COALESCE(g.nvml_index, x.device),"
@@ -114,6 +118,10 @@ int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res)
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
         return -1;
+    if (t->ops == 0) {
+        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
+        return 0;
+    }
     sqlite3_stmt *copies = analyze_prepare(
         ctx, "sync_memops",
         "SELECT a.start_ns, a.end_ns - a.start_ns, p.pid, t.tid, COALESCE(g.nvml_index, x.device),"

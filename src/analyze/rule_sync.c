@@ -11,6 +11,10 @@
 int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     ctx->error[0] = '\0';
+    if (!analyze_table_has_rows(ctx, "cuda_api")) {
+        analyze_note(res, "no CUDA API calls in this database (profile with -t cuda)");
+        return 0;
+    }
     sqlite3_stmt *groups = analyze_prepare(
         ctx, "sync_api",
         "SELECT s.process_id, s.thread_id, COALESCE(n.value, s.sync_kind) AS name, count(*),"
