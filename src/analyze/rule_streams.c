@@ -14,19 +14,20 @@ static int64_t overlap_gain(int64_t copy_ns, int64_t kernel_ns)
     return copy_ns < kernel_ns ? copy_ns : kernel_ns;
 }
 
-/* Whether stream (process, stream) is its context's NULL/default stream. */
-static int is_default_stream(struct analyze_ctx *ctx, int64_t process_id, int64_t stream)
+/* Whether stream (process, stream) is known to be a created, non-default stream. The NULL
+ * stream, and a stream whose context CUPTI never described (is_default NULL), are not. */
+static int is_created_stream(struct analyze_ctx *ctx, int64_t process_id, int64_t stream)
 {
     sqlite3_stmt *st = analyze_prepare(ctx, "stream_use",
-                                       "SELECT max(is_default) FROM cuda_streams WHERE"
-                                       " process_id = ?1 AND stream = ?2");
+                                       "SELECT count(*) FROM cuda_streams WHERE process_id = ?1"
+                                       " AND stream = ?2 AND is_default = 0");
     int v = 0;
     if (!st)
         return 0;
     sqlite3_bind_int64(st, 1, process_id);
     sqlite3_bind_int64(st, 2, stream);
     if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
+        v = sqlite3_column_int(st, 0) > 0;
     sqlite3_finalize(st);
     return v;
 }
@@ -39,7 +40,7 @@ static const struct timeline_stream *only_stream(struct analyze_ctx *ctx,
     const struct timeline_stream *only = NULL;
     for (size_t i = 0; i < t->stream_count; i++) {
         const struct timeline_stream *s = &t->streams[i];
-        if (s->process_id != process_id || is_default_stream(ctx, s->process_id, s->stream))
+        if (s->process_id != process_id || !is_created_stream(ctx, s->process_id, s->stream))
             continue;
         if (only)
             return NULL;
@@ -142,8 +143,8 @@ static int indexed_ranges(struct analyze_ctx *ctx, const struct analyze_timeline
             "  FROM kernels WHERE process_id = ?1 UNION ALL SELECT nvtx_range_id, stream, 0,"
             "  end_ns - start_ns FROM memcpys WHERE process_id = ?1) x"
             " JOIN ranges r ON r.id = x.nvtx_range_id JOIN strings rs ON rs.id = r.name_id"
-            " WHERE (SELECT max(is_default) FROM cuda_streams c WHERE c.process_id = ?1"
-            "  AND c.stream = x.stream) IS NOT 1"
+            " WHERE EXISTS (SELECT 1 FROM cuda_streams c WHERE c.process_id = ?1"
+            "  AND c.stream = x.stream AND c.is_default = 0)"
             " GROUP BY r.name_id, x.stream ORDER BY rs.value");
         if (!st)
             return -1;

@@ -368,7 +368,8 @@ static void stream_use_flags_streams_created_but_unused(void)
 
 /* The tutorial's bug: one stream created (13) and used for chunks 0..2 whose NVTX ranges
  * are numbered: copies of 1000 ns in "H2D Stream i", kernels of 2000 ns in "Sum Stream i";
- * plus one copy on the default stream 1. Overlap could save min(3000, 6000). */
+ * plus one copy on the NULL stream 1 (not a created stream, though its context is unknown).
+ * Overlap could save min(3000, 6000). */
 static void stream_use_flags_numbered_chunks_on_one_stream(void)
 {
     char sql[8192];
@@ -376,8 +377,9 @@ static void stream_use_flags_numbered_chunks_on_one_stream(void)
         sql, sizeof sql,
         "INSERT INTO strings VALUES(1, 'k'), (2, 'H2D Stream 0'), (3, 'H2D Stream 1'),"
         " (4, 'H2D Stream 2'), (5, 'Sum Stream 0'), (6, 'Sum Stream 1'), (7, 'Sum Stream 2');"
+        /* the NULL stream 1 of a context CUPTI never described: is_default unknown */
         "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default) VALUES"
-        " (1, 1, 1, 1, 1), (1, 1, 13, 1, 0);"
+        " (1, 1, 1, 1, NULL), (1, 1, 13, 1, 0);"
         "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
         " copy_kind, bytes, src_kind, dst_kind, is_async) VALUES(9, 1, 1, 0, 1, 1, 90000, 91000,"
         " 'HtoD', 1, 'pinned', 'device', 0);");
