@@ -155,8 +155,15 @@ int html_section_summary(struct html_page *page)
     int64_t flushes = query_int(page, "SELECT count(*) FROM cupti_overhead");
     fprintf(out, "%lld CUPTI buffer operations, ", (long long)flushes);
     html_ns(out, (double)query_int(page, "SELECT sum(end_ns - start_ns) FROM cupti_overhead"));
-    fprintf(out, " in the profiled threads; %lld CUDA records rejected</td></tr>\n",
+    fprintf(out, " in the profiled threads; %lld CUDA records rejected",
             (long long)query_int(page, "SELECT sum(cuda_rejected_records) FROM processes"));
+    int64_t sampler = query_int(page, "SELECT sum(cpu_ns) FROM nvml_sampler");
+    if (sampler > 0) { /* the NVML sampler runs in the launcher, not in the program */
+        fputs("; the power sampler (in the launcher) used ", out);
+        html_ns(out, (double)sampler);
+        fputs(" of CPU", out);
+    }
+    fputs("</td></tr>\n", out);
     fputs("</table></section>\n", out);
     return 0;
 }
