@@ -75,7 +75,8 @@ static int64_t column_or(sqlite3_stmt *st, int col, int64_t unknown)
 int analyze_evidence_from(struct analyze_ctx *ctx, struct analyze_finding *f, sqlite3_stmt *st)
 {
     int step = SQLITE_DONE;
-    while (f && f->evidence_count < ANALYZE_MAX_EVIDENCE && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (f && f->evidence_count < ANALYZE_MAX_EVIDENCE &&
+           (step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t start = column_or(st, 0, -1);
         struct analyze_evidence e = {
             .start_ns = start >= 0 ? start - ctx->start_ns : -1,

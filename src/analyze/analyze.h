@@ -21,7 +21,7 @@
 
 /* One row that shows a finding: -1 (numbers) and NULL (text) where unknown. */
 struct analyze_evidence {
-    int64_t start_ns;    /* since the session start */
+    int64_t start_ns; /* since the session start */
     int64_t duration_ns;
     int64_t pid, tid;    /* OS ids */
     int64_t gpu, stream; /* GPU (NVML index, else CUDA ordinal) and CUPTI stream id */
@@ -31,11 +31,11 @@ struct analyze_evidence {
 };
 
 struct analyze_finding {
-    char *summary;       /* one line: what was seen */
-    const char *advice;  /* one line: what to do (static text) */
-    double cost_ns;      /* time that could be saved (an estimate, docs/analyze.md) */
-    double cost_j;       /* energy that could be saved, J; -1 when the rule does not say */
-    int64_t count;       /* occurrences behind the finding (copies, calls, gaps, ...) */
+    char *summary;      /* one line: what was seen */
+    const char *advice; /* one line: what to do (static text) */
+    double cost_ns;     /* time that could be saved (an estimate, docs/analyze.md) */
+    double cost_j;      /* energy that could be saved, J; -1 when the rule does not say */
+    int64_t count;      /* occurrences behind the finding (copies, calls, gaps, ...) */
     struct analyze_evidence evidence[ANALYZE_MAX_EVIDENCE];
     int evidence_count;
 };
@@ -54,14 +54,15 @@ struct analyze_result {
 /* The session the rules look at, shared by all of them. */
 struct analyze_timeline;
 /* analyze_run flags */
-#define ANALYZE_PAGE 0x1u /* also what the HTML page draws: each kernel name's energy, and
-                             * per thread the coverage of its top-level ranges */
+#define ANALYZE_PAGE                                                                               \
+    0x1u /* also what the HTML page draws: each kernel name's energy, and                          \
+          * per thread the coverage of its top-level ranges */
 
 struct analyze_ctx {
     sqlite3 *db;
-    unsigned flags;           /* ANALYZE_* */
-    int64_t start_ns, end_ns; /* meta start_ns / end_ns */
-    int64_t duration_ns;      /* > 0 */
+    unsigned flags;                    /* ANALYZE_* */
+    int64_t start_ns, end_ns;          /* meta start_ns / end_ns */
+    int64_t duration_ns;               /* > 0 */
     struct analyze_timeline *timeline; /* computed once, by the first rule that needs it */
     char error[256];
 };
@@ -87,9 +88,9 @@ struct analyze_run {
     struct analyze_ctx *ctx;
 };
 
-/* Runs the rules named in the comma-separated list (NULL: all) over db, with ANALYZE_* flags. Returns 0, -EINVAL
- * with *bad_rule pointing at the first unknown name (inside list), or -1 with error set.
- * Release the run in every case. */
+/* Runs the rules named in the comma-separated list (NULL: all) over db, with ANALYZE_* flags.
+ * Returns 0, -EINVAL with *bad_rule pointing at the first unknown name (inside list), or -1 with
+ * error set. Release the run in every case. */
 int analyze_run(sqlite3 *db, const char *list, unsigned flags, struct analyze_run *run,
                 const char **bad_rule, char *error, size_t error_size);
 void analyze_run_release(struct analyze_run *run);

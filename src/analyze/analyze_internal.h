@@ -13,7 +13,7 @@
     "CASE WHEN r.id IS NULL THEN NULL ELSE COALESCE(rds.value, '') || ':' ||"                      \
     " COALESCE(rs.value, '(unnamed)') END"
 #define ANALYZE_RANGE_JOINS(range_id_expr)                                                         \
-    " LEFT JOIN ranges r ON r.id = " range_id_expr " LEFT JOIN strings rs ON rs.id = r.name_id"   \
+    " LEFT JOIN ranges r ON r.id = " range_id_expr " LEFT JOIN strings rs ON rs.id = r.name_id"    \
     " LEFT JOIN domains rd ON rd.id = r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id"
 
 /* A finding added to res (NULL once ANALYZE_MAX_FINDINGS are there: res->more counts it).
@@ -50,7 +50,7 @@ double analyze_share(const struct analyze_ctx *ctx, double ns);
 
 /* ---- the timeline pass (timeline.c) ------------------------------------------------------ */
 
-#define TIMELINE_BINS 500  /* busy time per GPU in this many equal bins of the session */
+#define TIMELINE_BINS 500 /* busy time per GPU in this many equal bins of the session */
 #define TIMELINE_TOP_GAPS ANALYZE_MAX_EVIDENCE
 #define TIMELINE_MAX_GPUS 64
 #define TIMELINE_LANE_PX 1000 /* columns of the page's NVTX lanes */
@@ -63,8 +63,8 @@ enum timeline_gap_class { GAP_HOST, GAP_SYNC, GAP_OTHER, GAP_CLASSES };
 struct timeline_gap {
     int64_t start, end;
     enum timeline_op_kind next_kind;
-    int64_t next_id;          /* kernels/memcpys/memsets id of the work after the gap */
-    int64_t next_range_id;    /* its NVTX range, 0 when none */
+    int64_t next_id;       /* kernels/memcpys/memsets id of the work after the gap */
+    int64_t next_range_id; /* its NVTX range, 0 when none */
     enum timeline_gap_class cls;
 };
 
@@ -86,9 +86,9 @@ struct timeline_gpu {
     int top_count;
     struct timeline_range_idle *ranges; /* per range, gaps >= the threshold */
     size_t range_count, range_cap;
-    double bins[TIMELINE_BINS];         /* busy ns per bin */
-    int64_t copy_ns, kernel_ns;         /* time of copies and of kernels (not merged) */
-    int64_t copy_compute_overlap_ns;    /* copies running while a kernel ran */
+    double bins[TIMELINE_BINS];      /* busy ns per bin */
+    int64_t copy_ns, kernel_ns;      /* time of copies and of kernels (not merged) */
+    int64_t copy_compute_overlap_ns; /* copies running while a kernel ran */
     /* merged busy intervals with the busy time before each, for busy time in any window */
     int64_t *iv_start, *iv_end, *iv_before;
     size_t iv_count, iv_cap;
@@ -98,10 +98,10 @@ struct timeline_gpu {
 /* Per kernel name (launch_bound) and per launch shape (small_grid). */
 struct timeline_kernel_name {
     int64_t name_id;
-    int64_t count, kernel_ns, launch_ns; /* kernel durations, launch call durations */
+    int64_t count, kernel_ns, launch_ns;  /* kernel durations, launch call durations */
     int64_t short_count, short_excess_ns; /* kernels shorter than their launch call */
     int64_t longest_id, longest_ns;
-    int64_t first_short_id;                /* the first of those kernels */
+    int64_t first_short_id; /* the first of those kernels */
     double joules, error_j; /* GPU energy over its instances (ANALYZE_PAGE) */
 };
 struct timeline_shape {
@@ -150,7 +150,7 @@ struct analyze_timeline {
      * holds [2^o (1 + s/8), 2^o (1 + (s+1)/8)) ns with o = b / 8, s = b % 8) */
     int64_t delay_hist[512];
     int64_t delay_count;
-    int64_t ops; /* all GPU work */
+    int64_t ops;   /* all GPU work */
     int want_page; /* ANALYZE_PAGE: names[].joules and lanes are filled */
     struct timeline_copies copies[TIMELINE_MAX_COPY_GROUPS];
     int copy_groups;
@@ -178,7 +178,7 @@ struct analyze_timeline {
         int64_t thread_id; /* threads.id */
         double ns;         /* time in its top-level ranges */
         float cover[TIMELINE_LANE_PX];
-    } *lanes;
+    } * lanes;
     int lane_count;
 };
 
@@ -203,8 +203,7 @@ void timeline_top_add(struct timeline_top *top, int64_t id, int64_t ns);
 /* Every range name (t->range_energy, computed once, in one scan of ranges); 0 or -1. */
 int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t);
 /* The energy track of a GPU, NULL without samples. */
-const struct energy_track *timeline_energy_track(const struct analyze_timeline *t,
-                                                 int64_t gpu_id);
+const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id);
 /* Evidence row for one piece of GPU work (kind, id), with detail. */
 int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
                          enum timeline_op_kind kind, int64_t id, const char *detail,
@@ -224,18 +223,18 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res);
 
 /* Thresholds, documented in docs/analyze.md (and the table in rules.c). */
-#define GPU_IDLE_GAP_NS 100000          /* 100 µs */
-#define UTIL_WINDOWS 100                /* the session in 100 windows */
+#define GPU_IDLE_GAP_NS 100000 /* 100 µs */
+#define UTIL_WINDOWS 100       /* the session in 100 windows */
 #define UTIL_LOW_PERCENT 50.0
-#define SYNC_API_MIN_SHARE 1.0          /* % of the run blocked in one kind of call */
+#define SYNC_API_MIN_SHARE 1.0 /* % of the run blocked in one kind of call */
 #define LAUNCH_MIN_KERNELS 10
-#define LAUNCH_SHORT_SHARE 0.5          /* half the launches shorter than their launch call */
+#define LAUNCH_SHORT_SHARE 0.5 /* half the launches shorter than their launch call */
 #define ALLOC_MIN_CALLS_ONE_RANGE 10
 #define ALLOC_MIN_REPEATS 2
-#define SMALL_GRID_MIN_NS 10000         /* 10 us of a launch shape in the run */
+#define SMALL_GRID_MIN_NS 10000 /* 10 us of a launch shape in the run */
 #define LOW_OCCUPANCY 0.25
 #define ENERGY_RATIO 2.0
 #define ENERGY_MIN_SHARE 5.0
-#define STREAM_MIN_OVERLAP_SHARE 5.0    /* % of the stream's time that overlap could save */
+#define STREAM_MIN_OVERLAP_SHARE 5.0 /* % of the stream's time that overlap could save */
 
 #endif

@@ -8,10 +8,10 @@
 #include <string.h>
 
 static const struct table_column evidence_columns[] = {
-    {"Start", "start_ns", TABLE_NS},       {"Duration", "duration_ns", TABLE_NS},
-    {"PID", "pid", TABLE_INT},             {"TID", "tid", TABLE_INT},
-    {"GPU", "gpu", TABLE_INT},             {"Stream", "stream", TABLE_INT},
-    {"NVTX Range", "range", TABLE_TEXT},   {"Name", "name", TABLE_TEXT},
+    {"Start", "start_ns", TABLE_NS},     {"Duration", "duration_ns", TABLE_NS},
+    {"PID", "pid", TABLE_INT},           {"TID", "tid", TABLE_INT},
+    {"GPU", "gpu", TABLE_INT},           {"Stream", "stream", TABLE_INT},
+    {"NVTX Range", "range", TABLE_TEXT}, {"Name", "name", TABLE_TEXT},
     {"Detail", "detail", TABLE_TEXT},
 };
 #define EVIDENCE_COLUMNS (int)(sizeof evidence_columns / sizeof evidence_columns[0])
@@ -78,8 +78,8 @@ static int write_text(const struct analyze_run *run, FILE *out)
             fputs("   no finding\n\n", out);
             continue;
         }
-        fprintf(out, "   %d finding%s%s, could save up to %s (%.1f %% of the run)\n\n",
-                res->count, res->count == 1 ? "" : "s", res->more ? " shown" : "",
+        fprintf(out, "   %d finding%s%s, could save up to %s (%.1f %% of the run)\n\n", res->count,
+                res->count == 1 ? "" : "s", res->more ? " shown" : "",
                 analyze_fmt_ns(cost, sizeof cost, total), share(run, total));
         for (int k = 0; k < res->count; k++) {
             const struct analyze_finding *f = &res->findings[k];
@@ -103,14 +103,22 @@ static int write_text(const struct analyze_run *run, FILE *out)
 }
 
 static const struct table_column csv_columns[] = {
-    {"Rule", "rule", TABLE_TEXT},         {"Finding", "finding", TABLE_INT},
-    {"Cost", "cost_ns", TABLE_NS},        {"Share", "share", TABLE_PERCENT},
-    {"Energy Cost (J)", "cost_j", TABLE_REAL}, {"Count", "count", TABLE_INT},
-    {"Summary", "summary", TABLE_TEXT},   {"Advice", "advice", TABLE_TEXT},
-    {"Start", "start_ns", TABLE_NS},      {"Duration", "duration_ns", TABLE_NS},
-    {"PID", "pid", TABLE_INT},            {"TID", "tid", TABLE_INT},
-    {"GPU", "gpu", TABLE_INT},            {"Stream", "stream", TABLE_INT},
-    {"NVTX Range", "range", TABLE_TEXT},  {"Name", "name", TABLE_TEXT},
+    {"Rule", "rule", TABLE_TEXT},
+    {"Finding", "finding", TABLE_INT},
+    {"Cost", "cost_ns", TABLE_NS},
+    {"Share", "share", TABLE_PERCENT},
+    {"Energy Cost (J)", "cost_j", TABLE_REAL},
+    {"Count", "count", TABLE_INT},
+    {"Summary", "summary", TABLE_TEXT},
+    {"Advice", "advice", TABLE_TEXT},
+    {"Start", "start_ns", TABLE_NS},
+    {"Duration", "duration_ns", TABLE_NS},
+    {"PID", "pid", TABLE_INT},
+    {"TID", "tid", TABLE_INT},
+    {"GPU", "gpu", TABLE_INT},
+    {"Stream", "stream", TABLE_INT},
+    {"NVTX Range", "range", TABLE_TEXT},
+    {"Name", "name", TABLE_TEXT},
     {"Detail", "detail", TABLE_TEXT},
 };
 

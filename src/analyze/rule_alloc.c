@@ -7,16 +7,16 @@
  * stream-ordered ones (cudaMallocAsync, cuMemAllocAsync) use a pool and are left out. */
 #define ALLOC_NAMES                                                                                \
     "('cudaMalloc', 'cudaFree', 'cudaMallocHost', 'cudaFreeHost', 'cudaHostAlloc',"                \
-    " 'cudaMallocManaged', 'cudaMallocPitch', 'cudaMalloc3D', 'cudaMallocArray', 'cudaFreeArray',"  \
+    " 'cudaMallocManaged', 'cudaMallocPitch', 'cudaMalloc3D', 'cudaMallocArray', 'cudaFreeArray'," \
     " 'cuMemAlloc', 'cuMemAlloc_v2', 'cuMemFree', 'cuMemFree_v2', 'cuMemAllocHost',"               \
     " 'cuMemAllocHost_v2', 'cuMemFreeHost', 'cuMemHostAlloc', 'cuMemAllocManaged',"                \
     " 'cuMemAllocPitch', 'cuMemAllocPitch_v2')"
 
 /* The allocation calls, a driver call made inside a runtime call (same correlation) once. */
 #define ALLOC_CALLS                                                                                \
-    "alloc AS (SELECT a.* FROM cuda_api a WHERE a.name_id IN (SELECT id FROM strings WHERE"      \
-    " value IN " ALLOC_NAMES ") AND a.nvtx_range_id IS NOT NULL AND NOT (a.api = 1 AND EXISTS"    \
-    " (SELECT 1 FROM cuda_api r WHERE r.process_id = a.process_id AND r.correlation_id ="        \
+    "alloc AS (SELECT a.* FROM cuda_api a WHERE a.name_id IN (SELECT id FROM strings WHERE"        \
+    " value IN " ALLOC_NAMES ") AND a.nvtx_range_id IS NOT NULL AND NOT (a.api = 1 AND EXISTS"     \
+    " (SELECT 1 FROM cuda_api r WHERE r.process_id = a.process_id AND r.correlation_id ="          \
     " a.correlation_id AND r.api = 0)))"
 
 int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res)
@@ -32,9 +32,11 @@ int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res)
         "  r.id, count(*) AS calls, sum(c.end_ns - c.start_ns) AS ns"
         "  FROM alloc c JOIN ranges r ON r.id = c.nvtx_range_id GROUP BY r.id)"
         " SELECT q.process_id, q.domain_id, q.name_id, sum(q.calls), count(*), sum(q.ns),"
-        "  max(q.calls), (SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT q.id AS id) x"
-        ANALYZE_RANGE_JOINS("x.id") "), (SELECT pid FROM processes WHERE id = q.process_id)"
-        " FROM per_range q GROUP BY q.process_id, q.domain_id, q.name_id ORDER BY 6 DESC");
+        "  max(q.calls), (SELECT " ANALYZE_RANGE_LABEL
+        " FROM (SELECT q.id AS id) x" ANALYZE_RANGE_JOINS(
+            "x.id") "), (SELECT pid FROM processes WHERE id = q.process_id)"
+                    " FROM per_range q GROUP BY q.process_id, q.domain_id, q.name_id ORDER BY 6 "
+                    "DESC");
     sqlite3_stmt *rows = analyze_prepare(
         ctx, "alloc_in_loop",
         "WITH " ALLOC_CALLS " SELECT c.start_ns, c.end_ns - c.start_ns, p.pid, t.tid, NULL, NULL,"
@@ -47,7 +49,8 @@ int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res)
         " ORDER BY 2 DESC LIMIT 10");
     int rc = groups && rows ? 0 : -1;
     while (rc == 0 && sqlite3_step(groups) == SQLITE_ROW) {
-        int64_t calls = sqlite3_column_int64(groups, 3), instances = sqlite3_column_int64(groups, 4);
+        int64_t calls = sqlite3_column_int64(groups, 3),
+                instances = sqlite3_column_int64(groups, 4);
         int64_t ns = sqlite3_column_int64(groups, 5);
         /* many in one range name, or calls in several instances of it: a loop */
         if (calls < ALLOC_MIN_CALLS_ONE_RANGE && instances < ALLOC_MIN_REPEATS)

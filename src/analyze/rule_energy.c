@@ -42,19 +42,21 @@ static int worst_ranges(struct analyze_ctx *ctx, struct analyze_result *res,
     double run_j = 0, run_busy = 0;
     for (int g = 0; g < t->energy_count; g++) {
         run_j += energy_track_between(&t->energy[g].track, (uint64_t)ctx->start_ns,
-                                      (uint64_t)ctx->end_ns).mj / 1000.0;
+                                      (uint64_t)ctx->end_ns)
+                     .mj /
+                 1000.0;
         for (int k = 0; k < t->gpu_count; k++)
             if (t->gpus[k].gpu_id == t->energy[g].gpu_id)
                 run_busy += (double)t->gpus[k].busy_ns;
     }
     if (run_j <= 0 || run_busy <= 0)
-        return 0; /* no GPU work: every range would be "worst" */
+        return 0;                       /* no GPU work: every range would be "worst" */
     double run_rate = run_j / run_busy; /* J per busy ns */
     if (timeline_ranges(ctx, t) < 0)
         return -1;
-    sqlite3_stmt *label = analyze_prepare(
-        ctx, "energy", "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
-                       ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *label = analyze_prepare(ctx, "energy",
+                                          "SELECT " ANALYZE_RANGE_LABEL
+                                          " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
     int rc = label ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < t->range_energy_count; i++) {
         const struct timeline_range_energy *r = &t->range_energy[i];
@@ -65,8 +67,8 @@ static int worst_ranges(struct analyze_ctx *ctx, struct analyze_result *res,
             continue;
         sqlite3_reset(label);
         sqlite3_bind_int64(label, 1, r->example_id);
-        const char *text = sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0)
-                                                             : NULL;
+        const char *text =
+            sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0) : NULL;
         char busy[32], total[32];
         double saved_j = r->joules - r->busy_ns * run_rate;
         struct analyze_finding *f = analyze_add_finding(
@@ -74,7 +76,8 @@ static int worst_ranges(struct analyze_ctx *ctx, struct analyze_result *res,
             "%s: %.3f J (+/- %.3f, %.1f %% of the run's GPU energy) over %s with the GPU busy "
             "only %s: %.1f J per busy second against %.1f for the run",
             text ? text : "(unnamed)", r->joules, r->error_j, 100.0 * r->joules / run_j,
-            analyze_fmt_ns(total, sizeof total, r->ns), analyze_fmt_ns(busy, sizeof busy, r->busy_ns),
+            analyze_fmt_ns(total, sizeof total, r->ns),
+            analyze_fmt_ns(busy, sizeof busy, r->busy_ns),
             r->busy_ns > 0 ? r->joules / r->busy_ns * 1e9 : 0, run_rate * 1e9);
         if (!f)
             continue;
@@ -153,8 +156,12 @@ static int throttling(struct analyze_ctx *ctx, struct analyze_result *res)
                              max_clock);
                     struct analyze_evidence e = {.start_ns = top[k].start - ctx->start_ns,
                                                  .duration_ns = top[k].end - top[k].start,
-                                                 .pid = -1, .tid = -1, .gpu = label, .stream = -1,
-                                                 .name = name, .detail = detail};
+                                                 .pid = -1,
+                                                 .tid = -1,
+                                                 .gpu = label,
+                                                 .stream = -1,
+                                                 .name = name,
+                                                 .detail = detail};
                     analyze_add_evidence(f, &e);
                 }
                 if (f)
@@ -200,9 +207,8 @@ int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res)
     if (t->energy_count == 0) {
         sqlite3_stmt *st = analyze_prepare(
             ctx, "energy", "SELECT value FROM meta WHERE key = 'nvml_disabled_reason'");
-        const char *why = st && sqlite3_step(st) == SQLITE_ROW
-                              ? (const char *)sqlite3_column_text(st, 0)
-                              : NULL;
+        const char *why =
+            st && sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
         analyze_note(res, "no GPU power samples in this database%s%s",
                      why ? ": " : " (profile with -t nvml)", why ? why : "");
         sqlite3_finalize(st);

@@ -32,7 +32,8 @@ struct labelled_idle {
 
 static int by_label(const void *a, const void *b)
 {
-    return strcmp(((const struct labelled_idle *)a)->label, ((const struct labelled_idle *)b)->label);
+    return strcmp(((const struct labelled_idle *)a)->label,
+                  ((const struct labelled_idle *)b)->label);
 }
 
 static int by_total(const void *a, const void *b)
@@ -60,9 +61,9 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
     if (n == 0)
         return 0;
     struct labelled_idle *items = calloc(n, sizeof *items);
-    sqlite3_stmt *st = analyze_prepare(
-        ctx, "gpu_idle", "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
-                         ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *st = analyze_prepare(ctx, "gpu_idle",
+                                       "SELECT " ANALYZE_RANGE_LABEL
+                                       " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
     int rc = items && st ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct timeline_range_idle *r = &g->ranges[i];
@@ -234,8 +235,12 @@ int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res)
             snprintf(detail, sizeof detail, "GPU busy %.1f %% of this stretch",
                      100.0 * stretches[k].busy / (double)stretches[k].ns);
             struct analyze_evidence e = {.start_ns = stretches[k].start - ctx->start_ns,
-                                         .duration_ns = stretches[k].ns, .pid = -1, .tid = -1,
-                                         .gpu = g->label, .stream = -1, .detail = detail};
+                                         .duration_ns = stretches[k].ns,
+                                         .pid = -1,
+                                         .tid = -1,
+                                         .gpu = g->label,
+                                         .stream = -1,
+                                         .detail = detail};
             analyze_add_evidence(f, &e);
         }
     }

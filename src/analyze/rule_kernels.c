@@ -99,16 +99,15 @@ static int64_t num_or(const char *s)
 }
 
 /* Runs `lantern kernels --hints` (CSV) into memory and groups its no-tc rows. */
-static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result *res,
-                                  double gain)
+static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result *res, double gain)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     if (!out)
         return -1;
-    struct kernels_options opt = {.columns = TC_COLUMNS, .format = KERNELS_FORMAT_CSV,
-                                  .no_memops = 1, .hints_only = 1};
+    struct kernels_options opt = {
+        .columns = TC_COLUMNS, .format = KERNELS_FORMAT_CSV, .no_memops = 1, .hints_only = 1};
     int rc = kernels_report(ctx->db, &opt, out);
     fclose(out);
     if (rc < 0) {
@@ -147,11 +146,16 @@ static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result
         g->ns += sil > 0 ? (double)sil : 0;
         if (g->first_count < 3) {
             int64_t start = num_or(f[TC_START]);
-            g->first[g->first_count++] = (struct analyze_evidence){
-                .start_ns = start >= 0 ? start - ctx->start_ns : -1, .duration_ns = sil,
-                .pid = -1, .tid = num_or(f[TC_TID]), .gpu = num_or(f[TC_DEVICE]),
-                .stream = num_or(f[TC_STREAM]), .range = strdup(f[TC_OP]),
-                .name = strdup(f[TC_KERNEL]), .detail = strdup(f[TC_PARAMS])};
+            g->first[g->first_count++] =
+                (struct analyze_evidence){.start_ns = start >= 0 ? start - ctx->start_ns : -1,
+                                          .duration_ns = sil,
+                                          .pid = -1,
+                                          .tid = num_or(f[TC_TID]),
+                                          .gpu = num_or(f[TC_DEVICE]),
+                                          .stream = num_or(f[TC_STREAM]),
+                                          .range = strdup(f[TC_OP]),
+                                          .name = strdup(f[TC_KERNEL]),
+                                          .detail = strdup(f[TC_PARAMS])};
         }
     }
     free(text);
@@ -196,14 +200,15 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
     analyze_note(res, no_metrics, "Tensor Core activity");
     if (t->kernels == 0)
         return 0;
-    sqlite3_stmt *name = analyze_prepare(ctx, "tensor_cores", "SELECT value FROM strings WHERE id = ?");
+    sqlite3_stmt *name =
+        analyze_prepare(ctx, "tensor_cores", "SELECT value FROM strings WHERE id = ?");
     if (!name)
         return -1;
     double gain = tensor_core_gain(ctx);
     int any_half_simt = 0, rc = 0;
     /* PyTorch's emit_nvtx op markers give the shapes; without them, names alone */
-    int markers = analyze_query_int(ctx, "SELECT 1 FROM strings WHERE value LIKE 'aten::%' LIMIT 1",
-                                    0) == 1;
+    int markers =
+        analyze_query_int(ctx, "SELECT 1 FROM strings WHERE value LIKE 'aten::%' LIMIT 1", 0) == 1;
     for (size_t i = 0; i < t->name_count; i++) {
         const struct timeline_kernel_name *k = &t->names[i];
         sqlite3_reset(name);
@@ -226,8 +231,8 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
             analyze_fmt_ns(total, sizeof total, (double)k->kernel_ns));
         if (f) {
             f->count = k->count;
-            rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->longest_id, "longest launch",
-                                      -1, -1);
+            rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->longest_id, "longest launch", -1,
+                                      -1);
         }
     }
     sqlite3_finalize(name);
@@ -275,11 +280,11 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
         struct sm_info *s = &sms[nsm++];
         s->gpu_id = sqlite3_column_int64(st, 0);
         s->sm_count = sqlite3_column_int64(st, 1);
-        s->limits = (struct kernels_sm_limits){
-            .cc_major = sqlite3_column_int(st, 2), .max_threads_per_sm = sqlite3_column_int64(st, 3),
-            .max_regs_per_sm = sqlite3_column_int64(st, 4),
-            .max_smem_per_sm = sqlite3_column_int64(st, 5),
-            .max_blocks_per_sm = sqlite3_column_int64(st, 6)};
+        s->limits = (struct kernels_sm_limits){.cc_major = sqlite3_column_int(st, 2),
+                                               .max_threads_per_sm = sqlite3_column_int64(st, 3),
+                                               .max_regs_per_sm = sqlite3_column_int64(st, 4),
+                                               .max_smem_per_sm = sqlite3_column_int64(st, 5),
+                                               .max_blocks_per_sm = sqlite3_column_int64(st, 6)};
     }
     sqlite3_finalize(st);
     struct shape_hit *hits = calloc(t->shape_count ? t->shape_count : 1, sizeof *hits);
@@ -305,14 +310,15 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
         hits[n++] = (struct shape_hit){s, cost, occupancy, sm->sm_count};
     }
     qsort(hits, n, sizeof *hits, by_cost);
-    sqlite3_stmt *name = analyze_prepare(ctx, "small_grid", "SELECT value FROM strings WHERE id = ?");
+    sqlite3_stmt *name =
+        analyze_prepare(ctx, "small_grid", "SELECT value FROM strings WHERE id = ?");
     int rc = name ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct timeline_shape *s = hits[i].shape;
         sqlite3_reset(name);
         sqlite3_bind_int64(name, 1, s->name_id);
-        const char *text = sqlite3_step(name) == SQLITE_ROW ? (const char *)sqlite3_column_text(name, 0)
-                                                            : NULL;
+        const char *text =
+            sqlite3_step(name) == SQLITE_ROW ? (const char *)sqlite3_column_text(name, 0) : NULL;
         char total[32], occ[48] = "unknown";
         if (hits[i].occupancy >= 0)
             snprintf(occ, sizeof occ, "%.1f %%", 100.0 * hits[i].occupancy);
@@ -327,8 +333,8 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
         if (!f)
             continue;
         f->count = s->count;
-        rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, s->first_id, "first launch of this shape",
-                                  -1, -1);
+        rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, s->first_id,
+                                  "first launch of this shape", -1, -1);
     }
     sqlite3_finalize(name);
     free(hits);

@@ -22,19 +22,18 @@ static void launch_statistics(struct analyze_ctx *ctx, const struct analyze_time
     for (size_t i = 0; i < t->name_count; i++)
         kernel_ns += t->names[i].kernel_ns;
     char call[32], kern[32], p50[32], p90[32], p99[32];
-    analyze_note(res,
-                 "%lld kernel launches (%.0f per second of the run); average launch call %s, "
-                 "average kernel %s; launch -> start delay p50 %s, p90 %s, p99 %s",
-                 (long long)t->kernels, (double)t->kernels * 1e9 / (double)ctx->duration_ns,
-                 analyze_fmt_ns(call, sizeof call,
-                                t->launches_with_api
-                                    ? (double)t->launch_ns_total / (double)t->launches_with_api
-                                    : 0),
-                 analyze_fmt_ns(kern, sizeof kern,
-                                t->kernels ? (double)kernel_ns / (double)t->kernels : 0),
-                 analyze_fmt_ns(p50, sizeof p50, timeline_delay_quantile(t, 0.5)),
-                 analyze_fmt_ns(p90, sizeof p90, timeline_delay_quantile(t, 0.9)),
-                 analyze_fmt_ns(p99, sizeof p99, timeline_delay_quantile(t, 0.99)));
+    analyze_note(
+        res,
+        "%lld kernel launches (%.0f per second of the run); average launch call %s, "
+        "average kernel %s; launch -> start delay p50 %s, p90 %s, p99 %s",
+        (long long)t->kernels, (double)t->kernels * 1e9 / (double)ctx->duration_ns,
+        analyze_fmt_ns(
+            call, sizeof call,
+            t->launches_with_api ? (double)t->launch_ns_total / (double)t->launches_with_api : 0),
+        analyze_fmt_ns(kern, sizeof kern, t->kernels ? (double)kernel_ns / (double)t->kernels : 0),
+        analyze_fmt_ns(p50, sizeof p50, timeline_delay_quantile(t, 0.5)),
+        analyze_fmt_ns(p90, sizeof p90, timeline_delay_quantile(t, 0.9)),
+        analyze_fmt_ns(p99, sizeof p99, timeline_delay_quantile(t, 0.99)));
 }
 
 int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
@@ -62,15 +61,15 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
             flagged[n++] = k;
     }
     qsort(flagged, n, sizeof *flagged, by_excess);
-    sqlite3_stmt *name = analyze_prepare(ctx, "launch_bound", "SELECT value FROM strings WHERE id = ?");
+    sqlite3_stmt *name =
+        analyze_prepare(ctx, "launch_bound", "SELECT value FROM strings WHERE id = ?");
     int rc = name ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct timeline_kernel_name *k = flagged[i];
         sqlite3_reset(name);
         sqlite3_bind_int64(name, 1, k->name_id);
-        const char *text = sqlite3_step(name) == SQLITE_ROW
-                               ? (const char *)sqlite3_column_text(name, 0)
-                               : NULL;
+        const char *text =
+            sqlite3_step(name) == SQLITE_ROW ? (const char *)sqlite3_column_text(name, 0) : NULL;
         char kern[32], call[32], excess[32];
         struct analyze_finding *f = analyze_add_finding(
             res, (double)k->short_excess_ns, NULL,
@@ -86,8 +85,8 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
         rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->first_short_id,
                                   "first launch shorter than its launch call", -1, -1);
         if (rc == 0)
-            rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->longest_id, "longest launch",
-                                      -1, -1);
+            rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->longest_id, "longest launch", -1,
+                                      -1);
     }
     sqlite3_finalize(name);
     free(flagged);

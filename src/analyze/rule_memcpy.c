@@ -8,10 +8,9 @@
 
 /* The columns every evidence query of a GPU copy or memset shares (x is the row). */
 #define OP_EVIDENCE_JOINS                                                                          \
-    " LEFT JOIN processes p ON p.id = x.process_id LEFT JOIN cuda_api a ON a.id = x.api_id"       \
-    " LEFT JOIN threads t ON t.id = a.thread_id LEFT JOIN gpus g ON g.id = x.gpu_id"             \
+    " LEFT JOIN processes p ON p.id = x.process_id LEFT JOIN cuda_api a ON a.id = x.api_id"        \
+    " LEFT JOIN threads t ON t.id = a.thread_id LEFT JOIN gpus g ON g.id = x.gpu_id"               \
     " LEFT JOIN strings an ON an.id = a.name_id" ANALYZE_RANGE_JOINS("x.nvtx_range_id")
-
 
 /* Bytes per ns of this run's pinned copies of one kind, 0 when it has none. */
 static double pinned_rate(const struct analyze_timeline *t, const char *kind)

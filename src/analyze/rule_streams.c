@@ -33,9 +33,8 @@ static int is_created_stream(struct analyze_ctx *ctx, int64_t process_id, int64_
 }
 
 /* The one non-default stream a process used, or NULL when it used none or several. */
-static const struct timeline_stream *only_stream(struct analyze_ctx *ctx,
-                                                 const struct analyze_timeline *t,
-                                                 int64_t process_id)
+static const struct timeline_stream *
+only_stream(struct analyze_ctx *ctx, const struct analyze_timeline *t, int64_t process_id)
 {
     const struct timeline_stream *only = NULL;
     for (size_t i = 0; i < t->stream_count; i++) {
@@ -53,11 +52,11 @@ static const struct timeline_stream *only_stream(struct analyze_ctx *ctx,
 static int created_unused(struct analyze_ctx *ctx, const struct analyze_timeline *t,
                           struct analyze_result *res, unsigned char *flagged)
 {
-    sqlite3_stmt *procs = analyze_prepare(
-        ctx, "stream_use",
-        "SELECT s.process_id, count(DISTINCT s.stream), p.pid FROM cuda_streams s"
-        " LEFT JOIN processes p ON p.id = s.process_id WHERE s.is_default = 0"
-        " GROUP BY s.process_id HAVING count(DISTINCT s.stream) >= 2");
+    sqlite3_stmt *procs =
+        analyze_prepare(ctx, "stream_use",
+                        "SELECT s.process_id, count(DISTINCT s.stream), p.pid FROM cuda_streams s"
+                        " LEFT JOIN processes p ON p.id = s.process_id WHERE s.is_default = 0"
+                        " GROUP BY s.process_id HAVING count(DISTINCT s.stream) >= 2");
     sqlite3_stmt *rows = analyze_prepare(
         ctx, "stream_use",
         "SELECT NULL, NULL, p.pid, NULL, COALESCE(g.nvml_index, c.device), s.stream, NULL,"
@@ -78,8 +77,7 @@ static int created_unused(struct analyze_ctx *ctx, const struct analyze_timeline
             " %lld kernels, %s): nothing could overlap",
             (long long)sqlite3_column_int64(procs, 2), (long long)sqlite3_column_int64(procs, 1),
             (long long)used->stream, (long long)used->copies,
-            analyze_fmt_ns(copies, sizeof copies, (double)used->copy_ns),
-            (long long)used->kernels,
+            analyze_fmt_ns(copies, sizeof copies, (double)used->copy_ns), (long long)used->kernels,
             analyze_fmt_ns(kernels, sizeof kernels, (double)used->kernel_ns));
         if (!f)
             continue;
@@ -203,16 +201,20 @@ static int indexed_ranges(struct analyze_ctx *ctx, const struct analyze_timeline
                 if (fam[k].indices < 2)
                     continue;
                 char label[160], detail[160];
-                snprintf(label, sizeof label, "%s%lld..%s%lld", fam[k].prefix,
-                         (long long)fam[k].lo, fam[k].prefix, (long long)fam[k].hi);
-                snprintf(detail, sizeof detail, "%lld indices: %lld copies, %lld kernels, all on "
-                                                "stream %lld",
+                snprintf(label, sizeof label, "%s%lld..%s%lld", fam[k].prefix, (long long)fam[k].lo,
+                         fam[k].prefix, (long long)fam[k].hi);
+                snprintf(detail, sizeof detail,
+                         "%lld indices: %lld copies, %lld kernels, all on "
+                         "stream %lld",
                          (long long)fam[k].indices, (long long)fam[k].copies,
                          (long long)fam[k].kernels, (long long)s->stream);
-                struct analyze_evidence e = {.start_ns = -1, .duration_ns = fam[k].copy_ns +
-                                                                             fam[k].kernel_ns,
-                                             .pid = -1, .tid = -1, .gpu = -1,
-                                             .stream = s->stream, .range = label,
+                struct analyze_evidence e = {.start_ns = -1,
+                                             .duration_ns = fam[k].copy_ns + fam[k].kernel_ns,
+                                             .pid = -1,
+                                             .tid = -1,
+                                             .gpu = -1,
+                                             .stream = s->stream,
+                                             .range = label,
                                              .detail = detail};
                 analyze_add_evidence(f, &e);
                 f->count += fam[k].indices;
@@ -232,8 +234,8 @@ static void serialized_streams(struct analyze_ctx *ctx, const struct analyze_tim
     for (size_t i = 0; i < t->stream_count; i++) {
         const struct timeline_stream *s = &t->streams[i];
         int64_t gain = overlap_gain(s->copy_ns, s->kernel_ns);
-        if (flagged[i] || s->ns <= 0 || 100.0 * (double)gain / (double)s->ns <
-                                            STREAM_MIN_OVERLAP_SHARE)
+        if (flagged[i] || s->ns <= 0 ||
+            100.0 * (double)gain / (double)s->ns < STREAM_MIN_OVERLAP_SHARE)
             continue;
         const struct timeline_gpu *g = NULL;
         for (int k = 0; k < t->gpu_count; k++)

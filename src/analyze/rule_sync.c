@@ -5,7 +5,7 @@
 
 /* The launching call of a wait: the runtime call when there is one, else the driver call. */
 #define SYNC_CALL                                                                                  \
-    "(SELECT a2.id FROM cuda_api a2 WHERE a2.process_id = s.process_id AND a2.correlation_id ="   \
+    "(SELECT a2.id FROM cuda_api a2 WHERE a2.process_id = s.process_id AND a2.correlation_id ="    \
     " s.correlation_id ORDER BY a2.api LIMIT 1)"
 
 int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
@@ -29,9 +29,10 @@ int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
         " " ANALYZE_RANGE_LABEL ", COALESCE(n.value, s.sync_kind), s.sync_kind || ' wait'"
         " FROM cuda_syncs s LEFT JOIN cuda_api a ON a.id = " SYNC_CALL
         " LEFT JOIN strings n ON n.id = a.name_id LEFT JOIN processes p ON p.id = s.process_id"
-        " LEFT JOIN threads t ON t.id = s.thread_id" ANALYZE_RANGE_JOINS("a.nvtx_range_id")
-        " WHERE s.process_id = ?1 AND s.thread_id IS ?2 AND COALESCE(n.value, s.sync_kind) IS ?3"
-        " ORDER BY 2 DESC LIMIT 10");
+        " LEFT JOIN threads t ON t.id = s.thread_id" ANALYZE_RANGE_JOINS(
+            "a.nvtx_range_id") " WHERE s.process_id = ?1 AND s.thread_id IS ?2 AND "
+                               "COALESCE(n.value, s.sync_kind) IS ?3"
+                               " ORDER BY 2 DESC LIMIT 10");
     int rc = groups && rows ? 0 : -1;
     while (rc == 0 && sqlite3_step(groups) == SQLITE_ROW) {
         int64_t count = sqlite3_column_int64(groups, 3), ns = sqlite3_column_int64(groups, 4);
@@ -40,8 +41,9 @@ int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
         const char *name = (const char *)sqlite3_column_text(groups, 2);
         char total[32], longest[32];
         struct analyze_finding *f = analyze_add_finding(
-            res, (double)ns, NULL, "%s: %lld calls blocked thread %lld (pid %lld) for %s (longest %s)",
-            name ? name : "?", (long long)count, (long long)sqlite3_column_int64(groups, 7),
+            res, (double)ns, NULL,
+            "%s: %lld calls blocked thread %lld (pid %lld) for %s (longest %s)", name ? name : "?",
+            (long long)count, (long long)sqlite3_column_int64(groups, 7),
             (long long)sqlite3_column_int64(groups, 6),
             analyze_fmt_ns(total, sizeof total, (double)ns),
             analyze_fmt_ns(longest, sizeof longest, sqlite3_column_double(groups, 5)));

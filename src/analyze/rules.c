@@ -56,8 +56,9 @@ const struct analyze_rule analyze_rules[] = {
      "launch at least one block per SM (more threads per launch, split the work), or reduce "
      "registers/shared memory per block",
      rule_small_grid},
-    {"energy", "NVTX ranges that spend the most energy per unit of GPU work; power or thermal "
-               "throttling",
+    {"energy",
+     "NVTX ranges that spend the most energy per unit of GPU work; power or thermal "
+     "throttling",
      "ranges with >= 5 % of the run's energy at >= 2x its joules per GPU-busy second; any "
      "throttled period",
      "keep the GPU busy during these ranges (energy at low utilization is mostly idle power); "

@@ -18,10 +18,10 @@
 struct op {
     enum timeline_op_kind kind;
     int64_t id, gpu_id, process_id, stream, start, end, api_start, api_end, range_id;
-    int64_t name_id, blocks, threads, regs, smem;  /* kernels */
-    const char *copy_kind;                         /* copies: "HtoD"...; memsets: "memset" */
-    const char *src_kind, *dst_kind;               /* copies: "pageable"...; memsets: "" */
-    int64_t pageable, pinned, bytes, is_async;     /* copies (is_async: memsets too; -1) */
+    int64_t name_id, blocks, threads, regs, smem; /* kernels */
+    const char *copy_kind;                        /* copies: "HtoD"...; memsets: "memset" */
+    const char *src_kind, *dst_kind;              /* copies: "pageable"...; memsets: "" */
+    int64_t pageable, pinned, bytes, is_async;    /* copies (is_async: memsets too; -1) */
 };
 
 /* ---- a small open-addressing index: hash -> position in an array ------------------------- */
@@ -207,8 +207,8 @@ static int gpu_slot(struct pass *p, int64_t gpu_id)
 
 static int load_syncs(struct pass *p)
 {
-    sqlite3_stmt *st = analyze_prepare(
-        p->ctx, "timeline", "SELECT start_ns, end_ns FROM cuda_syncs ORDER BY start_ns");
+    sqlite3_stmt *st = analyze_prepare(p->ctx, "timeline",
+                                       "SELECT start_ns, end_ns FROM cuda_syncs ORDER BY start_ns");
     if (!st)
         return -1;
     size_t cap = 0;
@@ -346,8 +346,11 @@ static int on_gap(struct pass *p, int slot, int64_t start, const struct op *next
     g->gap_count++;
     if (len < p->t->gap_threshold_ns)
         return 0;
-    struct timeline_gap gap = {.start = start, .end = next->start, .next_kind = next->kind,
-                               .next_id = next->id, .next_range_id = next->range_id};
+    struct timeline_gap gap = {.start = start,
+                               .end = next->start,
+                               .next_kind = next->kind,
+                               .next_id = next->id,
+                               .next_range_id = next->range_id};
     if (sync_at(p, start))
         gap.cls = GAP_SYNC; /* the CPU was waiting for the GPU when it ran dry */
     else if (next->api_start >= start)
@@ -401,10 +404,10 @@ static int on_kernel(struct pass *p, const struct op *o)
     int64_t ns = o->end - o->start;
     n->count++;
     n->kernel_ns += ns;
-    const struct energy_track *track =
-        t->want_page ? timeline_energy_track(t, o->gpu_id) : NULL;
+    const struct energy_track *track = t->want_page ? timeline_energy_track(t, o->gpu_id) : NULL;
     if (track) {
-        struct energy_interval iv = energy_track_between(track, (uint64_t)o->start, (uint64_t)o->end);
+        struct energy_interval iv =
+            energy_track_between(track, (uint64_t)o->start, (uint64_t)o->end);
         n->joules += iv.mj / 1000.0;
         n->error_j += iv.error_mj / 1000.0;
     }
@@ -425,11 +428,15 @@ static int on_kernel(struct pass *p, const struct op *o)
         t->delay_hist[delay_bucket(o->start - o->api_start)]++;
         t->delay_count++;
     }
-    struct timeline_shape key = {.name_id = o->name_id, .gpu_id = o->gpu_id, .blocks = o->blocks,
-                                 .threads = o->threads, .regs = o->regs, .smem = o->smem};
-    uint64_t h = mix(mix(mix(mix(mix(mix(2, key.name_id), key.gpu_id), key.blocks), key.threads),
-                         key.regs),
-                     key.smem);
+    struct timeline_shape key = {.name_id = o->name_id,
+                                 .gpu_id = o->gpu_id,
+                                 .blocks = o->blocks,
+                                 .threads = o->threads,
+                                 .regs = o->regs,
+                                 .smem = o->smem};
+    uint64_t h =
+        mix(mix(mix(mix(mix(mix(2, key.name_id), key.gpu_id), key.blocks), key.threads), key.regs),
+            key.smem);
     if (reserve((void **)&t->shapes, &t->shape_cap, t->shape_count, sizeof *t->shapes) < 0)
         return -1;
     pos = index_get(&p->shapes, h, t->shapes, shape_eq, &key, t->shape_count, &added);
@@ -452,8 +459,8 @@ static int on_stream(struct pass *p, const struct op *o)
     int added;
     if (reserve((void **)&t->streams, &t->stream_cap, t->stream_count, sizeof *t->streams) < 0)
         return -1;
-    long pos = index_get(&p->streams, mix(mix(3, o->process_id), o->stream), t->streams,
-                         stream_eq, &key, t->stream_count, &added);
+    long pos = index_get(&p->streams, mix(mix(3, o->process_id), o->stream), t->streams, stream_eq,
+                         &key, t->stream_count, &added);
     if (pos < 0)
         return -1;
     struct timeline_stream *s = &t->streams[pos];
@@ -581,8 +588,8 @@ static int on_op(struct pass *p, const struct op *o)
     if (o->kind == TIMELINE_KERNEL) {
         g->kernel_ns += ns;
         if (s->max_copy_end > o->start)
-            g->copy_compute_overlap_ns += (o->end < s->max_copy_end ? o->end : s->max_copy_end) -
-                                          o->start;
+            g->copy_compute_overlap_ns +=
+                (o->end < s->max_copy_end ? o->end : s->max_copy_end) - o->start;
         if (o->end > s->max_kernel_end)
             s->max_kernel_end = o->end;
         if (on_kernel(p, o) < 0)
@@ -590,8 +597,8 @@ static int on_op(struct pass *p, const struct op *o)
     } else if (o->kind == TIMELINE_MEMCPY) {
         g->copy_ns += ns;
         if (s->max_kernel_end > o->start)
-            g->copy_compute_overlap_ns += (o->end < s->max_kernel_end ? o->end : s->max_kernel_end) -
-                                          o->start;
+            g->copy_compute_overlap_ns +=
+                (o->end < s->max_kernel_end ? o->end : s->max_kernel_end) - o->start;
         if (o->end > s->max_copy_end)
             s->max_copy_end = o->end;
     }
@@ -610,18 +617,20 @@ static const char *const op_queries[] = {
         " COALESCE(k.block_x * k.block_y * k.block_z, -1), COALESCE(k.regs_per_thread, -1),"
         " COALESCE(k.static_smem, 0) + COALESCE(k.dynamic_smem, 0)"
         " FROM kernels k LEFT JOIN cuda_api a ON a.id = k.api_id ORDER BY k.start_ns",
-    [TIMELINE_MEMCPY] = "SELECT m.id, COALESCE(m.gpu_id, -1), m.process_id, COALESCE(m.stream, -1),"
-                        " m.start_ns, m.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
-                        " COALESCE(m.nvtx_range_id, 0), COALESCE(m.is_async, -1), m.bytes,"
-                        " m.src_kind = 'pageable' OR m.dst_kind = 'pageable',"
-                        " m.src_kind = 'pinned' OR m.dst_kind = 'pinned', COALESCE(m.copy_kind, '?'),"
-                        " COALESCE(m.src_kind, '?'), COALESCE(m.dst_kind, '?')"
-                        " FROM memcpys m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
-    [TIMELINE_MEMSET] = "SELECT m.id, COALESCE(m.gpu_id, -1), m.process_id, COALESCE(m.stream, -1),"
-                        " m.start_ns, m.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
-                        " COALESCE(m.nvtx_range_id, 0), COALESCE(m.is_async, -1), m.bytes, 0, 0,"
-                        " 'memset', '', ''"
-                        " FROM memsets m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
+    [TIMELINE_MEMCPY] =
+        "SELECT m.id, COALESCE(m.gpu_id, -1), m.process_id, COALESCE(m.stream, -1),"
+        " m.start_ns, m.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
+        " COALESCE(m.nvtx_range_id, 0), COALESCE(m.is_async, -1), m.bytes,"
+        " m.src_kind = 'pageable' OR m.dst_kind = 'pageable',"
+        " m.src_kind = 'pinned' OR m.dst_kind = 'pinned', COALESCE(m.copy_kind, '?'),"
+        " COALESCE(m.src_kind, '?'), COALESCE(m.dst_kind, '?')"
+        " FROM memcpys m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
+    [TIMELINE_MEMSET] =
+        "SELECT m.id, COALESCE(m.gpu_id, -1), m.process_id, COALESCE(m.stream, -1),"
+        " m.start_ns, m.end_ns, COALESCE(a.start_ns, -1), COALESCE(a.end_ns, -1),"
+        " COALESCE(m.nvtx_range_id, 0), COALESCE(m.is_async, -1), m.bytes, 0, 0,"
+        " 'memset', '', ''"
+        " FROM memsets m LEFT JOIN cuda_api a ON a.id = m.api_id ORDER BY m.start_ns",
 };
 
 static void read_op(sqlite3_stmt *st, enum timeline_op_kind kind, struct op *o)
@@ -630,9 +639,16 @@ static void read_op(sqlite3_stmt *st, enum timeline_op_kind kind, struct op *o)
     int n = kind == TIMELINE_KERNEL ? 14 : 13; /* copies: then 3 text columns */
     for (int c = 0; c < n; c++)
         v[c] = sqlite3_column_int64(st, c);
-    *o = (struct op){.kind = kind, .id = v[0], .gpu_id = v[1], .process_id = v[2],
-                     .stream = v[3], .start = v[4], .end = v[5] < v[4] ? v[4] : v[5],
-                     .api_start = v[6], .api_end = v[7], .range_id = v[8]};
+    *o = (struct op){.kind = kind,
+                     .id = v[0],
+                     .gpu_id = v[1],
+                     .process_id = v[2],
+                     .stream = v[3],
+                     .start = v[4],
+                     .end = v[5] < v[4] ? v[4] : v[5],
+                     .api_start = v[6],
+                     .api_end = v[7],
+                     .range_id = v[8]};
     if (kind == TIMELINE_KERNEL) {
         o->name_id = v[9];
         o->blocks = v[10];
@@ -747,8 +763,7 @@ void analyze_timeline_free(struct analyze_timeline *t)
     free(t);
 }
 
-const struct energy_track *timeline_energy_track(const struct analyze_timeline *t,
-                                                 int64_t gpu_id)
+const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id)
 {
     for (int i = 0; i < t->energy_count; i++)
         if (t->energy[i].gpu_id == gpu_id)
@@ -947,8 +962,8 @@ int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
     snprintf(sql, sizeof sql,
              "%s LEFT JOIN processes p ON p.id = x.process_id"
              " LEFT JOIN cuda_api a ON a.id = x.api_id LEFT JOIN threads t ON t.id = a.thread_id"
-             " LEFT JOIN gpus g ON g.id = x.gpu_id" ANALYZE_RANGE_JOINS("x.nvtx_range_id")
-             " WHERE x.id = ?1",
+             " LEFT JOIN gpus g ON g.id = x.gpu_id" ANALYZE_RANGE_JOINS(
+                 "x.nvtx_range_id") " WHERE x.id = ?1",
              op_evidence_sql[kind]);
     sqlite3_stmt *st = analyze_prepare(ctx, "evidence", sql);
     if (!st)

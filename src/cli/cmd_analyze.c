@@ -21,8 +21,7 @@ static void print_help(void)
         printf("  %-16s %s\n", r->name, r->looks_for);
 }
 
-static int print_analysis(const char *path, const char *rules, enum table_format format,
-                          FILE *out)
+static int print_analysis(const char *path, const char *rules, enum table_format format, FILE *out)
 {
     struct report_ctx ctx = {.out = out, .format = format};
     if (cli_open_db(path, &ctx.db) != CLI_EXIT_OK)

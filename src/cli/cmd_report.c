@@ -65,9 +65,10 @@ static int write_page(sqlite3 *db, const char *output, int force)
         rc = -1;
     } else if (rc == 0 && !force) {
         if (link(tmp, output) < 0) {
-            snprintf(error, sizeof error, "%s", errno == EEXIST ? "it exists (use --force to "
-                                                                  "replace it)"
-                                                                : strerror(errno));
+            snprintf(error, sizeof error, "%s",
+                     errno == EEXIST ? "it exists (use --force to "
+                                       "replace it)"
+                                     : strerror(errno));
             rc = -1;
         }
     }

@@ -44,7 +44,8 @@ static sqlite3 *session(const char *rows)
     free(schema);
     exec(db, "INSERT INTO meta VALUES('schema_version', 1), ('start_ns', 0), ('end_ns', 1000000),"
              " ('command', 'app');"
-             "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, 1000000, 1);"
+             "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, "
+             "1000000, 1);"
              "INSERT INTO threads(id, process_id, tid) VALUES(1, 1, 100);"
              "INSERT INTO gpus(id, uuid, name, nvml_index, cc_major, cc_minor, sm_count,"
              " max_threads_per_sm, max_regs_per_sm, max_smem_per_sm, max_blocks_per_sm,"
@@ -329,7 +330,8 @@ static void alloc_in_loop_finds_repeated_and_crowded_ranges(void)
     ASSERT_EQ(res->count, 2);
     expect_cost(&res->findings[0], 600);
     ASSERT_EQ(res->findings[0].count, 6);
-    ASSERT(strstr(res->findings[0].summary, "inside :iter (3 instances with calls, up to 2 in one)"));
+    ASSERT(
+        strstr(res->findings[0].summary, "inside :iter (3 instances with calls, up to 2 in one)"));
     ASSERT_EQ(res->findings[0].evidence_count, 6);
     ASSERT_STR_EQ(res->findings[0].evidence[0].name, "cudaMalloc");
     expect_cost(&res->findings[1], 500);
@@ -497,8 +499,9 @@ static void tensor_cores_names_the_misaligned_dimension_from_op_shapes(void)
 }
 
 /* A single-thread kernel (1 block of 1 thread, 20 µs): 1 of 132 SMs busy, cost
- * 20000 x 131/132 (its theoretical occupancy, per SM, is 32 one-warp blocks of 64 warps). A full grid with 100 KB of shared memory per block: 2 blocks of 1 warp
- * per SM, 3.1 % occupancy, cost not estimated. A 1-block kernel of 5 µs: under 10 µs. */
+ * 20000 x 131/132 (its theoretical occupancy, per SM, is 32 one-warp blocks of 64 warps). A full
+ * grid with 100 KB of shared memory per block: 2 blocks of 1 warp per SM, 3.1 % occupancy, cost not
+ * estimated. A 1-block kernel of 5 µs: under 10 µs. */
 static void small_grid_flags_single_thread_kernels_and_low_occupancy(void)
 {
     sqlite3 *db = session(
@@ -599,7 +602,8 @@ int main(int argc, char **argv)
     static const struct test_case tests[] = {
         {"pageable_memcpy_costs_against_the_runs_pinned_rate",
          pageable_memcpy_costs_against_the_runs_pinned_rate},
-        {"sync_memops_costs_the_cpu_time_of_the_calls", sync_memops_costs_the_cpu_time_of_the_calls},
+        {"sync_memops_costs_the_cpu_time_of_the_calls",
+         sync_memops_costs_the_cpu_time_of_the_calls},
         {"sync_api_reports_threads_blocked_over_the_threshold",
          sync_api_reports_threads_blocked_over_the_threshold},
         {"gpu_idle_classifies_gaps_as_host_wait_sync_and_other",
@@ -610,7 +614,8 @@ int main(int argc, char **argv)
          launch_bound_flags_kernels_shorter_than_their_launch},
         {"alloc_in_loop_finds_repeated_and_crowded_ranges",
          alloc_in_loop_finds_repeated_and_crowded_ranges},
-        {"stream_use_flags_streams_created_but_unused", stream_use_flags_streams_created_but_unused},
+        {"stream_use_flags_streams_created_but_unused",
+         stream_use_flags_streams_created_but_unused},
         {"stream_use_flags_numbered_chunks_on_one_stream",
          stream_use_flags_numbered_chunks_on_one_stream},
         {"stream_use_flags_copies_never_overlapping_kernels",

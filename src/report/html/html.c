@@ -49,15 +49,34 @@ void html_color(const char *name, char out[8])
     uint32_t h = 2166136261u;
     for (const char *p = name ? name : ""; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
-    double hue = (double)(h % 360) / 60.0, c = 0.45, x = c * (1 - __builtin_fabs(__builtin_fmod(hue, 2) - 1));
+    double hue = (double)(h % 360) / 60.0, c = 0.45,
+           x = c * (1 - __builtin_fabs(__builtin_fmod(hue, 2) - 1));
     double r = 0, g = 0, b = 0;
     switch ((int)hue) {
-    case 0: r = c; g = x; break;
-    case 1: r = x; g = c; break;
-    case 2: g = c; b = x; break;
-    case 3: g = x; b = c; break;
-    case 4: r = x; b = c; break;
-    default: r = c; b = x; break;
+    case 0:
+        r = c;
+        g = x;
+        break;
+    case 1:
+        r = x;
+        g = c;
+        break;
+    case 2:
+        g = c;
+        b = x;
+        break;
+    case 3:
+        g = x;
+        b = c;
+        break;
+    case 4:
+        r = x;
+        b = c;
+        break;
+    default:
+        r = c;
+        b = x;
+        break;
     }
     double m = 0.40;
     snprintf(out, 8, "#%02x%02x%02x", (int)((r + m) * 255), (int)((g + m) * 255),
@@ -84,8 +103,9 @@ void html_bar_chart(FILE *out, const char *const *labels, const double *values, 
     if (n == 0 || max <= 0)
         return;
     const int row = 18, label_w = 330, bar_w = 520, width = label_w + bar_w + 110;
-    fprintf(out, "<svg class=\"bars\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
-                 "role=\"img\">\n",
+    fprintf(out,
+            "<svg class=\"bars\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
+            "role=\"img\">\n",
             width, n * row + 4, width, n * row + 4);
     for (int i = 0; i < n; i++) {
         char color[8], value[48];
@@ -104,8 +124,9 @@ void html_bar_chart(FILE *out, const char *const *labels, const double *values, 
         else
             snprintf(cut, sizeof cut, "%s", l);
         html_text(out, cut);
-        fprintf(out, "</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
-                     "<text x=\"%.1f\" y=\"%d\" class=\"val\">%s</text></g>\n",
+        fprintf(out,
+                "</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
+                "<text x=\"%.1f\" y=\"%d\" class=\"val\">%s</text></g>\n",
                 label_w, i * row + 2, w < 1 ? 1 : w, row - 4, color, label_w + w + 4, i * row + 13,
                 value);
     }
@@ -118,7 +139,8 @@ static const char page_style[] =
     "h1{font-size:24px;margin:22px 0 2px}h2{font-size:19px;margin:34px 0 8px;"
     "border-bottom:1px solid #d8dde3;padding-bottom:4px}h3{font-size:15px;margin:20px 0 6px}"
     "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}"
-    "nav a{margin-right:14px}a{color:#1559b0;text-decoration:none}a:hover{text-decoration:underline}"
+    "nav "
+    "a{margin-right:14px}a{color:#1559b0;text-decoration:none}a:hover{text-decoration:underline}"
     "table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}"
     "th,td{border:1px solid #d8dde3;padding:3px 7px;text-align:left;vertical-align:top}"
     "th{background:#f1f4f7;cursor:pointer;white-space:nowrap}td.num{text-align:right;"
@@ -166,8 +188,9 @@ static void write_head(struct html_page *page)
           "<meta name=\"generator\" content=\"Lantern " LANTERN_VERSION "\">\n<title>Lantern: ",
           out);
     html_text(out, command ? command : "report");
-    fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body data-ready=\"0\">\n"
-                 "<header><h1>Lantern report</h1><div class=\"mono\" id=\"command\">",
+    fprintf(out,
+            "</title>\n<style>%s</style>\n</head>\n<body data-ready=\"0\">\n"
+            "<header><h1>Lantern report</h1><div class=\"mono\" id=\"command\">",
             page_style);
     html_text(out, command ? command : "(unknown command)");
     fputs("</div></header>\n<nav><a href=\"#summary\">Session</a><a href=\"#timeline\">"
@@ -192,18 +215,19 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
     }
     if (rc == 0) {
         write_head(&page);
-        int (*const sections[])(struct html_page *) = {
-            html_section_summary, html_section_timeline, html_section_time,
-            html_section_findings, html_section_energy};
+        int (*const sections[])(struct html_page *) = {html_section_summary, html_section_timeline,
+                                                       html_section_time, html_section_findings,
+                                                       html_section_energy};
         for (size_t i = 0; rc == 0 && i < sizeof sections / sizeof sections[0]; i++)
             rc = sections[i](&page);
         if (rc < 0)
-            snprintf(error, error_size, "%s", page.ctx->error[0] ? page.ctx->error
-                                                                 : "cannot read the database");
-        fprintf(out, "<footer class=\"note\"><p>Written by Lantern %s. Times are relative to "
-                     "the session start. Costs are estimates (docs/analyze.md) and overlap "
-                     "between rules: do not add them up.</p></footer>\n<script>%s</script>\n"
-                     "</body></html>\n",
+            snprintf(error, error_size, "%s",
+                     page.ctx->error[0] ? page.ctx->error : "cannot read the database");
+        fprintf(out,
+                "<footer class=\"note\"><p>Written by Lantern %s. Times are relative to "
+                "the session start. Costs are estimates (docs/analyze.md) and overlap "
+                "between rules: do not add them up.</p></footer>\n<script>%s</script>\n"
+                "</body></html>\n",
                 LANTERN_VERSION, page_script);
     }
     analyze_run_release(&page.run);

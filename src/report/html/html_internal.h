@@ -15,7 +15,7 @@ struct html_page {
     sqlite3 *db;
     FILE *out;
     struct analyze_run run;
-    struct analyze_ctx *ctx;        /* run.ctx */
+    struct analyze_ctx *ctx;           /* run.ctx */
     struct analyze_timeline *timeline; /* NULL when the run has no GPU work */
 };
 

@@ -20,8 +20,7 @@ static sqlite3_stmt *prepare(struct html_page *page, const char *sql)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(page->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s",
-                 sqlite3_errmsg(page->db));
+        snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s", sqlite3_errmsg(page->db));
         sqlite3_finalize(st);
         return NULL;
     }
@@ -106,7 +105,8 @@ int html_section_summary(struct html_page *page)
     kv_start(out, "Duration");
     html_ns(out, (double)page->ctx->duration_ns);
     fputs("</td></tr>\n", out);
-    if (query_int(page, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL")) {
+    if (query_int(page,
+                  "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL")) {
         fprintf(out, "<tr><th>Exit status</th><td>%lld</td></tr>\n",
                 (long long)query_int(page, "SELECT value FROM meta WHERE key = 'exit_status'"));
     }
@@ -185,7 +185,10 @@ static void time_axis(FILE *out, const struct analyze_ctx *ctx, int y)
         char label[32];
         table_format_duration(label, sizeof label, (double)ctx->duration_ns * i / 5.0);
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
-                PLOT_LEFT + PLOT_WIDTH * i / 5, y + 13, i == 0 ? "start" : i == 5 ? "end" : "middle",
+                PLOT_LEFT + PLOT_WIDTH * i / 5, y + 13,
+                i == 0   ? "start"
+                : i == 5 ? "end"
+                         : "middle",
                 label);
     }
 }
@@ -231,8 +234,9 @@ static int range_lanes(struct html_page *page)
         return -1;
     }
     const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
-    fprintf(out, "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                 "height=\"%d\" role=\"img\">\n",
+    fprintf(out,
+            "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\">\n",
             PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
     for (int i = 0; i < nlanes; i++) { /* coverage: grey, as dense as the ranges */
         int y = top + i * lane_h;
@@ -248,8 +252,9 @@ static int range_lanes(struct html_page *page)
                    fabsf((cover[x + run] > 1 ? 1 : cover[x + run]) - c) < 0.05f)
                 run++;
             if (c > 0.01f)
-                fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                             "fill=\"#8a94a0\" fill-opacity=\"%.2f\"/>",
+                fprintf(out,
+                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                        "fill=\"#8a94a0\" fill-opacity=\"%.2f\"/>",
                         PLOT_LEFT + x * PLOT_WIDTH / TIMELINE_LANE_PX, y,
                         run * PLOT_WIDTH / TIMELINE_LANE_PX, lane_h - 3, c);
             x += run;
@@ -270,8 +275,9 @@ static int range_lanes(struct html_page *page)
         const char *label = (const char *)sqlite3_column_text(st, 3);
         char color[8];
         html_color(label, color);
-        fprintf(out, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-                     "<title>",
+        fprintf(out,
+                "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+                "<title>",
                 x0, top + lane * lane_h, x1 - x0, lane_h - 3, color);
         html_text(out, label);
         fputs(" (", out);
@@ -282,9 +288,10 @@ static int range_lanes(struct html_page *page)
     sqlite3_finalize(st);
     sqlite3_finalize(tid);
     time_axis(out, page->ctx, top + nlanes * lane_h + 2);
-    fprintf(out, "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most: grey "
-                 "where they cover the time (darker: denser), in color the %d longest (hover for "
-                 "names).</figcaption></figure>\n",
+    fprintf(out,
+            "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most: grey "
+            "where they cover the time (darker: denser), in color the %d longest (hover for "
+            "names).</figcaption></figure>\n",
             nlanes, nlanes == 1 ? "" : "s", drawn);
     return 0;
 }
@@ -294,12 +301,13 @@ static int gpu_plot(struct html_page *page, const struct timeline_gpu *g, sqlite
     FILE *out = page->out;
     const struct analyze_timeline *t = page->timeline;
     const int h = 90, top = 6, height = top + h + 20;
-    fprintf(out, "<h3>GPU %lld</h3><figure><svg class=\"gpu-timeline\" viewBox=\"0 0 %d %d\" "
-                 "width=\"%d\" height=\"%d\" role=\"img\">\n",
+    fprintf(out,
+            "<h3>GPU %lld</h3><figure><svg class=\"gpu-timeline\" viewBox=\"0 0 %d %d\" "
+            "width=\"%d\" height=\"%d\" role=\"img\">\n",
             (long long)g->label, PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10,
             height);
-    fprintf(out, "<text x=\"2\" y=\"%d\">100 %%</text><text x=\"2\" y=\"%d\">0</text>\n",
-            top + 10, top + h);
+    fprintf(out, "<text x=\"2\" y=\"%d\">100 %%</text><text x=\"2\" y=\"%d\">0</text>\n", top + 10,
+            top + h);
     /* busy share of each bin, as an area */
     fprintf(out, "<path fill=\"#7fb3e6\" stroke=\"#2f6db5\" stroke-width=\"0.6\" d=\"M%d %d",
             PLOT_LEFT, top + h);
@@ -308,8 +316,8 @@ static int gpu_plot(struct html_page *page, const struct timeline_gpu *g, sqlite
         double util = g->bins[b] / (double)t->bin_ns;
         util = util > 1 ? 1 : util;
         double y = top + h - util * h;
-        fprintf(out, " L%.1f %.1f L%.1f %.1f", PLOT_LEFT + b * bin_w, y, PLOT_LEFT + (b + 1) * bin_w,
-                y);
+        fprintf(out, " L%.1f %.1f L%.1f %.1f", PLOT_LEFT + b * bin_w, y,
+                PLOT_LEFT + (b + 1) * bin_w, y);
     }
     fprintf(out, " L%d %d Z\"><title>GPU busy (share of each bin)</title></path>\n",
             PLOT_LEFT + PLOT_WIDTH, top + h);
@@ -337,14 +345,16 @@ static int gpu_plot(struct html_page *page, const struct timeline_gpu *g, sqlite
         for (int i = 0; i < n; i++)
             fprintf(out, "%.1f,%.1f ", PLOT_LEFT + (bins[i] + 0.5) * bin_w,
                     top + h - watts[i] / max_w * h);
-        fprintf(out, "\"><title>GPU power, W (max %.0f W)</title></polyline>\n"
-                     "<text x=\"%d\" y=\"%d\" fill=\"#d0471f\">%.0f W</text>\n",
+        fprintf(out,
+                "\"><title>GPU power, W (max %.0f W)</title></polyline>\n"
+                "<text x=\"%d\" y=\"%d\" fill=\"#d0471f\">%.0f W</text>\n",
                 max_w, PLOT_LEFT + PLOT_WIDTH - 40, top + 10, max_w);
     }
     time_axis(out, page->ctx, top + h + 2);
-    fprintf(out, "</svg><figcaption class=\"legend\"><span><i class=\"sw\" "
-                 "style=\"background:#7fb3e6\"></i>GPU busy (kernels, copies, memsets; %.1f %% "
-                 "of the run)</span>%s</figcaption></figure>\n",
+    fprintf(out,
+            "</svg><figcaption class=\"legend\"><span><i class=\"sw\" "
+            "style=\"background:#7fb3e6\"></i>GPU busy (kernels, copies, memsets; %.1f %% "
+            "of the run)</span>%s</figcaption></figure>\n",
             100.0 * (double)g->busy_ns / (double)page->ctx->duration_ns,
             n ? "<span><i class=\"sw\" style=\"background:#d0471f\"></i>power (NVML)</span>"
               : "<span class=\"note\">no power samples</span>");
@@ -358,9 +368,10 @@ int html_section_timeline(struct html_page *page)
     if (range_lanes(page) < 0)
         return -1;
     sqlite3_stmt *power = prepare(
-        page, "SELECT (ts_ns - ?2) / ?3 AS b, avg(COALESCE(power_mw, power_avg_mw)) FROM gpu_samples"
-              " WHERE gpu_id = ?1 AND COALESCE(power_mw, power_avg_mw) IS NOT NULL"
-              " GROUP BY b ORDER BY b");
+        page,
+        "SELECT (ts_ns - ?2) / ?3 AS b, avg(COALESCE(power_mw, power_avg_mw)) FROM gpu_samples"
+        " WHERE gpu_id = ?1 AND COALESCE(power_mw, power_avg_mw) IS NOT NULL"
+        " GROUP BY b ORDER BY b");
     if (!power)
         return -1;
     int shown = 0;
@@ -373,8 +384,9 @@ int html_section_timeline(struct html_page *page)
     }
     sqlite3_finalize(power);
     if (!shown)
-        fputs("<p class=\"note\">No GPU activity in this database (profile with -t cuda,nvml).</p>\n",
-              out);
+        fputs(
+            "<p class=\"note\">No GPU activity in this database (profile with -t cuda,nvml).</p>\n",
+            out);
     fputs("</section>\n", out);
     return 0;
 }
@@ -415,8 +427,8 @@ static int top_ranges(struct html_page *page)
         return 0;
     }
     const struct timeline_range_energy **v = calloc(t->range_energy_count, sizeof *v);
-    sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
-                                        ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL
+                                        " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
     if (!v || !label) {
         free(v);
         sqlite3_finalize(label);
@@ -429,8 +441,8 @@ static int top_ranges(struct html_page *page)
     for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++) {
         sqlite3_reset(label);
         sqlite3_bind_int64(label, 1, v[i]->example_id);
-        const char *l = sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0)
-                                                          : NULL;
+        const char *l =
+            sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0) : NULL;
         top.labels[top.n] = strdup(l ? l : "(unnamed)");
         top.values[top.n++] = v[i]->ns;
     }
@@ -469,7 +481,7 @@ static int by_kernel_energy(const void *a, const void *b)
 
 /* The kernel names of the timeline pass, sorted by cmp; the caller frees the array. */
 static const struct timeline_kernel_name **sorted_names(const struct analyze_timeline *t,
-                                                         int (*cmp)(const void *, const void *))
+                                                        int (*cmp)(const void *, const void *))
 {
     const struct timeline_kernel_name **v = calloc(t->name_count ? t->name_count : 1, sizeof *v);
     if (!v)
@@ -484,7 +496,8 @@ static char *string_of(sqlite3_stmt *st, int64_t id)
 {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, id);
-    const char *v = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    const char *v =
+        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
     return strdup(v ? v : "(unnamed kernel)");
 }
 
@@ -518,7 +531,8 @@ static int top_kernels(struct html_page *page)
           out);
     for (int i = 0; i < top.n; i++) {
         char pct[32];
-        snprintf(pct, sizeof pct, "%.1f %%", all ? 100.0 * (double)v[i]->kernel_ns / (double)all : 0);
+        snprintf(pct, sizeof pct, "%.1f %%",
+                 all ? 100.0 * (double)v[i]->kernel_ns / (double)all : 0);
         fputs("<tr>", out);
         text_cell(out, top.labels[i]);
         int_cell(out, v[i]->count);
@@ -600,9 +614,10 @@ int html_section_time(struct html_page *page)
 
 static void evidence_table(FILE *out, const struct analyze_finding *f, int index)
 {
-    fprintf(out, "<table class=\"sortable evidence\" id=\"evidence-%d\"><thead><tr><th>Start</th>"
-                 "<th>Duration</th><th>PID</th><th>TID</th><th>GPU</th><th>Stream</th>"
-                 "<th>NVTX range</th><th>Name</th><th>Detail</th></tr></thead><tbody>\n",
+    fprintf(out,
+            "<table class=\"sortable evidence\" id=\"evidence-%d\"><thead><tr><th>Start</th>"
+            "<th>Duration</th><th>PID</th><th>TID</th><th>GPU</th><th>Stream</th>"
+            "<th>NVTX range</th><th>Name</th><th>Detail</th></tr></thead><tbody>\n",
             index);
     for (int e = 0; e < f->evidence_count; e++) {
         const struct analyze_evidence *ev = &f->evidence[e];
@@ -673,8 +688,9 @@ int html_section_findings(struct html_page *page)
         fprintf(out, " (%.1f %% of the run)", analyze_share(page->ctx, f->cost_ns));
         if (f->cost_j >= 0)
             fprintf(out, " and %.3f J", f->cost_j);
-        fprintf(out, "; %lld occurrence%s.</p>\n<p class=\"advice\">What to do: ",
-                (long long)f->count, f->count == 1 ? "" : "s");
+        fprintf(out,
+                "; %lld occurrence%s.</p>\n<p class=\"advice\">What to do: ", (long long)f->count,
+                f->count == 1 ? "" : "s");
         html_text(out, f->advice);
         fputs("</p>\n", out);
         if (f->evidence_count)
@@ -755,8 +771,8 @@ int html_section_energy(struct html_page *page)
     fputs("</tbody></table>\n", out);
     if (timeline_ranges(page->ctx, t) < 0)
         return -1;
-    sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL " FROM (SELECT ?1 AS id) q"
-                                        ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *label = prepare(page, "SELECT " ANALYZE_RANGE_LABEL
+                                        " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
     sqlite3_stmt *name = prepare(page, "SELECT value FROM strings WHERE id = ?1");
     const struct timeline_kernel_name **v = sorted_names(t, by_kernel_energy);
     if (!label || !name || !v) {
@@ -769,8 +785,8 @@ int html_section_energy(struct html_page *page)
     for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++) {
         sqlite3_reset(label);
         sqlite3_bind_int64(label, 1, t->range_energy[i].example_id);
-        const char *l = sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0)
-                                                          : NULL;
+        const char *l =
+            sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0) : NULL;
         top.labels[top.n] = strdup(l ? l : "(unnamed)");
         top.values[top.n++] = t->range_energy[i].joules;
     }
