@@ -272,7 +272,7 @@ static inline __attribute__((always_inline)) void nvtx_record_event(struct agent
     }
     if (ring_message_is_pointer(kind))
         memcpy(tail, &pointer, sizeof(pointer));
-    else
+    else if (ev->msg_bytes) /* an event without a message has msg NULL: memcpy(NULL) is UB */
         memcpy(tail, ev->msg, ev->msg_bytes);
     ring_commit(r, size);
 }

@@ -41,7 +41,11 @@ static int zone_name_is(const char *zone_dir, const char *want)
 static void zone_init(struct rapl_zone *z, const char *zone_dir)
 {
     char path[512];
-    snprintf(z->energy_path, sizeof z->energy_path, "%s/energy_uj", zone_dir);
+    int n = snprintf(z->energy_path, sizeof z->energy_path, "%s/energy_uj", zone_dir);
+    if (n < 0 || (size_t)n >= sizeof z->energy_path) {
+        z->energy_path[0] = 0; /* a path too long to hold: the zone is not read */
+        return;
+    }
     snprintf(path, sizeof path, "%s/max_energy_range_uj", zone_dir);
     if (read_u64_file(path, &z->max_range_uj) != 0)
         z->max_range_uj = 0;
