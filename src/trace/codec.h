@@ -66,6 +66,7 @@ struct trace_reader {
     size_t pos;               /* offset of the next chunk header */
     int fd;
     void *map;
+    uint32_t version;         /* the file's format version (what its chunk CRC covers) */
     /* the current chunk */
     const uint8_t *rec, *rec_end;
     uint64_t prev_ts;

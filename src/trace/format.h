@@ -8,13 +8,16 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 1u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 2u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 #define TRACE_FILE_HEADER_SIZE 16u           /* magic, u32 version, u32 flags (0) */
 
 /* Chunk header: 24 bytes little-endian, then body_len bytes of records.
- *   u32 magic  u32 body_len  u32 crc32c(body)  u32 record_count  u64 base_ts
+ *   u32 magic  u32 body_len  u32 crc  u32 record_count  u64 base_ts
  * base_ts seeds the timestamp deltas of the chunk's records, so each chunk decodes alone
- * (given the STRING/DOMAIN records of earlier chunks). */
+ * (given the STRING/DOMAIN records of earlier chunks). Version 2: crc is the CRC32C of
+ * body_len, record_count, base_ts (their 16 header bytes, in that order) and the body, so
+ * every byte decoding depends on is covered; version 1 files: crc32c(body) only. */
 #define TRACE_CHUNK_MAGIC 0x4B43484Cu        /* "LCHK" */
 #define TRACE_CHUNK_HEADER_SIZE 24u
 #define TRACE_CHUNK_MAX_BODY (64u << 20)     /* a reader rejects larger chunks as corrupt */
