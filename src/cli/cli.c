@@ -4,6 +4,7 @@
 #include "db/import.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,22 +109,54 @@ static void show_warning(void *ctx, const char *msg)
     fprintf(stderr, "lantern: warning: %s\n", msg);
 }
 
+/* The signals that end lantern are held during an import and polled (import_options.cancel),
+ * so that the import stops cleanly: no half-written database, and a line saying how to
+ * finish it. Once the import has returned they are delivered and act as usual. */
+static const int cli_ending_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static int signal_pending(void *ctx)
+{
+    (void)ctx;
+    sigset_t pending;
+    if (sigpending(&pending) < 0)
+        return 0;
+    for (size_t i = 0; i < sizeof cli_ending_signals / sizeof cli_ending_signals[0]; i++)
+        if (sigismember(&pending, cli_ending_signals[i]) == 1)
+            return 1;
+    return 0;
+}
+
 int cli_import(const char *session_dir, const char *db_path, int force)
 {
     struct progress_state progress = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &progress.start);
-    struct import_options opt = {.warn = show_warning, .progress = show_progress, .ctx = &progress};
-    if (force && unlink(db_path) < 0 && errno != ENOENT)
-        return cli_error("cannot replace '%s': %s", db_path, strerror(errno));
+    struct import_options opt = {.warn = show_warning,
+                                 .progress = show_progress,
+                                 .cancel = signal_pending,
+                                 .ctx = &progress,
+                                 .replace = force};
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof cli_ending_signals / sizeof cli_ending_signals[0]; i++)
+        sigaddset(&block, cli_ending_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &old);
     int rc = import_session(session_dir, db_path, &opt, NULL);
     if (progress.tty && progress.shown)
         fputc('\n', stderr);
-    if (rc == -EEXIST)
-        return cli_error("'%s' exists (use --force to replace it)", db_path);
-    if (rc == -ENOENT || rc == -ENOTDIR)
-        return cli_error("cannot import '%s': no such session folder", session_dir);
-    if (rc < 0)
-        return cli_error("cannot import '%s' into '%s': %s", session_dir, db_path,
-                         rc == -EIO ? "database write failed" : strerror(-rc));
-    return CLI_EXIT_OK;
+    if (rc == -EINTR)
+        cli_error("import of '%s' interrupted; nothing written", session_dir);
+    else if (rc == -EEXIST)
+        cli_error("'%s' exists (use --force to replace it)", db_path);
+    else if (rc == -EISDIR)
+        cli_error("cannot write '%s': it is a folder", db_path);
+    else if (rc == -ENOENT || rc == -ENOTDIR)
+        cli_error("cannot import '%s': no such session folder", session_dir);
+    else if (rc == -ENODATA)
+        cli_error("cannot import '%s': no Lantern raw trace (*.lrt) in it", session_dir);
+    else if (rc < 0)
+        cli_error("cannot import '%s' into '%s': %s", session_dir, db_path,
+                  rc == -EIO ? "database write failed" : strerror(-rc));
+    fflush(stderr);
+    sigprocmask(SIG_SETMASK, &old, NULL); /* a pending signal ends lantern here */
+    return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }

@@ -258,20 +258,30 @@ static char *default_output(void)
     return NULL;
 }
 
-/* Removes a session folder: its regular files, then the folder (nothing else is ours). */
-static void remove_session_dir(const char *dir)
+/* Removes a session folder: the raw files Lantern writes there (regular files named *.lrt),
+ * then the folder, which fails if anything else is in it (nothing else is ours). No symbolic
+ * link is followed: the folder is opened with O_NOFOLLOW and its files are removed relative
+ * to that descriptor. Returns 0, or -1 with errno set (ENOTEMPTY: files that are not ours). */
+static int remove_session_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
     struct dirent *e;
-    char path[PATH_MAX];
-    while ((e = readdir(d)))
-        if (e->d_type == DT_REG &&
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
-            unlink(path);
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        struct stat st;
+        if (len > 4 && !strcmp(e->d_name + len - 4, ".lrt") &&
+            fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(fd, e->d_name, 0);
+    }
     closedir(d);
-    rmdir(dir);
+    return rmdir(dir);
 }
 
 /* The agent: $LANTERN_AGENT, else ../lib/liblantern-agent.so beside this executable. */
@@ -382,7 +392,17 @@ static void forward_signal(int sig, siginfo_t *info, void *ucontext)
         kill((pid_t)child_pid, sig);
 }
 
-static const int forwarded_signals[] = {SIGINT, SIGTERM};
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* Holds (block = 1) or releases the forwarded signals; released, a pending one acts. */
+static void hold_forwarded_signals(int block)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaddset(&set, forwarded_signals[i]);
+    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
 
 static void install_forwarding(void)
 {
@@ -409,8 +429,41 @@ static void exec_child(char **command, int report_fd, const sigset_t *old_mask)
     _exit(127);
 }
 
+/* Why exec failed, with what to type instead where we can tell: a script without its
+ * execute bit, or a file of the current folder named without "./" (execvp searches PATH). */
+static void explain_exec_failure(const char *program, int err)
+{
+    struct stat st;
+    if ((err == EACCES || err == ENOENT) && stat(program, &st) == 0) {
+        const char *dot = strrchr(program, '.');
+        const char *interpreter = !dot                 ? NULL
+                                  : !strcmp(dot, ".py") ? "python3"
+                                  : !strcmp(dot, ".sh") ? "sh"
+                                                        : NULL;
+        if (S_ISDIR(st.st_mode)) {
+            cli_error("cannot run '%s': it is a folder, not a program", program);
+            return;
+        }
+        if (access(program, X_OK) != 0) {
+            if (interpreter)
+                cli_error("'%s' is not executable; try: lantern profile %s %s", program,
+                          interpreter, program);
+            else
+                cli_error("'%s' is not executable; try: chmod +x %s", program, program);
+            return;
+        }
+        if (!strchr(program, '/')) {
+            cli_error("'%s' is not in PATH; to run the file in this folder: lantern profile ./%s",
+                      program, program);
+            return;
+        }
+    }
+    cli_error("cannot run '%s': %s", program, strerror(err));
+}
+
 /* Runs the command; returns its status as a shell reports it (128+N when killed by signal
- * N), or -1 when it could not be started (error printed). */
+ * N), or -1 when it could not be started (error printed). Returns with the forwarded signals
+ * held (see hold_forwarded_signals). */
 static int run_command(char **command)
 {
     int pipefd[2];
@@ -442,12 +495,15 @@ static int run_command(char **command)
     close(pipefd[0]);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    /* From here a signal is for lantern itself: held while the import runs (which stops
+     * cleanly when one is pending, saying how to import the raw folder), then acting as usual
+     * when cmd_profile releases it. */
+    hold_forwarded_signals(1);
     child_pid = 0;
-    /* from here a Ctrl-C stops lantern itself (the raw folder stays for 'lantern import') */
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
         signal(forwarded_signals[i], SIG_DFL);
     if (n == (ssize_t)sizeof err) {
-        cli_error("cannot run '%s': %s", command[0], strerror(err));
+        explain_exec_failure(command[0], err);
         return -1;
     }
     if (WIFSIGNALED(status))
@@ -457,20 +513,51 @@ static int run_command(char **command)
 
 /* ---- the subcommand ------------------------------------------------------------------------ */
 
+/* Checks the outputs before the program runs, and creates the session folder; returns a
+ * descriptor of the folder (opened without following a link, so the launcher's own file is
+ * written into the folder it created), or -1 with the error printed. */
 static int prepare_session(const struct profile_options *o, const char *raw_dir)
 {
-    if (!o->force && path_exists(o->output))
-        return cli_error("'%s' exists (use --force to replace it, or -o another name)", o->output);
-    if (path_exists(raw_dir)) {
-        if (!o->force)
-            return cli_error(
+    struct stat st;
+    if (lstat(o->output, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            cli_error("'%s' is a folder; -o names the database file to write", o->output);
+            return -1;
+        }
+        if (!o->force) {
+            cli_error("'%s' exists (use --force to replace it, or -o another name)", o->output);
+            return -1;
+        }
+    }
+    if (lstat(raw_dir, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            cli_error("session folder '%s' is a symbolic link; not following it (remove it, or "
+                      "use -o another name)",
+                      raw_dir);
+            return -1;
+        }
+        if (!o->force) {
+            cli_error(
                 "session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
                 raw_dir);
-        remove_session_dir(raw_dir);
+            return -1;
+        }
+        if (remove_session_dir(raw_dir) < 0) {
+            cli_error("cannot replace session folder '%s': %s", raw_dir,
+                      errno == ENOTEMPTY || errno == EEXIST
+                          ? "it holds files that are not Lantern raw traces"
+                          : strerror(errno));
+            return -1;
+        }
     }
-    if (mkdir(raw_dir, 0755) < 0)
-        return cli_error("cannot create session folder '%s': %s", raw_dir, strerror(errno));
-    return CLI_EXIT_OK;
+    if (mkdir(raw_dir, 0755) < 0) {
+        cli_error("cannot create session folder '%s': %s", raw_dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        cli_error("cannot open session folder '%s': %s", raw_dir, strerror(errno));
+    return fd;
 }
 
 /* The CUDA capture range for the agent (src/agent/cupti.c): the mode, and --delay/--duration
@@ -542,7 +629,7 @@ int cmd_profile(int argc, char **argv)
 {
     struct profile_options o = {.trace = NULL};
     char *default_name = NULL, *raw_dir = NULL, *session_dir = NULL, *agent = NULL;
-    int rc = parse_options(argc, argv, &o), fd = -1, status = -1;
+    int rc = parse_options(argc, argv, &o), fd = -1, dir_fd = -1, status = -1;
     if (rc)
         return rc < 0 ? CLI_EXIT_OK : rc;
     rc = CLI_EXIT_ERROR;
@@ -561,14 +648,11 @@ int cmd_profile(int argc, char **argv)
         raw_dir = NULL;
         goto out;
     }
-    if ((rc = prepare_session(&o, raw_dir)) != CLI_EXIT_OK)
+    if ((dir_fd = prepare_session(&o, raw_dir)) < 0)
         goto out;
-    rc = CLI_EXIT_ERROR;
     session_dir = realpath(raw_dir, NULL);
-    char launcher_path[PATH_MAX];
-    snprintf(launcher_path, sizeof launcher_path, "%s/launcher.lrt",
-             session_dir ? session_dir : raw_dir);
-    fd = open(launcher_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = openat(dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0644);
     if (!session_dir || fd < 0 || launcher_write_start(fd, o.command, o.trace) < 0 ||
         set_environment(&o, agent, session_dir) < 0) {
         cli_error("cannot write the session folder '%s': %s", raw_dir, strerror(errno));
@@ -589,17 +673,23 @@ int cmd_profile(int argc, char **argv)
         rc = 127; /* like a shell: the command could not be run */
         goto out;
     }
-    launcher_write_end(fd, status);
-    close(fd);
+    /* Whatever happens to Lantern from here, lantern exits with the program's status; a
+     * failure of its own is said on stderr, with the raw folder kept for 'lantern import'. */
+    rc = status;
+    int end_written = launcher_write_end(fd, status) == 0;
+    if (close(fd) < 0)
+        end_written = 0;
     fd = -1;
+    if (!end_written)
+        cli_error("cannot write '%s/launcher.lrt': %s", raw_dir, strerror(errno));
     if (cli_import(raw_dir, o.output, o.force) != CLI_EXIT_OK) {
-        cli_error("the raw files are kept in '%s'", raw_dir);
+        cli_error("the raw files are kept in '%s': import them with 'lantern import %s -o %s'",
+                  raw_dir, raw_dir, o.output);
         goto out;
     }
-    if (!o.keep_raw)
-        remove_session_dir(raw_dir);
+    if (!o.keep_raw && remove_session_dir(raw_dir) < 0)
+        cli_error("cannot remove '%s': %s", raw_dir, strerror(errno));
     fprintf(stderr, "lantern: report written to %s\n", o.output);
-    rc = status;
     if (o.stats &&
         cli_print_report(o.output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, stdout) !=
             CLI_EXIT_OK &&
@@ -608,6 +698,9 @@ int cmd_profile(int argc, char **argv)
 out:
     if (fd >= 0)
         close(fd);
+    if (dir_fd >= 0)
+        close(dir_fd);
+    hold_forwarded_signals(0); /* a signal held since the program ended acts now */
     free(default_name);
     free(raw_dir);
     free(session_dir);

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,9 @@ struct import_session {
     int64_t exit_status; /* -1: unknown */
     uint64_t bytes_total, bytes_done;
     uint64_t cuda_records;
+    uint64_t lantern_files;  /* raw files with a Lantern header: none means no session */
+    uint64_t truncated_strings; /* names the agent cut to TRACE_STRING_MAX */
+    int cancelled;           /* import_options.cancel said stop */
 };
 
 struct import_file {
@@ -1055,28 +1059,54 @@ static void report_progress(struct import_session *s, const struct trace_reader 
         s->opt->progress(s->opt->ctx, base + r->pos, s->bytes_total);
 }
 
+/* Asks import_options.cancel whether to stop (a signal is pending): from the record loop and,
+ * through sqlite3_progress_handler, from long SQL statements. */
+static int import_cancelled(void *ctx)
+{
+    struct import_session *s = ctx;
+    if (!s->cancelled && s->opt && s->opt->cancel && s->opt->cancel(s->opt->ctx))
+        s->cancelled = 1;
+    return s->cancelled;
+}
+
 static void import_file(struct import_session *s, const char *path, const char *name)
 {
     struct import_file f = {.s = s, .name = name};
     f.is_launcher = strcmp(name, "launcher.lrt") == 0;
     struct trace_reader r;
     if (trace_reader_open(&r, path) < 0) {
+        if (r.not_a_trace) { /* not a file an agent wrote: said, but not a process */
+            s->summary.warnings++;
+            if (s->opt && s->opt->warn) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s: %s; skipped", name, r.damage);
+                s->opt->warn(s->opt->ctx, msg);
+            }
+            s->bytes_done += r.size;
+            trace_reader_close(&r);
+            file_release(&f);
+            return;
+        }
         import_process(&f);
         import_warn(&f, "%s: %s; %zu bytes lost", name, r.damage, r.bytes_lost);
         goto done;
     }
+    s->lantern_files++;
     unsigned type;
     struct trace_fields fl;
-    int rc;
+    int rc = 0;
     uint64_t base = s->bytes_done;
-    while ((rc = trace_reader_next(&r, &type, &fl)) == 1) {
+    while (!s->cancelled && (rc = trace_reader_next(&r, &type, &fl)) == 1) {
         import_record(&f, type, &fl);
         if (fl.bad)
             f.malformed++;
         if (r.prev_ts > f.last_ts)
             f.last_ts = r.prev_ts;
-        if (++s->summary.records % PROGRESS_EVERY == 0)
+        if (++s->summary.records % PROGRESS_EVERY == 0) {
             report_progress(s, &r, base);
+            if (import_cancelled(s))
+                break;
+        }
     }
     if (rc < 0) {
         import_process(&f);
@@ -1125,7 +1155,8 @@ static int list_raw_files(const char *dir, char ***names_out, size_t *count_out)
         count++;
     }
     closedir(d);
-    qsort(names, count, sizeof *names, compare_names);
+    if (count) /* qsort(NULL, 0, ...) is undefined */
+        qsort(names, count, sizeof *names, compare_names);
     *names_out = names;
     *count_out = count;
     return 0;
@@ -1252,10 +1283,14 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
         exec_sql(s->db, "INSERT INTO domains(id, name_id) VALUES(0, NULL)") < 0)
         return -EIO;
     char path[4096];
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count && !import_cancelled(s); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         import_file(s, path, names[i]);
     }
+    if (s->cancelled)
+        return -EINTR;
+    if (!s->lantern_files)
+        return -ENODATA;
     /* after every file: correlation and attribution need all processes' rows */
     /* (the CUDA pass sorts every range: skipped for sessions without CUDA) */
     if ((s->cuda_records && import_cuda_finish(s->db) < 0) || import_nvml_finish(s->db) < 0)
@@ -1266,6 +1301,49 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
     return exec_sql(s->db, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;");
 }
 
+/* What an import that SQLite failed ran into: a full disk and an interruption say so. */
+static int import_failure(struct import_session *s, int rc)
+{
+    if (s->cancelled)
+        return -EINTR;
+    if (rc == -EIO && s->db) {
+        int err = sqlite3_errcode(s->db);
+        if (err == SQLITE_FULL)
+            return -ENOSPC;
+        if (err == SQLITE_INTERRUPT)
+            return -EINTR;
+    }
+    return rc;
+}
+
+/* The new database's temporary name beside db_path, created here (O_EXCL, never through a
+ * symbolic link) and renamed onto db_path when complete. */
+static int create_part_file(const char *part)
+{
+    unlink(part); /* left by an import that was killed; unlink never follows a link */
+    int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+/* rename(2) that refuses to replace an existing db_path unless replace is set. */
+static int rename_into_place(const char *part, const char *db_path, int replace)
+{
+    if (replace)
+        return rename(part, db_path) < 0 ? -errno : 0;
+    if (renameat2(AT_FDCWD, part, AT_FDCWD, db_path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -errno;
+    /* a file system without RENAME_NOREPLACE: link(2) fails on an existing name too */
+    if (link(part, db_path) < 0)
+        return -errno;
+    unlink(part);
+    return 0;
+}
+
 int import_session(const char *session_dir, const char *db_path, const struct import_options *opt,
                    struct import_summary *summary)
 {
@@ -1273,35 +1351,44 @@ int import_session(const char *session_dir, const char *db_path, const struct im
     char **names = NULL, *part = NULL;
     size_t count = 0;
     struct stat st;
-    int rc;
-    if (stat(db_path, &st) == 0)
-        return -EEXIST;
+    int rc, replace = opt && opt->replace;
+    if (lstat(db_path, &st) == 0 && (!replace || S_ISDIR(st.st_mode)))
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
     if ((rc = list_raw_files(session_dir, &names, &count)) < 0)
         return rc;
+    if (!count) {
+        rc = -ENODATA;
+        goto out;
+    }
     s.bytes_total = total_size(session_dir, names, count);
     rc = -ENOMEM;
     if (asprintf(&part, "%s.part", db_path) < 0) {
         part = NULL;
         goto fail;
     }
-    unlink(part);
+    if ((rc = create_part_file(part)) < 0) {
+        free(part);
+        part = NULL; /* not ours to remove */
+        goto fail;
+    }
     rc = -EIO;
     if (sqlite3_open_v2(part, &s.db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
                         NULL) != SQLITE_OK)
         goto fail;
-    if ((rc = import_all(&s, session_dir, names, count)) < 0)
+    sqlite3_progress_handler(s.db, 100000, import_cancelled, &s);
+    if ((rc = import_all(&s, session_dir, names, count)) < 0) {
+        rc = import_failure(&s, rc);
         goto fail;
+    }
     if (sqlite3_close(s.db) != SQLITE_OK) {
         s.db = NULL;
         rc = -EIO;
         goto fail;
     }
     s.db = NULL;
-    if (rename(part, db_path) < 0) {
-        rc = -errno;
+    if ((rc = rename_into_place(part, db_path, replace)) < 0)
         goto fail;
-    }
     if (summary)
         *summary = s.summary;
     rc = 0;

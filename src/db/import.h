@@ -20,7 +20,11 @@ struct import_options {
     void (*warn)(void *ctx, const char *msg);
     /* Called now and then during a long import with the raw bytes read so far. */
     void (*progress)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
+    /* Polled often (between records and inside long SQL statements): non-zero stops the
+     * import, which then returns -EINTR and leaves nothing behind. NULL: never stop. */
+    int (*cancel)(void *ctx);
     void *ctx;
+    int replace; /* replace an existing db_path (atomically: the old file stays until done) */
 };
 
 struct import_summary {
@@ -33,9 +37,11 @@ struct import_summary {
 };
 
 /* Imports every "*.lrt" file of session_dir into a new database at db_path (which must not
- * exist). Returns 0, or a negative errno-style code (-ENOENT: no such session folder,
- * -EEXIST: db_path exists, -EIO: SQLite failed); a damaged raw file is a warning, not an
- * error. summary may be NULL. */
+ * exist unless opt->replace), written as db_path.part and renamed into place when complete.
+ * Returns 0, or a negative errno-style code (-ENOENT: no such session folder, -ENODATA: no
+ * Lantern raw trace in it, -EEXIST: db_path exists, -EISDIR: db_path is a folder, -ENOSPC:
+ * the disk is full, -EINTR: cancelled, -EIO: SQLite failed); a damaged raw file is a warning,
+ * not an error. summary may be NULL. */
 int import_session(const char *session_dir, const char *db_path, const struct import_options *opt,
                    struct import_summary *summary);
 

@@ -285,14 +285,23 @@ int trace_reader_open(struct trace_reader *r, const char *path)
 {
     memset(r, 0, sizeof *r);
     r->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a link is not ours */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
-        snprintf(r->damage, sizeof r->damage, "cannot open: %s", strerror(errno));
+        r->not_a_trace = errno == ELOOP;
+        snprintf(r->damage, sizeof r->damage, "cannot open: %s",
+                 errno == ELOOP ? "a symbolic link" : strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
         snprintf(r->damage, sizeof r->damage, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(r->damage, sizeof r->damage, "not a regular file");
+        r->not_a_trace = 1;
         close(fd);
         return -1;
     }

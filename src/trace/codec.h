@@ -74,9 +74,11 @@ struct trace_reader {
     /* when the reader stopped early: what went wrong and how many bytes were not read */
     char damage[200];
     size_t bytes_lost;
+    int not_a_trace;          /* open refused: not a regular file (a link, FIFO, device) */
 };
 
-/* Opens and validates the file header. Returns 0, or -1 with damage[] saying why. */
+/* Opens and validates the file header. Returns 0, or -1 with damage[] saying why. Only a
+ * regular file is read: a symbolic link, FIFO or device is refused without blocking. */
 int trace_reader_open(struct trace_reader *r, const char *path);
 void trace_reader_close(struct trace_reader *r);
 

@@ -291,7 +291,86 @@ static void existing_database_is_not_overwritten(void)
     unlink(db_path);
 }
 
+/* A folder with no raw file, or only files that are not Lantern's, is no session: an error
+ * (-ENODATA), and no database is written. */
+static void empty_or_foreign_folder_is_an_error(void)
+{
+    fresh_session();
+    ASSERT_EQ(import_session(dir, db_path, NULL, NULL), -ENODATA);
+    char path[300];
+    snprintf(path, sizeof path, "%s/notes.lrt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("not a trace", f);
+    fclose(f);
+    ASSERT_EQ(import_session(dir, db_path, NULL, NULL), -ENODATA);
+    struct stat st;
+    ASSERT(stat(db_path, &st) < 0 && errno == ENOENT);
+    char part[300];
+    snprintf(part, sizeof part, "%s.part", db_path);
+    ASSERT(stat(part, &st) < 0 && errno == ENOENT);
+}
+
+/* A FIFO (or a link) named *.lrt is skipped with a warning: opening it never blocks. */
+static void fifo_and_link_are_skipped_without_blocking(void)
+{
+    fresh_session();
+    write_full_process();
+    char path[300];
+    snprintf(path, sizeof path, "%s/fifo.lrt", dir);
+    ASSERT_EQ(mkfifo(path, 0600), 0);
+    snprintf(path, sizeof path, "%s/link.lrt", dir);
+    ASSERT_EQ(symlink("/dev/zero", path), 0);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 2);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM processes"), "1");
+    sqlite3_close(db);
+    unlink(db_path);
+}
+
+static int cancel_now(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+/* A cancelled import returns -EINTR and leaves neither the database nor its .part file. */
+static void cancelled_import_leaves_nothing(void)
+{
+    fresh_session();
+    write_full_process();
+    struct import_options opt = {.cancel = cancel_now};
+    ASSERT_EQ(import_session(dir, db_path, &opt, NULL), -EINTR);
+    struct stat st;
+    char part[300];
+    snprintf(part, sizeof part, "%s.part", db_path);
+    ASSERT(stat(db_path, &st) < 0 && stat(part, &st) < 0);
+}
+
+/* replace: an existing database is replaced by rename, a folder never. */
+static void replace_renames_over_the_old_file(void)
+{
+    fresh_session();
+    write_full_process();
+    FILE *f = fopen(db_path, "w");
+    fputs("old", f);
+    fclose(f);
+    struct import_options opt = {.replace = 1};
+    ASSERT_EQ(import_session(dir, db_path, &opt, NULL), 0);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(db_path, &db), SQLITE_OK);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM processes"), "1");
+    sqlite3_close(db);
+    unlink(db_path);
+    ASSERT_EQ(mkdir(db_path, 0700), 0);
+    ASSERT_EQ(import_session(dir, db_path, &opt, NULL), -EISDIR);
+    rmdir(db_path);
+}
+
 static const struct test_case tests[] = {
+    {"empty_or_foreign_folder_is_an_error", empty_or_foreign_folder_is_an_error},
+    {"fifo_and_link_are_skipped_without_blocking", fifo_and_link_are_skipped_without_blocking},
+    {"cancelled_import_leaves_nothing", cancelled_import_leaves_nothing},
+    {"replace_renames_over_the_old_file", replace_renames_over_the_old_file},
     {"every_nvtx_record_becomes_its_row", every_nvtx_record_becomes_its_row},
     {"truncated_file_imports_up_to_damage", truncated_file_imports_up_to_damage},
     {"garbage_is_a_warning_not_a_failure", garbage_is_a_warning_not_a_failure},
