@@ -4,6 +4,7 @@
 #include "db/import.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -159,4 +160,91 @@ int cli_import(const char *session_dir, const char *db_path, int force)
     fflush(stderr);
     sigprocmask(SIG_SETMASK, &old, NULL); /* a pending signal ends lantern here */
     return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}
+
+int cli_output_open(struct cli_output *o, const char *path, int force)
+{
+    memset(o, 0, sizeof *o);
+    o->force = force;
+    if (!path || !strcmp(path, "-")) {
+        o->file = stdout;
+        return CLI_EXIT_OK;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return cli_error("cannot write '%s': it is a folder", path);
+        if (!force)
+            return cli_error("'%s' exists (use --force to replace it)", path);
+    }
+    if (asprintf(&o->temp, "%s.XXXXXX", path) < 0) {
+        o->temp = NULL;
+        return cli_error("cannot write '%s': out of memory", path);
+    }
+    int fd = mkstemp(o->temp); /* O_EXCL: never opens an existing file or a link */
+    if (fd < 0) {
+        cli_error("cannot write '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    mode_t mask = umask(0); /* the mode a plain fopen would give */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    if (!(o->file = fdopen(fd, "w"))) {
+        cli_error("cannot write '%s': %s", path, strerror(errno));
+        close(fd);
+        unlink(o->temp);
+        goto fail;
+    }
+    o->path = path;
+    return CLI_EXIT_OK;
+fail:
+    free(o->temp);
+    o->temp = NULL;
+    return CLI_EXIT_ERROR;
+}
+
+/* rename(2) that replaces an existing name only when asked to. */
+static int rename_output(const char *from, const char *to, int replace)
+{
+    if (replace)
+        return rename(from, to);
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    if (link(from, to) < 0) /* a file system without RENAME_NOREPLACE */
+        return -1;
+    unlink(from);
+    return 0;
+}
+
+int cli_output_close(struct cli_output *o, int ok)
+{
+    const char *name = o->path;
+    int err = 0;
+    if (!o->file)
+        return CLI_EXIT_ERROR;
+    /* ferror: an earlier write failed; fflush tries the rest again and sets errno */
+    errno = 0;
+    if (fflush(o->file) != 0 || ferror(o->file))
+        err = errno ? errno : EIO;
+    if (o->path) {
+        if (!err && ok && fsync(fileno(o->file)) < 0)
+            err = errno;
+        if (fclose(o->file) != 0 && !err)
+            err = errno;
+        if (!err && ok && rename_output(o->temp, o->path, o->force) < 0)
+            err = errno;
+        if (err || !ok)
+            unlink(o->temp);
+        free(o->temp);
+    }
+    o->file = NULL;
+    o->temp = NULL;
+    if (err && !o->path)
+        return cli_error("cannot write the standard output: %s", strerror(err));
+    if (err)
+        return cli_error("cannot write '%s': %s", name,
+                         err == EEXIST ? "it exists (use --force to replace it)" : strerror(err));
+    return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }

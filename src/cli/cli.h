@@ -35,9 +35,25 @@ int cli_open_db(const char *path, sqlite3 **db);
  * warnings and, for long imports, its progress. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
 int cli_import(const char *session_dir, const char *db_path, int force);
 
+/* An output file (export -o, stats -o) written the way every Lantern output is: an existing
+ * file is refused unless force, and the data go to a temporary file in the same folder
+ * (FILE.XXXXXX, created without following links) renamed onto FILE when complete, so a failed
+ * or interrupted write never leaves a truncated FILE. "-" or NULL is standard output. */
+struct cli_output {
+    FILE *file;
+    const char *path; /* NULL: standard output */
+    char *temp;
+    int force;
+};
+/* Returns CLI_EXIT_OK, or CLI_EXIT_ERROR with the reason printed. */
+int cli_output_open(struct cli_output *o, const char *path, int force);
+/* Completes the file (ok: rename it into place) or discards it; a write error is printed
+ * naming the output. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
+int cli_output_close(struct cli_output *o, int ok);
+
 /* Prints report r of the report table (src/report/reports.c) from a database file, in format,
  * with sort (report_ctx.sort, NULL: the report's default). Returns a CLI_EXIT_* code (errors
- * already printed). */
+ * already printed, except a write error on out, which the caller names: see cli_output). */
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
                      const char *sort, FILE *out);
 

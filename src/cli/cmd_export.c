@@ -17,6 +17,7 @@ static void print_help(void)
            "chrome://tracing\n"
            "  -o, --output OUT    the file to write (default: FILE with .json instead of .db; - "
            "for stdout)\n"
+           "      --force         replace OUT if it exists\n"
            "  -h, --help          show this help\n");
 }
 
@@ -30,21 +31,20 @@ static char *default_output(const char *db_path)
     return asprintf(&out, "%s.json", db_path) < 0 ? NULL : out;
 }
 
-static int write_chrome(sqlite3 *db, const char *output)
+static int write_chrome(sqlite3 *db, const char *output, int force)
 {
     char error[256] = "";
-    int to_stdout = !strcmp(output, "-");
-    FILE *out = to_stdout ? stdout : fopen(output, "w");
-    if (!out)
-        return cli_error("cannot write '%s': %s", output, strerror(errno));
-    int rc = export_chrome(db, out, error, sizeof error);
-    if (!to_stdout && fclose(out) != 0 && rc == 0) {
-        snprintf(error, sizeof error, "%s", strerror(errno));
-        rc = -1;
-    }
-    if (rc < 0)
+    struct cli_output out;
+    if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    int rc = export_chrome(db, out.file, error, sizeof error);
+    if (rc < 0 && !ferror(out.file)) { /* a write error is named by cli_output_close */
+        cli_output_close(&out, 0);
         return cli_error("cannot export to '%s': %s", output, error);
-    if (!to_stdout)
+    }
+    if (cli_output_close(&out, rc == 0) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    if (strcmp(output, "-"))
         fprintf(stderr, "lantern: trace written to %s\n", output);
     return CLI_EXIT_OK;
 }
@@ -54,11 +54,12 @@ int cmd_export(int argc, char **argv)
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *format = NULL, *output = NULL;
-    int c;
+    int c, force = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
         switch (c) {
@@ -67,6 +68,9 @@ int cmd_export(int argc, char **argv)
             break;
         case 'o':
             output = optarg;
+            break;
+        case 'F':
+            force = 1;
             break;
         case 'h':
             print_help();
@@ -90,7 +94,7 @@ int cmd_export(int argc, char **argv)
     sqlite3 *db;
     int rc = cli_open_db(db_path, &db);
     if (rc == CLI_EXIT_OK) {
-        rc = write_chrome(db, output);
+        rc = write_chrome(db, output, force);
         sqlite3_close(db);
     }
     free(fallback);

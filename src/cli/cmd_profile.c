@@ -692,9 +692,12 @@ int cmd_profile(int argc, char **argv)
     fprintf(stderr, "lantern: report written to %s\n", o.output);
     if (o.stats &&
         cli_print_report(o.output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, stdout) !=
-            CLI_EXIT_OK &&
-        !status)
-        rc = CLI_EXIT_ERROR;
+            CLI_EXIT_OK) {
+        if (ferror(stdout))
+            cli_error("cannot write the report to the standard output");
+        if (!status)
+            rc = CLI_EXIT_ERROR;
+    }
 out:
     if (fd >= 0)
         close(fd);

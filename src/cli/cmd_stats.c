@@ -15,6 +15,7 @@ static void print_help(void)
            "  -r, --report NAME   the report (default nvtx_sum)\n"
            "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
            "  -o, --output OUT    write to OUT instead of standard output\n"
+           "  -f, --force         replace OUT if it exists\n"
            "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
            "  -h, --help          show this help\n\nReports:\n");
     for (const struct report *r = report_table; r->name; r++)
@@ -49,6 +50,8 @@ int cli_print_report(const char *db_path, const struct report *r, enum table_for
         return CLI_EXIT_ERROR;
     int rc = print_report(&ctx, r);
     sqlite3_close(ctx.db);
+    if (rc < 0 && ferror(out))
+        return CLI_EXIT_ERROR; /* the output's failure, not the database's: the caller names it */
     if (rc < 0)
         return cli_error("%s: %s", db_path, ctx.error[0] ? ctx.error : strerror(errno));
     return CLI_EXIT_OK;
@@ -59,12 +62,13 @@ int cmd_stats(int argc, char **argv)
     static const struct option options[] = {
         {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        {"sort", required_argument, NULL, 'S'},   {NULL, 0, NULL, 0},
+        {"sort", required_argument, NULL, 'S'},   {"force", no_argument, NULL, 'f'},
+        {NULL, 0, NULL, 0},
     };
     const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL;
-    int c;
+    int c, force = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":r:o:fh", options, NULL)) != -1) {
         switch (c) {
         case 'r':
             report = optarg;
@@ -77,6 +81,9 @@ int cmd_stats(int argc, char **argv)
             break;
         case 'S':
             sort = optarg; /* for the reports that offer more than one order */
+            break;
+        case 'f':
+            force = 1;
             break;
         case 'h':
             print_help();
@@ -95,11 +102,11 @@ int cmd_stats(int argc, char **argv)
     enum table_format parsed;
     if (table_parse_format(format, &parsed) < 0)
         return cli_usage_error("stats", "unknown format '%s' (table, csv or json)", format);
-    FILE *out = stdout;
-    if (output && !(out = fopen(output, "w")))
-        return cli_error("cannot write '%s': %s", output, strerror(errno));
-    int rc = cli_print_report(argv[optind], r, parsed, sort, out);
-    if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
-        rc = cli_error("cannot write '%s': %s", output, strerror(errno));
+    struct cli_output out;
+    if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    int rc = cli_print_report(argv[optind], r, parsed, sort, out.file);
+    if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)
+        rc = CLI_EXIT_ERROR;
     return rc;
 }

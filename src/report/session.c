@@ -62,7 +62,9 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
 {
     char duration[32];
     table_format_duration(duration, sizeof duration, (double)s->duration_ns);
-    fprintf(out, "Command:         %s\n", s->command ? s->command : "(unknown)");
+    char *command = s->command ? table_escape_controls(s->command) : NULL;
+    fprintf(out, "Command:         %s\n", command ? command : "(unknown)");
+    free(command);
     fprintf(out, "Duration:        %s\n", duration);
     if (s->has_exit_status)
         fprintf(out, "Exit status:     %lld\n", (long long)s->exit_status);
@@ -73,8 +75,11 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
     fprintf(out, "Unended ranges:  %lld\n", (long long)s->unended);
     fprintf(out, "Import warnings: %lld\n", (long long)s->warnings);
     sqlite3_stmt *st = warnings_query(db);
-    while (st && sqlite3_step(st) == SQLITE_ROW)
-        fprintf(out, "  warning: %s\n", (const char *)sqlite3_column_text(st, 0));
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        char *warning = table_escape_controls((const char *)sqlite3_column_text(st, 0));
+        fprintf(out, "  warning: %s\n", warning ? warning : "");
+        free(warning);
+    }
     sqlite3_finalize(st);
     putc('\n', out);
 }

@@ -79,6 +79,36 @@ struct table *table_new(FILE *out, enum table_format format, const struct table_
     return t;
 }
 
+char *table_escape_controls(const char *text)
+{
+    size_t len = strlen(text);
+    char *out = malloc(len * 4 + 1), *o = out; /* each byte at most 4: \xNN */
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        unsigned code = *p;
+        if (code == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) /* a C1 control, two bytes */
+            code = *++p;
+        else if (code >= ' ' && code != 0x7F) {
+            *o++ = (char)code;
+            continue;
+        }
+        const char *named = code == '\n'   ? "\\n"
+                            : code == '\t' ? "\\t"
+                            : code == '\r' ? "\\r"
+                            : code == 0x1B ? "\\e"
+                                           : NULL;
+        if (named) {
+            memcpy(o, named, 2);
+            o += 2;
+        } else {
+            o += sprintf(o, "\\x%02x", code);
+        }
+    }
+    *o = 0;
+    return out;
+}
+
 static void store_cell(struct table *t, const char *text)
 {
     if (t->ncells == t->cells_cap) {
@@ -91,7 +121,7 @@ static void store_cell(struct table *t, const char *text)
         t->cells = cells;
         t->cells_cap = cap;
     }
-    char *copy = strdup(text ? text : "");
+    char *copy = table_escape_controls(text ? text : "");
     if (!copy)
         t->failed = 1;
     t->cells[t->ncells++] = copy;

@@ -46,6 +46,11 @@ void table_real(struct table *t, double v);
  * cell could not be stored. */
 int table_finish(struct table *t);
 
+/* A copy of text for a terminal (malloc'd; NULL if out of memory): C0 control characters,
+ * DEL and the C1 controls U+0080-U+009F become \xNN (\n, \t, \r, \e for the common ones),
+ * so that a name recorded from a program can never move the cursor or drive the terminal. */
+char *table_escape_controls(const char *text);
+
 /* A duration in human units ("812 ns", "1.250 µs", "3.000 ms", "2.500 s") into buf. */
 void table_format_duration(char *buf, size_t size, double ns);
 

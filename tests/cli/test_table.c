@@ -73,7 +73,24 @@ static void json_is_exact(void)
                   "\"count\": 12}\n]");
 }
 
+/* Terminal escape injection: control characters of a recorded name never reach the terminal
+ * raw in a text table (CSV and JSON escape in their own way). */
+static void text_table_escapes_control_characters(void)
+{
+    char *e = table_escape_controls("a\x1b[2Jb\n\t\x01\x7f\xc2\x9b ok \xc2\xb5");
+    ASSERT_STR_EQ(e, "a\\e[2Jb\\n\\t\\x01\\x7f\\x9b ok \xc2\xb5");
+    free(e);
+    static const struct table_column name_only[] = {{"Name", "name", TABLE_TEXT}};
+    FILE *f = fmemopen(out, sizeof out, "w");
+    struct table *t = table_new(f, TABLE_FORMAT_TABLE, name_only, 1);
+    table_text(t, "\x1b]0;pwned\x07");
+    ASSERT_EQ(table_finish(t), 0);
+    fclose(f);
+    ASSERT_STR_EQ(out, "Name\n--------------\n\\e]0;pwned\\x07\n");
+}
+
 static const struct test_case tests[] = {
+    {"text_table_escapes_control_characters", text_table_escapes_control_characters},
     {"durations_in_human_units", durations_in_human_units},
     {"text_table_is_aligned_with_units", text_table_is_aligned_with_units},
     {"csv_is_exact_and_quoted", csv_is_exact_and_quoted},
