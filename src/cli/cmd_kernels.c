@@ -66,8 +66,12 @@ static int run_report(const char *path, const struct kernels_options *opt)
     sqlite3 *db;
     if (cli_open_db(path, &db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
+    char why[256];
+    int no_cuda = report_why_no_cuda(db, why, sizeof why);
     int rc = kernels_report(db, opt, stdout);
     sqlite3_close(db);
+    if (rc >= 0 && no_cuda)
+        fprintf(stderr, "lantern: %s\n", why);
     if (fflush(stdout) != 0 && rc >= 0)
         rc = -EIO;
     if (rc == -EIO)

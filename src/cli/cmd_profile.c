@@ -344,7 +344,8 @@ static int launcher_write_start(int fd, char **command, const char *trace)
     trace_put_s(&b, exe, strlen(exe));
     trace_put_s(&b, cmdline, cmd_len ? cmd_len - 1 : 0);
     trace_put_s(&b, host, strlen(host));
-    trace_put_u(&b, TRACE_FLAG_LAUNCHER);
+    trace_put_u(&b, TRACE_FLAG_LAUNCHER |
+                        (access("/dev/nvidiactl", F_OK) == 0 ? 0 : TRACE_FLAG_NO_NVIDIA_DEVICE));
     trace_put_s(&b, LANTERN_VERSION, strlen(LANTERN_VERSION));
     trace_put_s(&b, trace, strlen(trace));
     if (trace_record_end(&b, m) < 0)

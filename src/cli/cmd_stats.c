@@ -50,6 +50,8 @@ int cli_print_report(const char *db_path, const struct report *r, enum table_for
         return CLI_EXIT_ERROR;
     int rc = print_report(&ctx, r);
     sqlite3_close(ctx.db);
+    if (rc == 0 && ctx.note[0])
+        fprintf(stderr, "lantern: %s\n", ctx.note); /* stderr: CSV and JSON stay clean */
     if (rc < 0 && ferror(out))
         return CLI_EXIT_ERROR; /* the output's failure, not the database's: the caller names it */
     if (rc < 0)

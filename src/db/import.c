@@ -188,6 +188,7 @@ struct import_session {
     /* what the launcher's own file says about the session */
     char *command, *host, *trace, *version;
     int have_launcher;
+    int no_nvidia_device; /* the launcher saw no NVIDIA device node */
     uint64_t start_ns, end_ns, start_wall_ns, first_process_start, first_process_wall;
     int64_t exit_status; /* -1: unknown */
     uint64_t bytes_total, bytes_done;
@@ -471,6 +472,7 @@ static void on_process(struct import_file *f, struct trace_fields *fl)
         s->trace = strndup((const char *)trace, trace_len);
         s->start_ns = start;
         s->start_wall_ns = wall;
+        s->no_nvidia_device = (flags & TRACE_FLAG_NO_NVIDIA_DEVICE) != 0;
         cmd_s = host_s = NULL;
         goto out;
     }
@@ -1242,6 +1244,8 @@ static int write_meta(struct import_session *s)
                               : put_meta(db, "exit_status", NULL, 0, 0);
     rc |= put_meta(db, "dropped_events", NULL, (int64_t)s->summary.dropped_events, 1);
     rc |= put_meta(db, "import_warnings", NULL, (int64_t)s->summary.warnings, 1);
+    if (s->have_launcher)
+        rc |= put_meta(db, "nvidia_gpu_present", NULL, !s->no_nvidia_device, 1);
     return rc ? -EIO : 0;
 }
 

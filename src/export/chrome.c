@@ -4,6 +4,7 @@
 #include "export/export.h"
 #include "export/json.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,15 +14,30 @@ void chrome_event_begin(struct chrome_writer *w)
     fputs(w->events++ ? ",\n{" : "\n{", w->out);
 }
 
+/* Timestamps come from a database that a damaged trace may have filled with any 64-bit
+ * value: differences are taken in unsigned arithmetic, where they cannot overflow. */
+static void write_us(FILE *out, int negative, unsigned long long ns)
+{
+    fprintf(out, "%s%llu.%03llu", negative ? "-" : "", ns / 1000, ns % 1000);
+}
+
 void chrome_write_duration_us(FILE *out, long long ns)
 {
-    unsigned long long a = (unsigned long long)(ns < 0 ? -ns : ns);
-    fprintf(out, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
+    write_us(out, ns < 0, ns < 0 ? 0ull - (unsigned long long)ns : (unsigned long long)ns);
 }
 
 void chrome_write_us(struct chrome_writer *w, long long ns)
 {
-    chrome_write_duration_us(w->out, ns - w->start_ns);
+    unsigned long long a = (unsigned long long)ns, start = (unsigned long long)w->start_ns;
+    write_us(w->out, ns < w->start_ns, ns < w->start_ns ? start - a : a - start);
+}
+
+long long chrome_span_ns(long long start, long long end)
+{
+    if (end <= start)
+        return 0;
+    unsigned long long span = (unsigned long long)end - (unsigned long long)start;
+    return span > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)span;
 }
 
 static long long meta_int(sqlite3 *db, const char *key)
@@ -152,7 +168,7 @@ static int write_push_pop(struct chrome_writer *w, long long session_end)
         fprintf(w->out, ", \"tid\": %lld, \"ts\": ", sqlite3_column_int64(st, COL_NEXT));
         chrome_write_us(w, start);
         fputs(", \"dur\": ", w->out);
-        chrome_write_duration_us(w->out, end > start ? end - start : 0);
+        chrome_write_duration_us(w->out, chrome_span_ns(start, end));
         write_event_args(w, st, unended);
     }
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;

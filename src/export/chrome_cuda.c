@@ -111,7 +111,7 @@ static int write_api_calls(struct chrome_writer *w)
                 sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
         chrome_write_us(w, start);
         fputs(", \"dur\": ", w->out);
-        chrome_write_duration_us(w->out, end > start ? end - start : 0);
+        chrome_write_duration_us(w->out, chrome_span_ns(start, end));
         fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"return_code\": %lld}}",
                 sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6));
     }
@@ -212,7 +212,7 @@ static void write_gpu_op(struct chrome_writer *w, sqlite3_stmt *st)
     fputs("\"ts\": ", w->out);
     chrome_write_us(w, start);
     fputs(", \"dur\": ", w->out);
-    chrome_write_duration_us(w->out, end > start ? end - start : 0);
+    chrome_write_duration_us(w->out, chrome_span_ns(start, end));
     fprintf(w->out,
             ", \"args\": {\"correlation_id\": %lld, \"device\": %lld, \"context\": %lld, "
             "\"stream\": %lld",
@@ -221,7 +221,7 @@ static void write_gpu_op(struct chrome_writer *w, sqlite3_stmt *st)
     if (!strcmp(kind, "kernel"))
         write_kernel_args(w->out, st);
     else
-        write_memory_args(w->out, st, end - start);
+        write_memory_args(w->out, st, chrome_span_ns(start, end));
     fputs("}}", w->out);
 }
 
@@ -230,7 +230,7 @@ static void write_gpu_op(struct chrome_writer *w, sqlite3_stmt *st)
  * to a neighbour that starts or ends at the same nanosecond. */
 static long long middle(long long start, long long end)
 {
-    return end > start ? start + (end - start) / 2 : start;
+    return start + chrome_span_ns(start, end) / 2; /* no overflow: see chrome_span_ns */
 }
 
 static void write_flow(struct chrome_writer *w, sqlite3_stmt *st)

@@ -27,6 +27,9 @@ void chrome_event_begin(struct chrome_writer *w);
 void chrome_write_us(struct chrome_writer *w, long long ns);
 /* Writes a duration in microseconds, 3 decimals. */
 void chrome_write_duration_us(FILE *out, long long ns);
+/* end - start for end > start, else 0, capped at LLONG_MAX: never a signed overflow, whatever
+ * a damaged trace put in the database. */
+long long chrome_span_ns(long long start, long long end);
 
 /* CUDA rows (chrome_cuda.c): a process per GPU, a thread per stream with its kernels, copies
  * and memsets, the CUDA API calls on their CPU threads, flow arrows from each launching call

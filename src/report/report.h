@@ -14,6 +14,7 @@ struct report_ctx {
     enum table_format format;
     char error[256];         /* why a report returned non-zero */
     const char *sort;        /* --sort: NULL for the report's own order, or a column ("duration") */
+    char note[256];          /* set by a report with an empty result that can say why (stderr) */
 };
 
 struct report {
@@ -30,6 +31,11 @@ const struct report *report_find(const char *name);
  * written to out: text lines for a table or CSV (the caller picks a stream that keeps the
  * CSV clean), a JSON object for JSON. Returns 0 or -1 with ctx->error set. */
 int report_session_header(struct report_ctx *ctx, FILE *out);
+
+/* Why a database holds no CUDA activity (no API call, kernel, copy or set): writes the reason
+ * ("-t cuda was off", "the host had no NVIDIA GPU", "the program made no CUDA call") into why
+ * and returns 1; returns 0 when there is CUDA activity. */
+int report_why_no_cuda(sqlite3 *db, char *why, size_t size);
 
 int report_nvtx_sum(struct report_ctx *ctx);
 int report_energy_sum(struct report_ctx *ctx); /* energy_sum.c */

@@ -169,6 +169,7 @@ enum trace_resource_kind {
 #define TRACE_FLAG_CUDA 0x2u
 #define TRACE_FLAG_NVML 0x4u
 #define TRACE_FLAG_LAUNCHER 0x8u      /* written by the launcher itself, not an agent */
+#define TRACE_FLAG_NO_NVIDIA_DEVICE 0x10u /* launcher: the host had no /dev/nvidiactl (no GPU) */
 
 /* TRACE_NVML_GPU flags */
 #define TRACE_NVML_HAS_ENERGY_COUNTER 0x1u  /* Volta and later */
