@@ -29,6 +29,9 @@
     (1u << 20) /* distinct strings remembered per file; more are not deduplicated */
 #define WRITER_INTERN_BYTES_MAX                                                                    \
     (64u << 20) /* ... and their bytes: the writer's memory stays bounded */
+/* Disk space kept allocated past the end of the file (fallocate, KEEP_SIZE) so that when the
+ * disk fills up, the record saying so and the end record still fit. */
+#define WRITER_END_RESERVE 4096u
 
 struct writer_string {
     uint64_t hash;
@@ -41,6 +44,9 @@ static struct {
     pthread_mutex_t lock;
     int open; /* a file is open and records are accepted; 0 once TRACE_PROCESS_END is out */
     int write_failed;
+    int write_errno;     /* why the first failed write failed */
+    uint64_t file_bytes; /* bytes of the file known whole: its header and whole chunks */
+    char path[PATH_MAX + 64];
     int fd;
     uint32_t agent_flags;
     char session_dir[PATH_MAX];
@@ -56,6 +62,7 @@ static struct {
     uint64_t file_generation;
     char *scratch; /* wide -> UTF-8 conversions */
     size_t scratch_cap;
+    char *cut; /* a string cut to TRACE_STRING_MAX (allocated on first need) */
     uint64_t dropped_total;
     uint64_t unregistered_dropped_reported;
     pthread_t thread;
@@ -98,15 +105,59 @@ static int writer_write_all(const uint8_t *p, size_t len)
     return 0;
 }
 
+/* The events of the chunk being built (every record but strings, thread descriptions, drop
+ * counts and the process records): what is lost when it cannot be written. */
+static uint64_t writer_chunk_events(void)
+{
+    uint64_t prev_ts = 0, events = 0;
+    struct trace_fields f = {.p = writer.chunk.buf + TRACE_CHUNK_HEADER_SIZE,
+                             .end = writer.chunk.buf + writer.chunk.len,
+                             .prev_ts = &prev_ts};
+    while (f.p < f.end && !f.bad) {
+        uint64_t type = trace_get_u(&f), len = trace_get_u(&f);
+        if (len > (uint64_t)(f.end - f.p))
+            break;
+        f.p += len;
+        events += type != TRACE_STRING && type != TRACE_THREAD && type != TRACE_DROPPED &&
+                  type != TRACE_PROCESS && type != TRACE_PROCESS_END;
+    }
+    return events;
+}
+
+/* Keeps WRITER_END_RESERVE bytes allocated past the end of the file (where supported). */
+static void writer_keep_reserve(void)
+{
+    fallocate(writer.fd, FALLOC_FL_KEEP_SIZE, (off_t)writer.file_bytes, WRITER_END_RESERVE);
+}
+
+/* A write failed (a full disk, a quota): the file is cut back to its last whole chunk, which
+ * also frees the space the partial chunk took, the chunk's events are counted as dropped, and
+ * writing stops; later events are counted, and writer_end() says why in the file. */
+static void writer_write_failed(int err)
+{
+    writer.write_failed = 1;
+    writer.write_errno = err;
+    if (ftruncate(writer.fd, (off_t)writer.file_bytes) < 0) {
+        /* the reader then stops at the partial chunk, as after a kill */
+    }
+    writer.dropped_total += writer_chunk_events();
+    agent_warn("cannot write '%s': %s; tracing stops, later events are counted as dropped",
+               writer.path, strerror(err));
+}
+
 int writer_flush_locked(void)
 {
     int rc = 0;
-    if (!trace_chunk_empty(&writer.chunk) && writer.fd >= 0 && !writer.write_failed) {
+    if (!trace_chunk_empty(&writer.chunk) && writer.fd >= 0 && writer.write_failed) {
+        writer.dropped_total += writer_chunk_events(); /* nothing more is written */
+    } else if (!trace_chunk_empty(&writer.chunk) && writer.fd >= 0) {
         size_t len = trace_chunk_finish(&writer.chunk);
         if (writer_write_all(writer.chunk_buf, len) < 0) {
-            writer.write_failed = 1;
-            agent_warn("cannot write the trace file: %s; tracing stops", strerror(errno));
+            writer_write_failed(errno);
             rc = -1;
+        } else {
+            writer.file_bytes += len;
+            writer_keep_reserve();
         }
     }
     writer.last_flush_ns = clock_mono_ns();
@@ -144,13 +195,31 @@ static uint64_t writer_hash(const char *s, size_t len)
     return h | 1; /* 0 marks an empty slot */
 }
 
-static void writer_emit_string(uint64_t id, const char *s, size_t len)
+static void writer_emit_string(uint64_t id, const char *s, size_t len, size_t original_len)
 {
     writer_reserve_locked(len + 32);
     struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_STRING);
     trace_put_u(&writer.chunk, id);
     trace_put_s(&writer.chunk, s, len);
+    if (original_len != len)
+        trace_put_u(&writer.chunk, original_len);
     trace_record_end(&writer.chunk, m);
+}
+
+/* A string longer than TRACE_STRING_MAX, cut at a UTF-8 character boundary and marked;
+ * *len becomes the cut length. NULL if out of memory. */
+static const char *writer_cut_string(const char *s, size_t *len)
+{
+    static const char mark[] = TRACE_STRING_CUT_MARK;
+    if (!writer.cut && !(writer.cut = malloc(TRACE_STRING_MAX)))
+        return NULL;
+    size_t keep = TRACE_STRING_MAX - (sizeof mark - 1);
+    while (keep && ((unsigned char)s[keep] & 0xC0) == 0x80) /* s[keep] continues a character */
+        keep--;
+    memcpy(writer.cut, s, keep);
+    memcpy(writer.cut + keep, mark, sizeof mark - 1);
+    *len = keep + sizeof mark - 1;
+    return writer.cut;
 }
 
 static int writer_strings_grow(void)
@@ -176,6 +245,9 @@ static int writer_strings_grow(void)
 
 uint64_t writer_intern(const char *s, size_t len)
 {
+    size_t original_len = len;
+    if (len > TRACE_STRING_MAX && !(s = writer_cut_string(s, &len)))
+        return 0;
     uint64_t hash = writer_hash(s, len);
     if (writer.strings_used * 2 >= writer.strings_cap && writer.strings_used < WRITER_INTERN_MAX)
         writer_strings_grow();
@@ -201,7 +273,7 @@ uint64_t writer_intern(const char *s, size_t len)
             writer.strings_bytes += len;
         }
     }
-    writer_emit_string(id, s, len);
+    writer_emit_string(id, s, len, original_len);
     return id;
 }
 
@@ -536,10 +608,10 @@ static void writer_put_process(uint64_t start_ns)
 static int writer_open_file(void)
 {
     uint64_t start_ns = clock_mono_ns();
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/%d-%llu.lrt", writer.session_dir, (int)getpid(),
+    char *path = writer.path;
+    snprintf(path, sizeof(writer.path), "%s/%d-%llu.lrt", writer.session_dir, (int)getpid(),
              (unsigned long long)start_ns);
-    writer.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    writer.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (writer.fd < 0) {
         agent_warn("cannot create '%s': %s; tracing disabled", path, strerror(errno));
         return -1;
@@ -553,6 +625,8 @@ static int writer_open_file(void)
         writer.fd = -1;
         return -1;
     }
+    writer.file_bytes = sizeof(header);
+    writer_keep_reserve();
     writer.dropped_total = 0;
     writer.unregistered_dropped_reported = ring_unregistered_drops();
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, start_ns);
@@ -590,6 +664,44 @@ fail:
     return -1;
 }
 
+/* The last chunk, alone: TRACE_WRITE_ERROR if a write failed, then TRACE_PROCESS_END. */
+static void writer_put_end(int clean)
+{
+    uint64_t now = clock_mono_ns();
+    trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, now);
+    struct trace_record_mark m;
+    if (writer.write_failed) {
+        const char *why = strerror(writer.write_errno);
+        m = trace_record_begin(&writer.chunk, TRACE_WRITE_ERROR);
+        trace_put_u(&writer.chunk, (uint64_t)writer.write_errno);
+        trace_put_u(&writer.chunk, writer.file_bytes);
+        trace_put_s(&writer.chunk, why, strlen(why));
+        trace_record_end(&writer.chunk, m);
+    }
+    m = trace_record_begin(&writer.chunk, TRACE_PROCESS_END);
+    trace_put_ts(&writer.chunk, now);
+    trace_put_u(&writer.chunk, writer.dropped_total);
+    trace_put_u(&writer.chunk, (uint64_t)clean);
+    trace_record_end(&writer.chunk, m);
+}
+
+/* Writes the end chunk even after a failure (it fits in the space writer_write_failed freed
+ * and the reserve kept); 0, or -1 with errno set and the file cut back to its whole chunks. */
+static int writer_write_end_chunk(void)
+{
+    size_t len = trace_chunk_finish(&writer.chunk);
+    if (writer_write_all(writer.chunk_buf, len) < 0) {
+        int err = errno;
+        if (ftruncate(writer.fd, (off_t)writer.file_bytes) < 0) {
+            /* nothing more to try: the reader stops at the partial chunk */
+        }
+        errno = err;
+        return -1;
+    }
+    writer.file_bytes += len;
+    return 0;
+}
+
 /* Drains everything, writes TRACE_PROCESS_END and closes the file; once. */
 static void writer_end(int clean)
 {
@@ -598,13 +710,17 @@ static void writer_end(int clean)
         goto out;
     __atomic_store_n(&writer_stop, 1, __ATOMIC_RELEASE);
     writer_drain_locked();
-    writer_reserve_locked(48);
-    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_PROCESS_END);
-    trace_put_ts(&writer.chunk, clock_mono_ns());
-    trace_put_u(&writer.chunk, writer.dropped_total);
-    trace_put_u(&writer.chunk, (uint64_t)clean);
-    trace_record_end(&writer.chunk, m);
-    writer_flush_locked();
+    writer_flush_locked(); /* after a failed write: counts what the drain gathered */
+    writer_put_end(clean);
+    if (writer_write_end_chunk() < 0 && !writer.write_failed) {
+        writer_write_failed(errno); /* the end alone failed: say so, in less space */
+        writer_put_end(clean);
+        writer_write_end_chunk();
+    }
+    trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, clock_mono_ns());
+    if (ftruncate(writer.fd, (off_t)writer.file_bytes) < 0) {
+        /* the reserve past the end stays allocated: harmless */
+    }
     close(writer.fd);
     writer.fd = -1;
     writer.open = 0;

@@ -218,6 +218,7 @@ struct import_file {
     int nfinished;
     uint64_t last_ts, end_ts, dropped_sum, dropped_total, unbalanced;
     int saw_end, clean, malformed;
+    uint64_t cut_strings; /* TRACE_STRING records the agent cut to TRACE_STRING_MAX */
     char *warning;
 };
 
@@ -539,9 +540,25 @@ static void on_string(struct import_file *f, struct trace_fields *fl)
     uint64_t id = trace_get_u(fl);
     const uint8_t *bytes;
     size_t len = trace_get_s(fl, &bytes);
+    uint64_t original_len = trace_get_u(fl); /* present when the agent cut the string */
     int64_t *slot = vec_slot(&f->strings, id);
     if (slot && id && !fl->bad)
         *slot = session_intern(f, bytes, len);
+    if (original_len > len)
+        f->cut_strings++;
+}
+
+/* The agent could not write its file (a full disk): say so with its reason, instead of
+ * blaming a kill; what it lost is in TRACE_PROCESS_END's dropped count. */
+static void on_write_error(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t err = trace_get_u(fl), file_bytes = trace_get_u(fl);
+    const uint8_t *why;
+    size_t why_len = trace_get_s(fl, &why);
+    (void)err;
+    import_warn(f, "%s: the agent could not write its trace after %llu bytes: %.*s; the events "
+                   "that followed are counted as dropped",
+                f->name, (unsigned long long)file_bytes, (int)why_len, (const char *)why);
 }
 
 static void on_dropped(struct import_file *f, struct trace_fields *fl)
@@ -984,6 +1001,9 @@ static void import_core_record(struct import_file *f, unsigned type, struct trac
     case TRACE_CLOCK:
         skip_to_ts(fl, 1);
         break;
+    case TRACE_WRITE_ERROR:
+        on_write_error(f, fl);
+        break;
     default:
         f->s->summary.skipped++;
         break; /* a newer writer's record: skipped by length */
@@ -1116,6 +1136,11 @@ static void import_file(struct import_session *s, const char *path, const char *
     }
     if (f.malformed)
         import_warn(&f, "%s: %d malformed records skipped", name, f.malformed);
+    if (f.cut_strings) {
+        s->truncated_strings += f.cut_strings;
+        import_warn(&f, "%s: %llu names longer than %u bytes were cut (they end with \"%s\")", name,
+                    (unsigned long long)f.cut_strings, TRACE_STRING_MAX, TRACE_STRING_CUT_MARK);
+    }
 done:
     trace_reader_close(&r);
     close_open_ranges(&f);
@@ -1246,6 +1271,7 @@ static int write_meta(struct import_session *s)
     rc |= put_meta(db, "import_warnings", NULL, (int64_t)s->summary.warnings, 1);
     if (s->have_launcher)
         rc |= put_meta(db, "nvidia_gpu_present", NULL, !s->no_nvidia_device, 1);
+    rc |= put_meta(db, "truncated_strings", NULL, (int64_t)s->truncated_strings, 1);
     return rc ? -EIO : 0;
 }
 

@@ -40,9 +40,14 @@ enum trace_record_type {
     TRACE_PROCESS_END = 2,    /* ts, u dropped_total, u clean (1: atexit/destructor ran) */
     TRACE_THREAD = 3,         /* u thread_idx (1..), u os_tid, ts first_seen */
     TRACE_THREAD_NAME = 4,    /* u os_tid, u name string id (nvtxNameOsThread) */
-    TRACE_STRING = 5,         /* u id (1..; 0 means "no string"), s bytes (not NUL-terminated) */
+    TRACE_STRING = 5,         /* u id (1..; 0 means "no string"), s bytes (not NUL-terminated),
+                                 u original_len: present only when the agent cut the string to
+                                 TRACE_STRING_MAX (its end is then TRACE_STRING_CUT_MARK) */
     TRACE_DROPPED = 6,        /* u thread_idx (0: process-wide), u count since last DROPPED */
     TRACE_CLOCK = 7,          /* u tsc, ts: a calibration point, informational */
+    TRACE_WRITE_ERROR = 8,    /* u errno, u file_bytes (the file's whole length when the first
+                                 write failed), s strerror text: the agent could not write its
+                                 file (a full disk) and counted every later event as dropped */
 
     /* NVTX (20-39) */
     TRACE_DOMAIN = 20,        /* u domain id (1..; 0 is the default domain), u name string id */
@@ -163,6 +168,11 @@ enum trace_resource_kind {
     TRACE_RESOURCE_CUDART_EVENT = 7,
     TRACE_RESOURCE_NVTX_GENERIC = 8,  /* nvtxDomainResourceCreate: its identifier value */
 };
+
+/* The longest string the agent writes (names, kernel names, backtraces): a longer one is cut
+ * at a UTF-8 character boundary and ends with the mark, TRACE_STRING_MAX bytes in all. */
+#define TRACE_STRING_MAX (1u << 20)
+#define TRACE_STRING_CUT_MARK "...[cut by lantern]"
 
 /* TRACE_PROCESS agent_flags */
 #define TRACE_FLAG_NVTX 0x1u

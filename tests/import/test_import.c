@@ -173,7 +173,7 @@ static void every_nvtx_record_becomes_its_row(void)
         rows(db, "SELECT key, value FROM meta ORDER BY key"),
         "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
         "import_warnings|0;lantern_version|0.1.0;schema_version|1;start_ns|1000;"
-        "start_wall_ns|1700000000000001000;trace|nvtx");
+        "start_wall_ns|1700000000000001000;trace|nvtx;truncated_strings|0");
     ASSERT_STR_EQ(
         rows(db,
              "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'marks_by_thread'"),
@@ -291,6 +291,50 @@ static void existing_database_is_not_overwritten(void)
     unlink(db_path);
 }
 
+/* A process whose agent ran out of disk (TRACE_WRITE_ERROR, then its end record with the lost
+ * events counted) and cut a long name: the warnings say so, and the counts arrive. */
+static void write_error_and_cut_name_are_reported(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/500-5.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 100);
+    raw_process(&w, 500, 100, "full", 4, TRACE_FLAG_NVTX, NULL);
+    raw_begin(&w, TRACE_STRING);
+    raw_u(&w, 1);
+    raw_s(&w, "long" TRACE_STRING_CUT_MARK, 4 + sizeof TRACE_STRING_CUT_MARK - 1);
+    raw_u(&w, 3000000);
+    raw_end(&w);
+    raw_thread(&w, 1, 500, 100);
+    raw_push(&w, 1, 200, 0, 0, 1);
+    raw_begin(&w, TRACE_WRITE_ERROR);
+    raw_u(&w, 28);
+    raw_u(&w, 81920);
+    raw_s(&w, "No space left on device", 23);
+    raw_end(&w);
+    raw_begin(&w, TRACE_PROCESS_END);
+    raw_ts(&w, 900);
+    raw_u(&w, 1234);
+    raw_u(&w, 1);
+    raw_end(&w);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 2);
+    ASSERT_STR_EQ(rows(db, "SELECT dropped_events, clean_exit, import_warning FROM processes"),
+                  "1234|1|500-5.lrt: the agent could not write its trace after 81920 bytes: No "
+                  "space left on device; the events that followed are counted as dropped; "
+                  "500-5.lrt: 1 names longer than 1048576 bytes were cut (they end with "
+                  "\"...[cut by lantern]\")");
+    ASSERT_STR_EQ(rows(db, "SELECT key, value FROM meta WHERE key IN ('dropped_events', "
+                           "'truncated_strings') ORDER BY key"),
+                  "dropped_events|1234;truncated_strings|1");
+    sqlite3_close(db);
+    unlink(db_path);
+}
+
 /* A folder with no raw file, or only files that are not Lantern's, is no session: an error
  * (-ENODATA), and no database is written. */
 static void empty_or_foreign_folder_is_an_error(void)
@@ -367,6 +411,7 @@ static void replace_renames_over_the_old_file(void)
 }
 
 static const struct test_case tests[] = {
+    {"write_error_and_cut_name_are_reported", write_error_and_cut_name_are_reported},
     {"empty_or_foreign_folder_is_an_error", empty_or_foreign_folder_is_an_error},
     {"fifo_and_link_are_skipped_without_blocking", fifo_and_link_are_skipped_without_blocking},
     {"cancelled_import_leaves_nothing", cancelled_import_leaves_nothing},

@@ -1,0 +1,93 @@
+/* The NVTX program of the fault matrix (test_faults.py), one scenario per argv[1]:
+ *   pushes N STATUS   N push/pop pairs named "step" on one thread, then exit(STATUS)
+ *   no_message        events whose attributes carry no message (NULL, length 0)
+ *   big_name BYTES    one range whose name is BYTES bytes ("é" repeated, then "x")
+ *   wait              a range open until SIGTERM, SIGINT or SIGHUP arrives; prints "ready",
+ *                     exits 40 + the number of signals received (one expected) */
+#include <nvtx3/nvToolsExt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t signals_received;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    signals_received++;
+}
+
+static int pushes(long n, int status)
+{
+    for (long i = 0; i < n; i++) {
+        nvtxRangePushA("step");
+        nvtxRangePop();
+    }
+    return status;
+}
+
+static int no_message(void)
+{
+    nvtxEventAttributes_t a;
+    memset(&a, 0, sizeof a);
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.colorType = NVTX_COLOR_ARGB;
+    a.color = 0xFF00FF00u;
+    nvtxRangePushEx(&a);
+    nvtxRangePop();
+    nvtxMarkEx(&a);
+    nvtxRangeEnd(nvtxRangeStartEx(&a));
+    return 0;
+}
+
+static int big_name(size_t bytes)
+{
+    char *name = malloc(bytes + 1);
+    if (!name)
+        return 1;
+    size_t i = 0;
+    for (; i + 2 <= bytes - 1; i += 2)
+        memcpy(name + i, "\xc3\xa9", 2); /* é: cutting must not split it */
+    memset(name + i, 'x', bytes - i);
+    name[bytes] = 0;
+    nvtxRangePushA(name);
+    nvtxRangePop();
+    nvtxRangePushA("after");
+    nvtxRangePop();
+    free(name);
+    return 0;
+}
+
+static int wait_for_signal(void)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    nvtxRangePushA("waiting");
+    printf("ready\n");
+    fflush(stdout);
+    for (int i = 0; i < 3000 && !signals_received; i++) /* at most 30 s */
+        usleep(10000);
+    usleep(300000); /* a duplicate would arrive meanwhile */
+    nvtxRangePop();
+    return signals_received ? 40 + signals_received : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && !strcmp(argv[1], "pushes"))
+        return pushes(atol(argv[2]), atoi(argv[3]));
+    if (argc >= 2 && !strcmp(argv[1], "no_message"))
+        return no_message();
+    if (argc >= 3 && !strcmp(argv[1], "big_name"))
+        return big_name((size_t)atol(argv[2]));
+    if (argc >= 2 && !strcmp(argv[1], "wait"))
+        return wait_for_signal();
+    fprintf(stderr, "usage: fault_workload pushes N STATUS | no_message | big_name BYTES | wait\n");
+    return 2;
+}
