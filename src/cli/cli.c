@@ -227,7 +227,7 @@ int cli_output_close(struct cli_output *o, int ok)
     /* ferror: an earlier write failed; fflush tries the rest again and sets errno */
     errno = 0;
     if (fflush(o->file) != 0 || ferror(o->file))
-        err = errno ? errno : EIO;
+        err = o->error ? o->error : errno ? errno : EIO;
     if (o->path) {
         if (!err && ok && fsync(fileno(o->file)) < 0)
             err = errno;

@@ -44,6 +44,7 @@ struct cli_output {
     const char *path; /* NULL: standard output */
     char *temp;
     int force;
+    int error; /* errno of a write that failed, as the writer saw it (stdio forgets it) */
 };
 /* Returns CLI_EXIT_OK, or CLI_EXIT_ERROR with the reason printed. */
 int cli_output_open(struct cli_output *o, const char *path, int force);

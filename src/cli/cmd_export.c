@@ -38,6 +38,8 @@ static int write_chrome(sqlite3 *db, const char *output, int force)
     if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     int rc = export_chrome(db, out.file, error, sizeof error);
+    if (rc < 0 && ferror(out.file))
+        out.error = errno;
     if (rc < 0 && !ferror(out.file)) { /* a write error is named by cli_output_close */
         cli_output_close(&out, 0);
         return cli_error("cannot export to '%s': %s", output, error);

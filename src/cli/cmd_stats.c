@@ -48,8 +48,9 @@ int cli_print_report(const char *db_path, const struct report *r, enum table_for
     struct report_ctx ctx = {.out = out, .format = format, .sort = sort};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
-    int rc = print_report(&ctx, r);
+    int rc = print_report(&ctx, r), err = errno;
     sqlite3_close(ctx.db);
+    errno = err; /* a write error's, for the caller */
     if (rc == 0 && ctx.note[0])
         fprintf(stderr, "lantern: %s\n", ctx.note); /* stderr: CSV and JSON stay clean */
     if (rc < 0 && ferror(out))
@@ -108,6 +109,8 @@ int cmd_stats(int argc, char **argv)
     if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     int rc = cli_print_report(argv[optind], r, parsed, sort, out.file);
+    if (rc != CLI_EXIT_OK && ferror(out.file))
+        out.error = errno;
     if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
     return rc;

@@ -3,8 +3,10 @@
  *   no_message        events whose attributes carry no message (NULL, length 0)
  *   big_name BYTES    one range whose name is BYTES bytes ("é" repeated, then "x")
  *   wait              a range open until SIGTERM, SIGINT or SIGHUP arrives; prints "ready",
- *                     exits 40 + the number of signals received (one expected) */
+ *                     exits 40 + the number of signals received (one expected)
+ *   fill FILE STATUS  one range, then fills the disk of FILE with zeros, exit(STATUS) */
 #include <nvtx3/nvToolsExt.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,21 @@ static int wait_for_signal(void)
     return signals_received ? 40 + signals_received : 1;
 }
 
+static int fill(const char *path, int status)
+{
+    nvtxRangePushA("filling");
+    nvtxRangePop();
+    static char zeros[65536];
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return 1;
+    for (size_t n = sizeof zeros; n;)
+        if (write(fd, zeros, n) < 0)
+            n /= 2; /* the disk is full down to the last byte */
+    close(fd);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "pushes"))
@@ -88,6 +105,9 @@ int main(int argc, char **argv)
         return big_name((size_t)atol(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "wait"))
         return wait_for_signal();
-    fprintf(stderr, "usage: fault_workload pushes N STATUS | no_message | big_name BYTES | wait\n");
+    if (argc >= 4 && !strcmp(argv[1], "fill"))
+        return fill(argv[2], atoi(argv[3]));
+    fprintf(stderr, "usage: fault_workload pushes N STATUS | no_message | big_name BYTES | wait | "
+                    "fill FILE STATUS\n");
     return 2;
 }
