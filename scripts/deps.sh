@@ -1,9 +1,9 @@
 # Sourced by quickstart.sh and test.sh: installs what building and testing Lantern needs,
 # and only what is missing (so a prepared machine is left alone): cmake, a C compiler,
-# SQLite's headers and static library, python3's venv, pytest and the nvtx Python package
-# (scripts/wheel.sh installs the wheel tools into a venv of its own); for the tests only,
-# Chromium (the HTML report is loaded in a headless browser). The CUDA toolkit (NVTX headers)
-# is expected to be installed already.
+# SQLite's headers and static library, python3's venv, clang with libFuzzer (scripts/fuzz.sh),
+# pytest and the nvtx Python package (scripts/wheel.sh installs the wheel tools into a venv of
+# its own); for the tests only, Chromium (the HTML report is loaded in a headless browser). The
+# CUDA toolkit (NVTX headers) is expected to be installed already.
 
 lantern_apt_install() {
     local missing=("$@")
@@ -12,6 +12,18 @@ lantern_apt_install() {
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
     echo "lantern: installing ${missing[*]} with apt-get"
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
+
+# clang that links a libFuzzer target (Debian: clang, and libclang-rt-dev for the runtime)
+lantern_has_libfuzzer() {
+    command -v clang >/dev/null || return 1
+    local dir
+    dir=$(mktemp -d) || return 1
+    echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' >"$dir/f.c"
+    clang -fsanitize=fuzzer "$dir/f.c" -o "$dir/f" >/dev/null 2>&1
+    local rc=$?
+    rm -rf "$dir"
+    return $rc
 }
 
 lantern_install_deps() {
@@ -23,6 +35,7 @@ lantern_install_deps() {
         apt+=(libsqlite3-dev)
     command -v python3 >/dev/null || apt+=(python3 python3-pip)
     command -v python3 >/dev/null && ! python3 -m venv --help >/dev/null 2>&1 && apt+=(python3-venv)
+    lantern_has_libfuzzer || apt+=(clang libclang-rt-dev)
     lantern_apt_install "${apt[@]}"
     local pip=()
     python3 -c "import pytest" 2>/dev/null || pip+=(pytest)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Fuzzes the raw-trace reader and the importer (tests/fuzz/fuzz_import.c) with clang's
+# libFuzzer for SECONDS (default 60), on a seed corpus of real traces that the real agent
+# writes here and now (lantern profile --keep-raw of the test programs in BUILD, default
+# build/). Crashes are saved as build-fuzz/crash-*; the script fails if there is one.
+#   scripts/fuzz.sh [SECONDS] [BUILD]      e.g. scripts/fuzz.sh 3600 for a longer local run
+# CI (scripts/test.sh) runs it for 60 s. docs/testing.md reports runs and findings.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+build=${2:-build}
+fuzz=build-fuzz
+jobs=$(nproc)
+
+echo "=== building $fuzz (clang, libFuzzer, ASan+UBSan)"
+cmake -S . -B "$fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DLANTERN_FUZZ=ON >"$fuzz.cmake.log" 2>&1 &&
+    cmake --build "$fuzz" -j"$jobs" --target fuzz_import >"$fuzz.build.log" 2>&1 ||
+    { tail -40 "$fuzz.cmake.log" "$fuzz.build.log"; echo "lantern: build of $fuzz failed"; exit 1; }
+
+# The seeds: every raw file (agent and launcher) of a few real sessions.
+seeds=$fuzz/seeds
+rm -rf "$seeds" "$fuzz/sessions"
+mkdir -p "$seeds" "$fuzz/sessions"
+session() { # NAME COMMAND...
+    local name=$1
+    shift
+    "$build/bin/lantern" profile -t nvtx --keep-raw -o "$fuzz/sessions/$name.db" -- "$@" \
+        >/dev/null 2>&1 # its exit status is the program's
+    [ -f "$fuzz/sessions/$name.db.raw/launcher.lrt" ] || { echo "lantern: seed session $name failed"; exit 1; }
+    for f in "$fuzz/sessions/$name.db.raw"/*.lrt; do cp "$f" "$seeds/$name-$(basename "$f")"; done
+}
+session demo "$build/bin/nvtx_demo" 1
+session no_message "$build/bin/fault_workload" no_message
+session pushes "$build/bin/fault_workload" pushes 20 3
+session big_name "$build/bin/fault_workload" big_name 5000
+for scenario in basic attributes cross_thread fork; do
+    session "$scenario" "$build/bin/nvtx_workload" "$scenario"
+done
+echo "=== fuzzing for ${seconds}s on $(ls "$seeds" | wc -l) seed files"
+mkdir -p "$fuzz/corpus"
+(cd "$fuzz" && ./bin/fuzz_import -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 corpus seeds) 2>&1 | tee "$fuzz/fuzz.log" |
+    grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|ERROR|SUMMARY|stat::number_of_executed_units" || true
+status=${PIPESTATUS[0]}
+if ls "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* >/dev/null 2>&1; then
+    echo "lantern: the fuzzer found a failure: $(ls "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* 2>/dev/null)"
+    exit 1
+fi
+[ "$status" -eq 0 ] || { echo "lantern: fuzz_import failed (see $fuzz/fuzz.log)"; exit 1; }
+echo "lantern: fuzzing found nothing in ${seconds}s"
