@@ -437,7 +437,7 @@ static void explain_exec_failure(const char *program, int err)
     struct stat st;
     if ((err == EACCES || err == ENOENT) && stat(program, &st) == 0) {
         const char *dot = strrchr(program, '.');
-        const char *interpreter = !dot                 ? NULL
+        const char *interpreter = !dot                  ? NULL
                                   : !strcmp(dot, ".py") ? "python3"
                                   : !strcmp(dot, ".sh") ? "sh"
                                                         : NULL;
@@ -652,8 +652,7 @@ int cmd_profile(int argc, char **argv)
     if ((dir_fd = prepare_session(&o, raw_dir)) < 0)
         goto out;
     session_dir = realpath(raw_dir, NULL);
-    fd = openat(dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0644);
+    fd = openat(dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (!session_dir || fd < 0 || launcher_write_start(fd, o.command, o.trace) < 0 ||
         set_environment(&o, agent, session_dir) < 0) {
         cli_error("cannot write the session folder '%s': %s", raw_dir, strerror(errno));
@@ -691,9 +690,8 @@ int cmd_profile(int argc, char **argv)
     if (!o.keep_raw && remove_session_dir(raw_dir) < 0)
         cli_error("cannot remove '%s': %s", raw_dir, strerror(errno));
     fprintf(stderr, "lantern: report written to %s\n", o.output);
-    if (o.stats &&
-        cli_print_report(o.output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, stdout) !=
-            CLI_EXIT_OK) {
+    if (o.stats && cli_print_report(o.output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
+                                    stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");
         if (!status)

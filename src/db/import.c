@@ -193,9 +193,9 @@ struct import_session {
     int64_t exit_status; /* -1: unknown */
     uint64_t bytes_total, bytes_done;
     uint64_t cuda_records;
-    uint64_t lantern_files;  /* raw files with a Lantern header: none means no session */
+    uint64_t lantern_files;     /* raw files with a Lantern header: none means no session */
     uint64_t truncated_strings; /* names the agent cut to TRACE_STRING_MAX */
-    int cancelled;           /* import_options.cancel said stop */
+    int cancelled;              /* import_options.cancel said stop */
 };
 
 struct import_file {
@@ -556,8 +556,9 @@ static void on_write_error(struct import_file *f, struct trace_fields *fl)
     const uint8_t *why;
     size_t why_len = trace_get_s(fl, &why);
     (void)err;
-    import_warn(f, "%s: the agent could not write its trace after %llu bytes: %.*s; the events "
-                   "that followed are counted as dropped",
+    import_warn(f,
+                "%s: the agent could not write its trace after %llu bytes: %.*s; the events "
+                "that followed are counted as dropped",
                 f->name, (unsigned long long)file_bytes, (int)why_len, (const char *)why);
 }
 

@@ -44,8 +44,7 @@ int report_why_no_cuda(sqlite3 *db, char *why, size_t size)
                             sizeof present) &&
                  !strcmp(present, "0");
     if (!list_has(trace, "cuda"))
-        snprintf(why, size,
-                 "no CUDA activity: -t cuda was off (the session traced '%s')%s", trace,
+        snprintf(why, size, "no CUDA activity: -t cuda was off (the session traced '%s')%s", trace,
                  no_gpu ? "; the host had no NVIDIA GPU"
                         : "; lantern profile traces CUDA by default only where a GPU is present");
     else if (no_gpu)

@@ -524,7 +524,8 @@ static size_t append_text_field(char *line, size_t at, const char *text, int wid
         at += pad;
     }
     for (size_t i = 0; i < shown; i++) { /* also tabs, newlines, DEL and C1 controls */
-        unsigned char ch = (unsigned char)text[i], next = i + 1 < len ? (unsigned char)text[i + 1] : 0;
+        unsigned char ch = (unsigned char)text[i],
+                      next = i + 1 < len ? (unsigned char)text[i + 1] : 0;
         int c1 = ch == 0xC2 && next >= 0x80 && next <= 0x9F; /* U+0080-U+009F: ESC [ is 0x9B */
         line[at + i] = ch <= ' ' || ch == 0x7F || c1 ? '_' : text[i];
         if (c1 && i + 1 < shown)

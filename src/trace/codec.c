@@ -368,7 +368,8 @@ static int reader_load_chunk(struct trace_reader *r)
     if (body_len > TRACE_CHUNK_MAX_BODY)
         return reader_fail(r, start, "chunk length out of range");
     if (body_len > left - TRACE_CHUNK_HEADER_SIZE)
-        return reader_fail(r, start, "truncated chunk (the writer was stopped mid-write, or its disk was full)");
+        return reader_fail(
+            r, start, "truncated chunk (the writer was stopped mid-write, or its disk was full)");
     const uint8_t *body = h + TRACE_CHUNK_HEADER_SIZE;
     uint32_t crc = r->version == 1 ? trace_crc32c(0, body, body_len) : chunk_crc(h, body_len);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION /* fuzzing: reach the decoders past the CRC */

@@ -5,8 +5,8 @@
  *   wait              a range open until SIGTERM, SIGINT or SIGHUP arrives; prints "ready",
  *                     exits 40 + the number of signals received (one expected)
  *   fill FILE STATUS  one range, then fills the disk of FILE with zeros, exit(STATUS) */
-#include <nvtx3/nvToolsExt.h>
 #include <fcntl.h>
+#include <nvtx3/nvToolsExt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
