@@ -68,10 +68,12 @@ static void print_help(void)
            "                      ('mypkg.*,pandas.DataFrame.groupby')\n"
            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
-           "  -f, --force         replace FILE (and FILE.raw/) if they exist\n"
+           "  -f, --force         replace FILE, and the raw files of an old FILE.raw/\n"
            "  -h, --help          show this help\n\n"
-           "Signals sent to lantern (kill) are forwarded to COMMAND; a Ctrl-C reaches COMMAND\n"
-           "directly. lantern exits with COMMAND's status (128+N if killed by signal N).\n"
+           "Signals sent to lantern (kill: INT, TERM, HUP) are forwarded to COMMAND; a Ctrl-C\n"
+           "reaches COMMAND directly. lantern exits with COMMAND's status (128+N if killed by\n"
+           "signal N), even when its own import fails: then FILE.raw/ is kept, and stderr says\n"
+           "how to import it.\n"
            "Environment: LANTERN_AGENT overrides the agent library's path.\n");
 }
 
