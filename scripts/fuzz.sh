@@ -2,7 +2,8 @@
 # Fuzzes the raw-trace reader and the importer (tests/fuzz/fuzz_import.c) with clang's
 # libFuzzer for SECONDS (default 60), on a seed corpus of real traces that the real agent
 # writes here and now (lantern profile --keep-raw of the test programs in BUILD, default
-# build/). Crashes are saved as build-fuzz/crash-*; the script fails if there is one.
+# build/), plus tests/fuzz/regressions/ (inputs that once failed: they must pass first).
+# Failures are saved as build-fuzz/crash-* (leak-*, timeout-*, oom-*); the script then fails.
 #   scripts/fuzz.sh [SECONDS] [BUILD]      e.g. scripts/fuzz.sh 3600 for a longer local run
 # CI (scripts/test.sh) runs it for 60 s. docs/testing.md reports runs and findings.
 set -uo pipefail
@@ -37,15 +38,19 @@ session big_name "$build/bin/fault_workload" big_name 5000
 for scenario in basic attributes cross_thread fork; do
     session "$scenario" "$build/bin/nvtx_workload" "$scenario"
 done
+cp tests/fuzz/regressions/* "$seeds/"
 echo "=== fuzzing for ${seconds}s on $(ls "$seeds" | wc -l) seed files"
 mkdir -p "$fuzz/corpus"
+rm -f "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* "$fuzz"/oom-*
 (cd "$fuzz" && ./bin/fuzz_import -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 corpus seeds) 2>&1 | tee "$fuzz/fuzz.log" |
-    grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|ERROR|SUMMARY|stat::number_of_executed_units" || true
-status=${PIPESTATUS[0]}
-if ls "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* >/dev/null 2>&1; then
-    echo "lantern: the fuzzer found a failure: $(ls "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* 2>/dev/null)"
+    -max_len=65536 -print_final_stats=1 corpus seeds) >"$fuzz/fuzz.log" 2>&1
+status=$?
+grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|runtime error|ERROR|SUMMARY|stat::number_of_executed_units" \
+    "$fuzz/fuzz.log"
+found=$(cd "$fuzz" && ls | grep -E '^(crash|leak|timeout|oom)-')
+if [ -n "$found" ] || [ "$status" -ne 0 ]; then
+    echo "lantern: the fuzzer found a failure (exit $status): ${found:-see $fuzz/fuzz.log}" \
+        "(replay: $fuzz/bin/fuzz_import $fuzz/${found%%$'\n'*})"
     exit 1
 fi
-[ "$status" -eq 0 ] || { echo "lantern: fuzz_import failed (see $fuzz/fuzz.log)"; exit 1; }
 echo "lantern: fuzzing found nothing in ${seconds}s"

@@ -87,7 +87,7 @@ void json_write_double(FILE *out, double v)
         fputs("null", out);
         return;
     }
-    if (v == (double)(int64_t)v && fabs(v) < 9e15) {
+    if (fabs(v) < 9e15 && v == (double)(int64_t)v) { /* the cast only where it is defined */
         fprintf(out, "%lld", (long long)v);
         return;
     }

@@ -166,6 +166,20 @@ def test_extreme_timestamps_export_without_overflow(tmp_path):
         ("a", -18446744073709551.615, 9223372036854775.807), ("b", 0.0, 0.0)]
 
 
+def test_huge_double_payload_exports_without_overflow(tmp_path):
+    """Found by the fuzzer: a double payload past 2^63 was cast to int64 (UB) on export."""
+    db = tmp_path / "payload.db"
+    make_db(db, ranges=[("a", 1_000_000_100, 1_000_000_200)])
+    con = sqlite3.connect(db)
+    con.execute("UPDATE ranges SET payload = 9.41756e298")
+    con.commit()
+    con.close()
+    r = lantern("export", db, "--format", "chrome", "-o", tmp_path / "p.json")
+    assert r.returncode == 0, r.stderr
+    (event,) = [e for e in json.loads((tmp_path / "p.json").read_text())["traceEvents"] if e["ph"] == "X"]
+    assert event["args"]["payload"] == 9.41756e298
+
+
 def test_fifo_among_raw_files_never_blocks_the_import(tmp_path):
     raw = tmp_path / "s.db.raw"
     r = lantern("profile", "--keep-raw", "-o", tmp_path / "s.db", "--", WORKLOAD, "pushes", 2, 0)
