@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static void print_help(void)
 {
@@ -33,50 +32,22 @@ static char *default_output(const char *db_path)
     return asprintf(&out, "%s.html", db_path) < 0 ? NULL : out;
 }
 
-/* Writes the page into a new temporary file next to output, then moves it into place:
- * rename() with --force (a symlink at output is replaced, never followed), else link(),
- * which fails rather than replace a file that appeared meanwhile. */
+/* Writes the page through cli_output (a temporary file beside output, renamed into place). */
 static int write_page(sqlite3 *db, const char *output, int force)
 {
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp.XXXXXX", output) < 0)
-        return cli_error("out of memory");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int rc = cli_error("cannot write '%s': %s", output, strerror(errno));
-        free(tmp);
-        return rc;
-    }
-    mode_t mask = umask(0); /* mkstemp makes 0600; a page is as readable as any new file */
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    FILE *out = fdopen(fd, "w");
     char error[256] = "";
-    int rc = out ? html_report_write(db, out, error, sizeof error) : -1;
-    if (!out) {
-        snprintf(error, sizeof error, "%s", strerror(errno));
-        close(fd);
-    } else if ((fflush(out) != 0 || fsync(fileno(out)) != 0 || fclose(out) != 0) && rc == 0) {
-        snprintf(error, sizeof error, "%s", strerror(errno));
-        rc = -1;
-    }
-    if (rc == 0 && force && rename(tmp, output) < 0) {
-        snprintf(error, sizeof error, "%s", strerror(errno));
-        rc = -1;
-    } else if (rc == 0 && !force) {
-        if (link(tmp, output) < 0) {
-            snprintf(error, sizeof error, "%s",
-                     errno == EEXIST ? "it exists (use --force to "
-                                       "replace it)"
-                                     : strerror(errno));
-            rc = -1;
-        }
-    }
-    if (rc < 0 || !force)
-        unlink(tmp);
-    free(tmp);
-    if (rc < 0)
+    struct cli_output out;
+    if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    int rc = html_report_write(db, out.file, error, sizeof error);
+    if (rc < 0 && ferror(out.file))
+        out.error = errno; /* a write error: cli_output_close names the output */
+    if (rc < 0 && !ferror(out.file)) {
+        cli_output_close(&out, 0);
         return cli_error("cannot write '%s': %s", output, error);
+    }
+    if (cli_output_close(&out, rc == 0) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
     fprintf(stderr, "lantern: report written to %s\n", output);
     return CLI_EXIT_OK;
 }

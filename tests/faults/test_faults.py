@@ -101,7 +101,7 @@ def test_force_never_removes_files_that_are_not_lantern_raw_traces(tmp_path):
     assert not (tmp_path / "ran").exists()
 
 
-@pytest.mark.parametrize("command", [["export", "--format", "chrome"], ["stats"]])
+@pytest.mark.parametrize("command", [["export", "--format", "chrome"], ["stats"], ["report"]])
 def test_outputs_refuse_an_existing_file_or_link_without_force(tmp_path, nvtx_db, command):
     out = tmp_path / "out.txt"
     out.write_text("old")
@@ -398,7 +398,8 @@ def test_import_on_a_full_disk_keeps_the_exit_status_and_the_raw_folder(tmp_path
 
 
 @needs_tmpfs
-@pytest.mark.parametrize("command", [["stats", "--format", "csv"], ["export", "--format", "chrome"]])
+@pytest.mark.parametrize("command", [["stats", "--format", "csv"], ["export", "--format", "chrome"],
+                                     ["report"]])
 def test_full_disk_names_the_output_and_leaves_no_file(tmp_path, nvtx_db, command):
     r = on_small_disk(tmp_path, "64k", f'''
         dd if=/dev/zero of=filler bs=4k 2>/dev/null
