@@ -19,10 +19,16 @@ import sys
 import warnings
 
 import numpy as np
-from numba import cuda, float32
-from numba.core.errors import NumbaPerformanceWarning
 
-from annotate import annotate
+# numba-cuda (0.2x, as on the GPU machine) still refers to np.row_stack, which NumPy 2.5
+# removed; the alias lets the tutorial run there unchanged otherwise.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+from numba import cuda, float32  # noqa: E402 (after the alias above)
+from numba.core.errors import NumbaPerformanceWarning  # noqa: E402
+
+from annotate import annotate  # noqa: E402
 
 THREADS = 256
 BLOCKS = 32 * 40

@@ -1,5 +1,6 @@
 /* stream_use: work serialized on one stream that could overlap. Three signs: a process
- * created several streams but ran its work on one (an index that never rotates); NVTX ranges
+ * created several streams (cudaStreamCreate*) but ran its work on one (an index that never
+ * rotates); NVTX ranges
  * numbered per chunk ("H2D Memory Stream 0", "... 1") whose work all landed on one stream (the
  * Nsight Systems tutorial's `[cuda.stream()] * n` bug: one stream, repeated); and a stream
  * whose copies and kernels never overlapped. */
@@ -14,13 +15,14 @@ static int64_t overlap_gain(int64_t copy_ns, int64_t kernel_ns)
     return copy_ns < kernel_ns ? copy_ns : kernel_ns;
 }
 
-/* Whether stream (process, stream) is known to be a created, non-default stream. The NULL
- * stream, and a stream whose context CUPTI never described (is_default NULL), are not. */
-static int is_created_stream(struct analyze_ctx *ctx, int64_t process_id, int64_t stream)
+/* Whether the program itself created stream (process, stream): a cudaStreamCreate* the agent
+ * saw (cuda_stream_handles). CUPTI also reports streams the driver makes for itself (six
+ * more beside the program's one in examples/cuda_normalize on an H100, driver 580). */
+static int is_program_stream(struct analyze_ctx *ctx, int64_t process_id, int64_t stream)
 {
     sqlite3_stmt *st = analyze_prepare(ctx, "stream_use",
-                                       "SELECT count(*) FROM cuda_streams WHERE process_id = ?1"
-                                       " AND stream = ?2 AND is_default = 0");
+                                       "SELECT count(*) FROM cuda_stream_handles WHERE"
+                                       " process_id = ?1 AND stream = ?2");
     int v = 0;
     if (!st)
         return 0;
@@ -32,14 +34,14 @@ static int is_created_stream(struct analyze_ctx *ctx, int64_t process_id, int64_
     return v;
 }
 
-/* The one non-default stream a process used, or NULL when it used none or several. */
+/* The one stream of its own a process used, or NULL when it used none or several. */
 static const struct timeline_stream *
 only_stream(struct analyze_ctx *ctx, const struct analyze_timeline *t, int64_t process_id)
 {
     const struct timeline_stream *only = NULL;
     for (size_t i = 0; i < t->stream_count; i++) {
         const struct timeline_stream *s = &t->streams[i];
-        if (s->process_id != process_id || !is_created_stream(ctx, s->process_id, s->stream))
+        if (s->process_id != process_id || !is_program_stream(ctx, s->process_id, s->stream))
             continue;
         if (only)
             return NULL;
@@ -54,9 +56,9 @@ static int created_unused(struct analyze_ctx *ctx, const struct analyze_timeline
 {
     sqlite3_stmt *procs =
         analyze_prepare(ctx, "stream_use",
-                        "SELECT s.process_id, count(DISTINCT s.stream), p.pid FROM cuda_streams s"
-                        " LEFT JOIN processes p ON p.id = s.process_id WHERE s.is_default = 0"
-                        " GROUP BY s.process_id HAVING count(DISTINCT s.stream) >= 2");
+                        "SELECT h.process_id, count(DISTINCT h.stream), p.pid FROM"
+                        " cuda_stream_handles h LEFT JOIN processes p ON p.id = h.process_id"
+                        " GROUP BY h.process_id HAVING count(DISTINCT h.stream) >= 2");
     sqlite3_stmt *rows = analyze_prepare(
         ctx, "stream_use",
         "SELECT NULL, NULL, p.pid, NULL, COALESCE(g.nvml_index, c.device), s.stream, NULL,"

@@ -340,15 +340,18 @@ static void alloc_in_loop_finds_repeated_and_crowded_ranges(void)
     sqlite3_close(db);
 }
 
-/* Four streams created (7..10), every copy and kernel on stream 7: copies 3000 ns, kernels
- * 5000 ns, so overlapping them could save 3000 ns. */
+/* Four streams created by the program (7..10), every copy and kernel on stream 7: copies
+ * 3000 ns, kernels 5000 ns, so overlapping them could save 3000 ns. Stream 11, the driver's
+ * own (CUPTI reports it, the program never created it), does not count. */
 static void stream_use_flags_streams_created_but_unused(void)
 {
     sqlite3 *db = session(
         "INSERT INTO strings VALUES(1, 'k'), (2, 'chunks 0');"
         "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default, name_id) VALUES"
         " (1, 1, 1, 1, 1, NULL), (1, 1, 7, 1, 0, 2), (1, 1, 8, 1, 0, NULL), (1, 1, 9, 1, 0, NULL),"
-        " (1, 1, 10, 1, 0, NULL);"
+        " (1, 1, 10, 1, 0, NULL), (1, 1, 11, 1, 0, NULL);"
+        "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES"
+        " (1, 100, 1, 7), (1, 101, 1, 8), (1, 102, 1, 9), (1, 103, 1, 10);"
         "INSERT INTO kernels(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
         " name_id) VALUES(1, 1, 1, 0, 1, 7, 2000, 4500, 1), (2, 1, 1, 0, 1, 7, 6000, 8500, 1);"
         "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
@@ -382,6 +385,8 @@ static void stream_use_flags_numbered_chunks_on_one_stream(void)
         /* the NULL stream 1 of a context CUPTI never described: is_default unknown */
         "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default) VALUES"
         " (1, 1, 1, 1, NULL), (1, 1, 13, 1, 0);"
+        "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES"
+        " (1, 100, 1, 13);"
         "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
         " copy_kind, bytes, src_kind, dst_kind, is_async) VALUES(9, 1, 1, 0, 1, 1, 90000, 91000,"
         " 'HtoD', 1, 'pinned', 'device', 0);");
@@ -425,6 +430,8 @@ static void stream_use_flags_copies_never_overlapping_kernels(void)
         "INSERT INTO strings VALUES(1, 'k');"
         "INSERT INTO cuda_streams(process_id, context, stream, gpu_id, is_default) VALUES"
         " (1, 1, 5, 1, 0);"
+        "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES"
+        " (1, 100, 1, 5);"
         "INSERT INTO kernels(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
         " name_id) VALUES(1, 1, 1, 0, 1, 5, 4000, 10000, 1);"
         "INSERT INTO memcpys(id, process_id, gpu_id, device, context, stream, start_ns, end_ns,"
