@@ -3,6 +3,7 @@
  * The energy of an interval comes from the SQL functions of src/nvml/energy_db.h (the energy
  * counter interpolated with power samples), so disjoint ranges add up to their union. */
 #include "nvml/energy_db.h"
+#include "export/export.h"
 #include "report/report.h"
 
 #include <stdio.h>
@@ -24,7 +25,7 @@ static const char energy_query[] =
     "  '(run)') AS name, gpu, 1 AS instances, end_ns - start_ns AS total_ns,"
     "  lantern_gpu_energy_j(gpu_id, start_ns, end_ns) AS energy_j,"
     "  lantern_gpu_energy_error_j(gpu_id, start_ns, end_ns) AS error_j FROM run"
-    " UNION ALL SELECT 1, 'process', p.pid || ' ' || COALESCE(p.exe, ''), g.gpu, 1,"
+    " UNION ALL SELECT 1, 'process', p.pid || ' ' || " EXPORT_PROCESS_LABEL_SQL("p") ", g.gpu, 1,"
     "  p.end_ns - p.start_ns, lantern_gpu_energy_j(g.gpu_id, p.start_ns, p.end_ns),"
     "  lantern_gpu_energy_error_j(g.gpu_id, p.start_ns, p.end_ns)"
     "  FROM processes p CROSS JOIN g WHERE p.end_ns IS NOT NULL"
