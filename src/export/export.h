@@ -24,6 +24,16 @@
  * Returns 0, or -1 with a reason in error. */
 int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size);
 
+/* Perfetto's protobuf trace (perfetto.c, perfetto_gpu.c): the same content as the Chrome
+ * export in Perfetto's native format (TrackEvent, interned names, track descriptors,
+ * counter tracks, flows). stats (may be NULL) receives the number of events written.
+ * Returns 0, or -1 with a reason in error. */
+struct export_stats {
+    unsigned long long events;
+};
+int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
+                    size_t error_size);
+
 /* What the source modules' exporters share (chrome.c calls chrome_cuda_events() and
  * chrome_nvml_events() from their files): the session start all timestamps are relative
  * to, and a comma before every event but the first. */
