@@ -18,7 +18,14 @@ static int write_chrome_format(sqlite3 *db, FILE *out, char *error, size_t error
 
 static int write_perfetto_format(sqlite3 *db, FILE *out, char *error, size_t error_size)
 {
-    return export_perfetto(db, out, NULL, error, error_size);
+    struct export_stats stats = {0};
+    int rc = export_perfetto(db, out, &stats, error, error_size);
+    if (rc == 0 && stats.left_out)
+        fprintf(stderr,
+                "lantern: warning: %llu start/end ranges left out (more than 4096 open at once "
+                "in one domain)\n",
+                stats.left_out);
+    return rc;
 }
 
 static const struct export_format {

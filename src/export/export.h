@@ -26,10 +26,12 @@ int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size);
 
 /* Perfetto's protobuf trace (perfetto.c, perfetto_gpu.c): the same content as the Chrome
  * export in Perfetto's native format (TrackEvent, interned names, track descriptors,
- * counter tracks, flows). stats (may be NULL) receives the number of events written.
+ * counter tracks, flows). stats (may be NULL) receives the number of events written and
+ * of ranges left out.
  * Returns 0, or -1 with a reason in error. */
 struct export_stats {
     unsigned long long events;
+    unsigned long long left_out; /* start/end ranges beyond 4096 open at once in one domain */
 };
 int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
                     size_t error_size);

@@ -1,8 +1,10 @@
 /* The Perfetto export: Perfetto's own protobuf trace (a Trace of TracePackets holding
  * TrackDescriptors and TrackEvents), which ui.perfetto.dev and trace_processor read
- * natively. One packet sequence: the first packet clears the incremental state, and event
- * names and categories are interned (each name's text written once, in the first packet
- * that uses it). Tracks: a process track per process, a thread track per thread (push/pop
+ * natively. Track descriptors go on sequence 1; events go out in runs, one packet sequence
+ * each (perfetto_internal.h): the run's first packet clears the sequence's incremental state
+ * and sets its defaults (a delta-encoded clock, the run's track), and names, categories and
+ * argument names are interned per sequence (each text written once, in the first packet that
+ * uses it), as Perfetto's own SDK writes traces. Tracks: a process track per process, a thread track per thread (push/pop
  * ranges of NVTX's default domain, marks), child tracks for other domains' push/pop ranges
  * and for CUDA API calls, lanes of start/end ranges per process and domain. GPU tracks and
  * counters: perfetto_gpu.c. Field numbers: perfetto_internal.h; docs/export.md. */
@@ -14,7 +16,7 @@
 
 /* ---- packets ----------------------------------------------------------------------------- */
 
-#define PERFETTO_SEQUENCE 1u
+#define PERFETTO_DESCRIPTOR_SEQUENCE 1u
 #define PERFETTO_FLUSH_BYTES (1u << 20)
 
 static int perfetto_flush(struct perfetto_writer *w)
@@ -39,7 +41,7 @@ void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, c
                     const struct perfetto_process_info *process, int counter)
 {
     struct pb_buf *b = &w->packet;
-    pb_uint(b, PF_PACKET_SEQUENCE_ID, PERFETTO_SEQUENCE);
+    pb_uint(b, PF_PACKET_SEQUENCE_ID, PERFETTO_DESCRIPTOR_SEQUENCE);
     size_t td = pb_begin(b, PF_PACKET_TRACK_DESCRIPTOR);
     pb_uint(b, PF_TRACK_UUID, uuid);
     if (parent)
@@ -71,22 +73,25 @@ void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, c
 
 /* ---- interning ---------------------------------------------------------------------------- */
 
-static int perfetto_seen(uint8_t **set, size_t *cap, uint64_t iid)
+/* Has the current sequence interned iid? Marks it so. */
+static int perfetto_seen(struct perfetto_writer *w, uint32_t **set, size_t *cap, uint64_t iid)
 {
     if (iid >= *cap) {
         size_t n = *cap ? *cap : 1024;
         while (n <= iid)
             n *= 2;
-        uint8_t *grown = realloc(*set, n);
-        if (!grown)
-            return 1; /* treat as seen: the name is left out rather than the trace broken */
-        memset(grown + *cap, 0, n - *cap);
+        uint32_t *grown = realloc(*set, n * sizeof *grown);
+        if (!grown) {
+            w->write_failed = 1;
+            return 1;
+        }
+        memset(grown + *cap, 0, (n - *cap) * sizeof *grown);
         *set = grown;
         *cap = n;
     }
-    if ((*set)[iid])
+    if ((*set)[iid] == w->sequence)
         return 1;
-    (*set)[iid] = 1;
+    (*set)[iid] = w->sequence;
     return 0;
 }
 
@@ -119,7 +124,7 @@ void perfetto_event_name_id(struct perfetto_writer *w, int64_t string_id)
 {
     if (string_id <= 0)
         string_id = w->unnamed_iid;
-    if (!perfetto_seen(&w->names_seen, &w->names_cap, (uint64_t)string_id)) {
+    if (!perfetto_seen(w, &w->names_seen, &w->names_cap, (uint64_t)string_id)) {
         const char *text = "(unnamed)";
         size_t len = strlen(text);
         if (string_id != (int64_t)w->unnamed_iid)
@@ -132,19 +137,57 @@ void perfetto_event_name_id(struct perfetto_writer *w, int64_t string_id)
 void perfetto_event_name_text(struct perfetto_writer *w, unsigned synthetic, const char *text)
 {
     uint64_t iid = w->unnamed_iid + 1 + synthetic;
-    if (!perfetto_seen(&w->names_seen, &w->names_cap, iid))
+    if (!perfetto_seen(w, &w->names_seen, &w->names_cap, iid))
         perfetto_put_interned(w, PF_INTERNED_EVENT_NAMES, iid, text, strlen(text));
     pb_uint(&w->event, PF_EVENT_NAME_IID, iid);
 }
 
 void perfetto_event_category(struct perfetto_writer *w, uint64_t iid, const char *text)
 {
-    if (!perfetto_seen(&w->categories_seen, &w->categories_cap, iid))
+    if (!perfetto_seen(w, &w->categories_seen, &w->categories_cap, iid))
         perfetto_put_interned(w, PF_INTERNED_EVENT_CATEGORIES, iid, text, strlen(text));
     pb_uint(&w->event, PF_EVENT_CATEGORY_IIDS, iid);
 }
 
 /* ---- events ------------------------------------------------------------------------------- */
+
+void perfetto_run_begin(struct perfetto_writer *w, uint64_t track)
+{
+    w->sequence++;
+    w->sequence_started = 0;
+    w->default_track = track;
+}
+
+/* The run's first packet, written with its first event (whose time is the clock's base):
+ * clears the sequence's state, defines its incremental clock against CLOCK_MONOTONIC, and
+ * makes the delta clock and the run's track the defaults of its packets. */
+static void perfetto_start_sequence(struct perfetto_writer *w, uint64_t base)
+{
+    struct pb_buf *b = &w->packet;
+    pb_uint(b, PF_PACKET_SEQUENCE_ID, w->sequence);
+    pb_uint(b, PF_PACKET_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
+    size_t snapshot = pb_begin(b, PF_PACKET_CLOCK_SNAPSHOT);
+    size_t clock = pb_begin(b, PF_SNAPSHOT_CLOCKS);
+    pb_uint(b, PF_CLOCK_ID, PF_CLOCK_MONOTONIC);
+    pb_uint(b, PF_CLOCK_TIMESTAMP, base);
+    pb_end(b, clock);
+    clock = pb_begin(b, PF_SNAPSHOT_CLOCKS);
+    pb_uint(b, PF_CLOCK_ID, PF_CLOCK_INCREMENTAL);
+    pb_uint(b, PF_CLOCK_TIMESTAMP, base);
+    pb_uint(b, PF_CLOCK_IS_INCREMENTAL, 1);
+    pb_end(b, clock);
+    pb_uint(b, PF_SNAPSHOT_PRIMARY_TRACE_CLOCK, PF_CLOCK_MONOTONIC);
+    pb_end(b, snapshot);
+    size_t defaults = pb_begin(b, PF_PACKET_DEFAULTS);
+    pb_uint(b, PF_DEFAULTS_TIMESTAMP_CLOCK_ID, PF_CLOCK_INCREMENTAL);
+    size_t track_defaults = pb_begin(b, PF_DEFAULTS_TRACK_EVENT);
+    pb_uint(b, PF_TRACK_EVENT_DEFAULTS_TRACK_UUID, w->default_track);
+    pb_end(b, track_defaults);
+    pb_end(b, defaults);
+    perfetto_put_packet(w);
+    w->last_ts = base;
+    w->sequence_started = 1;
+}
 
 void perfetto_event_begin(struct perfetto_writer *w, unsigned type, uint64_t track)
 {
@@ -152,14 +195,23 @@ void perfetto_event_begin(struct perfetto_writer *w, unsigned type, uint64_t tra
     w->interned.len = 0;
     w->interned_mark = 0;
     pb_uint(&w->event, PF_EVENT_TYPE, type);
-    pb_uint(&w->event, PF_EVENT_TRACK_UUID, track);
+    if (track != w->default_track)
+        pb_uint(&w->event, PF_EVENT_TRACK_UUID, track);
 }
 
 void perfetto_event_end(struct perfetto_writer *w, uint64_t ts)
 {
+    if (!w->sequence_started)
+        perfetto_start_sequence(w, ts);
     struct pb_buf *b = &w->packet;
-    pb_uint(b, PF_PACKET_TIMESTAMP, ts);
-    pb_uint(b, PF_PACKET_SEQUENCE_ID, PERFETTO_SEQUENCE);
+    if (ts >= w->last_ts) {
+        pb_uint(b, PF_PACKET_TIMESTAMP, ts - w->last_ts);
+        w->last_ts = ts;
+    } else { /* out of order (not written so): an absolute time, the run's clock untouched */
+        pb_uint(b, PF_PACKET_TIMESTAMP, ts);
+        pb_uint(b, PF_PACKET_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+    }
+    pb_uint(b, PF_PACKET_SEQUENCE_ID, w->sequence);
     pb_uint(b, PF_PACKET_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
     if (w->interned_mark) {
         pb_end(&w->interned, w->interned_mark);
@@ -173,10 +225,30 @@ void perfetto_event_end(struct perfetto_writer *w, uint64_t ts)
     w->events++;
 }
 
+/* A debug annotation's name, interned in the current sequence on first use. */
+static void perfetto_annotation_name(struct perfetto_writer *w, unsigned name_iid)
+{
+    static const char *const names[] = {[PF_ARG_PAYLOAD] = "payload",
+                                        [PF_ARG_CATEGORY] = "category",
+                                        [PF_ARG_UNENDED] = "unended",
+                                        [PF_ARG_GRID] = "grid",
+                                        [PF_ARG_BLOCK] = "block",
+                                        [PF_ARG_BYTES] = "bytes",
+                                        [PF_ARG_CORRELATION] = "correlation",
+                                        [PF_ARG_REGISTERS] = "registers per thread",
+                                        [PF_ARG_SHARED_MEMORY] = "shared memory bytes"};
+    if (w->arg_seen[name_iid] != w->sequence) {
+        w->arg_seen[name_iid] = w->sequence;
+        perfetto_put_interned(w, PF_INTERNED_DEBUG_ANNOTATION_NAMES, name_iid, names[name_iid],
+                              strlen(names[name_iid]));
+    }
+    pb_uint(&w->event, PF_ANNOTATION_NAME_IID, name_iid);
+}
+
 void perfetto_annotation_int(struct perfetto_writer *w, unsigned name_iid, int64_t v)
 {
     size_t m = pb_begin(&w->event, PF_EVENT_DEBUG_ANNOTATIONS);
-    pb_uint(&w->event, PF_ANNOTATION_NAME_IID, name_iid);
+    perfetto_annotation_name(w, name_iid);
     pb_int(&w->event, PF_ANNOTATION_INT, v);
     pb_end(&w->event, m);
 }
@@ -184,7 +256,7 @@ void perfetto_annotation_int(struct perfetto_writer *w, unsigned name_iid, int64
 void perfetto_annotation_double(struct perfetto_writer *w, unsigned name_iid, double v)
 {
     size_t m = pb_begin(&w->event, PF_EVENT_DEBUG_ANNOTATIONS);
-    pb_uint(&w->event, PF_ANNOTATION_NAME_IID, name_iid);
+    perfetto_annotation_name(w, name_iid);
     pb_double(&w->event, PF_ANNOTATION_DOUBLE, v);
     pb_end(&w->event, m);
 }
@@ -193,7 +265,7 @@ void perfetto_annotation_string(struct perfetto_writer *w, unsigned name_iid, co
                                 size_t len)
 {
     size_t m = pb_begin(&w->event, PF_EVENT_DEBUG_ANNOTATIONS);
-    pb_uint(&w->event, PF_ANNOTATION_NAME_IID, name_iid);
+    perfetto_annotation_name(w, name_iid);
     pb_bytes(&w->event, PF_ANNOTATION_STRING, s, len);
     pb_end(&w->event, m);
 }
@@ -206,8 +278,11 @@ void perfetto_annotation_string(struct perfetto_writer *w, unsigned name_iid, co
 void perfetto_nest_begin(struct perfetto_writer *w, struct perfetto_nest *n, uint64_t track,
                          uint64_t start, uint64_t *end)
 {
-    if (track != n->track)
+    if (track != n->track || !n->started) {
         perfetto_nest_close(w, n);
+        perfetto_run_begin(w, track);
+        n->started = 1;
+    }
     n->track = track;
     while (n->depth && n->ends[n->depth - 1] <= start) {
         perfetto_event_begin(w, PF_TYPE_SLICE_END, track);
@@ -341,7 +416,32 @@ static int perfetto_push_pop(struct perfetto_writer *w, long long session_end)
 }
 
 /* Start/end ranges may overlap and end on another thread: each (process, domain) gets lanes,
- * child tracks of the process, and a range goes on the first lane free at its start. */
+ * child tracks of the process, and a range goes on the first lane free at its start. One
+ * run per (process, domain), in time order: an open lane's end is written before the first
+ * begin after it. */
+struct async_lanes {
+    uint64_t end[PERFETTO_MAX_LANES];
+    uint8_t open[PERFETTO_MAX_LANES];
+    unsigned count;
+    int64_t process, domain;
+};
+
+/* Writes the ends of open lanes up to `until`, earliest first. */
+static void async_close_until(struct perfetto_writer *w, struct async_lanes *l, uint64_t until)
+{
+    for (;;) {
+        unsigned first = PERFETTO_MAX_LANES;
+        for (unsigned i = 0; i < l->count; i++)
+            if (l->open[i] && l->end[i] <= until && (first == PERFETTO_MAX_LANES || l->end[i] < l->end[first]))
+                first = i;
+        if (first == PERFETTO_MAX_LANES)
+            return;
+        l->open[first] = 0;
+        perfetto_event_begin(w, PF_TYPE_SLICE_END, PERFETTO_LANE_TRACK(l->process, l->domain, first));
+        perfetto_event_end(w, l->end[first]);
+    }
+}
+
 static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
 {
     sqlite3_stmt *st;
@@ -354,41 +454,51 @@ static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, session_end);
-    uint64_t lane_end[PERFETTO_MAX_LANES];
-    unsigned lanes = 0;
-    int64_t last_process = -1, last_domain = -1;
+    struct async_lanes *l = calloc(1, sizeof *l);
+    if (!l) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    l->process = l->domain = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
         int64_t process = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 1);
         const char *domain_name = (const char *)sqlite3_column_text(st, 6);
-        if (process != last_process || domain != last_domain)
-            lanes = 0;
-        last_process = process;
-        last_domain = domain;
+        if (process != l->process || domain != l->domain) {
+            async_close_until(w, l, UINT64_MAX);
+            l->count = 0;
+            l->process = process;
+            l->domain = domain;
+            perfetto_run_begin(w, PERFETTO_LANE_TRACK(process, domain, 0));
+        }
         uint64_t start = (uint64_t)sqlite3_column_int64(st, 2);
         uint64_t end = (uint64_t)sqlite3_column_int64(st, 3);
         if (end < start)
             end = start;
+        async_close_until(w, l, start);
         unsigned lane = 0;
-        while (lane < lanes && lane_end[lane] > start)
+        while (lane < l->count && l->open[lane])
             lane++;
-        if (lane == PERFETTO_MAX_LANES)
-            lane = PERFETTO_MAX_LANES - 1; /* shares the last lane (and may misnest there) */
+        if (lane == PERFETTO_MAX_LANES) { /* all busy: left out, and counted */
+            w->left_out++;
+            continue;
+        }
         uint64_t track = PERFETTO_LANE_TRACK(process, domain, lane);
-        if (lane == lanes) {
+        if (lane == l->count) {
             char name[160];
             snprintf(name, sizeof name, "%s (start/end)", domain_name ? domain_name : "nvtx");
             perfetto_track(w, track, PERFETTO_PROCESS_TRACK(process), name, NULL, NULL, 0);
-            lanes++;
+            l->count++;
         }
-        lane_end[lane] = end;
+        l->open[lane] = 1;
+        l->end[lane] = end;
         perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
         perfetto_event_name_id(w, sqlite3_column_int64(st, 5));
         perfetto_domain_category(w, domain, domain_name);
         perfetto_nvtx_args(w, st, 7, sqlite3_column_int(st, 4));
         perfetto_event_end(w, start);
-        perfetto_event_begin(w, PF_TYPE_SLICE_END, track);
-        perfetto_event_end(w, end);
     }
+    async_close_until(w, l, UINT64_MAX);
+    free(l);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
@@ -399,13 +509,17 @@ static int perfetto_marks(struct perfetto_writer *w)
     const char *sql =
         "SELECT r.thread_id, r.domain_id, r.ts_ns, r.name_id, " NVTX_DOMAIN_NAME ", r.payload,"
         " CASE WHEN r.category THEN coalesce(" NVTX_CATEGORY_NAME ", r.category) END"
-        " FROM marks r ORDER BY r.thread_id, r.domain_id, r.ts_ns";
+        " FROM marks r ORDER BY r.thread_id, r.ts_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
+    int64_t last_thread = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
         int64_t thread = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 1);
         const char *domain_name = (const char *)sqlite3_column_text(st, 4);
         uint64_t track = PERFETTO_THREAD_TRACK(thread);
+        if (thread != last_thread)
+            perfetto_run_begin(w, track);
+        last_thread = thread;
         perfetto_event_begin(w, PF_TYPE_INSTANT, track);
         perfetto_event_name_id(w, sqlite3_column_int64(st, 3));
         perfetto_domain_category(w, domain, domain_name);
@@ -429,38 +543,20 @@ static long long perfetto_meta_int(sqlite3 *db, const char *sql)
     return v;
 }
 
-/* The first packet: clears the sequence's incremental state and interns the names of the
- * debug annotations every event may use. */
+/* The first packet: sequence 1, which carries the track descriptors, starts clean. */
 static void perfetto_first_packet(struct perfetto_writer *w)
 {
-    static const char *const args[] = {[PF_ARG_PAYLOAD] = "payload",
-                                       [PF_ARG_CATEGORY] = "category",
-                                       [PF_ARG_UNENDED] = "unended",
-                                       [PF_ARG_GRID] = "grid",
-                                       [PF_ARG_BLOCK] = "block",
-                                       [PF_ARG_BYTES] = "bytes",
-                                       [PF_ARG_CORRELATION] = "correlation",
-                                       [PF_ARG_REGISTERS] = "registers per thread",
-                                       [PF_ARG_SHARED_MEMORY] = "shared memory bytes"};
     struct pb_buf *b = &w->packet;
-    pb_uint(b, PF_PACKET_SEQUENCE_ID, PERFETTO_SEQUENCE);
+    pb_uint(b, PF_PACKET_SEQUENCE_ID, PERFETTO_DESCRIPTOR_SEQUENCE);
     pb_uint(b, PF_PACKET_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
     pb_uint(b, PF_PACKET_FIRST_ON_SEQUENCE, 1);
-    size_t interned = pb_begin(b, PF_PACKET_INTERNED_DATA);
-    for (unsigned i = 1; i < sizeof args / sizeof args[0]; i++) {
-        size_t m = pb_begin(b, PF_INTERNED_DEBUG_ANNOTATION_NAMES);
-        pb_uint(b, PF_INTERNED_IID, i);
-        pb_string(b, PF_INTERNED_NAME, args[i]);
-        pb_end(b, m);
-    }
-    pb_end(b, interned);
     perfetto_put_packet(w);
 }
 
 int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
                     size_t error_size)
 {
-    struct perfetto_writer w = {.db = db, .out = out};
+    struct perfetto_writer w = {.db = db, .out = out, .sequence = PERFETTO_DESCRIPTOR_SEQUENCE};
     /* synthetic names ("Memcpy HtoD", "(unnamed)") take iids above every string id */
     w.unnamed_iid = (uint64_t)perfetto_meta_int(db, "SELECT coalesce(max(id), 0) FROM strings") + 1;
     long long session_end = perfetto_meta_int(db, "SELECT value FROM meta WHERE key = 'end_ns'");
@@ -482,8 +578,10 @@ out:
         snprintf(error, error_size, w.write_failed || ferror(out) ? "write failed" : "out of memory");
         rc = -1;
     }
-    if (stats)
+    if (stats) {
         stats->events = w.events;
+        stats->left_out = w.left_out;
+    }
     sqlite3_finalize(w.string_query);
     free(w.packet.data);
     free(w.file.data);

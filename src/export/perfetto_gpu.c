@@ -240,9 +240,11 @@ static int put_counters(struct perfetto_writer *w)
         while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
             int64_t gpu = sqlite3_column_int64(st, 0);
             uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
-            if (gpu != last_gpu)
+            if (gpu != last_gpu) {
                 perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), counters[metric].name, NULL, NULL,
                                1);
+                perfetto_run_begin(w, track);
+            }
             last_gpu = gpu;
             perfetto_event_begin(w, PF_TYPE_COUNTER, track);
             pb_double(&w->event, PF_EVENT_DOUBLE_COUNTER_VALUE, sqlite3_column_double(st, 2));

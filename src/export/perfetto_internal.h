@@ -14,15 +14,31 @@
 /* Trace, TracePacket (trace_packet.proto) */
 enum {
     PF_TRACE_PACKET = 1,
+    PF_PACKET_CLOCK_SNAPSHOT = 6,
     PF_PACKET_TIMESTAMP = 8,
     PF_PACKET_SEQUENCE_ID = 10, /* trusted_packet_sequence_id */
     PF_PACKET_TRACK_EVENT = 11,
     PF_PACKET_INTERNED_DATA = 12,
     PF_PACKET_SEQUENCE_FLAGS = 13,
+    PF_PACKET_TIMESTAMP_CLOCK_ID = 58,
+    PF_PACKET_DEFAULTS = 59, /* trace_packet_defaults */
     PF_PACKET_TRACK_DESCRIPTOR = 60,
     PF_PACKET_FIRST_ON_SEQUENCE = 87,
     PF_SEQ_INCREMENTAL_STATE_CLEARED = 1,
     PF_SEQ_NEEDS_INCREMENTAL_STATE = 2,
+};
+/* ClockSnapshot (clock_snapshot.proto), TracePacketDefaults and TrackEventDefaults */
+enum {
+    PF_SNAPSHOT_CLOCKS = 1,
+    PF_SNAPSHOT_PRIMARY_TRACE_CLOCK = 2,
+    PF_CLOCK_ID = 1,
+    PF_CLOCK_TIMESTAMP = 2,
+    PF_CLOCK_IS_INCREMENTAL = 3,
+    PF_CLOCK_MONOTONIC = 3,     /* BuiltinClock: the database's clock */
+    PF_CLOCK_INCREMENTAL = 64,  /* a sequence-scoped clock: deltas from the previous packet */
+    PF_DEFAULTS_TIMESTAMP_CLOCK_ID = 58,
+    PF_DEFAULTS_TRACK_EVENT = 11,
+    PF_TRACK_EVENT_DEFAULTS_TRACK_UUID = 11,
 };
 /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
 enum {
@@ -99,19 +115,29 @@ enum {
 #define PERFETTO_COUNTER_TRACK(gpu_key, metric) (((uint64_t)(gpu_key) << 4 | (metric)) << 8 | 8)
 #define PERFETTO_MAX_LANES 4096u
 
+/* Events go out in runs, each on its own packet sequence: a run's events are in time
+ * order, so their timestamps are deltas (PF_CLOCK_INCREMENTAL), and the run's track is the
+ * sequence's default (events name another track only when they are on one). Names are
+ * interned per sequence: `*_seen[iid] == sequence` says the sequence has it. */
 struct perfetto_writer {
     sqlite3 *db;
     FILE *out;
+    uint32_t sequence;      /* the current run's sequence (1: descriptors) */
+    int sequence_started;   /* its first packet (clock snapshot, defaults) is out */
+    uint64_t default_track; /* the current run's track */
+    uint64_t last_ts;       /* the current run's previous timestamp */
+    uint32_t arg_seen[16];  /* debug annotation names interned, by PF_ARG_* */
     struct pb_buf file;     /* packets waiting to be written */
     struct pb_buf packet;   /* the packet being built */
     struct pb_buf event;    /* its TrackEvent */
     struct pb_buf interned; /* its InternedData, when it interns something */
     size_t interned_mark;
     sqlite3_stmt *string_query;
-    uint8_t *names_seen, *categories_seen; /* by iid */
+    uint32_t *names_seen, *categories_seen; /* by iid: the sequence that interned it */
     size_t names_cap, categories_cap;
     uint64_t unnamed_iid; /* max(strings.id) + 1; synthetic names follow */
     uint64_t events;
+    uint64_t left_out; /* start/end ranges beyond PERFETTO_MAX_LANES open at once */
     int write_failed;
 };
 
@@ -128,6 +154,9 @@ void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, c
                     const struct perfetto_thread_info *thread,
                     const struct perfetto_process_info *process, int counter);
 
+/* Starts a run of events in time order, mostly on `track`, on a new sequence. */
+void perfetto_run_begin(struct perfetto_writer *w, uint64_t track);
+
 /* An event: begin, then name/category/annotations/fields into w->event, then end (which
  * writes the packet, with the interned data its name and category need). */
 void perfetto_event_begin(struct perfetto_writer *w, unsigned type, uint64_t track);
@@ -141,8 +170,9 @@ void perfetto_annotation_double(struct perfetto_writer *w, unsigned name_iid, do
 void perfetto_annotation_string(struct perfetto_writer *w, unsigned name_iid, const char *s,
                                 size_t len);
 
-/* Nested slices per track (perfetto.c explains). */
+/* Nested slices per track (perfetto.c explains); a new track starts a new run. */
 struct perfetto_nest {
+    int started;
     uint64_t track;
     uint64_t *ends;
     size_t depth, cap;
