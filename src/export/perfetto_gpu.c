@@ -6,58 +6,71 @@
 #include "export/perfetto_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* GPU work, numbered for flows as chrome_cuda.c numbers it (id * 4 + kind). */
+/* GPU work, numbered for flows as chrome_cuda.c numbers it (id * 4 + kind), sorted by
+ * (GPU, process, stream) and time: each such stream is one track. */
 #define GPU_OPS_SQL                                                                                \
-    "ops AS ("                                                                                     \
-    " SELECT 0 AS kind, k.id * 4 AS flow, k.process_id, coalesce(k.gpu_id, 0) AS gpu,"             \
-    "  k.stream, k.start_ns, k.end_ns, coalesce(k.demangled_id, k.name_id) AS name_id,"            \
-    "  NULL AS copy_kind, k.api_id, k.correlation_id, k.grid_x || ',' || k.grid_y || ',' ||"       \
-    "  k.grid_z AS grid, k.block_x || ',' || k.block_y || ',' || k.block_z AS block,"              \
-    "  NULL AS bytes, k.regs_per_thread AS regs, k.static_smem + k.dynamic_smem AS smem"            \
-    "  FROM kernels k"                                                                             \
-    " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream,"            \
-    "  c.start_ns, c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, c.bytes,"  \
-    "  NULL, NULL FROM memcpys c"                                                                  \
-    " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream,"            \
-    "  s.start_ns, s.end_ns, NULL, NULL, s.api_id, s.correlation_id, NULL, NULL, s.bytes, NULL,"   \
-    "  NULL FROM memsets s),"                                                                      \
-    " lanes AS (SELECT gpu, process_id, stream,"                                                   \
-    "  ROW_NUMBER() OVER (ORDER BY gpu, process_id, stream) AS lane"                               \
-    "  FROM (SELECT DISTINCT gpu, process_id, stream FROM ops))"
+    "SELECT 0 AS kind, k.id * 4 AS flow, k.process_id AS process_id, coalesce(k.gpu_id, 0) AS gpu,"\
+    " k.stream AS stream, k.start_ns AS start_ns, k.end_ns AS end_ns,"                             \
+    " coalesce(k.demangled_id, k.name_id), NULL, k.api_id, k.correlation_id, k.grid_x, k.grid_y,"  \
+    " k.grid_z, k.block_x, k.block_y, k.block_z, NULL, k.regs_per_thread,"                         \
+    " k.static_smem + k.dynamic_smem FROM kernels k"                                               \
+    " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream, c.start_ns,"\
+    " c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"\
+    " c.bytes, NULL, NULL FROM memcpys c"                                                          \
+    " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream, s.start_ns,"\
+    " s.end_ns, NULL, NULL, s.api_id, s.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"       \
+    " s.bytes, NULL, NULL FROM memsets s"                                                          \
+    " ORDER BY gpu, process_id, stream, start_ns, end_ns DESC, flow"
+enum {
+    OP_KIND, OP_FLOW, OP_PROCESS, OP_GPU, OP_STREAM, OP_START, OP_END, OP_NAME, OP_COPY_KIND,
+    OP_API, OP_CORRELATION, OP_GRID, OP_BLOCK = OP_GRID + 3, OP_BYTES = OP_BLOCK + 3, OP_REGS,
+    OP_SMEM
+};
 
 /* Launching call -> flow ids of its GPU work, sorted by call (a graph launch has many). */
+struct flow {
+    int64_t api;
+    uint64_t id;
+};
 struct flow_index {
-    int64_t *api;
-    uint64_t *flow;
+    struct flow *flows;
     size_t count;
 };
+
+static int compare_flows(const void *a, const void *b)
+{
+    const struct flow *x = a, *y = b;
+    if (x->api != y->api)
+        return x->api < y->api ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
 
 static int load_flows(struct perfetto_writer *w, struct flow_index *fi)
 {
     sqlite3_stmt *st;
-    const char *sql = "WITH " GPU_OPS_SQL " SELECT api_id, flow FROM ops WHERE api_id IS NOT NULL"
-                      " ORDER BY api_id, flow";
+    const char *sql = "SELECT api_id, id * 4 FROM kernels WHERE api_id IS NOT NULL"
+                      " UNION ALL SELECT api_id, id * 4 + 1 FROM memcpys WHERE api_id IS NOT NULL"
+                      " UNION ALL SELECT api_id, id * 4 + 2 FROM memsets WHERE api_id IS NOT NULL";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     size_t cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (fi->count == cap) {
             cap = cap ? cap * 2 : 1024;
-            int64_t *api = realloc(fi->api, cap * sizeof *api);
-            if (api)
-                fi->api = api;
-            uint64_t *flow = realloc(fi->flow, cap * sizeof *flow);
-            if (flow)
-                fi->flow = flow;
-            if (!api || !flow) {
+            struct flow *grown = realloc(fi->flows, cap * sizeof *grown);
+            if (!grown) {
                 sqlite3_finalize(st);
                 return -1;
             }
+            fi->flows = grown;
         }
-        fi->api[fi->count] = sqlite3_column_int64(st, 0);
-        fi->flow[fi->count++] = (uint64_t)sqlite3_column_int64(st, 1);
+        fi->flows[fi->count++] = (struct flow){sqlite3_column_int64(st, 0),
+                                               (uint64_t)sqlite3_column_int64(st, 1)};
     }
+    if (fi->count)
+        qsort(fi->flows, fi->count, sizeof *fi->flows, compare_flows);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
@@ -67,13 +80,13 @@ static void put_flows(struct perfetto_writer *w, const struct flow_index *fi, in
     size_t lo = 0, hi = fi->count;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (fi->api[mid] < api)
+        if (fi->flows[mid].api < api)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (; lo < fi->count && fi->api[lo] == api; lo++)
-        pb_fixed64(&w->event, PF_EVENT_FLOW_IDS, fi->flow[lo]);
+    for (; lo < fi->count && fi->flows[lo].api == api; lo++)
+        pb_fixed64(&w->event, PF_EVENT_FLOW_IDS, fi->flows[lo].id);
 }
 
 /* CUDA API calls: nested slices (a runtime call holds the driver calls it makes) on a child
@@ -108,41 +121,66 @@ static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-/* A track per GPU ("GPU 0: NVIDIA H100 80GB HBM3"), whether it ran work or was sampled. */
-static int put_gpu_tracks(struct perfetto_writer *w)
+/* A track per GPU ("GPU 0: NVIDIA H100 80GB HBM3"), described when first used. */
+static void put_gpu_track(struct perfetto_writer *w, int64_t gpu)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "WITH " GPU_OPS_SQL " SELECT u.gpu, 'GPU ' || coalesce(g.nvml_index,"
-        " (SELECT min(device) FROM process_gpus WHERE gpu_id = g.id), '?') || ': ' ||"
-        " coalesce(g.name, 'unknown GPU') FROM (SELECT gpu FROM ops UNION SELECT gpu_id FROM"
-        " gpu_samples) u LEFT JOIN gpus g ON g.id = u.gpu ORDER BY u.gpu";
+    const char *sql = "SELECT 'GPU ' || coalesce(g.nvml_index, (SELECT min(device) FROM process_gpus"
+                      " WHERE gpu_id = g.id), '?') || ': ' || coalesce(g.name, 'unknown GPU')"
+                      " FROM (SELECT ? AS id) u LEFT JOIN gpus g ON g.id = u.id";
+    for (size_t i = 0; i < w->gpus_described; i++)
+        if (w->gpu_described[i] == gpu)
+            return;
+    if (w->gpus_described < sizeof w->gpu_described / sizeof w->gpu_described[0])
+        w->gpu_described[w->gpus_described++] = gpu;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    while (sqlite3_step(st) == SQLITE_ROW)
-        perfetto_track(w, PERFETTO_GPU_TRACK(sqlite3_column_int64(st, 0)), 0,
-                       (const char *)sqlite3_column_text(st, 1), NULL, NULL, 0);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+        return;
+    sqlite3_bind_int64(st, 1, gpu);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        perfetto_track(w, PERFETTO_GPU_TRACK(gpu), 0, (const char *)sqlite3_column_text(st, 0), NULL,
+                       NULL, 0);
+    sqlite3_finalize(st);
 }
 
-/* Stream tracks under their GPU: the NVTX name the program gave the stream, else
+/* A stream's track under its GPU: the NVTX name the program gave the stream, else
  * "Stream N", and the process when there are several. */
-static int put_stream_tracks(struct perfetto_writer *w)
+static void put_stream_track(struct perfetto_writer *w, uint64_t lane, sqlite3_stmt *op)
 {
     sqlite3_stmt *st;
     const char *sql =
-        "WITH " GPU_OPS_SQL " SELECT l.lane, l.gpu, coalesce((SELECT s.value FROM cuda_streams cs"
-        " JOIN strings s ON s.id = cs.name_id WHERE cs.process_id = l.process_id AND"
-        " cs.stream = l.stream LIMIT 1), 'Stream ' || l.stream) || CASE WHEN"
-        " (SELECT count(*) FROM processes) > 1 THEN ' (pid ' || (SELECT pid FROM processes"
-        " WHERE id = l.process_id) || ')' ELSE '' END FROM lanes l ORDER BY l.lane";
+        "SELECT coalesce((SELECT s.value FROM cuda_streams cs JOIN strings s ON s.id = cs.name_id"
+        " WHERE cs.process_id = ?1 AND cs.stream IS ?2 LIMIT 1), 'Stream ' || coalesce(?2, '?'))"
+        " || CASE WHEN (SELECT count(*) FROM processes) > 1 THEN ' (pid ' || (SELECT pid FROM"
+        " processes WHERE id = ?1) || ')' ELSE '' END";
+    int64_t gpu = sqlite3_column_int64(op, OP_GPU);
+    put_gpu_track(w, gpu);
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    while (sqlite3_step(st) == SQLITE_ROW)
-        perfetto_track(w, PERFETTO_STREAM_TRACK(sqlite3_column_int64(st, 0)),
-                       PERFETTO_GPU_TRACK(sqlite3_column_int64(st, 1)),
-                       (const char *)sqlite3_column_text(st, 2), NULL, NULL, 0);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+        return;
+    sqlite3_bind_int64(st, 1, sqlite3_column_int64(op, OP_PROCESS));
+    sqlite3_bind_value(st, 2, sqlite3_column_value(op, OP_STREAM));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        perfetto_track(w, PERFETTO_STREAM_TRACK(lane), PERFETTO_GPU_TRACK(gpu),
+                       (const char *)sqlite3_column_text(st, 0), NULL, NULL, 0);
+    sqlite3_finalize(st);
+}
+
+/* "x,y,z" of three integer columns. */
+static size_t format_dim3(char *out, sqlite3_stmt *st, int col)
+{
+    size_t n = 0;
+    for (int i = 0; i < 3; i++) {
+        char digits[24];
+        int len = 0;
+        unsigned long long v = (unsigned long long)sqlite3_column_int64(st, col + i);
+        do
+            digits[len++] = (char)('0' + v % 10);
+        while ((v /= 10) && len < 20);
+        if (i)
+            out[n++] = ',';
+        while (len)
+            out[n++] = digits[--len];
+    }
+    return n;
 }
 
 /* Synthetic names (not in strings): copies by kind, and memsets. */
@@ -167,47 +205,55 @@ static void put_copy_name(struct perfetto_writer *w, const char *kind)
 static int put_gpu_ops(struct perfetto_writer *w)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "WITH " GPU_OPS_SQL " SELECT l.lane, o.kind, o.flow, o.start_ns, o.end_ns, o.name_id,"
-        " o.copy_kind, o.api_id, o.correlation_id, o.grid, o.block, o.bytes, o.regs, o.smem"
-        " FROM ops o JOIN lanes l ON l.gpu = o.gpu AND l.process_id = o.process_id AND"
-        " l.stream IS o.stream ORDER BY l.lane, o.start_ns, o.end_ns DESC, o.flow";
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(w->db, GPU_OPS_SQL, -1, &st, NULL) != SQLITE_OK)
         return -1;
     struct perfetto_nest nest = {0};
+    uint64_t lane = 0;
+    int64_t gpu = -1, process = -1;
+    sqlite3_value *stream = NULL; /* the current lane's stream (a copy) */
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
-        uint64_t track = PERFETTO_STREAM_TRACK(sqlite3_column_int64(st, 0));
-        int kind = sqlite3_column_int(st, 1);
-        uint64_t start = (uint64_t)sqlite3_column_int64(st, 3);
-        uint64_t end = (uint64_t)sqlite3_column_int64(st, 4);
+        if (!lane || sqlite3_column_int64(st, OP_GPU) != gpu ||
+            sqlite3_column_int64(st, OP_PROCESS) != process ||
+            sqlite3_column_int64(st, OP_STREAM) != sqlite3_value_int64(stream) ||
+            sqlite3_column_type(st, OP_STREAM) != sqlite3_value_type(stream)) {
+            gpu = sqlite3_column_int64(st, OP_GPU);
+            process = sqlite3_column_int64(st, OP_PROCESS);
+            sqlite3_value_free(stream);
+            stream = sqlite3_value_dup(sqlite3_column_value(st, OP_STREAM));
+            put_stream_track(w, ++lane, st);
+        }
+        uint64_t track = PERFETTO_STREAM_TRACK(lane);
+        int kind = sqlite3_column_int(st, OP_KIND);
+        uint64_t start = (uint64_t)sqlite3_column_int64(st, OP_START);
+        uint64_t end = (uint64_t)sqlite3_column_int64(st, OP_END);
         perfetto_nest_begin(w, &nest, track, start, &end);
         perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
         if (kind == 0) {
-            perfetto_event_name_id(w, sqlite3_column_int64(st, 5));
+            char dims[72];
+            perfetto_event_name_id(w, sqlite3_column_int64(st, OP_NAME));
             perfetto_event_category(w, PERFETTO_CATEGORY_KERNEL, "kernel");
-            perfetto_annotation_string(w, PF_ARG_GRID, (const char *)sqlite3_column_text(st, 9),
-                                       (size_t)sqlite3_column_bytes(st, 9));
-            perfetto_annotation_string(w, PF_ARG_BLOCK, (const char *)sqlite3_column_text(st, 10),
-                                       (size_t)sqlite3_column_bytes(st, 10));
-            perfetto_annotation_int(w, PF_ARG_REGISTERS, sqlite3_column_int64(st, 12));
-            perfetto_annotation_int(w, PF_ARG_SHARED_MEMORY, sqlite3_column_int64(st, 13));
+            perfetto_annotation_string(w, PF_ARG_GRID, dims, format_dim3(dims, st, OP_GRID));
+            perfetto_annotation_string(w, PF_ARG_BLOCK, dims, format_dim3(dims, st, OP_BLOCK));
+            perfetto_annotation_int(w, PF_ARG_REGISTERS, sqlite3_column_int64(st, OP_REGS));
+            perfetto_annotation_int(w, PF_ARG_SHARED_MEMORY, sqlite3_column_int64(st, OP_SMEM));
         } else {
             if (kind == 1)
-                put_copy_name(w, (const char *)sqlite3_column_text(st, 6));
+                put_copy_name(w, (const char *)sqlite3_column_text(st, OP_COPY_KIND));
             else
                 perfetto_event_name_text(w, SYNTHETIC_MEMSET, "Memset");
             perfetto_event_category(w, kind == 1 ? PERFETTO_CATEGORY_MEMCPY : PERFETTO_CATEGORY_MEMSET,
                                     kind == 1 ? "memcpy" : "memset");
-            perfetto_annotation_int(w, PF_ARG_BYTES, sqlite3_column_int64(st, 11));
+            perfetto_annotation_int(w, PF_ARG_BYTES, sqlite3_column_int64(st, OP_BYTES));
         }
-        perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, 8));
-        if (sqlite3_column_type(st, 7) != SQLITE_NULL)
+        perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, OP_CORRELATION));
+        if (sqlite3_column_type(st, OP_API) != SQLITE_NULL)
             pb_fixed64(&w->event, PF_EVENT_TERMINATING_FLOW_IDS,
-                       (uint64_t)sqlite3_column_int64(st, 2));
+                       (uint64_t)sqlite3_column_int64(st, OP_FLOW));
         perfetto_event_end(w, start);
     }
     perfetto_nest_close(w, &nest);
     free(nest.ends);
+    sqlite3_value_free(stream);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
@@ -241,6 +287,7 @@ static int put_counters(struct perfetto_writer *w)
             int64_t gpu = sqlite3_column_int64(st, 0);
             uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
             if (gpu != last_gpu) {
+                put_gpu_track(w, gpu);
                 perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), counters[metric].name, NULL, NULL,
                                1);
                 perfetto_run_begin(w, track);
@@ -260,12 +307,11 @@ int perfetto_gpu_events(struct perfetto_writer *w)
 {
     struct flow_index flows = {0};
     int rc = -1;
-    if (load_flows(w, &flows) < 0 || put_api_calls(w, &flows) < 0 || put_gpu_tracks(w) < 0 ||
-        put_stream_tracks(w) < 0 || put_gpu_ops(w) < 0 || put_counters(w) < 0)
+    if (load_flows(w, &flows) < 0 || put_api_calls(w, &flows) < 0 || put_gpu_ops(w) < 0 ||
+        put_counters(w) < 0)
         goto out;
     rc = 0;
 out:
-    free(flows.api);
-    free(flows.flow);
+    free(flows.flows);
     return rc;
 }

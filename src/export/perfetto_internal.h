@@ -138,6 +138,8 @@ struct perfetto_writer {
     uint64_t unnamed_iid; /* max(strings.id) + 1; synthetic names follow */
     uint64_t events;
     uint64_t left_out; /* start/end ranges beyond PERFETTO_MAX_LANES open at once */
+    int64_t gpu_described[64]; /* GPU tracks written (perfetto_gpu.c) */
+    size_t gpus_described;
     int write_failed;
 };
 
