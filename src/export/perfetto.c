@@ -166,6 +166,7 @@ static void perfetto_start_sequence(struct perfetto_writer *w, uint64_t base)
     struct pb_buf *b = &w->packet;
     pb_uint(b, PF_PACKET_SEQUENCE_ID, w->sequence);
     pb_uint(b, PF_PACKET_SEQUENCE_FLAGS, PF_SEQ_INCREMENTAL_STATE_CLEARED);
+    pb_uint(b, PF_PACKET_FIRST_ON_SEQUENCE, 1);
     size_t snapshot = pb_begin(b, PF_PACKET_CLOCK_SNAPSHOT);
     size_t clock = pb_begin(b, PF_SNAPSHOT_CLOCKS);
     pb_uint(b, PF_CLOCK_ID, PF_CLOCK_MONOTONIC);
@@ -176,7 +177,9 @@ static void perfetto_start_sequence(struct perfetto_writer *w, uint64_t base)
     pb_uint(b, PF_CLOCK_TIMESTAMP, base);
     pb_uint(b, PF_CLOCK_IS_INCREMENTAL, 1);
     pb_end(b, clock);
-    pb_uint(b, PF_SNAPSHOT_PRIMARY_TRACE_CLOCK, PF_CLOCK_MONOTONIC);
+    if (!w->primary_clock_set) /* once, before any time is converted: a reader refuses changes */
+        pb_uint(b, PF_SNAPSHOT_PRIMARY_TRACE_CLOCK, PF_CLOCK_MONOTONIC);
+    w->primary_clock_set = 1;
     pb_end(b, snapshot);
     size_t defaults = pb_begin(b, PF_PACKET_DEFAULTS);
     pb_uint(b, PF_DEFAULTS_TIMESTAMP_CLOCK_ID, PF_CLOCK_INCREMENTAL);

@@ -124,6 +124,7 @@ struct perfetto_writer {
     FILE *out;
     uint32_t sequence;      /* the current run's sequence (1: descriptors) */
     int sequence_started;   /* its first packet (clock snapshot, defaults) is out */
+    int primary_clock_set;  /* the first clock snapshot made CLOCK_MONOTONIC the trace's clock */
     uint64_t default_track; /* the current run's track */
     uint64_t last_ts;       /* the current run's previous timestamp */
     uint32_t arg_seen[16];  /* debug annotation names interned, by PF_ARG_* */
