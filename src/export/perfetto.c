@@ -239,7 +239,9 @@ static void perfetto_annotation_name(struct perfetto_writer *w, unsigned name_ii
                                         [PF_ARG_BYTES] = "bytes",
                                         [PF_ARG_CORRELATION] = "correlation",
                                         [PF_ARG_REGISTERS] = "registers per thread",
-                                        [PF_ARG_SHARED_MEMORY] = "shared memory bytes"};
+                                        [PF_ARG_SHARED_MEMORY] = "shared memory bytes",
+                                        [PF_ARG_SRC_KIND] = "source memory",
+                                        [PF_ARG_DST_KIND] = "destination memory"};
     if (w->arg_seen[name_iid] != w->sequence) {
         w->arg_seen[name_iid] = w->sequence;
         perfetto_put_interned(w, PF_INTERNED_DEBUG_ANNOTATION_NAMES, name_iid, names[name_iid],

@@ -15,18 +15,18 @@
     " k.stream AS stream, k.start_ns AS start_ns, k.end_ns AS end_ns,"                             \
     " coalesce(k.demangled_id, k.name_id), NULL, k.api_id, k.correlation_id, k.grid_x, k.grid_y,"  \
     " k.grid_z, k.block_x, k.block_y, k.block_z, NULL, k.regs_per_thread,"                         \
-    " k.static_smem + k.dynamic_smem FROM kernels k"                                               \
+    " k.static_smem + k.dynamic_smem, NULL, NULL FROM kernels k"                                   \
     " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream, c.start_ns,"\
     " c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"\
-    " c.bytes, NULL, NULL FROM memcpys c"                                                          \
+    " c.bytes, NULL, NULL, c.src_kind, c.dst_kind FROM memcpys c"                                  \
     " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream, s.start_ns,"\
     " s.end_ns, NULL, NULL, s.api_id, s.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"       \
-    " s.bytes, NULL, NULL FROM memsets s"                                                          \
+    " s.bytes, NULL, NULL, NULL, NULL FROM memsets s"                                              \
     " ORDER BY gpu, process_id, stream, start_ns, end_ns DESC, flow"
 enum {
     OP_KIND, OP_FLOW, OP_PROCESS, OP_GPU, OP_STREAM, OP_START, OP_END, OP_NAME, OP_COPY_KIND,
     OP_API, OP_CORRELATION, OP_GRID, OP_BLOCK = OP_GRID + 3, OP_BYTES = OP_BLOCK + 3, OP_REGS,
-    OP_SMEM
+    OP_SMEM, OP_SRC_KIND, OP_DST_KIND
 };
 
 /* Launching call -> flow ids of its GPU work, sorted by call (a graph launch has many). */
@@ -244,6 +244,15 @@ static int put_gpu_ops(struct perfetto_writer *w)
             perfetto_event_category(w, kind == 1 ? PERFETTO_CATEGORY_MEMCPY : PERFETTO_CATEGORY_MEMSET,
                                     kind == 1 ? "memcpy" : "memset");
             perfetto_annotation_int(w, PF_ARG_BYTES, sqlite3_column_int64(st, OP_BYTES));
+            /* pageable or pinned: what tells a slow copy from a fast one */
+            if (sqlite3_column_type(st, OP_SRC_KIND) != SQLITE_NULL)
+                perfetto_annotation_string(w, PF_ARG_SRC_KIND,
+                                           (const char *)sqlite3_column_text(st, OP_SRC_KIND),
+                                           (size_t)sqlite3_column_bytes(st, OP_SRC_KIND));
+            if (sqlite3_column_type(st, OP_DST_KIND) != SQLITE_NULL)
+                perfetto_annotation_string(w, PF_ARG_DST_KIND,
+                                           (const char *)sqlite3_column_text(st, OP_DST_KIND),
+                                           (size_t)sqlite3_column_bytes(st, OP_DST_KIND));
         }
         perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, OP_CORRELATION));
         if (sqlite3_column_type(st, OP_API) != SQLITE_NULL)
@@ -257,9 +266,10 @@ static int put_gpu_ops(struct perfetto_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-/* NVML samples as counter tracks under their GPU's track. */
+/* NVML samples, and device memory in use (allocations minus frees, in CUPTI's order, with
+ * --cuda-memory-usage=true), as counter tracks under their GPU's track. */
 static const struct {
-    const char *name, *expression;
+    const char *name, *sql;
 } counters[] = {
     {"Power (W)", "power_mw / 1000.0"},
     {"Energy (J)", "(energy_mj - min(energy_mj) OVER (PARTITION BY gpu_id)) / 1000.0"},
@@ -270,15 +280,26 @@ static const struct {
     {"Memory used (GB)", "memory_used_bytes / 1e9"},
     {"Temperature (C)", "temperature_c"},
 };
+#define NVML_COUNTER_SQL                                                                           \
+    "SELECT gpu_id, ts_ns, v FROM (SELECT gpu_id, ts_ns, %s AS v FROM gpu_samples)"                \
+    " WHERE v IS NOT NULL ORDER BY gpu_id, ts_ns"
+#define DEVICE_MEMORY_SQL                                                                          \
+    "SELECT coalesce(gpu_id, 0), ts_ns, sum(CASE op WHEN 'alloc' THEN bytes ELSE -bytes END)"      \
+    " OVER (PARTITION BY coalesce(gpu_id, 0) ORDER BY ts_ns, id ROWS UNBOUNDED PRECEDING)"         \
+    " FROM cuda_memory WHERE mem_kind IS NULL OR mem_kind = 'device'"                              \
+    " ORDER BY coalesce(gpu_id, 0), ts_ns, id"
+#define DEVICE_MEMORY_METRIC (sizeof counters / sizeof counters[0])
 
 static int put_counters(struct perfetto_writer *w)
 {
-    for (unsigned metric = 0; metric < sizeof counters / sizeof counters[0]; metric++) {
+    for (unsigned metric = 0; metric <= DEVICE_MEMORY_METRIC; metric++) {
         char sql[512];
-        snprintf(sql, sizeof sql,
-                 "SELECT gpu_id, ts_ns, v FROM (SELECT gpu_id, ts_ns, %s AS v FROM gpu_samples)"
-                 " WHERE v IS NOT NULL ORDER BY gpu_id, ts_ns",
-                 counters[metric].expression);
+        if (metric < DEVICE_MEMORY_METRIC)
+            snprintf(sql, sizeof sql, NVML_COUNTER_SQL, counters[metric].sql);
+        else
+            snprintf(sql, sizeof sql, "%s", DEVICE_MEMORY_SQL);
+        const char *name =
+            metric < DEVICE_MEMORY_METRIC ? counters[metric].name : "Device memory in use (B)";
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
             return -1;
@@ -288,8 +309,7 @@ static int put_counters(struct perfetto_writer *w)
             uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
             if (gpu != last_gpu) {
                 put_gpu_track(w, gpu);
-                perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), counters[metric].name, NULL, NULL,
-                               1);
+                perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), name, NULL, NULL, 1);
                 perfetto_run_begin(w, track);
             }
             last_gpu = gpu;

@@ -92,6 +92,9 @@ enum {
     PF_ARG_CORRELATION,
     PF_ARG_REGISTERS,
     PF_ARG_SHARED_MEMORY,
+    PF_ARG_SRC_KIND,
+    PF_ARG_DST_KIND,
+    PF_ARG_COUNT
 };
 
 /* Category iids: fixed ones, then one per NVTX domain. */
@@ -127,7 +130,7 @@ struct perfetto_writer {
     int primary_clock_set;  /* the first clock snapshot made CLOCK_MONOTONIC the trace's clock */
     uint64_t default_track; /* the current run's track */
     uint64_t last_ts;       /* the current run's previous timestamp */
-    uint32_t arg_seen[16];  /* debug annotation names interned, by PF_ARG_* */
+    uint32_t arg_seen[PF_ARG_COUNT]; /* debug annotation names interned, by PF_ARG_* */
     struct pb_buf file;     /* packets waiting to be written */
     struct pb_buf packet;   /* the packet being built */
     struct pb_buf event;    /* its TrackEvent */
