@@ -1,6 +1,6 @@
 /* Thread names that do not come through a thread's own ring: the OS names of threads seen
  * only in CUPTI's records (read from /proc by the writer, off the program's threads), and
- * the Python names the bootstrap hands over (python/boot/sitecustomize.py calls
+ * the Python names the bootstrap hands over (src/agent/python/lantern_threads.py calls
  * lantern_agent_python_thread_name when a threading.Thread starts or is renamed). Both
  * tables are fixed-size: no allocation, and a thread beyond them only goes unnamed. */
 #include "agent/names.h"

@@ -19,7 +19,7 @@ void names_note_tid_locked(uint32_t tid);
 void names_drain_locked(int final);
 void names_fork_child(void);
 
-/* Exported for python/boot/sitecustomize.py (ctypes): tid's Python thread name. 0, or -1
+/* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0, or -1
  * when the name could not be queued. */
 int lantern_agent_python_thread_name(uint32_t tid, const char *name);
 
