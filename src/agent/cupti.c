@@ -11,8 +11,8 @@
 #include "agent/clock.h"
 #include "agent/cupti_loader.h"
 #include "agent/cupti_translate.h"
-#include "agent/pytrace.h"
 #include "agent/names.h"
+#include "agent/pytrace.h"
 #include "agent/writer.h"
 #include "trace/format.h"
 

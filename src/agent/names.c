@@ -108,7 +108,7 @@ void names_fork_child(void)
 /* Called by the Python bootstrap through ctypes, on any thread, before or after the agent
  * started (the writer emits what is waiting at its next drain). Never blocks. */
 __attribute__((visibility("default"))) int lantern_agent_python_thread_name(uint32_t tid,
-                                                                          const char *name)
+                                                                            const char *name)
 {
     if (!tid || !name)
         return -1;

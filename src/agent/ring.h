@@ -110,7 +110,7 @@ struct agent_thread {
     char exit_name[RING_THREAD_NAME_BYTES];
     /* writer-owned */
     uint64_t dropped_reported;
-    int announced; /* TRACE_THREAD written to the current file */
+    int announced;                             /* TRACE_THREAD written to the current file */
     char name_written[RING_THREAD_NAME_BYTES]; /* last TRACE_THREAD_OS_NAME of this thread */
     int32_t depth[AGENT_MAX_DOMAINS];
 };

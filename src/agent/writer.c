@@ -633,8 +633,8 @@ static uint64_t writer_parent_of(uint64_t pid)
  * that started it even through an untraced shell in between. */
 static void writer_put_process_info(void)
 {
-    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                            "PMIX_RANK", "SLURM_PROCID", NULL};
+    static const char *const rank_vars[] = {"RANK",      "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                            "PMIX_RANK", "SLURM_PROCID",         NULL};
     static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                              "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
     const char *rank_var = "", *local_var = "";

@@ -604,9 +604,9 @@ static int set_python_environment(const struct profile_options *o, const char *a
     snprintf(folder, sizeof folder, "%s/lantern-python", lib);
     snprintf(probe, sizeof probe, "%s/sitecustomize.py", folder);
     if (access(probe, R_OK) != 0)
-        return o->py_functions ? cli_error("--python-functions: cannot read '%s': %s", probe,
-                                           strerror(errno))
-                               : CLI_EXIT_OK;
+        return o->py_functions
+                   ? cli_error("--python-functions: cannot read '%s': %s", probe, strerror(errno))
+                   : CLI_EXIT_OK;
     const char *old = getenv("PYTHONPATH");
     char *path = NULL;
     if (asprintf(&path, "%s%s%s", folder, old && *old ? ":" : "", old && *old ? old : "") < 0)

@@ -381,10 +381,10 @@ static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid
                               const char *exe, const char *cmdline, const char *host,
                               const char *name)
 {
-    sqlite3_stmt *st =
-        import_stmt(f, SLOT_PROCESS,
-                    "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file, name) "
-                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_PROCESS,
+        "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file, name) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return 0;
     sqlite3_bind_int64(st, 1, (int64_t)pid);
@@ -565,10 +565,10 @@ static void on_thread_label(struct import_file *f, struct trace_fields *fl, int 
 {
     uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
     int64_t thread_id = import_thread_by_tid(f, tid);
-    sqlite3_stmt *st =
-        python ? import_stmt(f, SLOT_THREAD_PYTHON_NAME,
-                             "UPDATE threads SET python_name_id = ? WHERE id = ?")
-               : import_stmt(f, SLOT_THREAD_OS_NAME, "UPDATE threads SET os_name_id = ? WHERE id = ?");
+    sqlite3_stmt *st = python ? import_stmt(f, SLOT_THREAD_PYTHON_NAME,
+                                            "UPDATE threads SET python_name_id = ? WHERE id = ?")
+                              : import_stmt(f, SLOT_THREAD_OS_NAME,
+                                            "UPDATE threads SET os_name_id = ? WHERE id = ?");
     if (!st || !thread_id || fl->bad)
         return;
     bind_id_or_null(st, 1, import_string(f, name));

@@ -7,8 +7,9 @@
 
 /* Interpreters whose first operand is the program, and those among them (Python) whose
  * options -W and -X take the next argument. */
-static const char *const interpreters[] = {"python", "pypy", "bash", "sh", "dash", "zsh", "ksh",
-                                           "perl", "ruby", "node", "Rscript", "julia", "lua", NULL};
+static const char *const interpreters[] = {"python",  "pypy",  "bash", "sh",   "dash",
+                                           "zsh",     "ksh",   "perl", "ruby", "node",
+                                           "Rscript", "julia", "lua",  NULL};
 
 static const char *base_name(const char *path)
 {

@@ -60,17 +60,21 @@ static void write_text_column(FILE *out, sqlite3_stmt *st, int col)
 }
 
 /* process_name and thread_name metadata events,  with sort indexes: processes by rank
- * (unranked ones, such as a launcher, first) then start, a process's main thread first then threads by first event. Names follow
- * docs/schema.md: a process's short name and rank; a thread's NVTX, Python or OS name. */
+ * (unranked ones, such as a launcher, first) then start, a process's main thread first then threads
+ * by first event. Names follow docs/schema.md: a process's short name and rank; a thread's NVTX,
+ * Python or OS name. */
 static int write_names(struct chrome_writer *w)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "SELECT p.pid, 0, " EXPORT_PROCESS_LABEL_SQL("p") ", 'process', "
-        " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM processes p "
-        "UNION ALL SELECT p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL("t") ", 'thread', "
-        " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id)"
-        " FROM threads t JOIN processes p ON p.id = t.process_id";
+    const char *sql = "SELECT p.pid, 0, " EXPORT_PROCESS_LABEL_SQL(
+        "p") ", 'process', "
+             " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM "
+             "processes p "
+             "UNION ALL SELECT p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL(
+                 "t") ", 'thread', "
+                      " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, "
+                      "t.start_ns, t.id)"
+                      " FROM threads t JOIN processes p ON p.id = t.process_id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {

@@ -4,10 +4,11 @@
  * each (perfetto_internal.h): the run's first packet clears the sequence's incremental state
  * and sets its defaults (a delta-encoded clock, the run's track), and names, categories and
  * argument names are interned per sequence (each text written once, in the first packet that
- * uses it), as Perfetto's own SDK writes traces. Tracks: a process track per process, a thread track per thread (push/pop
- * ranges of NVTX's default domain, marks), child tracks for other domains' push/pop ranges
- * and for CUDA API calls, lanes of start/end ranges per process and domain. GPU tracks and
- * counters: perfetto_gpu.c. Field numbers: perfetto_internal.h; docs/export.md. */
+ * uses it), as Perfetto's own SDK writes traces. Tracks: a process track per process, a thread
+ * track per thread (push/pop ranges of NVTX's default domain, marks), child tracks for other
+ * domains' push/pop ranges and for CUDA API calls, lanes of start/end ranges per process and
+ * domain. GPU tracks and counters: perfetto_gpu.c. Field numbers: perfetto_internal.h;
+ * docs/export.md. */
 #include "export/export.h"
 #include "export/perfetto_internal.h"
 
@@ -323,10 +324,11 @@ void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n)
 static int perfetto_processes(struct perfetto_writer *w)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "SELECT p.id, p.pid, " EXPORT_PROCESS_LABEL_SQL("p") ","
-        " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM processes p"
-        " ORDER BY p.id";
+    const char *sql = "SELECT p.id, p.pid, " EXPORT_PROCESS_LABEL_SQL(
+        "p") ","
+             " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM "
+             "processes p"
+             " ORDER BY p.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -337,14 +339,16 @@ static int perfetto_processes(struct perfetto_writer *w)
     }
     if (sqlite3_finalize(st) != SQLITE_OK)
         return -1;
-    sql = "SELECT t.id, p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL("t") ","
-          " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id)"
-          " FROM threads t JOIN processes p ON p.id = t.process_id ORDER BY t.id";
+    sql = "SELECT t.id, p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL(
+        "t") ","
+             " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, "
+             "t.id)"
+             " FROM threads t JOIN processes p ON p.id = t.process_id ORDER BY t.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        struct perfetto_thread_info info = {sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-                                            sqlite3_column_int64(st, 4)};
+        struct perfetto_thread_info info = {
+            sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 4)};
         perfetto_track(w, PERFETTO_THREAD_TRACK(sqlite3_column_int64(st, 0)), 0,
                        (const char *)sqlite3_column_text(st, 3), &info, NULL, 0);
     }
@@ -376,7 +380,8 @@ static void perfetto_nvtx_args(struct perfetto_writer *w, sqlite3_stmt *st, int 
         perfetto_annotation_int(w, PF_ARG_UNENDED, 1);
 }
 
-#define NVTX_DOMAIN_NAME "(SELECT value FROM strings WHERE id = (SELECT name_id FROM domains WHERE id = r.domain_id))"
+#define NVTX_DOMAIN_NAME                                                                           \
+    "(SELECT value FROM strings WHERE id = (SELECT name_id FROM domains WHERE id = r.domain_id))"
 #define NVTX_CATEGORY_NAME                                                                         \
     "(SELECT s.value FROM categories c JOIN strings s ON s.id = c.name_id"                         \
     " WHERE c.domain_id = r.domain_id AND c.category = r.category)"
@@ -400,7 +405,8 @@ static int perfetto_push_pop(struct perfetto_writer *w, long long session_end)
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
         int64_t thread = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 1);
         const char *domain_name = (const char *)sqlite3_column_text(st, 6);
-        uint64_t track = domain ? PERFETTO_DOMAIN_TRACK(thread, domain) : PERFETTO_THREAD_TRACK(thread);
+        uint64_t track =
+            domain ? PERFETTO_DOMAIN_TRACK(thread, domain) : PERFETTO_THREAD_TRACK(thread);
         if (domain && (thread != last_thread || domain != last_domain))
             perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread),
                            domain_name ? domain_name : "nvtx", NULL, NULL, 0);
@@ -437,12 +443,14 @@ static void async_close_until(struct perfetto_writer *w, struct async_lanes *l, 
     for (;;) {
         unsigned first = PERFETTO_MAX_LANES;
         for (unsigned i = 0; i < l->count; i++)
-            if (l->open[i] && l->end[i] <= until && (first == PERFETTO_MAX_LANES || l->end[i] < l->end[first]))
+            if (l->open[i] && l->end[i] <= until &&
+                (first == PERFETTO_MAX_LANES || l->end[i] < l->end[first]))
                 first = i;
         if (first == PERFETTO_MAX_LANES)
             return;
         l->open[first] = 0;
-        perfetto_event_begin(w, PF_TYPE_SLICE_END, PERFETTO_LANE_TRACK(l->process, l->domain, first));
+        perfetto_event_begin(w, PF_TYPE_SLICE_END,
+                             PERFETTO_LANE_TRACK(l->process, l->domain, first));
         perfetto_event_end(w, l->end[first]);
     }
 }
@@ -534,7 +542,8 @@ static int perfetto_marks(struct perfetto_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-/* ---- the export -------------------------------------------------------------------------------- */
+/* ---- the export --------------------------------------------------------------------------------
+ */
 
 static long long perfetto_meta_int(sqlite3 *db, const char *sql)
 {
@@ -578,9 +587,10 @@ int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *er
 out:
     if (rc < 0)
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
-    if (rc == 0 && (perfetto_flush(&w) < 0 || fflush(out) != 0 || ferror(out) ||
-                    w.packet.failed || w.file.failed || w.event.failed || w.interned.failed)) {
-        snprintf(error, error_size, w.write_failed || ferror(out) ? "write failed" : "out of memory");
+    if (rc == 0 && (perfetto_flush(&w) < 0 || fflush(out) != 0 || ferror(out) || w.packet.failed ||
+                    w.file.failed || w.event.failed || w.interned.failed)) {
+        snprintf(error, error_size,
+                 w.write_failed || ferror(out) ? "write failed" : "out of memory");
         rc = -1;
     }
     if (stats) {

@@ -11,22 +11,41 @@
 /* GPU work, numbered for flows as chrome_cuda.c numbers it (id * 4 + kind), sorted by
  * (GPU, process, stream) and time: each such stream is one track. */
 #define GPU_OPS_SQL                                                                                \
-    "SELECT 0 AS kind, k.id * 4 AS flow, k.process_id AS process_id, coalesce(k.gpu_id, 0) AS gpu,"\
+    "SELECT 0 AS kind, k.id * 4 AS flow, k.process_id AS process_id, coalesce(k.gpu_id, 0) AS "    \
+    "gpu,"                                                                                         \
     " k.stream AS stream, k.start_ns AS start_ns, k.end_ns AS end_ns,"                             \
     " coalesce(k.demangled_id, k.name_id), NULL, k.api_id, k.correlation_id, k.grid_x, k.grid_y,"  \
     " k.grid_z, k.block_x, k.block_y, k.block_z, NULL, k.regs_per_thread,"                         \
     " k.static_smem + k.dynamic_smem, NULL, NULL FROM kernels k"                                   \
-    " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream, c.start_ns,"\
-    " c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"\
+    " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream, "           \
+    "c.start_ns,"                                                                                  \
+    " c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, NULL, NULL, NULL, "     \
+    "NULL,"                                                                                        \
     " c.bytes, NULL, NULL, c.src_kind, c.dst_kind FROM memcpys c"                                  \
-    " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream, s.start_ns,"\
+    " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream, "           \
+    "s.start_ns,"                                                                                  \
     " s.end_ns, NULL, NULL, s.api_id, s.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"       \
     " s.bytes, NULL, NULL, NULL, NULL FROM memsets s"                                              \
     " ORDER BY gpu, process_id, stream, start_ns, end_ns DESC, flow"
 enum {
-    OP_KIND, OP_FLOW, OP_PROCESS, OP_GPU, OP_STREAM, OP_START, OP_END, OP_NAME, OP_COPY_KIND,
-    OP_API, OP_CORRELATION, OP_GRID, OP_BLOCK = OP_GRID + 3, OP_BYTES = OP_BLOCK + 3, OP_REGS,
-    OP_SMEM, OP_SRC_KIND, OP_DST_KIND
+    OP_KIND,
+    OP_FLOW,
+    OP_PROCESS,
+    OP_GPU,
+    OP_STREAM,
+    OP_START,
+    OP_END,
+    OP_NAME,
+    OP_COPY_KIND,
+    OP_API,
+    OP_CORRELATION,
+    OP_GRID,
+    OP_BLOCK = OP_GRID + 3,
+    OP_BYTES = OP_BLOCK + 3,
+    OP_REGS,
+    OP_SMEM,
+    OP_SRC_KIND,
+    OP_DST_KIND
 };
 
 /* Launching call -> flow ids of its GPU work, sorted by call (a graph launch has many). */
@@ -66,8 +85,8 @@ static int load_flows(struct perfetto_writer *w, struct flow_index *fi)
             }
             fi->flows = grown;
         }
-        fi->flows[fi->count++] = (struct flow){sqlite3_column_int64(st, 0),
-                                               (uint64_t)sqlite3_column_int64(st, 1)};
+        fi->flows[fi->count++] =
+            (struct flow){sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1)};
     }
     if (fi->count)
         qsort(fi->flows, fi->count, sizeof *fi->flows, compare_flows);
@@ -125,9 +144,10 @@ static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
 static void put_gpu_track(struct perfetto_writer *w, int64_t gpu)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT 'GPU ' || coalesce(g.nvml_index, (SELECT min(device) FROM process_gpus"
-                      " WHERE gpu_id = g.id), '?') || ': ' || coalesce(g.name, 'unknown GPU')"
-                      " FROM (SELECT ? AS id) u LEFT JOIN gpus g ON g.id = u.id";
+    const char *sql =
+        "SELECT 'GPU ' || coalesce(g.nvml_index, (SELECT min(device) FROM process_gpus"
+        " WHERE gpu_id = g.id), '?') || ': ' || coalesce(g.name, 'unknown GPU')"
+        " FROM (SELECT ? AS id) u LEFT JOIN gpus g ON g.id = u.id";
     for (size_t i = 0; i < w->gpus_described; i++)
         if (w->gpu_described[i] == gpu)
             return;
@@ -137,8 +157,8 @@ static void put_gpu_track(struct perfetto_writer *w, int64_t gpu)
         return;
     sqlite3_bind_int64(st, 1, gpu);
     if (sqlite3_step(st) == SQLITE_ROW)
-        perfetto_track(w, PERFETTO_GPU_TRACK(gpu), 0, (const char *)sqlite3_column_text(st, 0), NULL,
-                       NULL, 0);
+        perfetto_track(w, PERFETTO_GPU_TRACK(gpu), 0, (const char *)sqlite3_column_text(st, 0),
+                       NULL, NULL, 0);
     sqlite3_finalize(st);
 }
 
@@ -241,7 +261,8 @@ static int put_gpu_ops(struct perfetto_writer *w)
                 put_copy_name(w, (const char *)sqlite3_column_text(st, OP_COPY_KIND));
             else
                 perfetto_event_name_text(w, SYNTHETIC_MEMSET, "Memset");
-            perfetto_event_category(w, kind == 1 ? PERFETTO_CATEGORY_MEMCPY : PERFETTO_CATEGORY_MEMSET,
+            perfetto_event_category(w,
+                                    kind == 1 ? PERFETTO_CATEGORY_MEMCPY : PERFETTO_CATEGORY_MEMSET,
                                     kind == 1 ? "memcpy" : "memset");
             perfetto_annotation_int(w, PF_ARG_BYTES, sqlite3_column_int64(st, OP_BYTES));
             /* pageable or pinned: what tells a slow copy from a fast one */

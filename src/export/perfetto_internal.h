@@ -34,8 +34,8 @@ enum {
     PF_CLOCK_ID = 1,
     PF_CLOCK_TIMESTAMP = 2,
     PF_CLOCK_IS_INCREMENTAL = 3,
-    PF_CLOCK_MONOTONIC = 3,     /* BuiltinClock: the database's clock */
-    PF_CLOCK_INCREMENTAL = 64,  /* a sequence-scoped clock: deltas from the previous packet */
+    PF_CLOCK_MONOTONIC = 3,    /* BuiltinClock: the database's clock */
+    PF_CLOCK_INCREMENTAL = 64, /* a sequence-scoped clock: deltas from the previous packet */
     PF_DEFAULTS_TIMESTAMP_CLOCK_ID = 58,
     PF_DEFAULTS_TRACK_EVENT = 11,
     PF_TRACK_EVENT_DEFAULTS_TRACK_UUID = 11,
@@ -109,7 +109,8 @@ enum {
 /* Track uuids: a kind in the low byte, database ids above it (small numbers, short varints). */
 #define PERFETTO_PROCESS_TRACK(process_id) ((uint64_t)(process_id) << 8 | 1)
 #define PERFETTO_THREAD_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 2)
-#define PERFETTO_DOMAIN_TRACK(thread_id, domain) (((uint64_t)(thread_id) << 12 | (uint64_t)(domain)) << 8 | 3)
+#define PERFETTO_DOMAIN_TRACK(thread_id, domain)                                                   \
+    (((uint64_t)(thread_id) << 12 | (uint64_t)(domain)) << 8 | 3)
 #define PERFETTO_API_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 4)
 #define PERFETTO_LANE_TRACK(process_id, domain, lane)                                              \
     ((((uint64_t)(process_id) << 12 | (uint64_t)(domain)) << 12 | (lane)) << 8 | 5)
@@ -131,17 +132,17 @@ struct perfetto_writer {
     uint64_t default_track; /* the current run's track */
     uint64_t last_ts;       /* the current run's previous timestamp */
     uint32_t arg_seen[PF_ARG_COUNT]; /* debug annotation names interned, by PF_ARG_* */
-    struct pb_buf file;     /* packets waiting to be written */
-    struct pb_buf packet;   /* the packet being built */
-    struct pb_buf event;    /* its TrackEvent */
-    struct pb_buf interned; /* its InternedData, when it interns something */
+    struct pb_buf file;              /* packets waiting to be written */
+    struct pb_buf packet;            /* the packet being built */
+    struct pb_buf event;             /* its TrackEvent */
+    struct pb_buf interned;          /* its InternedData, when it interns something */
     size_t interned_mark;
     sqlite3_stmt *string_query;
     uint32_t *names_seen, *categories_seen; /* by iid: the sequence that interned it */
     size_t names_cap, categories_cap;
     uint64_t unnamed_iid; /* max(strings.id) + 1; synthetic names follow */
     uint64_t events;
-    uint64_t left_out; /* start/end ranges beyond PERFETTO_MAX_LANES open at once */
+    uint64_t left_out;         /* start/end ranges beyond PERFETTO_MAX_LANES open at once */
     int64_t gpu_described[64]; /* GPU tracks written (perfetto_gpu.c) */
     size_t gpus_described;
     int write_failed;

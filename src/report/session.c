@@ -55,11 +55,13 @@ static sqlite3_stmt *processes_query(sqlite3 *db)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(
             db,
-            "SELECT p.pid, " EXPORT_PROCESS_LABEL_SQL("p") ", parent.pid, p.name, p.rank"
-            " FROM processes p LEFT JOIN processes parent ON parent.id = p.parent_id"
-            " WHERE (SELECT count(*) FROM processes) > 1 OR"
-            " (SELECT count(*) FROM processes WHERE rank IS NOT NULL OR local_rank IS NOT NULL) > 0"
-            " ORDER BY p.start_ns, p.id",
+            "SELECT p.pid, " EXPORT_PROCESS_LABEL_SQL(
+                "p") ", parent.pid, p.name, p.rank"
+                     " FROM processes p LEFT JOIN processes parent ON parent.id = p.parent_id"
+                     " WHERE (SELECT count(*) FROM processes) > 1 OR"
+                     " (SELECT count(*) FROM processes WHERE rank IS NOT NULL OR local_rank IS NOT "
+                     "NULL) > 0"
+                     " ORDER BY p.start_ns, p.id",
             -1, &st, NULL) != SQLITE_OK)
         return NULL;
     return st;
@@ -128,8 +130,7 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
     fputs(", \"process_list\": [", out);
     sqlite3_stmt *procs = processes_query(db);
     for (int i = 0; procs && sqlite3_step(procs) == SQLITE_ROW; i++) {
-        fprintf(out, "%s{\"pid\": %lld, \"name\": ", i ? ", " : "",
-                sqlite3_column_int64(procs, 0));
+        fprintf(out, "%s{\"pid\": %lld, \"name\": ", i ? ", " : "", sqlite3_column_int64(procs, 0));
         json_write_cstring(out, (const char *)sqlite3_column_text(procs, 3));
         fputs(", \"rank\": ", out);
         if (sqlite3_column_type(procs, 4) != SQLITE_NULL)
