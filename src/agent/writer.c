@@ -106,8 +106,8 @@ static int writer_write_all(const uint8_t *p, size_t len)
     return 0;
 }
 
-/* The events of the chunk being built (every record but strings, thread descriptions, drop
- * counts and the process records): what is lost when it cannot be written. */
+/* The events of the chunk being built (every record but strings, thread descriptions and
+ * names, drop counts and the process records): what is lost when it cannot be written. */
 static uint64_t writer_chunk_events(void)
 {
     uint64_t prev_ts = 0, events = 0;
@@ -120,7 +120,9 @@ static uint64_t writer_chunk_events(void)
             break;
         f.p += len;
         events += type != TRACE_STRING && type != TRACE_THREAD && type != TRACE_DROPPED &&
-                  type != TRACE_PROCESS && type != TRACE_PROCESS_END;
+                  type != TRACE_PROCESS && type != TRACE_PROCESS_END &&
+                  type != TRACE_THREAD_OS_NAME && type != TRACE_THREAD_PYTHON_NAME &&
+                  type != TRACE_PROCESS_INFO;
     }
     return events;
 }
