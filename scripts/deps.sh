@@ -1,9 +1,10 @@
 # Sourced by quickstart.sh and test.sh: installs what building and testing Lantern needs,
 # and only what is missing (so a prepared machine is left alone): cmake, a C compiler,
 # SQLite's headers and static library, python3's venv, clang with libFuzzer (scripts/fuzz.sh),
-# pytest and the nvtx Python package (scripts/wheel.sh installs the wheel tools into a venv of
-# its own); for the tests only, Chromium (the HTML report is loaded in a headless browser). The
-# CUDA toolkit (NVTX headers) is expected to be installed already.
+# pytest, the nvtx Python package and perfetto + protobuf (the tests decode the Perfetto export
+# with them) (scripts/wheel.sh installs the wheel tools into a venv of its own); for the tests
+# only, Chromium (the HTML report is loaded in a headless browser). The CUDA toolkit (NVTX
+# headers) is expected to be installed already.
 
 lantern_apt_install() {
     local missing=("$@")
@@ -40,6 +41,9 @@ lantern_install_deps() {
     local pip=()
     python3 -c "import pytest" 2>/dev/null || pip+=(pytest)
     python3 -c "import nvtx" 2>/dev/null || pip+=(nvtx)
+    # the Perfetto export's tests decode it with the perfetto package's protobuf definitions
+    python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/null ||
+        pip+=(perfetto protobuf)
     if [ ${#pip[@]} -gt 0 ]; then
         echo "lantern: installing ${pip[*]} with pip"
         python3 -m pip install -q "${pip[@]}" || python3 -m pip install -q --break-system-packages "${pip[@]}"

@@ -20,4 +20,4 @@ if [ -e /dev/nvidiactl ] && [ -x build/examples/normalize ]; then
     ./build/bin/lantern stats build/quickstart-cuda.db --report cuda_gpu_kern_sum
 fi
 echo
-echo "Next: ./build/bin/lantern export build/quickstart.db --format chrome   (open the .json in https://ui.perfetto.dev)"
+echo "Next: ./build/bin/lantern export build/quickstart.db --format perfetto --force   (open build/quickstart.perfetto-trace in https://ui.perfetto.dev)"

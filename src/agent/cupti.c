@@ -11,6 +11,7 @@
 #include "agent/clock.h"
 #include "agent/cupti_loader.h"
 #include "agent/cupti_translate.h"
+#include "agent/names.h"
 #include "agent/pytrace.h"
 #include "agent/writer.h"
 #include "trace/format.h"
@@ -50,6 +51,12 @@ static uint64_t cupti_hook_intern(void *ctx, const char *s, size_t len)
 {
     (void)ctx;
     return writer_intern(s, len);
+}
+
+static void cupti_hook_thread_seen(void *ctx, uint32_t os_tid)
+{
+    (void)ctx;
+    names_note_tid_locked(os_tid);
 }
 
 static const char *cupti_hook_api_name(void *ctx, int driver, uint32_t cbid)
@@ -443,6 +450,7 @@ static int cupti_start(void)
         .intern = cupti_hook_intern,
         .api_name = cupti_hook_api_name,
         .device_attribute = cupti_hook_device_attribute,
+        .thread_seen = cupti_hook_thread_seen,
     };
     cupti_translate_init(&cupti.translate, &hooks, all_apis);
 

@@ -25,6 +25,7 @@ void cupti_translate_reset(struct cupti_translate *t)
     }
     memset(t->api_name_id, 0, sizeof(t->api_name_id));
     t->rejected = 0;
+    t->last_tid = 0;
 }
 
 void cupti_translate_release(struct cupti_translate *t)
@@ -246,6 +247,10 @@ static int put_api(struct cupti_translate *t, struct trace_chunk_builder *b,
         return CUPTI_SKIPPED;
     if (bad_times(t, a->start, a->end))
         return CUPTI_REJECTED;
+    if (a->threadId != t->last_tid && t->hooks.thread_seen) {
+        t->last_tid = a->threadId;
+        t->hooks.thread_seen(t->hooks.ctx, a->threadId);
+    }
     struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_API);
     trace_put_u(b, a->threadId);
     trace_put_u(b, driver ? 1 : 0);

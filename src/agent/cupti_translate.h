@@ -19,6 +19,8 @@ struct cupti_translate_hooks {
     const char *(*api_name)(void *ctx, int driver, uint32_t cbid); /* NULL if unknown */
     /* A CUdevice_attribute of a CUDA ordinal, or -1 when it cannot be read. */
     int64_t (*device_attribute)(void *ctx, uint32_t device, int attribute);
+    /* An OS thread id seen in an API record (its name is read then); may be NULL. */
+    void (*thread_seen)(void *ctx, uint32_t os_tid);
     void *ctx;
 };
 
@@ -44,6 +46,7 @@ struct cupti_translate {
     uint64_t api_name_id[2][CUPTI_API_CACHE_SIZE];
     uint8_t api_allowed[2][CUPTI_API_CACHE_SIZE];
     uint64_t rejected; /* bad timestamps, not yet reported */
+    uint32_t last_tid; /* the thread of the previous API record: thread_seen once per run */
 };
 
 enum cupti_translate_result {

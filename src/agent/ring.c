@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,6 +72,8 @@ static void ring_thread_exit(void *arg)
 {
     struct agent_thread *t = arg;
     ring_self_tls = NULL;
+    /* the name at the end: a thread often names itself after its first event */
+    prctl(PR_GET_NAME, t->exit_name, 0, 0, 0);
     if (t->slot < 0) {
         free(t);
         return;
@@ -141,6 +144,7 @@ struct agent_thread *ring_thread_attach(uint64_t now_ticks)
     t->thread_idx = __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
     t->os_tid = ring_gettid();
     t->first_ticks = now_ticks;
+    prctl(PR_GET_NAME, t->first_name, 0, 0, 0);
     ring_give_ring(t);
     if (ring_exit_key != (pthread_key_t)-1)
         pthread_setspecific(ring_exit_key, t);
@@ -225,6 +229,7 @@ void ring_fork_child(void)
         return;
     self->os_tid = ring_gettid();
     self->announced = 0;
+    self->name_written[0] = '\0';
     self->dropped = 0;
     self->dropped_reported = 0;
     self->ring.tail_seen = self->ring.head_private;

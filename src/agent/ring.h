@@ -91,6 +91,9 @@ struct ring {
 /* Rings in the registry: caps memory at AGENT_MAX_RINGS x LANTERN_BUFFER_KB. */
 #define AGENT_MAX_RINGS 256u
 
+/* An OS thread name: TASK_COMM_LEN, 15 bytes and a NUL (prctl PR_GET_NAME). */
+#define RING_THREAD_NAME_BYTES 16
+
 /* What the agent keeps per application thread. Fields above `depth` are written by the
  * owning thread; `dropped` is read by the writer; the writer's own fields follow. */
 struct agent_thread {
@@ -101,9 +104,14 @@ struct agent_thread {
     uint64_t first_ticks;
     uint64_t next_range;      /* per-thread range id counter */
     _Atomic uint64_t dropped; /* records dropped because the ring was full */
+    /* the OS thread name (comm, 15 bytes + NUL), read by the thread itself on its first
+     * event and as it exits (never on the hot path); the writer reads them */
+    char first_name[RING_THREAD_NAME_BYTES];
+    char exit_name[RING_THREAD_NAME_BYTES];
     /* writer-owned */
     uint64_t dropped_reported;
-    int announced; /* TRACE_THREAD written to the current file */
+    int announced;                             /* TRACE_THREAD written to the current file */
+    char name_written[RING_THREAD_NAME_BYTES]; /* last TRACE_THREAD_OS_NAME of this thread */
     int32_t depth[AGENT_MAX_DOMAINS];
 };
 

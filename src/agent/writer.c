@@ -3,6 +3,7 @@
  * chunks at least every 50 ms, so a SIGKILL loses at most ~100 ms of events. */
 #include "agent/writer.h"
 #include "agent/clock.h"
+#include "agent/names.h"
 #include "agent/ring.h"
 #include "trace/format.h"
 
@@ -105,8 +106,8 @@ static int writer_write_all(const uint8_t *p, size_t len)
     return 0;
 }
 
-/* The events of the chunk being built (every record but strings, thread descriptions, drop
- * counts and the process records): what is lost when it cannot be written. */
+/* The events of the chunk being built (every record but strings, thread descriptions and
+ * names, drop counts and the process records): what is lost when it cannot be written. */
 static uint64_t writer_chunk_events(void)
 {
     uint64_t prev_ts = 0, events = 0;
@@ -119,7 +120,9 @@ static uint64_t writer_chunk_events(void)
             break;
         f.p += len;
         events += type != TRACE_STRING && type != TRACE_THREAD && type != TRACE_DROPPED &&
-                  type != TRACE_PROCESS && type != TRACE_PROCESS_END;
+                  type != TRACE_PROCESS && type != TRACE_PROCESS_END &&
+                  type != TRACE_THREAD_OS_NAME && type != TRACE_THREAD_PYTHON_NAME &&
+                  type != TRACE_PROCESS_INFO;
     }
     return events;
 }
@@ -463,6 +466,16 @@ void writer_put_dropped(uint64_t thread_idx, uint64_t count)
     writer.dropped_total += count;
 }
 
+void writer_put_thread_name(unsigned type, uint32_t os_tid, const char *name, size_t len)
+{
+    uint64_t name_id = writer_intern(name, len); /* may emit TRACE_STRING first */
+    writer_reserve_locked(32);
+    struct trace_record_mark m = trace_record_begin(&writer.chunk, type);
+    trace_put_u(&writer.chunk, os_tid);
+    trace_put_u(&writer.chunk, name_id);
+    trace_record_end(&writer.chunk, m);
+}
+
 static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t first_seen_ns)
 {
     writer_reserve_locked(48);
@@ -473,16 +486,23 @@ static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t fir
     trace_record_end(&writer.chunk, m);
 }
 
+/* ctx points at `final`: the last drain before the file ends, when the OS names of live
+ * threads are read once more (from /proc: the writer cannot ask them) */
 static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
 {
-    (void)exited;
-    (void)ctx;
+    int final = *(const int *)ctx;
     if (!t->announced) {
         writer_put_thread(t->thread_idx, t->os_tid,
                           clock_ticks_to_ns(&writer.calibration, t->first_ticks));
         t->announced = 1;
+        names_put_os_name(t->os_tid, t->first_name, t->name_written);
     }
     ring_consume(&t->ring, writer_put_ring_record, t, NULL);
+    char comm[RING_THREAD_NAME_BYTES];
+    if (exited)
+        names_put_os_name(t->os_tid, t->exit_name, t->name_written);
+    else if (final && names_read_comm(t->os_tid, comm))
+        names_put_os_name(t->os_tid, comm, t->name_written);
     uint64_t dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
     if (dropped != t->dropped_reported) {
         writer_put_dropped(t->thread_idx, dropped - t->dropped_reported);
@@ -490,10 +510,11 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
     }
 }
 
-static void writer_drain_locked(void)
+static void writer_drain_locked(int final)
 {
     clock_calibration_update(&writer.calibration);
-    ring_for_each_thread(writer_drain_thread, NULL);
+    names_drain_locked(final);
+    ring_for_each_thread(writer_drain_thread, &final);
     uint64_t unregistered = ring_unregistered_drops();
     if (unregistered != writer.unregistered_dropped_reported) {
         writer_put_dropped(0, unregistered - writer.unregistered_dropped_reported);
@@ -535,7 +556,7 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&writer.lock);
         if (writer.open) {
-            writer_drain_locked();
+            writer_drain_locked(0);
             uint64_t now = clock_mono_ns();
             int due = now - writer.last_flush_ns >= WRITER_FLUSH_PERIOD_NS;
             if (!trace_chunk_empty(&writer.chunk) &&
@@ -577,6 +598,69 @@ static size_t writer_read_file(const char *path, char *buf, size_t cap)
     return len;
 }
 
+/* The first of these variables that holds a number; -1 if none does. */
+static long long writer_env_rank(const char *const *vars, const char **which)
+{
+    for (; *vars; vars++) {
+        const char *v = getenv(*vars);
+        char *end;
+        if (!v || !*v)
+            continue;
+        long long n = strtoll(v, &end, 10);
+        if (*end == '\0' && n >= 0) {
+            *which = *vars;
+            return n;
+        }
+    }
+    return -1;
+}
+
+/* The parent of pid from /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold
+ * spaces and parentheses, so read after the last ')'); 0 if unknown. */
+static uint64_t writer_parent_of(uint64_t pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%llu/stat", (unsigned long long)pid);
+    size_t len = writer_read_file(path, stat, sizeof stat - 1);
+    stat[len] = '\0';
+    char *close = strrchr(stat, ')');
+    unsigned long long ppid = 0;
+    if (!close || sscanf(close + 1, " %*c %llu", &ppid) != 1)
+        return 0;
+    return ppid;
+}
+
+/* TRACE_PROCESS_INFO: the launcher's rank variables (torchrun, Open MPI, Slurm, PMI) and the
+ * ancestors above the parent, so that the importer links a process to the traced process
+ * that started it even through an untraced shell in between. */
+static void writer_put_process_info(void)
+{
+    static const char *const rank_vars[] = {"RANK",      "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                            "PMIX_RANK", "SLURM_PROCID",         NULL};
+    static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                             "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
+    const char *rank_var = "", *local_var = "";
+    long long rank = writer_env_rank(rank_vars, &rank_var);
+    long long local = writer_env_rank(local_vars, &local_var);
+    uint64_t ancestors[TRACE_MAX_ANCESTORS];
+    unsigned count = 0;
+    for (uint64_t pid = (uint64_t)getppid(); pid > 1 && count < TRACE_MAX_ANCESTORS;) {
+        pid = writer_parent_of(pid);
+        if (!pid)
+            break;
+        ancestors[count++] = pid;
+    }
+    struct trace_chunk_builder *b = &writer.chunk;
+    struct trace_record_mark m = trace_record_begin(b, TRACE_PROCESS_INFO);
+    trace_put_u(b, (uint64_t)(rank + 1));
+    trace_put_u(b, (uint64_t)(local + 1));
+    trace_put_s(b, rank >= 0 ? rank_var : local_var, strlen(rank >= 0 ? rank_var : local_var));
+    trace_put_u(b, count);
+    for (unsigned i = 0; i < count; i++)
+        trace_put_u(b, ancestors[i]);
+    trace_record_end(b, m);
+}
+
 static void writer_put_process(uint64_t start_ns)
 {
     static char exe[PATH_MAX], cmdline[16384], host[256];
@@ -602,6 +686,7 @@ static void writer_put_process(uint64_t start_ns)
     trace_put_u(b, writer.agent_flags);
     trace_put_s(b, LANTERN_VERSION, strlen(LANTERN_VERSION));
     trace_record_end(b, m);
+    writer_put_process_info();
 }
 
 /* Opens this process's file and writes its header and TRACE_PROCESS (lock held). */
@@ -709,7 +794,7 @@ static void writer_end(int clean)
     if (!writer.open)
         goto out;
     __atomic_store_n(&writer_stop, 1, __ATOMIC_RELEASE);
-    writer_drain_locked();
+    writer_drain_locked(1);
     writer_flush_locked(); /* after a failed write: counts what the drain gathered */
     writer_put_end(clean);
     if (writer_write_end_chunk() < 0 && !writer.write_failed) {
@@ -761,7 +846,7 @@ void writer_fork_prepare(void)
 {
     pthread_mutex_lock(&writer.lock);
     if (writer.open) {
-        writer_drain_locked();
+        writer_drain_locked(0);
         writer_flush_locked();
     }
 }
@@ -777,6 +862,7 @@ void writer_fork_child(void)
     __atomic_store_n(&writer_ended, 0, __ATOMIC_RELAXED);
     pthread_mutex_init(&writer.lock, NULL); /* held by the parent's thread at fork */
     ring_fork_child();
+    names_fork_child();
     if (!writer.open)
         return;
     close(writer.fd);

@@ -26,6 +26,9 @@ uint64_t writer_intern(const char *s,
  * count in TRACE_PROCESS_END's total too. */
 void writer_put_dropped(uint64_t thread_idx, uint64_t count);
 
+/* TRACE_THREAD_OS_NAME or TRACE_THREAD_PYTHON_NAME for os_tid (lock held). */
+void writer_put_thread_name(unsigned type, uint32_t os_tid, const char *name, size_t len);
+
 /* A string registered once (nvtxDomainRegisterString) and named by its handle afterwards;
  * the writer caches its id per file so use costs no copy and no hashing. */
 struct writer_registered_string {

@@ -22,7 +22,7 @@ int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
         " FROM cuda_syncs s LEFT JOIN cuda_api a ON a.id = " SYNC_CALL
         " LEFT JOIN strings n ON n.id = a.name_id LEFT JOIN processes p ON p.id = s.process_id"
         " LEFT JOIN threads t ON t.id = s.thread_id"
-        " GROUP BY s.process_id, s.thread_id, name ORDER BY 5 DESC");
+        " GROUP BY s.process_id, s.thread_id, 3 ORDER BY 5 DESC"); /* 3: not processes.name */
     sqlite3_stmt *rows = analyze_prepare(
         ctx, "sync_api",
         "SELECT s.start_ns, s.end_ns - s.start_ns, p.pid, t.tid, NULL, s.stream,"

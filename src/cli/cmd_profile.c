@@ -590,26 +590,29 @@ static int set_cuda_capture_environment(const struct profile_options *o)
     return 0;
 }
 
-/* --python-functions: the bootstrap folder beside the agent (lib/lantern-python/, from
- * src/agent/python/) goes first on PYTHONPATH, and its sitecustomize.py reads the patterns
- * from LANTERN_PYTHON_FUNCTIONS. Returns a CLI_EXIT_* code (error printed). */
-static int set_python_functions_environment(const struct profile_options *o, const char *agent)
+/* The Python bootstrap folder beside the agent (lib/lantern-python/, from src/agent/python/)
+ * goes first on PYTHONPATH: its sitecustomize.py names threads from threading.Thread.name
+ * (lantern_threads.py) and, with --python-functions, records the functions whose patterns
+ * it reads from LANTERN_PYTHON_FUNCTIONS (lantern_pyfunctions.py). Without the folder (an
+ * agent moved alone) threads keep their OS names, and --python-functions is an error.
+ * Returns a CLI_EXIT_* code (error printed). */
+static int set_python_environment(const struct profile_options *o, const char *agent)
 {
-    if (!o->py_functions)
-        return CLI_EXIT_OK;
     char lib[PATH_MAX], folder[PATH_MAX + 32], probe[PATH_MAX + 64];
     snprintf(lib, sizeof lib, "%s", agent); /* realpath: absolute, so it has a '/' */
     *strrchr(lib, '/') = '\0';
     snprintf(folder, sizeof folder, "%s/lantern-python", lib);
     snprintf(probe, sizeof probe, "%s/sitecustomize.py", folder);
     if (access(probe, R_OK) != 0)
-        return cli_error("--python-functions: cannot read '%s': %s", probe, strerror(errno));
+        return o->py_functions
+                   ? cli_error("--python-functions: cannot read '%s': %s", probe, strerror(errno))
+                   : CLI_EXIT_OK;
     const char *old = getenv("PYTHONPATH");
     char *path = NULL;
     if (asprintf(&path, "%s%s%s", folder, old && *old ? ":" : "", old && *old ? old : "") < 0)
         return cli_error("out of memory");
     int rc = setenv("PYTHONPATH", path, 1) < 0 ||
-                     setenv("LANTERN_PYTHON_FUNCTIONS", o->py_functions, 1) < 0
+                     (o->py_functions && setenv("LANTERN_PYTHON_FUNCTIONS", o->py_functions, 1) < 0)
                  ? cli_error("cannot set the environment: %s", strerror(errno))
                  : CLI_EXIT_OK;
     free(path);
@@ -644,7 +647,7 @@ int cmd_profile(int argc, char **argv)
         cli_error("cannot find the agent library liblantern-agent.so (set LANTERN_AGENT)");
         goto out;
     }
-    if ((rc = set_python_functions_environment(&o, agent)) != CLI_EXIT_OK)
+    if ((rc = set_python_environment(&o, agent)) != CLI_EXIT_OK)
         goto out;
     rc = CLI_EXIT_ERROR;
     if (asprintf(&raw_dir, "%s.raw", o.output) < 0) {

@@ -240,6 +240,10 @@ enum {
     SLOT_RANGE_BATCH,
     SLOT_MARK,
     SLOT_PROCESS_END,
+    SLOT_THREAD_OS_NAME,
+    SLOT_THREAD_PYTHON_NAME,
+    SLOT_PROCESS_INFO,
+    SLOT_ANCESTOR,
 };
 
 static void import_vwarn(struct import_file *f, const char *fmt, va_list ap)
@@ -374,12 +378,13 @@ static uint64_t pid_from_name(const char *name)
 }
 
 static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid, uint64_t start,
-                              const char *exe, const char *cmdline, const char *host)
+                              const char *exe, const char *cmdline, const char *host,
+                              const char *name)
 {
-    sqlite3_stmt *st =
-        import_stmt(f, SLOT_PROCESS,
-                    "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file) "
-                    "VALUES(?, ?, ?, ?, ?, ?, ?)");
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_PROCESS,
+        "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file, name) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return 0;
     sqlite3_bind_int64(st, 1, (int64_t)pid);
@@ -390,10 +395,24 @@ static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid
     if (start)
         sqlite3_bind_int64(st, 6, (int64_t)start);
     sqlite3_bind_text(st, 7, f->name, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 8, name && *name ? name : NULL);
     if (step_done(st) < 0)
         return 0;
     f->process_id = sqlite3_last_insert_rowid(f->s->db);
     return f->process_id;
+}
+
+/* One ancestor pid of this file's process (depth 0: its parent), for link_parents(). */
+static void insert_ancestor(struct import_file *f, unsigned depth, uint64_t pid)
+{
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_ANCESTOR, "INSERT INTO temp.ancestors(process_id, depth, pid) VALUES(?, ?, ?)");
+    if (!st || !f->process_id || !pid)
+        return;
+    sqlite3_bind_int64(st, 1, f->process_id);
+    sqlite3_bind_int(st, 2, (int)depth);
+    sqlite3_bind_int64(st, 3, (int64_t)pid);
+    step_done(st);
 }
 
 int64_t import_process(struct import_file *f)
@@ -401,7 +420,7 @@ int64_t import_process(struct import_file *f)
     if (f->is_launcher)
         return 0;
     if (!f->process_id)
-        insert_process(f, pid_from_name(f->name), 0, 0, NULL, NULL, NULL);
+        insert_process(f, pid_from_name(f->name), 0, 0, NULL, NULL, NULL, NULL);
     return f->process_id;
 }
 
@@ -456,6 +475,10 @@ static void on_process(struct import_file *f, struct trace_fields *fl)
         goto out;
     memcpy(cmd_s, cmd, cmd_len);
     cmd_s[cmd_len] = 0;
+    char name[256];
+    import_process_name(cmd_s, cmd_len, name, sizeof name);
+    if (!*name && exe_len) /* no command line (a kernel thread, or it was cleared) */
+        snprintf(name, sizeof name, "%s", strrchr(exe_s, '/') ? strrchr(exe_s, '/') + 1 : exe_s);
     for (size_t i = 0; i + 1 < cmd_len; i++) /* arguments are NUL-separated */
         if (!cmd_s[i])
             cmd_s[i] = ' ';
@@ -477,8 +500,10 @@ static void on_process(struct import_file *f, struct trace_fields *fl)
         cmd_s = host_s = NULL;
         goto out;
     }
-    if (!f->process_id)
-        insert_process(f, pid, ppid, start, exe_s, cmd_s, host_s);
+    if (!f->process_id) {
+        insert_process(f, pid, ppid, start, exe_s, cmd_s, host_s, name);
+        insert_ancestor(f, 0, ppid);
+    }
     if (!s->first_process_start || start < s->first_process_start) {
         s->first_process_start = start; /* stands in for the session without a launcher file */
         s->first_process_wall = wall;
@@ -533,6 +558,48 @@ static void on_thread_name(struct import_file *f, struct trace_fields *fl)
     bind_id_or_null(st, 1, import_string(f, name));
     sqlite3_bind_int64(st, 2, thread_id);
     step_done(st);
+}
+
+/* TRACE_THREAD_OS_NAME and TRACE_THREAD_PYTHON_NAME: the latest of each kind wins. */
+static void on_thread_label(struct import_file *f, struct trace_fields *fl, int python)
+{
+    uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
+    int64_t thread_id = import_thread_by_tid(f, tid);
+    sqlite3_stmt *st = python ? import_stmt(f, SLOT_THREAD_PYTHON_NAME,
+                                            "UPDATE threads SET python_name_id = ? WHERE id = ?")
+                              : import_stmt(f, SLOT_THREAD_OS_NAME,
+                                            "UPDATE threads SET os_name_id = ? WHERE id = ?");
+    if (!st || !thread_id || fl->bad)
+        return;
+    bind_id_or_null(st, 1, import_string(f, name));
+    sqlite3_bind_int64(st, 2, thread_id);
+    step_done(st);
+}
+
+/* TRACE_PROCESS_INFO: ranks, and the ancestors above the parent. */
+static void on_process_info(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t rank = trace_get_u(fl), local = trace_get_u(fl);
+    const uint8_t *var;
+    size_t var_len = trace_get_s(fl, &var);
+    uint64_t count = trace_get_u(fl);
+    if (f->is_launcher || !import_process(f) || fl->bad)
+        return;
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_PROCESS_INFO,
+        "UPDATE processes SET rank = ?, local_rank = ?, rank_variable = ? WHERE id = ?");
+    if (!st)
+        return;
+    if (rank)
+        sqlite3_bind_int64(st, 1, (int64_t)(rank - 1));
+    if (local)
+        sqlite3_bind_int64(st, 2, (int64_t)(local - 1));
+    if (var_len)
+        sqlite3_bind_text(st, 3, (const char *)var, (int)var_len, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, f->process_id);
+    step_done(st);
+    for (uint64_t i = 0; i < count && i < TRACE_MAX_ANCESTORS && !fl->bad; i++)
+        insert_ancestor(f, (unsigned)i + 1, trace_get_u(fl));
 }
 
 static void on_string(struct import_file *f, struct trace_fields *fl)
@@ -961,6 +1028,15 @@ static void import_core_record(struct import_file *f, unsigned type, struct trac
     case TRACE_THREAD_NAME:
         on_thread_name(f, fl);
         break;
+    case TRACE_THREAD_OS_NAME:
+        on_thread_label(f, fl, 0);
+        break;
+    case TRACE_THREAD_PYTHON_NAME:
+        on_thread_label(f, fl, 1);
+        break;
+    case TRACE_PROCESS_INFO:
+        on_process_info(f, fl);
+        break;
     case TRACE_STRING:
         on_string(f, fl);
         break;
@@ -1303,6 +1379,19 @@ static uint64_t total_size(const char *dir, char **names, size_t count)
     return total;
 }
 
+/* processes.parent_id: the nearest ancestor (parent first, then up the chain the agent
+ * read) that is a traced process of the session started before this one; a pid reused
+ * within the session goes to its latest earlier holder. */
+static int link_parents(sqlite3 *db)
+{
+    return exec_sql(db, "UPDATE processes SET parent_id = (SELECT p.id FROM temp.ancestors a"
+                        " JOIN processes p ON p.pid = a.pid AND p.id != processes.id"
+                        " AND coalesce(p.start_ns, 0) <= coalesce(processes.start_ns, 0)"
+                        " WHERE a.process_id = processes.id ORDER BY a.depth, p.start_ns DESC"
+                        " LIMIT 1);"
+                        "DROP TABLE temp.ancestors;");
+}
+
 /* Bulk load: no journal and no fsync while the new file fills (it is renamed into place
  * only when complete), then the normal settings for whoever opens it later. */
 static int import_all(struct import_session *s, const char *dir, char **names, size_t count)
@@ -1311,7 +1400,9 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
                  "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;") <
             0 ||
         exec_sql(s->db, "BEGIN") < 0 || exec_sql(s->db, import_schema_sql) < 0 ||
-        exec_sql(s->db, "INSERT INTO domains(id, name_id) VALUES(0, NULL)") < 0)
+        exec_sql(s->db, "INSERT INTO domains(id, name_id) VALUES(0, NULL)") < 0 ||
+        exec_sql(s->db, "CREATE TEMP TABLE ancestors(process_id INTEGER, depth INTEGER, "
+                        "pid INTEGER)") < 0)
         return -EIO;
     char path[4096];
     for (size_t i = 0; i < count && !import_cancelled(s); i++) {
@@ -1324,7 +1415,8 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
         return -ENODATA;
     /* after every file: correlation and attribution need all processes' rows */
     /* (the CUDA pass sorts every range: skipped for sessions without CUDA) */
-    if ((s->cuda_records && import_cuda_finish(s->db) < 0) || import_nvml_finish(s->db) < 0)
+    if ((s->cuda_records && import_cuda_finish(s->db) < 0) || import_nvml_finish(s->db) < 0 ||
+        link_parents(s->db) < 0)
         return -EIO;
     if (write_meta(s) < 0 || exec_sql(s->db, import_indexes_sql) < 0 ||
         exec_sql(s->db, "COMMIT") < 0)

@@ -11,7 +11,7 @@
 #include "trace/codec.h"
 
 /* The schema the importer writes (meta.schema_version, docs/schema.md), which the CLI reads. */
-#define IMPORT_SCHEMA_VERSION 1
+#define IMPORT_SCHEMA_VERSION 2
 
 /* ---- the importer as a whole (used by the CLI) ----------------------------------------- */
 
@@ -44,6 +44,11 @@ struct import_summary {
  * not an error. summary may be NULL. */
 int import_session(const char *session_dir, const char *db_path, const struct import_options *opt,
                    struct import_summary *summary);
+
+/* A process's short name from its NUL-separated arguments (args[len] must be NUL): the
+ * program's base name, or an interpreter's script or module (process_name.c). Writes at
+ * most cap bytes with the NUL into out; returns the name's length (0: no arguments). */
+size_t import_process_name(const char *args, size_t len, char *out, size_t cap);
 
 /* The schema and the indexes, embedded from schema.sql and indexes.sql at build time. */
 extern const char import_schema_sql[];

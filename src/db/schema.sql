@@ -16,12 +16,19 @@ CREATE TABLE processes(
   dropped_events INTEGER NOT NULL DEFAULT 0,  -- records the agent could not buffer (drop-and-count)
   unbalanced_pops INTEGER NOT NULL DEFAULT 0,
   raw_file TEXT, import_warning TEXT,         -- import_warning: damage found in the raw file
-  cuda_rejected_records INTEGER NOT NULL DEFAULT 0);  -- CUPTI records with zero or inverted times
+  cuda_rejected_records INTEGER NOT NULL DEFAULT 0,  -- CUPTI records with zero or inverted times
+  name TEXT,                                  -- short name from cmdline: 'train.py', not 'python3'
+  rank INTEGER, local_rank INTEGER,           -- from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, ...
+  rank_variable TEXT,                         -- the variable the rank came from
+  parent_id INTEGER REFERENCES processes(id));  -- the traced process that started this one
 
 CREATE TABLE threads(
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL REFERENCES processes(id),
   tid INTEGER NOT NULL, name_id INTEGER REFERENCES strings(id), start_ns INTEGER,
-  dropped_events INTEGER NOT NULL DEFAULT 0);
+  dropped_events INTEGER NOT NULL DEFAULT 0,
+  os_name_id INTEGER REFERENCES strings(id),      -- the OS name (comm) last read
+  python_name_id INTEGER REFERENCES strings(id)); -- threading.Thread.name
+-- a thread's name as shown: coalesce(name_id (nvtxNameOsThread), python_name_id, os_name_id)
 
 CREATE TABLE domains(id INTEGER PRIMARY KEY, name_id INTEGER REFERENCES strings(id));
 -- domain 0 is NVTX's default domain (name NULL); other domains are merged by name across processes

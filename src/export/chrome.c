@@ -59,27 +59,39 @@ static void write_text_column(FILE *out, sqlite3_stmt *st, int col)
                       (size_t)sqlite3_column_bytes(st, col));
 }
 
-/* process_name and thread_name metadata events. */
+/* process_name and thread_name metadata events,  with sort indexes: processes by rank
+ * (unranked ones, such as a launcher, first) then start, a process's main thread first then threads
+ * by first event. Names follow docs/schema.md: a process's short name and rank; a thread's NVTX,
+ * Python or OS name. */
 static int write_names(struct chrome_writer *w)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "SELECT p.pid, 0, coalesce(p.exe, p.cmdline, 'pid ' || p.pid), 'process_name' FROM "
-        "processes p "
-        "UNION ALL SELECT p.pid, t.tid, coalesce(s.value, 'thread ' || t.tid), 'thread_name' "
-        "FROM threads t JOIN processes p ON p.id = t.process_id LEFT JOIN strings s ON s.id = "
-        "t.name_id";
+    const char *sql = "SELECT p.pid, 0, " EXPORT_PROCESS_LABEL_SQL(
+        "p") ", 'process', "
+             " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM "
+             "processes p "
+             "UNION ALL SELECT p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL(
+                 "t") ", 'thread', "
+                      " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, "
+                      "t.start_ns, t.id)"
+                      " FROM threads t JOIN processes p ON p.id = t.process_id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *kind = (const char *)sqlite3_column_text(st, 3);
+        long long pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
         chrome_event_begin(w);
-        fprintf(
-            w->out,
-            "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
-            (const char *)sqlite3_column_text(st, 3), sqlite3_column_int64(st, 0),
-            sqlite3_column_int64(st, 1));
+        fprintf(w->out,
+                "\"name\": \"%s_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
+                "\"args\": {\"name\": ",
+                kind, pid, tid);
         write_text_column(w->out, st, 2);
         fputs("}}", w->out);
+        chrome_event_begin(w);
+        fprintf(w->out,
+                "\"name\": \"%s_sort_index\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
+                "\"args\": {\"sort_index\": %lld}}",
+                kind, pid, tid, sqlite3_column_int64(st, 4));
     }
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }

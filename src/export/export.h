@@ -7,10 +7,34 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* How every export and report names a process and a thread (docs/schema.md), as SQL
+ * expressions over a processes row `p` and a threads row `t` (strings joined by subquery):
+ * "train.py (rank 1)" from processes.name and rank; a thread's nvtxNameOsThread name, else
+ * its threading.Thread name, else its OS name, else "thread <tid>". */
+#define EXPORT_PROCESS_LABEL_SQL(p)                                                                \
+    "(coalesce(" p ".name, " p ".exe, 'pid ' || " p ".pid) || CASE WHEN " p ".rank IS NOT NULL"    \
+    " THEN ' (rank ' || " p ".rank || ')' WHEN " p ".local_rank IS NOT NULL"                       \
+    " THEN ' (local rank ' || " p ".local_rank || ')' ELSE '' END)"
+#define EXPORT_THREAD_LABEL_SQL(t)                                                                 \
+    "coalesce((SELECT value FROM strings WHERE id = coalesce(" t ".name_id, " t                    \
+    ".python_name_id, " t ".os_name_id)), 'thread ' || " t ".tid)"
+
 /* Chrome trace-event JSON (Perfetto, chrome://tracing): process/thread names, push/pop
  * ranges as complete events, start/end ranges as async events, marks as instant events.
  * Returns 0, or -1 with a reason in error. */
 int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size);
+
+/* Perfetto's protobuf trace (perfetto.c, perfetto_gpu.c): the same content as the Chrome
+ * export in Perfetto's native format (TrackEvent, interned names, track descriptors,
+ * counter tracks, flows). stats (may be NULL) receives the number of events written and
+ * of ranges left out.
+ * Returns 0, or -1 with a reason in error. */
+struct export_stats {
+    unsigned long long events;
+    unsigned long long left_out; /* start/end ranges beyond 4096 open at once in one domain */
+};
+int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
+                    size_t error_size);
 
 /* What the source modules' exporters share (chrome.c calls chrome_cuda_events() and
  * chrome_nvml_events() from their files): the session start all timestamps are relative

@@ -2,10 +2,13 @@
  * kernel name and each lantern.h energy window: joules, average watts and an error bound.
  * The energy of an interval comes from the SQL functions of src/nvml/energy_db.h (the energy
  * counter interpolated with power samples), so disjoint ranges add up to their union. */
+#include "export/export.h"
 #include "nvml/energy_db.h"
 #include "report/report.h"
 
 #include <stdio.h>
+
+#define PROCESS_LABEL EXPORT_PROCESS_LABEL_SQL("p") /* "train.py (rank 1)" */
 
 /* Each row: scope, name, GPU (NVML index), instances, time, joules, error bound. Ranges and
  * kernels are summed per name: overlapping instances (nested ranges of one name, concurrent
@@ -24,7 +27,7 @@ static const char energy_query[] =
     "  '(run)') AS name, gpu, 1 AS instances, end_ns - start_ns AS total_ns,"
     "  lantern_gpu_energy_j(gpu_id, start_ns, end_ns) AS energy_j,"
     "  lantern_gpu_energy_error_j(gpu_id, start_ns, end_ns) AS error_j FROM run"
-    " UNION ALL SELECT 1, 'process', p.pid || ' ' || COALESCE(p.exe, ''), g.gpu, 1,"
+    " UNION ALL SELECT 1, 'process', p.pid || ' ' || " PROCESS_LABEL ", g.gpu, 1,"
     "  p.end_ns - p.start_ns, lantern_gpu_energy_j(g.gpu_id, p.start_ns, p.end_ns),"
     "  lantern_gpu_energy_error_j(g.gpu_id, p.start_ns, p.end_ns)"
     "  FROM processes p CROSS JOIN g WHERE p.end_ns IS NOT NULL"

@@ -1,6 +1,7 @@
 /* The session header every report starts with: what ran, for how long, in how many
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
+#include "export/export.h"
 #include "export/json.h"
 #include "report/report.h"
 
@@ -47,6 +48,25 @@ static void read_info(sqlite3 *db, struct session_info *s)
     s->exit_status = query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'");
 }
 
+/* The processes, when there is more than one or a rank: pid, name, rank, and the traced
+ * process that started it (docs/schema.md). */
+static sqlite3_stmt *processes_query(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT p.pid, " EXPORT_PROCESS_LABEL_SQL(
+                "p") ", parent.pid, p.name, p.rank"
+                     " FROM processes p LEFT JOIN processes parent ON parent.id = p.parent_id"
+                     " WHERE (SELECT count(*) FROM processes) > 1 OR"
+                     " (SELECT count(*) FROM processes WHERE rank IS NOT NULL OR local_rank IS NOT "
+                     "NULL) > 0"
+                     " ORDER BY p.start_ns, p.id",
+            -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    return st;
+}
+
 /* Each damaged raw file's warning, as the importer stored it. */
 static sqlite3_stmt *warnings_query(sqlite3 *db)
 {
@@ -69,6 +89,15 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
     if (s->has_exit_status)
         fprintf(out, "Exit status:     %lld\n", (long long)s->exit_status);
     fprintf(out, "Processes:       %lld\n", (long long)s->processes);
+    sqlite3_stmt *procs = processes_query(db);
+    while (procs && sqlite3_step(procs) == SQLITE_ROW) {
+        fprintf(out, "  pid %-8lld %s", sqlite3_column_int64(procs, 0),
+                (const char *)sqlite3_column_text(procs, 1));
+        if (sqlite3_column_type(procs, 2) != SQLITE_NULL)
+            fprintf(out, ", started by pid %lld", sqlite3_column_int64(procs, 2));
+        putc('\n', out);
+    }
+    sqlite3_finalize(procs);
     fprintf(out, "Threads:         %lld\n", (long long)s->threads);
     fprintf(out, "Dropped events:  %lld%s\n", (long long)s->dropped,
             s->dropped ? " (some ranges may be missing or unended; see LANTERN_BUFFER_KB)" : "");
@@ -98,7 +127,24 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
         fprintf(out, "%lld", (long long)s->exit_status);
     else
         fputs("null", out);
-    fprintf(out, ", \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
+    fputs(", \"process_list\": [", out);
+    sqlite3_stmt *procs = processes_query(db);
+    for (int i = 0; procs && sqlite3_step(procs) == SQLITE_ROW; i++) {
+        fprintf(out, "%s{\"pid\": %lld, \"name\": ", i ? ", " : "", sqlite3_column_int64(procs, 0));
+        json_write_cstring(out, (const char *)sqlite3_column_text(procs, 3));
+        fputs(", \"rank\": ", out);
+        if (sqlite3_column_type(procs, 4) != SQLITE_NULL)
+            fprintf(out, "%lld", sqlite3_column_int64(procs, 4));
+        else
+            fputs("null", out);
+        fputs(", \"started_by_pid\": ", out);
+        if (sqlite3_column_type(procs, 2) != SQLITE_NULL)
+            fprintf(out, "%lld}", sqlite3_column_int64(procs, 2));
+        else
+            fputs("null}", out);
+    }
+    sqlite3_finalize(procs);
+    fprintf(out, "], \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
     sqlite3_stmt *st = warnings_query(db);
     for (int i = 0; st && sqlite3_step(st) == SQLITE_ROW; i++) {
         fputs(i ? ", " : "", out);

@@ -48,6 +48,13 @@ enum trace_record_type {
     TRACE_WRITE_ERROR = 8,    /* u errno, u file_bytes (the file's whole length when the first
                                  write failed), s strerror text: the agent could not write its
                                  file (a full disk) and counted every later event as dropped */
+    TRACE_THREAD_OS_NAME = 9, /* u os_tid, u name string id: the OS thread name (comm), read
+                                 when the thread first records, when it ends, and at the
+                                 process's end; written when it changes */
+    TRACE_THREAD_PYTHON_NAME = 10, /* u os_tid, u name string id: threading.Thread.name */
+    TRACE_PROCESS_INFO = 11,  /* u rank + 1, u local_rank + 1 (0: none), s rank variable,
+                                 u count, then count pids: the ancestors above ppid (ppid's
+                                 parent first), up to pid 1 or TRACE_MAX_ANCESTORS */
 
     /* NVTX (20-39) */
     TRACE_DOMAIN = 20,        /* u domain id (1..; 0 is the default domain), u name string id */
@@ -173,6 +180,8 @@ enum trace_resource_kind {
  * at a UTF-8 character boundary and ends with the mark, TRACE_STRING_MAX bytes in all. */
 #define TRACE_STRING_MAX (1u << 20)
 #define TRACE_STRING_CUT_MARK "...[cut by lantern]"
+
+#define TRACE_MAX_ANCESTORS 16u
 
 /* TRACE_PROCESS agent_flags */
 #define TRACE_FLAG_NVTX 0x1u

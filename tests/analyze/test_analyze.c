@@ -42,7 +42,7 @@ static sqlite3 *session(const char *rows)
     char *schema = read_file(LANTERN_SOURCE_DIR "/src/db/schema.sql");
     exec(db, schema);
     free(schema);
-    exec(db, "INSERT INTO meta VALUES('schema_version', 1), ('start_ns', 0), ('end_ns', 1000000),"
+    exec(db, "INSERT INTO meta VALUES('schema_version', 2), ('start_ns', 0), ('end_ns', 1000000),"
              " ('command', 'app');"
              "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, "
              "1000000, 1);"

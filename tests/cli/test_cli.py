@@ -54,7 +54,7 @@ def make_db(path, ranges, marks=(), strings=None):
     """ranges: (name, domain_id, style, start_ns, end_ns or None, extra dict) on pid 4242."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 1, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
+    meta = {"schema_version": 2, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
             "start_wall_ns": 0, "start_ns": START, "end_ns": START + 5_000_000, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx", "exit_status": 0, "dropped_events": 2, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -165,11 +165,11 @@ def test_bad_files_give_one_line_and_exit_1(command, tmp_path, known_db):
 
 def test_newer_schema_is_refused(tmp_path, known_db):
     db = sqlite3.connect(known_db)
-    db.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+    db.execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'")
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert "schema version 2" in line
+    assert "schema version 3" in line
 
 
 # ---- nvtx_sum -----------------------------------------------------------------------------------------
@@ -253,8 +253,10 @@ def test_chrome_export_events(tmp_path):
     by_ph = {}
     for e in events:
         by_ph.setdefault(e["ph"], []).append(e)
-    assert {(e["name"], e["tid"], e["args"]["name"]) for e in by_ph["M"]} == {
+    assert {(e["name"], e["tid"], e["args"]["name"]) for e in by_ph["M"] if e["name"].endswith("_name")} == {
         ("process_name", 0, "/bin/app"), ("thread_name", 4243, "thread 4243"), ("thread_name", 4244, "tick")}
+    assert {(e["name"], e["tid"], e["args"]["sort_index"]) for e in by_ph["M"] if e["name"].endswith("_index")} == {
+        ("process_sort_index", 0, 1), ("thread_sort_index", 4243, 1), ("thread_sort_index", 4244, 2)}
     step, bad = by_ph["X"]
     assert step == {"name": "step", "cat": "nvtx", "ph": "X", "pid": 4242, "tid": 4243, "ts": 1.5, "dur": 2.501,
                     "args": {"color": "#112233", "payload": 7}}

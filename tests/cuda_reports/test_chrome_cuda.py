@@ -46,7 +46,7 @@ def us(ns):
 
 
 def test_gpu_process_and_stream_rows_are_named(events):
-    names = {(e["name"], e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M"}
+    names = {(e["name"], e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and "name" in e["args"]}
     assert names[("process_name", GPU_PID, 0)] == "GPU 0: NVIDIA H100 80GB HBM3"
     # stream 7 carries its NVTX name; stream 8 has none
     assert names[("thread_name", GPU_PID, 1)] == "chunks 0"

@@ -88,13 +88,25 @@ static int64_t fake_device_attribute(void *ctx, uint32_t device, int attribute)
 
 static struct cupti_translate translator;
 
+/* The tids thread_seen was called with, in order. */
+static uint32_t seen_tids[16];
+static int seen_count;
+static void fake_thread_seen(void *ctx, uint32_t os_tid)
+{
+    (void)ctx;
+    if (seen_count < 16)
+        seen_tids[seen_count++] = os_tid;
+}
+
 static void begin(int all_apis)
 {
     for (uint64_t i = 0; i < string_count; i++)
         free(strings[i]);
     string_count = 0;
     trace_chunk_begin(&chunk, chunk_buf, sizeof(chunk_buf), 1000);
-    struct cupti_translate_hooks hooks = {fake_intern, fake_api_name, fake_device_attribute, NULL};
+    struct cupti_translate_hooks hooks = {fake_intern, fake_api_name, fake_device_attribute,
+                                          fake_thread_seen, NULL};
+    seen_count = 0;
     cupti_translate_release(&translator);
     cupti_translate_init(&translator, &hooks, all_apis);
     /* The process and its main thread (tid 4242), as the agent's writer starts a file. */
@@ -599,6 +611,11 @@ static void gpu_work_is_attributed_to_the_innermost_nvtx_range(void)
     ASSERT_EQ(translate(&k10), CUPTI_TRANSLATED);
     ASSERT_EQ(translate(&k12), CUPTI_TRANSLATED);
     ASSERT_EQ(translate(&c9), CUPTI_TRANSLATED);
+    /* the writer reads a thread's OS name when its tid first shows (then on each change of
+     * thread between consecutive API records, a cheap test the writer's table resolves) */
+    ASSERT_EQ(seen_count, 2);
+    ASSERT_EQ(seen_tids[0], 4242);
+    ASSERT_EQ(seen_tids[1], 5000);
     sqlite3 *db = import_chunk();
     long long outer = query_int(db, "SELECT r.id FROM ranges r JOIN strings s ON s.id = r.name_id"
                                     " WHERE s.value = 'outer'");

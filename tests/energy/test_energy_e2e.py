@@ -108,7 +108,7 @@ def test_profile_samples_power_and_attributes_energy(fake_env, tmp_path):
     events = json.loads((tmp_path / "run.json").read_text())["traceEvents"]
     watts = {e["args"]["instant"] for e in events if e["name"] == "Power (W)"}
     assert watts == {LOW_W, HIGH_W}  # idle and loaded power both on the timeline
-    assert any(e["ph"] == "M" and e["args"]["name"] == "GPU 0: Fake-H100" for e in events)
+    assert any(e["ph"] == "M" and e["args"].get("name") == "GPU 0: Fake-H100" for e in events)
 
 
 def test_unusable_nvml_is_one_line_and_the_rest_works(fake_env, tmp_path):
@@ -166,7 +166,7 @@ def make_energy_db(path):
     interval whose ends fall where power is constant are then known exactly."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 1, "lantern_version": "0.1.0", "command": "./train", "host": "h",
+    meta = {"schema_version": 2, "lantern_version": "0.1.0", "command": "./train", "host": "h",
             "start_wall_ns": 0, "start_ns": T0, "end_ns": T0 + 2000 * MS, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx,cuda,nvml", "exit_status": 0, "dropped_events": 0, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())

@@ -172,7 +172,7 @@ static void every_nvtx_record_becomes_its_row(void)
     ASSERT_STR_EQ(
         rows(db, "SELECT key, value FROM meta ORDER BY key"),
         "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
-        "import_warnings|0;lantern_version|0.1.0;schema_version|1;start_ns|1000;"
+        "import_warnings|0;lantern_version|0.1.0;schema_version|2;start_ns|1000;"
         "start_wall_ns|1700000000000001000;trace|nvtx;truncated_strings|0");
     ASSERT_STR_EQ(
         rows(db,
@@ -410,7 +410,86 @@ static void replace_renames_over_the_old_file(void)
     rmdir(db_path);
 }
 
+/* A string literal with NULs inside, and its length. */
+#define ARGS(literal) literal, sizeof(literal) - 1
+
+/* TRACE_THREAD_OS_NAME, TRACE_THREAD_PYTHON_NAME (the latest of each wins, by tid, before
+ * or after TRACE_THREAD) and TRACE_PROCESS_INFO: a parent found through an untraced process
+ * between (ppid 1 here, the grandparent 200 in the ancestors). */
+static void names_ranks_and_parents_come_from_their_records(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/200-1.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, 1000);
+    raw_process(&w, 200, 1000, ARGS("/usr/bin/python3.12\0-u\0/w/train.py\0--lr"), TRACE_FLAG_NVTX,
+                NULL);
+    const char *names[] = {"python3", "loader", "pt_autograd_0", "Thread-1", "DataLoader"};
+    for (int i = 0; i < 5; i++)
+        raw_string(&w, (uint64_t)i + 1, names[i]);
+    raw_begin(&w, TRACE_THREAD_PYTHON_NAME), raw_u(&w, 201), raw_u(&w, 4), raw_end(&w);
+    raw_thread(&w, 1, 200, 1000);
+    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 200), raw_u(&w, 1), raw_end(&w);
+    raw_thread(&w, 2, 201, 1100);
+    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 201), raw_u(&w, 1), raw_end(&w);
+    raw_begin(&w, TRACE_THREAD_PYTHON_NAME), raw_u(&w, 201), raw_u(&w, 5), raw_end(&w);
+    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 201), raw_u(&w, 2), raw_end(&w);
+    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 202), raw_u(&w, 3), raw_end(&w); /* CUPTI's */
+    raw_flush(&w, 0);
+    raw_close(&w);
+    snprintf(path, sizeof path, "%s/300-2.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, 2000);
+    raw_process(&w, 300, 2000, ARGS("python3\0-m\0pkg.run"), TRACE_FLAG_NVTX, NULL);
+    raw_begin(&w, TRACE_PROCESS_INFO), raw_u(&w, 3), raw_u(&w, 1), raw_s(&w, "SLURM_PROCID", 12);
+    raw_u(&w, 2), raw_u(&w, 200), raw_u(&w, 1), raw_end(&w);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_STR_EQ(rows(db, "SELECT pid, name, rank, local_rank, rank_variable, parent_id"
+                           " FROM processes ORDER BY pid"),
+                  "200|train.py|-|-|-|-;300|pkg.run|2|0|SLURM_PROCID|1");
+    ASSERT_STR_EQ(rows(db, "SELECT t.tid, o.value, p.value FROM threads t"
+                           " LEFT JOIN strings o ON o.id = t.os_name_id"
+                           " LEFT JOIN strings p ON p.id = t.python_name_id ORDER BY t.tid"),
+                  "200|python3|-;201|loader|DataLoader;202|pt_autograd_0|-");
+    ASSERT_EQ(warnings_seen, 0);
+    sqlite3_close(db);
+}
+
+/* The short names of processes (processes.name) from their NUL-separated arguments. */
+static void process_names_follow_the_interpreters_script(void)
+{
+    static const struct {
+        const char *args;
+        size_t len;
+        const char *name;
+    } cases[] = {
+        {ARGS("python3\0train.py"), "train.py"},
+        {ARGS("/usr/bin/python3.12\0-u\0-W\0ignore\0/a/b/train.py\0--x"), "train.py"},
+        {ARGS("python\0-m\0torch.distributed.run\0t.py"), "torch.distributed.run"},
+        {ARGS("python3\0-mpkg"), "pkg"},
+        {ARGS("python3\0-c\0print(1)"), "python3 -c"},
+        {ARGS("python3"), "python3"},
+        {ARGS("/bin/bash\0./run.sh\0a"), "run.sh"},
+        {ARGS("sh\0-c\0make"), "sh -c"},
+        {ARGS("/opt/app/bin/trainer\0--python\0x.py"), "trainer"},
+        {ARGS("pythonista\0x.py"), "pythonista"},
+        {ARGS(""), ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        import_process_name(cases[i].args, cases[i].len, out, sizeof out);
+        ASSERT_STR_EQ(out, cases[i].name);
+    }
+}
+
 static const struct test_case tests[] = {
+    {"names_ranks_and_parents_come_from_their_records",
+     names_ranks_and_parents_come_from_their_records},
+    {"process_names_follow_the_interpreters_script", process_names_follow_the_interpreters_script},
     {"write_error_and_cut_name_are_reported", write_error_and_cut_name_are_reported},
     {"empty_or_foreign_folder_is_an_error", empty_or_foreign_folder_is_an_error},
     {"fifo_and_link_are_skipped_without_blocking", fifo_and_link_are_skipped_without_blocking},

@@ -2,7 +2,8 @@
 `lantern` command and `python -m lantern` run the bundled executable, which finds the agent in
 the package; `import lantern` finds its own library; a Python program profiled under the
 installed launcher has its ranges in the database (energy windows, and --python-functions
-from the bootstrap installed beside the agent); an unchanged Zeus program runs. Nothing
+from the bootstrap installed beside the agent), its threads and processes their names; an
+unchanged Zeus program runs. Nothing
 from the source tree or the build folders is used: the environment is scrubbed and the
 commands run in a temporary folder."""
 
@@ -71,6 +72,43 @@ def test_profile_a_python_program_with_the_installed_launcher(tmp_path):
                       "JOIN strings n ON n.id = r.name_id GROUP BY 1, 2").fetchall()
     assert rows == [("lantern.energy", "step", 3), ("python", "__main__.compute", 4)]
     run(str(VENV / "bin" / "python"), "-m", "lantern", "stats", "app.db", cwd=tmp_path)
+
+
+NAMES_PROGRAM = '''
+import os, subprocess, sys, threading
+import lantern
+
+monitor = lantern.Monitor(gpu_indices=None, cpu_indices=[])
+
+
+def work():
+    with monitor.window("load"):
+        sum(range(1000))
+
+
+if sys.argv[1:] != ["child"]:
+    loader = threading.Thread(target=work, name="data-loader-0")
+    loader.start()
+    loader.join()
+    subprocess.run([sys.executable, sys.argv[0], "child"], env=dict(os.environ, RANK="1"), check=True)
+else:
+    work()
+'''
+
+
+def test_threads_and_processes_are_named_with_the_installed_bootstrap(tmp_path):
+    """The issue's proof: a named Python thread and a spawned child with a rank, profiled by
+    the installed launcher, carry their names, rank and parent link in the database."""
+    (tmp_path / "names.py").write_text(NAMES_PROGRAM)
+    run("lantern", "profile", "-o", "names.db", "--", "python", "names.py", cwd=tmp_path)
+    db = sqlite3.connect(tmp_path / "names.db")
+    processes = db.execute("SELECT p.name, p.rank, parent.name FROM processes p"
+                           " LEFT JOIN processes parent ON parent.id = p.parent_id ORDER BY p.start_ns").fetchall()
+    assert processes == [("names.py", None, None), ("names.py", 1, "names.py")]
+    threads = db.execute("SELECT s.value FROM threads t JOIN strings s ON s.id = t.python_name_id").fetchall()
+    assert threads == [("data-loader-0",)]
+    out = run("lantern", "stats", "names.db", cwd=tmp_path).stdout
+    assert "names.py (rank 1), started by pid" in out
 
 
 def test_import_finds_its_library_without_environment(tmp_path):

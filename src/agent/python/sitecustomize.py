@@ -1,6 +1,7 @@
-"""Put first on PYTHONPATH by `lantern profile --python-functions` (src/cli/cmd_profile.c):
-Python imports this module at start-up (the site module's sitecustomize hook). It starts the
-function recording (lantern_pyfunctions.py, beside it), then imports the sitecustomize this
+"""Put first on PYTHONPATH by `lantern profile` (src/cli/cmd_profile.c): Python imports this
+module at start-up (the site module's sitecustomize hook). It names threads from
+threading.Thread.name (lantern_threads.py, beside it), starts the function recording of
+--python-functions when asked (lantern_pyfunctions.py), then imports the sitecustomize this
 one hides, if the installation or the environment has one, so that its behaviour is kept.
 Its folder is then taken off sys.path: the program sees the path it would see without us (the
 environment keeps PYTHONPATH, so Python child processes are recorded too)."""
@@ -26,8 +27,15 @@ def _chain():
 
 
 try:
-    import lantern_pyfunctions
+    try:
+        import lantern_threads
 
-    lantern_pyfunctions.install()
+        lantern_threads.install()
+    except Exception:
+        pass  # thread names are a nicety: never an error in the program
+    if os.environ.get("LANTERN_PYTHON_FUNCTIONS"):
+        import lantern_pyfunctions
+
+        lantern_pyfunctions.install()
 finally:
     _chain()

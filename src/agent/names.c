@@ -1,0 +1,131 @@
+/* Thread names that do not come through a thread's own ring: the OS names of threads seen
+ * only in CUPTI's records (read from /proc by the writer, off the program's threads), and
+ * the Python names the bootstrap hands over (src/agent/python/lantern_threads.py calls
+ * lantern_agent_python_thread_name when a threading.Thread starts or is renamed). Both
+ * tables are fixed-size: no allocation, and a thread beyond them only goes unnamed. */
+#include "agent/names.h"
+#include "agent/ring.h"
+#include "agent/writer.h"
+#include "trace/format.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Threads known by tid alone (CUPTI's API records): their name is read when first seen and
+ * again at the end. Open addressing; a full table names no further thread. */
+#define NAMES_TID_SLOTS 1024u
+/* Python names waiting for the writer; the producer is any thread, the consumer the writer. */
+#define NAMES_PYTHON_SLOTS 256u
+#define NAMES_PYTHON_BYTES 128u /* longer names are cut (at a UTF-8 boundary) */
+
+static struct {
+    uint32_t tid[NAMES_TID_SLOTS]; /* 0: empty */
+    char name[NAMES_TID_SLOTS][RING_THREAD_NAME_BYTES];
+    unsigned used;
+} names_tids; /* writer lock held */
+
+enum { PY_FREE = 0, PY_WRITING, PY_READY };
+static struct {
+    _Atomic int state[NAMES_PYTHON_SLOTS];
+    uint32_t tid[NAMES_PYTHON_SLOTS];
+    char name[NAMES_PYTHON_SLOTS][NAMES_PYTHON_BYTES];
+    uint16_t len[NAMES_PYTHON_SLOTS];
+} names_python;
+
+/* /proc/self/task/<tid>/comm without its newline; 0 when the thread is gone. */
+size_t names_read_comm(uint32_t tid, char out[RING_THREAD_NAME_BYTES])
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, out, RING_THREAD_NAME_BYTES - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+        n--;
+    out[n] = '\0';
+    return (size_t)n;
+}
+
+/* Emits TRACE_THREAD_OS_NAME when `name` differs from what `written` holds (lock held). */
+void names_put_os_name(uint32_t tid, const char *name, char written[RING_THREAD_NAME_BYTES])
+{
+    size_t len = strnlen(name, RING_THREAD_NAME_BYTES - 1);
+    if (!len || (strncmp(written, name, RING_THREAD_NAME_BYTES - 1) == 0 && written[len] == '\0'))
+        return;
+    memcpy(written, name, len);
+    written[len] = '\0';
+    writer_put_thread_name(TRACE_THREAD_OS_NAME, tid, name, len);
+}
+
+void names_note_tid_locked(uint32_t tid)
+{
+    if (!tid || names_tids.used * 2 >= NAMES_TID_SLOTS)
+        return;
+    unsigned i = (tid * 2654435761u) & (NAMES_TID_SLOTS - 1);
+    for (; names_tids.tid[i]; i = (i + 1) & (NAMES_TID_SLOTS - 1))
+        if (names_tids.tid[i] == tid)
+            return;
+    names_tids.tid[i] = tid;
+    names_tids.name[i][0] = '\0';
+    names_tids.used++;
+    char comm[RING_THREAD_NAME_BYTES];
+    if (names_read_comm(tid, comm))
+        names_put_os_name(tid, comm, names_tids.name[i]);
+}
+
+void names_drain_locked(int final)
+{
+    for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++) {
+        if (__atomic_load_n(&names_python.state[i], __ATOMIC_ACQUIRE) != PY_READY)
+            continue;
+        writer_put_thread_name(TRACE_THREAD_PYTHON_NAME, names_python.tid[i], names_python.name[i],
+                               names_python.len[i]);
+        __atomic_store_n(&names_python.state[i], PY_FREE, __ATOMIC_RELEASE);
+    }
+    if (!final)
+        return;
+    /* a thread may name itself after its first call: the name it has at the end wins */
+    char comm[RING_THREAD_NAME_BYTES];
+    for (unsigned i = 0; i < NAMES_TID_SLOTS; i++)
+        if (names_tids.tid[i] && names_read_comm(names_tids.tid[i], comm))
+            names_put_os_name(names_tids.tid[i], comm, names_tids.name[i]);
+}
+
+void names_fork_child(void)
+{
+    /* the child's threads are new; the parent's waiting names are the parent's to write */
+    memset(&names_tids, 0, sizeof names_tids);
+    for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++)
+        __atomic_store_n(&names_python.state[i], PY_FREE, __ATOMIC_RELAXED);
+}
+
+/* Called by the Python bootstrap through ctypes, on any thread, before or after the agent
+ * started (the writer emits what is waiting at its next drain). Never blocks. */
+__attribute__((visibility("default"))) int lantern_agent_python_thread_name(uint32_t tid,
+                                                                            const char *name)
+{
+    if (!tid || !name)
+        return -1;
+    for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++) {
+        int expected = PY_FREE;
+        if (__atomic_load_n(&names_python.state[i], __ATOMIC_RELAXED) != PY_FREE ||
+            !__atomic_compare_exchange_n(&names_python.state[i], &expected, PY_WRITING, 0,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
+        size_t len = strnlen(name, NAMES_PYTHON_BYTES);
+        while (len > 0 && len < strlen(name) && ((uint8_t)name[len] & 0xC0) == 0x80)
+            len--; /* cut before a continuation byte, not inside a character */
+        memcpy(names_python.name[i], name, len);
+        names_python.len[i] = (uint16_t)len;
+        names_python.tid[i] = tid;
+        __atomic_store_n(&names_python.state[i], PY_READY, __ATOMIC_RELEASE);
+        return 0;
+    }
+    return -1; /* the writer has not caught up (or never started): the name is lost */
+}

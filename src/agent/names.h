@@ -1,0 +1,26 @@
+/* Thread names beyond a thread's own ring (src/agent/names.c): OS names of threads CUPTI
+ * reports by tid, and Python thread names handed over by the Python bootstrap. The writer
+ * calls these with its lock held. */
+#ifndef LANTERN_AGENT_NAMES_H
+#define LANTERN_AGENT_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/ring.h"
+
+/* /proc/self/task/<tid>/comm without its newline into out; its length, 0 if none. */
+size_t names_read_comm(uint32_t tid, char out[RING_THREAD_NAME_BYTES]);
+/* Emits TRACE_THREAD_OS_NAME for tid if name differs from `written`, then remembers it. */
+void names_put_os_name(uint32_t tid, const char *name, char written[RING_THREAD_NAME_BYTES]);
+/* A tid seen in a CUPTI record: its OS name is read and written the first time. */
+void names_note_tid_locked(uint32_t tid);
+/* Writes waiting Python names; with final set, re-reads the OS names of the noted tids. */
+void names_drain_locked(int final);
+void names_fork_child(void);
+
+/* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0, or -1
+ * when the name could not be queued. */
+int lantern_agent_python_thread_name(uint32_t tid, const char *name);
+
+#endif

@@ -1,0 +1,358 @@
+/* The GPU part of the Perfetto export: CUDA API calls on a "CUDA API" child track of their
+ * thread, a track per GPU with a child track per (process, stream) holding its kernels,
+ * copies and sets, a flow from each launching call to its GPU work, and NVML counter tracks
+ * (power, energy, clocks, utilization, memory, temperature) under the GPU's track. */
+#include "export/export.h"
+#include "export/perfetto_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* GPU work, numbered for flows as chrome_cuda.c numbers it (id * 4 + kind), sorted by
+ * (GPU, process, stream) and time: each such stream is one track. */
+#define GPU_OPS_SQL                                                                                \
+    "SELECT 0 AS kind, k.id * 4 AS flow, k.process_id AS process_id, coalesce(k.gpu_id, 0) AS "    \
+    "gpu,"                                                                                         \
+    " k.stream AS stream, k.start_ns AS start_ns, k.end_ns AS end_ns,"                             \
+    " coalesce(k.demangled_id, k.name_id), NULL, k.api_id, k.correlation_id, k.grid_x, k.grid_y,"  \
+    " k.grid_z, k.block_x, k.block_y, k.block_z, NULL, k.regs_per_thread,"                         \
+    " k.static_smem + k.dynamic_smem, NULL, NULL FROM kernels k"                                   \
+    " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream, "           \
+    "c.start_ns,"                                                                                  \
+    " c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, NULL, NULL, NULL, "     \
+    "NULL,"                                                                                        \
+    " c.bytes, NULL, NULL, c.src_kind, c.dst_kind FROM memcpys c"                                  \
+    " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream, "           \
+    "s.start_ns,"                                                                                  \
+    " s.end_ns, NULL, NULL, s.api_id, s.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"       \
+    " s.bytes, NULL, NULL, NULL, NULL FROM memsets s"                                              \
+    " ORDER BY gpu, process_id, stream, start_ns, end_ns DESC, flow"
+enum {
+    OP_KIND,
+    OP_FLOW,
+    OP_PROCESS,
+    OP_GPU,
+    OP_STREAM,
+    OP_START,
+    OP_END,
+    OP_NAME,
+    OP_COPY_KIND,
+    OP_API,
+    OP_CORRELATION,
+    OP_GRID,
+    OP_BLOCK = OP_GRID + 3,
+    OP_BYTES = OP_BLOCK + 3,
+    OP_REGS,
+    OP_SMEM,
+    OP_SRC_KIND,
+    OP_DST_KIND
+};
+
+/* Launching call -> flow ids of its GPU work, sorted by call (a graph launch has many). */
+struct flow {
+    int64_t api;
+    uint64_t id;
+};
+struct flow_index {
+    struct flow *flows;
+    size_t count;
+};
+
+static int compare_flows(const void *a, const void *b)
+{
+    const struct flow *x = a, *y = b;
+    if (x->api != y->api)
+        return x->api < y->api ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int load_flows(struct perfetto_writer *w, struct flow_index *fi)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT api_id, id * 4 FROM kernels WHERE api_id IS NOT NULL"
+                      " UNION ALL SELECT api_id, id * 4 + 1 FROM memcpys WHERE api_id IS NOT NULL"
+                      " UNION ALL SELECT api_id, id * 4 + 2 FROM memsets WHERE api_id IS NOT NULL";
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (fi->count == cap) {
+            cap = cap ? cap * 2 : 1024;
+            struct flow *grown = realloc(fi->flows, cap * sizeof *grown);
+            if (!grown) {
+                sqlite3_finalize(st);
+                return -1;
+            }
+            fi->flows = grown;
+        }
+        fi->flows[fi->count++] =
+            (struct flow){sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1)};
+    }
+    if (fi->count)
+        qsort(fi->flows, fi->count, sizeof *fi->flows, compare_flows);
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+}
+
+/* The flows that start at this call: its GPU work's flow ids. */
+static void put_flows(struct perfetto_writer *w, const struct flow_index *fi, int64_t api)
+{
+    size_t lo = 0, hi = fi->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (fi->flows[mid].api < api)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < fi->count && fi->flows[lo].api == api; lo++)
+        pb_fixed64(&w->event, PF_EVENT_FLOW_IDS, fi->flows[lo].id);
+}
+
+/* CUDA API calls: nested slices (a runtime call holds the driver calls it makes) on a child
+ * track of the calling thread. */
+static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT a.id, a.thread_id, a.start_ns, a.end_ns, a.name_id, a.correlation_id"
+                      " FROM cuda_api a ORDER BY a.thread_id, a.start_ns, a.end_ns DESC";
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    struct perfetto_nest nest = {0};
+    int64_t last_thread = -1;
+    while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
+        int64_t thread = sqlite3_column_int64(st, 1);
+        uint64_t track = PERFETTO_API_TRACK(thread);
+        if (thread != last_thread)
+            perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread), "CUDA API", NULL, NULL, 0);
+        last_thread = thread;
+        uint64_t start = (uint64_t)sqlite3_column_int64(st, 2);
+        uint64_t end = (uint64_t)sqlite3_column_int64(st, 3);
+        perfetto_nest_begin(w, &nest, track, start, &end);
+        perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
+        perfetto_event_name_id(w, sqlite3_column_int64(st, 4));
+        perfetto_event_category(w, PERFETTO_CATEGORY_CUDA_API, "cuda_api");
+        perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, 5));
+        put_flows(w, fi, sqlite3_column_int64(st, 0));
+        perfetto_event_end(w, start);
+    }
+    perfetto_nest_close(w, &nest);
+    free(nest.ends);
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+}
+
+/* A track per GPU ("GPU 0: NVIDIA H100 80GB HBM3"), described when first used. */
+static void put_gpu_track(struct perfetto_writer *w, int64_t gpu)
+{
+    sqlite3_stmt *st;
+    const char *sql =
+        "SELECT 'GPU ' || coalesce(g.nvml_index, (SELECT min(device) FROM process_gpus"
+        " WHERE gpu_id = g.id), '?') || ': ' || coalesce(g.name, 'unknown GPU')"
+        " FROM (SELECT ? AS id) u LEFT JOIN gpus g ON g.id = u.id";
+    for (size_t i = 0; i < w->gpus_described; i++)
+        if (w->gpu_described[i] == gpu)
+            return;
+    if (w->gpus_described < sizeof w->gpu_described / sizeof w->gpu_described[0])
+        w->gpu_described[w->gpus_described++] = gpu;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, gpu);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        perfetto_track(w, PERFETTO_GPU_TRACK(gpu), 0, (const char *)sqlite3_column_text(st, 0),
+                       NULL, NULL, 0);
+    sqlite3_finalize(st);
+}
+
+/* A stream's track under its GPU: the NVTX name the program gave the stream, else
+ * "Stream N", and the process when there are several. */
+static void put_stream_track(struct perfetto_writer *w, uint64_t lane, sqlite3_stmt *op)
+{
+    sqlite3_stmt *st;
+    const char *sql =
+        "SELECT coalesce((SELECT s.value FROM cuda_streams cs JOIN strings s ON s.id = cs.name_id"
+        " WHERE cs.process_id = ?1 AND cs.stream IS ?2 LIMIT 1), 'Stream ' || coalesce(?2, '?'))"
+        " || CASE WHEN (SELECT count(*) FROM processes) > 1 THEN ' (pid ' || (SELECT pid FROM"
+        " processes WHERE id = ?1) || ')' ELSE '' END";
+    int64_t gpu = sqlite3_column_int64(op, OP_GPU);
+    put_gpu_track(w, gpu);
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, sqlite3_column_int64(op, OP_PROCESS));
+    sqlite3_bind_value(st, 2, sqlite3_column_value(op, OP_STREAM));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        perfetto_track(w, PERFETTO_STREAM_TRACK(lane), PERFETTO_GPU_TRACK(gpu),
+                       (const char *)sqlite3_column_text(st, 0), NULL, NULL, 0);
+    sqlite3_finalize(st);
+}
+
+/* "x,y,z" of three integer columns. */
+static size_t format_dim3(char *out, sqlite3_stmt *st, int col)
+{
+    size_t n = 0;
+    for (int i = 0; i < 3; i++) {
+        char digits[24];
+        int len = 0;
+        unsigned long long v = (unsigned long long)sqlite3_column_int64(st, col + i);
+        do
+            digits[len++] = (char)('0' + v % 10);
+        while ((v /= 10) && len < 20);
+        if (i)
+            out[n++] = ',';
+        while (len)
+            out[n++] = digits[--len];
+    }
+    return n;
+}
+
+/* Synthetic names (not in strings): copies by kind, and memsets. */
+static const char *const copy_kinds[] = {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP",
+                                         "HtoA", "AtoH", "AtoA", "AtoD", "DtoA"};
+enum { SYNTHETIC_MEMSET = 0, SYNTHETIC_COPY_UNKNOWN = 1, SYNTHETIC_COPY_FIRST = 2 };
+
+static void put_copy_name(struct perfetto_writer *w, const char *kind)
+{
+    char name[32];
+    for (unsigned i = 0; kind && i < sizeof copy_kinds / sizeof copy_kinds[0]; i++)
+        if (!strcmp(kind, copy_kinds[i])) {
+            snprintf(name, sizeof name, "Memcpy %s", kind);
+            perfetto_event_name_text(w, SYNTHETIC_COPY_FIRST + i, name);
+            return;
+        }
+    perfetto_event_name_text(w, SYNTHETIC_COPY_UNKNOWN, "Memcpy");
+}
+
+/* Kernels, copies and sets as slices on their stream's track; each ends the flow its
+ * launching call started. */
+static int put_gpu_ops(struct perfetto_writer *w)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(w->db, GPU_OPS_SQL, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    struct perfetto_nest nest = {0};
+    uint64_t lane = 0;
+    int64_t gpu = -1, process = -1;
+    sqlite3_value *stream = NULL; /* the current lane's stream (a copy) */
+    while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
+        if (!lane || sqlite3_column_int64(st, OP_GPU) != gpu ||
+            sqlite3_column_int64(st, OP_PROCESS) != process ||
+            sqlite3_column_int64(st, OP_STREAM) != sqlite3_value_int64(stream) ||
+            sqlite3_column_type(st, OP_STREAM) != sqlite3_value_type(stream)) {
+            gpu = sqlite3_column_int64(st, OP_GPU);
+            process = sqlite3_column_int64(st, OP_PROCESS);
+            sqlite3_value_free(stream);
+            stream = sqlite3_value_dup(sqlite3_column_value(st, OP_STREAM));
+            put_stream_track(w, ++lane, st);
+        }
+        uint64_t track = PERFETTO_STREAM_TRACK(lane);
+        int kind = sqlite3_column_int(st, OP_KIND);
+        uint64_t start = (uint64_t)sqlite3_column_int64(st, OP_START);
+        uint64_t end = (uint64_t)sqlite3_column_int64(st, OP_END);
+        perfetto_nest_begin(w, &nest, track, start, &end);
+        perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
+        if (kind == 0) {
+            char dims[72];
+            perfetto_event_name_id(w, sqlite3_column_int64(st, OP_NAME));
+            perfetto_event_category(w, PERFETTO_CATEGORY_KERNEL, "kernel");
+            perfetto_annotation_string(w, PF_ARG_GRID, dims, format_dim3(dims, st, OP_GRID));
+            perfetto_annotation_string(w, PF_ARG_BLOCK, dims, format_dim3(dims, st, OP_BLOCK));
+            perfetto_annotation_int(w, PF_ARG_REGISTERS, sqlite3_column_int64(st, OP_REGS));
+            perfetto_annotation_int(w, PF_ARG_SHARED_MEMORY, sqlite3_column_int64(st, OP_SMEM));
+        } else {
+            if (kind == 1)
+                put_copy_name(w, (const char *)sqlite3_column_text(st, OP_COPY_KIND));
+            else
+                perfetto_event_name_text(w, SYNTHETIC_MEMSET, "Memset");
+            perfetto_event_category(w,
+                                    kind == 1 ? PERFETTO_CATEGORY_MEMCPY : PERFETTO_CATEGORY_MEMSET,
+                                    kind == 1 ? "memcpy" : "memset");
+            perfetto_annotation_int(w, PF_ARG_BYTES, sqlite3_column_int64(st, OP_BYTES));
+            /* pageable or pinned: what tells a slow copy from a fast one */
+            if (sqlite3_column_type(st, OP_SRC_KIND) != SQLITE_NULL)
+                perfetto_annotation_string(w, PF_ARG_SRC_KIND,
+                                           (const char *)sqlite3_column_text(st, OP_SRC_KIND),
+                                           (size_t)sqlite3_column_bytes(st, OP_SRC_KIND));
+            if (sqlite3_column_type(st, OP_DST_KIND) != SQLITE_NULL)
+                perfetto_annotation_string(w, PF_ARG_DST_KIND,
+                                           (const char *)sqlite3_column_text(st, OP_DST_KIND),
+                                           (size_t)sqlite3_column_bytes(st, OP_DST_KIND));
+        }
+        perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, OP_CORRELATION));
+        if (sqlite3_column_type(st, OP_API) != SQLITE_NULL)
+            pb_fixed64(&w->event, PF_EVENT_TERMINATING_FLOW_IDS,
+                       (uint64_t)sqlite3_column_int64(st, OP_FLOW));
+        perfetto_event_end(w, start);
+    }
+    perfetto_nest_close(w, &nest);
+    free(nest.ends);
+    sqlite3_value_free(stream);
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+}
+
+/* NVML samples, and device memory in use (allocations minus frees, in CUPTI's order, with
+ * --cuda-memory-usage=true), as counter tracks under their GPU's track. */
+static const struct {
+    const char *name, *sql;
+} counters[] = {
+    {"Power (W)", "power_mw / 1000.0"},
+    {"Energy (J)", "(energy_mj - min(energy_mj) OVER (PARTITION BY gpu_id)) / 1000.0"},
+    {"SM clock (MHz)", "sm_clock_mhz"},
+    {"Memory clock (MHz)", "memory_clock_mhz"},
+    {"GPU utilization (%)", "gpu_util"},
+    {"Memory utilization (%)", "memory_util"},
+    {"Memory used (GB)", "memory_used_bytes / 1e9"},
+    {"Temperature (C)", "temperature_c"},
+};
+#define NVML_COUNTER_SQL                                                                           \
+    "SELECT gpu_id, ts_ns, v FROM (SELECT gpu_id, ts_ns, %s AS v FROM gpu_samples)"                \
+    " WHERE v IS NOT NULL ORDER BY gpu_id, ts_ns"
+#define DEVICE_MEMORY_SQL                                                                          \
+    "SELECT coalesce(gpu_id, 0), ts_ns, sum(CASE op WHEN 'alloc' THEN bytes ELSE -bytes END)"      \
+    " OVER (PARTITION BY coalesce(gpu_id, 0) ORDER BY ts_ns, id ROWS UNBOUNDED PRECEDING)"         \
+    " FROM cuda_memory WHERE mem_kind IS NULL OR mem_kind = 'device'"                              \
+    " ORDER BY coalesce(gpu_id, 0), ts_ns, id"
+#define DEVICE_MEMORY_METRIC (sizeof counters / sizeof counters[0])
+
+static int put_counters(struct perfetto_writer *w)
+{
+    for (unsigned metric = 0; metric <= DEVICE_MEMORY_METRIC; metric++) {
+        char sql[512];
+        if (metric < DEVICE_MEMORY_METRIC)
+            snprintf(sql, sizeof sql, NVML_COUNTER_SQL, counters[metric].sql);
+        else
+            snprintf(sql, sizeof sql, "%s", DEVICE_MEMORY_SQL);
+        const char *name =
+            metric < DEVICE_MEMORY_METRIC ? counters[metric].name : "Device memory in use (B)";
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+            return -1;
+        int64_t last_gpu = -1;
+        while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
+            int64_t gpu = sqlite3_column_int64(st, 0);
+            uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
+            if (gpu != last_gpu) {
+                put_gpu_track(w, gpu);
+                perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), name, NULL, NULL, 1);
+                perfetto_run_begin(w, track);
+            }
+            last_gpu = gpu;
+            perfetto_event_begin(w, PF_TYPE_COUNTER, track);
+            pb_double(&w->event, PF_EVENT_DOUBLE_COUNTER_VALUE, sqlite3_column_double(st, 2));
+            perfetto_event_end(w, (uint64_t)sqlite3_column_int64(st, 1));
+        }
+        if (sqlite3_finalize(st) != SQLITE_OK)
+            return -1;
+    }
+    return 0;
+}
+
+int perfetto_gpu_events(struct perfetto_writer *w)
+{
+    struct flow_index flows = {0};
+    int rc = -1;
+    if (load_flows(w, &flows) < 0 || put_api_calls(w, &flows) < 0 || put_gpu_ops(w) < 0 ||
+        put_counters(w) < 0)
+        goto out;
+    rc = 0;
+out:
+    free(flows.flows);
+    return rc;
+}

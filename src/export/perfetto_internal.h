@@ -1,0 +1,195 @@
+/* What perfetto.c and perfetto_gpu.c share: the field numbers of the few Perfetto messages
+ * written (from Perfetto's public protos/perfetto/trace/ .proto files, checked against the
+ * descriptors the `perfetto` Python package ships, tests/export/test_perfetto.py), the
+ * track uuids, and the writer with its event and interning helpers. */
+#ifndef LANTERN_EXPORT_PERFETTO_INTERNAL_H
+#define LANTERN_EXPORT_PERFETTO_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "export/protobuf.h"
+
+/* Trace, TracePacket (trace_packet.proto) */
+enum {
+    PF_TRACE_PACKET = 1,
+    PF_PACKET_CLOCK_SNAPSHOT = 6,
+    PF_PACKET_TIMESTAMP = 8,
+    PF_PACKET_SEQUENCE_ID = 10, /* trusted_packet_sequence_id */
+    PF_PACKET_TRACK_EVENT = 11,
+    PF_PACKET_INTERNED_DATA = 12,
+    PF_PACKET_SEQUENCE_FLAGS = 13,
+    PF_PACKET_TIMESTAMP_CLOCK_ID = 58,
+    PF_PACKET_DEFAULTS = 59, /* trace_packet_defaults */
+    PF_PACKET_TRACK_DESCRIPTOR = 60,
+    PF_PACKET_FIRST_ON_SEQUENCE = 87,
+    PF_SEQ_INCREMENTAL_STATE_CLEARED = 1,
+    PF_SEQ_NEEDS_INCREMENTAL_STATE = 2,
+};
+/* ClockSnapshot (clock_snapshot.proto), TracePacketDefaults and TrackEventDefaults */
+enum {
+    PF_SNAPSHOT_CLOCKS = 1,
+    PF_SNAPSHOT_PRIMARY_TRACE_CLOCK = 2,
+    PF_CLOCK_ID = 1,
+    PF_CLOCK_TIMESTAMP = 2,
+    PF_CLOCK_IS_INCREMENTAL = 3,
+    PF_CLOCK_MONOTONIC = 3,    /* BuiltinClock: the database's clock */
+    PF_CLOCK_INCREMENTAL = 64, /* a sequence-scoped clock: deltas from the previous packet */
+    PF_DEFAULTS_TIMESTAMP_CLOCK_ID = 58,
+    PF_DEFAULTS_TRACK_EVENT = 11,
+    PF_TRACK_EVENT_DEFAULTS_TRACK_UUID = 11,
+};
+/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
+enum {
+    PF_TRACK_UUID = 1,
+    PF_TRACK_NAME = 2,
+    PF_TRACK_PROCESS = 3,
+    PF_TRACK_THREAD = 4,
+    PF_TRACK_PARENT_UUID = 5,
+    PF_TRACK_COUNTER = 8,
+    PF_PROCESS_PID = 1,
+    PF_PROCESS_SORT_INDEX = 3, /* legacy_sort_index */
+    PF_PROCESS_NAME = 6,
+    PF_THREAD_PID = 1,
+    PF_THREAD_TID = 2,
+    PF_THREAD_SORT_INDEX = 3, /* legacy_sort_index */
+    PF_THREAD_NAME = 5,
+};
+/* TrackEvent (track_event.proto), DebugAnnotation, InternedData, EventName/EventCategory */
+enum {
+    PF_EVENT_CATEGORY_IIDS = 3,
+    PF_EVENT_DEBUG_ANNOTATIONS = 4,
+    PF_EVENT_TYPE = 9,
+    PF_EVENT_NAME_IID = 10,
+    PF_EVENT_TRACK_UUID = 11,
+    PF_EVENT_DOUBLE_COUNTER_VALUE = 44,
+    PF_EVENT_FLOW_IDS = 47,             /* fixed64 */
+    PF_EVENT_TERMINATING_FLOW_IDS = 48, /* fixed64 */
+    PF_TYPE_SLICE_BEGIN = 1,
+    PF_TYPE_SLICE_END = 2,
+    PF_TYPE_INSTANT = 3,
+    PF_TYPE_COUNTER = 4,
+    PF_ANNOTATION_NAME_IID = 1,
+    PF_ANNOTATION_INT = 4,
+    PF_ANNOTATION_DOUBLE = 5,
+    PF_ANNOTATION_STRING = 6,
+    PF_INTERNED_EVENT_CATEGORIES = 1,
+    PF_INTERNED_EVENT_NAMES = 2,
+    PF_INTERNED_DEBUG_ANNOTATION_NAMES = 3,
+    PF_INTERNED_IID = 1,
+    PF_INTERNED_NAME = 2,
+};
+
+/* Debug annotation names, interned once in the first packet. */
+enum {
+    PF_ARG_PAYLOAD = 1,
+    PF_ARG_CATEGORY,
+    PF_ARG_UNENDED,
+    PF_ARG_GRID,
+    PF_ARG_BLOCK,
+    PF_ARG_BYTES,
+    PF_ARG_CORRELATION,
+    PF_ARG_REGISTERS,
+    PF_ARG_SHARED_MEMORY,
+    PF_ARG_SRC_KIND,
+    PF_ARG_DST_KIND,
+    PF_ARG_COUNT
+};
+
+/* Category iids: fixed ones, then one per NVTX domain. */
+enum {
+    PERFETTO_CATEGORY_CUDA_API = 1,
+    PERFETTO_CATEGORY_KERNEL,
+    PERFETTO_CATEGORY_MEMCPY,
+    PERFETTO_CATEGORY_MEMSET,
+    PERFETTO_CATEGORY_DOMAIN = 16, /* + domains.id */
+};
+
+/* Track uuids: a kind in the low byte, database ids above it (small numbers, short varints). */
+#define PERFETTO_PROCESS_TRACK(process_id) ((uint64_t)(process_id) << 8 | 1)
+#define PERFETTO_THREAD_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 2)
+#define PERFETTO_DOMAIN_TRACK(thread_id, domain)                                                   \
+    (((uint64_t)(thread_id) << 12 | (uint64_t)(domain)) << 8 | 3)
+#define PERFETTO_API_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 4)
+#define PERFETTO_LANE_TRACK(process_id, domain, lane)                                              \
+    ((((uint64_t)(process_id) << 12 | (uint64_t)(domain)) << 12 | (lane)) << 8 | 5)
+#define PERFETTO_GPU_TRACK(gpu_key) ((uint64_t)(gpu_key) << 8 | 6)
+#define PERFETTO_STREAM_TRACK(lane) ((uint64_t)(lane) << 8 | 7)
+#define PERFETTO_COUNTER_TRACK(gpu_key, metric) (((uint64_t)(gpu_key) << 4 | (metric)) << 8 | 8)
+#define PERFETTO_MAX_LANES 4096u
+
+/* Events go out in runs, each on its own packet sequence: a run's events are in time
+ * order, so their timestamps are deltas (PF_CLOCK_INCREMENTAL), and the run's track is the
+ * sequence's default (events name another track only when they are on one). Names are
+ * interned per sequence: `*_seen[iid] == sequence` says the sequence has it. */
+struct perfetto_writer {
+    sqlite3 *db;
+    FILE *out;
+    uint32_t sequence;      /* the current run's sequence (1: descriptors) */
+    int sequence_started;   /* its first packet (clock snapshot, defaults) is out */
+    int primary_clock_set;  /* the first clock snapshot made CLOCK_MONOTONIC the trace's clock */
+    uint64_t default_track; /* the current run's track */
+    uint64_t last_ts;       /* the current run's previous timestamp */
+    uint32_t arg_seen[PF_ARG_COUNT]; /* debug annotation names interned, by PF_ARG_* */
+    struct pb_buf file;              /* packets waiting to be written */
+    struct pb_buf packet;            /* the packet being built */
+    struct pb_buf event;             /* its TrackEvent */
+    struct pb_buf interned;          /* its InternedData, when it interns something */
+    size_t interned_mark;
+    sqlite3_stmt *string_query;
+    uint32_t *names_seen, *categories_seen; /* by iid: the sequence that interned it */
+    size_t names_cap, categories_cap;
+    uint64_t unnamed_iid; /* max(strings.id) + 1; synthetic names follow */
+    uint64_t events;
+    uint64_t left_out;         /* start/end ranges beyond PERFETTO_MAX_LANES open at once */
+    int64_t gpu_described[64]; /* GPU tracks written (perfetto_gpu.c) */
+    size_t gpus_described;
+    int write_failed;
+};
+
+struct perfetto_process_info {
+    int64_t pid, sort_index;
+};
+struct perfetto_thread_info {
+    int64_t pid, tid, sort_index;
+};
+
+/* A TrackDescriptor packet: a process track (process set), a thread track (thread set),
+ * a counter track (counter), or a named track under parent (0: none). */
+void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, const char *name,
+                    const struct perfetto_thread_info *thread,
+                    const struct perfetto_process_info *process, int counter);
+
+/* Starts a run of events in time order, mostly on `track`, on a new sequence. */
+void perfetto_run_begin(struct perfetto_writer *w, uint64_t track);
+
+/* An event: begin, then name/category/annotations/fields into w->event, then end (which
+ * writes the packet, with the interned data its name and category need). */
+void perfetto_event_begin(struct perfetto_writer *w, unsigned type, uint64_t track);
+void perfetto_event_end(struct perfetto_writer *w, uint64_t ts);
+void perfetto_event_name_id(struct perfetto_writer *w, int64_t string_id); /* strings.id */
+/* A name not in strings: `synthetic` numbers it among the writer's own names. */
+void perfetto_event_name_text(struct perfetto_writer *w, unsigned synthetic, const char *text);
+void perfetto_event_category(struct perfetto_writer *w, uint64_t iid, const char *text);
+void perfetto_annotation_int(struct perfetto_writer *w, unsigned name_iid, int64_t v);
+void perfetto_annotation_double(struct perfetto_writer *w, unsigned name_iid, double v);
+void perfetto_annotation_string(struct perfetto_writer *w, unsigned name_iid, const char *s,
+                                size_t len);
+
+/* Nested slices per track (perfetto.c explains); a new track starts a new run. */
+struct perfetto_nest {
+    int started;
+    uint64_t track;
+    uint64_t *ends;
+    size_t depth, cap;
+};
+void perfetto_nest_begin(struct perfetto_writer *w, struct perfetto_nest *n, uint64_t track,
+                         uint64_t start, uint64_t *end);
+void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n);
+
+/* CUDA API calls, GPU work per stream with flows from the launching call, NVML counters
+ * (perfetto_gpu.c). 0 or -1 (the database's error says why). */
+int perfetto_gpu_events(struct perfetto_writer *w);
+
+#endif

@@ -1,0 +1,46 @@
+/* The out-of-line half of the protocol-buffers encoder (protobuf.h): growing the buffer and
+ * closing a nested message. */
+#include "export/protobuf.h"
+
+#include <stdlib.h>
+
+int pb_grow(struct pb_buf *b, size_t need)
+{
+    if (b->failed)
+        return -1;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < need)
+        cap *= 2;
+    uint8_t *data = realloc(b->data, cap);
+    if (!data) {
+        b->failed = 1;
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+/* The body after the reserved length byte is moved right by the extra bytes a length of 128
+ * or more needs (rare: track events are a few dozen bytes). */
+void pb_end(struct pb_buf *b, size_t mark)
+{
+    if (b->failed || mark == 0)
+        return;
+    size_t body = b->len - mark;
+    if (body < 0x80) {
+        b->data[mark - 1] = (uint8_t)body;
+        return;
+    }
+    size_t extra = 0;
+    for (size_t v = body >> 7; v; v >>= 7)
+        extra++;
+    if (pb_room(b, extra) < 0)
+        return;
+    memmove(b->data + mark + extra, b->data + mark, body);
+    uint8_t *p = b->data + mark - 1;
+    for (size_t v = body; v >= 0x80; v >>= 7)
+        *p++ = (uint8_t)(v | 0x80);
+    *p = (uint8_t)(body >> (7 * extra));
+    b->len += extra;
+}
