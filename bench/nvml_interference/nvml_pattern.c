@@ -53,8 +53,8 @@ struct footprint {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char pattern[128] = "idle"; /* guarded by lock */
-static unsigned generation;       /* guarded by lock: bumped at each switch */
-static struct footprint foot;     /* guarded by lock */
+static unsigned generation;        /* guarded by lock: bumped at each switch */
+static struct footprint foot;      /* guarded by lock */
 
 static uint64_t now_ns(void)
 {
@@ -91,8 +91,8 @@ static void one_turn(const char *name)
         a->total_energy(gpu->device, &ull);
         kind = K_ENERGY;
     } else if (strncmp(name, "field83", 7) == 0 || strncmp(name, "field191", 8) == 0) {
-        struct nvml_field_value v = {
-            .field_id = name[5] == '8' ? NVML_FIELD_TOTAL_ENERGY : FIELD_ENERGY_MODULE};
+        struct nvml_field_value v = {.field_id = name[5] == '8' ? NVML_FIELD_TOTAL_ENERGY
+                                                                : FIELD_ENERGY_MODULE};
         a->field_values(gpu->device, 1, &v);
         kind = K_FIELD;
     } else if (strncmp(name, "power", 5) == 0) {
@@ -286,8 +286,7 @@ static int probe(double seconds)
                (double)(t1 - t0) / 1e6);
         for (unsigned int i = 0; rc == 0 && i < count; i++)
             printf("sample %.3f %u\n",
-                   ((double)((int64_t)buf[i].timestamp_us - offset_us) * 1e3 - (double)start) /
-                       1e6,
+                   ((double)((int64_t)buf[i].timestamp_us - offset_us) * 1e3 - (double)start) / 1e6,
                    buf[i].value.ui);
     }
     return 0;

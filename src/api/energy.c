@@ -31,7 +31,7 @@
 struct api_gpu {
     struct lantern_monitor *monitor;
     const struct nvml_gpu *gpu;
-    struct energy_track track; /* guarded by monitor->lock */
+    struct energy_track track;    /* guarded by monitor->lock */
     struct counter_reader reader; /* the sampling thread's */
     pthread_t thread;
     int thread_started;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,8 +48,7 @@ int cli_open_db(const char *path, sqlite3 **out)
         return cli_error("cannot open '%s': not a Lantern database (not a regular file)", path);
     /* one thread per connection: no mutex around every sqlite3_column_* call (12 % of
      * `lantern analyze` on a 10 M-event database, docs/benchmarks.md) */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         cli_error("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         goto fail;
     }
@@ -247,4 +247,40 @@ int cli_output_close(struct cli_output *o, int ok)
         return cli_error("cannot write '%s': %s", name,
                          err == EEXIST ? "it exists (use --force to replace it)" : strerror(err));
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
+int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
+                             char **argv, const char **output, int *force, const char **arg)
+{
+    static const struct option options[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    *output = NULL;
+    *force = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            *output = optarg;
+            break;
+        case 'f':
+            *force = 1;
+            break;
+        case 'h':
+            help();
+            return -1;
+        case ':':
+            return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(name, "expected %s", what);
+    *arg = argv[optind];
+    return CLI_EXIT_OK;
 }

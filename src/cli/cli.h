@@ -31,6 +31,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */
 int cli_open_db(const char *path, sqlite3 **db);
 
+/* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
+ * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
+ * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
+ * ARG in the error ("one SESSION_DIR"). */
+int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
+                             char **argv, const char **output, int *force, const char **arg);
+
 /* Imports a session folder into db_path (replacing it when force), printing the importer's
  * warnings and, for long imports, its progress. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
 int cli_import(const char *session_dir, const char *db_path, int force);

@@ -2,7 +2,6 @@
  * behind when the launcher itself was killed) into a report database. */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
 static void print_help(void)
@@ -16,37 +15,15 @@ static void print_help(void)
 
 int cmd_import(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *output = NULL;
-    int force = 0, c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            print_help();
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("import", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("import", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return cli_usage_error("import", "expected one SESSION_DIR");
+    const char *output, *session_dir;
+    int force;
+    int rc = cli_parse_output_command("import", "one SESSION_DIR", print_help, argc, argv, &output,
+                                      &force, &session_dir);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
     if (!output)
         return cli_usage_error("import", "missing -o OUT.db");
-    int rc = cli_import(argv[optind], output, force);
+    rc = cli_import(session_dir, output, force);
     if (rc == CLI_EXIT_OK)
         fprintf(stderr, "lantern: report written to %s\n", output);
     return rc;

@@ -5,7 +5,6 @@
 #include "report/html/html.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,40 +53,16 @@ static int write_page(sqlite3 *db, const char *output, int force)
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *output = NULL;
-    int force = 0, c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            print_help();
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return cli_usage_error("report", "expected one database FILE");
-    const char *db_path = argv[optind];
+    const char *output, *db_path;
+    int force;
+    int rc = cli_parse_output_command("report", "one database FILE", print_help, argc, argv,
+                                      &output, &force, &db_path);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
     char *fallback = output ? NULL : default_output(db_path);
     if (!output && !(output = fallback))
         return cli_error("out of memory");
     struct stat st;
-    int rc;
     if (!force && lstat(output, &st) == 0) {
         rc = cli_error("'%s' exists (use --force to replace it)", output);
     } else {

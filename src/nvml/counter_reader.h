@@ -42,7 +42,7 @@ struct counter_reader {
     uint64_t period_ns;      /* the grid's period, learned */
     uint64_t period_err_ns;  /* how wrong period_ns may be, per period */
     int since_check;         /* updates since the last read placed before a window */
-    int anchor_set; /* the period's anchor: an update's index and window */
+    int anchor_set;          /* the period's anchor: an update's index and window */
     uint64_t anchor_index, anchor_lo, anchor_hi;
     uint64_t index;        /* updates seen */
     uint64_t bisected_for; /* index + 1 of the update a read last aimed at the middle of */

@@ -31,9 +31,9 @@ struct sampler_gpu {
     const struct nvml_gpu *gpu;
     pthread_t energy_thread;
     int energy_started;
-    struct counter_reader counter;        /* the energy thread's */
+    struct counter_reader counter;          /* the energy thread's */
     struct call_count energy, power, state; /* guarded by the sampler's lock */
-    uint64_t energy_cpu_ns;               /* the energy thread's CPU time, at its end */
+    uint64_t energy_cpu_ns;                 /* the energy thread's CPU time, at its end */
 };
 
 struct nvml_sampler {
@@ -46,9 +46,9 @@ struct nvml_sampler {
     int power_started;
     uint64_t power_cpu_ns; /* the power thread's CPU time, at its end */
     uint64_t start_ns;
-    int stop;              /* atomic; set under lock, with wake broadcast */
-    pthread_mutex_t lock;  /* guards the chunk and the call counts */
-    pthread_cond_t wake;   /* the threads' sleep, cut short by stop */
+    int stop;             /* atomic; set under lock, with wake broadcast */
+    pthread_mutex_t lock; /* guards the chunk and the call counts */
+    pthread_cond_t wake;  /* the threads' sleep, cut short by stop */
     struct trace_chunk_builder chunk;
     uint8_t *buffer;
 };

@@ -122,9 +122,8 @@ static void print_footprint(struct report_ctx *ctx)
                 "CPU %.2f %%\n",
                 (long long)sqlite3_column_int64(st, 0), (double)sqlite3_column_int64(st, 2) / secs,
                 100.0 * (double)sqlite3_column_int64(st, 3) / ns,
-                (double)sqlite3_column_int64(st, 4) / 1e6,
-                (const char *)sqlite3_column_text(st, 8), (long long)sqlite3_column_int64(st, 9),
-                (double)sqlite3_column_int64(st, 5) / secs,
+                (double)sqlite3_column_int64(st, 4) / 1e6, (const char *)sqlite3_column_text(st, 8),
+                (long long)sqlite3_column_int64(st, 9), (double)sqlite3_column_int64(st, 5) / secs,
                 100.0 * (double)sqlite3_column_int64(st, 6) / ns,
                 100.0 * (double)sqlite3_column_int64(st, 7) / ns);
     }

@@ -59,8 +59,8 @@ int main(int argc, char **argv)
     static struct nvml nvml;
     pthread_t reader;
     int b2b = argc > 3 && strcmp(argv[3], "b2b") == 0;
-    if (b2b && (nvml_open(&nvml) != 0 ||
-                pthread_create(&reader, NULL, read_back_to_back, &nvml) != 0)) {
+    if (b2b &&
+        (nvml_open(&nvml) != 0 || pthread_create(&reader, NULL, read_back_to_back, &nvml) != 0)) {
         fprintf(stderr, "driver_lock_client: %s\n", nvml.disabled_reason);
         return 1;
     }

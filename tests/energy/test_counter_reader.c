@@ -77,7 +77,6 @@ static struct outcome simulate(struct sim *s, double seconds)
     return o;
 }
 
-
 static int updates_before(const struct sim *s, uint64_t t)
 {
     int n = 0;
@@ -90,7 +89,8 @@ static void grid(struct sim *s, uint64_t phase, double period_ms, double seconds
 {
     memset(s, 0, sizeof *s);
     s->rng = 42;
-    for (double t = (double)phase; t < (seconds + 1) * 1e9 && s->updates < 4096; t += period_ms * 1e6)
+    for (double t = (double)phase; t < (seconds + 1) * 1e9 && s->updates < 4096;
+         t += period_ms * 1e6)
         s->update_ts[s->updates++] = (uint64_t)t;
 }
 
