@@ -191,6 +191,10 @@ struct timeline_range_energy {
 
 /* The timeline of ctx, computed on first use. NULL with ctx->error set on failure. */
 struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx);
+/* The timeline for a rule about GPU work: NULL with *rc = 0 and a note in res when the
+ * database has none (no CUDA recorded), NULL with *rc = -1 on an error. */
+struct analyze_timeline *analyze_gpu_work(struct analyze_ctx *ctx, struct analyze_result *res,
+                                          int *rc);
 void analyze_timeline_free(struct analyze_timeline *t);
 /* Busy time of a GPU within [start, end). */
 double timeline_busy_between(const struct analyze_timeline *t, const struct timeline_gpu *g,

@@ -123,13 +123,10 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
 
 int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res)
 {
-    struct analyze_timeline *t = analyze_timeline(ctx);
+    int rc;
+    struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t)
-        return -1;
-    if (t->ops == 0) {
-        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
-        return 0;
-    }
+        return rc;
     for (int i = 0; i < t->gpu_count; i++) {
         const struct timeline_gpu *g = &t->gpus[i];
         if (g->first_start < 0 || g->long_gap_count == 0)
@@ -175,13 +172,10 @@ static int by_idle(const void *a, const void *b)
 
 int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res)
 {
-    struct analyze_timeline *t = analyze_timeline(ctx);
+    int rc;
+    struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t)
-        return -1;
-    if (t->ops == 0) {
-        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
-        return 0;
-    }
+        return rc;
     int64_t window = (ctx->duration_ns + UTIL_WINDOWS - 1) / UTIL_WINDOWS;
     if (window < 1)
         window = 1;

@@ -65,13 +65,10 @@ static int top_evidence(struct analyze_ctx *ctx, struct analyze_finding *f, sqli
 
 int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res)
 {
-    struct analyze_timeline *t = analyze_timeline(ctx);
+    int rc;
+    struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t)
-        return -1;
-    if (t->ops == 0) {
-        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
-        return 0;
-    }
+        return rc;
     sqlite3_stmt *rows = analyze_prepare(
         ctx, "pageable_memcpy",
         "SELECT x.start_ns, x.end_ns - x.start_ns, p.pid, t.tid, COALESCE(g.nvml_index, x.device),"
@@ -82,7 +79,8 @@ int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res)
         " FROM memcpys x" OP_EVIDENCE_JOINS " WHERE x.id = ?1");
     if (!rows)
         return -1;
-    int order[TIMELINE_MAX_COPY_GROUPS], rc = 0;
+    int order[TIMELINE_MAX_COPY_GROUPS];
+    rc = 0;
     int n = sorted_groups(t, 0, order);
     for (int i = 0; rc == 0 && i < n; i++) {
         const struct timeline_copies *c = &t->copies[order[i]];
@@ -114,13 +112,10 @@ int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res)
 
 int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res)
 {
-    struct analyze_timeline *t = analyze_timeline(ctx);
+    int rc;
+    struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t)
-        return -1;
-    if (t->ops == 0) {
-        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
-        return 0;
-    }
+        return rc;
     sqlite3_stmt *copies = analyze_prepare(
         ctx, "sync_memops",
         "SELECT a.start_ns, a.end_ns - a.start_ns, p.pid, t.tid, COALESCE(g.nvml_index, x.device),"
@@ -134,7 +129,8 @@ int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res)
         " x.stream, " ANALYZE_RANGE_LABEL ", an.value,"
         " printf('%.2f MB memset; GPU %.3f us', x.bytes / 1e6, (x.end_ns - x.start_ns) / 1e3)"
         " FROM memsets x" OP_EVIDENCE_JOINS " WHERE x.id = ?1");
-    int order[TIMELINE_MAX_COPY_GROUPS], rc = copies && sets ? 0 : -1;
+    int order[TIMELINE_MAX_COPY_GROUPS];
+    rc = copies && sets ? 0 : -1;
     int n = rc == 0 ? sorted_groups(t, 1, order) : 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         const struct timeline_copies *c = &t->copies[order[i]];

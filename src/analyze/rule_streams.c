@@ -261,18 +261,15 @@ static void serialized_streams(struct analyze_ctx *ctx, const struct analyze_tim
 
 int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res)
 {
-    struct analyze_timeline *t = analyze_timeline(ctx);
+    int rc;
+    struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t)
-        return -1;
-    if (t->ops == 0) {
-        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
-        return 0;
-    }
+        return rc;
     ctx->error[0] = '\0';
     unsigned char *flagged = calloc(t->stream_count ? t->stream_count : 1, 1);
     if (!flagged)
         return -1;
-    int rc = created_unused(ctx, t, res, flagged);
+    rc = created_unused(ctx, t, res, flagged);
     if (rc == 0)
         rc = indexed_ranges(ctx, t, res, flagged);
     if (rc == 0)

@@ -982,3 +982,15 @@ int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
     }
     return rc;
 }
+
+struct analyze_timeline *analyze_gpu_work(struct analyze_ctx *ctx, struct analyze_result *res,
+                                          int *rc)
+{
+    struct analyze_timeline *t = analyze_timeline(ctx);
+    *rc = t ? 0 : -1;
+    if (t && t->ops == 0) {
+        analyze_note(res, "no GPU work in this database (profile with -t cuda)");
+        return NULL;
+    }
+    return t;
+}
