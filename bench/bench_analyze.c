@@ -18,22 +18,11 @@
 #include <unistd.h>
 
 #include "analyze/analyze.h"
+#include "db/import.h"
 #include "report/html/html.h"
 
 #define ITERATION_NS 20000
 #define EVENTS_PER_ITERATION 7
-
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    return text;
-}
 
 static int exec(sqlite3 *db, const char *sql)
 {
@@ -181,15 +170,13 @@ int main(int argc, char **argv)
     int keep = argc > 3 && !strcmp(argv[3], "keep");
     sqlite3 *db;
     if (access(path, F_OK) != 0) {
-        char *schema = read_file(LANTERN_SOURCE_DIR "/src/db/schema.sql");
-        if (!schema || sqlite3_open(path, &db) != SQLITE_OK || exec(db, schema) < 0)
+        if (sqlite3_open(path, &db) != SQLITE_OK || exec(db, import_schema_sql) < 0)
             return fprintf(stderr, "bench_analyze: cannot create %s\n", path), 1;
         exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
         double t0 = wall_s();
         if (generate(db, events / EVENTS_PER_ITERATION) < 0)
             return 1;
-        char *indexes = read_file(LANTERN_SOURCE_DIR "/src/db/indexes.sql");
-        if (!indexes || exec(db, indexes) < 0)
+        if (exec(db, import_indexes_sql) < 0)
             return 1;
         sqlite3_close(db);
         fprintf(stderr, "bench_analyze: generated %s in %.1f s (not timed below)\n", path,

@@ -6,23 +6,8 @@
 #include <sqlite3.h>
 
 #include "analyze/analyze.h"
+#include "db/import.h"
 #include "harness.h"
-
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ASSERT(f);
-    ASSERT(fseek(f, 0, SEEK_END) == 0);
-    long size = ftell(f);
-    ASSERT(size > 0);
-    rewind(f);
-    char *text = malloc((size_t)size + 1);
-    ASSERT(text);
-    ASSERT(fread(text, 1, (size_t)size, f) == (size_t)size);
-    text[size] = 0;
-    fclose(f);
-    return text;
-}
 
 static void exec(sqlite3 *db, const char *sql)
 {
@@ -39,9 +24,7 @@ static sqlite3 *session(const char *rows)
 {
     sqlite3 *db = NULL;
     ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    char *schema = read_file(LANTERN_SOURCE_DIR "/src/db/schema.sql");
-    exec(db, schema);
-    free(schema);
+    exec(db, import_schema_sql);
     exec(db, "INSERT INTO meta VALUES('schema_version', 2), ('start_ns', 0), ('end_ns', 1000000),"
              " ('command', 'app');"
              "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, "
