@@ -207,7 +207,6 @@ int counter_reader_feed(struct counter_reader *r, uint64_t start, uint64_t end, 
     u->ts = lo + (hi - lo) / 2;
     u->uncertainty_ns = (hi - lo) / 2;
     u->mj = mj;
-    r->updates++;
     r->index += seen;
     if (r->mode == COUNTER_FREE)
         return 1;

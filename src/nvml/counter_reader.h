@@ -1,12 +1,12 @@
 /* When to read a GPU's energy counter, and when each update happened. Reading the counter is
- * slow inside the driver (2.7-4.6 ms on an H100, driver 580) and the profiled program's own
- * driver calls wait behind it: read back to back, it made cudaMalloc 700x slower
+ * slow inside the driver (2.6-15 ms on an H100, driver 580) and the profiled program's own
+ * driver calls wait behind it: read back to back, it made a cudaMalloc loop 600x slower
  * (bench/nvml_interference, docs/benchmarks.md). The counter changes on a fixed grid (every
- * 100.000 ms on H100, the updates' phase stable to under 1 ms over 6 s, measured), so this
- * reader reads about once per update, right after the update is due, and learns the grid's
- * phase from which reads saw a change: each read tells whether the update had happened by
- * then, and the window where the next update must fall narrows by bisection to ~1 ms. A GPU
- * whose counter does not follow a grid is read at a fixed 10 Hz instead (free mode).
+ * 100.000 ms on H100, the updates' phase stable to under 1.4 ms over 6 s, measured), so this
+ * reader reads about once per update, 32 ms after it is due, and learns the grid's phase from
+ * which reads saw a change: each read tells whether the update had happened by then, and the
+ * window where the next update must fall narrows by bisection to ~2 ms. A GPU whose counter
+ * does not follow a grid is read at a fixed 10 Hz instead (free mode).
  *
  * Pure logic, no NVML call and no clock read: the caller reads the counter when told to and
  * feeds what it read, so tests can drive it with a simulated counter. */
@@ -24,7 +24,7 @@ struct counter_update {
 };
 
 enum counter_mode {
-    COUNTER_ACQUIRE, /* no update seen yet: a read every 20 ms */
+    COUNTER_ACQUIRE, /* no update seen yet: a read every 35 ms */
     COUNTER_LOCKED,  /* the grid is known: about one read per update */
     COUNTER_FREE,    /* no grid: one read every COUNTER_FREE_PERIOD_NS */
 };
@@ -37,7 +37,8 @@ struct counter_reader {
     uint64_t last_end;       /* when the last read ended (its value's time) */
     uint64_t last_mj;        /* its value */
     uint64_t read_ns;        /* a recent read's duration, to start a read so it ends on time */
-    uint64_t fast_read_ns;   /* a fast read's duration, to start one surely after a window */
+    uint64_t fast_read_ns;   /* a fast read's duration: how much reads vary, how narrow a
+                                window can get */
     uint64_t win_lo, win_hi; /* the next update happens in (win_lo, win_hi] (locked mode) */
     uint64_t period_ns;      /* the grid's period, learned */
     uint64_t period_err_ns;  /* how wrong period_ns may be, per period */
@@ -47,8 +48,7 @@ struct counter_reader {
     uint64_t index;        /* updates seen */
     uint64_t bisected_for; /* index + 1 of the update a read last aimed at the middle of */
     uint64_t reset_index[COUNTER_FREE_RESETS]; /* index at the last resets (a ring) */
-    /* the footprint */
-    uint64_t reads, updates, resets;
+    uint64_t reads, resets;                    /* reads fed; reads that contradicted the window */
 };
 
 void counter_reader_init(struct counter_reader *r);
