@@ -79,7 +79,7 @@ static void account(int kind, uint64_t t0, uint64_t t1)
     pthread_mutex_unlock(&lock);
 }
 
-/* One turn of a pattern's calls; returns the kind timed. */
+/* One turn of a pattern's calls, timed and counted under its kind. */
 static void one_turn(const char *name)
 {
     const struct nvml_api *a = &nvml.api;
