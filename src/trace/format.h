@@ -1,6 +1,7 @@
 /* The raw trace format: what the agent (and the launcher) write and the importer reads.
  * One file per process, append-only, in chunks; every number a LEB128 varint. The full
- * specification with examples is docs/trace-format.md; this header is its machine form. */
+ * specification with examples is docs/trace-format.md; this header is its machine form.
+ * sources.def lists the event sources and the record-type range each owns. */
 #ifndef LANTERN_TRACE_FORMAT_H
 #define LANTERN_TRACE_FORMAT_H
 
@@ -57,6 +58,7 @@ enum trace_record_type {
                                  parent first), up to pid 1 or TRACE_MAX_ANCESTORS */
 
     /* NVTX (20-39) */
+    TRACE_NVTX_FIRST = 20,
     TRACE_DOMAIN = 20,        /* u domain id (1..; 0 is the default domain), u name string id */
     TRACE_CATEGORY = 21,      /* u domain id, u category, u name string id */
     TRACE_PUSH = 22,          /* u thread_idx, ts, u domain, u depth (0-based level), EVENT */
@@ -69,6 +71,7 @@ enum trace_record_type {
     TRACE_NAME_RESOURCE = 29, /* u kind (TRACE_RESOURCE_*), u handle value, u name string id */
     /* EVENT = u name string id, u category, u color (0: none, else ARGB + 1),
      *         u payload_type (NVTX_PAYLOAD_TYPE_*, 0: none), u payload bits */
+    TRACE_NVTX_LAST = 39,
 
     /* CUDA through CUPTI (40-79): written by src/agent/cupti*.c, imported by
      * src/db/import_cuda.c, documented in docs/trace-format.md. ids (device, context,
