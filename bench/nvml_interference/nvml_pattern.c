@@ -14,6 +14,7 @@
  * memory, temperature, throttle reasons), memory_Nhz, util_Nhz, samples_Nhz
  * (nvmlDeviceGetSamples), init_Nhz (nvmlInit/nvmlShutdown pairs), and sampler (Lantern's own
  * launcher sampler, nvml_sampler_start with its defaults, writing to /dev/null). */
+#include "nvml/counter_reader.h"
 #include "nvml/nvml_iface.h"
 #include "nvml/sampler.h"
 
@@ -292,10 +293,66 @@ static int probe(double seconds)
     return 0;
 }
 
+/* ---- schedule: the counter reader's reads against the real counter ------------------------ */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int schedule(double seconds)
+{
+    enum { ACQUIRE, AIMED, CHECK, AFTER, FREE, PURPOSES };
+    static const char *purpose_names[PURPOSES] = {"acquire", "aimed", "check", "after", "free"};
+    static uint64_t took[1 << 16];
+    uint64_t count[PURPOSES] = {0}, updates = 0, n = 0;
+    struct counter_reader r;
+    counter_reader_init(&r);
+    uint64_t begin = now_ns(), end_at = begin + (uint64_t)(seconds * 1e9);
+    printf("# read purpose start_ms took_ms changed window_lo_ms window_hi_ms mode resets\n");
+    while (now_ns() < end_at && n < sizeof took / sizeof took[0]) {
+        uint64_t at = counter_reader_next_start(&r);
+        if (at > now_ns())
+            sleep_until(at);
+        int purpose = r.mode == COUNTER_ACQUIRE ? ACQUIRE : r.mode == COUNTER_FREE ? FREE : AFTER;
+        uint64_t lo = r.win_lo, hi = r.win_hi;
+        unsigned long long mj;
+        uint64_t t0 = now_ns();
+        if (nvml.api.total_energy(gpu->device, &mj) != NVML_OK) {
+            printf("energy read failed\n");
+            return 1;
+        }
+        uint64_t t1 = now_ns();
+        if (purpose == AFTER && t1 < lo)
+            purpose = CHECK;
+        else if (purpose == AFTER && t0 < hi)
+            purpose = AIMED;
+        struct counter_update u;
+        int changed = counter_reader_feed(&r, t0, t1, mj, &u);
+        updates += changed;
+        count[purpose]++;
+        took[n++] = t1 - t0;
+        printf("read %s %.3f %.3f %d %.3f %.3f %d %llu\n", purpose_names[purpose],
+               (double)(t0 - begin) / 1e6, (double)(t1 - t0) / 1e6, changed,
+               lo ? ((double)lo - (double)begin) / 1e6 : 0, hi ? ((double)hi - (double)begin) / 1e6 : 0,
+               (int)r.mode, (unsigned long long)r.resets);
+    }
+    double secs = (double)(now_ns() - begin) / 1e9;
+    qsort(took, n, sizeof took[0], cmp_u64);
+    printf("schedule seconds=%.1f reads/s=%.2f updates/s=%.2f", secs, n / secs, updates / secs);
+    for (int i = 0; i < PURPOSES; i++)
+        printf(" %s/s=%.2f", purpose_names[i], count[i] / secs);
+    printf(" resets=%llu mode=%d took_ms p25=%.2f p50=%.2f p75=%.2f p95=%.2f\n",
+           (unsigned long long)r.resets, (int)r.mode, n ? took[n / 4] / 1e6 : 0,
+           n ? took[n / 2] / 1e6 : 0, n ? took[3 * n / 4] / 1e6 : 0, n ? took[95 * n / 100] / 1e6 : 0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: nvml_pattern serve | probe SECONDS\n");
+        fprintf(stderr, "usage: nvml_pattern serve | probe SECONDS | schedule SECONDS\n");
         return 2;
     }
     if (nvml_open(&nvml) != 0) {
@@ -304,7 +361,10 @@ int main(int argc, char **argv)
     }
     gpu = &nvml.gpus[0];
     get_samples = (get_samples_fn)dlsym(nvml.library, "nvmlDeviceGetSamples");
-    int rc = strcmp(argv[1], "probe") == 0 ? probe(argc > 2 ? atof(argv[2]) : 5) : serve();
+    double seconds = argc > 2 ? atof(argv[2]) : 5;
+    int rc = strcmp(argv[1], "probe") == 0      ? probe(seconds)
+             : strcmp(argv[1], "schedule") == 0 ? schedule(seconds)
+                                                : serve();
     nvml_close(&nvml);
     return rc;
 }

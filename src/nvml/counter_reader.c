@@ -33,7 +33,7 @@
 #define COUNTER_JITTER_NS 500000ull
 /* Every so many updates, one read ends just before the window, to catch a grid that drifted
  * earlier (a read after the window alone cannot see that). */
-#define COUNTER_CHECK_EVERY 20
+#define COUNTER_CHECK_EVERY 40
 /* Resets (a read contradicting the window) COUNTER_FREE_RESETS times within
  * COUNTER_FREE_SPAN updates: there is no grid, read at a fixed rate. */
 #define COUNTER_FREE_SPAN 30
@@ -74,7 +74,6 @@ static int bisecting(const struct counter_reader *r)
 {
     return r->win_hi - r->win_lo > narrow_ns(r) && r->bisected_for != r->index + 1;
 }
-
 uint64_t counter_reader_next_start(const struct counter_reader *r)
 {
     if (!r->have_read)
@@ -115,6 +114,15 @@ static void refine_period(struct counter_reader *r, uint64_t lo, uint64_t hi)
     uint64_t k = r->index - r->anchor_index;
     if (k == 0 || lo < r->anchor_hi)
         return;
+    if (hi - lo < (r->anchor_hi - r->anchor_lo) / 2) {
+        /* a much narrower window than the anchor's (the first update is located within the
+         * acquisition's 35 ms, later ones within ~2 ms): it anchors from now on, and the
+         * bounds learned so far stay */
+        r->anchor_index = r->index;
+        r->anchor_lo = lo;
+        r->anchor_hi = hi;
+        return;
+    }
     uint64_t p_lo = (lo - r->anchor_hi) / k, p_hi = (hi - r->anchor_lo) / k;
     uint64_t a = max_u64(p_lo, r->period_ns - r->period_err_ns);
     uint64_t b = min_u64(p_hi, r->period_ns + r->period_err_ns);
