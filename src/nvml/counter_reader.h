@@ -47,6 +47,9 @@ struct counter_reader {
     uint64_t anchor_index, anchor_lo, anchor_hi;
     uint64_t index;        /* updates seen */
     uint64_t bisected_for; /* index + 1 of the update a read last aimed at the middle of */
+    int64_t straddle_ns;   /* how much longer than read_ns a read takes when the counter
+                              updates during it (an average; <= 0: not slower) */
+    uint64_t straddled;    /* aimed reads that saw their update (straddle_ns's samples) */
     uint64_t reset_index[COUNTER_FREE_RESETS]; /* index at the last resets (a ring) */
     uint64_t reads, resets;                    /* reads fed; reads that contradicted the window */
 };
