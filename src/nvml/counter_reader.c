@@ -12,10 +12,13 @@
 /* Never a read sooner than this after the last one (the worst case while bisecting). */
 #define COUNTER_MIN_GAP_NS 5000000ull
 /* The period assumed until the updates' own times say better, and how wrong it may be: 100 ms
- * on H100 and H200 (measured: 100.000 ms, stable over 60 updates); a GPU whose counter keeps
- * another period contradicts the window again and again and is read in free mode. */
+ * on H100 and H200 (measured: 100.000 ms, 60 updates within 1.4 ms of one grid, so within
+ * ~25 us a period; a host clock 200 ppm off the GPU's moves it 20 us). A wider prior kept the
+ * window growing 0.4 ms an update for the first seconds, one aimed read an update; a GPU whose
+ * counter keeps another period contradicts the window again and again and is read in free
+ * mode. */
 #define COUNTER_PRIOR_PERIOD_NS 100000000ull
-#define COUNTER_PRIOR_ERROR_NS 200000ull
+#define COUNTER_PRIOR_ERROR_NS 50000ull
 /* The period is never trusted to better than this (the host clock and the GPU's may drift
  * apart by tens of ppm). */
 #define COUNTER_MIN_PERIOD_ERROR_NS 2000ull
