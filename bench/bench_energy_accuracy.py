@@ -44,6 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 WINDOW_MS = (20, 50, 100, 500, 2000)
 
 
+def load_dtype():
+    """The matmuls' type (--dtype, handed to the profiled parts through the environment): a
+    bf16 load draws the H100's 700 W cap and swings 510-778 W per 100 ms under power capping,
+    which no constant reference describes; an fp32 load stays under the cap."""
+    import torch
+    return getattr(torch, os.environ.get("LANTERN_BENCH_DTYPE", "bfloat16"))
+
+
 def monotonic_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)  # Lantern's clock
 
@@ -62,7 +70,7 @@ def part_windows(seconds):
     assert nvml.nvmlInit_v2() == 0
     handle = ctypes.c_void_p()
     assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    a = torch.randn(8192, 8192, device="cuda", dtype=load_dtype())
     warm_end = time.time() + 3
     while time.time() < warm_end:  # reach steady power and clocks first
         a @ a
@@ -125,7 +133,7 @@ def part_windows(seconds):
 def phases_program():
     """Run under `lantern profile`: idle and loaded phases in NVTX ranges inside 'all'."""
     import torch
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    a = torch.randn(8192, 8192, device="cuda", dtype=load_dtype())
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_push("all")
     for name, seconds in (("idle1", 1.5), ("load1", 2.5), ("idle2", 1.5), ("load2", 2.0)):
@@ -185,7 +193,7 @@ def error_stats(errs):
 def square_program():
     """Run under `lantern profile`: steady idle and load phases, then the square wave."""
     import torch
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    a = torch.randn(8192, 8192, device="cuda", dtype=load_dtype())
     torch.cuda.synchronize()
     push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
     push("idle")
@@ -328,9 +336,12 @@ def main():
                     help="only replay windows over a profile database made by part 2 with "
                          "TOOL (build/bin/energy_replay): no GPU needed")
     ap.add_argument("--replay-tool", help="build/bin/energy_replay, for part 3")
+    ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"],
+                    help="the matmul load's type (float32 stays under an H100's power cap)")
     ap.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--square", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    os.environ["LANTERN_BENCH_DTYPE"] = args.dtype
     if args.phases:
         phases_program()
         return
@@ -358,7 +369,7 @@ def main():
                                        args.replay_tool)
     Path(args.out).write_text(json.dumps(result, indent=1))
     w = result["windows"]
-    print(f"energy windows (lantern.Monitor), steady load {w['seconds']:.1f} s at "
+    print(f"energy windows (lantern.Monitor), steady {args.dtype} load {w['seconds']:.1f} s at "
           f"{w['reference_w']:.1f} W")
     print(f"{'window':>8} {'n':>5} {'lantern median/p95 %':>22} "
           f"{'power-only median/p95 %':>24} {'bound %':>8} {'short':>6} {'updates':>8}")
