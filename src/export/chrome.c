@@ -3,7 +3,7 @@
  * session start with ns precision. Here the frame and the process and thread names; each
  * source's events come from its own file (chrome_<source>.c), through the table of producers
  * (producers.c). */
-#include "export/chrome_internal.h"
+#include "export/chrome_writer.h"
 #include "export/export.h"
 #include "export/producers.h"
 

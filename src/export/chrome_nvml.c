@@ -1,7 +1,7 @@
 /* The NVML part of the Chrome trace-event export: counter tracks per GPU (power instant and
  * averaged, energy since the first sample, clocks, utilization, memory used, temperature) on
  * the GPU's process row, so idle and loaded phases show beside the kernels that caused them. */
-#include "export/chrome_internal.h"
+#include "export/chrome_writer.h"
 #include "export/json.h"
 
 /* The GPU rows' pid, as the CUDA rows number them (gpu_samples.gpu_id is never NULL). */

@@ -1,7 +1,7 @@
 /* The NVTX part of the Chrome trace-event export: push/pop ranges as complete events, start/end
  * ranges as async events, marks as instant events, on the OS pid and tid of the thread that
  * made them, with the domain as the category and color, payload and category as args. */
-#include "export/chrome_internal.h"
+#include "export/chrome_writer.h"
 #include "export/json.h"
 
 /* The columns every NVTX event query returns first, in this order. */

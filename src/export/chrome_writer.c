@@ -1,7 +1,7 @@
-/* The Chrome trace-event export's writer helpers (chrome_internal.h): event separators, times
+/* The Chrome trace-event export's writer helpers (chrome_writer.h): event separators, times
  * as microseconds since the session start with ns precision, durations, text columns. Used by
  * the core (chrome.c) and by each source's file (chrome_<source>.c). */
-#include "export/chrome_internal.h"
+#include "export/chrome_writer.h"
 #include "export/json.h"
 
 #include <limits.h>

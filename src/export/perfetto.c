@@ -2,9 +2,9 @@
  * TrackDescriptors and TrackEvents), which ui.perfetto.dev and trace_processor read natively.
  * Here the process and thread tracks; each source's tracks come from its own file
  * (perfetto_<source>.c) through the table of producers (producers.c), written with the
- * writer of perfetto_writer.c. Field numbers: perfetto_internal.h; docs/export.md. */
+ * writer of perfetto_writer.c. Field numbers: perfetto_writer.h; docs/export.md. */
 #include "export/export.h"
-#include "export/perfetto_internal.h"
+#include "export/perfetto_writer.h"
 #include "export/producers.h"
 
 static int perfetto_processes(struct perfetto_writer *w)

@@ -2,7 +2,7 @@
  * thread, a track per GPU with a child track per (process, stream) holding its kernels,
  * copies and sets, a flow from each launching call to its GPU work, and a device-memory-in-use
  * counter track under the GPU's track. */
-#include "export/perfetto_internal.h"
+#include "export/perfetto_writer.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The NVML part of the Perfetto export: the launcher's samples (power, energy since the first
  * sample, clocks, utilization, memory used, temperature) as counter tracks under their GPU's
  * track, one per metric, so idle and loaded phases show beside the kernels that caused them. */
-#include "export/perfetto_internal.h"
+#include "export/perfetto_writer.h"
 
 #include <stdio.h>
 

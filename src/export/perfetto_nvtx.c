@@ -2,7 +2,7 @@
  * track (other domains on a child track each), start/end ranges on lanes, child tracks of
  * their process per domain, and marks as instants on their thread's track; the domain is the
  * category, payload and category name are arguments. */
-#include "export/perfetto_internal.h"
+#include "export/perfetto_writer.h"
 
 #include <stdlib.h>
 

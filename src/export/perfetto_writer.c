@@ -1,4 +1,4 @@
-/* The Perfetto export's writer (perfetto_internal.h): packets, track descriptors, per-sequence
+/* The Perfetto export's writer (perfetto_writer.h): packets, track descriptors, per-sequence
  * interning of names, categories and argument names, events with delta-encoded timestamps,
  * nested slices, and the GPU and counter tracks that several sources share. Track descriptors
  * go on sequence 1; events go out in runs, one packet sequence each: the run's first packet
@@ -6,7 +6,7 @@
  * run's track), and names, categories and argument names are interned per sequence (each text
  * written once, in the first packet that uses it), as Perfetto's own SDK writes traces. Used
  * by the core (perfetto.c) and by each source's file (perfetto_<source>.c). */
-#include "export/perfetto_internal.h"
+#include "export/perfetto_writer.h"
 
 #include <stdlib.h>
 #include <string.h>

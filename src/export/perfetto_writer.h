@@ -1,11 +1,11 @@
-/* What the Perfetto export's core (perfetto.c, perfetto_writer.c) gives the files that write
- * each source's tracks (perfetto_<source>.c): the field numbers of the few Perfetto messages
- * written (from Perfetto's public protos/perfetto/trace/ .proto files, checked against the
- * descriptors the `perfetto` Python package ships, tests/export/test_perfetto.py), the numbers
- * the producers share (argument names, categories, track uuids), and the writer with its
+/* The Perfetto export's writer (perfetto_writer.c): what the format's core (perfetto.c) and the
+ * files that write each source's tracks (perfetto_<source>.c) share: the field numbers of the few
+ * Perfetto messages written (from Perfetto's public protos/perfetto/trace/ .proto files, checked
+ * against the descriptors the `perfetto` Python package ships, tests/export/test_perfetto.py), the
+ * numbers the producers share (argument names, categories, track uuids), and the writer with its
  * event, interning, nesting and GPU-track helpers. */
-#ifndef LANTERN_EXPORT_PERFETTO_INTERNAL_H
-#define LANTERN_EXPORT_PERFETTO_INTERNAL_H
+#ifndef LANTERN_EXPORT_PERFETTO_WRITER_H
+#define LANTERN_EXPORT_PERFETTO_WRITER_H
 
 #include <sqlite3.h>
 #include <stdint.h>

@@ -1,9 +1,9 @@
-/* What the Chrome trace-event export's core (chrome.c, chrome_writer.c) gives the files that
- * write each source's events (chrome_<source>.c): the writer, with the session start all
- * timestamps are relative to and a comma before every event but the first, and the helpers
+/* The Chrome trace-event export's writer (chrome_writer.c): what the format's core (chrome.c)
+ * and the files that write each source's events (chrome_<source>.c) share: the session start
+ * all timestamps are relative to, a comma before every event but the first, and the helpers
  * that format times, durations and text. */
-#ifndef LANTERN_EXPORT_CHROME_INTERNAL_H
-#define LANTERN_EXPORT_CHROME_INTERNAL_H
+#ifndef LANTERN_EXPORT_CHROME_WRITER_H
+#define LANTERN_EXPORT_CHROME_WRITER_H
 
 #include <sqlite3.h>
 #include <stdio.h>
