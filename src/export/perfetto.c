@@ -7,6 +7,9 @@
 #include "export/perfetto_writer.h"
 #include "export/producers.h"
 
+/* A process track per process and a thread track per thread, named and ordered as the Chrome
+ * export names and orders them (docs/schema.md): processes by rank then start, a process's
+ * main thread first. */
 static int perfetto_processes(struct perfetto_writer *w)
 {
     sqlite3_stmt *st;

@@ -34,18 +34,22 @@ static void perfetto_nvtx_args(struct perfetto_writer *w, sqlite3_stmt *st, int 
 #define NVTX_CATEGORY_NAME                                                                         \
     "(SELECT s.value FROM categories c JOIN strings s ON s.id = c.name_id"                         \
     " WHERE c.domain_id = r.domain_id AND c.category = r.category)"
+/* Ranges of one style, grouped by `key` (then domain) and sorted by `order`: key, domain,
+ * start, end (the process's, else the session's (?1), for a range never ended), unended,
+ * name id, domain name, payload, category. */
+#define NVTX_RANGES_SQL(key, style, order)                                                         \
+    "SELECT " key ", r.domain_id, r.start_ns, coalesce(r.end_ns, p.end_ns, ?),"                    \
+    " r.end_ns IS NULL, r.name_id, " NVTX_DOMAIN_NAME ", r.payload,"                               \
+    " CASE WHEN r.category THEN coalesce(" NVTX_CATEGORY_NAME ", r.category) END"                  \
+    " FROM ranges r JOIN processes p ON p.id = r.process_id WHERE r.style = " style                \
+    " ORDER BY " key ", r.domain_id, r.start_ns, " order
 
 /* Push/pop ranges: nested slices on their thread's track (other domains on a child track
  * each, since ranges of two domains need not nest). */
 static int perfetto_push_pop(struct perfetto_writer *w, long long session_end)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "SELECT r.start_thread_id, r.domain_id, r.start_ns, coalesce(r.end_ns, p.end_ns, ?),"
-        " r.end_ns IS NULL, r.name_id, " NVTX_DOMAIN_NAME ", r.payload,"
-        " CASE WHEN r.category THEN coalesce(" NVTX_CATEGORY_NAME ", r.category) END"
-        " FROM ranges r JOIN processes p ON p.id = r.process_id WHERE r.style = 0"
-        " ORDER BY r.start_thread_id, r.domain_id, r.start_ns, r.depth";
+    const char *sql = NVTX_RANGES_SQL("r.start_thread_id", "0", "r.depth");
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, session_end);
@@ -107,12 +111,7 @@ static void async_close_until(struct perfetto_writer *w, struct async_lanes *l, 
 static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
 {
     sqlite3_stmt *st;
-    const char *sql =
-        "SELECT r.process_id, r.domain_id, r.start_ns, coalesce(r.end_ns, p.end_ns, ?),"
-        " r.end_ns IS NULL, r.name_id, " NVTX_DOMAIN_NAME ", r.payload,"
-        " CASE WHEN r.category THEN coalesce(" NVTX_CATEGORY_NAME ", r.category) END"
-        " FROM ranges r JOIN processes p ON p.id = r.process_id WHERE r.style = 1"
-        " ORDER BY r.process_id, r.domain_id, r.start_ns, r.id";
+    const char *sql = NVTX_RANGES_SQL("r.process_id", "1", "r.id");
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, session_end);
