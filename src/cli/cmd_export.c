@@ -1,6 +1,6 @@
-/* lantern export: writes a Lantern database in another tool's format: chrome (the Chrome
- * trace-event JSON that Perfetto and chrome://tracing open) or perfetto (Perfetto's protobuf
- * trace). A table of formats; the output goes through cli_output (no overwrite without
+/* lantern export: writes a Lantern database in another tool's format, one of the table of
+ * formats (export_formats, src/export/formats.c: chrome, perfetto), which also gives the help's
+ * list and the errors' names; the output goes through cli_output (no overwrite without
  * --force, a temporary file renamed into place). */
 #include "cli/cli.h"
 #include "export/export.h"
@@ -11,47 +11,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int write_chrome_format(sqlite3 *db, FILE *out, char *error, size_t error_size)
+/* The formats' names (or extensions) joined by sep: "chrome|perfetto", ".json, .perfetto-trace". */
+static const char *format_list(char *buf, size_t size, const char *sep, int extensions)
 {
-    return export_chrome(db, out, error, error_size);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < export_format_count && used < size; i++) {
+        const struct export_format *f = &export_formats[i];
+        int n = snprintf(buf + used, size - used, "%s%s", i ? sep : "",
+                         extensions ? f->extension : f->name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return buf;
 }
-
-static int write_perfetto_format(sqlite3 *db, FILE *out, char *error, size_t error_size)
-{
-    struct export_stats stats = {0};
-    int rc = export_perfetto(db, out, &stats, error, error_size);
-    if (rc == 0 && stats.left_out)
-        fprintf(stderr,
-                "lantern: warning: %llu start/end ranges left out (more than 4096 open at once "
-                "in one domain)\n",
-                stats.left_out);
-    return rc;
-}
-
-static const struct export_format {
-    const char *name, *extension, *help;
-    int (*write)(sqlite3 *db, FILE *out, char *error, size_t error_size);
-} formats[] = {
-    {"chrome", ".json", "trace-event JSON for https://ui.perfetto.dev and chrome://tracing",
-     write_chrome_format},
-    {"perfetto", ".perfetto-trace",
-     "Perfetto's protobuf trace (TrackEvent): smaller, opened natively by ui.perfetto.dev and "
-     "trace_processor",
-     write_perfetto_format},
-};
-#define FORMATS (sizeof formats / sizeof formats[0])
 
 static void print_help(void)
 {
-    printf("Usage: lantern export FILE --format chrome|perfetto [-o OUT] [--force]\n\n"
+    char list[256];
+    printf("Usage: lantern export FILE --format %s [-o OUT] [--force]\n\n"
            "Exports a Lantern database.\n\n"
-           "  -f, --format FMT    one of:\n");
-    for (size_t i = 0; i < FORMATS; i++)
-        printf("                        %-9s %s\n", formats[i].name, formats[i].help);
+           "  -f, --format FMT    one of:\n",
+           format_list(list, sizeof list, "|", 0));
+    for (size_t i = 0; i < export_format_count; i++)
+        printf("                        %-9s %s\n", export_formats[i].name, export_formats[i].help);
     printf("  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
-           "                      (.json, .perfetto-trace) instead of .db; - for stdout)\n"
+           "                      (%s) instead of .db; - for stdout)\n"
            "      --force         replace OUT if it exists\n"
-           "  -h, --help          show this help\n");
+           "  -h, --help          show this help\n",
+           format_list(list, sizeof list, ", ", 1));
 }
 
 /* x.db -> x<extension>; anything else gets the extension appended. */
@@ -68,10 +57,16 @@ static int write_export(sqlite3 *db, const struct export_format *format, const c
                         int force)
 {
     char error[256] = "";
+    struct export_stats stats = {0};
     struct cli_output out;
     if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
-    int rc = format->write(db, out.file, error, sizeof error);
+    int rc = format->write(db, out.file, &stats, error, sizeof error);
+    if (rc == 0 && stats.left_out)
+        fprintf(stderr,
+                "lantern: warning: %llu start/end ranges left out (more than 4096 open at once "
+                "in one domain)\n",
+                stats.left_out);
     if (rc < 0 && ferror(out.file))
         out.error = errno;
     if (rc < 0 && !ferror(out.file)) { /* a write error is named by cli_output_close */
@@ -119,14 +114,16 @@ int cmd_export(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("export", "expected one database FILE");
+    char names[256];
+    format_list(names, sizeof names, ", ", 0);
     if (!format_name)
-        return cli_usage_error("export", "missing --format (chrome, perfetto)");
+        return cli_usage_error("export", "missing --format (%s)", names);
     const struct export_format *format = NULL;
-    for (size_t i = 0; i < FORMATS; i++)
-        if (!strcmp(format_name, formats[i].name))
-            format = &formats[i];
+    for (size_t i = 0; i < export_format_count; i++)
+        if (!strcmp(format_name, export_formats[i].name))
+            format = &export_formats[i];
     if (!format)
-        return cli_usage_error("export", "unknown format '%s' (chrome, perfetto)", format_name);
+        return cli_usage_error("export", "unknown format '%s' (%s)", format_name, names);
     const char *db_path = argv[optind];
     char *fallback = output ? NULL : default_output(db_path, format->extension);
     if (!output && !(output = fallback))

@@ -1,15 +1,11 @@
 /* The CUDA part of the Chrome trace-event export: a process row per GPU with a thread row per
  * stream holding its kernels, copies and memsets; CUDA API calls on their CPU threads; a flow
  * arrow from each launching call to its GPU operation; a device-memory-in-use counter per GPU. */
-#include "export/export.h"
+#include "export/chrome_writer.h"
 #include "export/json.h"
 #include "report/cuda_sql.h" /* SQL macros only: operation names as the reports print them */
 
 #include <string.h>
-
-/* GPU rows need pids no OS pid can take (Linux caps pids at 2^22): 1e9 + gpus.id, and 1e9
- * itself for operations the importer could not place on a GPU. */
-#define CHROME_GPU_PID(col) "(1000000000 + COALESCE(" col ", 0))"
 
 /* Every GPU operation with the columns the timeline shows; kernels fill the launch columns,
  * copies and memsets the byte columns. flow_id is unique per operation (its own id times 4
@@ -39,18 +35,6 @@
     "lanes AS (SELECT gpu_id, process_id, stream,"                                                 \
     " ROW_NUMBER() OVER (ORDER BY COALESCE(gpu_id, 0), process_id, stream) AS tid"                 \
     " FROM (SELECT DISTINCT gpu_id, process_id, stream FROM gpu_ops))"
-
-static void write_column_string(FILE *out, sqlite3_stmt *st, int col)
-{
-    json_write_string(out, (const char *)sqlite3_column_text(st, col),
-                      (size_t)sqlite3_column_bytes(st, col));
-}
-
-static int finish(sqlite3_stmt *st, int step_rc)
-{
-    int rc = sqlite3_finalize(st);
-    return step_rc == SQLITE_DONE && rc == SQLITE_OK ? 0 : -1;
-}
 
 /* "M" events naming the GPU processes ("GPU 0: NVIDIA H100 80GB HBM3") and the stream
  * threads (the NVTX name the program gave the stream, else "Stream 7"). */
@@ -82,10 +66,10 @@ static int write_names(struct chrome_writer *w)
                 "\"args\": {\"name\": ",
                 (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
                 sqlite3_column_int64(st, 2));
-        write_column_string(w->out, st, 3);
+        chrome_write_text_column(w->out, st, 3);
         fputs("}}", w->out);
     }
-    return finish(st, rc);
+    return chrome_finish(st, rc);
 }
 
 /* CUDA API calls as complete events on the calling thread. */
@@ -104,7 +88,7 @@ static int write_api_calls(struct chrome_writer *w)
         long long start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
         chrome_event_begin(w);
         fputs("\"name\": ", w->out);
-        write_column_string(w->out, st, 4);
+        chrome_write_text_column(w->out, st, 4);
         fprintf(w->out,
                 ", \"cat\": \"cuda_api\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, "
                 "\"ts\": ",
@@ -115,7 +99,7 @@ static int write_api_calls(struct chrome_writer *w)
         fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"return_code\": %lld}}",
                 sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6));
     }
-    return finish(st, rc);
+    return chrome_finish(st, rc);
 }
 
 enum {
@@ -180,7 +164,7 @@ static void write_memory_args(FILE *out, sqlite3_stmt *st, long long duration)
         if (sqlite3_column_type(st, kinds[i].col) == SQLITE_NULL)
             continue;
         fprintf(out, ", \"%s\": ", kinds[i].key);
-        write_column_string(out, st, kinds[i].col);
+        chrome_write_text_column(out, st, kinds[i].col);
     }
 }
 
@@ -204,7 +188,7 @@ static void write_gpu_op(struct chrome_writer *w, sqlite3_stmt *st)
     const char *color = !strcmp(kind, "memcpy") ? copy_color(st) : NULL;
     chrome_event_begin(w);
     fputs("\"name\": ", w->out);
-    write_column_string(w->out, st, OP_NAME);
+    chrome_write_text_column(w->out, st, OP_NAME);
     fprintf(w->out, ", \"cat\": \"cuda_%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, ", kind,
             sqlite3_column_int64(st, OP_PID), sqlite3_column_int64(st, OP_TID));
     if (color)
@@ -280,7 +264,7 @@ static int write_gpu_ops(struct chrome_writer *w)
             sqlite3_column_type(st, OP_API_TID) != SQLITE_NULL)
             write_flow(w, st);
     }
-    return finish(st, rc);
+    return chrome_finish(st, rc);
 }
 
 /* Device memory in use per GPU after each allocation and free ("C" counter events): the
@@ -307,7 +291,7 @@ static int write_memory_counters(struct chrome_writer *w)
         chrome_write_us(w, sqlite3_column_int64(st, 1));
         fprintf(w->out, ", \"args\": {\"bytes\": %lld}}", sqlite3_column_int64(st, 2));
     }
-    return finish(st, rc);
+    return chrome_finish(st, rc);
 }
 
 int chrome_cuda_events(struct chrome_writer *w)

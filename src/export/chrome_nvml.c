@@ -1,11 +1,11 @@
 /* The NVML part of the Chrome trace-event export: counter tracks per GPU (power instant and
  * averaged, energy since the first sample, clocks, utilization, memory used, temperature) on
  * the GPU's process row, so idle and loaded phases show beside the kernels that caused them. */
-#include "export/export.h"
+#include "export/chrome_writer.h"
 #include "export/json.h"
 
-/* The GPU rows' pid, as chrome_cuda.c numbers them (1e9 + gpus.id). */
-#define NVML_GPU_PID "1000000000 + s.gpu_id"
+/* The GPU rows' pid, as the CUDA rows number them (gpu_samples.gpu_id is never NULL). */
+#define NVML_GPU_PID CHROME_GPU_PID("s.gpu_id")
 
 /* One row per counter event: pid, ts, track name, then up to two (key, value) series. */
 static const char counters_sql[] =
@@ -31,12 +31,6 @@ static const char names_sql[] =
     " COALESCE(g.name, 'unknown GPU') FROM (SELECT DISTINCT gpu_id FROM gpu_samples) s"
     " LEFT JOIN gpus g ON g.id = s.gpu_id";
 
-static int finish(sqlite3_stmt *st, int step)
-{
-    int rc = sqlite3_finalize(st);
-    return step == SQLITE_DONE && rc == SQLITE_OK ? 0 : -1;
-}
-
 static int write_gpu_names(struct chrome_writer *w)
 {
     sqlite3_stmt *st;
@@ -51,7 +45,7 @@ static int write_gpu_names(struct chrome_writer *w)
         json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 1));
         fputs("}}", w->out);
     }
-    return finish(st, step);
+    return chrome_finish(st, step);
 }
 
 static void write_series(FILE *out, sqlite3_stmt *st, int key_col, int first)
@@ -88,5 +82,5 @@ int chrome_nvml_events(struct chrome_writer *w)
         write_series(w->out, st, 5, !has_first);
         fputs("}}", w->out);
     }
-    return finish(st, step);
+    return chrome_finish(st, step);
 }

@@ -1,9 +1,8 @@
-/* The GPU part of the Perfetto export: CUDA API calls on a "CUDA API" child track of their
+/* The CUDA part of the Perfetto export: CUDA API calls on a "CUDA API" child track of their
  * thread, a track per GPU with a child track per (process, stream) holding its kernels,
- * copies and sets, a flow from each launching call to its GPU work, and NVML counter tracks
- * (power, energy, clocks, utilization, memory, temperature) under the GPU's track. */
-#include "export/export.h"
-#include "export/perfetto_internal.h"
+ * copies and sets, a flow from each launching call to its GPU work, and a device-memory-in-use
+ * counter track under the GPU's track. */
+#include "export/perfetto_writer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,28 +139,6 @@ static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-/* A track per GPU ("GPU 0: NVIDIA H100 80GB HBM3"), described when first used. */
-static void put_gpu_track(struct perfetto_writer *w, int64_t gpu)
-{
-    sqlite3_stmt *st;
-    const char *sql =
-        "SELECT 'GPU ' || coalesce(g.nvml_index, (SELECT min(device) FROM process_gpus"
-        " WHERE gpu_id = g.id), '?') || ': ' || coalesce(g.name, 'unknown GPU')"
-        " FROM (SELECT ? AS id) u LEFT JOIN gpus g ON g.id = u.id";
-    for (size_t i = 0; i < w->gpus_described; i++)
-        if (w->gpu_described[i] == gpu)
-            return;
-    if (w->gpus_described < sizeof w->gpu_described / sizeof w->gpu_described[0])
-        w->gpu_described[w->gpus_described++] = gpu;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, gpu);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        perfetto_track(w, PERFETTO_GPU_TRACK(gpu), 0, (const char *)sqlite3_column_text(st, 0),
-                       NULL, NULL, 0);
-    sqlite3_finalize(st);
-}
-
 /* A stream's track under its GPU: the NVTX name the program gave the stream, else
  * "Stream N", and the process when there are several. */
 static void put_stream_track(struct perfetto_writer *w, uint64_t lane, sqlite3_stmt *op)
@@ -173,7 +150,7 @@ static void put_stream_track(struct perfetto_writer *w, uint64_t lane, sqlite3_s
         " || CASE WHEN (SELECT count(*) FROM processes) > 1 THEN ' (pid ' || (SELECT pid FROM"
         " processes WHERE id = ?1) || ')' ELSE '' END";
     int64_t gpu = sqlite3_column_int64(op, OP_GPU);
-    put_gpu_track(w, gpu);
+    perfetto_gpu_track(w, gpu);
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(st, 1, sqlite3_column_int64(op, OP_PROCESS));
@@ -287,69 +264,24 @@ static int put_gpu_ops(struct perfetto_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-/* NVML samples, and device memory in use (allocations minus frees, in CUPTI's order, with
- * --cuda-memory-usage=true), as counter tracks under their GPU's track. */
-static const struct {
-    const char *name, *sql;
-} counters[] = {
-    {"Power (W)", "power_mw / 1000.0"},
-    {"Energy (J)", "(energy_mj - min(energy_mj) OVER (PARTITION BY gpu_id)) / 1000.0"},
-    {"SM clock (MHz)", "sm_clock_mhz"},
-    {"Memory clock (MHz)", "memory_clock_mhz"},
-    {"GPU utilization (%)", "gpu_util"},
-    {"Memory utilization (%)", "memory_util"},
-    {"Memory used (GB)", "memory_used_bytes / 1e9"},
-    {"Temperature (C)", "temperature_c"},
-};
-#define NVML_COUNTER_SQL                                                                           \
-    "SELECT gpu_id, ts_ns, v FROM (SELECT gpu_id, ts_ns, %s AS v FROM gpu_samples)"                \
-    " WHERE v IS NOT NULL ORDER BY gpu_id, ts_ns"
-#define DEVICE_MEMORY_SQL                                                                          \
-    "SELECT coalesce(gpu_id, 0), ts_ns, sum(CASE op WHEN 'alloc' THEN bytes ELSE -bytes END)"      \
-    " OVER (PARTITION BY coalesce(gpu_id, 0) ORDER BY ts_ns, id ROWS UNBOUNDED PRECEDING)"         \
-    " FROM cuda_memory WHERE mem_kind IS NULL OR mem_kind = 'device'"                              \
-    " ORDER BY coalesce(gpu_id, 0), ts_ns, id"
-#define DEVICE_MEMORY_METRIC (sizeof counters / sizeof counters[0])
-
-static int put_counters(struct perfetto_writer *w)
+/* Device memory in use per GPU (allocations minus frees, in CUPTI's order, with
+ * --cuda-memory-usage=true) as a counter track under the GPU's track. A producer of its own: it
+ * follows the NVML counters in the trace. */
+int perfetto_cuda_memory_counter(struct perfetto_writer *w)
 {
-    for (unsigned metric = 0; metric <= DEVICE_MEMORY_METRIC; metric++) {
-        char sql[512];
-        if (metric < DEVICE_MEMORY_METRIC)
-            snprintf(sql, sizeof sql, NVML_COUNTER_SQL, counters[metric].sql);
-        else
-            snprintf(sql, sizeof sql, "%s", DEVICE_MEMORY_SQL);
-        const char *name =
-            metric < DEVICE_MEMORY_METRIC ? counters[metric].name : "Device memory in use (B)";
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-            return -1;
-        int64_t last_gpu = -1;
-        while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
-            int64_t gpu = sqlite3_column_int64(st, 0);
-            uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
-            if (gpu != last_gpu) {
-                put_gpu_track(w, gpu);
-                perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), name, NULL, NULL, 1);
-                perfetto_run_begin(w, track);
-            }
-            last_gpu = gpu;
-            perfetto_event_begin(w, PF_TYPE_COUNTER, track);
-            pb_double(&w->event, PF_EVENT_DOUBLE_COUNTER_VALUE, sqlite3_column_double(st, 2));
-            perfetto_event_end(w, (uint64_t)sqlite3_column_int64(st, 1));
-        }
-        if (sqlite3_finalize(st) != SQLITE_OK)
-            return -1;
-    }
-    return 0;
+    return perfetto_gpu_counter(
+        w, "Device memory in use (B)",
+        "SELECT coalesce(gpu_id, 0), ts_ns, sum(CASE op WHEN 'alloc' THEN bytes ELSE -bytes END)"
+        " OVER (PARTITION BY coalesce(gpu_id, 0) ORDER BY ts_ns, id ROWS UNBOUNDED PRECEDING)"
+        " FROM cuda_memory WHERE mem_kind IS NULL OR mem_kind = 'device'"
+        " ORDER BY coalesce(gpu_id, 0), ts_ns, id");
 }
 
-int perfetto_gpu_events(struct perfetto_writer *w)
+int perfetto_cuda_events(struct perfetto_writer *w)
 {
     struct flow_index flows = {0};
     int rc = -1;
-    if (load_flows(w, &flows) < 0 || put_api_calls(w, &flows) < 0 || put_gpu_ops(w) < 0 ||
-        put_counters(w) < 0)
+    if (load_flows(w, &flows) < 0 || put_api_calls(w, &flows) < 0 || put_gpu_ops(w) < 0)
         goto out;
     rc = 0;
 out:

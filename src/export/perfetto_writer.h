@@ -1,9 +1,11 @@
-/* What perfetto.c and perfetto_gpu.c share: the field numbers of the few Perfetto messages
- * written (from Perfetto's public protos/perfetto/trace/ .proto files, checked against the
- * descriptors the `perfetto` Python package ships, tests/export/test_perfetto.py), the
- * track uuids, and the writer with its event and interning helpers. */
-#ifndef LANTERN_EXPORT_PERFETTO_INTERNAL_H
-#define LANTERN_EXPORT_PERFETTO_INTERNAL_H
+/* The Perfetto export's writer (perfetto_writer.c): what the format's core (perfetto.c) and the
+ * files that write each source's tracks (perfetto_<source>.c) share: the field numbers of the few
+ * Perfetto messages written (from Perfetto's public protos/perfetto/trace/ .proto files, checked
+ * against the descriptors the `perfetto` Python package ships, tests/export/test_perfetto.py), the
+ * numbers the producers share (argument names, categories, track uuids), and the writer with its
+ * event, interning, nesting and GPU-track helpers. */
+#ifndef LANTERN_EXPORT_PERFETTO_WRITER_H
+#define LANTERN_EXPORT_PERFETTO_WRITER_H
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -81,23 +83,31 @@ enum {
     PF_INTERNED_NAME = 2,
 };
 
-/* Debug annotation names, interned once in the first packet. */
+/* ---- Numbers the producers share, one list each so that no two take the same. They are in
+ * the output (iids, uuids): a new source appends its own, and none is renumbered. ---- */
+
+/* Debug annotation names (PF_ARG_<id> = iid, from 1), interned per sequence on first use. */
+#define PERFETTO_ARGS(X)                                                                           \
+    X(PAYLOAD, "payload")                   /* NVTX */                                             \
+    X(CATEGORY, "category")                 /* NVTX */                                             \
+    X(UNENDED, "unended")                   /* NVTX */                                             \
+    X(GRID, "grid")                         /* CUDA */                                             \
+    X(BLOCK, "block")                       /* CUDA */                                             \
+    X(BYTES, "bytes")                       /* CUDA */                                             \
+    X(CORRELATION, "correlation")           /* CUDA */                                             \
+    X(REGISTERS, "registers per thread")    /* CUDA */                                             \
+    X(SHARED_MEMORY, "shared memory bytes") /* CUDA */                                             \
+    X(SRC_KIND, "source memory")            /* CUDA */                                             \
+    X(DST_KIND, "destination memory")       /* CUDA */
 enum {
-    PF_ARG_PAYLOAD = 1,
-    PF_ARG_CATEGORY,
-    PF_ARG_UNENDED,
-    PF_ARG_GRID,
-    PF_ARG_BLOCK,
-    PF_ARG_BYTES,
-    PF_ARG_CORRELATION,
-    PF_ARG_REGISTERS,
-    PF_ARG_SHARED_MEMORY,
-    PF_ARG_SRC_KIND,
-    PF_ARG_DST_KIND,
-    PF_ARG_COUNT
+    PF_ARG_NONE,
+#define PERFETTO_ARG_ENUM(id, text) PF_ARG_##id,
+    PERFETTO_ARGS(PERFETTO_ARG_ENUM)
+#undef PERFETTO_ARG_ENUM
+        PF_ARG_COUNT
 };
 
-/* Category iids: fixed ones, then one per NVTX domain. */
+/* Category iids: CUDA's fixed ones, then one per NVTX domain. */
 enum {
     PERFETTO_CATEGORY_CUDA_API = 1,
     PERFETTO_CATEGORY_KERNEL,
@@ -106,18 +116,27 @@ enum {
     PERFETTO_CATEGORY_DOMAIN = 16, /* + domains.id */
 };
 
-/* Track uuids: a kind in the low byte, database ids above it (small numbers, short varints). */
+/* Track uuids: a kind in the low byte, database ids above it (small numbers, short varints).
+ * The core's: processes, threads, GPUs, and counters under a GPU (metric: the writer numbers
+ * them in the order producers ask for them, perfetto_gpu_counter; at most 16). */
 #define PERFETTO_PROCESS_TRACK(process_id) ((uint64_t)(process_id) << 8 | 1)
 #define PERFETTO_THREAD_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 2)
+#define PERFETTO_GPU_TRACK(gpu_key) ((uint64_t)(gpu_key) << 8 | 6)
+#define PERFETTO_COUNTER_TRACK(gpu_key, metric) (((uint64_t)(gpu_key) << 4 | (metric)) << 8 | 8)
+/* NVTX's: other domains' push/pop ranges under their thread, start/end lanes under their
+ * process (at most PERFETTO_MAX_LANES open at once per process and domain). */
 #define PERFETTO_DOMAIN_TRACK(thread_id, domain)                                                   \
     (((uint64_t)(thread_id) << 12 | (uint64_t)(domain)) << 8 | 3)
-#define PERFETTO_API_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 4)
 #define PERFETTO_LANE_TRACK(process_id, domain, lane)                                              \
     ((((uint64_t)(process_id) << 12 | (uint64_t)(domain)) << 12 | (lane)) << 8 | 5)
-#define PERFETTO_GPU_TRACK(gpu_key) ((uint64_t)(gpu_key) << 8 | 6)
-#define PERFETTO_STREAM_TRACK(lane) ((uint64_t)(lane) << 8 | 7)
-#define PERFETTO_COUNTER_TRACK(gpu_key, metric) (((uint64_t)(gpu_key) << 4 | (metric)) << 8 | 8)
 #define PERFETTO_MAX_LANES 4096u
+/* CUDA's: API calls under their thread, streams under their GPU. The next free kind is 9. */
+#define PERFETTO_API_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 4)
+#define PERFETTO_STREAM_TRACK(lane) ((uint64_t)(lane) << 8 | 7)
+
+/* ---- The writer -------------------------------------------------------------------------- */
+
+#define PERFETTO_DESCRIPTOR_SEQUENCE 1u /* the sequence that carries the track descriptors */
 
 /* Events go out in runs, each on its own packet sequence: a run's events are in time
  * order, so their timestamps are deltas (PF_CLOCK_INCREMENTAL), and the run's track is the
@@ -126,6 +145,7 @@ enum {
 struct perfetto_writer {
     sqlite3 *db;
     FILE *out;
+    long long session_end;  /* meta end_ns: where a range of a process without an end ends */
     uint32_t sequence;      /* the current run's sequence (1: descriptors) */
     int sequence_started;   /* its first packet (clock snapshot, defaults) is out */
     int primary_clock_set;  /* the first clock snapshot made CLOCK_MONOTONIC the trace's clock */
@@ -143,8 +163,9 @@ struct perfetto_writer {
     uint64_t unnamed_iid; /* max(strings.id) + 1; synthetic names follow */
     uint64_t events;
     uint64_t left_out;         /* start/end ranges beyond PERFETTO_MAX_LANES open at once */
-    int64_t gpu_described[64]; /* GPU tracks written (perfetto_gpu.c) */
+    int64_t gpu_described[64]; /* GPU tracks written (perfetto_gpu_track) */
     size_t gpus_described;
+    unsigned counters; /* counter metrics numbered so far (perfetto_gpu_counter) */
     int write_failed;
 };
 
@@ -188,8 +209,17 @@ void perfetto_nest_begin(struct perfetto_writer *w, struct perfetto_nest *n, uin
                          uint64_t start, uint64_t *end);
 void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n);
 
-/* CUDA API calls, GPU work per stream with flows from the launching call, NVML counters
- * (perfetto_gpu.c). 0 or -1 (the database's error says why). */
-int perfetto_gpu_events(struct perfetto_writer *w);
+/* The track of GPU gpu ("GPU 0: NVIDIA H100 80GB HBM3"), described on first use. */
+void perfetto_gpu_track(struct perfetto_writer *w, int64_t gpu);
+/* A counter track per GPU named name, under the GPU's track, holding the rows of sql
+ * (gpu_id, ts_ns, value; sorted by GPU, then time); each call numbers a new metric.
+ * 0 or -1 (the database's error says why). */
+int perfetto_gpu_counter(struct perfetto_writer *w, const char *name, const char *sql);
+
+/* The writer's life (perfetto.c): the first packet (sequence 1 starts clean); writing out
+ * the packets buffered (0, or -1 once a write failed); freeing what it holds. */
+void perfetto_first_packet(struct perfetto_writer *w);
+int perfetto_flush(struct perfetto_writer *w);
+void perfetto_writer_release(struct perfetto_writer *w);
 
 #endif

@@ -1,0 +1,31 @@
+/* The track producers of each export format (producers.h): one row per event source of
+ * src/trace/sources.def, pointing at the function in that source's own file. The only place
+ * the export names its sources; a new source adds a row to each table (and its files).
+ * Rows run in order, and the order is the output's: each table lists the sources in
+ * sources.def's order, except that the Perfetto trace's CUDA device-memory counter has always
+ * come after the NVML counters, so it is a row of its own at the end. */
+#include "export/producers.h"
+
+int chrome_nvtx_events(struct chrome_writer *w);
+int chrome_cuda_events(struct chrome_writer *w);
+int chrome_nvml_events(struct chrome_writer *w);
+
+const struct chrome_producer chrome_producers[] = {
+    {EXPORT_SOURCE_NVTX, chrome_nvtx_events}, /* chrome_nvtx.c: ranges and marks */
+    {EXPORT_SOURCE_CUDA, chrome_cuda_events}, /* chrome_cuda.c: GPU rows, API calls, flows */
+    {EXPORT_SOURCE_NVML, chrome_nvml_events}, /* chrome_nvml.c: counters per GPU */
+};
+const size_t chrome_producer_count = sizeof chrome_producers / sizeof chrome_producers[0];
+
+int perfetto_nvtx_events(struct perfetto_writer *w);
+int perfetto_cuda_events(struct perfetto_writer *w);
+int perfetto_nvml_counters(struct perfetto_writer *w);
+int perfetto_cuda_memory_counter(struct perfetto_writer *w);
+
+const struct perfetto_producer perfetto_producers[] = {
+    {EXPORT_SOURCE_NVTX, perfetto_nvtx_events},         /* perfetto_nvtx.c */
+    {EXPORT_SOURCE_CUDA, perfetto_cuda_events},         /* perfetto_cuda.c: API calls, GPU work */
+    {EXPORT_SOURCE_NVML, perfetto_nvml_counters},       /* perfetto_nvml.c */
+    {EXPORT_SOURCE_CUDA, perfetto_cuda_memory_counter}, /* perfetto_cuda.c */
+};
+const size_t perfetto_producer_count = sizeof perfetto_producers / sizeof perfetto_producers[0];
