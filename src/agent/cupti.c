@@ -14,7 +14,7 @@
 #include "agent/names.h"
 #include "agent/pytrace.h"
 #include "agent/writer.h"
-#include "trace/format.h"
+#include "trace/records.h"
 
 /* CUPTI fills one buffer per request; 8 MB holds ~40k kernel records, so a launch-bound loop
  * asks for one every few tens of ms. 8 buffers bound the agent's CUPTI memory to 64 MB: past
@@ -354,12 +354,12 @@ static void cupti_put_handle(unsigned type, uint64_t handle, uint32_t context_id
     if (!b)
         return;
     writer_reserve_locked(64);
-    struct trace_record_mark m = trace_record_begin(b, type);
-    trace_put_u(b, handle);
-    trace_put_u(b, context_id);
     if (type == TRACE_CUDA_STREAM_HANDLE)
-        trace_put_u(b, stream_id);
-    trace_record_end(b, m);
+        trace_put_cuda_stream_handle(b, &(struct trace_cuda_stream_handle){
+                                            .handle = handle, .context = context_id, .stream = stream_id});
+    else
+        trace_put_cuda_context_handle(
+            b, &(struct trace_cuda_context_handle){.handle = handle, .context = context_id});
     writer_unlock();
 }
 
@@ -425,12 +425,11 @@ static void cupti_put_capture(void)
     struct trace_chunk_builder *b = writer_lock();
     if (!b)
         return;
+    struct trace_cuda_capture r = {.mode = trace_cstr(mode),
+                                   .from_ns = from ? strtoull(from, NULL, 10) : 0,
+                                   .until_ns = until ? strtoull(until, NULL, 10) : 0};
     writer_reserve_locked(strlen(mode) + 64);
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_CAPTURE);
-    trace_put_s(b, mode, strlen(mode));
-    trace_put_u(b, from ? strtoull(from, NULL, 10) : 0);
-    trace_put_u(b, until ? strtoull(until, NULL, 10) : 0);
-    trace_record_end(b, m);
+    trace_put_cuda_capture(b, &r);
     writer_unlock();
 }
 

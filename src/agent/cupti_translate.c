@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/format.h"
+#include "trace/records.h"
 
 void cupti_translate_init(struct cupti_translate *t, const struct cupti_translate_hooks *hooks,
                           int all_apis)
@@ -125,23 +125,10 @@ static int bad_times(struct cupti_translate *t, uint64_t start, uint64_t end)
     return 1;
 }
 
-static int finish(struct trace_chunk_builder *b, struct trace_record_mark m)
+/* An encoder's result (0, or -1 when the chunk had no room) as the translator's. */
+static int finish(int put)
 {
-    if (trace_record_end(b, m) < 0)
-        return CUPTI_NO_ROOM;
-    return CUPTI_TRANSLATED;
-}
-
-/* The fields every GPU operation record (kernel, copy, set) starts with (format.h). */
-static void put_gpu_op_header(struct trace_chunk_builder *b, uint32_t device, uint32_t context,
-                              uint32_t stream, uint32_t correlation, uint64_t start, uint64_t end)
-{
-    trace_put_u(b, device);
-    trace_put_u(b, context);
-    trace_put_u(b, stream);
-    trace_put_u(b, correlation);
-    trace_put_ts(b, start);
-    trace_put_ts(b, end);
+    return put < 0 ? CUPTI_NO_ROOM : CUPTI_TRANSLATED;
 }
 
 static unsigned kernel_launch_type(const CUpti_ActivityKernel10 *k)
@@ -160,29 +147,33 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
 {
     if (bad_times(t, k->start, k->end))
         return CUPTI_REJECTED;
-    uint64_t name_id = kernel_name_id(t, k->name);
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_KERNEL);
-    put_gpu_op_header(b, k->deviceId, k->contextId, k->streamId, k->correlationId, k->start,
-                      k->end);
-    trace_put_u(b, name_id);
-    trace_put_u(b, 0); /* demangled name: left to the importer */
-    trace_put_u(b, (uint32_t)k->gridX);
-    trace_put_u(b, (uint32_t)k->gridY);
-    trace_put_u(b, (uint32_t)k->gridZ);
-    trace_put_u(b, (uint32_t)k->blockX);
-    trace_put_u(b, (uint32_t)k->blockY);
-    trace_put_u(b, (uint32_t)k->blockZ);
-    trace_put_u(b, k->clusterX);
-    trace_put_u(b, k->clusterY);
-    trace_put_u(b, k->clusterZ);
-    trace_put_u(b, k->registersPerThread);
-    trace_put_u(b, (uint32_t)k->staticSharedMemory);
-    trace_put_u(b, (uint32_t)k->dynamicSharedMemory);
-    trace_put_u(b, k->localMemoryPerThread);
-    trace_put_u(b, kernel_launch_type(k));
-    trace_put_u(b, k->graphId);
-    trace_put_u(b, k->graphNodeId);
-    return finish(b, m);
+    struct trace_cuda_kernel r = {
+        .device = k->deviceId,
+        .context = k->contextId,
+        .stream = k->streamId,
+        .correlation = k->correlationId,
+        .start = k->start,
+        .end = k->end,
+        .name = kernel_name_id(t, k->name),
+        .demangled = 0, /* left to the importer */
+        .grid_x = (uint32_t)k->gridX,
+        .grid_y = (uint32_t)k->gridY,
+        .grid_z = (uint32_t)k->gridZ,
+        .block_x = (uint32_t)k->blockX,
+        .block_y = (uint32_t)k->blockY,
+        .block_z = (uint32_t)k->blockZ,
+        .cluster_x = k->clusterX,
+        .cluster_y = k->clusterY,
+        .cluster_z = k->clusterZ,
+        .registers_per_thread = k->registersPerThread,
+        .static_smem = (uint32_t)k->staticSharedMemory,
+        .dynamic_smem = (uint32_t)k->dynamicSharedMemory,
+        .local_mem_per_thread = k->localMemoryPerThread,
+        .launch_type = kernel_launch_type(k),
+        .graph_id = k->graphId,
+        .graph_node_id = k->graphNodeId,
+    };
+    return finish(trace_put_cuda_kernel(b, &r));
 }
 
 static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -190,18 +181,23 @@ static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
 {
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
-    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId, c->start,
-                      c->end);
-    trace_put_u(b, c->copyKind);
-    trace_put_u(b, c->bytes);
-    trace_put_u(b, c->srcKind);
-    trace_put_u(b, c->dstKind);
-    trace_put_u(b, (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
-    trace_put_u(b, c->deviceId); /* a copy within one device: source and destination */
-    trace_put_u(b, c->deviceId);
-    trace_put_u(b, c->graphNodeId);
-    return finish(b, m);
+    struct trace_cuda_memcpy r = {
+        .device = c->deviceId,
+        .context = c->contextId,
+        .stream = c->streamId,
+        .correlation = c->correlationId,
+        .start = c->start,
+        .end = c->end,
+        .copy_kind = c->copyKind,
+        .bytes = c->bytes,
+        .src_kind = c->srcKind,
+        .dst_kind = c->dstKind,
+        .async = (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0,
+        .src_device = c->deviceId, /* a copy within one device: source and destination */
+        .dst_device = c->deviceId,
+        .graph_node_id = c->graphNodeId,
+    };
+    return finish(trace_put_cuda_memcpy(b, &r));
 }
 
 static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -209,18 +205,23 @@ static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder
 {
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMCPY);
-    put_gpu_op_header(b, c->deviceId, c->contextId, c->streamId, c->correlationId, c->start,
-                      c->end);
-    trace_put_u(b, c->copyKind);
-    trace_put_u(b, c->bytes);
-    trace_put_u(b, c->srcKind);
-    trace_put_u(b, c->dstKind);
-    trace_put_u(b, (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
-    trace_put_u(b, c->srcDeviceId);
-    trace_put_u(b, c->dstDeviceId);
-    trace_put_u(b, c->graphNodeId);
-    return finish(b, m);
+    struct trace_cuda_memcpy r = {
+        .device = c->deviceId,
+        .context = c->contextId,
+        .stream = c->streamId,
+        .correlation = c->correlationId,
+        .start = c->start,
+        .end = c->end,
+        .copy_kind = c->copyKind,
+        .bytes = c->bytes,
+        .src_kind = c->srcKind,
+        .dst_kind = c->dstKind,
+        .async = (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0,
+        .src_device = c->srcDeviceId,
+        .dst_device = c->dstDeviceId,
+        .graph_node_id = c->graphNodeId,
+    };
+    return finish(trace_put_cuda_memcpy(b, &r));
 }
 
 static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -228,15 +229,20 @@ static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
 {
     if (bad_times(t, s->start, s->end))
         return CUPTI_REJECTED;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMSET);
-    put_gpu_op_header(b, s->deviceId, s->contextId, s->streamId, s->correlationId, s->start,
-                      s->end);
-    trace_put_u(b, s->bytes);
-    trace_put_u(b, s->value);
-    trace_put_u(b, s->memoryKind);
-    trace_put_u(b, (s->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0);
-    trace_put_u(b, s->graphNodeId);
-    return finish(b, m);
+    struct trace_cuda_memset r = {
+        .device = s->deviceId,
+        .context = s->contextId,
+        .stream = s->streamId,
+        .correlation = s->correlationId,
+        .start = s->start,
+        .end = s->end,
+        .bytes = s->bytes,
+        .value = s->value,
+        .mem_kind = s->memoryKind,
+        .async = (s->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0,
+        .graph_node_id = s->graphNodeId,
+    };
+    return finish(trace_put_cuda_memset(b, &r));
 }
 
 static int put_api(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -251,16 +257,17 @@ static int put_api(struct cupti_translate *t, struct trace_chunk_builder *b,
         t->last_tid = a->threadId;
         t->hooks.thread_seen(t->hooks.ctx, a->threadId);
     }
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_API);
-    trace_put_u(b, a->threadId);
-    trace_put_u(b, driver ? 1 : 0);
-    trace_put_u(b, a->cbid);
-    trace_put_u(b, name_id);
-    trace_put_ts(b, a->start);
-    trace_put_ts(b, a->end);
-    trace_put_u(b, a->returnValue);
-    trace_put_u(b, a->correlationId);
-    return finish(b, m);
+    struct trace_cuda_api r = {
+        .os_tid = a->threadId,
+        .api = driver ? 1 : 0,
+        .cbid = a->cbid,
+        .name = name_id,
+        .start = a->start,
+        .end = a->end,
+        .return_code = a->returnValue,
+        .correlation = a->correlationId,
+    };
+    return finish(trace_put_cuda_api(b, &r));
 }
 
 static int put_sync(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -268,34 +275,36 @@ static int put_sync(struct cupti_translate *t, struct trace_chunk_builder *b,
 {
     if (bad_times(t, s->start, s->end))
         return CUPTI_REJECTED;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_SYNC);
-    trace_put_u(b, s->type);
-    trace_put_u(b, s->contextId);
-    /* CUPTI marks "no stream" / "no event" with CUPTI_SYNCHRONIZATION_INVALID_VALUE (~0). */
-    trace_put_u(b, s->streamId == (uint32_t)-1 ? 0 : (uint64_t)s->streamId + 1);
-    trace_put_u(b, s->cudaEventId == (uint32_t)-1 ? 0 : (uint64_t)s->cudaEventId + 1);
-    trace_put_u(b, s->correlationId);
-    trace_put_ts(b, s->start);
-    trace_put_ts(b, s->end);
-    return finish(b, m);
+    struct trace_cuda_sync r = {
+        .sync_kind = s->type,
+        .context = s->contextId,
+        /* CUPTI marks "no stream" / "no event" with CUPTI_SYNCHRONIZATION_INVALID_VALUE (~0) */
+        .stream = s->streamId == (uint32_t)-1 ? 0 : (uint64_t)s->streamId + 1,
+        .event = s->cudaEventId == (uint32_t)-1 ? 0 : (uint64_t)s->cudaEventId + 1,
+        .correlation = s->correlationId,
+        .start = s->start,
+        .end = s->end,
+    };
+    return finish(trace_put_cuda_sync(b, &r));
 }
 
 static int put_memory(struct cupti_translate *t, struct trace_chunk_builder *b,
-                      const CUpti_ActivityMemory4 *r)
+                      const CUpti_ActivityMemory4 *m)
 {
-    if (bad_times(t, r->timestamp, r->timestamp))
+    if (bad_times(t, m->timestamp, m->timestamp))
         return CUPTI_REJECTED;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_MEMORY);
-    trace_put_u(b, r->memoryOperationType);
-    trace_put_u(b, r->memoryKind);
-    trace_put_u(b, r->deviceId);
-    trace_put_u(b, r->contextId);
-    trace_put_u(b, r->streamId);
-    trace_put_u(b, r->address);
-    trace_put_u(b, r->bytes);
-    trace_put_ts(b, r->timestamp);
-    trace_put_u(b, r->correlationId);
-    return finish(b, m);
+    struct trace_cuda_memory r = {
+        .op = m->memoryOperationType,
+        .mem_kind = m->memoryKind,
+        .device = m->deviceId,
+        .context = m->contextId,
+        .stream = m->streamId,
+        .address = m->address,
+        .bytes = m->bytes,
+        .ts = m->timestamp,
+        .correlation = m->correlationId,
+    };
+    return finish(trace_put_cuda_memory(b, &r));
 }
 
 void cupti_format_uuid(const uint8_t u[16], char out[41])
@@ -330,47 +339,45 @@ static int put_device(struct cupti_translate *t, struct trace_chunk_builder *b,
         attribute_or_zero(t, d->id, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     const char *name = d->name ? d->name : "";
 
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_DEVICE);
-    trace_put_u(b, d->id);
-    trace_put_s(b, name, strlen(name));
-    trace_put_s(b, uuid, strlen(uuid));
-    trace_put_s(b, pci, strlen(pci));
-    trace_put_u(b, d->computeCapabilityMajor);
-    trace_put_u(b, d->computeCapabilityMinor);
-    trace_put_u(b, d->numMultiprocessors);
-    trace_put_u(b, d->globalMemorySize);
-    trace_put_u(b, d->coreClockRate);
-    trace_put_u(b, memory_clock);
-    trace_put_u(b, bus_bits);
-    trace_put_u(b, d->l2CacheSize);
-    trace_put_u(b, (uint64_t)d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp);
-    trace_put_u(b, d->maxRegistersPerMultiprocessor);
-    trace_put_u(b, d->maxSharedMemoryPerMultiprocessor);
-    trace_put_u(b, d->maxBlocksPerMultiprocessor);
-    trace_put_u(b, d->maxRegistersPerBlock);
-    trace_put_u(b, smem_optin ? smem_optin : d->maxSharedMemoryPerBlock);
-    trace_put_u(b, d->globalMemoryBandwidth * 1000u); /* CUPTI gives kB/s */
-    return finish(b, m);
+    struct trace_cuda_device r = {
+        .device = d->id,
+        .name = trace_cstr(name),
+        .uuid = trace_cstr(uuid),
+        .pci_bus_id = trace_cstr(pci),
+        .cc_major = d->computeCapabilityMajor,
+        .cc_minor = d->computeCapabilityMinor,
+        .sm_count = d->numMultiprocessors,
+        .memory_bytes = d->globalMemorySize,
+        .sm_clock_khz = d->coreClockRate,
+        .memory_clock_khz = memory_clock,
+        .memory_bus_bits = bus_bits,
+        .l2_bytes = d->l2CacheSize,
+        .max_threads_per_sm = (uint64_t)d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp,
+        .max_registers_per_sm = d->maxRegistersPerMultiprocessor,
+        .max_smem_per_sm = d->maxSharedMemoryPerMultiprocessor,
+        .max_blocks_per_sm = d->maxBlocksPerMultiprocessor,
+        .registers_per_block = d->maxRegistersPerBlock,
+        .smem_per_block_optin = smem_optin ? smem_optin : d->maxSharedMemoryPerBlock,
+        .dram_bandwidth = d->globalMemoryBandwidth * 1000u, /* CUPTI gives kB/s */
+    };
+    return finish(trace_put_cuda_device(b, &r));
 }
 
 static int put_context(struct trace_chunk_builder *b, const CUpti_ActivityContext3 *c)
 {
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_CONTEXT);
-    trace_put_u(b, c->contextId);
-    trace_put_u(b, c->deviceId);
-    trace_put_u(b, c->nullStreamId);
-    return finish(b, m);
+    struct trace_cuda_context r = {
+        .context = c->contextId, .device = c->deviceId, .null_stream = c->nullStreamId};
+    return finish(trace_put_cuda_context(b, &r));
 }
 
 static int put_stream(struct trace_chunk_builder *b, const CUpti_ActivityStream *s)
 {
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_STREAM);
-    trace_put_u(b, s->contextId);
-    trace_put_u(b, s->streamId);
-    trace_put_u(b, s->priority);
-    trace_put_u(b, s->flag);
-    trace_put_u(b, s->correlationId);
-    return finish(b, m);
+    struct trace_cuda_stream r = {.context = s->contextId,
+                                  .stream = s->streamId,
+                                  .priority = s->priority,
+                                  .flag = s->flag,
+                                  .correlation = s->correlationId};
+    return finish(trace_put_cuda_stream(b, &r));
 }
 
 static int put_overhead(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -378,13 +385,13 @@ static int put_overhead(struct cupti_translate *t, struct trace_chunk_builder *b
 {
     if (bad_times(t, o->start, o->end))
         return CUPTI_REJECTED;
-    uint32_t os_tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_OVERHEAD);
-    trace_put_u(b, o->overheadKind);
-    trace_put_u(b, os_tid);
-    trace_put_ts(b, o->start);
-    trace_put_ts(b, o->end);
-    return finish(b, m);
+    struct trace_cuda_overhead r = {
+        .kind = o->overheadKind,
+        .os_tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0,
+        .start = o->start,
+        .end = o->end,
+    };
+    return finish(trace_put_cuda_overhead(b, &r));
 }
 
 int cupti_translate_record(struct cupti_translate *t, struct trace_chunk_builder *b,
@@ -425,9 +432,8 @@ int cupti_translate_flush_rejected(struct cupti_translate *t, struct trace_chunk
 {
     if (!t->rejected)
         return CUPTI_SKIPPED;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_CUDA_REJECTED);
-    trace_put_u(b, t->rejected);
-    if (trace_record_end(b, m) < 0)
+    struct trace_cuda_rejected r = {.count = t->rejected};
+    if (trace_put_cuda_rejected(b, &r) < 0)
         return CUPTI_NO_ROOM;
     t->rejected = 0;
     return CUPTI_TRANSLATED;

@@ -6,7 +6,6 @@
 #include "agent/names.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
-#include "trace/format.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,7 +59,7 @@ void names_put_os_name(uint32_t tid, const char *name, char written[RING_THREAD_
         return;
     memcpy(written, name, len);
     written[len] = '\0';
-    writer_put_thread_name(TRACE_THREAD_OS_NAME, tid, name, len);
+    writer_put_thread_os_name(tid, name, len);
 }
 
 void names_note_tid_locked(uint32_t tid)
@@ -84,8 +83,8 @@ void names_drain_locked(int final)
     for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++) {
         if (__atomic_load_n(&names_python.state[i], __ATOMIC_ACQUIRE) != PY_READY)
             continue;
-        writer_put_thread_name(TRACE_THREAD_PYTHON_NAME, names_python.tid[i], names_python.name[i],
-                               names_python.len[i]);
+        writer_put_thread_python_name(names_python.tid[i], names_python.name[i],
+                                      names_python.len[i]);
         __atomic_store_n(&names_python.state[i], PY_FREE, __ATOMIC_RELEASE);
     }
     if (!final)

@@ -11,7 +11,7 @@
 #include "agent/clock.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
-#include "trace/format.h"
+#include "trace/records.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -79,24 +79,19 @@ static void nvtx_emit_registry_locked(void)
     for (struct nvtx_domain *d = nvtx_domains; d; d = d->next) {
         if (d->emitted)
             continue;
-        uint64_t name = writer_intern(d->name, strlen(d->name));
+        struct trace_domain r = {.domain = d->id, .name = writer_intern(d->name, strlen(d->name))};
         writer_reserve_locked(32);
-        struct trace_record_mark m = trace_record_begin(b, TRACE_DOMAIN);
-        trace_put_u(b, d->id);
-        trace_put_u(b, name);
-        trace_record_end(b, m);
+        trace_put_domain(b, &r);
         d->emitted = 1;
     }
     for (struct nvtx_category *c = nvtx_categories; c; c = c->next) {
         if (c->emitted)
             continue;
-        uint64_t name = writer_intern(c->name, strlen(c->name));
+        struct trace_category r = {.domain = c->domain,
+                                   .category = c->category,
+                                   .name = writer_intern(c->name, strlen(c->name))};
         writer_reserve_locked(40);
-        struct trace_record_mark m = trace_record_begin(b, TRACE_CATEGORY);
-        trace_put_u(b, c->domain);
-        trace_put_u(b, c->category);
-        trace_put_u(b, name);
-        trace_record_end(b, m);
+        trace_put_category(b, &r);
         c->emitted = 1;
     }
     writer_unlock();
@@ -182,17 +177,6 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
 
 /* ---- the hot path ---- */
 
-struct nvtx_event {
-    const void *msg; /* bytes, or a registered string handle */
-    size_t msg_bytes;
-    uint8_t msg_kind; /* RING_MSG_* */
-    uint8_t has_color;
-    uint8_t payload_type;
-    uint32_t category;
-    uint32_t color;
-    uint64_t payload;
-};
-
 static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
 {
     return domain ? ((const struct nvtx_domain *)domain)->id : 0;
@@ -213,88 +197,24 @@ static inline __attribute__((always_inline)) void nvtx_record_short(struct agent
     ring_commit(&t->ring, sizeof(*rec));
 }
 
-/* Messages over the ring's inline limit take one heap copy so that a huge name is
- * recorded whole without filling the ring; the writer frees it. */
-static __attribute__((noinline)) void *nvtx_heap_copy(const void *bytes, size_t len)
+static inline struct ring_event_fields nvtx_event_ascii(const char *message)
 {
-    void *copy = malloc(len ? len : 1);
-    if (copy)
-        memcpy(copy, bytes, len);
-    return copy;
-}
-
-static inline __attribute__((always_inline)) void nvtx_record_event(struct agent_thread *t,
-                                                                    uint8_t type, uint64_t ticks,
-                                                                    uint32_t domain, uint64_t arg,
-                                                                    const struct nvtx_event *ev)
-{
-    struct ring *r = &t->ring;
-    uint8_t kind = ev->msg_kind;
-    const void *pointer = kind == RING_MSG_REGISTERED ? ev->msg : NULL;
-    if (__builtin_expect(ev->msg_bytes > r->inline_max, 0)) {
-        if (r->size == 0 || !(pointer = nvtx_heap_copy(ev->msg, ev->msg_bytes))) {
-            ring_count_drop(t);
-            return;
-        }
-        kind |= RING_MSG_ON_HEAP;
-    }
-    int has_attributes = ev->has_color || ev->payload_type;
-    size_t message_bytes =
-        ring_message_is_pointer(kind) ? sizeof(void *) : (ev->msg_bytes + 7) & ~(size_t)7;
-    uint32_t size =
-        (uint32_t)(sizeof(struct ring_event) +
-                   (has_attributes ? sizeof(struct ring_attributes) : 0) + message_bytes);
-    struct ring_event *rec = ring_reserve(r, size);
-    if (__builtin_expect(!rec, 0)) {
-        if (kind & RING_MSG_ON_HEAP)
-            free((void *)pointer);
-        ring_count_drop(t);
-        return;
-    }
-    *rec = (struct ring_event){
-        .head = {.type = type,
-                 .msg_kind = kind,
-                 .payload_type = ev->payload_type,
-                 .flags = (uint8_t)((has_attributes ? RING_HAS_ATTRIBUTES : 0) |
-                                    (ev->has_color ? RING_HAS_COLOR : 0)),
-                 .domain = (uint16_t)domain,
-                 .size = (uint16_t)size,
-                 .ticks = ticks,
-                 .arg = arg},
-        .msg_len = (uint32_t)ev->msg_bytes,
-        .category = ev->category,
-    };
-    char *tail = (char *)(rec + 1);
-    if (has_attributes) {
-        *(struct ring_attributes *)tail =
-            (struct ring_attributes){.color = ev->color, .payload = ev->payload};
-        tail += sizeof(struct ring_attributes);
-    }
-    if (ring_message_is_pointer(kind))
-        memcpy(tail, &pointer, sizeof(pointer));
-    else if (ev->msg_bytes) /* an event without a message has msg NULL: memcpy(NULL) is UB */
-        memcpy(tail, ev->msg, ev->msg_bytes);
-    ring_commit(r, size);
-}
-
-static inline struct nvtx_event nvtx_event_ascii(const char *message)
-{
-    return (struct nvtx_event){.msg = message,
+    return (struct ring_event_fields){.msg = message,
                                .msg_bytes = message ? strlen(message) : 0,
                                .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE};
 }
 
-static inline struct nvtx_event nvtx_event_wide(const wchar_t *message)
+static inline struct ring_event_fields nvtx_event_wide(const wchar_t *message)
 {
-    return (struct nvtx_event){.msg = message,
+    return (struct ring_event_fields){.msg = message,
                                .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
                                .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE};
 }
 
 /* Event attributes, read only as far as the caller's struct size says they exist. */
-static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t *a)
+static struct ring_event_fields nvtx_event_from_attributes(const nvtxEventAttributes_t *a)
 {
-    struct nvtx_event ev = {0};
+    struct ring_event_fields ev = {0};
     if (!a || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message))
         return ev;
     ev.category = a->category;
@@ -327,12 +247,12 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
     }
     switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII: {
-        struct nvtx_event m = nvtx_event_ascii(a->message.ascii);
+        struct ring_event_fields m = nvtx_event_ascii(a->message.ascii);
         ev.msg = m.msg, ev.msg_bytes = m.msg_bytes, ev.msg_kind = m.msg_kind;
         break;
     }
     case NVTX_MESSAGE_TYPE_UNICODE: {
-        struct nvtx_event m = nvtx_event_wide(a->message.unicode);
+        struct ring_event_fields m = nvtx_event_wide(a->message.unicode);
         ev.msg = m.msg, ev.msg_bytes = m.msg_bytes, ev.msg_kind = m.msg_kind;
         break;
     }
@@ -349,13 +269,13 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
 }
 
 static inline __attribute__((always_inline)) int
-nvtx_push(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+nvtx_push(uint32_t domain, const struct ring_event_fields *ev, uint64_t ticks)
 {
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return 0;
     int level = t->depth[domain]++;
-    nvtx_record_event(t, TRACE_PUSH, ticks, domain, (uint64_t)level, ev);
+    ring_put_event(t, TRACE_PUSH, ticks, domain, (uint64_t)level, ev);
     return level;
 }
 
@@ -377,13 +297,13 @@ static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain)
 /* Range ids: the thread's index in the top 24 bits, its own counter below, so ids are
  * unique and non-zero without a shared atomic. */
 static inline __attribute__((always_inline)) nvtxRangeId_t
-nvtx_start(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+nvtx_start(uint32_t domain, const struct ring_event_fields *ev, uint64_t ticks)
 {
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return 0;
     nvtxRangeId_t id = (t->thread_idx << 40) | (++t->next_range & ((1ull << 40) - 1));
-    nvtx_record_event(t, TRACE_START, ticks, domain, id, ev);
+    ring_put_event(t, TRACE_START, ticks, domain, id, ev);
     return id;
 }
 
@@ -396,11 +316,11 @@ static inline __attribute__((always_inline)) void nvtx_end(nvtxRangeId_t id)
 }
 
 static inline __attribute__((always_inline)) void
-nvtx_mark(uint32_t domain, const struct nvtx_event *ev, uint64_t ticks)
+nvtx_mark(uint32_t domain, const struct ring_event_fields *ev, uint64_t ticks)
 {
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
-        nvtx_record_event(t, TRACE_MARK, ticks, domain, 0, ev);
+        ring_put_event(t, TRACE_MARK, ticks, domain, 0, ev);
 }
 
 /* Names (threads, CUDA objects) go through the ring too: no lock for the caller. */
@@ -411,8 +331,8 @@ static void nvtx_name(uint8_t type, uint32_t kind, uint64_t handle, const char *
     struct agent_thread *t = ring_self(ticks);
     if (!t)
         return;
-    struct nvtx_event ev = ascii ? nvtx_event_ascii(ascii) : nvtx_event_wide(wide);
-    nvtx_record_event(t, type, ticks, kind, handle, &ev);
+    struct ring_event_fields ev = ascii ? nvtx_event_ascii(ascii) : nvtx_event_wide(wide);
+    ring_put_event(t, type, ticks, kind, handle, &ev);
 }
 
 /* ---- the callbacks NVTX calls ---- */
@@ -420,42 +340,42 @@ static void nvtx_name(uint8_t type, uint32_t kind, uint64_t handle, const char *
 static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    struct ring_event_fields ev = nvtx_event_from_attributes(a);
     nvtx_mark(0, &ev, ticks);
 }
 
 static void nvtx_mark_a(const char *message)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_ascii(message);
+    struct ring_event_fields ev = nvtx_event_ascii(message);
     nvtx_mark(0, &ev, ticks);
 }
 
 static void nvtx_mark_w(const wchar_t *message)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_wide(message);
+    struct ring_event_fields ev = nvtx_event_wide(message);
     nvtx_mark(0, &ev, ticks);
 }
 
 static nvtxRangeId_t nvtx_range_start_ex(const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    struct ring_event_fields ev = nvtx_event_from_attributes(a);
     return nvtx_start(0, &ev, ticks);
 }
 
 static nvtxRangeId_t nvtx_range_start_a(const char *message)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_ascii(message);
+    struct ring_event_fields ev = nvtx_event_ascii(message);
     return nvtx_start(0, &ev, ticks);
 }
 
 static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_wide(message);
+    struct ring_event_fields ev = nvtx_event_wide(message);
     return nvtx_start(0, &ev, ticks);
 }
 
@@ -467,21 +387,21 @@ static void nvtx_range_end(nvtxRangeId_t id)
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    struct ring_event_fields ev = nvtx_event_from_attributes(a);
     return nvtx_push(0, &ev, ticks);
 }
 
 static int nvtx_range_push_a(const char *message)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_ascii(message);
+    struct ring_event_fields ev = nvtx_event_ascii(message);
     return nvtx_push(0, &ev, ticks);
 }
 
 static int nvtx_range_push_w(const wchar_t *message)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_wide(message);
+    struct ring_event_fields ev = nvtx_event_wide(message);
     return nvtx_push(0, &ev, ticks);
 }
 
@@ -513,7 +433,7 @@ static void nvtx_name_os_thread_w(uint32_t tid, const wchar_t *name)
 static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    struct ring_event_fields ev = nvtx_event_from_attributes(a);
     nvtx_mark(nvtx_domain_id(domain), &ev, ticks);
 }
 
@@ -521,7 +441,7 @@ static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
                                                 const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    struct ring_event_fields ev = nvtx_event_from_attributes(a);
     return nvtx_start(nvtx_domain_id(domain), &ev, ticks);
 }
 
@@ -534,7 +454,7 @@ static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct nvtx_event ev = nvtx_event_from_attributes(a);
+    struct ring_event_fields ev = nvtx_event_from_attributes(a);
     return nvtx_push(nvtx_domain_id(domain), &ev, ticks);
 }
 

@@ -11,7 +11,8 @@
 #include "agent/clock.h"
 #include "agent/pystack.h"
 #include "agent/ring.h"
-#include "trace/format.h"
+#include "agent/writer.h"
+#include "trace/records.h"
 
 /* Enough for PYSTACK_USER_FRAMES frames of long paths; longer stacks are truncated. */
 #define PYTRACE_TEXT_MAX 2048u
@@ -27,21 +28,20 @@ static void pytrace_push(uint64_t correlation, const char *text, size_t len)
     struct agent_thread *t = ring_self(ticks);
     if (!t)
         return;
-    uint32_t size = (uint32_t)(sizeof(struct ring_event) + ((len + 7) & ~(size_t)7));
-    struct ring_event *rec = size <= t->ring.size / 2 ? ring_reserve(&t->ring, size) : NULL;
-    if (!rec) {
-        ring_count_drop(t);
-        return;
-    }
-    *rec = (struct ring_event){.head = {.type = TRACE_CUDA_BACKTRACE,
-                                        .msg_kind = RING_MSG_UTF8,
-                                        .size = (uint16_t)size,
-                                        .ticks = ticks,
-                                        .arg = correlation},
-                               .msg_len = (uint32_t)len};
-    memcpy(rec + 1, text, len);
-    ring_commit(&t->ring, size);
+    struct ring_event_fields ev = {.msg = text, .msg_bytes = len, .msg_kind = RING_MSG_UTF8};
+    ring_put_event(t, TRACE_CUDA_BACKTRACE, ticks, 0, correlation, &ev);
 }
+
+/* In the writer thread: the ring record -> TRACE_CUDA_BACKTRACE (the stack's text is
+ * interned by then). */
+static void pytrace_translate(struct trace_chunk_builder *b, const struct writer_ring_record *w)
+{
+    struct trace_cuda_backtrace r = {.correlation = w->rec->arg, .stack = w->message_id};
+    trace_put_cuda_backtrace(b, &r);
+}
+
+WRITER_TRANSLATOR(pytrace_translator) = {TRACE_CUDA_BACKTRACE, TRACE_CUDA_BACKTRACE,
+                                         pytrace_translate};
 
 void pytrace_on_api(CUpti_CallbackDomain domain, const CUpti_CallbackData *data)
 {

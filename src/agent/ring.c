@@ -3,12 +3,14 @@
 #include "agent/ring.h"
 #include "agent/clock.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-exec")));
@@ -26,6 +28,35 @@ static _Atomic int ring_disabled;
 static _Atomic uint64_t ring_drops_without_ring;
 static pthread_key_t ring_exit_key;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
+
+/* ---- waking the consumer ---- */
+
+static _Atomic uint32_t ring_wake_word;
+
+void ring_wake_consumer(void)
+{
+    __atomic_fetch_add(&ring_wake_word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &ring_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+uint32_t ring_wake_count(void)
+{
+    return __atomic_load_n(&ring_wake_word, __ATOMIC_ACQUIRE);
+}
+
+void ring_consumer_wait(uint32_t seen, uint64_t timeout_ns)
+{
+    struct timespec period = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    syscall(SYS_futex, &ring_wake_word, FUTEX_WAIT_PRIVATE, seen, &period, NULL, 0);
+}
+
+void *ring_heap_copy(const void *bytes, size_t len)
+{
+    void *copy = malloc(len ? len : 1);
+    if (copy)
+        memcpy(copy, bytes, len);
+    return copy;
+}
 
 uint32_t ring_gettid(void)
 {

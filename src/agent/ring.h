@@ -1,12 +1,16 @@
 /* Per-thread single-producer/single-consumer byte rings and the lock-free registry of the
  * threads that own them. The producer (an application thread) reserves and commits records
  * without locks or allocation, and makes a syscall only to wake the writer when its ring
- * passes half full; the writer thread consumes every ring. */
+ * passes half full; the writer thread consumes every ring. The ring knows its records' layout,
+ * not what they mean: the source that puts a record type in a ring translates it
+ * (writer.h, WRITER_RING_TRANSLATOR). */
 #ifndef LANTERN_AGENT_RING_H
 #define LANTERN_AGENT_RING_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Records in a ring, sized so that a plain push + pop pair fills one 64-byte cache line:
  *   ring_record (24 bytes): every record; POP, END, UNBALANCED_POP, DOMAIN_DESTROY stop here
@@ -144,9 +148,10 @@ static inline void *ring_reserve(struct ring *r, uint32_t bytes)
     return r->data + index;
 }
 
-void ring_wake_writer(void);
+/* Wakes the consumer (ring_consumer_wait); async-signal-safe (an atomic and a futex). */
+void ring_wake_consumer(void);
 
-/* Publishes the reserved record; wakes the writer once when the ring passes half full. */
+/* Publishes the reserved record; wakes the consumer once when the ring passes half full. */
 static inline void ring_commit(struct ring *r, uint32_t bytes)
 {
     uint64_t old_used = r->head_private - r->tail_seen;
@@ -155,7 +160,7 @@ static inline void ring_commit(struct ring *r, uint32_t bytes)
     __atomic_store_n(&r->head, new_head, __ATOMIC_RELEASE);
     uint64_t half = r->size / 2;
     if (__builtin_expect(old_used < half && new_head - r->tail_seen >= half, 0))
-        ring_wake_writer();
+        ring_wake_consumer();
 }
 
 void ring_count_unregistered_drop(void);
@@ -183,12 +188,94 @@ static inline struct agent_thread *ring_self(uint64_t now_ticks)
     return __builtin_expect(t != NULL, 1) ? t : ring_thread_attach(now_ticks);
 }
 
+/* ---- an event with a message (NVTX push/start/mark/names, launch backtraces) ---- */
+
+/* What an event record carries besides its head: the message, and NVTX's attributes. */
+struct ring_event_fields {
+    const void *msg; /* bytes, or a registered string handle (RING_MSG_REGISTERED) */
+    size_t msg_bytes;
+    uint8_t msg_kind; /* RING_MSG_* */
+    uint8_t has_color;
+    uint8_t payload_type;
+    uint32_t category;
+    uint32_t color;
+    uint64_t payload;
+};
+
+/* A malloc'd copy of a message too long for the ring (the consumer frees it); NULL if out of
+ * memory. Off the inline path on purpose. */
+void *ring_heap_copy(const void *bytes, size_t len);
+
+/* Puts an event record in the calling thread's ring, or counts it dropped. A message over the
+ * ring's inline limit takes one heap copy so that a huge name is recorded whole without
+ * filling the ring. */
+static inline __attribute__((always_inline)) void ring_put_event(struct agent_thread *t,
+                                                                 uint8_t type, uint64_t ticks,
+                                                                 uint32_t domain, uint64_t arg,
+                                                                 const struct ring_event_fields *ev)
+{
+    struct ring *r = &t->ring;
+    uint8_t kind = ev->msg_kind;
+    const void *pointer = kind == RING_MSG_REGISTERED ? ev->msg : NULL;
+    if (__builtin_expect(ev->msg_bytes > r->inline_max, 0)) {
+        if (r->size == 0 || !(pointer = ring_heap_copy(ev->msg, ev->msg_bytes))) {
+            ring_count_drop(t);
+            return;
+        }
+        kind |= RING_MSG_ON_HEAP;
+    }
+    int has_attributes = ev->has_color || ev->payload_type;
+    size_t message_bytes =
+        ring_message_is_pointer(kind) ? sizeof(void *) : (ev->msg_bytes + 7) & ~(size_t)7;
+    uint32_t size =
+        (uint32_t)(sizeof(struct ring_event) +
+                   (has_attributes ? sizeof(struct ring_attributes) : 0) + message_bytes);
+    struct ring_event *rec = ring_reserve(r, size);
+    if (__builtin_expect(!rec, 0)) {
+        if (kind & RING_MSG_ON_HEAP)
+            free((void *)pointer);
+        ring_count_drop(t);
+        return;
+    }
+    /* every byte is written: the ring holds stale bytes from its previous lap */
+    *rec = (struct ring_event){
+        .head = {.type = type,
+                 .msg_kind = kind,
+                 .payload_type = ev->payload_type,
+                 .flags = (uint8_t)((has_attributes ? RING_HAS_ATTRIBUTES : 0) |
+                                    (ev->has_color ? RING_HAS_COLOR : 0)),
+                 .domain = (uint16_t)domain,
+                 .size = (uint16_t)size,
+                 .ticks = ticks,
+                 .arg = arg},
+        .msg_len = (uint32_t)ev->msg_bytes,
+        .category = ev->category,
+    };
+    char *tail = (char *)(rec + 1);
+    if (has_attributes) {
+        *(struct ring_attributes *)tail =
+            (struct ring_attributes){.color = ev->color, .payload = ev->payload};
+        tail += sizeof(struct ring_attributes);
+    }
+    if (ring_message_is_pointer(kind))
+        memcpy(tail, &pointer, sizeof(pointer));
+    else if (ev->msg_bytes) /* an event without a message has msg NULL: memcpy(NULL) is UB */
+        memcpy(tail, ev->msg, ev->msg_bytes);
+    ring_commit(r, size);
+}
+
 /* Stops new rings from being created (the agent is inert). */
 void ring_disable(void);
 /* Sets the ring size from LANTERN_BUFFER_KB (idempotent, safe from any thread). */
 uint64_t ring_configured_size(void);
 
 /* ---- consumer (the writer, under the writer lock) ---- */
+
+/* The consumer sleeps until a producer's ring passes half full, ring_wake_consumer() is
+ * called, or timeout_ns pass; `seen` is ring_wake_count() as read before it drained, so a
+ * wake in between is not missed. */
+uint32_t ring_wake_count(void);
+void ring_consumer_wait(uint32_t seen, uint64_t timeout_ns);
 
 /* Calls fn for every record published so far, then releases them. */
 void ring_consume(struct ring *r,

@@ -1,23 +1,23 @@
 /* The writer thread and the trace file: drains the rings every 10 ms (sooner when a ring is
  * half full), turns ring records into trace records, interns strings, and write()s whole
- * chunks at least every 50 ms, so a SIGKILL loses at most ~100 ms of events. */
+ * chunks at least every 50 ms, so a SIGKILL loses at most ~100 ms of events. Which trace
+ * record a ring record becomes is its source's business (WRITER_TRANSLATOR). */
 #include "agent/writer.h"
 #include "agent/clock.h"
 #include "agent/names.h"
 #include "agent/ring.h"
-#include "trace/format.h"
+#include "trace/process.h"
+#include "trace/records.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <wchar.h>
@@ -69,26 +69,11 @@ static struct {
     pthread_t thread;
 } writer = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
-static _Atomic uint32_t writer_wake_word;
 static _Atomic int writer_stop;
 static _Atomic int writer_end_requested; /* by a signal handler: end the file now */
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
 
 static void writer_end(int clean);
-
-/* ---- waking ---- */
-
-void ring_wake_writer(void)
-{
-    __atomic_fetch_add(&writer_wake_word, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &writer_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-static void writer_sleep(uint32_t seen)
-{
-    struct timespec period = {0, WRITER_DRAIN_PERIOD_NS};
-    syscall(SYS_futex, &writer_wake_word, FUTEX_WAIT_PRIVATE, seen, &period, NULL, 0);
-}
 
 /* ---- the file ---- */
 
@@ -200,13 +185,11 @@ static uint64_t writer_hash(const char *s, size_t len)
 
 static void writer_emit_string(uint64_t id, const char *s, size_t len, size_t original_len)
 {
+    struct trace_string r = {.id = id,
+                             .bytes = trace_bytes(s, len),
+                             .original_len = original_len != len ? original_len : 0};
     writer_reserve_locked(len + 32);
-    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_STRING);
-    trace_put_u(&writer.chunk, id);
-    trace_put_s(&writer.chunk, s, len);
-    if (original_len != len)
-        trace_put_u(&writer.chunk, original_len);
-    trace_record_end(&writer.chunk, m);
+    trace_put_string(&writer.chunk, &r);
 }
 
 /* A string longer than TRACE_STRING_MAX, cut at a UTF-8 character boundary and marked;
@@ -371,119 +354,64 @@ static uint64_t writer_message_id(const struct ring_event *ev)
 
 /* ---- ring records -> trace records ---- */
 
-/* EVENT fields; trailing zeros are left out (readers take absent trailing fields as 0),
- * which makes a plain push 8 bytes on disk instead of 12. */
-static void writer_put_event(const struct ring_record *rec, uint64_t name_id)
+static writer_translate_fn writer_translators[128]; /* by ring record type */
+
+static void writer_load_translators(void)
 {
-    const struct ring_event *ev = (const struct ring_event *)rec;
-    const struct ring_attributes *attributes = ring_event_attributes(ev);
-    uint64_t fields[5] = {name_id, ev->category, 0, 0, 0};
-    if (attributes) {
-        fields[2] = (rec->flags & RING_HAS_COLOR) ? (uint64_t)attributes->color + 1 : 0;
-        fields[3] = rec->payload_type;
-        fields[4] = rec->payload_type ? attributes->payload : 0;
-    }
-    int count = 5;
-    while (count > 0 && fields[count - 1] == 0)
-        count--;
-    for (int i = 0; i < count; i++)
-        trace_put_u(&writer.chunk, fields[i]);
+    extern const struct writer_translator __start_lantern_translators[]
+        __attribute__((visibility("hidden")));
+    extern const struct writer_translator __stop_lantern_translators[]
+        __attribute__((visibility("hidden")));
+    for (const struct writer_translator *x = __start_lantern_translators;
+         x < __stop_lantern_translators; x++)
+        for (unsigned type = x->first_type; type <= x->last_type && type < 128; type++)
+            writer_translators[type] = x->translate;
 }
 
+/* The source that put the record in the ring writes its trace record. */
 static void writer_put_ring_record(struct agent_thread *t, const struct ring_record *rec, void *ctx)
 {
     (void)ctx;
-    struct trace_chunk_builder *b = &writer.chunk;
-    /* may emit TRACE_STRING first */
-    uint64_t name_id =
+    /* may emit TRACE_STRING first; frees a heap message */
+    uint64_t message_id =
         ring_record_is_event(rec) ? writer_message_id((const struct ring_event *)rec) : 0;
+    writer_translate_fn translate = writer_translators[rec->type & 127];
+    if (!translate)
+        return;
     writer_reserve_locked(128);
-    uint64_t ts = clock_ticks_to_ns(&writer.calibration, rec->ticks);
-    struct trace_record_mark m = trace_record_begin(b, rec->type);
-    switch (rec->type) {
-    case TRACE_PUSH:
-    case TRACE_POP:
-        trace_put_u(b, t->thread_idx);
-        trace_put_ts(b, ts);
-        trace_put_u(b, rec->domain);
-        trace_put_u(b, rec->arg);
-        if (rec->type == TRACE_PUSH)
-            writer_put_event(rec, name_id);
-        break;
-    case TRACE_START:
-        trace_put_u(b, t->thread_idx);
-        trace_put_ts(b, ts);
-        trace_put_u(b, rec->arg);
-        trace_put_u(b, rec->domain);
-        writer_put_event(rec, name_id);
-        break;
-    case TRACE_END:
-        trace_put_u(b, t->thread_idx);
-        trace_put_ts(b, ts);
-        trace_put_u(b, rec->arg);
-        break;
-    case TRACE_MARK:
-        trace_put_u(b, t->thread_idx);
-        trace_put_ts(b, ts);
-        trace_put_u(b, rec->domain);
-        writer_put_event(rec, name_id);
-        break;
-    case TRACE_UNBALANCED_POP:
-        trace_put_u(b, t->thread_idx);
-        trace_put_ts(b, ts);
-        trace_put_u(b, rec->domain);
-        break;
-    case TRACE_DOMAIN_DESTROY:
-        trace_put_u(b, rec->domain);
-        trace_put_ts(b, ts);
-        break;
-    case TRACE_THREAD_NAME:
-        trace_put_u(b, rec->arg);
-        trace_put_u(b, name_id);
-        break;
-    case TRACE_NAME_RESOURCE:
-        trace_put_u(b, rec->domain);
-        trace_put_u(b, rec->arg);
-        trace_put_u(b, name_id);
-        break;
-    case TRACE_CUDA_BACKTRACE: /* src/agent/pytrace.c */
-        trace_put_u(b, rec->arg);
-        trace_put_u(b, name_id);
-        break;
-    default:
-        break;
-    }
-    trace_record_end(b, m);
+    struct writer_ring_record r = {rec, t->thread_idx,
+                                   clock_ticks_to_ns(&writer.calibration, rec->ticks), message_id};
+    translate(&writer.chunk, &r);
 }
 
 void writer_put_dropped(uint64_t thread_idx, uint64_t count)
 {
+    struct trace_dropped r = {.thread_idx = thread_idx, .count = count};
     writer_reserve_locked(32);
-    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_DROPPED);
-    trace_put_u(&writer.chunk, thread_idx);
-    trace_put_u(&writer.chunk, count);
-    trace_record_end(&writer.chunk, m);
+    trace_put_dropped(&writer.chunk, &r);
     writer.dropped_total += count;
 }
 
-void writer_put_thread_name(unsigned type, uint32_t os_tid, const char *name, size_t len)
+void writer_put_thread_os_name(uint32_t os_tid, const char *name, size_t len)
 {
-    uint64_t name_id = writer_intern(name, len); /* may emit TRACE_STRING first */
+    /* may emit TRACE_STRING first */
+    struct trace_thread_os_name r = {.os_tid = os_tid, .name = writer_intern(name, len)};
     writer_reserve_locked(32);
-    struct trace_record_mark m = trace_record_begin(&writer.chunk, type);
-    trace_put_u(&writer.chunk, os_tid);
-    trace_put_u(&writer.chunk, name_id);
-    trace_record_end(&writer.chunk, m);
+    trace_put_thread_os_name(&writer.chunk, &r);
+}
+
+void writer_put_thread_python_name(uint32_t os_tid, const char *name, size_t len)
+{
+    struct trace_thread_python_name r = {.os_tid = os_tid, .name = writer_intern(name, len)};
+    writer_reserve_locked(32);
+    trace_put_thread_python_name(&writer.chunk, &r);
 }
 
 static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t first_seen_ns)
 {
+    struct trace_thread r = {.thread_idx = thread_idx, .os_tid = os_tid, .first_seen = first_seen_ns};
     writer_reserve_locked(48);
-    struct trace_record_mark m = trace_record_begin(&writer.chunk, TRACE_THREAD);
-    trace_put_u(&writer.chunk, thread_idx);
-    trace_put_u(&writer.chunk, os_tid);
-    trace_put_ts(&writer.chunk, first_seen_ns);
-    trace_record_end(&writer.chunk, m);
+    trace_put_thread(&writer.chunk, &r);
 }
 
 /* ctx points at `final`: the last drain before the file ends, when the OS names of live
@@ -546,10 +474,10 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "lantern-writer");
-    uint32_t seen = __atomic_load_n(&writer_wake_word, __ATOMIC_ACQUIRE);
+    uint32_t seen = ring_wake_count();
     while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {
-        writer_sleep(seen);
-        seen = __atomic_load_n(&writer_wake_word, __ATOMIC_ACQUIRE);
+        ring_consumer_wait(seen, WRITER_DRAIN_PERIOD_NS);
+        seen = ring_wake_count();
         if (__atomic_load_n(&writer_end_requested, __ATOMIC_ACQUIRE)) {
             writer_end(0); /* the process is being killed: not a clean exit */
             break;
@@ -642,50 +570,25 @@ static void writer_put_process_info(void)
     const char *rank_var = "", *local_var = "";
     long long rank = writer_env_rank(rank_vars, &rank_var);
     long long local = writer_env_rank(local_vars, &local_var);
-    uint64_t ancestors[TRACE_MAX_ANCESTORS];
-    unsigned count = 0;
-    for (uint64_t pid = (uint64_t)getppid(); pid > 1 && count < TRACE_MAX_ANCESTORS;) {
+    struct trace_process_info r = {.rank = (uint64_t)(rank + 1),
+                                   .local_rank = (uint64_t)(local + 1),
+                                   .rank_variable = trace_cstr(rank >= 0 ? rank_var : local_var)};
+    for (uint64_t pid = (uint64_t)getppid(); pid > 1 && r.ancestors.count < TRACE_MAX_ANCESTORS;) {
         pid = writer_parent_of(pid);
         if (!pid)
             break;
-        ancestors[count++] = pid;
+        r.ancestors.values[r.ancestors.count++] = pid;
     }
-    struct trace_chunk_builder *b = &writer.chunk;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_PROCESS_INFO);
-    trace_put_u(b, (uint64_t)(rank + 1));
-    trace_put_u(b, (uint64_t)(local + 1));
-    trace_put_s(b, rank >= 0 ? rank_var : local_var, strlen(rank >= 0 ? rank_var : local_var));
-    trace_put_u(b, count);
-    for (unsigned i = 0; i < count; i++)
-        trace_put_u(b, ancestors[i]);
-    trace_record_end(b, m);
+    trace_put_process_info(&writer.chunk, &r);
 }
 
 static void writer_put_process(uint64_t start_ns)
 {
-    static char exe[PATH_MAX], cmdline[16384], host[256];
-    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof(exe));
+    static char cmdline[16384];
     size_t cmd_len = writer_read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
     if (cmd_len && cmdline[cmd_len - 1] == '\0')
         cmd_len--; /* the format separates arguments by NUL; no terminator */
-    if (gethostname(host, sizeof(host)) != 0)
-        host[0] = '\0';
-    host[sizeof(host) - 1] = '\0';
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-
-    struct trace_chunk_builder *b = &writer.chunk;
-    struct trace_record_mark m = trace_record_begin(b, TRACE_PROCESS);
-    trace_put_u(b, (uint64_t)getpid());
-    trace_put_u(b, (uint64_t)getppid());
-    trace_put_ts(b, start_ns);
-    trace_put_u(b, (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec);
-    trace_put_s(b, exe, exe_len > 0 ? (size_t)exe_len : 0);
-    trace_put_s(b, cmdline, cmd_len);
-    trace_put_s(b, host, strlen(host));
-    trace_put_u(b, writer.agent_flags);
-    trace_put_s(b, LANTERN_VERSION, strlen(LANTERN_VERSION));
-    trace_record_end(b, m);
+    trace_put_process_self(&writer.chunk, start_ns, cmdline, cmd_len, writer.agent_flags, "");
     writer_put_process_info();
 }
 
@@ -734,6 +637,7 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.next_string_id = 1;
     writer.file_generation = 1;
     clock_calibration_start(&writer.calibration);
+    writer_load_translators();
     if (!writer.chunk_buf || writer_open_file() < 0)
         goto fail;
     writer.open = 1;
@@ -754,20 +658,15 @@ static void writer_put_end(int clean)
 {
     uint64_t now = clock_mono_ns();
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, now);
-    struct trace_record_mark m;
     if (writer.write_failed) {
-        const char *why = strerror(writer.write_errno);
-        m = trace_record_begin(&writer.chunk, TRACE_WRITE_ERROR);
-        trace_put_u(&writer.chunk, (uint64_t)writer.write_errno);
-        trace_put_u(&writer.chunk, writer.file_bytes);
-        trace_put_s(&writer.chunk, why, strlen(why));
-        trace_record_end(&writer.chunk, m);
+        struct trace_write_error error = {.error = (uint64_t)writer.write_errno,
+                                          .file_bytes = writer.file_bytes,
+                                          .reason = trace_cstr(strerror(writer.write_errno))};
+        trace_put_write_error(&writer.chunk, &error);
     }
-    m = trace_record_begin(&writer.chunk, TRACE_PROCESS_END);
-    trace_put_ts(&writer.chunk, now);
-    trace_put_u(&writer.chunk, writer.dropped_total);
-    trace_put_u(&writer.chunk, (uint64_t)clean);
-    trace_record_end(&writer.chunk, m);
+    struct trace_process_end end = {
+        .end = now, .dropped_total = writer.dropped_total, .clean = (uint64_t)clean};
+    trace_put_process_end(&writer.chunk, &end);
 }
 
 /* Writes the end chunk even after a failure (it fits in the space writer_write_failed freed
@@ -812,7 +711,7 @@ static void writer_end(int clean)
 out:
     pthread_mutex_unlock(&writer.lock);
     __atomic_store_n(&writer_ended, 1, __ATOMIC_RELEASE);
-    ring_wake_writer(); /* lets the thread see writer_stop and end */
+    ring_wake_consumer(); /* lets the thread see writer_stop and end */
 }
 
 int writer_run(void)
@@ -834,7 +733,7 @@ void writer_finish(void)
 void writer_finish_from_signal(int timeout_ms)
 {
     __atomic_store_n(&writer_end_requested, 1, __ATOMIC_RELEASE);
-    ring_wake_writer();
+    ring_wake_consumer();
     struct timespec millisecond = {0, 1000000};
     for (int i = 0; i < timeout_ms && !__atomic_load_n(&writer_ended, __ATOMIC_ACQUIRE); i++)
         nanosleep(&millisecond, NULL);

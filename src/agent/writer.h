@@ -26,8 +26,35 @@ uint64_t writer_intern(const char *s,
  * count in TRACE_PROCESS_END's total too. */
 void writer_put_dropped(uint64_t thread_idx, uint64_t count);
 
-/* TRACE_THREAD_OS_NAME or TRACE_THREAD_PYTHON_NAME for os_tid (lock held). */
-void writer_put_thread_name(unsigned type, uint32_t os_tid, const char *name, size_t len);
+/* TRACE_THREAD_OS_NAME and TRACE_THREAD_PYTHON_NAME for os_tid (lock held). */
+void writer_put_thread_os_name(uint32_t os_tid, const char *name, size_t len);
+void writer_put_thread_python_name(uint32_t os_tid, const char *name, size_t len);
+
+/* ---- ring records -> trace records ---- */
+
+/* A ring record as the writer hands it to the source that put it in the ring. */
+struct ring_record;
+struct writer_ring_record {
+    const struct ring_record *rec;
+    uint64_t thread_idx; /* of the thread whose ring held it */
+    uint64_t ts;         /* rec->ticks as CLOCK_MONOTONIC ns */
+    uint64_t message_id; /* string id of an event's message, already written (0: none) */
+};
+
+/* Writes the trace record of a ring record (lock held, 128 bytes reserved). */
+typedef void (*writer_translate_fn)(struct trace_chunk_builder *b,
+                                    const struct writer_ring_record *r);
+
+/* The ring record types [first_type, last_type] a source puts in the rings, and its
+ * translator. Registered from the source's own file, like AGENT_SOURCE: the linker gathers
+ * these into the section lantern_translators, which the writer walks once at its start. */
+struct writer_translator {
+    unsigned first_type, last_type;
+    writer_translate_fn translate;
+};
+#define WRITER_TRANSLATOR(var)                                                                     \
+    __attribute__((used, section("lantern_translators"), aligned(sizeof(void *))))                 \
+    const struct writer_translator var
 
 /* A string registered once (nvtxDomainRegisterString) and named by its handle afterwards;
  * the writer caches its id per file so use costs no copy and no hashing. */

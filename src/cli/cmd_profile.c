@@ -5,6 +5,8 @@
 #include "nvml/sampler.h"
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/process.h"
+#include "trace/records.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -314,15 +316,15 @@ static uint64_t clock_ns(clockid_t clock)
 }
 
 /* launcher.lrt describes the session: a TRACE_PROCESS record flagged TRACE_FLAG_LAUNCHER
- * (cmdline = the profiled command, plus a trailing "s trace" field), and at the end a
- * TRACE_PROCESS_END with a trailing "u exit_status" field (docs/trace-format.md). */
+ * (cmdline = the profiled command, plus its trace_list field), and at the end a
+ * TRACE_PROCESS_END with its exit_status field (src/trace/records.def). */
 static int launcher_write_start(int fd, char **command, const char *trace)
 {
     size_t cmd_len = 0;
     for (char **a = command; *a; a++)
         cmd_len += strlen(*a) + 1;
-    char *cmdline = malloc(cmd_len + 1), exe[PATH_MAX] = "", host[256] = "";
-    size_t cap = cmd_len + sizeof exe + sizeof host + strlen(trace) + 256;
+    char *cmdline = malloc(cmd_len + 1);
+    size_t cap = cmd_len + PATH_MAX + 256 + strlen(trace) + 256; /* + exe, host, the rest */
     uint8_t *buf = malloc(cap);
     int rc = -1;
     if (!cmdline || !buf)
@@ -332,25 +334,12 @@ static int launcher_write_start(int fd, char **command, const char *trace)
         memcpy(cmdline + pos, *a, strlen(*a) + 1);
         pos += strlen(*a) + 1;
     }
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    gethostname(host, sizeof host - 1);
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, cap, now);
-    struct trace_record_mark m = trace_record_begin(&b, TRACE_PROCESS);
-    trace_put_u(&b, (uint64_t)getpid());
-    trace_put_u(&b, (uint64_t)getppid());
-    trace_put_ts(&b, now);
-    trace_put_u(&b, clock_ns(CLOCK_REALTIME));
-    trace_put_s(&b, exe, strlen(exe));
-    trace_put_s(&b, cmdline, cmd_len ? cmd_len - 1 : 0);
-    trace_put_s(&b, host, strlen(host));
-    trace_put_u(&b, TRACE_FLAG_LAUNCHER |
-                        (access("/dev/nvidiactl", F_OK) == 0 ? 0 : TRACE_FLAG_NO_NVIDIA_DEVICE));
-    trace_put_s(&b, LANTERN_VERSION, strlen(LANTERN_VERSION));
-    trace_put_s(&b, trace, strlen(trace));
-    if (trace_record_end(&b, m) < 0)
+    uint32_t flags = TRACE_FLAG_LAUNCHER |
+                     (access("/dev/nvidiactl", F_OK) == 0 ? 0 : TRACE_FLAG_NO_NVIDIA_DEVICE);
+    if (trace_put_process_self(&b, now, cmdline, cmd_len ? cmd_len - 1 : 0, flags, trace) < 0)
         goto out;
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
@@ -370,12 +359,12 @@ static int launcher_write_end(int fd, int exit_status)
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, now);
-    struct trace_record_mark m = trace_record_begin(&b, TRACE_PROCESS_END);
-    trace_put_ts(&b, now);
-    trace_put_u(&b, 0); /* the launcher drops nothing */
-    trace_put_u(&b, 1);
-    trace_put_u(&b, (uint64_t)exit_status);
-    if (trace_record_end(&b, m) < 0)
+    struct trace_process_end r = {.end = now,
+                                  .dropped_total = 0, /* the launcher drops nothing */
+                                  .clean = 1,
+                                  .exit_status = (uint64_t)exit_status,
+                                  .optional_present = 1}; /* exit_status even when 0 */
+    if (trace_put_process_end(&b, &r) < 0)
         return -1;
     size_t len = trace_chunk_finish(&b);
     return write(fd, buf, len) == (ssize_t)len ? 0 : -1;

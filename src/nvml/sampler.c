@@ -8,6 +8,7 @@
 #include "nvml/nvml_iface.h"
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -80,12 +81,11 @@ static void put_power(struct nvml_sampler *s, unsigned int gpu, uint64_t ts, int
                       unsigned int instant, int avg_ok, unsigned int avg)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_POWER);
-        trace_put_u(&s->chunk, gpu);
-        trace_put_ts(&s->chunk, ts);
-        trace_put_u(&s->chunk, instant_ok ? (uint64_t)instant + 1 : 0);
-        trace_put_u(&s->chunk, avg_ok ? (uint64_t)avg + 1 : 0);
-        if (trace_record_end(&s->chunk, m) == 0)
+        struct trace_nvml_power r = {.gpu = gpu,
+                                     .ts = ts,
+                                     .power_mw = instant_ok ? (uint64_t)instant + 1 : 0,
+                                     .power_avg_mw = avg_ok ? (uint64_t)avg + 1 : 0};
+        if (trace_put_nvml_power(&s->chunk, &r) == 0)
             return;
         flush_locked(s);
     }
@@ -95,12 +95,9 @@ static void put_energy(struct nvml_sampler *s, unsigned int gpu, uint64_t ts, ui
                        uint64_t uncertainty_ns)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_ENERGY);
-        trace_put_u(&s->chunk, gpu);
-        trace_put_ts(&s->chunk, ts);
-        trace_put_u(&s->chunk, mj);
-        trace_put_u(&s->chunk, uncertainty_ns);
-        if (trace_record_end(&s->chunk, m) == 0)
+        struct trace_nvml_energy r = {
+            .gpu = gpu, .ts = ts, .energy_mj = mj, .uncertainty_ns = uncertainty_ns};
+        if (trace_put_nvml_energy(&s->chunk, &r) == 0)
             return;
         flush_locked(s);
     }
@@ -115,12 +112,17 @@ static void put_state(struct nvml_sampler *s, unsigned int gpu, uint64_t ts,
                       const struct gpu_state *st)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_STATE);
-        trace_put_u(&s->chunk, gpu);
-        trace_put_ts(&s->chunk, ts);
-        for (int i = 0; i < 7; i++)
-            trace_put_u(&s->chunk, st->values[i]);
-        if (trace_record_end(&s->chunk, m) == 0)
+        const uint64_t *v = st->values;
+        struct trace_nvml_state r = {.gpu = gpu,
+                                     .ts = ts,
+                                     .sm_clock_mhz = v[0],
+                                     .memory_clock_mhz = v[1],
+                                     .gpu_util = v[2],
+                                     .memory_util = v[3],
+                                     .memory_used_bytes = v[4],
+                                     .temperature_c = v[5],
+                                     .throttle_reasons = v[6]};
+        if (trace_put_nvml_state(&s->chunk, &r) == 0)
             return;
         flush_locked(s);
     }
@@ -128,16 +130,17 @@ static void put_state(struct nvml_sampler *s, unsigned int gpu, uint64_t ts,
 
 static void put_gpu(struct nvml_sampler *s, const struct nvml_gpu *g)
 {
-    struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_GPU);
-    trace_put_u(&s->chunk, g->nvml_index);
-    trace_put_s(&s->chunk, g->uuid, strlen(g->uuid));
-    trace_put_s(&s->chunk, g->name, strlen(g->name));
-    trace_put_u(&s->chunk, g->power_limit_mw);
-    trace_put_u(&s->chunk, g->memory_bytes);
-    trace_put_u(&s->chunk, (g->has_energy_counter ? TRACE_NVML_HAS_ENERGY_COUNTER : 0) |
-                               (g->has_instant_power ? TRACE_NVML_HAS_INSTANT_POWER : 0));
-    trace_put_u(&s->chunk, (uint64_t)(g->cuda_index + 1));
-    trace_record_end(&s->chunk, m);
+    struct trace_nvml_gpu r = {
+        .gpu = g->nvml_index,
+        .uuid = trace_cstr(g->uuid),
+        .name = trace_cstr(g->name),
+        .power_limit_mw = g->power_limit_mw,
+        .memory_bytes = g->memory_bytes,
+        .flags = (g->has_energy_counter ? TRACE_NVML_HAS_ENERGY_COUNTER : 0) |
+                 (g->has_instant_power ? TRACE_NVML_HAS_INSTANT_POWER : 0),
+        .cuda_index = (uint64_t)(g->cuda_index + 1),
+    };
+    trace_put_nvml_gpu(&s->chunk, &r);
 }
 
 /* ---- sampling threads ---------------------------------------------------------------------- */
@@ -283,18 +286,23 @@ static void put_footprint(struct nvml_sampler *s, const struct sampler_gpu *sg, 
 {
     const struct call_count *kinds[] = {&sg->energy, &sg->power, &sg->state};
     for (int attempt = 0; attempt < 2; attempt++) {
-        struct trace_record_mark m = trace_record_begin(&s->chunk, TRACE_NVML_SAMPLER);
-        trace_put_u(&s->chunk, sg->gpu->nvml_index);
-        trace_put_u(&s->chunk, now - s->start_ns);
-        for (int k = 0; k < 3; k++) {
-            trace_put_u(&s->chunk, kinds[k]->calls);
-            trace_put_u(&s->chunk, kinds[k]->busy_ns);
-            trace_put_u(&s->chunk, kinds[k]->max_ns);
-        }
-        trace_put_u(&s->chunk, sg->energy_cpu_ns + s->power_cpu_ns / s->gpu_count);
-        trace_put_u(&s->chunk, sg->energy_started ? (uint64_t)sg->counter.mode + 1 : 0);
-        trace_put_u(&s->chunk, sg->counter.resets);
-        if (trace_record_end(&s->chunk, m) == 0)
+        struct trace_nvml_sampler r = {
+            .gpu = sg->gpu->nvml_index,
+            .duration_ns = now - s->start_ns,
+            .energy_calls = kinds[0]->calls,
+            .energy_busy_ns = kinds[0]->busy_ns,
+            .energy_max_ns = kinds[0]->max_ns,
+            .power_calls = kinds[1]->calls,
+            .power_busy_ns = kinds[1]->busy_ns,
+            .power_max_ns = kinds[1]->max_ns,
+            .state_calls = kinds[2]->calls,
+            .state_busy_ns = kinds[2]->busy_ns,
+            .state_max_ns = kinds[2]->max_ns,
+            .cpu_ns = sg->energy_cpu_ns + s->power_cpu_ns / s->gpu_count,
+            .counter_mode = sg->energy_started ? (uint64_t)sg->counter.mode + 1 : 0,
+            .counter_resets = sg->counter.resets,
+        };
+        if (trace_put_nvml_sampler(&s->chunk, &r) == 0)
             return;
         flush_locked(s);
     }
@@ -307,9 +315,8 @@ static void write_disabled(int fd, const char *why)
     uint8_t buf[512];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, nvml_now_ns());
-    struct trace_record_mark m = trace_record_begin(&b, TRACE_NVML_DISABLED);
-    trace_put_s(&b, why, strlen(why));
-    if (trace_record_end(&b, m) != 0)
+    struct trace_nvml_disabled r = {.reason = trace_cstr(why)};
+    if (trace_put_nvml_disabled(&b, &r) != 0)
         return;
     size_t len = trace_chunk_finish(&b);
     if (write(fd, buf, len) != (ssize_t)len)

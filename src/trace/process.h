@@ -1,0 +1,19 @@
+/* The one TRACE_PROCESS encoder, used by the agent (each traced process's file) and by the
+ * launcher (launcher.lrt): it fills in what the process can learn about itself (pid, parent,
+ * executable, host, wall clock, Lantern's version) around what its caller knows. */
+#ifndef LANTERN_TRACE_PROCESS_H
+#define LANTERN_TRACE_PROCESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/codec.h"
+
+/* Appends TRACE_PROCESS for the calling process: start_ns is its ts start (CLOCK_MONOTONIC),
+ * cmdline its arguments separated by NUL (no trailing NUL), agent_flags TRACE_FLAG_*,
+ * trace_list the launcher's -t list ("" from the agent: then the field is left out).
+ * 0, or -1 if the record did not fit the chunk. */
+int trace_put_process_self(struct trace_chunk_builder *b, uint64_t start_ns, const char *cmdline,
+                           size_t cmdline_len, uint32_t agent_flags, const char *trace_list);
+
+#endif
