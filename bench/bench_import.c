@@ -56,7 +56,7 @@ static void write_process(const char *dir, unsigned pid, uint64_t ranges)
             raw_pop(&w, thread, ts += 50 + (r % 7), 0, (uint64_t)depth);
         }
     }
-    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, ts), raw_u(&w, 0), raw_u(&w, 1), raw_end(&w);
+    RAW(&w, process_end, .end = ts, .dropped_total = 0, .clean = 1);
     raw_flush(&w, 0);
     raw_close(&w);
 }

@@ -1,51 +1,22 @@
-/* The test-side raw trace decoder (trace_log.h): field layouts per record type follow
- * src/trace/format.h; unknown types are kept with no fields. */
+/* The test-side raw trace decoder (trace_log.h): field layouts per record type come from
+ * src/trace/records.def (its description table); unknown types are kept with no fields. */
 #include "trace_log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace/format.h"
+#include "trace/records.h"
+#include "trace_reencode.h"
 
-/* u: unsigned, i: signed, t: timestamp, s: string. */
-static const char *trace_log_layout(unsigned type)
+/* The record's description in records.def (src/trace/records.h); NULL for an unknown type. */
+static const struct trace_record_spec *trace_log_spec(unsigned type)
 {
-    switch (type) {
-    case TRACE_PROCESS:
-        return "uutusssus";
-    case TRACE_PROCESS_END:
-        return "tuu";
-    case TRACE_THREAD:
-        return "uut";
-    case TRACE_THREAD_NAME:
-        return "uu";
-    case TRACE_STRING:
-        return "us";
-    case TRACE_DROPPED:
-        return "uu";
-    case TRACE_DOMAIN:
-        return "uu";
-    case TRACE_CATEGORY:
-        return "uuu";
-    case TRACE_PUSH:
-        return "utuuuuuuu";
-    case TRACE_POP:
-        return "utuu";
-    case TRACE_START:
-        return "utuuuuuuu";
-    case TRACE_END:
-        return "utu";
-    case TRACE_MARK:
-        return "utuuuuuu";
-    case TRACE_UNBALANCED_POP:
-        return "utu";
-    case TRACE_DOMAIN_DESTROY:
-        return "ut";
-    case TRACE_NAME_RESOURCE:
-        return "uuu";
-    default:
-        return "";
-    }
+    for (size_t i = 0; i < trace_record_spec_count; i++)
+        if (trace_record_specs[i].type == type)
+            return &trace_record_specs[i];
+    return NULL;
 }
 
 static void trace_log_keep_string(struct trace_log *log, uint64_t id, const uint8_t *s, size_t len)
@@ -69,7 +40,10 @@ int trace_log_load(struct trace_log *log, const char *path)
     memset(log, 0, sizeof(*log));
     if (trace_reader_open(&log->reader, path) < 0)
         return -1;
-    size_t cap = 0;
+    size_t cap = 0, scratch_cap = 4u << 20; /* the agent's largest record: a 1 MiB string */
+    struct trace_chunk_builder scratch = {.buf = malloc(scratch_cap), .cap = scratch_cap};
+    if (!scratch.buf)
+        abort();
     unsigned type;
     struct trace_fields f;
     int rc;
@@ -81,26 +55,31 @@ int trace_log_load(struct trace_log *log, const char *path)
         struct trace_log_record *r = &log->records[log->count++];
         memset(r, 0, sizeof(*r));
         r->type = type;
-        const char *layout = trace_log_layout(type);
-        for (size_t i = 0; layout[i] && i < TRACE_LOG_MAX_FIELDS; i++) {
-            switch (layout[i]) {
-            case 'u':
-                r->u[i] = trace_get_u(&f);
-                break;
-            case 'i':
-                r->u[i] = (uint64_t)trace_get_i(&f);
-                break;
-            case 't':
+        /* every record the agent wrote is exactly what its generated encoder writes */
+        if (trace_reencode_same(type, f, &scratch) == 0) {
+            fprintf(stderr, "%s: record %zu (type %u) differs from its encoding\n", path,
+                    log->count - 1, type);
+            exit(1);
+        }
+        const struct trace_record_spec *spec = trace_log_spec(type);
+        size_t fields = spec ? spec->field_count : 0;
+        for (size_t i = 0; i < fields && i < TRACE_LOG_MAX_FIELDS; i++) {
+            const char *kind = spec->fields[i].kind;
+            if (!strcmp(kind, "ts"))
                 r->u[i] = trace_get_ts(&f);
-                break;
-            case 's':
+            else if (!strcmp(kind, "i"))
+                r->u[i] = (uint64_t)trace_get_i(&f);
+            else if (!strcmp(kind, "s") || !strcmp(kind, "os"))
                 r->s_len[i] = trace_get_s(&f, &r->s[i]);
+            else /* u, ou, f (its bits), ul (its count: the values are not kept) */
+                r->u[i] = trace_get_u(&f);
+            if (!strcmp(kind, "ul"))
                 break;
-            }
         }
         if (type == TRACE_STRING)
             trace_log_keep_string(log, r->u[0], r->s[1], r->s_len[1]);
     }
+    free(scratch.buf);
     log->damaged = rc < 0;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include "db/import.h"
 #include "harness.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 /* ---- a stand-in for the agent's writer: one chunk in memory, strings interned ---------- */
 
@@ -26,10 +27,7 @@ static uint64_t fake_intern(void *ctx, const char *s, size_t len)
             return i + 1;
     strings[string_count] = strndup(s, len);
     uint64_t id = ++string_count;
-    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_STRING);
-    trace_put_u(&chunk, id);
-    trace_put_s(&chunk, s, len);
-    trace_record_end(&chunk, m);
+    trace_put_string(&chunk, &(struct trace_string){.id = id, .bytes = trace_bytes(s, len)});
     return id;
 }
 
@@ -110,22 +108,17 @@ static void begin(int all_apis)
     cupti_translate_release(&translator);
     cupti_translate_init(&translator, &hooks, all_apis);
     /* The process and its main thread (tid 4242), as the agent's writer starts a file. */
-    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_PROCESS);
-    trace_put_u(&chunk, 4242);
-    trace_put_u(&chunk, 1);
-    trace_put_ts(&chunk, 1000);
-    trace_put_u(&chunk, 0);
-    trace_put_s(&chunk, "app", 3);
-    trace_put_s(&chunk, "app", 3);
-    trace_put_s(&chunk, "host", 4);
-    trace_put_u(&chunk, TRACE_FLAG_NVTX | TRACE_FLAG_CUDA);
-    trace_put_s(&chunk, "test", 4);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
-    m = trace_record_begin(&chunk, TRACE_THREAD);
-    trace_put_u(&chunk, 1);
-    trace_put_u(&chunk, 4242);
-    trace_put_ts(&chunk, 1000);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+    struct trace_process process = {.pid = 4242,
+                                    .ppid = 1,
+                                    .start = 1000,
+                                    .exe = trace_cstr("app"),
+                                    .cmdline = trace_cstr("app"),
+                                    .host = trace_cstr("host"),
+                                    .agent_flags = TRACE_FLAG_NVTX | TRACE_FLAG_CUDA,
+                                    .lantern_version = trace_cstr("test")};
+    ASSERT_EQ(trace_put_process(&chunk, &process), 0);
+    struct trace_thread thread = {.thread_idx = 1, .os_tid = 4242, .first_seen = 1000};
+    ASSERT_EQ(trace_put_thread(&chunk, &thread), 0);
 }
 
 static int translate(const void *record)
@@ -137,25 +130,14 @@ static int translate(const void *record)
 static void nvtx_push(uint64_t ts, const char *name, uint64_t depth)
 {
     uint64_t id = fake_intern(NULL, name, strlen(name));
-    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_PUSH);
-    trace_put_u(&chunk, 1);
-    trace_put_ts(&chunk, ts);
-    trace_put_u(&chunk, 0);
-    trace_put_u(&chunk, depth);
-    trace_put_u(&chunk, id);
-    for (int i = 0; i < 4; i++)
-        trace_put_u(&chunk, 0);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+    struct trace_push r = {.thread_idx = 1, .ts = ts, .domain = 0, .depth = depth, .name = id};
+    ASSERT_EQ(trace_put_push(&chunk, &r), 0);
 }
 
 static void nvtx_pop(uint64_t ts, uint64_t depth)
 {
-    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_POP);
-    trace_put_u(&chunk, 1);
-    trace_put_ts(&chunk, ts);
-    trace_put_u(&chunk, 0);
-    trace_put_u(&chunk, depth);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+    struct trace_pop r = {.thread_idx = 1, .ts = ts, .domain = 0, .depth = depth};
+    ASSERT_EQ(trace_put_pop(&chunk, &r), 0);
 }
 
 /* Writes the chunk as <dir>/4242-1000.lrt, imports the folder, opens the database. */
@@ -720,22 +702,20 @@ static void device_record_fills_gpus_with_peaks(void)
 /* What the agent's resource callbacks and its NVTX module write. */
 static void handle_record(unsigned type, uint64_t handle, uint64_t context, uint64_t stream)
 {
-    struct trace_record_mark m = trace_record_begin(&chunk, type);
-    trace_put_u(&chunk, handle);
-    trace_put_u(&chunk, context);
-    if (type == TRACE_CUDA_STREAM_HANDLE)
-        trace_put_u(&chunk, stream);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+    if (type == TRACE_CUDA_STREAM_HANDLE) {
+        struct trace_cuda_stream_handle r = {.handle = handle, .context = context, .stream = stream};
+        ASSERT_EQ(trace_put_cuda_stream_handle(&chunk, &r), 0);
+    } else {
+        struct trace_cuda_context_handle r = {.handle = handle, .context = context};
+        ASSERT_EQ(trace_put_cuda_context_handle(&chunk, &r), 0);
+    }
 }
 
 static void nvtx_name_resource(uint64_t kind, uint64_t handle, const char *name)
 {
     uint64_t id = fake_intern(NULL, name, strlen(name));
-    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_NAME_RESOURCE);
-    trace_put_u(&chunk, kind);
-    trace_put_u(&chunk, handle);
-    trace_put_u(&chunk, id);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+    struct trace_name_resource r = {.kind = kind, .handle = handle, .name = id};
+    ASSERT_EQ(trace_put_name_resource(&chunk, &r), 0);
 }
 
 static void streams_and_contexts_take_their_nvtx_names(void)
@@ -808,11 +788,8 @@ static void full_builder_asks_for_a_flush(void)
 /* The capture record the agent writes from the launcher's --capture-range/--delay/--duration. */
 static void capture(const char *mode, uint64_t from, uint64_t until)
 {
-    struct trace_record_mark m = trace_record_begin(&chunk, TRACE_CUDA_CAPTURE);
-    trace_put_s(&chunk, mode, strlen(mode));
-    trace_put_u(&chunk, from);
-    trace_put_u(&chunk, until);
-    ASSERT_EQ(trace_record_end(&chunk, m), 0);
+    struct trace_cuda_capture r = {.mode = trace_cstr(mode), .from_ns = from, .until_ns = until};
+    ASSERT_EQ(trace_put_cuda_capture(&chunk, &r), 0);
 }
 
 /* Launches (correlation 1, 2, 3) at 1100, 1300 and 1500; their kernels run later. */

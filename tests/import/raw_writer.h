@@ -1,10 +1,11 @@
-/* Writes synthetic raw trace files for the importer's tests and benchmark, with the codec
- * and the field order of src/trace/format.h (as the agent writes them). */
+/* Writes synthetic raw trace files for the importer's tests and benchmark through the
+ * generated record encoders (src/trace/records.def), as the agent writes them. */
 #ifndef LANTERN_TESTS_RAW_WRITER_H
 #define LANTERN_TESTS_RAW_WRITER_H
 
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,6 @@ struct raw_writer {
     uint8_t *buf;
     size_t cap;
     struct trace_chunk_builder b;
-    struct trace_record_mark m;
 };
 
 static inline void raw_open(struct raw_writer *w, const char *path, size_t chunk_cap)
@@ -48,98 +48,48 @@ static inline void raw_close(struct raw_writer *w)
     free(w->buf);
 }
 
-static inline void raw_begin(struct raw_writer *w, unsigned type)
+/* Appends one record through its generated encoder (src/trace/records.h), e.g.
+ *   RAW(w, push, .thread_idx = 1, .ts = 2000, .domain = 0, .depth = 0, .name = 3);
+ * fields left out are 0, and optional trailing zeros are not written, as the agent does. */
+#define RAW(w, name, ...)                                                                          \
+    raw_check(trace_put_##name(&(w)->b, &(struct trace_##name){__VA_ARGS__}))
+
+static inline void raw_check(int put)
 {
-    w->m = trace_record_begin(&w->b, type);
-}
-static inline void raw_end(struct raw_writer *w)
-{
-    if (trace_record_end(&w->b, w->m) < 0)
+    if (put < 0)
         abort();
-}
-static inline void raw_u(struct raw_writer *w, uint64_t v)
-{
-    trace_put_u(&w->b, v);
-}
-static inline void raw_ts(struct raw_writer *w, uint64_t v)
-{
-    trace_put_ts(&w->b, v);
-}
-static inline void raw_s(struct raw_writer *w, const char *s, size_t len)
-{
-    trace_put_s(&w->b, s, len);
 }
 
 static inline void raw_process(struct raw_writer *w, uint64_t pid, uint64_t start,
                                const char *cmdline, size_t cmdline_len, uint64_t flags,
                                const char *trace)
 {
-    raw_begin(w, TRACE_PROCESS);
-    raw_u(w, pid);
-    raw_u(w, 1);
-    raw_ts(w, start);
-    raw_u(w, 1700000000000000000ull + start);
-    raw_s(w, "/bin/demo", 9);
-    raw_s(w, cmdline, cmdline_len);
-    raw_s(w, "h1", 2);
-    raw_u(w, flags);
-    raw_s(w, "0.1.0", 5);
-    if (trace)
-        raw_s(w, trace, strlen(trace));
-    raw_end(w);
+    RAW(w, process, .pid = pid, .ppid = 1, .start = start,
+        .wall_ns = 1700000000000000000ull + start, .exe = trace_cstr("/bin/demo"),
+        .cmdline = trace_bytes(cmdline, cmdline_len), .host = trace_cstr("h1"), .agent_flags = flags,
+        .lantern_version = trace_cstr("0.1.0"), .trace_list = trace_cstr(trace ? trace : ""));
 }
 
 static inline void raw_string(struct raw_writer *w, uint64_t id, const char *s)
 {
-    raw_begin(w, TRACE_STRING);
-    raw_u(w, id);
-    raw_s(w, s, strlen(s));
-    raw_end(w);
+    RAW(w, string, .id = id, .bytes = trace_cstr(s));
 }
 
 static inline void raw_thread(struct raw_writer *w, uint64_t idx, uint64_t tid, uint64_t ts)
 {
-    raw_begin(w, TRACE_THREAD);
-    raw_u(w, idx);
-    raw_u(w, tid);
-    raw_ts(w, ts);
-    raw_end(w);
-}
-
-/* EVENT: name, category, color (ARGB + 1, 0 none), payload type, payload bits; like the
- * agent (src/agent/writer.c), trailing zero fields are left out (readers read them as 0). */
-static inline void raw_event(struct raw_writer *w, uint64_t name, uint64_t category, uint64_t color,
-                             uint64_t payload_type, uint64_t payload)
-{
-    uint64_t fields[5] = {name, category, color, payload_type, payload};
-    int count = 5;
-    while (count > 0 && fields[count - 1] == 0)
-        count--;
-    for (int i = 0; i < count; i++)
-        raw_u(w, fields[i]);
+    RAW(w, thread, .thread_idx = idx, .os_tid = tid, .first_seen = ts);
 }
 
 static inline void raw_push(struct raw_writer *w, uint64_t idx, uint64_t ts, uint64_t domain,
                             uint64_t depth, uint64_t name)
 {
-    raw_begin(w, TRACE_PUSH);
-    raw_u(w, idx);
-    raw_ts(w, ts);
-    raw_u(w, domain);
-    raw_u(w, depth);
-    raw_event(w, name, 0, 0, 0, 0);
-    raw_end(w);
+    RAW(w, push, .thread_idx = idx, .ts = ts, .domain = domain, .depth = depth, .name = name);
 }
 
 static inline void raw_pop(struct raw_writer *w, uint64_t idx, uint64_t ts, uint64_t domain,
                            uint64_t depth)
 {
-    raw_begin(w, TRACE_POP);
-    raw_u(w, idx);
-    raw_ts(w, ts);
-    raw_u(w, domain);
-    raw_u(w, depth);
-    raw_end(w);
+    RAW(w, pop, .thread_idx = idx, .ts = ts, .domain = domain, .depth = depth);
 }
 
 #endif

@@ -91,40 +91,39 @@ static void write_full_process(void)
     const char *names[] = {"outer", "inner", "io", "disk", "async", "tick", "main thread"};
     for (int i = 0; i < 7; i++)
         raw_string(&w, (uint64_t)i + 1, names[i]);
-    raw_begin(&w, TRACE_DOMAIN), raw_u(&w, 1), raw_u(&w, 3), raw_end(&w);
-    raw_begin(&w, TRACE_CATEGORY), raw_u(&w, 1), raw_u(&w, 7), raw_u(&w, 4), raw_end(&w);
-    raw_begin(&w, TRACE_THREAD_NAME), raw_u(&w, 100), raw_u(&w, 7), raw_end(&w);
-    raw_begin(&w, TRACE_PUSH), raw_u(&w, 1), raw_ts(&w, 2000), raw_u(&w, 0), raw_u(&w, 0);
-    raw_event(&w, 1, 0, 0xFF112233u + 1, 2, (uint64_t)-5), raw_end(&w);
-    raw_begin(&w, TRACE_PUSH), raw_u(&w, 1), raw_ts(&w, 2100), raw_u(&w, 0), raw_u(&w, 1);
-    raw_event(&w, 2, 0, 0, 3, bits_of(2.5)), raw_end(&w);
+    RAW(&w, domain, .domain = 1, .name = 3);
+    RAW(&w, category, .domain = 1, .category = 7, .name = 4);
+    RAW(&w, thread_name, .os_tid = 100, .name = 7);
+    RAW(&w, push, .thread_idx = 1, .ts = 2000, .domain = 0, .depth = 0, .name = 1,
+        .color = 0xFF112233u + 1, .payload_type = 2, .payload = (uint64_t)-5);
+    RAW(&w, push, .thread_idx = 1, .ts = 2100, .domain = 0, .depth = 1, .name = 2,
+        .payload_type = 3, .payload = bits_of(2.5));
     raw_pop(&w, 1, 2300, 0, 1);
-    raw_begin(&w, TRACE_PUSH), raw_u(&w, 1), raw_ts(&w, 2400), raw_u(&w, 1), raw_u(&w, 0);
-    raw_event(&w, 1, 7, 0, 0, 0), raw_end(&w);
+    RAW(&w, push, .thread_idx = 1, .ts = 2400, .domain = 1, .depth = 0, .name = 1, .category = 7);
     raw_pop(&w, 1, 2450, 1, 0);
-    raw_begin(&w, TRACE_START), raw_u(&w, 1), raw_ts(&w, 2500), raw_u(&w, 77), raw_u(&w, 0);
-    raw_event(&w, 5, 0, 0, 4, 0xFFFFFFFFu), raw_end(&w);
-    raw_begin(&w, TRACE_MARK), raw_u(&w, 2), raw_ts(&w, 2600), raw_u(&w, 1);
-    raw_event(&w, 6, 7, 0xFF00FF00u + 1, 5, 0xFFFFFFFEu), raw_end(&w);
-    raw_begin(&w, TRACE_END), raw_u(&w, 2), raw_ts(&w, 2900), raw_u(&w, 77), raw_end(&w);
-    raw_begin(&w, TRACE_UNBALANCED_POP), raw_u(&w, 2), raw_ts(&w, 2950), raw_u(&w, 0), raw_end(&w);
-    raw_begin(&w, TRACE_DROPPED), raw_u(&w, 2), raw_u(&w, 3), raw_end(&w);
+    RAW(&w, start, .thread_idx = 1, .ts = 2500, .range_id = 77, .domain = 0, .name = 5,
+        .payload_type = 4, .payload = 0xFFFFFFFFu);
+    RAW(&w, mark, .thread_idx = 2, .ts = 2600, .domain = 1, .name = 6, .category = 7,
+        .color = 0xFF00FF00u + 1, .payload_type = 5, .payload = 0xFFFFFFFEu);
+    RAW(&w, end, .thread_idx = 2, .ts = 2900, .range_id = 77);
+    RAW(&w, unbalanced_pop, .thread_idx = 2, .ts = 2950, .domain = 0);
+    RAW(&w, dropped, .thread_idx = 2, .count = 3);
     raw_pop(&w, 1, 3000, 0, 0);
     raw_flush(&w, 0);
 
     raw_chunk(&w, 3000);
     raw_push(&w, 2, 3100, 0, 0, 2); /* never popped: the file ends */
-    raw_begin(&w, TRACE_START), raw_u(&w, 1), raw_ts(&w, 3200), raw_u(&w, 78), raw_u(&w, 0);
-    raw_event(&w, 5, 0, 0, 0, 0), raw_end(&w); /* never ended */
+    RAW(&w, start, .thread_idx = 1, .ts = 3200, .range_id = 78, .domain = 0,
+        .name = 5); /* never ended */
     raw_push(&w, 1, 3300, 0, 1, 2);            /* its parent's push was dropped */
     raw_pop(&w, 1, 3400, 0, 1);
     raw_pop(&w, 1, 3500, 0, 0); /* the dropped push's pop: ignored */
     raw_push(&w, 1, 3600, 0, 0, 1);
     raw_push(&w, 1, 3700, 0, 1, 2); /* its pop was dropped */
     raw_pop(&w, 1, 3900, 0, 0);
-    raw_begin(&w, TRACE_DOMAIN_DESTROY), raw_u(&w, 1), raw_ts(&w, 3950), raw_end(&w);
-    raw_begin(&w, TRACE_CLOCK), raw_u(&w, 123456), raw_ts(&w, 3960), raw_end(&w);
-    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, 4000), raw_u(&w, 5), raw_u(&w, 1), raw_end(&w);
+    RAW(&w, domain_destroy, .domain = 1, .ts = 3950);
+    RAW(&w, clock, .tsc = 123456, .ts = 3960);
+    RAW(&w, process_end, .end = 4000, .dropped_total = 5, .clean = 1);
     raw_flush(&w, 0);
     raw_close(&w);
 }
@@ -197,7 +196,7 @@ static void truncated_file_imports_up_to_damage(void)
     raw_thread(&w, 1, 200, 10000);
     raw_string(&w, 1, "io");
     raw_string(&w, 2, "x");
-    raw_begin(&w, TRACE_DOMAIN), raw_u(&w, 5), raw_u(&w, 1), raw_end(&w);
+    RAW(&w, domain, .domain = 5, .name = 1);
     raw_push(&w, 1, 10000, 5, 0, 2);
     raw_pop(&w, 1, 10100, 5, 0);
     raw_flush(&w, 0);
@@ -212,8 +211,7 @@ static void truncated_file_imports_up_to_damage(void)
     raw_open(&w, path, 4096);
     raw_chunk(&w, 500);
     raw_process(&w, 99, 500, "demo\0-x", 7, TRACE_FLAG_LAUNCHER, "nvtx,cuda");
-    raw_begin(&w, TRACE_PROCESS_END), raw_ts(&w, 20000), raw_u(&w, 0), raw_u(&w, 1), raw_u(&w, 3),
-        raw_end(&w);
+    RAW(&w, process_end, .end = 20000, .dropped_total = 0, .clean = 1, .exit_status = 3);
     raw_flush(&w, 0);
     raw_close(&w);
 
@@ -302,23 +300,14 @@ static void write_error_and_cut_name_are_reported(void)
     raw_open(&w, path, 4096);
     raw_chunk(&w, 100);
     raw_process(&w, 500, 100, "full", 4, TRACE_FLAG_NVTX, NULL);
-    raw_begin(&w, TRACE_STRING);
-    raw_u(&w, 1);
-    raw_s(&w, "long" TRACE_STRING_CUT_MARK, 4 + sizeof TRACE_STRING_CUT_MARK - 1);
-    raw_u(&w, 3000000);
-    raw_end(&w);
+    RAW(&w, string, .id = 1,
+        .bytes = trace_bytes("long" TRACE_STRING_CUT_MARK, 4 + sizeof TRACE_STRING_CUT_MARK - 1),
+        .original_len = 3000000);
     raw_thread(&w, 1, 500, 100);
     raw_push(&w, 1, 200, 0, 0, 1);
-    raw_begin(&w, TRACE_WRITE_ERROR);
-    raw_u(&w, 28);
-    raw_u(&w, 81920);
-    raw_s(&w, "No space left on device", 23);
-    raw_end(&w);
-    raw_begin(&w, TRACE_PROCESS_END);
-    raw_ts(&w, 900);
-    raw_u(&w, 1234);
-    raw_u(&w, 1);
-    raw_end(&w);
+    RAW(&w, write_error, .error = 28, .file_bytes = 81920,
+        .reason = trace_cstr("No space left on device"));
+    RAW(&w, process_end, .end = 900, .dropped_total = 1234, .clean = 1);
     raw_flush(&w, 0);
     raw_close(&w);
     sqlite3 *db = import_and_open();
@@ -429,22 +418,22 @@ static void names_ranks_and_parents_come_from_their_records(void)
     const char *names[] = {"python3", "loader", "pt_autograd_0", "Thread-1", "DataLoader"};
     for (int i = 0; i < 5; i++)
         raw_string(&w, (uint64_t)i + 1, names[i]);
-    raw_begin(&w, TRACE_THREAD_PYTHON_NAME), raw_u(&w, 201), raw_u(&w, 4), raw_end(&w);
+    RAW(&w, thread_python_name, .os_tid = 201, .name = 4);
     raw_thread(&w, 1, 200, 1000);
-    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 200), raw_u(&w, 1), raw_end(&w);
+    RAW(&w, thread_os_name, .os_tid = 200, .name = 1);
     raw_thread(&w, 2, 201, 1100);
-    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 201), raw_u(&w, 1), raw_end(&w);
-    raw_begin(&w, TRACE_THREAD_PYTHON_NAME), raw_u(&w, 201), raw_u(&w, 5), raw_end(&w);
-    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 201), raw_u(&w, 2), raw_end(&w);
-    raw_begin(&w, TRACE_THREAD_OS_NAME), raw_u(&w, 202), raw_u(&w, 3), raw_end(&w); /* CUPTI's */
+    RAW(&w, thread_os_name, .os_tid = 201, .name = 1);
+    RAW(&w, thread_python_name, .os_tid = 201, .name = 5);
+    RAW(&w, thread_os_name, .os_tid = 201, .name = 2);
+    RAW(&w, thread_os_name, .os_tid = 202, .name = 3); /* CUPTI's */
     raw_flush(&w, 0);
     raw_close(&w);
     snprintf(path, sizeof path, "%s/300-2.lrt", dir);
     raw_open(&w, path, 1 << 16);
     raw_chunk(&w, 2000);
     raw_process(&w, 300, 2000, ARGS("python3\0-m\0pkg.run"), TRACE_FLAG_NVTX, NULL);
-    raw_begin(&w, TRACE_PROCESS_INFO), raw_u(&w, 3), raw_u(&w, 1), raw_s(&w, "SLURM_PROCID", 12);
-    raw_u(&w, 2), raw_u(&w, 200), raw_u(&w, 1), raw_end(&w);
+    RAW(&w, process_info, .rank = 3, .local_rank = 1, .rank_variable = trace_cstr("SLURM_PROCID"),
+        .ancestors = {2, {200, 1}});
     raw_flush(&w, 0);
     raw_close(&w);
     sqlite3 *db = import_and_open();

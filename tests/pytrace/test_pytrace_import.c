@@ -16,41 +16,24 @@ static const char native_stack[] = "launch_vec_add+0x2f(app)<-main+0x40(app)";
 
 static void raw_backtrace(struct raw_writer *w, uint64_t correlation, uint64_t string_id)
 {
-    raw_begin(w, TRACE_CUDA_BACKTRACE);
-    raw_u(w, correlation);
-    raw_u(w, string_id);
-    raw_end(w);
+    RAW(w, cuda_backtrace, .correlation = correlation, .stack = string_id);
 }
 
 static void raw_api(struct raw_writer *w, uint64_t api, uint64_t name, uint64_t start,
                     uint64_t correlation)
 {
-    raw_begin(w, TRACE_CUDA_API);
-    raw_u(w, 4242); /* os tid */
-    raw_u(w, api);
-    raw_u(w, api ? 307 : 211); /* cbids: not looked at by the importer */
-    raw_u(w, name);
-    raw_ts(w, start);
-    raw_ts(w, start + 5);
-    raw_u(w, 0);
-    raw_u(w, correlation);
-    raw_end(w);
+    RAW(w, cuda_api, .os_tid = 4242, .api = api,
+        .cbid = api ? 307 : 211, /* not looked at by the importer */
+        .name = name, .start = start, .end = start + 5, .return_code = 0,
+        .correlation = correlation);
 }
 
 static void raw_kernel(struct raw_writer *w, uint64_t correlation, uint64_t start, uint64_t name)
 {
-    raw_begin(w, TRACE_CUDA_KERNEL);
-    raw_u(w, 0); /* device */
-    raw_u(w, 1); /* context */
-    raw_u(w, 7); /* stream */
-    raw_u(w, correlation);
-    raw_ts(w, start);
-    raw_ts(w, start + 100);
-    raw_u(w, name);
-    raw_u(w, name);
-    for (int i = 0; i < 9; i++) /* grid, block, cluster */
-        raw_u(w, 1);
-    raw_end(w);
+    RAW(w, cuda_kernel, .device = 0, .context = 1, .stream = 7, .correlation = correlation,
+        .start = start, .end = start + 100, .name = name, .demangled = name, .grid_x = 1,
+        .grid_y = 1, .grid_z = 1, .block_x = 1, .block_y = 1, .block_z = 1, .cluster_x = 1,
+        .cluster_y = 1, .cluster_z = 1);
 }
 
 /* Five launches: 1 and 2 from one Python line (the same string id, as the writer interns

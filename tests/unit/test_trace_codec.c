@@ -3,6 +3,7 @@
 #include "harness.h"
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <unistd.h>
 
@@ -174,13 +175,9 @@ static void record_that_does_not_fit_is_rolled_back(void)
     uint8_t buf[80];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, 0);
-    struct trace_record_mark m = trace_record_begin(&b, TRACE_STRING);
-    trace_put_u(&b, 1);
-    trace_put_s(&b, "0123456789012345678901234567890123456789", 40);
-    ASSERT_EQ(trace_record_end(&b, m), 0);
-    m = trace_record_begin(&b, TRACE_STRING);
-    trace_put_s(&b, "0123456789012345678901234567890123456789", 40);
-    ASSERT_EQ(trace_record_end(&b, m), -1);
+    struct trace_string s = {.id = 1, .bytes = trace_cstr("0123456789012345678901234567890123456789")};
+    ASSERT_EQ(trace_put_string(&b, &s), 0);
+    ASSERT_EQ(trace_put_string(&b, &s), -1);
     ASSERT_EQ(b.records, 1);
     ASSERT_EQ(b.len, TRACE_CHUNK_HEADER_SIZE + 4 + 1 + 1 + 40);
 }
