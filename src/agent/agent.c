@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,22 +40,6 @@ static int agent_source_enabled(const struct agent_source *s)
 #define FOR_EACH_ON_SOURCE(s)                                                                      \
     for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++)  \
         if (agent_source_enabled(s))
-
-void agent_warn(const char *fmt, ...)
-{
-    char line[512] = "lantern: ";
-    size_t prefix = strlen(line);
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line + prefix, sizeof(line) - prefix - 1, fmt, ap);
-    va_end(ap);
-    size_t len = n < 0 ? prefix : prefix + (size_t)n;
-    if (len > sizeof(line) - 2)
-        len = sizeof(line) - 2;
-    line[len++] = '\n';
-    ssize_t ignored = write(STDERR_FILENO, line, len); /* one write: lines never interleave */
-    (void)ignored;
-}
 
 int agent_list_has(const char *list, const char *name)
 {

@@ -1,5 +1,5 @@
 /* The agent's process-wide services shared by its source modules (nvtx.c, cupti*.c): init
- * state machine, the one-line warning, the comma-list test, and the table of event
+ * state machine, the one-line warning (warn.c), the comma-list test, and the table of event
  * sources that the agent starts, forks and stops. */
 #ifndef LANTERN_AGENT_AGENT_H
 #define LANTERN_AGENT_AGENT_H

@@ -11,7 +11,6 @@
 #include "agent/clock.h"
 #include "agent/cupti_loader.h"
 #include "agent/cupti_translate.h"
-#include "agent/names.h"
 #include "agent/pytrace.h"
 #include "agent/writer.h"
 #include "trace/records.h"
@@ -56,7 +55,7 @@ static uint64_t cupti_hook_intern(void *ctx, const char *s, size_t len)
 static void cupti_hook_thread_seen(void *ctx, uint32_t os_tid)
 {
     (void)ctx;
-    names_note_tid_locked(os_tid);
+    writer_note_tid_locked(os_tid);
 }
 
 static const char *cupti_hook_api_name(void *ctx, int driver, uint32_t cbid)

@@ -5,7 +5,7 @@
  * tables are fixed-size: no allocation, and a thread beyond them only goes unnamed. */
 #include "agent/names.h"
 #include "agent/ring.h"
-#include "agent/writer.h"
+#include "trace/records.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,17 +52,21 @@ size_t names_read_comm(uint32_t tid, char out[RING_THREAD_NAME_BYTES])
 }
 
 /* Emits TRACE_THREAD_OS_NAME when `name` differs from what `written` holds (lock held). */
-void names_put_os_name(uint32_t tid, const char *name, char written[RING_THREAD_NAME_BYTES])
+void names_put_os_name(const struct names_out *out, uint32_t tid, const char *name,
+                       char written[RING_THREAD_NAME_BYTES])
 {
     size_t len = strnlen(name, RING_THREAD_NAME_BYTES - 1);
     if (!len || (strncmp(written, name, RING_THREAD_NAME_BYTES - 1) == 0 && written[len] == '\0'))
         return;
     memcpy(written, name, len);
     written[len] = '\0';
-    writer_put_thread_os_name(tid, name, len);
+    /* may emit TRACE_STRING first */
+    struct trace_thread_os_name r = {.os_tid = tid, .name = out->intern(name, len)};
+    out->reserve(32);
+    trace_put_thread_os_name(out->chunk, &r);
 }
 
-void names_note_tid_locked(uint32_t tid)
+void names_note_tid_locked(const struct names_out *out, uint32_t tid)
 {
     if (!tid || names_tids.used * 2 >= NAMES_TID_SLOTS)
         return;
@@ -75,16 +79,19 @@ void names_note_tid_locked(uint32_t tid)
     names_tids.used++;
     char comm[RING_THREAD_NAME_BYTES];
     if (names_read_comm(tid, comm))
-        names_put_os_name(tid, comm, names_tids.name[i]);
+        names_put_os_name(out, tid, comm, names_tids.name[i]);
 }
 
-void names_drain_locked(int final)
+void names_drain_locked(const struct names_out *out, int final)
 {
     for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++) {
         if (__atomic_load_n(&names_python.state[i], __ATOMIC_ACQUIRE) != PY_READY)
             continue;
-        writer_put_thread_python_name(names_python.tid[i], names_python.name[i],
-                                      names_python.len[i]);
+        struct trace_thread_python_name r = {
+            .os_tid = names_python.tid[i],
+            .name = out->intern(names_python.name[i], names_python.len[i])};
+        out->reserve(32);
+        trace_put_thread_python_name(out->chunk, &r);
         __atomic_store_n(&names_python.state[i], PY_FREE, __ATOMIC_RELEASE);
     }
     if (!final)
@@ -93,7 +100,7 @@ void names_drain_locked(int final)
     char comm[RING_THREAD_NAME_BYTES];
     for (unsigned i = 0; i < NAMES_TID_SLOTS; i++)
         if (names_tids.tid[i] && names_read_comm(names_tids.tid[i], comm))
-            names_put_os_name(names_tids.tid[i], comm, names_tids.name[i]);
+            names_put_os_name(out, names_tids.tid[i], comm, names_tids.name[i]);
 }
 
 void names_fork_child(void)

@@ -1,6 +1,6 @@
 /* Thread names beyond a thread's own ring (src/agent/names.c): OS names of threads CUPTI
  * reports by tid, and Python thread names handed over by the Python bootstrap. The writer
- * calls these with its lock held. */
+ * calls these with its lock held, handing over where to write (struct names_out). */
 #ifndef LANTERN_AGENT_NAMES_H
 #define LANTERN_AGENT_NAMES_H
 
@@ -8,15 +8,26 @@
 #include <stdint.h>
 
 #include "agent/ring.h"
+#include "trace/codec.h"
+
+/* Where the names go: the writer's chunk and string table (its lock held). names.c writes
+ * TRACE_THREAD_OS_NAME and TRACE_THREAD_PYTHON_NAME through it and knows nothing else of the
+ * writer. */
+struct names_out {
+    struct trace_chunk_builder *chunk;
+    uint64_t (*intern)(const char *s, size_t len); /* string id; may write TRACE_STRING */
+    int (*reserve)(size_t bytes);                  /* room for a record */
+};
 
 /* /proc/self/task/<tid>/comm without its newline into out; its length, 0 if none. */
 size_t names_read_comm(uint32_t tid, char out[RING_THREAD_NAME_BYTES]);
 /* Emits TRACE_THREAD_OS_NAME for tid if name differs from `written`, then remembers it. */
-void names_put_os_name(uint32_t tid, const char *name, char written[RING_THREAD_NAME_BYTES]);
+void names_put_os_name(const struct names_out *out, uint32_t tid, const char *name,
+                       char written[RING_THREAD_NAME_BYTES]);
 /* A tid seen in a CUPTI record: its OS name is read and written the first time. */
-void names_note_tid_locked(uint32_t tid);
+void names_note_tid_locked(const struct names_out *out, uint32_t tid);
 /* Writes waiting Python names; with final set, re-reads the OS names of the noted tids. */
-void names_drain_locked(int final);
+void names_drain_locked(const struct names_out *out, int final);
 void names_fork_child(void);
 
 /* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0, or -1

@@ -392,19 +392,12 @@ void writer_put_dropped(uint64_t thread_idx, uint64_t count)
     writer.dropped_total += count;
 }
 
-void writer_put_thread_os_name(uint32_t os_tid, const char *name, size_t len)
-{
-    /* may emit TRACE_STRING first */
-    struct trace_thread_os_name r = {.os_tid = os_tid, .name = writer_intern(name, len)};
-    writer_reserve_locked(32);
-    trace_put_thread_os_name(&writer.chunk, &r);
-}
+/* Where names.c writes thread names. */
+static const struct names_out writer_names = {&writer.chunk, writer_intern, writer_reserve_locked};
 
-void writer_put_thread_python_name(uint32_t os_tid, const char *name, size_t len)
+void writer_note_tid_locked(uint32_t os_tid)
 {
-    struct trace_thread_python_name r = {.os_tid = os_tid, .name = writer_intern(name, len)};
-    writer_reserve_locked(32);
-    trace_put_thread_python_name(&writer.chunk, &r);
+    names_note_tid_locked(&writer_names, os_tid);
 }
 
 static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t first_seen_ns)
@@ -423,14 +416,14 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
         writer_put_thread(t->thread_idx, t->os_tid,
                           clock_ticks_to_ns(&writer.calibration, t->first_ticks));
         t->announced = 1;
-        names_put_os_name(t->os_tid, t->first_name, t->name_written);
+        names_put_os_name(&writer_names, t->os_tid, t->first_name, t->name_written);
     }
     ring_consume(&t->ring, writer_put_ring_record, t, NULL);
     char comm[RING_THREAD_NAME_BYTES];
     if (exited)
-        names_put_os_name(t->os_tid, t->exit_name, t->name_written);
+        names_put_os_name(&writer_names, t->os_tid, t->exit_name, t->name_written);
     else if (final && names_read_comm(t->os_tid, comm))
-        names_put_os_name(t->os_tid, comm, t->name_written);
+        names_put_os_name(&writer_names, t->os_tid, comm, t->name_written);
     uint64_t dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
     if (dropped != t->dropped_reported) {
         writer_put_dropped(t->thread_idx, dropped - t->dropped_reported);
@@ -441,7 +434,7 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
 static void writer_drain_locked(int final)
 {
     clock_calibration_update(&writer.calibration);
-    names_drain_locked(final);
+    names_drain_locked(&writer_names, final);
     ring_for_each_thread(writer_drain_thread, &final);
     uint64_t unregistered = ring_unregistered_drops();
     if (unregistered != writer.unregistered_dropped_reported) {

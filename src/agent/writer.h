@@ -26,9 +26,9 @@ uint64_t writer_intern(const char *s,
  * count in TRACE_PROCESS_END's total too. */
 void writer_put_dropped(uint64_t thread_idx, uint64_t count);
 
-/* TRACE_THREAD_OS_NAME and TRACE_THREAD_PYTHON_NAME for os_tid (lock held). */
-void writer_put_thread_os_name(uint32_t os_tid, const char *name, size_t len);
-void writer_put_thread_python_name(uint32_t os_tid, const char *name, size_t len);
+/* A thread known only by its OS tid (CUPTI's API records): its OS name is read and written
+ * the first time (lock held). */
+void writer_note_tid_locked(uint32_t os_tid);
 
 /* ---- ring records -> trace records ---- */
 
