@@ -131,6 +131,17 @@ static int finish(int put)
     return put < 0 ? CUPTI_NO_ROOM : CUPTI_TRANSLATED;
 }
 
+/* The fields every GPU operation record (kernel, copy, set) starts with, from CUPTI's
+ * records, which name them alike. */
+#define GPU_OP_FIELDS(a)                                                                           \
+    .device = (a)->deviceId, .context = (a)->contextId, .stream = (a)->streamId,                   \
+    .correlation = (a)->correlationId, .start = (a)->start, .end = (a)->end
+
+/* What CUPTI's MEMCPY and MEMCPY2 (peer) records share, by the same names. */
+#define MEMCPY_FIELDS(c)                                                                           \
+    GPU_OP_FIELDS(c), .copy_kind = (c)->copyKind, .bytes = (c)->bytes, .src_kind = (c)->srcKind,   \
+    .dst_kind = (c)->dstKind, .async = ((c)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0
+
 static unsigned kernel_launch_type(const CUpti_ActivityKernel10 *k)
 {
     if (k->launchType == CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE)
@@ -148,12 +159,7 @@ static int put_kernel(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, k->start, k->end))
         return CUPTI_REJECTED;
     struct trace_cuda_kernel r = {
-        .device = k->deviceId,
-        .context = k->contextId,
-        .stream = k->streamId,
-        .correlation = k->correlationId,
-        .start = k->start,
-        .end = k->end,
+        GPU_OP_FIELDS(k),
         .name = kernel_name_id(t, k->name),
         .demangled = 0, /* left to the importer */
         .grid_x = (uint32_t)k->gridX,
@@ -182,17 +188,7 @@ static int put_memcpy(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
     struct trace_cuda_memcpy r = {
-        .device = c->deviceId,
-        .context = c->contextId,
-        .stream = c->streamId,
-        .correlation = c->correlationId,
-        .start = c->start,
-        .end = c->end,
-        .copy_kind = c->copyKind,
-        .bytes = c->bytes,
-        .src_kind = c->srcKind,
-        .dst_kind = c->dstKind,
-        .async = (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0,
+        MEMCPY_FIELDS(c),
         .src_device = c->deviceId, /* a copy within one device: source and destination */
         .dst_device = c->deviceId,
         .graph_node_id = c->graphNodeId,
@@ -206,17 +202,7 @@ static int put_memcpy_peer(struct cupti_translate *t, struct trace_chunk_builder
     if (bad_times(t, c->start, c->end))
         return CUPTI_REJECTED;
     struct trace_cuda_memcpy r = {
-        .device = c->deviceId,
-        .context = c->contextId,
-        .stream = c->streamId,
-        .correlation = c->correlationId,
-        .start = c->start,
-        .end = c->end,
-        .copy_kind = c->copyKind,
-        .bytes = c->bytes,
-        .src_kind = c->srcKind,
-        .dst_kind = c->dstKind,
-        .async = (c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0,
+        MEMCPY_FIELDS(c),
         .src_device = c->srcDeviceId,
         .dst_device = c->dstDeviceId,
         .graph_node_id = c->graphNodeId,
@@ -230,12 +216,7 @@ static int put_memset(struct cupti_translate *t, struct trace_chunk_builder *b,
     if (bad_times(t, s->start, s->end))
         return CUPTI_REJECTED;
     struct trace_cuda_memset r = {
-        .device = s->deviceId,
-        .context = s->contextId,
-        .stream = s->streamId,
-        .correlation = s->correlationId,
-        .start = s->start,
-        .end = s->end,
+        GPU_OP_FIELDS(s),
         .bytes = s->bytes,
         .value = s->value,
         .mem_kind = s->memoryKind,
