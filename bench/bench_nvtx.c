@@ -17,6 +17,7 @@
 
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 static uint64_t mono_ns(void)
 {
@@ -129,10 +130,9 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *pops, uin
     while (trace_reader_next(&r, &type, &f) == 1) {
         *pushes += type == TRACE_PUSH;
         *pops += type == TRACE_POP;
-        if (type == TRACE_DROPPED) {
-            trace_get_u(&f);
-            *dropped += trace_get_u(&f);
-        }
+        struct trace_dropped d;
+        if (type == TRACE_DROPPED && trace_get_dropped(&f, &d) == 0)
+            *dropped += d.count;
     }
     trace_reader_close(&r);
     unlink(path);

@@ -1,5 +1,5 @@
 /* Varints, records, chunks and the damage-tolerant file reader of the raw trace format.
- * The layout is specified in docs/trace-format.md and src/trace/format.h. */
+ * The layout is specified in docs/trace-format.md, src/trace/format.h and records.def. */
 #include "trace/codec.h"
 #include "trace/format.h"
 

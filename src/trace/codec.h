@@ -1,4 +1,5 @@
-/* Encoding and decoding of the raw trace format (src/trace/format.h): varints, records,
+/* Encoding and decoding of the raw trace format (src/trace/format.h; each record's fields in
+ * records.def, encoded by records.h on top of this): varints, records,
  * chunks with CRC32C, and a reader that walks a file chunk by chunk and stops, with a
  * reason, at the first damage. Used by the agent's writer thread, the launcher and the
  * importer. Nothing here allocates on the encode path. */
