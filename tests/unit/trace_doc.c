@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct text out = {0};
-    int tables = 0;
+    int tables = 0, rc = 1;
     const char *p = doc, *end = doc + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
             const char *close = strstr(next, END_MARK);
             if (!close) {
                 fprintf(stderr, "lantern: %s: a records table has no '%s'\n", path, END_MARK);
-                return 1;
+                goto done;
             }
             put_table(&out, first, last);
             tables++;
@@ -118,25 +118,31 @@ int main(int argc, char **argv)
     }
     if (tables == 0) {
         fprintf(stderr, "lantern: %s: no '%s' marker\n", path, BEGIN_MARK);
-        return 1;
+        goto done;
     }
-    if (out.len == len && memcmp(out.p, doc, len) == 0)
-        return 0;
-    if (argc == 3) {
+    if (out.len == len && memcmp(out.p, doc, len) == 0) {
+        rc = 0;
+    } else if (argc == 3) {
         char tmp[4096];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(out.p, 1, out.len, f) != out.len || fclose(f) != 0 ||
-            rename(tmp, path) != 0) {
+        int ok = f && fwrite(out.p, 1, out.len, f) == out.len;
+        if (f && fclose(f) != 0)
+            ok = 0;
+        if (ok && rename(tmp, path) == 0) {
+            printf("updated %s (%d tables)\n", path, tables);
+            rc = 0;
+        } else {
             fprintf(stderr, "lantern: cannot write '%s'\n", path);
-            return 1;
         }
-        printf("updated %s (%d tables)\n", path, tables);
-        return 0;
+    } else {
+        fprintf(stderr,
+                "lantern: %s: the record tables differ from src/trace/records.def; regenerate "
+                "them with: cmake --build build --target trace-format-doc\n",
+                path);
     }
-    fprintf(stderr,
-            "lantern: %s: the record tables differ from src/trace/records.def; regenerate them "
-            "with: cmake --build build --target trace-format-doc\n",
-            path);
-    return 1;
+done:
+    free(out.p);
+    free(doc);
+    return rc;
 }
