@@ -354,8 +354,9 @@ static void cupti_put_handle(unsigned type, uint64_t handle, uint32_t context_id
         return;
     writer_reserve_locked(64);
     if (type == TRACE_CUDA_STREAM_HANDLE)
-        trace_put_cuda_stream_handle(b, &(struct trace_cuda_stream_handle){
-                                            .handle = handle, .context = context_id, .stream = stream_id});
+        trace_put_cuda_stream_handle(b, &(struct trace_cuda_stream_handle){.handle = handle,
+                                                                           .context = context_id,
+                                                                           .stream = stream_id});
     else
         trace_put_cuda_context_handle(
             b, &(struct trace_cuda_context_handle){.handle = handle, .context = context_id});

@@ -140,7 +140,8 @@ static int finish(int put)
 /* What CUPTI's MEMCPY and MEMCPY2 (peer) records share, by the same names. */
 #define MEMCPY_FIELDS(c)                                                                           \
     GPU_OP_FIELDS(c), .copy_kind = (c)->copyKind, .bytes = (c)->bytes, .src_kind = (c)->srcKind,   \
-    .dst_kind = (c)->dstKind, .async = ((c)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0
+                      .dst_kind = (c)->dstKind,                                                    \
+                      .async = ((c)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0
 
 static unsigned kernel_launch_type(const CUpti_ActivityKernel10 *k)
 {

@@ -200,15 +200,15 @@ static inline __attribute__((always_inline)) void nvtx_record_short(struct agent
 static inline struct ring_event_fields nvtx_event_ascii(const char *message)
 {
     return (struct ring_event_fields){.msg = message,
-                               .msg_bytes = message ? strlen(message) : 0,
-                               .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE};
+                                      .msg_bytes = message ? strlen(message) : 0,
+                                      .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE};
 }
 
 static inline struct ring_event_fields nvtx_event_wide(const wchar_t *message)
 {
     return (struct ring_event_fields){.msg = message,
-                               .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
-                               .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE};
+                                      .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
+                                      .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE};
 }
 
 /* Event attributes, read only as far as the caller's struct size says they exist. */

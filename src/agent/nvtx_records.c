@@ -14,7 +14,8 @@
         (out).name = (w)->message_id;                                                              \
         (out).category = ev_->category;                                                            \
         if (attributes_) {                                                                         \
-            (out).color = ((w)->rec->flags & RING_HAS_COLOR) ? (uint64_t)attributes_->color + 1 : 0; \
+            (out).color =                                                                          \
+                ((w)->rec->flags & RING_HAS_COLOR) ? (uint64_t)attributes_->color + 1 : 0;         \
             (out).payload_type = (w)->rec->payload_type;                                           \
             (out).payload = (w)->rec->payload_type ? attributes_->payload : 0;                     \
         }                                                                                          \
@@ -45,8 +46,8 @@ static void nvtx_translate(struct trace_chunk_builder *b, const struct writer_ri
         break;
     }
     case TRACE_END:
-        trace_put_end(b, &(struct trace_end){
-                             .thread_idx = w->thread_idx, .ts = w->ts, .range_id = rec->arg});
+        trace_put_end(
+            b, &(struct trace_end){.thread_idx = w->thread_idx, .ts = w->ts, .range_id = rec->arg});
         break;
     case TRACE_MARK: {
         struct trace_mark r = {.thread_idx = w->thread_idx, .ts = w->ts, .domain = rec->domain};
@@ -55,19 +56,22 @@ static void nvtx_translate(struct trace_chunk_builder *b, const struct writer_ri
         break;
     }
     case TRACE_UNBALANCED_POP:
-        trace_put_unbalanced_pop(b, &(struct trace_unbalanced_pop){
-                                        .thread_idx = w->thread_idx, .ts = w->ts, .domain = rec->domain});
+        trace_put_unbalanced_pop(b, &(struct trace_unbalanced_pop){.thread_idx = w->thread_idx,
+                                                                   .ts = w->ts,
+                                                                   .domain = rec->domain});
         break;
     case TRACE_DOMAIN_DESTROY:
-        trace_put_domain_destroy(b, &(struct trace_domain_destroy){.domain = rec->domain, .ts = w->ts});
+        trace_put_domain_destroy(
+            b, &(struct trace_domain_destroy){.domain = rec->domain, .ts = w->ts});
         break;
     case TRACE_THREAD_NAME: /* the one ring record outside NVTX's range: nvtxNameOsThread */
-        trace_put_thread_name(b, &(struct trace_thread_name){.os_tid = rec->arg,
-                                                             .name = w->message_id});
+        trace_put_thread_name(
+            b, &(struct trace_thread_name){.os_tid = rec->arg, .name = w->message_id});
         break;
     case TRACE_NAME_RESOURCE:
-        trace_put_name_resource(b, &(struct trace_name_resource){
-                                       .kind = rec->domain, .handle = rec->arg, .name = w->message_id});
+        trace_put_name_resource(b, &(struct trace_name_resource){.kind = rec->domain,
+                                                                 .handle = rec->arg,
+                                                                 .name = w->message_id});
         break;
     default:
         break;

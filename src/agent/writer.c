@@ -402,7 +402,8 @@ void writer_note_tid_locked(uint32_t os_tid)
 
 static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t first_seen_ns)
 {
-    struct trace_thread r = {.thread_idx = thread_idx, .os_tid = os_tid, .first_seen = first_seen_ns};
+    struct trace_thread r = {
+        .thread_idx = thread_idx, .os_tid = os_tid, .first_seen = first_seen_ns};
     writer_reserve_locked(48);
     trace_put_thread(&writer.chunk, &r);
 }

@@ -39,11 +39,11 @@ static void get_u_list(struct trace_fields *f, struct trace_u_list *l)
 
 #define F(kind, field, doc) SCAN_##kind(r->field)
 #define RECORD(TYPE, name, number, doc, fields)                                                    \
-    static unsigned optional_written_##name(const struct trace_##name *r)                         \
+    static unsigned optional_written_##name(const struct trace_##name *r)                          \
     {                                                                                              \
         unsigned optional = 0, last = r->optional_present;                                         \
         (void)optional;                                                                            \
-        fields return last;                                                                     \
+        fields return last;                                                                        \
     }
 #include "trace/records.def"
 #undef RECORD
@@ -66,7 +66,7 @@ static void get_u_list(struct trace_fields *f, struct trace_u_list *l)
 
 #define F(kind, field, doc) PUT_##kind(r->field)
 #define RECORD(TYPE, name, number, doc, fields)                                                    \
-    int trace_put_##name(struct trace_chunk_builder *b, const struct trace_##name *r)             \
+    int trace_put_##name(struct trace_chunk_builder *b, const struct trace_##name *r)              \
     {                                                                                              \
         unsigned optional = 0, last = optional_written_##name(r);                                  \
         (void)optional;                                                                            \

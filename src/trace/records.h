@@ -30,8 +30,8 @@ static inline struct trace_bytes trace_cstr(const char *s)
 /* A `ul` field: u count, then count values. */
 #define TRACE_U_LIST_MAX TRACE_MAX_ANCESTORS
 struct trace_u_list {
-    uint64_t count;                     /* as written; the encoder writes at most the max */
-    uint64_t values[TRACE_U_LIST_MAX];  /* the first TRACE_U_LIST_MAX of them */
+    uint64_t count;                    /* as written; the encoder writes at most the max */
+    uint64_t values[TRACE_U_LIST_MAX]; /* the first TRACE_U_LIST_MAX of them */
 };
 
 #define TRACE_CTYPE_u uint64_t
@@ -51,9 +51,9 @@ struct trace_u_list {
     struct trace_##name {                                                                          \
         fields unsigned optional_present;                                                          \
     };                                                                                             \
-    /* Appends the record to the chunk: 0, or -1 if it did not fit (the chunk is unchanged). */   \
-    int trace_put_##name(struct trace_chunk_builder *b, const struct trace_##name *r);            \
-    /* Reads a TRACE_##TYPE body (from trace_reader_next): absent trailing fields read as 0.      \
+    /* Appends the record to the chunk: 0, or -1 if it did not fit (the chunk is unchanged). */    \
+    int trace_put_##name(struct trace_chunk_builder *b, const struct trace_##name *r);             \
+    /* Reads a TRACE_##TYPE body (from trace_reader_next): absent trailing fields read as 0.       \
      * 0, or -1 if the body is malformed. */                                                       \
     int trace_get_##name(struct trace_fields *f, struct trace_##name *r);
 #include "trace/records.def"

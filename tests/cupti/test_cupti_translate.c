@@ -703,7 +703,8 @@ static void device_record_fills_gpus_with_peaks(void)
 static void handle_record(unsigned type, uint64_t handle, uint64_t context, uint64_t stream)
 {
     if (type == TRACE_CUDA_STREAM_HANDLE) {
-        struct trace_cuda_stream_handle r = {.handle = handle, .context = context, .stream = stream};
+        struct trace_cuda_stream_handle r = {
+            .handle = handle, .context = context, .stream = stream};
         ASSERT_EQ(trace_put_cuda_stream_handle(&chunk, &r), 0);
     } else {
         struct trace_cuda_context_handle r = {.handle = handle, .context = context};

@@ -51,8 +51,7 @@ static inline void raw_close(struct raw_writer *w)
 /* Appends one record through its generated encoder (src/trace/records.h), e.g.
  *   RAW(w, push, .thread_idx = 1, .ts = 2000, .domain = 0, .depth = 0, .name = 3);
  * fields left out are 0, and optional trailing zeros are not written, as the agent does. */
-#define RAW(w, name, ...)                                                                          \
-    raw_check(trace_put_##name(&(w)->b, &(struct trace_##name){__VA_ARGS__}))
+#define RAW(w, name, ...) raw_check(trace_put_##name(&(w)->b, &(struct trace_##name){__VA_ARGS__}))
 
 static inline void raw_check(int put)
 {
@@ -66,8 +65,9 @@ static inline void raw_process(struct raw_writer *w, uint64_t pid, uint64_t star
 {
     RAW(w, process, .pid = pid, .ppid = 1, .start = start,
         .wall_ns = 1700000000000000000ull + start, .exe = trace_cstr("/bin/demo"),
-        .cmdline = trace_bytes(cmdline, cmdline_len), .host = trace_cstr("h1"), .agent_flags = flags,
-        .lantern_version = trace_cstr("0.1.0"), .trace_list = trace_cstr(trace ? trace : ""));
+        .cmdline = trace_bytes(cmdline, cmdline_len), .host = trace_cstr("h1"),
+        .agent_flags = flags, .lantern_version = trace_cstr("0.1.0"),
+        .trace_list = trace_cstr(trace ? trace : ""));
 }
 
 static inline void raw_string(struct raw_writer *w, uint64_t id, const char *s)

@@ -113,8 +113,8 @@ static void write_full_process(void)
 
     raw_chunk(&w, 3000);
     raw_push(&w, 2, 3100, 0, 0, 2); /* never popped: the file ends */
-    RAW(&w, start, .thread_idx = 1, .ts = 3200, .range_id = 78, .domain = 0,
-        .name = 5); /* never ended */
+    /* never ended */
+    RAW(&w, start, .thread_idx = 1, .ts = 3200, .range_id = 78, .domain = 0, .name = 5);
     raw_push(&w, 1, 3300, 0, 1, 2);            /* its parent's push was dropped */
     raw_pop(&w, 1, 3400, 0, 1);
     raw_pop(&w, 1, 3500, 0, 0); /* the dropped push's pop: ignored */

@@ -175,7 +175,8 @@ static void record_that_does_not_fit_is_rolled_back(void)
     uint8_t buf[80];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, 0);
-    struct trace_string s = {.id = 1, .bytes = trace_cstr("0123456789012345678901234567890123456789")};
+    struct trace_string s = {.id = 1,
+                             .bytes = trace_cstr("0123456789012345678901234567890123456789")};
     ASSERT_EQ(trace_put_string(&b, &s), 0);
     ASSERT_EQ(trace_put_string(&b, &s), -1);
     ASSERT_EQ(b.records, 1);

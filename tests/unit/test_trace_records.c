@@ -51,7 +51,7 @@ static char names[64][8];
 
 #define F(kind, field, doc) SAME_##kind(a->field, b->field)
 #define RECORD(TYPE, name, number, doc, fields)                                                    \
-    static void same_##name(const struct trace_##name *a, const struct trace_##name *b)           \
+    static void same_##name(const struct trace_##name *a, const struct trace_##name *b)            \
     {                                                                                              \
         fields                                                                                     \
     }
