@@ -2,7 +2,7 @@
  * gpus (merged by UUID with the CUDA importer's rows) and gpu_samples; after all files, the
  * energy of each lantern.h energy window (NVTX ranges of the domain "lantern.energy") from
  * the samples, into energy_windows. */
-#include "db/import.h"
+#include "db/import_internal.h"
 #include "nvml/energy_db.h"
 #include "trace/format.h"
 
@@ -28,26 +28,10 @@ static int64_t gpu_id_of(struct import_file *f, uint64_t nvml_index)
     return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
+/* The bytes as text, '' when empty (NVML's strings are stored as read). */
 static void bind_text(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len)
 {
     sqlite3_bind_text(st, col, (const char *)bytes, (int)len, SQLITE_TRANSIENT);
-}
-
-/* A value stored + 1 (0: not read) as SQL: NULL or the value. */
-static void bind_optional(sqlite3_stmt *st, int col, uint64_t plus_one)
-{
-    if (plus_one)
-        sqlite3_bind_int64(st, col, (int64_t)(plus_one - 1));
-    else
-        sqlite3_bind_null(st, col);
-}
-
-static int step_done(struct import_file *f, sqlite3_stmt *st, const char *what)
-{
-    if (sqlite3_step(st) == SQLITE_DONE)
-        return 0;
-    import_warn(f, "cannot store %s: %s", what, sqlite3_errmsg(import_db(f)));
-    return -1;
 }
 
 static int import_gpu(struct import_file *f, struct trace_fields *fl)
@@ -70,7 +54,7 @@ static int import_gpu(struct import_file *f, struct trace_fields *fl)
     sqlite3_bind_int64(st, 3, (int64_t)index);
     sqlite3_bind_int64(st, 4, (int64_t)power_limit);
     sqlite3_bind_int64(st, 5, (int64_t)memory);
-    return step_done(f, st, "an NVML GPU");
+    return import_step(f, st, "cannot store an NVML GPU: ");
 }
 
 static int import_power(struct import_file *f, struct trace_fields *fl)
@@ -84,9 +68,9 @@ static int import_power(struct import_file *f, struct trace_fields *fl)
         return -1;
     sqlite3_bind_int64(st, 1, gpu);
     sqlite3_bind_int64(st, 2, (int64_t)ts);
-    bind_optional(st, 3, instant);
-    bind_optional(st, 4, avg);
-    return step_done(f, st, "a power sample");
+    import_bind_plus_one(st, 3, instant);
+    import_bind_plus_one(st, 4, avg);
+    return import_step(f, st, "cannot store a power sample: ");
 }
 
 static int import_energy(struct import_file *f, struct trace_fields *fl)
@@ -102,7 +86,7 @@ static int import_energy(struct import_file *f, struct trace_fields *fl)
     sqlite3_bind_int64(st, 2, (int64_t)ts);
     sqlite3_bind_int64(st, 3, (int64_t)mj);
     sqlite3_bind_int64(st, 4, (int64_t)uncertainty);
-    return step_done(f, st, "an energy counter update");
+    return import_step(f, st, "cannot store an energy counter update: ");
 }
 
 static int import_state(struct import_file *f, struct trace_fields *fl)
@@ -119,8 +103,8 @@ static int import_state(struct import_file *f, struct trace_fields *fl)
     sqlite3_bind_int64(st, 1, gpu);
     sqlite3_bind_int64(st, 2, (int64_t)ts);
     for (int col = 3; col <= 9; col++)
-        bind_optional(st, col, trace_get_u(fl));
-    return step_done(f, st, "a GPU state sample");
+        import_bind_plus_one(st, col, trace_get_u(fl));
+    return import_step(f, st, "cannot store a GPU state sample: ");
 }
 
 static int import_disabled(struct import_file *f, struct trace_fields *fl)
@@ -133,7 +117,7 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
     if (!st)
         return -1;
     bind_text(st, 1, reason, len);
-    return step_done(f, st, "the NVML disabled reason");
+    return import_step(f, st, "cannot store the NVML disabled reason: ");
 }
 
 static int import_sampler(struct import_file *f, struct trace_fields *fl)
@@ -157,11 +141,12 @@ static int import_sampler(struct import_file *f, struct trace_fields *fl)
     else
         sqlite3_bind_null(st, 13);
     sqlite3_bind_int64(st, 14, (int64_t)trace_get_u(fl));
-    return step_done(f, st, "the NVML sampler's footprint");
+    return import_step(f, st, "cannot store the NVML sampler's footprint: ");
 }
 
-int import_nvml_record(struct import_file *f, unsigned type, struct trace_fields *fields)
+static int nvml_record(void *ctx, unsigned type, struct trace_fields *fields)
 {
+    struct import_file *f = ctx;
     switch (type) {
     case TRACE_NVML_GPU:
         return import_gpu(f, fields);
@@ -210,8 +195,10 @@ static int insert_window(sqlite3 *db, sqlite3_stmt *ranges, const struct energy_
     return rc;
 }
 
-int import_nvml_finish(sqlite3 *db)
+static int nvml_session_finish(sqlite3 *db, void *state, uint64_t records)
 {
+    (void)state;
+    (void)records; /* energy windows come from NVTX ranges and any samples there are */
     struct energy_db_gpu *gpus;
     int n = energy_db_load(db, &gpus);
     if (n <= 0)
@@ -235,3 +222,8 @@ out:
     energy_db_free(gpus, n);
     return rc;
 }
+
+const struct import_source import_source_NVML = {
+    .record = nvml_record,
+    .session_finish = nvml_session_finish,
+};

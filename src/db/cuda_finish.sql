@@ -1,0 +1,49 @@
+-- The CUDA importer's last pass (import_cuda.c), after the NVTX attribution of API calls:
+-- attribution of GPU work, GPUs, streams, names. Each statement idempotent.
+-- Parameters (bound from src/trace/format.h's TRACE_RESOURCE_* by import_cuda.c):
+--   :resource_cu_context, :resource_cu_stream, :resource_cudart_stream
+
+-- GPU work's NVTX range (its launching call's) and GPU (CUDA ordinal of the process ->
+-- gpus.id), in one pass over each table.
+UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = kernels.api_id),
+  gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = kernels.process_id
+  AND p.device = kernels.device);
+UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memcpys.api_id),
+  gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memcpys.process_id
+  AND p.device = memcpys.device);
+UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memsets.api_id),
+  gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memsets.process_id
+  AND p.device = memsets.device);
+UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE
+  a.process_id = cuda_syncs.process_id AND a.correlation_id = cuda_syncs.correlation_id
+  ORDER BY a.api LIMIT 1) WHERE thread_id IS NULL;
+UPDATE cuda_memory SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE
+  p.process_id = cuda_memory.process_id AND p.device = cuda_memory.device);
+UPDATE cuda_contexts SET gpu_id = (SELECT gpu_id FROM process_gpus p WHERE
+  p.process_id = cuda_contexts.process_id AND p.device = cuda_contexts.device);
+
+-- Streams CUPTI never described (the NULL stream, streams created before tracing): one row
+-- for every stream that did work.
+INSERT INTO cuda_streams(process_id, context, stream, is_default)
+  SELECT DISTINCT u.process_id, u.context, u.stream, u.stream = c.null_stream FROM
+  (SELECT process_id, context, stream FROM kernels UNION SELECT process_id, context, stream
+   FROM memcpys UNION SELECT process_id, context, stream FROM memsets) u
+  LEFT JOIN cuda_contexts c ON c.process_id = u.process_id AND c.context = u.context
+  WHERE NOT EXISTS (SELECT 1 FROM cuda_streams s WHERE s.process_id = u.process_id
+   AND s.context = u.context AND s.stream = u.stream);
+UPDATE cuda_streams SET gpu_id = (SELECT gpu_id FROM cuda_contexts c WHERE
+  c.process_id = cuda_streams.process_id AND c.context = cuda_streams.context),
+  handle = (SELECT h.handle FROM cuda_stream_handles h WHERE h.process_id =
+  cuda_streams.process_id AND h.context = cuda_streams.context AND h.stream =
+  cuda_streams.stream);
+UPDATE cuda_contexts SET handle = (SELECT h.handle FROM cuda_context_handles h WHERE
+  h.process_id = cuda_contexts.process_id AND h.context = cuda_contexts.context);
+
+-- NVTX names: the latest name given to the handle.
+UPDATE cuda_streams SET name_id = (SELECT n.name_id FROM cuda_resource_names n WHERE
+  n.process_id = cuda_streams.process_id
+  AND n.kind IN (:resource_cu_stream, :resource_cudart_stream)
+  AND n.handle = cuda_streams.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT NULL;
+UPDATE cuda_contexts SET name_id = (SELECT n.name_id FROM cuda_resource_names n WHERE
+  n.process_id = cuda_contexts.process_id AND n.kind = :resource_cu_context
+  AND n.handle = cuda_contexts.handle ORDER BY n.rowid DESC LIMIT 1) WHERE handle IS NOT NULL;

@@ -1,0 +1,92 @@
+/* The importer core's own structures, shared by its files and by no source: the session
+ * (import_session.c), the file being imported and the record loop (import_file.c,
+ * import_loop.c), strings, processes and threads (import_processes.c), and the table of
+ * sources (import_sources.c). Sources see only import_internal.h. */
+#ifndef LANTERN_DB_IMPORT_CORE_H
+#define LANTERN_DB_IMPORT_CORE_H
+
+#include "common/u64_map.h"
+#include "db/import_internal.h"
+
+
+/* The sources of src/trace/sources.def, numbered in its order. */
+enum {
+#define SOURCE(ID, ...) IMPORT_SOURCE_##ID,
+#include "trace/sources.def"
+#undef SOURCE
+    IMPORT_SOURCES
+};
+
+/* One row of the table of sources: its record types and its importer. */
+struct import_source_row {
+    const char *name;
+    unsigned first_type, last_type;
+    const struct import_source *source;
+};
+extern const struct import_source_row import_sources[IMPORT_SOURCES];
+
+/* The source whose type range holds type, or -1 (the core's own records, or unknown). */
+static inline int import_source_of(unsigned type)
+{
+    for (int i = 0; i < IMPORT_SOURCES; i++)
+        if (type >= import_sources[i].first_type && type <= import_sources[i].last_type)
+            return i;
+    return -1;
+}
+
+struct import_session {
+    sqlite3 *db;
+    const struct import_options *opt;
+    struct import_summary summary;
+    struct u64_map string_ids; /* hash of the bytes -> strings.id (collisions chained below) */
+    char **string_values;      /* strings.id -> bytes, to confirm a hash match */
+    size_t *string_lengths;
+    size_t strings, strings_cap;
+    void *source_state[IMPORT_SOURCES];      /* import_source.session_open's */
+    uint64_t source_records[IMPORT_SOURCES]; /* records of each source */
+    /* what the launcher's own file says about the session */
+    char *command, *host, *trace, *version;
+    int have_launcher;
+    int no_nvidia_device; /* the launcher saw no NVIDIA device node */
+    uint64_t start_ns, end_ns, start_wall_ns, first_process_start, first_process_wall;
+    int64_t exit_status; /* -1: unknown */
+    uint64_t bytes_total, bytes_done;
+    uint64_t lantern_files;     /* raw files with a Lantern header: none means no session */
+    uint64_t truncated_strings; /* names the agent cut to TRACE_STRING_MAX */
+    int cancelled;              /* import_options.cancel said stop */
+};
+
+struct import_file {
+    struct import_session *s;
+    const char *name; /* the raw file's name in the session folder */
+    int is_launcher;
+    int64_t process_id;
+    sqlite3_stmt *stmts[IMPORT_SLOTS];
+    struct id_vec strings, threads;
+    struct u64_map thread_by_tid;
+    void *source_ctx[IMPORT_SOURCES]; /* import_source.file_open's, once opened */
+    uint64_t last_ts, end_ts, dropped_sum, dropped_total;
+    int saw_end, clean, malformed;
+    uint64_t cut_strings; /* TRACE_STRING records the agent cut to TRACE_STRING_MAX */
+    char *warning;
+};
+
+/* ---- import_processes.c: the core's own records (types below the sources' ranges) -------- */
+
+/* One record of the core's types (process, threads, strings, drops, ...); a type no one knows
+ * is counted in summary.skipped. */
+void import_core_record(struct import_file *f, unsigned type, struct trace_fields *fields);
+/* End of the file: the process row's end, exit, drops and warning. */
+void import_process_finish(struct import_file *f);
+/* Frees the session's interned strings. */
+void import_strings_release(struct import_session *s);
+
+/* ---- import_loop.c ------------------------------------------------------------------------ */
+
+/* Imports one raw file (path, named name in the session folder) into s->db. */
+void import_file(struct import_session *s, const char *path, const char *name);
+/* Asks import_options.cancel whether to stop (a signal is pending): from the record loop and,
+ * through sqlite3_progress_handler, from long SQL statements. */
+int import_cancelled(void *session);
+
+#endif

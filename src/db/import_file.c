@@ -1,0 +1,64 @@
+/* The file being imported, as sources see it (import_internal.h): its database, name,
+ * counters, warnings and cached statements. */
+#include "db/import_core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+sqlite3 *import_db(struct import_file *f)
+{
+    return f->s->db;
+}
+
+const char *import_file_name(struct import_file *f)
+{
+    return f->name;
+}
+
+struct import_summary *import_summary_of(struct import_file *f)
+{
+    return &f->s->summary;
+}
+
+void import_malformed(struct import_file *f)
+{
+    f->malformed++;
+}
+
+void import_warn(struct import_file *f, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    f->s->summary.warnings++;
+    if (f->s->opt && f->s->opt->warn)
+        f->s->opt->warn(f->s->opt->ctx, msg);
+    size_t old = f->warning ? strlen(f->warning) : 0;
+    char *w = realloc(f->warning, old + strlen(msg) + 3);
+    if (!w)
+        return;
+    if (old)
+        strcpy(w + old, "; ");
+    strcpy(w + (old ? old + 2 : 0), msg);
+    f->warning = w;
+}
+
+sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql)
+{
+    if (slot < 0 || slot >= IMPORT_SLOTS)
+        return NULL;
+    sqlite3_stmt *st = f->stmts[slot];
+    if (!st) {
+        if (sqlite3_prepare_v3(f->s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &f->stmts[slot],
+                               NULL) != SQLITE_OK) {
+            import_warn(f, "internal error preparing statement: %s", sqlite3_errmsg(f->s->db));
+            return NULL;
+        }
+        return f->stmts[slot];
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return st;
+}

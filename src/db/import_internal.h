@@ -1,0 +1,163 @@
+/* The importer's interface to its event sources: what a source's importer (import_nvtx.c,
+ * import_cuda.c, import_nvml.c, ...) is given, and what it gives back. The core (import_file.c,
+ * import_processes.c, import_loop.c, import_session.c) walks the raw files and knows each
+ * source only through its row in the table of sources (import_sources.c, one row per line of
+ * src/trace/sources.def); a source calls the helpers below and never the other way round.
+ * Not part of the public importer API (import.h). */
+#ifndef LANTERN_DB_IMPORT_INTERNAL_H
+#define LANTERN_DB_IMPORT_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/import.h"
+#include "trace/codec.h"
+
+struct import_file; /* one raw file being imported (opaque to sources) */
+
+/* ---- a source, as the core sees it -------------------------------------------------------- */
+
+/* A record handler's result: 0 done (or skipped on purpose), a negative code on failure,
+ * IMPORT_RECORD_UNKNOWN for a type the source does not know (counted in
+ * import_summary.skipped). */
+#define IMPORT_RECORD_UNKNOWN 1
+
+/* Each source's importer defines `const struct import_source import_source_<ID>` (ID as in
+ * sources.def); the core calls, for every session:
+ *   session_open (after the schema) -> for each file: file_open (at the file's first record
+ *   of this source), record (each record of its type range), file_close (after the file's
+ *   last record) -> session_finish (after every file, before indexes.sql) -> session_close.
+ * Every hook but record may be NULL. */
+struct import_source {
+    /* The source's state for the whole session (NULL is fine); *state is passed to the hooks
+     * below. Returns 0 or a negative code (the import fails). */
+    int (*session_open)(sqlite3 *db, void **state);
+    /* The state record() and file_close() get for one file; NULL: they get the import_file.
+     * Returns NULL only when out of memory (the file's records of this source are skipped). */
+    void *(*file_open)(struct import_file *f, void *session_state);
+    /* One record; ctx is file_open's result (or the import_file). */
+    int (*record)(void *ctx, unsigned type, struct trace_fields *fields);
+    /* End of the file: write what is still held, free file_open's state. */
+    void (*file_close)(void *ctx);
+    /* After all files: records is how many records of this source the session had. */
+    int (*session_finish)(sqlite3 *db, void *session_state, uint64_t records);
+    /* Frees session_open's state; called whether the import succeeded or not. */
+    void (*session_close)(void *session_state);
+};
+
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                       \
+    extern const struct import_source import_source_##ID;
+#include "trace/sources.def"
+#undef SOURCE
+
+/* ---- the file being imported ---------------------------------------------------------- */
+
+sqlite3 *import_db(struct import_file *f);
+/* The raw file's name in the session folder. */
+const char *import_file_name(struct import_file *f);
+/* The session's counters (a source adds its rows: ranges, marks). */
+struct import_summary *import_summary_of(struct import_file *f);
+/* Counts one malformed record of this file (said in one warning at the end of the file). */
+void import_malformed(struct import_file *f);
+/* Records a warning about this file: stored in processes.import_warning, passed to
+ * import_options.warn, counted in meta.import_warnings. */
+void import_warn(struct import_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prepared-statement slots: each source caches its statements in its own range. */
+enum {
+    IMPORT_SLOT_CORE = 0,  /* 0-15: import_processes.c */
+    IMPORT_SLOT_NVTX = 16, /* 16-23: import_nvtx.c */
+    IMPORT_SLOT_CUDA = 24, /* 24-47: import_cuda.c */
+    IMPORT_SLOT_NVML = 48, /* 48-63: import_nvml.c */
+    IMPORT_SLOTS = 64,
+};
+/* The statement in slot, prepared from sql on first use and reset (bindings cleared) on
+ * every call; NULL if sql does not compile (a bug: also reported with import_warn). */
+sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql);
+
+/* ---- strings, processes, threads (import_processes.c) ------------------------------------ */
+
+/* strings.id of a string id of this file; 0 for 0 or an unknown id (bind NULL then). */
+int64_t import_string(struct import_file *f, uint64_t file_string_id);
+/* threads.id of a thread index of this file (created, tid unknown, if the file never
+ * described it). */
+int64_t import_thread(struct import_file *f, uint64_t thread_idx);
+/* threads.id of an OS thread id of this file's process, created if new. */
+int64_t import_thread_by_tid(struct import_file *f, uint64_t os_tid);
+/* processes.id of this file's process, created (pid from the file's name) if the file has
+ * not described it; 0 for the launcher's own file. */
+int64_t import_process(struct import_file *f);
+/* processes.id of this file's process if its row exists, else 0 (never creates it); 0 for the
+ * launcher's own file. */
+int64_t import_known_process(struct import_file *f);
+
+/* ---- statements (import_sql.c) ------------------------------------------------------------ */
+
+/* Steps st to its end; on failure warns "<what><SQLite's message>" about f (what NULL: no
+ * warning) and returns -EIO. st NULL (import_stmt failed): -EIO. */
+int import_step(struct import_file *f, sqlite3_stmt *st, const char *what);
+/* NULL for text NULL, else the text (static: it must outlive the step). */
+void import_bind_text(sqlite3_stmt *st, int col, const char *text);
+/* NULL for len 0, else a copy of the bytes as text. */
+void import_bind_bytes(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len);
+/* NULL for 0 ("none": string ids, graph ids, row ids), else v. */
+void import_bind_nonzero(sqlite3_stmt *st, int col, int64_t v);
+/* A value stored + 1 in the trace (0: none): NULL or the value. */
+void import_bind_plus_one(sqlite3_stmt *st, int col, uint64_t plus_one);
+
+/* A named parameter of an SQL script: ":name" in the SQL takes the integer, or the text when
+ * text is not NULL. The enumerations a script compares with are bound this way, so their
+ * values are written once, in C (src/trace/format.h). */
+struct import_sql_param {
+    const char *name; /* with its ':' */
+    int64_t value;
+    const char *text;
+};
+/* Runs every statement of sql (an embedded .sql file) in turn, binding its parameters from
+ * params (an array ended by a NULL name). Returns 0, or -EIO (an SQL error, an unknown
+ * parameter). */
+int import_exec_script(sqlite3 *db, const char *sql, const struct import_sql_param *params);
+
+/* ---- ids of a file ---------------------------------------------------------------------- */
+
+/* A corrupt id must not make the importer allocate gigabytes. */
+#define IMPORT_MAX_FILE_IDS (1u << 24)
+
+/* A growable array of int64 indexed by a per-file id (string ids, thread indexes, domains). */
+struct id_vec {
+    int64_t *v;
+    size_t cap;
+};
+
+/* The slot of idx, grown (zero-filled) as needed; NULL when idx is too large or memory runs out. */
+static inline int64_t *id_vec_slot(struct id_vec *a, uint64_t idx)
+{
+    if (idx >= IMPORT_MAX_FILE_IDS)
+        return NULL;
+    if (idx >= a->cap) {
+        size_t cap = a->cap ? a->cap : 256;
+        while (cap <= idx)
+            cap *= 2;
+        int64_t *v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        memset(v + a->cap, 0, (cap - a->cap) * sizeof *v);
+        a->v = v;
+        a->cap = cap;
+    }
+    return &a->v[idx];
+}
+
+/* The value at idx; 0 beyond the end. */
+static inline int64_t id_vec_get(const struct id_vec *a, uint64_t idx)
+{
+    return idx < a->cap ? a->v[idx] : 0;
+}
+
+/* ranges.style (docs/schema.md): shared by the NVTX importer and the CUDA attribution. */
+enum import_range_style { IMPORT_RANGE_PUSH_POP = 0, IMPORT_RANGE_START_END = 1 };
+
+#endif

@@ -1,0 +1,124 @@
+/* The record loop: reads one raw file of the session and hands each record to the source whose
+ * type range holds it (the table in import_sources.c), or to the core's own records
+ * (import_processes.c); then ends the file: each source's file_close, the process row. */
+#include "db/import_core.h"
+#include "trace/format.h"
+
+#include <stdio.h>
+
+/* Progress is reported every this many records (about a tenth of a second of work). */
+#define PROGRESS_EVERY (1u << 18)
+
+/* Each source's records go to its importer, by type range (src/trace/sources.def). */
+static void import_record(struct import_file *f, unsigned type, struct trace_fields *fl)
+{
+    int i = import_source_of(type);
+    if (i < 0) {
+        import_core_record(f, type, fl);
+        return;
+    }
+    const struct import_source *src = import_sources[i].source;
+    f->s->source_records[i]++;
+    void *ctx = f->source_ctx[i];
+    if (!ctx) {
+        ctx = src->file_open ? src->file_open(f, f->s->source_state[i]) : f;
+        if (!(f->source_ctx[i] = ctx))
+            return; /* out of memory: the record is lost */
+    }
+    if (src->record(ctx, type, fl) == IMPORT_RECORD_UNKNOWN)
+        f->s->summary.skipped++;
+}
+
+/* End of the file: each source writes what it still holds, in the table's order. */
+static void close_sources(struct import_file *f)
+{
+    for (int i = 0; i < IMPORT_SOURCES; i++) {
+        const struct import_source *src = import_sources[i].source;
+        if (f->source_ctx[i] && src->file_close)
+            src->file_close(f->source_ctx[i]);
+        f->source_ctx[i] = NULL;
+    }
+}
+
+static void file_release(struct import_file *f)
+{
+    for (int i = 0; i < IMPORT_SLOTS; i++)
+        sqlite3_finalize(f->stmts[i]);
+    free(f->strings.v);
+    free(f->threads.v);
+    u64_map_release(&f->thread_by_tid);
+    free(f->warning);
+}
+
+static void report_progress(struct import_session *s, const struct trace_reader *r, uint64_t base)
+{
+    if (s->opt && s->opt->progress)
+        s->opt->progress(s->opt->ctx, base + r->pos, s->bytes_total);
+}
+
+int import_cancelled(void *ctx)
+{
+    struct import_session *s = ctx;
+    if (!s->cancelled && s->opt && s->opt->cancel && s->opt->cancel(s->opt->ctx))
+        s->cancelled = 1;
+    return s->cancelled;
+}
+
+void import_file(struct import_session *s, const char *path, const char *name)
+{
+    struct import_file f = {.s = s, .name = name};
+    f.is_launcher = strcmp(name, "launcher.lrt") == 0;
+    struct trace_reader r;
+    if (trace_reader_open(&r, path) < 0) {
+        if (r.not_a_trace) { /* not a file an agent wrote: said, but not a process */
+            s->summary.warnings++;
+            if (s->opt && s->opt->warn) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s: %s; skipped", name, r.damage);
+                s->opt->warn(s->opt->ctx, msg);
+            }
+            s->bytes_done += r.size;
+            trace_reader_close(&r);
+            file_release(&f);
+            return;
+        }
+        import_process(&f);
+        import_warn(&f, "%s: %s; %zu bytes lost", name, r.damage, r.bytes_lost);
+        goto done;
+    }
+    s->lantern_files++;
+    unsigned type;
+    struct trace_fields fl;
+    int rc = 0;
+    uint64_t base = s->bytes_done;
+    while (!s->cancelled && (rc = trace_reader_next(&r, &type, &fl)) == 1) {
+        import_record(&f, type, &fl);
+        if (fl.bad)
+            f.malformed++;
+        if (r.prev_ts > f.last_ts)
+            f.last_ts = r.prev_ts;
+        if (++s->summary.records % PROGRESS_EVERY == 0) {
+            report_progress(s, &r, base);
+            if (import_cancelled(s))
+                break;
+        }
+    }
+    if (rc < 0) {
+        import_process(&f);
+        import_warn(&f, "%s: %s; %zu bytes lost", name, r.damage, r.bytes_lost);
+    }
+    if (f.malformed)
+        import_warn(&f, "%s: %d malformed records skipped", name, f.malformed);
+    if (f.cut_strings) {
+        s->truncated_strings += f.cut_strings;
+        import_warn(&f, "%s: %llu names longer than %u bytes were cut (they end with \"%s\")", name,
+                    (unsigned long long)f.cut_strings, TRACE_STRING_MAX, TRACE_STRING_CUT_MARK);
+    }
+done:
+    trace_reader_close(&r);
+    close_sources(&f);
+    import_process_finish(&f);
+    s->summary.files++;
+    s->bytes_done += r.size;
+    file_release(&f);
+}

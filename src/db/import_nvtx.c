@@ -1,0 +1,577 @@
+/* The NVTX source's importer: trace records 20-39 (written by src/agent/nvtx.c) into domains,
+ * categories, ranges (push/pop pairs by depth, start/end pairs by id, batched inserts) and
+ * marks; NVTX names of CUDA handles into cuda_resource_names (joined to CUPTI's ids by the CUDA
+ * importer's finish). Record layouts: src/trace/format.h; tables: src/db/schema.sql. */
+#include "common/u64_map.h"
+#include "db/import_internal.h"
+#include "trace/format.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* A corrupt depth must not make the importer allocate gigabytes. */
+#define MAX_DEPTH 4096u
+
+enum {
+    SLOT_DOMAIN = IMPORT_SLOT_NVTX,
+    SLOT_CATEGORY,
+    SLOT_RANGE,
+    SLOT_RANGE_BATCH,
+    SLOT_MARK,
+    SLOT_UNBALANCED,
+    SLOT_RESOURCE_NAME,
+};
+
+/* An NVTX range between its push/start and its pop/end. */
+struct open_range {
+    int64_t id;        /* ranges.id, assigned when the range opens; 0: slot empty */
+    int64_t parent_id; /* 0: none */
+    int64_t name_id, domain_id, thread_id;
+    uint64_t category, color, payload_type, payload_bits, start_ns;
+    uint32_t depth;
+};
+
+/* A range ready to be written (ranges are written in batches). */
+struct finished_range {
+    struct open_range range;
+    enum import_range_style style;
+    int64_t end_thread_id; /* 0: never ended */
+    uint64_t end_ns;
+};
+#define RANGE_BATCH 64
+
+/* The open push/pop ranges of one (thread, domain), indexed by depth. */
+struct range_stack {
+    struct open_range *levels;
+    uint32_t cap, top; /* top: one past the deepest level that may be occupied */
+};
+
+/* Across the session: domains are merged by name, range ids count across files. */
+struct nvtx_session {
+    struct u64_map domain_by_name; /* strings.id of the name -> domains.id */
+    int64_t next_domain_id, next_range_id;
+};
+
+/* One file's NVTX state. */
+struct nvtx_file {
+    struct import_file *file;
+    struct nvtx_session *session;
+    struct id_vec domains;      /* the file's domain id -> domains.id */
+    struct u64_map stack_index; /* (thread_idx << 32 | file domain) -> index in stacks + 1 */
+    struct range_stack *stacks;
+    size_t nstacks, stacks_cap;
+    uint64_t last_stack_key;
+    struct range_stack *last_stack;
+    struct u64_map open_starts; /* range_id + 1 -> index in starts + 1 */
+    struct open_range *starts;
+    size_t nstarts, starts_cap, free_start; /* free_start: head of the free list + 1 */
+    struct finished_range finished[RANGE_BATCH];
+    int nfinished;
+    uint64_t unbalanced; /* TRACE_UNBALANCED_POP records */
+};
+
+static int64_t domain_of(struct nvtx_file *f, uint64_t file_domain)
+{
+    return file_domain ? id_vec_get(&f->domains, file_domain) : 0;
+}
+
+static void on_domain(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t id = trace_get_u(fl), name = trace_get_u(fl);
+    int64_t name_id = import_string(f->file, name);
+    int64_t *slot = id_vec_slot(&f->domains, id);
+    if (!slot || !id)
+        return;
+    /* domains are merged by name across processes: one row per distinct name */
+    uint64_t *known = name_id ? u64_map_find(&f->session->domain_by_name, (uint64_t)name_id) : NULL;
+    if (known) {
+        *slot = (int64_t)*known;
+        return;
+    }
+    sqlite3_stmt *st = import_stmt(f->file, SLOT_DOMAIN, "INSERT INTO domains(id, name_id) VALUES(?, ?)");
+    if (!st)
+        return;
+    int64_t domain_id = ++f->session->next_domain_id;
+    sqlite3_bind_int64(st, 1, domain_id);
+    import_bind_nonzero(st, 2, name_id);
+    if (import_step(f->file, st, NULL) < 0)
+        return;
+    if (name_id)
+        u64_map_put(&f->session->domain_by_name, (uint64_t)name_id, (uint64_t)domain_id);
+    *slot = domain_id;
+}
+
+static void on_category(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t domain = trace_get_u(fl), category = trace_get_u(fl), name = trace_get_u(fl);
+    sqlite3_stmt *st = import_stmt(
+        f->file, SLOT_CATEGORY,
+        "INSERT OR REPLACE INTO categories(domain_id, category, name_id) VALUES(?, ?, ?)");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, domain_of(f, domain));
+    sqlite3_bind_int64(st, 2, (int64_t)category);
+    import_bind_nonzero(st, 3, import_string(f->file, name));
+    import_step(f->file, st, NULL);
+}
+
+/* EVENT fields: u name, u category, u color (ARGB + 1), u payload_type, u payload bits. */
+static void read_event(struct nvtx_file *f, struct trace_fields *fl, struct open_range *r)
+{
+    r->name_id = import_string(f->file, trace_get_u(fl));
+    r->category = trace_get_u(fl);
+    r->color = trace_get_u(fl);
+    r->payload_type = trace_get_u(fl);
+    r->payload_bits = trace_get_u(fl);
+}
+
+/* Binds the payload as the NVTX type it was given in (nvToolsExt.h's NVTX_PAYLOAD_TYPE_*). */
+static void bind_payload(sqlite3_stmt *st, int col, uint64_t type, uint64_t bits)
+{
+    uint32_t low = (uint32_t)bits;
+    double d;
+    float fl;
+    switch (type) {
+    case 1: /* UNSIGNED_INT64: SQLite integers are signed; values above 2^63 wrap */
+    case 2: /* INT64 */
+        sqlite3_bind_int64(st, col, (int64_t)bits);
+        return;
+    case 3: /* DOUBLE */
+        memcpy(&d, &bits, sizeof d);
+        sqlite3_bind_double(st, col, d);
+        return;
+    case 4: /* UNSIGNED_INT32 */
+        sqlite3_bind_int64(st, col, low);
+        return;
+    case 5: /* INT32 */
+        sqlite3_bind_int64(st, col, (int32_t)low);
+        return;
+    case 6: /* FLOAT */
+        memcpy(&fl, &low, sizeof fl);
+        sqlite3_bind_double(st, col, fl);
+        return;
+    default:
+        sqlite3_bind_null(st, col);
+    }
+}
+
+static void bind_color(sqlite3_stmt *st, int col, uint64_t color)
+{
+    if (color)
+        sqlite3_bind_int64(st, col, (int64_t)(color - 1));
+    else
+        sqlite3_bind_null(st, col);
+}
+
+#define RANGE_COLUMNS                                                                              \
+    "INSERT INTO ranges(id, process_id, domain_id, name_id, category, color, payload, style, "     \
+    "depth, "                                                                                      \
+    "parent_id, start_thread_id, end_thread_id, start_ns, end_ns) VALUES"
+#define RANGE_VALUES "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+enum { RANGE_FIELDS = 14 };
+
+/* One range's 14 values from column `col` on. */
+static void bind_range(sqlite3_stmt *st, int col, int64_t process_id,
+                       const struct finished_range *row)
+{
+    const struct open_range *r = &row->range;
+    sqlite3_bind_int64(st, col, r->id);
+    sqlite3_bind_int64(st, col + 1, process_id);
+    sqlite3_bind_int64(st, col + 2, r->domain_id);
+    import_bind_nonzero(st, col + 3, r->name_id);
+    sqlite3_bind_int64(st, col + 4, (int64_t)r->category);
+    bind_color(st, col + 5, r->color);
+    bind_payload(st, col + 6, r->payload_type, r->payload_bits);
+    sqlite3_bind_int(st, col + 7, row->style);
+    if (row->style == IMPORT_RANGE_PUSH_POP) {
+        sqlite3_bind_int64(st, col + 8, r->depth);
+        import_bind_nonzero(st, col + 9, r->parent_id);
+    }
+    sqlite3_bind_int64(st, col + 10, r->thread_id);
+    import_bind_nonzero(st, col + 11, row->end_thread_id);
+    sqlite3_bind_int64(st, col + 12, (int64_t)r->start_ns);
+    if (row->end_thread_id)
+        sqlite3_bind_int64(st, col + 13, (int64_t)row->end_ns);
+}
+
+/* "INSERT ... VALUES (...), (...), ..." with RANGE_BATCH rows, built once. */
+static const char *range_batch_sql(void)
+{
+    static char sql[sizeof RANGE_COLUMNS + RANGE_BATCH * (sizeof RANGE_VALUES + 1)];
+    if (!sql[0]) {
+        size_t len = (size_t)snprintf(sql, sizeof sql, "%s", RANGE_COLUMNS);
+        for (int i = 0; i < RANGE_BATCH; i++)
+            len +=
+                (size_t)snprintf(sql + len, sizeof sql - len, "%s%s", i ? "," : "", RANGE_VALUES);
+    }
+    return sql;
+}
+
+static int finished_range_by_id(const void *a, const void *b)
+{
+    int64_t x = ((const struct finished_range *)a)->range.id;
+    int64_t y = ((const struct finished_range *)b)->range.id;
+    return (x > y) - (x < y);
+}
+
+/* Writes the finished ranges held back: a full batch in one statement (one VDBE run for
+ * RANGE_BATCH rows instead of one per row: the importer's largest saving), the rest one by one.
+ * Nested ranges finish innermost first, so their ids (given at the push) come in reverse; in
+ * id order SQLite appends each row at the end of the table instead of searching for its place
+ * (measured: ~12% of the import). */
+static void flush_ranges(struct nvtx_file *f)
+{
+    qsort(f->finished, (size_t)f->nfinished, sizeof f->finished[0], finished_range_by_id);
+    int full = f->nfinished == RANGE_BATCH;
+    int64_t process_id = import_known_process(f->file);
+    sqlite3_stmt *st = full ? import_stmt(f->file, SLOT_RANGE_BATCH, range_batch_sql()) : NULL;
+    if (st) {
+        for (int i = 0; i < RANGE_BATCH; i++)
+            bind_range(st, 1 + i * RANGE_FIELDS, process_id, &f->finished[i]);
+        if (import_step(f->file, st, NULL) == 0)
+            import_summary_of(f->file)->ranges += RANGE_BATCH;
+        f->nfinished = 0;
+        return;
+    }
+    for (int i = 0; i < f->nfinished; i++) {
+        st = import_stmt(f->file, SLOT_RANGE, RANGE_COLUMNS RANGE_VALUES);
+        if (!st)
+            break;
+        bind_range(st, 1, process_id, &f->finished[i]);
+        if (import_step(f->file, st, NULL) == 0)
+            import_summary_of(f->file)->ranges++;
+    }
+    f->nfinished = 0;
+}
+
+/* Queues one range for writing; end_thread_id 0: never ended. */
+static void insert_range(struct nvtx_file *f, const struct open_range *r,
+                         enum import_range_style style,
+                         int64_t end_thread_id, uint64_t end_ns)
+{
+    struct finished_range *row = &f->finished[f->nfinished++];
+    row->range = *r;
+    row->style = style;
+    row->end_thread_id = end_thread_id;
+    row->end_ns = end_ns;
+    if (f->nfinished == RANGE_BATCH)
+        flush_ranges(f);
+}
+
+static struct range_stack *stack_for(struct nvtx_file *f, uint64_t thread_idx, uint64_t domain)
+{
+    uint64_t key = (thread_idx << 32 | (domain & 0xffffffffu)) + 1;
+    if (key == f->last_stack_key)
+        return f->last_stack;
+    uint64_t *index = u64_map_find(&f->stack_index, key);
+    if (!index) {
+        if (f->nstacks == f->stacks_cap) {
+            size_t cap = f->stacks_cap ? f->stacks_cap * 2 : 16;
+            struct range_stack *stacks = realloc(f->stacks, cap * sizeof *stacks);
+            if (!stacks)
+                return NULL;
+            f->stacks = stacks;
+            f->stacks_cap = cap;
+        }
+        memset(&f->stacks[f->nstacks], 0, sizeof f->stacks[0]);
+        if (u64_map_put(&f->stack_index, key, ++f->nstacks) < 0)
+            return NULL;
+        index = u64_map_find(&f->stack_index, key);
+    }
+    f->last_stack_key = key;
+    f->last_stack = &f->stacks[*index - 1];
+    return f->last_stack;
+}
+
+/* Levels from `from` up whose pops were lost (dropped records): they never ended. */
+static void stack_abandon_from(struct nvtx_file *f, struct range_stack *stack, uint32_t from)
+{
+    for (uint32_t d = from; d < stack->top; d++) {
+        if (stack->levels[d].id)
+            insert_range(f, &stack->levels[d], IMPORT_RANGE_PUSH_POP, 0, 0);
+        stack->levels[d].id = 0;
+    }
+    if (stack->top > from)
+        stack->top = from;
+}
+
+static int stack_reserve(struct range_stack *stack, uint32_t depth)
+{
+    if (depth < stack->cap)
+        return 0;
+    uint32_t cap = stack->cap ? stack->cap : 16;
+    while (cap <= depth)
+        cap *= 2;
+    struct open_range *levels = realloc(stack->levels, cap * sizeof *levels);
+    if (!levels)
+        return -ENOMEM;
+    memset(levels + stack->cap, 0, (cap - stack->cap) * sizeof *levels);
+    stack->levels = levels;
+    stack->cap = cap;
+    return 0;
+}
+
+static void on_push(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl),
+             depth = trace_get_u(fl);
+    struct range_stack *stack = stack_for(f, idx, domain);
+    if (!stack || depth >= MAX_DEPTH || stack_reserve(stack, (uint32_t)depth) < 0) {
+        import_malformed(f->file);
+        return;
+    }
+    stack_abandon_from(f, stack, (uint32_t)depth);
+    struct open_range *r = &stack->levels[depth];
+    read_event(f, fl, r);
+    r->id = ++f->session->next_range_id;
+    r->parent_id = depth && stack->levels[depth - 1].id ? stack->levels[depth - 1].id : 0;
+    r->domain_id = domain_of(f, domain);
+    r->thread_id = import_thread(f->file, idx);
+    r->start_ns = ts;
+    r->depth = (uint32_t)depth;
+    stack->top = (uint32_t)depth + 1;
+}
+
+static void on_pop(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl),
+             depth = trace_get_u(fl);
+    struct range_stack *stack = stack_for(f, idx, domain);
+    if (!stack || depth >= MAX_DEPTH) {
+        import_malformed(f->file);
+        return;
+    }
+    stack_abandon_from(f, stack, (uint32_t)depth + 1);
+    if (depth < stack->top && stack->levels[depth].id) { /* else its push was dropped */
+        insert_range(f, &stack->levels[depth], IMPORT_RANGE_PUSH_POP, stack->levels[depth].thread_id, ts);
+        stack->levels[depth].id = 0;
+    }
+    if (stack->top > depth)
+        stack->top = (uint32_t)depth;
+}
+
+static void free_start_slot(struct nvtx_file *f, size_t i)
+{
+    f->starts[i].depth = (uint32_t)f->free_start; /* a free slot holds the next free index + 1 */
+    f->free_start = i + 1;
+}
+
+static void on_start(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), range_id = trace_get_u(fl),
+             domain = trace_get_u(fl);
+    uint64_t *prev = u64_map_find(&f->open_starts, range_id + 1);
+    if (prev) { /* the id was reused before its end arrived: the earlier range never ended */
+        insert_range(f, &f->starts[*prev - 1], IMPORT_RANGE_START_END, 0, 0);
+        free_start_slot(f, *prev - 1);
+        u64_map_remove(&f->open_starts, range_id + 1);
+    }
+    if (f->nstarts == f->starts_cap && !f->free_start) {
+        size_t cap = f->starts_cap ? f->starts_cap * 2 : 64;
+        struct open_range *starts = realloc(f->starts, cap * sizeof *starts);
+        if (!starts)
+            return;
+        f->starts = starts;
+        f->starts_cap = cap;
+    }
+    size_t slot;
+    if (f->free_start) {
+        slot = f->free_start - 1;
+        f->free_start = f->starts[slot].depth;
+    } else {
+        slot = f->nstarts++;
+    }
+    struct open_range *r = &f->starts[slot];
+    memset(r, 0, sizeof *r);
+    read_event(f, fl, r);
+    r->id = ++f->session->next_range_id;
+    r->domain_id = domain_of(f, domain);
+    r->thread_id = import_thread(f->file, idx);
+    r->start_ns = ts;
+    u64_map_put(&f->open_starts, range_id + 1, slot + 1);
+}
+
+static void on_end(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), range_id = trace_get_u(fl);
+    uint64_t *slot = u64_map_find(&f->open_starts, range_id + 1);
+    if (!slot)
+        return; /* its start was dropped */
+    size_t i = *slot - 1;
+    insert_range(f, &f->starts[i], IMPORT_RANGE_START_END, import_thread(f->file, idx), ts);
+    u64_map_remove(&f->open_starts, range_id + 1);
+    free_start_slot(f, i);
+}
+
+static void on_mark(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl);
+    struct open_range ev;
+    read_event(f, fl, &ev);
+    sqlite3_stmt *st =
+        import_stmt(f->file, SLOT_MARK,
+                    "INSERT INTO marks(process_id, thread_id, domain_id, name_id, category, "
+                    "color, payload, ts_ns) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+    int64_t thread_id = import_thread(f->file, idx);
+    if (!st || !thread_id)
+        return;
+    sqlite3_bind_int64(st, 1, import_known_process(f->file));
+    sqlite3_bind_int64(st, 2, thread_id);
+    sqlite3_bind_int64(st, 3, domain_of(f, domain));
+    import_bind_nonzero(st, 4, ev.name_id);
+    sqlite3_bind_int64(st, 5, (int64_t)ev.category);
+    bind_color(st, 6, ev.color);
+    bind_payload(st, 7, ev.payload_type, ev.payload_bits);
+    sqlite3_bind_int64(st, 8, (int64_t)ts);
+    if (import_step(f->file, st, NULL) == 0)
+        import_summary_of(f->file)->marks++;
+}
+
+
+
+/* Ranges still open at the end of the file never ended (exit inside a range, or a kill). */
+static void close_open_ranges(struct nvtx_file *f)
+{
+    for (size_t i = 0; i < f->nstacks; i++) {
+        stack_abandon_from(f, &f->stacks[i], 0);
+        free(f->stacks[i].levels);
+    }
+    for (size_t i = 0; i < f->open_starts.cap; i++)
+        if (f->open_starts.keys[i])
+            insert_range(f, &f->starts[f->open_starts.values[i] - 1], IMPORT_RANGE_START_END, 0,
+                         0);
+    flush_ranges(f);
+}
+
+/* NVTX names of CUDA streams and contexts (nvtxNameCuStreamA, nvtxNameCudaStreamA, ...),
+ * kept with their handle until the CUDA importer's finish joins them to CUPTI's ids. */
+static int on_name_resource(struct nvtx_file *f, struct trace_fields *fl)
+{
+    uint64_t kind = trace_get_u(fl), handle = trace_get_u(fl);
+    int64_t name = import_string(f->file, trace_get_u(fl));
+    if (kind < TRACE_RESOURCE_CU_DEVICE || kind > TRACE_RESOURCE_CUDART_EVENT || !name)
+        return 0;
+    sqlite3_stmt *st = import_stmt(
+        f->file, SLOT_RESOURCE_NAME,
+        "INSERT INTO cuda_resource_names(process_id, kind, handle, name_id) VALUES(?,?,?,?)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, import_process(f->file));
+    sqlite3_bind_int64(st, 2, (int64_t)kind);
+    sqlite3_bind_int64(st, 3, (int64_t)handle);
+    sqlite3_bind_int64(st, 4, name);
+    return import_step(f->file, st, "CUDA import: ");
+}
+
+/* Reads `before` varints, then the ts that follows them, to keep the chunk's clock. */
+static void skip_to_ts(struct trace_fields *fl, int before)
+{
+    while (before--)
+        trace_get_u(fl);
+    trace_get_ts(fl);
+}
+
+static int nvtx_record(void *ctx, unsigned type, struct trace_fields *fl)
+{
+    struct nvtx_file *f = ctx;
+    switch (type) {
+    case TRACE_DOMAIN:
+        on_domain(f, fl);
+        return 0;
+    case TRACE_CATEGORY:
+        on_category(f, fl);
+        return 0;
+    case TRACE_PUSH:
+        on_push(f, fl);
+        return 0;
+    case TRACE_POP:
+        on_pop(f, fl);
+        return 0;
+    case TRACE_START:
+        on_start(f, fl);
+        return 0;
+    case TRACE_END:
+        on_end(f, fl);
+        return 0;
+    case TRACE_MARK:
+        on_mark(f, fl);
+        return 0;
+    case TRACE_NAME_RESOURCE: /* CUDA handles named with NVTX */
+        return on_name_resource(f, fl);
+    case TRACE_UNBALANCED_POP:
+        f->unbalanced++;
+        skip_to_ts(fl, 1);
+        return 0;
+    /* informational, but its ts must be read: every ts is a delta from the previous one */
+    case TRACE_DOMAIN_DESTROY:
+        skip_to_ts(fl, 1);
+        return 0;
+    default:
+        return IMPORT_RECORD_UNKNOWN; /* a newer writer's record: skipped by length */
+    }
+}
+
+static void *nvtx_file_open(struct import_file *file, void *session_state)
+{
+    struct nvtx_file *f = calloc(1, sizeof *f);
+    if (f) {
+        f->file = file;
+        f->session = session_state;
+    }
+    return f;
+}
+
+/* processes.unbalanced_pops: pops without a push (the column's default is 0). */
+static void store_unbalanced(struct nvtx_file *f)
+{
+    int64_t process_id = import_known_process(f->file);
+    if (!f->unbalanced || !process_id)
+        return;
+    sqlite3_stmt *st = import_stmt(f->file, SLOT_UNBALANCED,
+                                   "UPDATE processes SET unbalanced_pops = ? WHERE id = ?");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, (int64_t)f->unbalanced);
+    sqlite3_bind_int64(st, 2, process_id);
+    import_step(f->file, st, NULL);
+}
+
+static void nvtx_file_close(void *ctx)
+{
+    struct nvtx_file *f = ctx;
+    close_open_ranges(f);
+    store_unbalanced(f);
+    free(f->domains.v);
+    u64_map_release(&f->stack_index);
+    u64_map_release(&f->open_starts);
+    free(f->stacks);
+    free(f->starts);
+    free(f);
+}
+
+/* Domain 0 is NVTX's default domain (name NULL). */
+static int nvtx_session_open(sqlite3 *db, void **state)
+{
+    if (!(*state = calloc(1, sizeof(struct nvtx_session))))
+        return -ENOMEM;
+    return sqlite3_exec(db, "INSERT INTO domains(id, name_id) VALUES(0, NULL)", NULL, NULL,
+                        NULL) == SQLITE_OK
+               ? 0
+               : -EIO;
+}
+
+static void nvtx_session_close(void *state)
+{
+    struct nvtx_session *s = state;
+    if (s)
+        u64_map_release(&s->domain_by_name);
+    free(s);
+}
+
+const struct import_source import_source_NVTX = {
+    .session_open = nvtx_session_open,
+    .file_open = nvtx_file_open,
+    .record = nvtx_record,
+    .file_close = nvtx_file_close,
+    .session_close = nvtx_session_close,
+};

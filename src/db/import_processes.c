@@ -1,0 +1,450 @@
+/* The importer core's own records (types 1-19: process, threads, strings, drops, write
+ * errors) and what sources look up through import_internal.h: strings.id of a file's string
+ * id, processes.id, threads.id. Record layouts: src/trace/format.h. */
+#include "db/import_core.h"
+#include "trace/format.h"
+
+#include <stdio.h>
+
+/* Core statement slots. */
+enum {
+    SLOT_STRING = IMPORT_SLOT_CORE,
+    SLOT_PROCESS,
+    SLOT_THREAD,
+    SLOT_THREAD_NAME,
+    SLOT_THREAD_DROPPED,
+    SLOT_PROCESS_END,
+    SLOT_THREAD_OS_NAME,
+    SLOT_THREAD_PYTHON_NAME,
+    SLOT_PROCESS_INFO,
+    SLOT_ANCESTOR,
+};
+
+/* ---- strings -------------------------------------------------------------------------- */
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h ? h : 1; /* 0 marks an empty map slot */
+}
+
+/* strings.id of these bytes, inserting them on first sight. Hash collisions between
+ * different strings are resolved by probing successive hash values. */
+static int64_t session_intern(struct import_file *f, const uint8_t *bytes, size_t len)
+{
+    struct import_session *s = f->s;
+    uint64_t h = hash_bytes(bytes, len);
+    for (;; h = h + 1 ? h + 1 : 1) {
+        uint64_t *id = u64_map_find(&s->string_ids, h);
+        if (!id)
+            break;
+        if (s->string_lengths[*id] == len && memcmp(s->string_values[*id], bytes, len) == 0)
+            return (int64_t)*id;
+    }
+    if (s->strings + 1 >= s->strings_cap) {
+        size_t cap = s->strings_cap ? s->strings_cap * 2 : 1024;
+        char **values = realloc(s->string_values, cap * sizeof *values);
+        if (values)
+            s->string_values = values;
+        size_t *lengths = realloc(s->string_lengths, cap * sizeof *lengths);
+        if (lengths)
+            s->string_lengths = lengths;
+        if (!values || !lengths)
+            return 0;
+        s->strings_cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return 0;
+    memcpy(copy, bytes, len);
+    copy[len] = 0;
+    int64_t id = (int64_t)++s->strings;
+    s->string_values[id] = copy;
+    s->string_lengths[id] = len;
+    if (u64_map_put(&s->string_ids, h, (uint64_t)id) < 0)
+        return 0;
+    sqlite3_stmt *st = import_stmt(f, SLOT_STRING, "INSERT INTO strings(id, value) VALUES(?, ?)");
+    if (!st)
+        return 0;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, copy, (int)len, SQLITE_STATIC);
+    return import_step(f, st, NULL) < 0 ? 0 : id;
+}
+
+int64_t import_string(struct import_file *f, uint64_t file_string_id)
+{
+    return id_vec_get(&f->strings, file_string_id);
+}
+
+/* ---- processes and threads -------------------------------------------------------------- */
+
+/* "<pid>-<start_ns>.lrt": the pid when the PROCESS record itself was lost. */
+static uint64_t pid_from_name(const char *name)
+{
+    return strtoull(name, NULL, 10);
+}
+
+static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid, uint64_t start,
+                              const char *exe, const char *cmdline, const char *host,
+                              const char *name)
+{
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_PROCESS,
+        "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file, name) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!st)
+        return 0;
+    sqlite3_bind_int64(st, 1, (int64_t)pid);
+    sqlite3_bind_int64(st, 2, (int64_t)ppid);
+    import_bind_text(st, 3, exe);
+    import_bind_text(st, 4, cmdline);
+    import_bind_text(st, 5, host);
+    if (start)
+        sqlite3_bind_int64(st, 6, (int64_t)start);
+    sqlite3_bind_text(st, 7, f->name, -1, SQLITE_STATIC);
+    import_bind_text(st, 8, name && *name ? name : NULL);
+    if (import_step(f, st, NULL) < 0)
+        return 0;
+    f->process_id = sqlite3_last_insert_rowid(f->s->db);
+    return f->process_id;
+}
+
+/* One ancestor pid of this file's process (depth 0: its parent), for link_parents(). */
+static void insert_ancestor(struct import_file *f, unsigned depth, uint64_t pid)
+{
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_ANCESTOR, "INSERT INTO temp.ancestors(process_id, depth, pid) VALUES(?, ?, ?)");
+    if (!st || !f->process_id || !pid)
+        return;
+    sqlite3_bind_int64(st, 1, f->process_id);
+    sqlite3_bind_int(st, 2, (int)depth);
+    sqlite3_bind_int64(st, 3, (int64_t)pid);
+    import_step(f, st, NULL);
+}
+
+int64_t import_process(struct import_file *f)
+{
+    if (f->is_launcher)
+        return 0;
+    if (!f->process_id)
+        insert_process(f, pid_from_name(f->name), 0, 0, NULL, NULL, NULL, NULL);
+    return f->process_id;
+}
+
+int64_t import_known_process(struct import_file *f)
+{
+    return f->is_launcher ? 0 : f->process_id;
+}
+
+static int64_t insert_thread(struct import_file *f, uint64_t tid, uint64_t start_ns)
+{
+    int64_t process_id = import_process(f);
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_THREAD, "INSERT INTO threads(process_id, tid, start_ns) VALUES(?, ?, ?)");
+    if (!st || !process_id)
+        return 0;
+    sqlite3_bind_int64(st, 1, process_id);
+    sqlite3_bind_int64(st, 2, (int64_t)tid);
+    if (start_ns)
+        sqlite3_bind_int64(st, 3, (int64_t)start_ns);
+    if (import_step(f, st, NULL) < 0)
+        return 0;
+    int64_t id = sqlite3_last_insert_rowid(f->s->db);
+    u64_map_put(&f->thread_by_tid, tid + 1, (uint64_t)id);
+    return id;
+}
+
+int64_t import_thread_by_tid(struct import_file *f, uint64_t os_tid)
+{
+    uint64_t *id = u64_map_find(&f->thread_by_tid, os_tid + 1);
+    return id ? (int64_t)*id : insert_thread(f, os_tid, 0);
+}
+
+int64_t import_thread(struct import_file *f, uint64_t thread_idx)
+{
+    int64_t *slot = id_vec_slot(&f->threads, thread_idx);
+    if (slot && *slot)
+        return *slot;
+    int64_t id = insert_thread(f, 0, 0); /* the THREAD record was lost: tid unknown */
+    if (slot)
+        *slot = id;
+    return id;
+}
+
+static void on_process(struct import_file *f, struct trace_fields *fl)
+{
+    const uint8_t *exe, *cmd, *host, *version, *trace;
+    uint64_t pid = trace_get_u(fl), ppid = trace_get_u(fl), start = trace_get_ts(fl);
+    uint64_t wall = trace_get_u(fl);
+    size_t exe_len = trace_get_s(fl, &exe), cmd_len = trace_get_s(fl, &cmd);
+    size_t host_len = trace_get_s(fl, &host);
+    uint64_t flags = trace_get_u(fl);
+    size_t version_len = trace_get_s(fl, &version);
+    size_t trace_len = trace_get_s(fl, &trace); /* launcher only: the -t list */
+    char *exe_s = strndup((const char *)exe, exe_len), *cmd_s = malloc(cmd_len + 1);
+    char *host_s = strndup((const char *)host, host_len);
+    if (!exe_s || !cmd_s || !host_s)
+        goto out;
+    memcpy(cmd_s, cmd, cmd_len);
+    cmd_s[cmd_len] = 0;
+    char name[256];
+    import_process_name(cmd_s, cmd_len, name, sizeof name);
+    if (!*name && exe_len) /* no command line (a kernel thread, or it was cleared) */
+        snprintf(name, sizeof name, "%s", strrchr(exe_s, '/') ? strrchr(exe_s, '/') + 1 : exe_s);
+    for (size_t i = 0; i + 1 < cmd_len; i++) /* arguments are NUL-separated */
+        if (!cmd_s[i])
+            cmd_s[i] = ' ';
+    struct import_session *s = f->s;
+    if (flags & TRACE_FLAG_LAUNCHER) {
+        f->is_launcher = 1;
+        s->have_launcher = 1;
+        free(s->command);
+        free(s->host);
+        free(s->version);
+        free(s->trace);
+        s->command = cmd_s;
+        s->host = host_s;
+        s->version = strndup((const char *)version, version_len);
+        s->trace = strndup((const char *)trace, trace_len);
+        s->start_ns = start;
+        s->start_wall_ns = wall;
+        s->no_nvidia_device = (flags & TRACE_FLAG_NO_NVIDIA_DEVICE) != 0;
+        cmd_s = host_s = NULL;
+        goto out;
+    }
+    if (!f->process_id) {
+        insert_process(f, pid, ppid, start, exe_s, cmd_s, host_s, name);
+        insert_ancestor(f, 0, ppid);
+    }
+    if (!s->first_process_start || start < s->first_process_start) {
+        s->first_process_start = start; /* stands in for the session without a launcher file */
+        s->first_process_wall = wall;
+    }
+out:
+    free(exe_s);
+    free(cmd_s);
+    free(host_s);
+}
+
+static void on_process_end(struct import_file *f, struct trace_fields *fl)
+{
+    f->end_ts = trace_get_ts(fl);
+    f->dropped_total = trace_get_u(fl);
+    f->clean = (int)trace_get_u(fl);
+    uint64_t exit_status = trace_get_u(fl); /* launcher only */
+    f->saw_end = 1;
+    if (f->is_launcher) {
+        f->s->end_ns = f->end_ts;
+        f->s->exit_status = (int64_t)exit_status;
+    }
+}
+
+static void on_thread(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), tid = trace_get_u(fl), first = trace_get_ts(fl);
+    int64_t *slot = id_vec_slot(&f->threads, idx);
+    if (!slot)
+        return;
+    uint64_t *known = u64_map_find(&f->thread_by_tid, tid + 1);
+    int claimed = 0;
+    /* A THREAD_NAME may have created the row by tid before this record: adopt it, unless a
+     * thread index already owns it (the tid was reused by a later thread). */
+    for (size_t i = 0; known && i < f->threads.cap; i++)
+        if (f->threads.v[i] == (int64_t)*known)
+            claimed = 1;
+    if (known && !claimed) {
+        *slot = (int64_t)*known;
+        return;
+    }
+    *slot = insert_thread(f, tid, first);
+}
+
+static void on_thread_name(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
+    int64_t thread_id = import_thread_by_tid(f, tid);
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?");
+    if (!st || !thread_id)
+        return;
+    import_bind_nonzero(st, 1, import_string(f, name));
+    sqlite3_bind_int64(st, 2, thread_id);
+    import_step(f, st, NULL);
+}
+
+/* TRACE_THREAD_OS_NAME and TRACE_THREAD_PYTHON_NAME: the latest of each kind wins. */
+static void on_thread_label(struct import_file *f, struct trace_fields *fl, int python)
+{
+    uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
+    int64_t thread_id = import_thread_by_tid(f, tid);
+    sqlite3_stmt *st = python ? import_stmt(f, SLOT_THREAD_PYTHON_NAME,
+                                            "UPDATE threads SET python_name_id = ? WHERE id = ?")
+                              : import_stmt(f, SLOT_THREAD_OS_NAME,
+                                            "UPDATE threads SET os_name_id = ? WHERE id = ?");
+    if (!st || !thread_id || fl->bad)
+        return;
+    import_bind_nonzero(st, 1, import_string(f, name));
+    sqlite3_bind_int64(st, 2, thread_id);
+    import_step(f, st, NULL);
+}
+
+/* TRACE_PROCESS_INFO: ranks, and the ancestors above the parent. */
+static void on_process_info(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t rank = trace_get_u(fl), local = trace_get_u(fl);
+    const uint8_t *var;
+    size_t var_len = trace_get_s(fl, &var);
+    uint64_t count = trace_get_u(fl);
+    if (f->is_launcher || !import_process(f) || fl->bad)
+        return;
+    sqlite3_stmt *st = import_stmt(
+        f, SLOT_PROCESS_INFO,
+        "UPDATE processes SET rank = ?, local_rank = ?, rank_variable = ? WHERE id = ?");
+    if (!st)
+        return;
+    if (rank)
+        sqlite3_bind_int64(st, 1, (int64_t)(rank - 1));
+    if (local)
+        sqlite3_bind_int64(st, 2, (int64_t)(local - 1));
+    if (var_len)
+        sqlite3_bind_text(st, 3, (const char *)var, (int)var_len, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, f->process_id);
+    import_step(f, st, NULL);
+    for (uint64_t i = 0; i < count && i < TRACE_MAX_ANCESTORS && !fl->bad; i++)
+        insert_ancestor(f, (unsigned)i + 1, trace_get_u(fl));
+}
+
+static void on_string(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t id = trace_get_u(fl);
+    const uint8_t *bytes;
+    size_t len = trace_get_s(fl, &bytes);
+    uint64_t original_len = trace_get_u(fl); /* present when the agent cut the string */
+    int64_t *slot = id_vec_slot(&f->strings, id);
+    if (slot && id && !fl->bad)
+        *slot = session_intern(f, bytes, len);
+    if (original_len > len)
+        f->cut_strings++;
+}
+
+/* The agent could not write its file (a full disk): say so with its reason, instead of
+ * blaming a kill; what it lost is in TRACE_PROCESS_END's dropped count. */
+static void on_write_error(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t err = trace_get_u(fl), file_bytes = trace_get_u(fl);
+    const uint8_t *why;
+    size_t why_len = trace_get_s(fl, &why);
+    (void)err;
+    import_warn(f,
+                "%s: the agent could not write its trace after %llu bytes: %.*s; the events "
+                "that followed are counted as dropped",
+                f->name, (unsigned long long)file_bytes, (int)why_len, (const char *)why);
+}
+
+static void on_dropped(struct import_file *f, struct trace_fields *fl)
+{
+    uint64_t idx = trace_get_u(fl), count = trace_get_u(fl);
+    f->dropped_sum += count;
+    if (!idx)
+        return;
+    int64_t thread_id = import_thread(f, idx);
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_THREAD_DROPPED,
+                    "UPDATE threads SET dropped_events = dropped_events + ? WHERE id = ?");
+    if (!st || !thread_id)
+        return;
+    sqlite3_bind_int64(st, 1, (int64_t)count);
+    sqlite3_bind_int64(st, 2, thread_id);
+    import_step(f, st, NULL);
+}
+
+
+/* ---- the record loop -------------------------------------------------------------------- */
+
+/* Reads `before` varints, then the ts that follows them, to keep the chunk's clock. */
+static void skip_to_ts(struct trace_fields *fl, int before)
+{
+    while (before--)
+        trace_get_u(fl);
+    trace_get_ts(fl);
+}
+
+void import_core_record(struct import_file *f, unsigned type, struct trace_fields *fl)
+{
+    switch (type) {
+    case TRACE_PROCESS:
+        on_process(f, fl);
+        break;
+    case TRACE_PROCESS_END:
+        on_process_end(f, fl);
+        break;
+    case TRACE_THREAD:
+        on_thread(f, fl);
+        break;
+    case TRACE_THREAD_NAME:
+        on_thread_name(f, fl);
+        break;
+    case TRACE_THREAD_OS_NAME:
+        on_thread_label(f, fl, 0);
+        break;
+    case TRACE_THREAD_PYTHON_NAME:
+        on_thread_label(f, fl, 1);
+        break;
+    case TRACE_PROCESS_INFO:
+        on_process_info(f, fl);
+        break;
+    case TRACE_STRING:
+        on_string(f, fl);
+        break;
+    case TRACE_DROPPED:
+        on_dropped(f, fl);
+        break;
+    /* informational, but their ts must be read: every ts is a delta from the previous one */
+    case TRACE_CLOCK:
+        skip_to_ts(fl, 1);
+        break;
+    case TRACE_WRITE_ERROR:
+        on_write_error(f, fl);
+        break;
+    default:
+        f->s->summary.skipped++;
+        break; /* a newer writer's record: skipped by length */
+    }
+}
+
+
+void import_process_finish(struct import_file *f)
+{
+    struct import_session *s = f->s;
+    uint64_t dropped =
+        f->saw_end && f->dropped_total > f->dropped_sum ? f->dropped_total : f->dropped_sum;
+    s->summary.dropped_events += dropped;
+    if (f->is_launcher || !f->process_id)
+        return;
+    sqlite3_stmt *st =
+        import_stmt(f, SLOT_PROCESS_END,
+                    "UPDATE processes SET end_ns = ?, clean_exit = ?, dropped_events = ?, "
+                    "import_warning = ? WHERE id = ?");
+    if (!st)
+        return;
+    uint64_t end = f->saw_end ? f->end_ts : f->last_ts;
+    if (end)
+        sqlite3_bind_int64(st, 1, (int64_t)end);
+    sqlite3_bind_int(st, 2, f->saw_end && f->clean);
+    sqlite3_bind_int64(st, 3, (int64_t)dropped);
+    import_bind_text(st, 4, f->warning);
+    sqlite3_bind_int64(st, 5, f->process_id);
+    import_step(f, st, NULL);
+}
+
+
+void import_strings_release(struct import_session *s)
+{
+    for (size_t i = 1; i <= s->strings; i++)
+        free(s->string_values[i]);
+    free(s->string_values);
+    free(s->string_lengths);
+    u64_map_release(&s->string_ids);
+}

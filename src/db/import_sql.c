@@ -1,0 +1,90 @@
+/* Statement helpers shared by the importer's core and sources (import_internal.h): stepping
+ * with a warning, the binds for the trace's conventions (0 = none, value + 1), and the runner
+ * of the embedded .sql scripts with named parameters. */
+#include "db/import_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+int import_step(struct import_file *f, sqlite3_stmt *st, const char *what)
+{
+    if (!st)
+        return -EIO;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+        return 0;
+    if (what)
+        import_warn(f, "%s%s", what, sqlite3_errmsg(import_db(f)));
+    return -EIO;
+}
+
+void import_bind_text(sqlite3_stmt *st, int col, const char *text)
+{
+    if (text)
+        sqlite3_bind_text(st, col, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, col);
+}
+
+void import_bind_bytes(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len)
+{
+    if (len)
+        sqlite3_bind_text(st, col, (const char *)bytes, (int)len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, col);
+}
+
+void import_bind_nonzero(sqlite3_stmt *st, int col, int64_t v)
+{
+    if (v)
+        sqlite3_bind_int64(st, col, v);
+    else
+        sqlite3_bind_null(st, col);
+}
+
+void import_bind_plus_one(sqlite3_stmt *st, int col, uint64_t plus_one)
+{
+    if (plus_one)
+        sqlite3_bind_int64(st, col, (int64_t)(plus_one - 1));
+    else
+        sqlite3_bind_null(st, col);
+}
+
+/* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
+static int bind_params(sqlite3_stmt *st, const struct import_sql_param *params)
+{
+    int n = sqlite3_bind_parameter_count(st);
+    for (int i = 1; i <= n; i++) {
+        const char *name = sqlite3_bind_parameter_name(st, i);
+        const struct import_sql_param *p = params;
+        while (p && p->name && (!name || strcmp(p->name, name) != 0))
+            p++;
+        if (!p || !p->name)
+            return -EIO;
+        if (p->text)
+            sqlite3_bind_text(st, i, p->text, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(st, i, p->value);
+    }
+    return 0;
+}
+
+int import_exec_script(sqlite3 *db, const char *sql, const struct import_sql_param *params)
+{
+    while (sql && *sql) {
+        sqlite3_stmt *st = NULL;
+        const char *tail = NULL;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK)
+            return -EIO;
+        sql = tail;
+        if (!st) /* only blanks or comments were left */
+            continue;
+        int rc = bind_params(st, params);
+        while (rc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+            rc = 0;
+        sqlite3_finalize(st);
+        if (rc != 0 && rc != SQLITE_DONE)
+            return -EIO;
+    }
+    return 0;
+}
