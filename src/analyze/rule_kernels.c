@@ -4,6 +4,7 @@
  * Measured tensor activity and achieved occupancy need GPU hardware metrics, which Lantern
  * does not record yet (issue #15): the rules say so in their note. */
 #include "analyze/analyze_internal.h"
+#include "common/gpu_peaks.h"
 #include "report/kernels.h"
 #include "report/kernels_model.h"
 
@@ -20,11 +21,21 @@ static double tensor_core_gain(struct analyze_ctx *ctx)
 {
     sqlite3_stmt *st = analyze_prepare(
         ctx, "tensor_cores",
-        "SELECT peak_fp32_flops, max(COALESCE(peak_fp16_flops, 0), COALESCE(peak_bf16_flops, 0))"
+        "SELECT peak_fp32_flops, max(COALESCE(peak_fp16_flops, 0), COALESCE(peak_bf16_flops, 0)),"
+        " cc_major, cc_minor, sm_count, sm_clock_khz"
         " FROM gpus WHERE peak_fp32_flops > 0 AND peak_fp16_flops > 0 ORDER BY id LIMIT 1");
     double gain = 0.5;
-    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_double(st, 1) > 0)
-        gain = 1.0 - sqlite3_column_double(st, 0) / sqlite3_column_double(st, 1);
+    if (st && sqlite3_step(st) == SQLITE_ROW) {
+        double fp32 = sqlite3_column_double(st, 0), half = sqlite3_column_double(st, 1);
+        struct gpu_peaks p; /* computed from the row where it can be (common/gpu_peaks.h) */
+        if (gpu_peaks_flops(sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                            sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5), &p)) {
+            fp32 = p.fp32;
+            half = p.fp16 > p.bf16 ? p.fp16 : p.bf16;
+        }
+        if (half > 0)
+            gain = 1.0 - fp32 / half;
+    }
     sqlite3_finalize(st);
     ctx->error[0] = '\0';
     return gain > 0 ? gain : 0.5;

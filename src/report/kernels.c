@@ -4,6 +4,7 @@
  * their forward op by autograd sequence number, and attributes each op's FLOPs and bytes
  * (kernels_flops.c) to its main kernel. kernels_output.c prints the rows. */
 #include "report/kernels.h"
+#include "common/gpu_peaks.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -401,7 +402,8 @@ static int load_gpus(struct report *r)
     static const char sql[] =
         "SELECT id, sm_count, cc_major, max_threads_per_sm, max_regs_per_sm, max_smem_per_sm,"
         " max_blocks_per_sm, peak_fp32_flops, peak_fp16_flops, peak_bf16_flops,"
-        " peak_tf32_flops, peak_fp64_flops, peak_dram_bytes_per_s FROM gpus";
+        " peak_tf32_flops, peak_fp64_flops, peak_dram_bytes_per_s, cc_minor, sm_clock_khz"
+        " FROM gpus";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -EIO;
@@ -427,6 +429,17 @@ static int load_gpus(struct report *r)
         g->peak_tf32 = column_double(st, 10);
         g->peak_fp64 = column_double(st, 11);
         g->peak_dram = column_double(st, 12);
+        /* FLOP peaks computed from the row (common/gpu_peaks.h); the stored ones only where
+         * the row lacks the compute capability, SM count or clock (a hand-written database) */
+        struct gpu_peaks p;
+        if (gpu_peaks_flops(column_int(st, 2, 0), column_int(st, 13, 0), column_int(st, 1, 0),
+                            column_int(st, 14, 0), &p)) {
+            g->peak_fp32 = p.fp32;
+            g->peak_fp16 = p.fp16;
+            g->peak_bf16 = p.bf16;
+            g->peak_tf32 = p.tf32;
+            g->peak_fp64 = p.fp64;
+        }
     }
     sqlite3_finalize(st);
     return rc;
