@@ -2,16 +2,22 @@
  * work after all files: correlation (api_id), capture ranges, NVTX attribution, demangled
  * names, gpu_id and streams (cuda_*.sql, with the trace's enumerations bound by name). Its
  * records: import_cuda_records.c. */
-#include "db/import_cuda.h"
+#include "db/import_cuda_records.h"
+#include "db/import_demangle.h"
 #include "trace/format.h"
 
 #include <stdlib.h>
+
+/* Embedded from cuda_*.sql at build time (src/db/CMakeLists.txt). */
+extern const char import_cuda_correlate_sql[];
+extern const char import_cuda_capture_sql[];
+extern const char import_cuda_finish_sql[];
 
 /* NVTX attribution of API calls: the innermost push/pop range open on the calling thread at
  * the call's start, i.e. the open range that started last. One sweep per thread over ranges
  * and calls sorted by start, with a stack of candidate ranges (ended ones popped lazily),
  * so it stays O(n log n) where a correlated subquery would be quadratic. */
-struct open_range {
+struct candidate_range {
     int64_t id, end_ns;
     int open_forever;
 };
@@ -19,7 +25,7 @@ struct open_range {
 static int attribute_api_calls(sqlite3 *db)
 {
     sqlite3_stmt *ranges = NULL, *calls = NULL, *update = NULL;
-    struct open_range *stack = NULL;
+    struct candidate_range *stack = NULL;
     size_t depth = 0, cap = 0;
     int rc = -1;
     if (sqlite3_prepare_v2(
@@ -51,13 +57,13 @@ static int attribute_api_calls(sqlite3 *db)
                sqlite3_column_int64(ranges, 1) <= call_start) {
             if (depth == cap) {
                 size_t new_cap = cap ? cap * 2 : 64;
-                struct open_range *grown = realloc(stack, new_cap * sizeof(*stack));
+                struct candidate_range *grown = realloc(stack, new_cap * sizeof(*stack));
                 if (!grown)
                     goto fail;
                 stack = grown;
                 cap = new_cap;
             }
-            stack[depth++] = (struct open_range){sqlite3_column_int64(ranges, 2),
+            stack[depth++] = (struct candidate_range){sqlite3_column_int64(ranges, 2),
                                                  sqlite3_column_int64(ranges, 3),
                                                  sqlite3_column_type(ranges, 3) == SQLITE_NULL};
             have_range = sqlite3_step(ranges) == SQLITE_ROW;

@@ -2,7 +2,7 @@
  * into kernels, memcpys, memsets, cuda_api, cuda_syncs, cuda_memory, gpus, ... (one function
  * per record type); import_cuda.c holds the source's row and its end-of-session work. */
 #include "common/gpu_peaks.h"
-#include "db/import_cuda.h"
+#include "db/import_cuda_records.h"
 #include "trace/format.h"
 
 #include <errno.h>

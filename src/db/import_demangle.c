@@ -1,6 +1,6 @@
 /* Demangles kernel names after import (kernels.demangled_id): a file of its own because it
  * loads the C++ runtime at run time. */
-#include "db/import_cuda.h"
+#include "db/import_demangle.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
