@@ -61,7 +61,8 @@ struct import_file {
     const char *name; /* the raw file's name in the session folder */
     int is_launcher;
     int64_t process_id;
-    sqlite3_stmt *stmts[IMPORT_SLOTS];
+    sqlite3_stmt *stmts[IMPORT_SOURCES + 1][IMPORT_SLOTS]; /* [0]: the core's; [1 + source] */
+    int bank; /* the bank import_stmt uses: 1 + the source being called, 0 for the core */
     struct id_vec strings, threads;
     struct u64_map thread_by_tid;
     void *source_ctx[IMPORT_SOURCES]; /* import_source.file_open's, once opened */
@@ -70,6 +71,11 @@ struct import_file {
     uint64_t cut_strings; /* TRACE_STRING records the agent cut to TRACE_STRING_MAX */
     char *warning;
 };
+
+/* ---- import_file.c ------------------------------------------------------------------------ */
+
+/* import_stmt for the core's own statements (bank 0), whichever source is being called. */
+sqlite3_stmt *import_core_stmt(struct import_file *f, int slot, const char *sql);
 
 /* ---- import_processes.c: the core's own records (types below the sources' ranges) -------- */
 

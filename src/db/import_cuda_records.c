@@ -8,7 +8,7 @@
 #include <errno.h>
 
 enum {
-    SLOT_KERNEL = IMPORT_SLOT_CUDA,
+    SLOT_KERNEL,
     SLOT_MEMCPY,
     SLOT_MEMSET,
     SLOT_API,
@@ -369,8 +369,6 @@ static int import_context_handle(struct import_file *f, struct trace_fields *in)
     return import_step(f, s, STEP_WARNING);
 }
 
-/* NVTX names of CUDA streams and contexts (nvtxNameCuStreamA, nvtxNameCudaStreamA, ...),
- * kept with their handle until import_cuda_finish joins them to CUPTI's ids. */
 static int import_overhead(struct import_file *f, struct trace_fields *in)
 {
     sqlite3_stmt *s =
@@ -421,7 +419,7 @@ static int import_capture(struct import_file *f, struct trace_fields *in)
 
 /* The caller of a launch (--python-backtrace): it comes before the call's own record (the
  * agent's ring drains sooner than CUPTI's buffers), so it waits in cuda_backtraces until
- * import_cuda_finish joins it by correlation. */
+ * cuda_correlate.sql joins it by correlation. */
 static int import_backtrace(struct import_file *f, struct trace_fields *in)
 {
     sqlite3_stmt *s = import_stmt(

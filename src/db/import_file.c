@@ -45,20 +45,30 @@ void import_warn(struct import_file *f, const char *fmt, ...)
     f->warning = w;
 }
 
-sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql)
+static sqlite3_stmt *stmt_in_bank(struct import_file *f, int bank, int slot, const char *sql)
 {
     if (slot < 0 || slot >= IMPORT_SLOTS)
         return NULL;
-    sqlite3_stmt *st = f->stmts[slot];
+    sqlite3_stmt **cached = &f->stmts[bank][slot], *st = *cached;
     if (!st) {
-        if (sqlite3_prepare_v3(f->s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &f->stmts[slot],
-                               NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v3(f->s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, cached, NULL) !=
+            SQLITE_OK) {
             import_warn(f, "internal error preparing statement: %s", sqlite3_errmsg(f->s->db));
             return NULL;
         }
-        return f->stmts[slot];
+        return *cached;
     }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return st;
+}
+
+sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql)
+{
+    return stmt_in_bank(f, f->bank, slot, sql);
+}
+
+sqlite3_stmt *import_core_stmt(struct import_file *f, int slot, const char *sql)
+{
+    return stmt_in_bank(f, 0, slot, sql);
 }

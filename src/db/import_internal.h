@@ -66,16 +66,12 @@ void import_malformed(struct import_file *f);
  * import_options.warn, counted in meta.import_warnings. */
 void import_warn(struct import_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prepared-statement slots: each source caches its statements in its own range. */
-enum {
-    IMPORT_SLOT_CORE = 0,  /* 0-15: import_processes.c */
-    IMPORT_SLOT_NVTX = 16, /* 16-23: import_nvtx.c */
-    IMPORT_SLOT_CUDA = 24, /* 24-47: import_cuda.c */
-    IMPORT_SLOT_NVML = 48, /* 48-63: import_nvml.c */
-    IMPORT_SLOTS = 64,
-};
-/* The statement in slot, prepared from sql on first use and reset (bindings cleared) on
- * every call; NULL if sql does not compile (a bug: also reported with import_warn). */
+/* Prepared-statement slots: each source numbers its statements from 0 (an enum in its file);
+ * the core keeps one bank of slots per source, so the numbers never meet. */
+#define IMPORT_SLOTS 32
+/* The calling source's statement in slot (0 .. IMPORT_SLOTS - 1), prepared from sql on first
+ * use and reset (bindings cleared) on every call; NULL if sql does not compile (a bug: also
+ * reported with import_warn). */
 sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql);
 
 /* ---- strings, processes, threads (import_processes.c) ------------------------------------ */

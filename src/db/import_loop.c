@@ -19,14 +19,15 @@ static void import_record(struct import_file *f, unsigned type, struct trace_fie
     }
     const struct import_source *src = import_sources[i].source;
     f->s->source_records[i]++;
+    f->bank = i + 1;
     void *ctx = f->source_ctx[i];
     if (!ctx) {
         ctx = src->file_open ? src->file_open(f, f->s->source_state[i]) : f;
-        if (!(f->source_ctx[i] = ctx))
-            return; /* out of memory: the record is lost */
+        f->source_ctx[i] = ctx;
     }
-    if (src->record(ctx, type, fl) == IMPORT_RECORD_UNKNOWN)
+    if (ctx && src->record(ctx, type, fl) == IMPORT_RECORD_UNKNOWN) /* !ctx: out of memory */
         f->s->summary.skipped++;
+    f->bank = 0;
 }
 
 /* End of the file: each source writes what it still holds, in the table's order. */
@@ -34,16 +35,19 @@ static void close_sources(struct import_file *f)
 {
     for (int i = 0; i < IMPORT_SOURCES; i++) {
         const struct import_source *src = import_sources[i].source;
+        f->bank = i + 1;
         if (f->source_ctx[i] && src->file_close)
             src->file_close(f->source_ctx[i]);
         f->source_ctx[i] = NULL;
+        f->bank = 0;
     }
 }
 
 static void file_release(struct import_file *f)
 {
-    for (int i = 0; i < IMPORT_SLOTS; i++)
-        sqlite3_finalize(f->stmts[i]);
+    for (int bank = 0; bank <= IMPORT_SOURCES; bank++)
+        for (int i = 0; i < IMPORT_SLOTS; i++)
+            sqlite3_finalize(f->stmts[bank][i]);
     free(f->strings.v);
     free(f->threads.v);
     u64_map_release(&f->thread_by_tid);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 enum {
-    SLOT_GPU = IMPORT_SLOT_NVML,
+    SLOT_GPU,
     SLOT_GPU_ID,
     SLOT_POWER,
     SLOT_ENERGY,

@@ -8,7 +8,7 @@
 
 /* Core statement slots. */
 enum {
-    SLOT_STRING = IMPORT_SLOT_CORE,
+    SLOT_STRING,
     SLOT_PROCESS,
     SLOT_THREAD,
     SLOT_THREAD_NAME,
@@ -65,7 +65,7 @@ static int64_t session_intern(struct import_file *f, const uint8_t *bytes, size_
     s->string_lengths[id] = len;
     if (u64_map_put(&s->string_ids, h, (uint64_t)id) < 0)
         return 0;
-    sqlite3_stmt *st = import_stmt(f, SLOT_STRING, "INSERT INTO strings(id, value) VALUES(?, ?)");
+    sqlite3_stmt *st = import_core_stmt(f, SLOT_STRING, "INSERT INTO strings(id, value) VALUES(?, ?)");
     if (!st)
         return 0;
     sqlite3_bind_int64(st, 1, id);
@@ -90,7 +90,7 @@ static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid
                               const char *exe, const char *cmdline, const char *host,
                               const char *name)
 {
-    sqlite3_stmt *st = import_stmt(
+    sqlite3_stmt *st = import_core_stmt(
         f, SLOT_PROCESS,
         "INSERT INTO processes(pid, ppid, exe, cmdline, host, start_ns, raw_file, name) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
@@ -114,7 +114,7 @@ static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid
 /* One ancestor pid of this file's process (depth 0: its parent), for link_parents(). */
 static void insert_ancestor(struct import_file *f, unsigned depth, uint64_t pid)
 {
-    sqlite3_stmt *st = import_stmt(
+    sqlite3_stmt *st = import_core_stmt(
         f, SLOT_ANCESTOR, "INSERT INTO temp.ancestors(process_id, depth, pid) VALUES(?, ?, ?)");
     if (!st || !f->process_id || !pid)
         return;
@@ -141,7 +141,7 @@ int64_t import_known_process(struct import_file *f)
 static int64_t insert_thread(struct import_file *f, uint64_t tid, uint64_t start_ns)
 {
     int64_t process_id = import_process(f);
-    sqlite3_stmt *st = import_stmt(
+    sqlite3_stmt *st = import_core_stmt(
         f, SLOT_THREAD, "INSERT INTO threads(process_id, tid, start_ns) VALUES(?, ?, ?)");
     if (!st || !process_id)
         return 0;
@@ -266,7 +266,7 @@ static void on_thread_name(struct import_file *f, struct trace_fields *fl)
     uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
     int64_t thread_id = import_thread_by_tid(f, tid);
     sqlite3_stmt *st =
-        import_stmt(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?");
+        import_core_stmt(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?");
     if (!st || !thread_id)
         return;
     import_bind_nonzero(st, 1, import_string(f, name));
@@ -279,9 +279,9 @@ static void on_thread_label(struct import_file *f, struct trace_fields *fl, int 
 {
     uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
     int64_t thread_id = import_thread_by_tid(f, tid);
-    sqlite3_stmt *st = python ? import_stmt(f, SLOT_THREAD_PYTHON_NAME,
+    sqlite3_stmt *st = python ? import_core_stmt(f, SLOT_THREAD_PYTHON_NAME,
                                             "UPDATE threads SET python_name_id = ? WHERE id = ?")
-                              : import_stmt(f, SLOT_THREAD_OS_NAME,
+                              : import_core_stmt(f, SLOT_THREAD_OS_NAME,
                                             "UPDATE threads SET os_name_id = ? WHERE id = ?");
     if (!st || !thread_id || fl->bad)
         return;
@@ -299,7 +299,7 @@ static void on_process_info(struct import_file *f, struct trace_fields *fl)
     uint64_t count = trace_get_u(fl);
     if (f->is_launcher || !import_process(f) || fl->bad)
         return;
-    sqlite3_stmt *st = import_stmt(
+    sqlite3_stmt *st = import_core_stmt(
         f, SLOT_PROCESS_INFO,
         "UPDATE processes SET rank = ?, local_rank = ?, rank_variable = ? WHERE id = ?");
     if (!st)
@@ -351,7 +351,7 @@ static void on_dropped(struct import_file *f, struct trace_fields *fl)
         return;
     int64_t thread_id = import_thread(f, idx);
     sqlite3_stmt *st =
-        import_stmt(f, SLOT_THREAD_DROPPED,
+        import_core_stmt(f, SLOT_THREAD_DROPPED,
                     "UPDATE threads SET dropped_events = dropped_events + ? WHERE id = ?");
     if (!st || !thread_id)
         return;
@@ -424,7 +424,7 @@ void import_process_finish(struct import_file *f)
     if (f->is_launcher || !f->process_id)
         return;
     sqlite3_stmt *st =
-        import_stmt(f, SLOT_PROCESS_END,
+        import_core_stmt(f, SLOT_PROCESS_END,
                     "UPDATE processes SET end_ns = ?, clean_exit = ?, dropped_events = ?, "
                     "import_warning = ? WHERE id = ?");
     if (!st)
