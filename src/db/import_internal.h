@@ -95,14 +95,42 @@ int64_t import_known_process(struct import_file *f);
 /* Steps st to its end; on failure warns "<what><SQLite's message>" about f (what NULL: no
  * warning) and returns -EIO. st NULL (import_stmt failed): -EIO. */
 int import_step(struct import_file *f, sqlite3_stmt *st, const char *what);
+/* The binds for the trace's conventions, inline: the NVTX importer binds 14 values per range. */
 /* NULL for text NULL, else the text (static: it must outlive the step). */
-void import_bind_text(sqlite3_stmt *st, int col, const char *text);
+static inline void import_bind_text(sqlite3_stmt *st, int col, const char *text)
+{
+    if (text)
+        sqlite3_bind_text(st, col, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, col);
+}
+
 /* NULL for len 0, else a copy of the bytes as text. */
-void import_bind_bytes(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len);
+static inline void import_bind_bytes(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len)
+{
+    if (len)
+        sqlite3_bind_text(st, col, (const char *)bytes, (int)len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, col);
+}
+
 /* NULL for 0 ("none": string ids, graph ids, row ids), else v. */
-void import_bind_nonzero(sqlite3_stmt *st, int col, int64_t v);
+static inline void import_bind_nonzero(sqlite3_stmt *st, int col, int64_t v)
+{
+    if (v)
+        sqlite3_bind_int64(st, col, v);
+    else
+        sqlite3_bind_null(st, col);
+}
+
 /* A value stored + 1 in the trace (0: none): NULL or the value. */
-void import_bind_plus_one(sqlite3_stmt *st, int col, uint64_t plus_one);
+static inline void import_bind_plus_one(sqlite3_stmt *st, int col, uint64_t plus_one)
+{
+    if (plus_one)
+        sqlite3_bind_int64(st, col, (int64_t)(plus_one - 1));
+    else
+        sqlite3_bind_null(st, col);
+}
 
 /* A named parameter of an SQL script: ":name" in the SQL takes the integer, or the text when
  * text is not NULL. The enumerations a script compares with are bound this way, so their

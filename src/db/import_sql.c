@@ -1,6 +1,5 @@
 /* Statement helpers shared by the importer's core and sources (import_internal.h): stepping
- * with a warning, the binds for the trace's conventions (0 = none, value + 1), and the runner
- * of the embedded .sql scripts with named parameters. */
+ * with a warning, and the runner of the embedded .sql scripts with named parameters. */
 #include "db/import_internal.h"
 
 #include <errno.h>
@@ -16,38 +15,6 @@ int import_step(struct import_file *f, sqlite3_stmt *st, const char *what)
     if (what)
         import_warn(f, "%s%s", what, sqlite3_errmsg(import_db(f)));
     return -EIO;
-}
-
-void import_bind_text(sqlite3_stmt *st, int col, const char *text)
-{
-    if (text)
-        sqlite3_bind_text(st, col, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, col);
-}
-
-void import_bind_bytes(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len)
-{
-    if (len)
-        sqlite3_bind_text(st, col, (const char *)bytes, (int)len, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, col);
-}
-
-void import_bind_nonzero(sqlite3_stmt *st, int col, int64_t v)
-{
-    if (v)
-        sqlite3_bind_int64(st, col, v);
-    else
-        sqlite3_bind_null(st, col);
-}
-
-void import_bind_plus_one(sqlite3_stmt *st, int col, uint64_t plus_one)
-{
-    if (plus_one)
-        sqlite3_bind_int64(st, col, (int64_t)(plus_one - 1));
-    else
-        sqlite3_bind_null(st, col);
 }
 
 /* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
