@@ -16,7 +16,7 @@
  * launcher sampler, nvml_sampler_start with its defaults, writing to /dev/null). */
 #include "nvml/counter_reader.h"
 #include "nvml/nvml_iface.h"
-#include "nvml/sampler.h"
+#include "launcher/sampler.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

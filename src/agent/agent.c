@@ -5,6 +5,7 @@
 #include "agent/clock.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
+#include "trace/list.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -41,19 +42,6 @@ static int agent_source_enabled(const struct agent_source *s)
     for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++)  \
         if (agent_source_enabled(s))
 
-int agent_list_has(const char *list, const char *name)
-{
-    size_t len = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t item = comma ? (size_t)(comma - p) : strlen(p);
-        if (item == len && strncmp(p, name, len) == 0)
-            return 1;
-        p = comma ? comma + 1 : NULL;
-    }
-    return 0;
-}
-
 /* Turns on the always-on sources and those LANTERN_TRACE names; returns the TRACE_FLAG_*
  * set for TRACE_PROCESS: the entry point's own and those of the sources asked for. */
 static uint32_t agent_choose_sources(uint32_t loaded_for)
@@ -62,7 +50,7 @@ static uint32_t agent_choose_sources(uint32_t loaded_for)
     uint32_t flags = loaded_for;
     for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++) {
         int *on = agent_source_state(s);
-        int listed = agent_list_has(wanted, s->name);
+        int listed = trace_list_has(wanted, s->name);
         if (on)
             *on = s->always_on || listed;
         if (on && listed)

@@ -12,8 +12,6 @@
  * starting, -1 when inert. */
 int agent_init(uint32_t loaded_for);
 
-/* Is `name` an item of the comma-separated list? */
-int agent_list_has(const char *list, const char *name);
 void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* An event source. The agent calls init after the trace file is open when the source is

@@ -13,6 +13,7 @@
 #include "agent/cupti_translate.h"
 #include "agent/pytrace.h"
 #include "agent/writer.h"
+#include "trace/list.h"
 #include "trace/records.h"
 
 /* CUPTI fills one buffer per request; 8 MB holds ~40k kernel records, so a launch-bound loop
@@ -212,7 +213,7 @@ static int cupti_group_wanted(const char *list, const char *name)
     if (strcmp(name, "api") == 0 && cupti_env_is("LANTERN_CUDA_API", "none"))
         return 0;
     if (list && *list)
-        return agent_list_has(list, name);
+        return trace_list_has(list, name);
     if (strcmp(name, "memory") == 0)
         return cupti_env_is("LANTERN_CUDA_MEMORY", "1");
     return strcmp(name, "sync") != 0;

@@ -1,10 +1,10 @@
 /* energy: NVTX ranges whose energy per unit of GPU work (joules per GPU-busy second) is worst
  * against the run's, i.e. where the GPU burns power while it has little to do; and periods
  * in which NVML said the GPU was power- or thermally throttled, with the time lost to the
- * lower clock. Energy comes from the shared model (src/nvml/energy_db.h); busy time from the
+ * lower clock. Energy comes from the shared model (src/energy/energy_db.h); busy time from the
  * timeline pass. */
 #include "analyze/analyze_internal.h"
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * grids; per stream its work; and the launch -> start delay histogram. Memory grows with the
  * number of distinct names, shapes, streams and ranges with long gaps, not with the run. */
 #include "analyze/analyze_internal.h"
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /* The energy windows of lantern.h: one sampling thread per GPU feeds an energy track
- * (src/nvml/energy_model.h); window edges only take a timestamp and read RAPL, and the energy
+ * (src/energy/energy_model.h); window edges only take a timestamp and read RAPL, and the energy
  * between them is computed from the tracks when the window ends. */
 #include "lantern.h"
 
 #include "api/rapl.h"
-#include "nvml/counter_reader.h"
-#include "nvml/energy_model.h"
+#include "energy/counter_reader.h"
+#include "energy/energy_model.h"
 #include "nvml/nvml_iface.h"
 
 #include <nvtx3/nvToolsExt.h>
@@ -142,7 +142,7 @@ static void sleep_until(uint64_t deadline)
 
 /* One GPU's loop: power every API_POWER_PERIOD_NS, the energy counter when the counter
  * reader says (never back to back: a read holds the driver for milliseconds, and the
- * program's own driver calls would wait behind it; src/nvml/counter_reader.h). */
+ * program's own driver calls would wait behind it; src/energy/counter_reader.h). */
 static void *sample_gpu(void *arg)
 {
     struct api_gpu *g = arg;

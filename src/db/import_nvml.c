@@ -3,7 +3,7 @@
  * energy of each lantern.h energy window (NVTX ranges of the domain "lantern.energy") from
  * the samples, into energy_windows. */
 #include "db/import_internal.h"
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 #include "trace/format.h"
 
 #include <string.h>

@@ -1,9 +1,9 @@
 /* energy_sum: GPU energy per GPU for the whole run, each process, each NVTX range name, each
  * kernel name and each lantern.h energy window: joules, average watts and an error bound.
- * The energy of an interval comes from the SQL functions of src/nvml/energy_db.h (the energy
+ * The energy of an interval comes from the SQL functions of src/energy/energy_db.h (the energy
  * counter interpolated with power samples), so disjoint ranges add up to their union. */
 #include "export/export.h"
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 #include "report/report.h"
 
 #include <stdio.h>

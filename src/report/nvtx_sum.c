@@ -1,7 +1,7 @@
 /* nvtx_sum: time spent in each NVTX range, per name, domain and style, in the manner of
  * nsys's nvtx_sum: sorted by total time, Time % of the sum of all rows, and the statistics
  * of the instances' durations. Ranges that never ended are left out (the header counts them). */
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 #include "report/report.h"
 
 #include <math.h>
@@ -93,7 +93,7 @@ static int groups_add(struct group_list *l, const struct durations *d, const cha
 
 static const char query[] =
     "SELECT r.domain_id, ifnull(r.name_id, 0), r.style, r.end_ns - r.start_ns, ds.value, s.value, "
-    "lantern_energy_j(r.start_ns, r.end_ns) " /* src/nvml/energy_db.h; NULL without samples */
+    "lantern_energy_j(r.start_ns, r.end_ns) " /* src/energy/energy_db.h; NULL without samples */
     "FROM ranges r LEFT JOIN strings s ON s.id = r.name_id "
     "LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id "
     "WHERE r.end_ns IS NOT NULL ORDER BY 1, 2, 3, 4";

@@ -1,9 +1,9 @@
-/* The energy counter's read schedule (src/nvml/counter_reader.c), driven by a simulated
+/* The energy counter's read schedule (src/energy/counter_reader.c), driven by a simulated
  * counter: updates on a 100 ms grid (or off any grid), reads that take 2.7-4.6 ms like an
  * H100's and return the value as of their end. The reader must see every update, place each
  * within its stated uncertainty, and read about once per update, never back to back. */
 #include "harness.h"
-#include "nvml/counter_reader.h"
+#include "energy/counter_reader.h"
 
 #define MS 1000000ull
 

@@ -2,7 +2,7 @@
  * joules where the power shape is exact, adjacent intervals add up exactly, a biased power
  * sensor is corrected by the counter, and the error bounds follow from the update timing. */
 #include "harness.h"
-#include "nvml/energy_model.h"
+#include "energy/energy_model.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
  * accuracy benchmark (bench/bench_energy_accuracy.py --replay): reads "gpu_id start_ns end_ns"
  * lines on stdin and prints "joules error_joules counter_updates flags" for each, or with
  * --power-only the same by the pre-Volta method (the power integral alone). */
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * power in 500 bins, the longest top-level NVTX ranges above), where the time went (top
  * ranges, kernels, copies), the analyze findings most costly first with their evidence, and
  * energy per range and kernel with error bounds. Every query aggregates or is limited. */
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 #include "report/html/html_internal.h"
 #include "report/table.h"
 

@@ -1,6 +1,6 @@
 /* Loading gpu_samples into energy tracks (see energy_db.h): one pass to size each GPU's rings
  * exactly (so nothing is overwritten), one pass in time order to fill them. */
-#include "nvml/energy_db.h"
+#include "energy/energy_db.h"
 
 #include <stdlib.h>
 

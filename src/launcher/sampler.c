@@ -3,8 +3,9 @@
  * thread writes the chunk out every ~200 ms or when it is half full, so memory stays bounded
  * and a killed launcher loses at most that much. Every NVML call is counted and timed: the
  * sampler's footprint (calls, time in flight, CPU) is itself recorded (TRACE_NVML_SAMPLER). */
-#include "nvml/sampler.h"
-#include "nvml/counter_reader.h"
+#include "launcher/sampler.h"
+#include "energy/counter_reader.h"
+#include "launcher/samplers.h"
 #include "nvml/nvml_iface.h"
 #include "trace/codec.h"
 #include "trace/format.h"
@@ -254,7 +255,7 @@ static void *power_loop(void *arg)
 }
 
 /* Reads the energy counter when the counter reader says (about once per update, right after
- * it is due: src/nvml/counter_reader.h), never back to back: each read holds the driver for
+ * it is due: src/energy/counter_reader.h), never back to back: each read holds the driver for
  * milliseconds, and the profiled program's own driver calls wait behind it. */
 static void *energy_loop(void *arg)
 {
@@ -418,3 +419,22 @@ void nvml_sampler_stop(struct nvml_sampler *s)
     free(s->buffer);
     free(s);
 }
+
+/* ---- the launcher's row (samplers.h): `lantern profile` samples every GPU at --nvml-rate ---- */
+
+static int sampler_row_start(int fd, const struct launcher_options *o, void **state, char *why,
+                             size_t why_len)
+{
+    struct nvml_sampler *s = NULL;
+    int rc = nvml_sampler_start(fd, NULL, o->nvml_rate, &s, why, why_len);
+    *state = s;
+    return rc;
+}
+
+static void sampler_row_stop(void *state)
+{
+    nvml_sampler_stop(state);
+}
+
+const struct launcher_sampler launcher_sampler_nvml = {"nvml", "GPU power", sampler_row_start,
+                                                       sampler_row_stop};

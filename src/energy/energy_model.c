@@ -2,7 +2,7 @@
  * counter is exact but coarse in time (one update per ~100 ms); power samples are fine in time
  * but only as accurate as the sensor. Between two counter updates the energy follows the
  * power integral, rescaled so that it meets both counter values exactly. */
-#include "nvml/energy_model.h"
+#include "energy/energy_model.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * is taken as of the read's end: the driver stamps the value with that instant
  * (nvmlFieldValue_t.timestamp, within 2 us of the call's return on an H100), and with that
  * convention 60 updates seen back to back all fit one 100 ms grid within 1.4 ms. */
-#include "nvml/counter_reader.h"
+#include "energy/counter_reader.h"
 
 #include <string.h>
 

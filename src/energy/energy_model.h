@@ -5,8 +5,8 @@
  * gain against the counter over the last ~1 s. The energy of an interval is the difference of
  * its edges', so disjoint adjacent intervals add up exactly (they telescope), and long
  * intervals rest on the counter alone. */
-#ifndef LANTERN_NVML_ENERGY_MODEL_H
-#define LANTERN_NVML_ENERGY_MODEL_H
+#ifndef LANTERN_ENERGY_MODEL_H
+#define LANTERN_ENERGY_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -46,7 +46,7 @@ void energy_track_release(struct energy_track *t);
 
 /* Adds a power sample; samples come in time order. */
 void energy_track_add_power(struct energy_track *t, uint64_t ts, double mw);
-/* Adds a counter update (when it happened, within ± uncertainty_ns: src/nvml/counter_reader.h
+/* Adds a counter update (when it happened, within ± uncertainty_ns: src/energy/counter_reader.h
  * finds that out from the reads); updates come in time order. */
 void energy_track_add_update(struct energy_track *t, uint64_t ts, uint64_t uncertainty_ns,
                              double counter_mj);

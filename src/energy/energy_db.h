@@ -1,13 +1,13 @@
 /* The energy model over a Lantern database: loads each GPU's power samples and counter
  * updates from gpu_samples into energy tracks, so the importer (energy windows) and the
  * reports (energy per range, kernel, process) answer with the same interpolation. */
-#ifndef LANTERN_NVML_ENERGY_DB_H
-#define LANTERN_NVML_ENERGY_DB_H
+#ifndef LANTERN_ENERGY_DB_H
+#define LANTERN_ENERGY_DB_H
 
 #include <sqlite3.h>
 #include <stdint.h>
 
-#include "nvml/energy_model.h"
+#include "energy/energy_model.h"
 
 struct energy_db_gpu {
     int64_t gpu_id; /* gpus.id */

@@ -10,8 +10,8 @@
  *
  * Pure logic, no NVML call and no clock read: the caller reads the counter when told to and
  * feeds what it read, so tests can drive it with a simulated counter. */
-#ifndef LANTERN_NVML_COUNTER_READER_H
-#define LANTERN_NVML_COUNTER_READER_H
+#ifndef LANTERN_ENERGY_COUNTER_READER_H
+#define LANTERN_ENERGY_COUNTER_READER_H
 
 #include <stdint.h>
 

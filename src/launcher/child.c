@@ -1,0 +1,131 @@
+/* Running the profiled command: fork and exec, the signals sent to the launcher forwarded to
+ * it, waiting for its end, and why an exec failed in words a user can act on (launcher.h,
+ * launcher_run). */
+#include "launcher/launcher_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t child_pid;
+
+/* A Ctrl-C or terminal hang-up reaches the child directly (same process group), so only
+ * signals sent to the launcher itself (kill(2), sigqueue(3)) are forwarded: otherwise the
+ * child would get a Ctrl-C twice. */
+static void forward_signal(int sig, siginfo_t *info, void *ucontext)
+{
+    (void)ucontext;
+    if ((info->si_code == SI_USER || info->si_code == SI_QUEUE) && child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+void child_hold_signals(int block)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaddset(&set, forwarded_signals[i]);
+    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+static void install_forwarding(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaction(forwarded_signals[i], &sa, NULL);
+}
+
+/* In the child between fork and exec: default dispositions, then exec; an exec failure is
+ * reported to the parent through the close-on-exec pipe. */
+static void exec_child(char **command, int report_fd, const sigset_t *old_mask)
+{
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        signal(forwarded_signals[i], SIG_DFL);
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    execvp(command[0], command);
+    int err = errno;
+    ssize_t unused = write(report_fd, &err, sizeof err); /* nothing to do if it fails */
+    (void)unused;
+    _exit(127);
+}
+
+/* Why exec failed, with what to type instead where we can tell: a script without its
+ * execute bit, or a file of the current folder named without "./" (execvp searches PATH). */
+static int explain_exec_failure(struct launcher *l, const char *program, int err)
+{
+    struct stat st;
+    if ((err == EACCES || err == ENOENT) && stat(program, &st) == 0) {
+        const char *dot = strrchr(program, '.');
+        const char *interpreter = !dot                  ? NULL
+                                  : !strcmp(dot, ".py") ? "python3"
+                                  : !strcmp(dot, ".sh") ? "sh"
+                                                        : NULL;
+        if (S_ISDIR(st.st_mode))
+            return launcher_fail(l, "cannot run '%s': it is a folder, not a program", program);
+        if (access(program, X_OK) != 0) {
+            if (interpreter)
+                return launcher_fail(l, "'%s' is not executable; try: lantern profile %s %s",
+                                     program, interpreter, program);
+            return launcher_fail(l, "'%s' is not executable; try: chmod +x %s", program, program);
+        }
+        if (!strchr(program, '/'))
+            return launcher_fail(
+                l, "'%s' is not in PATH; to run the file in this folder: lantern profile ./%s",
+                program, program);
+    }
+    return launcher_fail(l, "cannot run '%s': %s", program, strerror(err));
+}
+
+int child_run(struct launcher *l)
+{
+    char **command = l->o->command;
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return launcher_fail(l, "cannot start '%s': %s", command[0], strerror(errno));
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaddset(&block, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &old); /* no forwarding before child_pid is known */
+    install_forwarding();
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_child(command, pipefd[1], &old);
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(pipefd[1]);
+    if (pid < 0) {
+        int err = errno;
+        close(pipefd[0]);
+        return launcher_fail(l, "cannot start '%s': %s", command[0], strerror(err));
+    }
+    int err = 0, status = 0;
+    ssize_t n;
+    while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    close(pipefd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    /* From here a signal is for lantern itself: held while the import runs (which stops
+     * cleanly when one is pending, saying how to import the raw folder), then acting as usual
+     * when the caller releases it (launcher_release). */
+    child_hold_signals(1);
+    child_pid = 0;
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        signal(forwarded_signals[i], SIG_DFL);
+    if (n == (ssize_t)sizeof err)
+        return explain_exec_failure(l, command[0], err);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}

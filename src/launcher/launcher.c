@@ -1,0 +1,141 @@
+/* One run of `lantern profile`'s capture side, step by step (launcher.h): each step is in the
+ * file of its kind (session.c, environment.c, child.c, launcher_file.c) and the samplers in
+ * their own files, listed in the table below. */
+#include "launcher/launcher_internal.h"
+#include "launcher/samplers.h"
+#include "trace/format.h"
+#include "trace/list.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One row per source of src/trace/sources.def whose `where` is "launcher". */
+static const struct launcher_sampler *const launcher_samplers[] = {
+    &launcher_sampler_nvml,
+};
+#define SAMPLER_COUNT (sizeof launcher_samplers / sizeof launcher_samplers[0])
+_Static_assert(SAMPLER_COUNT <= LAUNCHER_MAX_SAMPLERS, "LAUNCHER_MAX_SAMPLERS is too small");
+
+/* The row of source in the table, or SAMPLER_COUNT. */
+static size_t sampler_index(const char *source)
+{
+    size_t i = 0;
+    while (i < SAMPLER_COUNT && strcmp(launcher_samplers[i]->source, source))
+        i++;
+    return i;
+}
+
+const struct launcher_sampler *launcher_sampler_find(const char *source)
+{
+    size_t i = sampler_index(source);
+    return i < SAMPLER_COUNT ? launcher_samplers[i] : NULL;
+}
+
+void launcher_init(struct launcher *l, const struct launcher_options *o)
+{
+    memset(l, 0, sizeof *l);
+    l->o = o;
+    l->dir_fd = l->fd = -1;
+}
+
+const char *launcher_error(const struct launcher *l)
+{
+    return l->error ? l->error : "out of memory";
+}
+
+int launcher_open(struct launcher *l)
+{
+    if (!(l->agent = environment_find_agent()))
+        return launcher_fail(
+            l, "cannot find the agent library liblantern-agent.so (set LANTERN_AGENT)");
+    if (environment_set_python(l) < 0)
+        return -1;
+    if (asprintf(&l->raw_dir, "%s.raw", l->o->output) < 0) {
+        l->raw_dir = NULL;
+        return launcher_fail(l, "out of memory");
+    }
+    if (session_prepare(l) < 0)
+        return -1;
+    l->session_dir = realpath(l->raw_dir, NULL);
+    l->fd = openat(l->dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0644);
+    if (!l->session_dir || l->fd < 0 ||
+        launcher_write_start(l->fd, l->o->command, l->o->trace) < 0 || environment_set_agent(l) < 0)
+        return launcher_fail(l, "cannot write the session folder '%s': %s", l->raw_dir,
+                             strerror(errno));
+    return 0;
+}
+
+/* Starts the sampler of the source name when -t lists it, or without -t; when one that -t
+ * asked for cannot start, adds why to said. */
+static void start_sampler(struct launcher *l, const char *name, char *said, size_t size)
+{
+    const struct launcher_options *o = l->o;
+    size_t i = sampler_index(name);
+    char why[256];
+    if (i == SAMPLER_COUNT || (o->trace_given && !trace_list_has(o->trace, name)))
+        return;
+    if (launcher_samplers[i]->start(l->fd, o, &l->sampler_state[i], why, sizeof why) != 0 &&
+        o->trace_given) {
+        size_t len = strlen(said);
+        snprintf(said + len, size - len, "%s%s not sampled: %s", len ? "; " : "",
+                 launcher_samplers[i]->what, why);
+    }
+}
+
+int launcher_start_samplers(struct launcher *l)
+{
+    char said[1024] = "";
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                         \
+    if (!strcmp(where, "launcher"))                                                                \
+        start_sampler(l, name, said, sizeof said);
+#include "trace/sources.def"
+#undef SOURCE
+    return said[0] ? launcher_fail(l, "%s", said) : 0;
+}
+
+static void stop_samplers(struct launcher *l)
+{
+    for (size_t i = 0; i < SAMPLER_COUNT; i++) {
+        if (l->sampler_state[i])
+            launcher_samplers[i]->stop(l->sampler_state[i]);
+        l->sampler_state[i] = NULL;
+    }
+}
+
+int launcher_run(struct launcher *l)
+{
+    int status = child_run(l);
+    stop_samplers(l);
+    return status;
+}
+
+int launcher_finish(struct launcher *l, int exit_status)
+{
+    int end_written = launcher_write_end(l->fd, exit_status) == 0;
+    if (close(l->fd) < 0)
+        end_written = 0;
+    l->fd = -1;
+    if (!end_written)
+        return launcher_fail(l, "cannot write '%s/launcher.lrt': %s", l->raw_dir, strerror(errno));
+    return 0;
+}
+
+void launcher_release(struct launcher *l)
+{
+    stop_samplers(l);
+    if (l->fd >= 0)
+        close(l->fd);
+    if (l->dir_fd >= 0)
+        close(l->dir_fd);
+    l->fd = l->dir_fd = -1;
+    child_hold_signals(0); /* a signal held since the program ended acts now */
+    free(l->raw_dir);
+    free(l->session_dir);
+    free(l->agent);
+    free(l->error);
+    l->raw_dir = l->session_dir = l->agent = l->error = NULL;
+}

@@ -1,0 +1,120 @@
+/* The capture side of `lantern profile`: the session folder, the environment that loads the
+ * agent into the profiled program (docs/architecture.md), running the program (fork/exec, the
+ * signals sent to the launcher forwarded to it, its exit status), the samplers the launcher
+ * runs itself (the src/trace/sources.def rows whose `where` is "launcher": NVML's is
+ * sampler.c), and the launcher's own raw file launcher.lrt. src/cli/cmd_profile.c parses the
+ * options, then drives one run:
+ *
+ *     struct launcher l;
+ *     launcher_init(&l, &options);
+ *     launcher_open(&l);            checks the outputs, creates OUTPUT.raw/, starts launcher.lrt,
+ *                                   sets the environment
+ *     launcher_start_samplers(&l);  a sampler asked for that cannot start is a warning
+ *     launcher_run(&l);             runs the command to its end; its status
+ *     launcher_finish(&l, status);  launcher.lrt's end record
+ *     ... cmd_profile imports l.raw_dir into OUTPUT ...
+ *     launcher_release(&l);
+ *
+ * Errors: a function that fails returns -1 and keeps one line saying why, which
+ * launcher_error() returns and the caller prints as "lantern: <line>"; the launcher itself
+ * prints nothing. One launcher per process: it handles the process's signals. */
+#ifndef LANTERN_LAUNCHER_H
+#define LANTERN_LAUNCHER_H
+
+#include <stddef.h>
+
+/* What `lantern profile` was asked to do (its options, parsed and checked). */
+struct launcher_options {
+    const char *output; /* the database to write; the raw files go to OUTPUT.raw/ meanwhile */
+    const char *trace;  /* the -t list (launcher_trace_valid), or launcher_default_trace() */
+    int trace_given;  /* -t given: a launcher sampler runs only if listed, and a failure is said */
+    int force;        /* replace OUTPUT, and the raw files of an old OUTPUT.raw/ */
+    double nvml_rate; /* --nvml-rate: power samples per second (0: the sampler's default) */
+    const char *capture_range;  /* --capture-range: none, cudaProfilerApi, nvtx:NAME (or NULL) */
+    double delay_s, duration_s; /* --delay, --duration: CUDA capture window (0: none) */
+    const char *cuda_api;       /* --cuda-api: default, all or none (or NULL) */
+    int cuda_memory_usage;      /* --cuda-memory-usage=true: record allocations and frees */
+    int python_backtrace;       /* --python-backtrace: the launching stack of each kernel */
+    const char *py_functions;   /* --python-functions: the patterns of functions (or NULL) */
+    char **command;             /* the program and its arguments, NULL-terminated */
+};
+
+#define LAUNCHER_MAX_SAMPLERS 8
+
+struct launcher {
+    const struct launcher_options *o;
+    char *raw_dir;     /* OUTPUT.raw, as named (relative where OUTPUT is) */
+    char *session_dir; /* its absolute path, LANTERN_SESSION_DIR */
+    char *agent;       /* liblantern-agent.so's absolute path */
+    int dir_fd;        /* the session folder, opened without following a link (-1: none) */
+    int fd;            /* launcher.lrt, from launcher_open to launcher_finish (-1: closed) */
+    void *sampler_state[LAUNCHER_MAX_SAMPLERS]; /* the running samplers, by launcher_samplers row */
+    char *error;                                /* the last failure's line (see launcher_error) */
+};
+
+/* ---- one run, in this order --------------------------------------------------------------- */
+
+void launcher_init(struct launcher *l, const struct launcher_options *o);
+
+/* Finds the agent ($LANTERN_AGENT, else ../lib/liblantern-agent.so beside this executable),
+ * puts the Python bootstrap beside it first on PYTHONPATH, checks the outputs (OUTPUT a folder,
+ * or existing without force; OUTPUT.raw a symbolic link, or existing without force, or holding
+ * files that are not Lantern's), creates OUTPUT.raw/, writes launcher.lrt's TRACE_PROCESS
+ * record, and sets the agent's environment. Returns 0 or -1. */
+int launcher_open(struct launcher *l);
+
+/* Starts the samplers the launcher runs itself: those -t lists, or, without -t, every one (a
+ * sampler that cannot start then records why in launcher.lrt and the run goes on). Returns 0,
+ * or -1 when one that -t asked for cannot start ("GPU power not sampled: no NVIDIA GPU"): a
+ * warning, the run goes on. */
+int launcher_start_samplers(struct launcher *l);
+
+/* Runs the command and waits for it, forwarding to it the INT, TERM and HUP signals sent to
+ * the launcher (kill(2); a Ctrl-C reaches it directly), then stops the samplers. Returns the
+ * command's status as a shell reports it (128+N when killed by signal N), or -1 when it could
+ * not be started (the error says why, with what to type instead where that can be told).
+ * Returns with those signals held: one sent from here on acts at launcher_release. */
+int launcher_run(struct launcher *l);
+
+/* Writes launcher.lrt's TRACE_PROCESS_END record with the command's exit status, and closes
+ * the file. Returns 0 or -1. */
+int launcher_finish(struct launcher *l, int exit_status);
+
+/* Closes and frees everything, and releases the signals launcher_run held (a pending one acts
+ * now). Safe after any step, and more than once. */
+void launcher_release(struct launcher *l);
+
+/* The last failure's line ("cannot create session folder 'x.raw': Permission denied"). */
+const char *launcher_error(const struct launcher *l);
+
+/* ---- the session folder ------------------------------------------------------------------- */
+
+/* The first lantern-N.db of the current folder that exists neither as a file nor as a session
+ * folder, so a second run never overwrites the first; malloc'd, NULL when none is free. */
+char *launcher_default_output(void);
+
+/* Removes a session folder: the raw files Lantern writes there (regular files named *.lrt),
+ * then the folder, which fails if anything else is in it (nothing else is ours). No symbolic
+ * link is followed. Returns 0, or -1 with errno set (ENOTEMPTY: files that are not ours). */
+int launcher_remove_session(const char *raw_dir);
+
+/* ---- the -t list, from src/trace/sources.def ---------------------------------------------- */
+
+/* The -t list's names, for the help and the errors. */
+struct launcher_trace_names {
+    char known[128];          /* every source, as the help lists them: "nvtx, cuda, nvml" */
+    char default_gpu[128];    /* the default where an NVIDIA GPU is present: "cuda,nvtx" */
+    char default_no_gpu[128]; /* the default elsewhere: "nvtx" */
+    char sampled[128];        /* the sources the launcher samples itself: "nvml" */
+};
+const struct launcher_trace_names *launcher_trace_names(void);
+
+/* Whether every item of list is a source's name (an empty item is not). */
+int launcher_trace_valid(const char *list);
+
+/* The list without -t: the sources of the agent, those that need an NVIDIA GPU only where the
+ * driver's device node exists (so a machine without a GPU gets no warning for a source nobody
+ * asked for). The launcher's own samplers are not in it: without -t they run where they work. */
+const char *launcher_default_trace(void);
+
+#endif

@@ -1,0 +1,75 @@
+/* The launcher's own raw file, launcher.lrt, in the session folder: it describes the session
+ * (the profiled command, the -t list, the host) and, at the end, the command's exit status.
+ * The launcher's samplers append their records to it between the two (sampler.c). */
+#include "launcher/launcher_internal.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+#include "trace/process.h"
+#include "trace/records.h"
+
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* launcher.lrt describes the session: a TRACE_PROCESS record flagged TRACE_FLAG_LAUNCHER
+ * (cmdline = the profiled command, plus its trace_list field), and at the end a
+ * TRACE_PROCESS_END with its exit_status field (src/trace/records.def). */
+int launcher_write_start(int fd, char **command, const char *trace)
+{
+    size_t cmd_len = 0;
+    for (char **a = command; *a; a++)
+        cmd_len += strlen(*a) + 1;
+    char *cmdline = malloc(cmd_len + 1);
+    size_t cap = cmd_len + PATH_MAX + 256 + strlen(trace) + 256; /* + exe, host, the rest */
+    uint8_t *buf = malloc(cap);
+    int rc = -1;
+    if (!cmdline || !buf)
+        goto out;
+    size_t pos = 0;
+    for (char **a = command; *a; a++) {
+        memcpy(cmdline + pos, *a, strlen(*a) + 1);
+        pos += strlen(*a) + 1;
+    }
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    struct trace_chunk_builder b;
+    trace_chunk_begin(&b, buf, cap, now);
+    uint32_t flags = TRACE_FLAG_LAUNCHER |
+                     (access("/dev/nvidiactl", F_OK) == 0 ? 0 : TRACE_FLAG_NO_NVIDIA_DEVICE);
+    if (trace_put_process_self(&b, now, cmdline, cmd_len ? cmd_len - 1 : 0, flags, trace) < 0)
+        goto out;
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    trace_file_header(header);
+    size_t len = trace_chunk_finish(&b);
+    if (write(fd, header, sizeof header) == (ssize_t)sizeof header &&
+        write(fd, buf, len) == (ssize_t)len)
+        rc = 0;
+out:
+    free(cmdline);
+    free(buf);
+    return rc;
+}
+
+int launcher_write_end(int fd, int exit_status)
+{
+    uint8_t buf[128];
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    struct trace_chunk_builder b;
+    trace_chunk_begin(&b, buf, sizeof buf, now);
+    struct trace_process_end r = {.end = now,
+                                  .dropped_total = 0, /* the launcher drops nothing */
+                                  .clean = 1,
+                                  .exit_status = (uint64_t)exit_status,
+                                  .optional_present = 1}; /* exit_status even when 0 */
+    if (trace_put_process_end(&b, &r) < 0)
+        return -1;
+    size_t len = trace_chunk_finish(&b);
+    return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}

@@ -1,0 +1,50 @@
+/* Between the launcher's files (launcher.h is the interface): launcher.c drives one run with
+ * the steps below, each in the file of its kind, none calling back into launcher.c. */
+#ifndef LANTERN_LAUNCHER_INTERNAL_H
+#define LANTERN_LAUNCHER_INTERNAL_H
+
+#include "launcher/launcher.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Keeps the failure's line for launcher_error; returns -1. */
+__attribute__((format(printf, 2, 3))) static inline int launcher_fail(struct launcher *l,
+                                                                      const char *fmt, ...)
+{
+    va_list ap;
+    free(l->error);
+    va_start(ap, fmt);
+    if (vasprintf(&l->error, fmt, ap) < 0)
+        l->error = NULL; /* launcher_error says "out of memory" */
+    va_end(ap);
+    return -1;
+}
+
+/* session.c: checks the outputs and creates the session folder l->raw_dir; sets l->dir_fd to
+ * a descriptor of the folder (opened without following a link, so the launcher's own file
+ * goes into the folder it created). Returns 0 or -1. */
+int session_prepare(struct launcher *l);
+
+/* environment.c: the agent's path, malloc'd, or NULL. */
+char *environment_find_agent(void);
+/* environment.c: the Python bootstrap beside l->agent first on PYTHONPATH, and the
+ * --python-functions patterns. Returns 0 or -1. */
+int environment_set_python(struct launcher *l);
+/* environment.c: what the agent reads (docs/architecture.md's table). Returns 0, or -1 with
+ * errno set. */
+int environment_set_agent(const struct launcher *l);
+
+/* child.c: runs l->o->command (see launcher_run); the samplers are not stopped here. */
+int child_run(struct launcher *l);
+/* child.c: holds (block = 1) or releases the signals forwarded to the command; released, a
+ * pending one acts. */
+void child_hold_signals(int block);
+
+/* launcher_file.c: launcher.lrt's first record and file header, and its end record
+ * (docs/trace-format.md). Return 0, or -1 with errno set. */
+int launcher_write_start(int fd, char **command, const char *trace);
+int launcher_write_end(int fd, int exit_status);
+
+#endif

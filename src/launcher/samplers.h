@@ -1,0 +1,27 @@
+/* The samplers the launcher runs itself, one for each source of src/trace/sources.def whose
+ * `where` is "launcher": each is a row defined in the sampler's own file, listed in
+ * launcher.c's table. They run in the launcher, never in the profiled program, and append
+ * their records to launcher.lrt. */
+#ifndef LANTERN_LAUNCHER_SAMPLERS_H
+#define LANTERN_LAUNCHER_SAMPLERS_H
+
+#include <stddef.h>
+
+#include "launcher/launcher.h"
+
+struct launcher_sampler {
+    const char *source; /* its name in sources.def */
+    const char *what;   /* what goes unrecorded when it cannot start: "GPU power" */
+    /* Starts sampling into fd (launcher.lrt, positioned at its end) with the options o.
+     * Returns 0 with *state set, or -1 with why[] set after recording the same reason in
+     * the file. */
+    int (*start)(int fd, const struct launcher_options *o, void **state, char *why, size_t why_len);
+    void (*stop)(void *state); /* stops and frees; writes what is buffered; NULL allowed */
+};
+
+extern const struct launcher_sampler launcher_sampler_nvml; /* sampler.c */
+
+/* The row for a source's name, or NULL (the source is not sampled by the launcher). */
+const struct launcher_sampler *launcher_sampler_find(const char *source);
+
+#endif

@@ -1,0 +1,213 @@
+/* The launcher (src/launcher/launcher.h) and the comma-list parser it shares with the agent
+ * (src/trace/list.h): exact answers on hand-picked lists, the -t vocabulary against the rows
+ * of sources.def, and real commands run through one session each. */
+#include "harness.h"
+#include "launcher/launcher.h"
+#include "launcher/samplers.h"
+#include "trace/format.h"
+#include "trace/list.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void list_has_whole_items_only(void)
+{
+    ASSERT_EQ(trace_list_has("nvtx,cuda", "cuda"), 1);
+    ASSERT_EQ(trace_list_has("nvtx,cuda", "nvtx"), 1);
+    ASSERT_EQ(trace_list_has("nvtx,cuda", "cud"), 0);
+    ASSERT_EQ(trace_list_has("nvtx,cudax", "cuda"), 0);
+    ASSERT_EQ(trace_list_has("nvtx", "nvtx"), 1);
+    ASSERT_EQ(trace_list_has("nvtx,", "nvtx"), 1);
+    ASSERT_EQ(trace_list_has(",,nvtx", "nvtx"), 1);
+    ASSERT_EQ(trace_list_has("", "nvtx"), 0);
+    ASSERT_EQ(trace_list_has(NULL, "nvtx"), 0);
+}
+
+static void list_within_rejects_unknown_and_empty_items(void)
+{
+    static const char *const names[] = {"nvtx", "cuda"};
+    ASSERT_EQ(trace_list_within("nvtx", names, 2), 1);
+    ASSERT_EQ(trace_list_within("cuda,nvtx,cuda", names, 2), 1);
+    ASSERT_EQ(trace_list_within("nvtx,nvml", names, 2), 0);
+    ASSERT_EQ(trace_list_within("", names, 2), 0);
+    ASSERT_EQ(trace_list_within("nvtx,", names, 2), 0);
+    ASSERT_EQ(trace_list_within(",nvtx", names, 2), 0);
+    ASSERT_EQ(trace_list_within("nvtx,,cuda", names, 2), 0);
+    ASSERT_EQ(trace_list_within("NVTX", names, 2), 0);
+    ASSERT_EQ(trace_list_within("nvt", names, 2), 0);
+}
+
+/* sources.def's rows, read here on their own to check what the launcher derives from them. */
+static const struct {
+    const char *name, *where;
+    int needs_gpu;
+} rows[] = {
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description) {name, where, needs_gpu},
+#include "trace/sources.def"
+#undef SOURCE
+};
+#define ROW_COUNT (sizeof rows / sizeof rows[0])
+
+/* Appends, after sep, the names of the rows that run at where (NULL: anywhere) and need a GPU
+ * as gpu says (-1: either way). */
+static void add_names(char *out, const char *sep, const char *where, int gpu)
+{
+    for (size_t i = 0; i < ROW_COUNT; i++)
+        if ((!where || !strcmp(rows[i].where, where)) && (gpu < 0 || rows[i].needs_gpu == gpu))
+            sprintf(out + strlen(out), "%s%s", out[0] ? sep : "", rows[i].name);
+}
+
+static void trace_names_come_from_sources_def(void)
+{
+    const struct launcher_trace_names *n = launcher_trace_names();
+    char want[256] = "";
+    add_names(want, ", ", NULL, -1);
+    ASSERT_STR_EQ(n->known, want);
+    want[0] = 0; /* the agent's sources that need a GPU first, as the default always was */
+    add_names(want, ",", "agent", 1);
+    add_names(want, ",", "agent", 0);
+    ASSERT_STR_EQ(n->default_gpu, want);
+    want[0] = 0;
+    add_names(want, ",", "agent", 0);
+    ASSERT_STR_EQ(n->default_no_gpu, want);
+    want[0] = 0;
+    add_names(want, ", ", "launcher", -1);
+    ASSERT_STR_EQ(n->sampled, want);
+    for (size_t i = 0; i < ROW_COUNT; i++)
+        ASSERT_EQ(launcher_trace_valid(rows[i].name), 1);
+    ASSERT_EQ(launcher_trace_valid(n->default_gpu), 1);
+    ASSERT_EQ(launcher_trace_valid("nvtx,unknown"), 0);
+    const char *d = launcher_default_trace();
+    ASSERT_STR_EQ(d, access("/dev/nvidiactl", F_OK) == 0 ? n->default_gpu : n->default_no_gpu);
+}
+
+static void every_launcher_source_has_a_sampler(void)
+{
+    for (size_t i = 0; i < ROW_COUNT; i++) {
+        const struct launcher_sampler *s = launcher_sampler_find(rows[i].name);
+        ASSERT_EQ(s != NULL, !strcmp(rows[i].where, "launcher"));
+        if (s)
+            ASSERT_STR_EQ(s->source, rows[i].name);
+    }
+    ASSERT(launcher_sampler_find("no such source") == NULL);
+}
+
+/* ---- one session per command, in a fresh folder ------------------------------------------- */
+
+static char folder[PATH_MAX];
+
+static void enter_fresh_folder(void)
+{
+    snprintf(folder, sizeof folder, "%s/lantern-test-launcher-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ASSERT(mkdtemp(folder) != NULL);
+    ASSERT_EQ(chdir(folder), 0);
+    FILE *agent = fopen("liblantern-agent.so", "w"); /* found, never loaded: nvtx only */
+    ASSERT(agent != NULL);
+    fclose(agent);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/liblantern-agent.so", folder);
+    ASSERT_EQ(setenv("LANTERN_AGENT", path, 1), 0);
+}
+
+static void leave_folder(void)
+{
+    ASSERT_EQ(unlink("liblantern-agent.so"), 0);
+    ASSERT_EQ(chdir("/"), 0);
+    ASSERT_EQ(rmdir(folder), 0);
+}
+
+/* Runs command in a session writing x.db; returns launcher_run's answer, *error its line. */
+static int run_session(char **command, char *error, size_t error_len)
+{
+    struct launcher_options o = {
+        .output = "x.db", .trace = "nvtx", .trace_given = 1, .command = command};
+    struct launcher l;
+    launcher_init(&l, &o);
+    ASSERT_EQ(launcher_open(&l), 0);
+    ASSERT_STR_EQ(l.raw_dir, "x.db.raw");
+    char want[PATH_MAX + 16];
+    snprintf(want, sizeof want, "%s/x.db.raw", folder);
+    ASSERT_STR_EQ(getenv("LANTERN_SESSION_DIR"), want);
+    ASSERT_STR_EQ(getenv("LANTERN_TRACE"), "nvtx");
+    ASSERT_EQ(launcher_start_samplers(&l), 0);
+    int status = launcher_run(&l);
+    snprintf(error, error_len, "%s", status < 0 ? launcher_error(&l) : "");
+    if (status >= 0)
+        ASSERT_EQ(launcher_finish(&l, status), 0);
+    struct stat st;
+    ASSERT_EQ(stat("x.db.raw/launcher.lrt", &st), 0);
+    ASSERT(st.st_size > TRACE_FILE_HEADER_SIZE);
+    ASSERT_EQ(launcher_remove_session(l.raw_dir), 0);
+    ASSERT(stat("x.db.raw", &st) < 0 && errno == ENOENT);
+    launcher_release(&l);
+    return status;
+}
+
+static void run_returns_the_status_a_shell_would(void)
+{
+    char error[512];
+    enter_fresh_folder();
+    char *exits[] = {"sh", "-c", "exit 3", NULL};
+    ASSERT_EQ(run_session(exits, error, sizeof error), 3);
+    char *killed[] = {"sh", "-c", "kill -TERM $$", NULL};
+    ASSERT_EQ(run_session(killed, error, sizeof error), 128 + 15);
+    char *missing[] = {"/no/such/program", NULL};
+    ASSERT_EQ(run_session(missing, error, sizeof error), -1);
+    ASSERT_STR_EQ(error, "cannot run '/no/such/program': No such file or directory");
+    leave_folder();
+}
+
+static void open_refuses_an_existing_database_without_force(void)
+{
+    enter_fresh_folder();
+    FILE *db = fopen("x.db", "w");
+    ASSERT(db != NULL);
+    fclose(db);
+    char *command[] = {"true", NULL};
+    struct launcher_options o = {.output = "x.db", .trace = "nvtx", .command = command};
+    struct launcher l;
+    launcher_init(&l, &o);
+    ASSERT_EQ(launcher_open(&l), -1);
+    ASSERT_STR_EQ(launcher_error(&l),
+                  "'x.db' exists (use --force to replace it, or -o another name)");
+    launcher_release(&l);
+    launcher_release(&l); /* twice is allowed */
+    ASSERT_EQ(access("x.db.raw", F_OK), -1);
+    ASSERT_EQ(unlink("x.db"), 0);
+    leave_folder();
+}
+
+static void default_output_is_the_first_free_name(void)
+{
+    enter_fresh_folder();
+    char *name = launcher_default_output();
+    ASSERT_STR_EQ(name, "lantern-1.db");
+    free(name);
+    ASSERT_EQ(mkdir("lantern-1.db.raw", 0755), 0);
+    name = launcher_default_output();
+    ASSERT_STR_EQ(name, "lantern-2.db");
+    free(name);
+    ASSERT_EQ(rmdir("lantern-1.db.raw"), 0);
+    leave_folder();
+}
+
+int main(int argc, char **argv)
+{
+    static const struct test_case tests[] = {
+        {"list_has_whole_items_only", list_has_whole_items_only},
+        {"list_within_rejects_unknown_and_empty_items",
+         list_within_rejects_unknown_and_empty_items},
+        {"trace_names_come_from_sources_def", trace_names_come_from_sources_def},
+        {"every_launcher_source_has_a_sampler", every_launcher_source_has_a_sampler},
+        {"run_returns_the_status_a_shell_would", run_returns_the_status_a_shell_would},
+        {"open_refuses_an_existing_database_without_force",
+         open_refuses_an_existing_database_without_force},
+        {"default_output_is_the_first_free_name", default_output_is_the_first_free_name},
+        {NULL, NULL},
+    };
+    return test_main(tests, argc, argv);
+}
