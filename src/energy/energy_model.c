@@ -55,13 +55,25 @@ static const struct energy_update *update_get(const struct energy_track *t, uint
     return &t->updates[i % t->update_cap];
 }
 
-/* Number of power samples with ts <= at (absolute index of the first one after it). */
-static uint64_t power_count_until(const struct energy_track *t, uint64_t at)
+static uint64_t power_ts(const struct energy_track *t, uint64_t i)
 {
-    uint64_t lo = power_first(t), hi = t->power_total;
+    return power_get(t, i)->ts;
+}
+
+static uint64_t update_ts(const struct energy_track *t, uint64_t i)
+{
+    return update_get(t, i)->ts;
+}
+
+/* Of the items [first, total) of a ring kept in time order, whose times ts_of gives, the
+ * absolute index of the first one after at (so: how many have ts <= at). */
+static uint64_t count_until(const struct energy_track *t, uint64_t first, uint64_t total,
+                            uint64_t (*ts_of)(const struct energy_track *, uint64_t), uint64_t at)
+{
+    uint64_t lo = first, hi = total;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (power_get(t, mid)->ts <= at)
+        if (ts_of(t, mid) <= at)
             lo = mid + 1;
         else
             hi = mid;
@@ -69,17 +81,15 @@ static uint64_t power_count_until(const struct energy_track *t, uint64_t at)
     return lo;
 }
 
+/* Number of power samples with ts <= at (absolute index of the first one after it). */
+static uint64_t power_count_until(const struct energy_track *t, uint64_t at)
+{
+    return count_until(t, power_first(t), t->power_total, power_ts, at);
+}
+
 static uint64_t update_count_until(const struct energy_track *t, uint64_t at)
 {
-    uint64_t lo = update_first(t), hi = t->update_total;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (update_get(t, mid)->ts <= at)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return count_until(t, update_first(t), t->update_total, update_ts, at);
 }
 
 /* ---- adding samples ------------------------------------------------------------------------ */

@@ -1,5 +1,5 @@
-/* Between the launcher's files (launcher.h is the interface): launcher.c drives one run with
- * the steps below, each in the file of its kind, none calling back into launcher.c. */
+/* Between the launcher's files (launcher.h is the interface): run.c drives one run with
+ * the steps below, each in the file of its kind, none calling back into run.c. */
 #ifndef LANTERN_LAUNCHER_INTERNAL_H
 #define LANTERN_LAUNCHER_INTERNAL_H
 

@@ -1,6 +1,6 @@
 /* The samplers the launcher runs itself, one for each source of src/trace/sources.def whose
  * `where` is "launcher": each is a row defined in the sampler's own file, listed in
- * launcher.c's table. They run in the launcher, never in the profiled program, and append
+ * run.c's table. They run in the launcher, never in the profiled program, and append
  * their records to launcher.lrt. */
 #ifndef LANTERN_LAUNCHER_SAMPLERS_H
 #define LANTERN_LAUNCHER_SAMPLERS_H
