@@ -19,10 +19,10 @@ allow across processes: Lantern runs with --capture-range=cudaProfilerApi, and t
 alternates blocks inside cudaProfilerStart/Stop (traced) with blocks outside (CUPTI paused),
 PAIRS pairs in an alternating order; a run reports the median of its pairs' traced/paused
 ratios. That is what recording costs on top of a paused CUPTI, not the whole overhead (a paused
-CUPTI keeps part of its cost; bench/cupti_detach measures against a detached one).
+CUPTI keeps part of its cost; lab/cupti_detach measures against a detached one).
 The baseline does the same with no tool: its ratio is the method's own bias (~1.00).
 
-The lent machine's CPUs run in one of two speeds for minutes at a time (docs/benchmarks.md,
+The lent machine's CPUs run in one of two speeds for minutes at a time (docs/benchmark-history.md,
 fourth session), and a launch-bound run goes at the speed it started in. Every loop run
 therefore also times the same loop on CPU tensors, with no CUDA call and no NVTX range, which
 no tracer touches (cpu_ref_us=X). Where those references fall into two groups, the loop's
@@ -134,7 +134,7 @@ def paired_blocks(torch, iterations, block, enter=None, leave=None, settle=0):
     prints the median tested/other ratio and each side's median µs per iteration, wall and
     user/system CPU time of this thread. By default the tested state is traced (inside
     cudaProfilerStart/Stop) and the other paused; `enter` and `leave` switch into and out of
-    another state (bench/cupti_detach), and `settle` untimed iterations follow each switch."""
+    another state (lab/cupti_detach), and `settle` untimed iterations follow each switch."""
     enter = enter or torch.cuda.profiler.start
     leave = leave or torch.cuda.profiler.stop
 

@@ -6,7 +6,7 @@
 // print the median tested/other ratio as paired_ratio=R:
 //   "paired": inside cudaProfilerStart/Stop vs outside (bench_cuda.py --paired);
 //   "full", "idle": CUPTI tracing, or attached and idle, vs detached; these need
-//   bench/cupti_detach's experiment agent, which exports the attach and detach calls.
+//   lab/cupti_detach's experiment agent, which exports the attach and detach calls.
 //   cuda_launch [iterations per block] [paired|full|idle]
 #include <cuda_profiler_api.h>
 #include <dlfcn.h>
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     check(cudaDeviceSynchronize(), "warm-up");
     tested_state state = {paired || full, NULL, NULL};
     if ((full || idle) && !find_experiment_agent(state)) {
-        fprintf(stderr, "cuda_launch: %s needs bench/cupti_detach's agent as LANTERN_AGENT\n",
+        fprintf(stderr, "cuda_launch: %s needs lab/cupti_detach's agent as LANTERN_AGENT\n",
                 mode);
         return 1;
     }

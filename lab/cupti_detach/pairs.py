@@ -21,7 +21,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from bench_cuda import loop_workload, paired_blocks  # noqa: E402 (bench_cuda.py's loop and pairs)
 
 BLOCK, SETTLE = 1000, 200

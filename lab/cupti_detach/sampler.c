@@ -1,7 +1,7 @@
 /* Where a program's main thread spends its CPU time, by shared object: an LD_PRELOAD library
  * that samples the main thread's instruction pointer on SIGPROF and, at exit, writes how many
  * samples fell in each executable mapping to $SAMPLER_OUT (default stderr). For the GPU
- * machine, which has no perf: docs/benchmarks.md, "Fourth session".
+ * machine, which has no perf: docs/benchmark-history.md, "Fourth session".
  *   gcc -O2 -shared -fPIC -o libsampler.so sampler.c */
 #define _GNU_SOURCE
 #include <signal.h>

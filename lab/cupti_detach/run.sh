@@ -1,11 +1,11 @@
 #!/bin/sh
-# CUPTI's own cost inside one process (docs/benchmarks.md, "Fourth session"). The agent,
+# CUPTI's own cost inside one process (docs/benchmark-history.md, "Fourth session"). The agent,
 # patched (agent.patch) to let the program detach CUPTI (cuptiFinalize) and re-attach it,
 # runs programs that alternate blocks with CUPTI in some state and blocks with it detached;
 # a sampler then shows whose code the traced loop's extra CPU time runs in.
-#   bench/cupti_detach/run.sh build DIR              here (CMake, a C compiler): DIR gets
+#   lab/cupti_detach/run.sh build DIR              here (CMake, a C compiler): DIR gets
 #                                                    the patched agent and libsampler.so
-#   bench/cupti_detach/run.sh measure DIR OUT [BUILD]  on the GPU machine, from the repository
+#   lab/cupti_detach/run.sh measure DIR OUT [BUILD]  on the GPU machine, from the repository
 #                                                    root; BUILD (default build) has lantern
 #                                                    and cuda_launch (the C loop's pairs);
 #                                                    ROUNDS=N repeats (default 2)
