@@ -14,9 +14,9 @@
  * memory, temperature, throttle reasons), memory_Nhz, util_Nhz, samples_Nhz
  * (nvmlDeviceGetSamples), init_Nhz (nvmlInit/nvmlShutdown pairs), and sampler (Lantern's own
  * launcher sampler, nvml_sampler_start with its defaults, writing to /dev/null). */
-#include "nvml/counter_reader.h"
-#include "nvml/nvml_iface.h"
+#include "energy/counter_reader.h"
 #include "launcher/sampler.h"
+#include "nvml/nvml_iface.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
