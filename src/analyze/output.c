@@ -1,9 +1,11 @@
 /* The three forms of `lantern analyze`'s output: a text section per rule (findings, advice,
  * an evidence table in human units), CSV (one line per evidence row, exact ns) and JSON (rules
  * > findings > evidence, exact ns). All go through the report table writer (table.h). */
-#include "analyze/analyze_internal.h"
+#include "analyze/analyze.h"
+#include "analyze/findings.h"
 #include "export/json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

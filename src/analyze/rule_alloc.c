@@ -1,7 +1,9 @@
 /* alloc_in_loop: device, host and managed allocations and frees made inside NVTX ranges that
  * repeat or hold many of them (the NVTX blog's lesson: cudaMalloc in a loop costs time, and
  * cudaFree synchronizes the device; a pool allocator makes both nearly free). */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 
 /* Runtime and driver functions that allocate or free memory through the driver. The
  * stream-ordered ones (cudaMallocAsync, cuMemAllocAsync) use a pool and are left out. */

@@ -3,9 +3,12 @@
  * in which NVML said the GPU was power- or thermally throttled, with the time lost to the
  * lower clock. Energy comes from the shared model (src/energy/energy_db.h); busy time from the
  * timeline pass. */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 #include "energy/energy_db.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* NVML clock event reasons that mean a slowdown (nvml.h: SwPowerCap 0x4, HwSlowdown 0x8,

@@ -1,8 +1,11 @@
 /* gpu_idle (gaps in each GPU's work, broken down as HTA does into host wait, sync and other,
  * per NVTX range) and gpu_utilization (windows of the run in which a GPU was mostly idle).
  * Both read the timeline pass (timeline.c). */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

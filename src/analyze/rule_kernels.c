@@ -3,11 +3,14 @@
  * suggests) and small_grid (grids with fewer blocks than SMs, low theoretical occupancy).
  * Measured tensor activity and achieved occupancy need GPU hardware metrics, which Lantern
  * does not record yet (issue #15): the rules say so in their note. */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 #include "common/gpu_peaks.h"
 #include "report/kernels.h"
 #include "report/kernels_model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

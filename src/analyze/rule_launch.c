@@ -1,7 +1,9 @@
 /* launch_bound: kernels that run for less time than the CPU spends launching them, so the
  * GPU can never be kept busy by launching them one by one; with the run's launch rate and the
  * distribution of launch -> start delays (from the timeline pass). */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 
 #include <stdlib.h>
 #include <string.h>

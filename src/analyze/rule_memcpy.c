@@ -2,8 +2,11 @@
  * the driver stages through a pinned buffer: slower, and never overlapped with kernels) and
  * sync_memops (synchronous copies and memsets, during which the CPU waits). Both read the
  * counts and the longest rows the timeline pass kept per process and kind. */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The columns every evidence query of a GPU copy or memset shares (x is the row). */

@@ -4,9 +4,12 @@
  * numbered per chunk ("H2D Memory Stream 0", "... 1") whose work all landed on one stream (the
  * Nsight Systems tutorial's `[cuda.stream()] * n` bug: one stream, repeated); and a stream
  * whose copies and kernels never overlapped. */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,9 @@
 /* sync_api: the synchronizing calls (cudaDeviceSynchronize, cudaStreamSynchronize,
  * cudaEventSynchronize, cudaStreamWaitEvent and their driver twins: the cuda_syncs table) and
  * the CPU time each thread spent blocked in them, per function. */
-#include "analyze/analyze_internal.h"
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
 
 /* The launching call of a wait: the runtime call when there is one, else the driver call. */
 #define SYNC_CALL                                                                                  \

@@ -1,7 +1,20 @@
 /* The table of rules: `lantern analyze` runs them in this order, `--rule NAME` picks some,
  * `lantern analyze --help` lists them, and docs/analyze.md describes each. Adding a rule is a
  * function in its own file and a row here. */
-#include "analyze/analyze_internal.h"
+#include "analyze/analyze.h"
+
+/* The rules, one file per rule or family. */
+int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res);
 
 const struct analyze_rule analyze_rules[] = {
     {"pageable_memcpy", "copies between the GPU and pageable (not page-locked) host memory",

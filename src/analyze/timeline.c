@@ -5,10 +5,12 @@
  * overlap; per kernel name the launch statistics; per launch shape the counts for small
  * grids; per stream its work; and the launch -> start delay histogram. Memory grows with the
  * number of distinct names, shapes, streams and ranges with long gaps, not with the run. */
-#include "analyze/analyze_internal.h"
+#include "analyze/timeline.h"
+#include "analyze/findings.h"
 #include "energy/energy_db.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analyze/analyze_internal.h"
+#include "analyze/analyze.h"
+#include "analyze/findings.h"
+#include "analyze/timeline.h"
 
 #define HTML_TOP 15 /* rows of each "top" table and chart */
 

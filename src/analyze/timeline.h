@@ -1,54 +1,17 @@
-/* What the rules share: adding findings and evidence, SQL helpers, and the timeline pass
- * (timeline.c) that walks every kernel, copy and memset once, in GPU time order, for the
- * rules that need the GPU's busy and idle time. */
-#ifndef LANTERN_ANALYZE_INTERNAL_H
-#define LANTERN_ANALYZE_INTERNAL_H
+/* The timeline pass (timeline.c): every kernel, copy and memset walked once, in GPU time
+ * order, for the rules that need each GPU's busy and idle time, and for the HTML page. */
+#ifndef LANTERN_ANALYZE_TIMELINE_H
+#define LANTERN_ANALYZE_TIMELINE_H
 
-#include "analyze/analyze.h"
+#include <stddef.h>
+#include <stdint.h>
 
-/* The SQL text of an NVTX range label ("domain:name", ":name" in the default domain) for a
- * range row r; needs "LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON
- * rd.id = r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id". */
-#define ANALYZE_RANGE_LABEL                                                                        \
-    "CASE WHEN r.id IS NULL THEN NULL ELSE COALESCE(rds.value, '') || ':' ||"                      \
-    " COALESCE(rs.value, '(unnamed)') END"
-#define ANALYZE_RANGE_JOINS(range_id_expr)                                                         \
-    " LEFT JOIN ranges r ON r.id = " range_id_expr " LEFT JOIN strings rs ON rs.id = r.name_id"    \
-    " LEFT JOIN domains rd ON rd.id = r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id"
+#include "analyze/rule.h"
 
-/* A finding added to res (NULL once ANALYZE_MAX_FINDINGS are there: res->more counts it).
- * The summary is formatted like printf. */
-struct analyze_finding *analyze_add_finding(struct analyze_result *res, double cost_ns,
-                                            const char *advice, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+struct energy_track;
 
-/* Adds the rows of a statement as evidence of f, columns in this order: start_ns (absolute),
- * duration_ns, pid, tid, gpu, stream, range, name, detail. Steps st until done or f is full;
- * returns 0 or -1 (SQLite error). */
-int analyze_evidence_from(struct analyze_ctx *ctx, struct analyze_finding *f, sqlite3_stmt *st);
-
-/* One evidence row from values (strings copied; NULL allowed). */
-void analyze_add_evidence(struct analyze_finding *f, const struct analyze_evidence *e);
-
-/* Sets res->note, formatted. */
-void analyze_note(struct analyze_result *res, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Prepares sql; on failure sets ctx->error ("rule: message") and returns NULL. */
-sqlite3_stmt *analyze_prepare(struct analyze_ctx *ctx, const char *rule, const char *sql);
-/* The first column of the first row of sql as an integer (def when none or on error). */
-int64_t analyze_query_int(struct analyze_ctx *ctx, const char *sql, int64_t def);
-/* Whether the database has rows in table (a fixed name from the code, never user input). */
-int analyze_table_has_rows(struct analyze_ctx *ctx, const char *table);
-/* strdup that tolerates NULL. */
-char *analyze_strdup(const char *s);
-
-/* "1.250 ms" into buf. */
-const char *analyze_fmt_ns(char *buf, size_t size, double ns);
-/* Share of the run in percent. */
-double analyze_share(const struct analyze_ctx *ctx, double ns);
-
-/* ---- the timeline pass (timeline.c) ------------------------------------------------------ */
+/* Gaps at least this long count as idle (the gpu_idle rule's threshold, docs/analyze.md). */
+#define GPU_IDLE_GAP_NS 100000 /* 100 µs */
 
 #define TIMELINE_BINS 500 /* busy time per GPU in this many equal bins of the session */
 #define TIMELINE_TOP_GAPS ANALYZE_MAX_EVIDENCE
@@ -212,33 +175,5 @@ const struct energy_track *timeline_energy_track(const struct analyze_timeline *
 int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
                          enum timeline_op_kind kind, int64_t id, const char *detail,
                          int64_t start_ns, int64_t duration_ns);
-
-/* The rules (one file per rule or family). */
-int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res);
-int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res);
-
-/* Thresholds, documented in docs/analyze.md (and the table in rules.c). */
-#define GPU_IDLE_GAP_NS 100000 /* 100 µs */
-#define UTIL_WINDOWS 100       /* the session in 100 windows */
-#define UTIL_LOW_PERCENT 50.0
-#define SYNC_API_MIN_SHARE 1.0 /* % of the run blocked in one kind of call */
-#define LAUNCH_MIN_KERNELS 10
-#define LAUNCH_SHORT_SHARE 0.5 /* half the launches shorter than their launch call */
-#define ALLOC_MIN_CALLS_ONE_RANGE 10
-#define ALLOC_MIN_REPEATS 2
-#define SMALL_GRID_MIN_NS 10000 /* 10 us of a launch shape in the run */
-#define LOW_OCCUPANCY 0.25
-#define ENERGY_RATIO 2.0
-#define ENERGY_MIN_SHARE 5.0
-#define STREAM_MIN_OVERLAP_SHARE 5.0 /* % of the stream's time that overlap could save */
 
 #endif
