@@ -2,8 +2,8 @@
  * into kernels, memcpys, memsets, cuda_api, cuda_syncs, cuda_memory, gpus, ... (one function
  * per record type, reading it with the decoder records.def generates); import_cuda.c holds the
  * source's row and its end-of-session work. */
-#include "common/gpu_peaks.h"
 #include "db/import_cuda_records.h"
+#include "common/gpu_peaks.h"
 #include "trace/format.h"
 #include "trace/records.h"
 
@@ -82,13 +82,12 @@ static const char *overhead_kind_name(uint64_t kind)
     }
 }
 
-
 /* ---- one function per record type ------------------------------------------------------ */
 
 /* Binds columns 1-7 shared by kernels, memcpys and memsets (process, device, context, stream,
  * correlation, start, end): the leading fields of their records, which have the same names. */
-#define BIND_GPU_OP_HEADER(f, s, r)                                                               \
-    bind_gpu_op_header(f, s, (r).device, (r).context, (r).stream, (r).correlation, (r).start,     \
+#define BIND_GPU_OP_HEADER(f, s, r)                                                                \
+    bind_gpu_op_header(f, s, (r).device, (r).context, (r).stream, (r).correlation, (r).start,      \
                        (r).end)
 static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, uint64_t device,
                                uint64_t context, uint64_t stream, uint64_t correlation,
@@ -104,8 +103,8 @@ static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, uint64_t 
 }
 
 /* An INSERT of the process id, then n integers (sql's n + 1 parameters, in that order). */
-static int insert_process_ints(struct import_file *f, int slot, const char *sql,
-                               const uint64_t *v, int n)
+static int insert_process_ints(struct import_file *f, int slot, const char *sql, const uint64_t *v,
+                               int n)
 {
     sqlite3_stmt *s = import_stmt(f, slot, sql);
     if (!s)
@@ -133,9 +132,21 @@ static int import_kernel(struct import_file *f, struct trace_fields *in)
     import_bind_nonzero(s, 8, import_string(f, k.name));
     import_bind_nonzero(s, 9, import_string(f, k.demangled));
     const uint64_t launch[] = {
-        k.grid_x,    k.grid_y,    k.grid_z,    k.block_x,   k.block_y,
-        k.block_z,   k.cluster_x, k.cluster_y, k.cluster_z, k.registers_per_thread,
-        k.static_smem, k.dynamic_smem, k.local_mem_per_thread, k.launch_type,
+        /* columns 10-23: grid, block, cluster, registers .. launch type */
+        k.grid_x,
+        k.grid_y,
+        k.grid_z,
+        k.block_x,
+        k.block_y,
+        k.block_z,
+        k.cluster_x,
+        k.cluster_y,
+        k.cluster_z,
+        k.registers_per_thread,
+        k.static_smem,
+        k.dynamic_smem,
+        k.local_mem_per_thread,
+        k.launch_type,
     };
     for (int i = 0; i < 14; i++)
         sqlite3_bind_int64(s, 10 + i, (int64_t)launch[i]);
@@ -281,9 +292,9 @@ static int import_device(struct import_file *f, struct trace_fields *in)
     sqlite3_bind_int64(s, 5, (int64_t)d.cc_minor);
     const uint64_t known[] = {
         /* columns 6-17, 0 meaning unknown */
-        d.sm_count,           d.memory_bytes,         d.sm_clock_khz,    d.memory_clock_khz,
-        d.memory_bus_bits,    d.l2_bytes,             d.max_threads_per_sm, d.max_registers_per_sm,
-        d.max_smem_per_sm,    d.max_blocks_per_sm,    d.registers_per_block, d.smem_per_block_optin,
+        d.sm_count,        d.memory_bytes,      d.sm_clock_khz,        d.memory_clock_khz,
+        d.memory_bus_bits, d.l2_bytes,          d.max_threads_per_sm,  d.max_registers_per_sm,
+        d.max_smem_per_sm, d.max_blocks_per_sm, d.registers_per_block, d.smem_per_block_optin,
     };
     for (int i = 0; i < 12; i++)
         import_bind_nonzero(s, 6 + i, (int64_t)known[i]);

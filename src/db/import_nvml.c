@@ -30,6 +30,18 @@ static int64_t gpu_id_of(struct import_file *f, uint64_t nvml_index)
     return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
+/* The statement of slot with its first parameter bound to the gpus.id of an NVML index; NULL
+ * when the file never described that GPU (or sql does not compile). */
+static sqlite3_stmt *gpu_stmt(struct import_file *f, int slot, const char *sql, uint64_t nvml_index)
+{
+    int64_t gpu = gpu_id_of(f, nvml_index);
+    sqlite3_stmt *st = import_stmt(f, slot, sql);
+    if (!gpu || !st)
+        return NULL;
+    sqlite3_bind_int64(st, 1, gpu);
+    return st;
+}
+
 /* The bytes as text, '' when empty (NVML's strings are stored as read). */
 static void bind_text(sqlite3_stmt *st, int col, struct trace_bytes b)
 {
@@ -61,13 +73,11 @@ static int import_power(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_nvml_power p;
     trace_get_nvml_power(fl, &p);
-    int64_t gpu = gpu_id_of(f, p.gpu);
-    sqlite3_stmt *st = import_stmt(
+    sqlite3_stmt *st = gpu_stmt(
         f, SLOT_POWER,
-        "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, power_avg_mw) VALUES(?, ?, ?, ?)");
-    if (!gpu || !st)
+        "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, power_avg_mw) VALUES(?, ?, ?, ?)", p.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
     sqlite3_bind_int64(st, 2, (int64_t)p.ts);
     import_bind_plus_one(st, 3, p.power_mw);
     import_bind_plus_one(st, 4, p.power_avg_mw);
@@ -78,13 +88,12 @@ static int import_energy(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_nvml_energy e;
     trace_get_nvml_energy(fl, &e);
-    int64_t gpu = gpu_id_of(f, e.gpu);
-    sqlite3_stmt *st = import_stmt(f, SLOT_ENERGY,
-                                   "INSERT INTO gpu_samples(gpu_id, ts_ns, energy_mj,"
-                                   " energy_uncertainty_ns) VALUES(?, ?, ?, ?)");
-    if (!gpu || !st)
+    sqlite3_stmt *st = gpu_stmt(f, SLOT_ENERGY,
+                                "INSERT INTO gpu_samples(gpu_id, ts_ns, energy_mj,"
+                                " energy_uncertainty_ns) VALUES(?, ?, ?, ?)",
+                                e.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
     sqlite3_bind_int64(st, 2, (int64_t)e.ts);
     sqlite3_bind_int64(st, 3, (int64_t)e.energy_mj);
     sqlite3_bind_int64(st, 4, (int64_t)e.uncertainty_ns);
@@ -95,18 +104,17 @@ static int import_state(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_nvml_state g;
     trace_get_nvml_state(fl, &g);
-    int64_t gpu = gpu_id_of(f, g.gpu);
-    sqlite3_stmt *st = import_stmt(
-        f, SLOT_STATE,
-        "INSERT INTO gpu_samples(gpu_id, ts_ns, sm_clock_mhz, memory_clock_mhz, gpu_util,"
-        " memory_util, memory_used_bytes, temperature_c, throttle_reasons)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!gpu || !st)
+    sqlite3_stmt *st =
+        gpu_stmt(f, SLOT_STATE,
+                 "INSERT INTO gpu_samples(gpu_id, ts_ns, sm_clock_mhz, memory_clock_mhz, gpu_util,"
+                 " memory_util, memory_used_bytes, temperature_c, throttle_reasons)"
+                 " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 g.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
     sqlite3_bind_int64(st, 2, (int64_t)g.ts);
-    const uint64_t plus_one[] = {g.sm_clock_mhz, g.memory_clock_mhz,  g.gpu_util,
-                                 g.memory_util,  g.memory_used_bytes, g.temperature_c,
+    const uint64_t plus_one[] = {g.sm_clock_mhz,    g.memory_clock_mhz,  g.gpu_util,
+                                 g.memory_util,     g.memory_used_bytes, g.temperature_c,
                                  g.throttle_reasons};
     for (int i = 0; i < 7; i++)
         import_bind_plus_one(st, 3 + i, plus_one[i]);
@@ -131,19 +139,18 @@ static int import_sampler(struct import_file *f, struct trace_fields *fl)
     static const char *const modes[] = {NULL, "acquire", "locked", "free"};
     struct trace_nvml_sampler r;
     trace_get_nvml_sampler(fl, &r);
-    int64_t gpu = gpu_id_of(f, r.gpu);
-    sqlite3_stmt *st = import_stmt(
+    sqlite3_stmt *st = gpu_stmt(
         f, SLOT_SAMPLER,
         "INSERT INTO nvml_sampler(gpu_id, duration_ns, energy_reads, energy_busy_ns,"
         " energy_max_ns, power_reads, power_busy_ns, power_max_ns, state_reads, state_busy_ns,"
         " state_max_ns, cpu_ns, counter_mode, counter_resets)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!gpu || !st)
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        r.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
-    const uint64_t counts[] = {r.duration_ns,   r.energy_calls, r.energy_busy_ns, r.energy_max_ns,
-                               r.power_calls,   r.power_busy_ns, r.power_max_ns,  r.state_calls,
-                               r.state_busy_ns, r.state_max_ns, r.cpu_ns};
+    const uint64_t counts[] = {r.duration_ns,   r.energy_calls,  r.energy_busy_ns, r.energy_max_ns,
+                               r.power_calls,   r.power_busy_ns, r.power_max_ns,   r.state_calls,
+                               r.state_busy_ns, r.state_max_ns,  r.cpu_ns};
     for (int i = 0; i < 11; i++)
         sqlite3_bind_int64(st, 2 + i, (int64_t)counts[i]);
     uint64_t mode = r.counter_mode;

@@ -294,8 +294,8 @@ static void on_thread_os_name(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_thread_os_name r;
     trace_get_thread_os_name(fl, &r);
-    name_thread(f, SLOT_THREAD_OS_NAME, "UPDATE threads SET os_name_id = ? WHERE id = ?",
-                r.os_tid, r.name, fl->bad);
+    name_thread(f, SLOT_THREAD_OS_NAME, "UPDATE threads SET os_name_id = ? WHERE id = ?", r.os_tid,
+                r.name, fl->bad);
 }
 
 static void on_thread_python_name(struct import_file *f, struct trace_fields *fl)
