@@ -1,9 +1,11 @@
 /* The CUDA source's importer, records part: trace records 40-79 (written by src/agent/cupti*.c)
  * into kernels, memcpys, memsets, cuda_api, cuda_syncs, cuda_memory, gpus, ... (one function
- * per record type); import_cuda.c holds the source's row and its end-of-session work. */
-#include "common/gpu_peaks.h"
+ * per record type, reading it with the decoder records.def generates); import_cuda.c holds the
+ * source's row and its end-of-session work. */
 #include "db/import_cuda_records.h"
+#include "common/gpu_peaks.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <errno.h>
 
@@ -80,35 +82,43 @@ static const char *overhead_kind_name(uint64_t kind)
     }
 }
 
-
-/* ---- reading fields ---------------------------------------------------------------------- */
-
-
-/* Reads n unsigned fields into out[]; absent trailing fields read as 0. */
-static void get_u_array(struct trace_fields *fields, int64_t *out, int n)
-{
-    for (int i = 0; i < n; i++)
-        out[i] = (int64_t)trace_get_u(fields);
-}
+/* ---- one function per record type ------------------------------------------------------ */
 
 /* Binds columns 1-7 shared by kernels, memcpys and memsets (process, device, context, stream,
- * correlation, start, end) from the record's leading fields (format.h). */
-static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, struct trace_fields *in)
+ * correlation, start, end): the leading fields of their records, which have the same names. */
+#define BIND_GPU_OP_HEADER(f, s, r)                                                                \
+    bind_gpu_op_header(f, s, (r).device, (r).context, (r).stream, (r).correlation, (r).start,      \
+                       (r).end)
+static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, uint64_t device,
+                               uint64_t context, uint64_t stream, uint64_t correlation,
+                               uint64_t start, uint64_t end)
 {
-    int64_t ids[4];
-    get_u_array(in, ids, 4);
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
     sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < 4; i++)
-        sqlite3_bind_int64(s, 2 + i, ids[i]);
+    sqlite3_bind_int64(s, 2, (int64_t)device);
+    sqlite3_bind_int64(s, 3, (int64_t)context);
+    sqlite3_bind_int64(s, 4, (int64_t)stream);
+    sqlite3_bind_int64(s, 5, (int64_t)correlation);
     sqlite3_bind_int64(s, 6, (int64_t)start);
     sqlite3_bind_int64(s, 7, (int64_t)end);
 }
 
-/* ---- one function per record type ------------------------------------------------------ */
+/* An INSERT of the process id, then n integers (sql's n + 1 parameters, in that order). */
+static int insert_process_ints(struct import_file *f, int slot, const char *sql, const uint64_t *v,
+                               int n)
+{
+    sqlite3_stmt *s = import_stmt(f, slot, sql);
+    if (!s)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, import_process(f));
+    for (int i = 0; i < n; i++)
+        sqlite3_bind_int64(s, 2 + i, (int64_t)v[i]);
+    return import_step(f, s, STEP_WARNING);
+}
 
 static int import_kernel(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_kernel k;
+    trace_get_cuda_kernel(in, &k);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_KERNEL,
         "INSERT INTO kernels(process_id, device, context, stream, correlation_id, start_ns, end_ns,"
@@ -118,22 +128,37 @@ static int import_kernel(struct import_file *f, struct trace_fields *in)
         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    bind_gpu_op_header(f, s, in);
-    int64_t name = import_string(f, trace_get_u(in));
-    int64_t demangled = import_string(f, trace_get_u(in));
-    int64_t rest[16];
-    get_u_array(in, rest, 16);
-    import_bind_nonzero(s, 8, name);
-    import_bind_nonzero(s, 9, demangled);
-    for (int i = 0; i < 14; i++) /* grid, block, cluster, registers .. launch type */
-        sqlite3_bind_int64(s, 10 + i, rest[i]);
-    import_bind_nonzero(s, 24, rest[14]); /* graph id, graph node id: 0 outside graphs */
-    import_bind_nonzero(s, 25, rest[15]);
+    BIND_GPU_OP_HEADER(f, s, k);
+    import_bind_nonzero(s, 8, import_string(f, k.name));
+    import_bind_nonzero(s, 9, import_string(f, k.demangled));
+    const uint64_t launch[] = {
+        /* columns 10-23: grid, block, cluster, registers .. launch type */
+        k.grid_x,
+        k.grid_y,
+        k.grid_z,
+        k.block_x,
+        k.block_y,
+        k.block_z,
+        k.cluster_x,
+        k.cluster_y,
+        k.cluster_z,
+        k.registers_per_thread,
+        k.static_smem,
+        k.dynamic_smem,
+        k.local_mem_per_thread,
+        k.launch_type,
+    };
+    for (int i = 0; i < 14; i++)
+        sqlite3_bind_int64(s, 10 + i, (int64_t)launch[i]);
+    import_bind_nonzero(s, 24, (int64_t)k.graph_id); /* 0 outside graphs */
+    import_bind_nonzero(s, 25, (int64_t)k.graph_node_id);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_memcpy(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_memcpy c;
+    trace_get_cuda_memcpy(in, &c);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_MEMCPY,
         "INSERT INTO memcpys(process_id, device, context, stream, correlation_id, start_ns, end_ns,"
@@ -141,118 +166,111 @@ static int import_memcpy(struct import_file *f, struct trace_fields *in)
         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    bind_gpu_op_header(f, s, in);
-    int64_t v[8];
-    get_u_array(in, v, 8);
-    import_bind_text(s, 8, NAME_OF(copy_kind_names, (uint64_t)v[0]));
-    sqlite3_bind_int64(s, 9, v[1]);
-    import_bind_text(s, 10, NAME_OF(mem_kind_names, (uint64_t)v[2]));
-    import_bind_text(s, 11, NAME_OF(mem_kind_names, (uint64_t)v[3]));
-    sqlite3_bind_int64(s, 12, v[4]);
-    sqlite3_bind_int64(s, 13, v[5]);
-    sqlite3_bind_int64(s, 14, v[6]);
-    import_bind_nonzero(s, 15, v[7]);
+    BIND_GPU_OP_HEADER(f, s, c);
+    import_bind_text(s, 8, NAME_OF(copy_kind_names, c.copy_kind));
+    sqlite3_bind_int64(s, 9, (int64_t)c.bytes);
+    import_bind_text(s, 10, NAME_OF(mem_kind_names, c.src_kind));
+    import_bind_text(s, 11, NAME_OF(mem_kind_names, c.dst_kind));
+    sqlite3_bind_int64(s, 12, (int64_t)c.async);
+    sqlite3_bind_int64(s, 13, (int64_t)c.src_device);
+    sqlite3_bind_int64(s, 14, (int64_t)c.dst_device);
+    import_bind_nonzero(s, 15, (int64_t)c.graph_node_id);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_memset(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_memset m;
+    trace_get_cuda_memset(in, &m);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_MEMSET,
         "INSERT INTO memsets(process_id, device, context, stream, correlation_id, start_ns, end_ns,"
         " bytes, value, mem_kind, is_async, graph_node_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    bind_gpu_op_header(f, s, in);
-    int64_t v[5];
-    get_u_array(in, v, 5);
-    sqlite3_bind_int64(s, 8, v[0]);
-    sqlite3_bind_int64(s, 9, v[1]);
-    import_bind_text(s, 10, NAME_OF(mem_kind_names, (uint64_t)v[2]));
-    sqlite3_bind_int64(s, 11, v[3]);
-    import_bind_nonzero(s, 12, v[4]);
+    BIND_GPU_OP_HEADER(f, s, m);
+    sqlite3_bind_int64(s, 8, (int64_t)m.bytes);
+    sqlite3_bind_int64(s, 9, (int64_t)m.value);
+    import_bind_text(s, 10, NAME_OF(mem_kind_names, m.mem_kind));
+    sqlite3_bind_int64(s, 11, (int64_t)m.async);
+    import_bind_nonzero(s, 12, (int64_t)m.graph_node_id);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_api(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_api a;
+    trace_get_cuda_api(in, &a);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_API,
         "INSERT INTO cuda_api(process_id, thread_id, api, cbid, name_id, start_ns, end_ns,"
         " return_code, correlation_id) VALUES(?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    int64_t thread = import_thread_by_tid(f, trace_get_u(in));
-    int64_t api = (int64_t)trace_get_u(in), cbid = (int64_t)trace_get_u(in);
-    int64_t name = import_string(f, trace_get_u(in));
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
-    int64_t rc = (int64_t)trace_get_u(in), correlation = (int64_t)trace_get_u(in);
+    int64_t thread = import_thread_by_tid(f, a.os_tid);
     sqlite3_bind_int64(s, 1, import_process(f));
     sqlite3_bind_int64(s, 2, thread);
-    sqlite3_bind_int64(s, 3, api);
-    sqlite3_bind_int64(s, 4, cbid);
-    import_bind_nonzero(s, 5, name);
-    sqlite3_bind_int64(s, 6, (int64_t)start);
-    sqlite3_bind_int64(s, 7, (int64_t)end);
-    sqlite3_bind_int64(s, 8, rc);
-    sqlite3_bind_int64(s, 9, correlation);
+    sqlite3_bind_int64(s, 3, (int64_t)a.api);
+    sqlite3_bind_int64(s, 4, (int64_t)a.cbid);
+    import_bind_nonzero(s, 5, import_string(f, a.name));
+    sqlite3_bind_int64(s, 6, (int64_t)a.start);
+    sqlite3_bind_int64(s, 7, (int64_t)a.end);
+    sqlite3_bind_int64(s, 8, (int64_t)a.return_code);
+    sqlite3_bind_int64(s, 9, (int64_t)a.correlation);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_sync(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_sync y;
+    trace_get_cuda_sync(in, &y);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_SYNC,
         "INSERT INTO cuda_syncs(process_id, sync_kind, context, stream, event, correlation_id,"
         " start_ns, end_ns) VALUES(?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    int64_t v[5];
-    get_u_array(in, v, 5);
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
     sqlite3_bind_int64(s, 1, import_process(f));
-    import_bind_text(s, 2, NAME_OF(import_cuda_sync_kind_names, (uint64_t)v[0]));
-    sqlite3_bind_int64(s, 3, v[1]);
-    if (v[2]) /* stream and event are stored + 1 in the trace, 0 meaning none */
-        sqlite3_bind_int64(s, 4, v[2] - 1);
-    if (v[3])
-        sqlite3_bind_int64(s, 5, v[3] - 1);
-    sqlite3_bind_int64(s, 6, v[4]);
-    sqlite3_bind_int64(s, 7, (int64_t)start);
-    sqlite3_bind_int64(s, 8, (int64_t)end);
+    import_bind_text(s, 2, NAME_OF(import_cuda_sync_kind_names, y.sync_kind));
+    sqlite3_bind_int64(s, 3, (int64_t)y.context);
+    import_bind_plus_one(s, 4, y.stream); /* 0: none */
+    import_bind_plus_one(s, 5, y.event);
+    sqlite3_bind_int64(s, 6, (int64_t)y.correlation);
+    sqlite3_bind_int64(s, 7, (int64_t)y.start);
+    sqlite3_bind_int64(s, 8, (int64_t)y.end);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_memory(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_memory m;
+    trace_get_cuda_memory(in, &m);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_MEMORY,
         "INSERT INTO cuda_memory(process_id, device, op, mem_kind, address, bytes, ts_ns, stream,"
         " correlation_id) VALUES(?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    int64_t v[7];
-    get_u_array(in, v, 7); /* op, mem kind, device, context, stream, address, bytes */
-    uint64_t ts = trace_get_ts(in);
-    int64_t correlation = (int64_t)trace_get_u(in);
-    const char *op = v[0] == 1 ? "alloc" : v[0] == 2 ? "free" : NULL;
+    const char *op = m.op == 1 ? "alloc" : m.op == 2 ? "free" : NULL;
     if (!op)
         return 0; /* CUPTI's "invalid" operation: nothing to show */
     sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, v[2]);
+    sqlite3_bind_int64(s, 2, (int64_t)m.device);
     sqlite3_bind_text(s, 3, op, -1, SQLITE_STATIC);
-    import_bind_text(s, 4, NAME_OF(mem_kind_names, (uint64_t)v[1]));
-    sqlite3_bind_int64(s, 5, v[5]);
-    sqlite3_bind_int64(s, 6, v[6]);
-    sqlite3_bind_int64(s, 7, (int64_t)ts);
-    sqlite3_bind_int64(s, 8, v[4]);
-    sqlite3_bind_int64(s, 9, correlation);
+    import_bind_text(s, 4, NAME_OF(mem_kind_names, m.mem_kind));
+    sqlite3_bind_int64(s, 5, (int64_t)m.address);
+    sqlite3_bind_int64(s, 6, (int64_t)m.bytes);
+    sqlite3_bind_int64(s, 7, (int64_t)m.ts);
+    sqlite3_bind_int64(s, 8, (int64_t)m.stream);
+    sqlite3_bind_int64(s, 9, (int64_t)m.correlation);
     return import_step(f, s, STEP_WARNING);
 }
 
 /* gpus.id of a uuid, inserting the GPU if new (merged by uuid across processes). */
 static int import_device(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_device d;
+    trace_get_cuda_device(in, &d);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_GPU,
         "INSERT OR IGNORE INTO gpus(uuid, name, pci_bus_id, cc_major, cc_minor, sm_count,"
@@ -263,32 +281,33 @@ static int import_device(struct import_file *f, struct trace_fields *in)
         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    int64_t device = (int64_t)trace_get_u(in);
-    const uint8_t *name, *uuid, *pci;
-    size_t name_len = trace_get_s(in, &name);
-    size_t uuid_len = trace_get_s(in, &uuid);
-    size_t pci_len = trace_get_s(in, &pci);
-    int64_t v[15];
-    get_u_array(in, v, 15);
-    if (!uuid_len) {
-        import_warn(f, "CUDA device %lld has no UUID; not imported", (long long)device);
+    if (!d.uuid.len) {
+        import_warn(f, "CUDA device %lld has no UUID; not imported", (long long)d.device);
         return 0;
     }
-    import_bind_bytes(s, 1, uuid, uuid_len);
-    import_bind_bytes(s, 2, name, name_len);
-    import_bind_bytes(s, 3, pci, pci_len);
-    sqlite3_bind_int64(s, 4, v[0]); /* compute capability: minor 0 is a real value */
-    sqlite3_bind_int64(s, 5, v[1]);
-    for (int i = 2; i < 14; i++) /* SM count .. smem per block opt-in: 0 means unknown */
-        import_bind_nonzero(s, 4 + i, v[i]);
+    import_bind_bytes(s, 1, d.uuid.bytes, d.uuid.len);
+    import_bind_bytes(s, 2, d.name.bytes, d.name.len);
+    import_bind_bytes(s, 3, d.pci_bus_id.bytes, d.pci_bus_id.len);
+    sqlite3_bind_int64(s, 4, (int64_t)d.cc_major); /* compute capability: minor 0 is a real value */
+    sqlite3_bind_int64(s, 5, (int64_t)d.cc_minor);
+    const uint64_t known[] = {
+        /* columns 6-17, 0 meaning unknown */
+        d.sm_count,        d.memory_bytes,      d.sm_clock_khz,        d.memory_clock_khz,
+        d.memory_bus_bits, d.l2_bytes,          d.max_threads_per_sm,  d.max_registers_per_sm,
+        d.max_smem_per_sm, d.max_blocks_per_sm, d.registers_per_block, d.smem_per_block_optin,
+    };
+    for (int i = 0; i < 12; i++)
+        import_bind_nonzero(s, 6 + i, (int64_t)known[i]);
     /* the theoretical peaks (gpu_peaks.h): the reports compute them again from the row */
     struct gpu_peaks peaks;
-    gpu_peaks_flops(v[0], v[1], v[2], v[4], &peaks);
+    gpu_peaks_flops((int64_t)d.cc_major, (int64_t)d.cc_minor, (int64_t)d.sm_count,
+                    (int64_t)d.sm_clock_khz, &peaks);
     const double flops[] = {peaks.fp32, peaks.fp16, peaks.bf16, peaks.tf32, peaks.fp64};
     for (int i = 0; i < 5; i++)
         if (flops[i] != 0)
             sqlite3_bind_double(s, 18 + i, flops[i]);
-    double dram = gpu_peak_dram_bytes_per_s(v[14], v[5], v[6]);
+    double dram = gpu_peak_dram_bytes_per_s((int64_t)d.dram_bandwidth, (int64_t)d.memory_clock_khz,
+                                            (int64_t)d.memory_bus_bits);
     if (dram > 0)
         sqlite3_bind_double(s, 23, dram);
     if (import_step(f, s, STEP_WARNING) < 0)
@@ -301,119 +320,105 @@ static int import_device(struct import_file *f, struct trace_fields *in)
     if (!link)
         return -EIO;
     sqlite3_bind_int64(link, 1, import_process(f));
-    sqlite3_bind_int64(link, 2, device);
-    import_bind_bytes(link, 3, uuid, uuid_len);
+    sqlite3_bind_int64(link, 2, (int64_t)d.device);
+    import_bind_bytes(link, 3, d.uuid.bytes, d.uuid.len);
     return import_step(f, link, STEP_WARNING);
 }
 
 static int import_context(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(
+    struct trace_cuda_context c;
+    trace_get_cuda_context(in, &c);
+    return insert_process_ints(
         f, SLOT_CONTEXT,
-        "INSERT INTO cuda_contexts(process_id, context, device, null_stream) VALUES(?,?,?,?)");
-    if (!s)
-        return -EIO;
-    int64_t v[3];
-    get_u_array(in, v, 3);
-    sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < 3; i++)
-        sqlite3_bind_int64(s, 2 + i, v[i]);
-    return import_step(f, s, STEP_WARNING);
+        "INSERT INTO cuda_contexts(process_id, context, device, null_stream) VALUES(?,?,?,?)",
+        (const uint64_t[]){c.context, c.device, c.null_stream}, 3);
 }
 
 static int import_stream(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_stream t;
+    trace_get_cuda_stream(in, &t);
     sqlite3_stmt *s =
         import_stmt(f, SLOT_STREAM,
                     "INSERT INTO cuda_streams(process_id, context, stream, priority, is_default)"
                     " VALUES(?,?,?,?,?)");
     if (!s)
         return -EIO;
-    int64_t v[4];
-    get_u_array(in, v, 4);
     sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, v[0]);
-    sqlite3_bind_int64(s, 3, v[1]);
-    sqlite3_bind_int64(s, 4, (int32_t)v[2]); /* CUDA priorities are small negative ints */
-    sqlite3_bind_int64(s, 5, v[3] == TRACE_CUDA_STREAM_NULL);
+    sqlite3_bind_int64(s, 2, (int64_t)t.context);
+    sqlite3_bind_int64(s, 3, (int64_t)t.stream);
+    sqlite3_bind_int64(s, 4, (int32_t)t.priority); /* CUDA priorities are small negative ints */
+    sqlite3_bind_int64(s, 5, t.flag == TRACE_CUDA_STREAM_NULL);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_stream_handle(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(
+    struct trace_cuda_stream_handle h;
+    trace_get_cuda_stream_handle(in, &h);
+    return insert_process_ints(
         f, SLOT_STREAM_HANDLE,
-        "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES(?,?,?,?)");
-    if (!s)
-        return -EIO;
-    int64_t v[3];
-    get_u_array(in, v, 3);
-    sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < 3; i++)
-        sqlite3_bind_int64(s, 2 + i, v[i]);
-    return import_step(f, s, STEP_WARNING);
+        "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES(?,?,?,?)",
+        (const uint64_t[]){h.handle, h.context, h.stream}, 3);
 }
 
 static int import_context_handle(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s =
-        import_stmt(f, SLOT_CONTEXT_HANDLE,
-                    "INSERT INTO cuda_context_handles(process_id, handle, context) VALUES(?,?,?)");
-    if (!s)
-        return -EIO;
-    int64_t v[2];
-    get_u_array(in, v, 2);
-    sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, v[0]);
-    sqlite3_bind_int64(s, 3, v[1]);
-    return import_step(f, s, STEP_WARNING);
+    struct trace_cuda_context_handle h;
+    trace_get_cuda_context_handle(in, &h);
+    return insert_process_ints(
+        f, SLOT_CONTEXT_HANDLE,
+        "INSERT INTO cuda_context_handles(process_id, handle, context) VALUES(?,?,?)",
+        (const uint64_t[]){h.handle, h.context}, 2);
 }
 
 static int import_overhead(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_overhead o;
+    trace_get_cuda_overhead(in, &o);
     sqlite3_stmt *s =
         import_stmt(f, SLOT_OVERHEAD,
                     "INSERT INTO cupti_overhead(process_id, thread_id, kind, start_ns, end_ns)"
                     " VALUES(?,?,?,?,?)");
     if (!s)
         return -EIO;
-    uint64_t kind = trace_get_u(in), os_tid = trace_get_u(in);
-    uint64_t start = trace_get_ts(in), end = trace_get_ts(in);
     sqlite3_bind_int64(s, 1, import_process(f));
-    if (os_tid)
-        sqlite3_bind_int64(s, 2, import_thread_by_tid(f, os_tid));
-    sqlite3_bind_text(s, 3, overhead_kind_name(kind), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 4, (int64_t)start);
-    sqlite3_bind_int64(s, 5, (int64_t)end);
+    if (o.os_tid)
+        sqlite3_bind_int64(s, 2, import_thread_by_tid(f, o.os_tid));
+    sqlite3_bind_text(s, 3, overhead_kind_name(o.kind), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 4, (int64_t)o.start);
+    sqlite3_bind_int64(s, 5, (int64_t)o.end);
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_rejected(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_rejected r;
+    trace_get_cuda_rejected(in, &r);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_REJECTED,
         "UPDATE processes SET cuda_rejected_records = cuda_rejected_records + ? WHERE id = ?");
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (int64_t)trace_get_u(in));
+    sqlite3_bind_int64(s, 1, (int64_t)r.count);
     sqlite3_bind_int64(s, 2, import_process(f));
     return import_step(f, s, STEP_WARNING);
 }
 
 static int import_capture(struct import_file *f, struct trace_fields *in)
 {
+    struct trace_cuda_capture c;
+    trace_get_cuda_capture(in, &c);
     sqlite3_stmt *s = import_stmt(
         f, SLOT_CAPTURE,
         "INSERT OR REPLACE INTO cuda_capture(process_id, mode, from_ns, until_ns) VALUES(?,?,?,?)");
     if (!s)
         return -EIO;
-    const uint8_t *mode;
-    size_t mode_len = trace_get_s(in, &mode);
-    int64_t from = (int64_t)trace_get_u(in), until = (int64_t)trace_get_u(in);
     sqlite3_bind_int64(s, 1, import_process(f));
-    import_bind_bytes(s, 2, mode, mode_len);
-    import_bind_nonzero(s, 3, from);
-    import_bind_nonzero(s, 4, until);
+    import_bind_bytes(s, 2, c.mode.bytes, c.mode.len);
+    import_bind_nonzero(s, 3, (int64_t)c.from_ns);
+    import_bind_nonzero(s, 4, (int64_t)c.until_ns);
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -422,19 +427,15 @@ static int import_capture(struct import_file *f, struct trace_fields *in)
  * cuda_correlate.sql joins it by correlation. */
 static int import_backtrace(struct import_file *f, struct trace_fields *in)
 {
-    sqlite3_stmt *s = import_stmt(
-        f, SLOT_BACKTRACE,
-        "INSERT INTO cuda_backtraces(process_id, correlation_id, backtrace_id) VALUES(?,?,?)");
-    if (!s)
-        return -EIO;
-    int64_t correlation = (int64_t)trace_get_u(in);
-    int64_t stack = import_string(f, trace_get_u(in));
+    struct trace_cuda_backtrace b;
+    trace_get_cuda_backtrace(in, &b);
+    int64_t stack = import_string(f, b.stack);
     if (!stack)
         return 0;
-    sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, correlation);
-    sqlite3_bind_int64(s, 3, stack);
-    return import_step(f, s, STEP_WARNING);
+    return insert_process_ints(
+        f, SLOT_BACKTRACE,
+        "INSERT INTO cuda_backtraces(process_id, correlation_id, backtrace_id) VALUES(?,?,?)",
+        (const uint64_t[]){b.correlation, (uint64_t)stack}, 2);
 }
 
 int import_cuda_record(void *ctx, unsigned type, struct trace_fields *fields)

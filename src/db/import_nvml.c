@@ -1,10 +1,12 @@
 /* The NVML part of the importer: TRACE_NVML_* records (80-99) of the launcher's raw file into
  * gpus (merged by UUID with the CUDA importer's rows) and gpu_samples; after all files, the
  * energy of each lantern.h energy window (NVTX ranges of the domain "lantern.energy") from
- * the samples, into energy_windows. */
+ * the samples, into energy_windows. Record layouts: src/trace/records.def (read with its
+ * generated decoders). */
 #include "db/import_internal.h"
 #include "energy/energy_db.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <string.h>
 
@@ -28,18 +30,28 @@ static int64_t gpu_id_of(struct import_file *f, uint64_t nvml_index)
     return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
-/* The bytes as text, '' when empty (NVML's strings are stored as read). */
-static void bind_text(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len)
+/* The statement of slot with its first parameter bound to the gpus.id of an NVML index; NULL
+ * when the file never described that GPU (or sql does not compile). */
+static sqlite3_stmt *gpu_stmt(struct import_file *f, int slot, const char *sql, uint64_t nvml_index)
 {
-    sqlite3_bind_text(st, col, (const char *)bytes, (int)len, SQLITE_TRANSIENT);
+    int64_t gpu = gpu_id_of(f, nvml_index);
+    sqlite3_stmt *st = import_stmt(f, slot, sql);
+    if (!gpu || !st)
+        return NULL;
+    sqlite3_bind_int64(st, 1, gpu);
+    return st;
+}
+
+/* The bytes as text, '' when empty (NVML's strings are stored as read). */
+static void bind_text(sqlite3_stmt *st, int col, struct trace_bytes b)
+{
+    sqlite3_bind_text(st, col, (const char *)b.bytes, (int)b.len, SQLITE_TRANSIENT);
 }
 
 static int import_gpu(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t index = trace_get_u(fl);
-    const uint8_t *uuid, *name;
-    size_t uuid_len = trace_get_s(fl, &uuid), name_len = trace_get_s(fl, &name);
-    uint64_t power_limit = trace_get_u(fl), memory = trace_get_u(fl);
+    struct trace_nvml_gpu g;
+    trace_get_nvml_gpu(fl, &g);
     sqlite3_stmt *st =
         import_stmt(f, SLOT_GPU,
                     "INSERT INTO gpus(uuid, name, nvml_index, power_limit_mw, memory_bytes)"
@@ -49,98 +61,104 @@ static int import_gpu(struct import_file *f, struct trace_fields *fl)
                     " memory_bytes = COALESCE(gpus.memory_bytes, excluded.memory_bytes)");
     if (!st)
         return -1;
-    bind_text(st, 1, uuid, uuid_len);
-    bind_text(st, 2, name, name_len);
-    sqlite3_bind_int64(st, 3, (int64_t)index);
-    sqlite3_bind_int64(st, 4, (int64_t)power_limit);
-    sqlite3_bind_int64(st, 5, (int64_t)memory);
+    bind_text(st, 1, g.uuid);
+    bind_text(st, 2, g.name);
+    sqlite3_bind_int64(st, 3, (int64_t)g.gpu);
+    sqlite3_bind_int64(st, 4, (int64_t)g.power_limit_mw);
+    sqlite3_bind_int64(st, 5, (int64_t)g.memory_bytes);
     return import_step(f, st, "cannot store an NVML GPU: ");
 }
 
 static int import_power(struct import_file *f, struct trace_fields *fl)
 {
-    int64_t gpu = gpu_id_of(f, trace_get_u(fl));
-    uint64_t ts = trace_get_ts(fl), instant = trace_get_u(fl), avg = trace_get_u(fl);
-    sqlite3_stmt *st = import_stmt(
+    struct trace_nvml_power p;
+    trace_get_nvml_power(fl, &p);
+    sqlite3_stmt *st = gpu_stmt(
         f, SLOT_POWER,
-        "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, power_avg_mw) VALUES(?, ?, ?, ?)");
-    if (!gpu || !st)
+        "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, power_avg_mw) VALUES(?, ?, ?, ?)", p.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
-    sqlite3_bind_int64(st, 2, (int64_t)ts);
-    import_bind_plus_one(st, 3, instant);
-    import_bind_plus_one(st, 4, avg);
+    sqlite3_bind_int64(st, 2, (int64_t)p.ts);
+    import_bind_plus_one(st, 3, p.power_mw);
+    import_bind_plus_one(st, 4, p.power_avg_mw);
     return import_step(f, st, "cannot store a power sample: ");
 }
 
 static int import_energy(struct import_file *f, struct trace_fields *fl)
 {
-    int64_t gpu = gpu_id_of(f, trace_get_u(fl));
-    uint64_t ts = trace_get_ts(fl), mj = trace_get_u(fl), uncertainty = trace_get_u(fl);
-    sqlite3_stmt *st = import_stmt(f, SLOT_ENERGY,
-                                   "INSERT INTO gpu_samples(gpu_id, ts_ns, energy_mj,"
-                                   " energy_uncertainty_ns) VALUES(?, ?, ?, ?)");
-    if (!gpu || !st)
+    struct trace_nvml_energy e;
+    trace_get_nvml_energy(fl, &e);
+    sqlite3_stmt *st = gpu_stmt(f, SLOT_ENERGY,
+                                "INSERT INTO gpu_samples(gpu_id, ts_ns, energy_mj,"
+                                " energy_uncertainty_ns) VALUES(?, ?, ?, ?)",
+                                e.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
-    sqlite3_bind_int64(st, 2, (int64_t)ts);
-    sqlite3_bind_int64(st, 3, (int64_t)mj);
-    sqlite3_bind_int64(st, 4, (int64_t)uncertainty);
+    sqlite3_bind_int64(st, 2, (int64_t)e.ts);
+    sqlite3_bind_int64(st, 3, (int64_t)e.energy_mj);
+    sqlite3_bind_int64(st, 4, (int64_t)e.uncertainty_ns);
     return import_step(f, st, "cannot store an energy counter update: ");
 }
 
 static int import_state(struct import_file *f, struct trace_fields *fl)
 {
-    int64_t gpu = gpu_id_of(f, trace_get_u(fl));
-    uint64_t ts = trace_get_ts(fl);
-    sqlite3_stmt *st = import_stmt(
-        f, SLOT_STATE,
-        "INSERT INTO gpu_samples(gpu_id, ts_ns, sm_clock_mhz, memory_clock_mhz, gpu_util,"
-        " memory_util, memory_used_bytes, temperature_c, throttle_reasons)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!gpu || !st)
+    struct trace_nvml_state g;
+    trace_get_nvml_state(fl, &g);
+    sqlite3_stmt *st =
+        gpu_stmt(f, SLOT_STATE,
+                 "INSERT INTO gpu_samples(gpu_id, ts_ns, sm_clock_mhz, memory_clock_mhz, gpu_util,"
+                 " memory_util, memory_used_bytes, temperature_c, throttle_reasons)"
+                 " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 g.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
-    sqlite3_bind_int64(st, 2, (int64_t)ts);
-    for (int col = 3; col <= 9; col++)
-        import_bind_plus_one(st, col, trace_get_u(fl));
+    sqlite3_bind_int64(st, 2, (int64_t)g.ts);
+    const uint64_t plus_one[] = {g.sm_clock_mhz,    g.memory_clock_mhz,  g.gpu_util,
+                                 g.memory_util,     g.memory_used_bytes, g.temperature_c,
+                                 g.throttle_reasons};
+    for (int i = 0; i < 7; i++)
+        import_bind_plus_one(st, 3 + i, plus_one[i]);
     return import_step(f, st, "cannot store a GPU state sample: ");
 }
 
 static int import_disabled(struct import_file *f, struct trace_fields *fl)
 {
-    const uint8_t *reason;
-    size_t len = trace_get_s(fl, &reason);
+    struct trace_nvml_disabled d;
+    trace_get_nvml_disabled(fl, &d);
     sqlite3_stmt *st =
         import_stmt(f, SLOT_DISABLED,
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('nvml_disabled_reason', ?)");
     if (!st)
         return -1;
-    bind_text(st, 1, reason, len);
+    bind_text(st, 1, d.reason);
     return import_step(f, st, "cannot store the NVML disabled reason: ");
 }
 
 static int import_sampler(struct import_file *f, struct trace_fields *fl)
 {
     static const char *const modes[] = {NULL, "acquire", "locked", "free"};
-    int64_t gpu = gpu_id_of(f, trace_get_u(fl));
-    sqlite3_stmt *st = import_stmt(
+    struct trace_nvml_sampler r;
+    trace_get_nvml_sampler(fl, &r);
+    sqlite3_stmt *st = gpu_stmt(
         f, SLOT_SAMPLER,
         "INSERT INTO nvml_sampler(gpu_id, duration_ns, energy_reads, energy_busy_ns,"
         " energy_max_ns, power_reads, power_busy_ns, power_max_ns, state_reads, state_busy_ns,"
         " state_max_ns, cpu_ns, counter_mode, counter_resets)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!gpu || !st)
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        r.gpu);
+    if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, gpu);
-    for (int col = 2; col <= 12; col++)
-        sqlite3_bind_int64(st, col, (int64_t)trace_get_u(fl));
-    uint64_t mode = trace_get_u(fl);
+    const uint64_t counts[] = {r.duration_ns,   r.energy_calls,  r.energy_busy_ns, r.energy_max_ns,
+                               r.power_calls,   r.power_busy_ns, r.power_max_ns,   r.state_calls,
+                               r.state_busy_ns, r.state_max_ns,  r.cpu_ns};
+    for (int i = 0; i < 11; i++)
+        sqlite3_bind_int64(st, 2 + i, (int64_t)counts[i]);
+    uint64_t mode = r.counter_mode;
     if (mode < sizeof modes / sizeof *modes && modes[mode])
         sqlite3_bind_text(st, 13, modes[mode], -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 13);
-    sqlite3_bind_int64(st, 14, (int64_t)trace_get_u(fl));
+    sqlite3_bind_int64(st, 14, (int64_t)r.counter_resets);
     return import_step(f, st, "cannot store the NVML sampler's footprint: ");
 }
 

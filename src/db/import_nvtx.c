@@ -1,10 +1,12 @@
 /* The NVTX source's importer: trace records 20-39 (written by src/agent/nvtx.c) into domains,
  * categories, ranges (push/pop pairs by depth, start/end pairs by id, batched inserts) and
  * marks; NVTX names of CUDA handles into cuda_resource_names (joined to CUPTI's ids by the CUDA
- * importer's finish). Record layouts: src/trace/format.h; tables: src/db/schema.sql. */
+ * importer's finish). Record layouts: src/trace/records.def (read with its generated
+ * decoders); tables: src/db/schema.sql. */
 #include "common/u64_map.h"
 #include "db/import_internal.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,10 +80,11 @@ static int64_t domain_of(struct nvtx_file *f, uint64_t file_domain)
 
 static void on_domain(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t id = trace_get_u(fl), name = trace_get_u(fl);
-    int64_t name_id = import_string(f->file, name);
-    int64_t *slot = id_vec_slot(&f->domains, id);
-    if (!slot || !id)
+    struct trace_domain r;
+    trace_get_domain(fl, &r);
+    int64_t name_id = import_string(f->file, r.name);
+    int64_t *slot = id_vec_slot(&f->domains, r.domain);
+    if (!slot || !r.domain)
         return;
     /* domains are merged by name across processes: one row per distinct name */
     uint64_t *known = name_id ? u64_map_find(&f->session->domain_by_name, (uint64_t)name_id) : NULL;
@@ -104,26 +107,31 @@ static void on_domain(struct nvtx_file *f, struct trace_fields *fl)
 
 static void on_category(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t domain = trace_get_u(fl), category = trace_get_u(fl), name = trace_get_u(fl);
+    struct trace_category r;
+    trace_get_category(fl, &r);
     sqlite3_stmt *st = import_stmt(
         f->file, SLOT_CATEGORY,
         "INSERT OR REPLACE INTO categories(domain_id, category, name_id) VALUES(?, ?, ?)");
     if (!st)
         return;
-    sqlite3_bind_int64(st, 1, domain_of(f, domain));
-    sqlite3_bind_int64(st, 2, (int64_t)category);
-    import_bind_nonzero(st, 3, import_string(f->file, name));
+    sqlite3_bind_int64(st, 1, domain_of(f, r.domain));
+    sqlite3_bind_int64(st, 2, (int64_t)r.category);
+    import_bind_nonzero(st, 3, import_string(f->file, r.name));
     import_step(f->file, st, NULL);
 }
 
-/* EVENT fields: u name, u category, u color (ARGB + 1), u payload_type, u payload bits. */
-static void read_event(struct nvtx_file *f, struct trace_fields *fl, struct open_range *r)
+/* An event's attributes (records.def's TRACE_EVENT_FIELDS, the same names in PUSH, START and
+ * MARK) into r. */
+#define SET_EVENT(f, r, rec)                                                                       \
+    set_event(f, r, (rec).name, (rec).category, (rec).color, (rec).payload_type, (rec).payload)
+static void set_event(struct nvtx_file *f, struct open_range *r, uint64_t name, uint64_t category,
+                      uint64_t color, uint64_t payload_type, uint64_t payload)
 {
-    r->name_id = import_string(f->file, trace_get_u(fl));
-    r->category = trace_get_u(fl);
-    r->color = trace_get_u(fl);
-    r->payload_type = trace_get_u(fl);
-    r->payload_bits = trace_get_u(fl);
+    r->name_id = import_string(f->file, name);
+    r->category = category;
+    r->color = color; /* ARGB + 1 */
+    r->payload_type = payload_type;
+    r->payload_bits = payload;
 }
 
 /* Binds the payload as the NVTX type it was given in (nvToolsExt.h's NVTX_PAYLOAD_TYPE_*). */
@@ -320,37 +328,40 @@ static int stack_reserve(struct range_stack *stack, uint32_t depth)
 
 static void on_push(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl),
-             depth = trace_get_u(fl);
-    struct range_stack *stack = stack_for(f, idx, domain);
+    struct trace_push p;
+    trace_get_push(fl, &p);
+    uint64_t depth = p.depth;
+    struct range_stack *stack = stack_for(f, p.thread_idx, p.domain);
     if (!stack || depth >= MAX_DEPTH || stack_reserve(stack, (uint32_t)depth) < 0) {
         import_malformed(f->file);
         return;
     }
     stack_abandon_from(f, stack, (uint32_t)depth);
     struct open_range *r = &stack->levels[depth];
-    read_event(f, fl, r);
+    SET_EVENT(f, r, p);
     r->id = ++f->session->next_range_id;
     r->parent_id = depth && stack->levels[depth - 1].id ? stack->levels[depth - 1].id : 0;
-    r->domain_id = domain_of(f, domain);
-    r->thread_id = import_thread(f->file, idx);
-    r->start_ns = ts;
+    r->domain_id = domain_of(f, p.domain);
+    r->thread_id = import_thread(f->file, p.thread_idx);
+    r->start_ns = p.ts;
     r->depth = (uint32_t)depth;
     stack->top = (uint32_t)depth + 1;
 }
 
 static void on_pop(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl),
-             depth = trace_get_u(fl);
-    struct range_stack *stack = stack_for(f, idx, domain);
+    struct trace_pop p;
+    trace_get_pop(fl, &p);
+    uint64_t depth = p.depth;
+    struct range_stack *stack = stack_for(f, p.thread_idx, p.domain);
     if (!stack || depth >= MAX_DEPTH) {
         import_malformed(f->file);
         return;
     }
     stack_abandon_from(f, stack, (uint32_t)depth + 1);
     if (depth < stack->top && stack->levels[depth].id) { /* else its push was dropped */
-        insert_range(f, &stack->levels[depth], IMPORT_RANGE_PUSH_POP, stack->levels[depth].thread_id, ts);
+        insert_range(f, &stack->levels[depth], IMPORT_RANGE_PUSH_POP,
+                     stack->levels[depth].thread_id, p.ts);
         stack->levels[depth].id = 0;
     }
     if (stack->top > depth)
@@ -365,8 +376,9 @@ static void free_start_slot(struct nvtx_file *f, size_t i)
 
 static void on_start(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), range_id = trace_get_u(fl),
-             domain = trace_get_u(fl);
+    struct trace_start p;
+    trace_get_start(fl, &p);
+    uint64_t range_id = p.range_id;
     uint64_t *prev = u64_map_find(&f->open_starts, range_id + 1);
     if (prev) { /* the id was reused before its end arrived: the earlier range never ended */
         insert_range(f, &f->starts[*prev - 1], IMPORT_RANGE_START_END, 0, 0);
@@ -390,46 +402,49 @@ static void on_start(struct nvtx_file *f, struct trace_fields *fl)
     }
     struct open_range *r = &f->starts[slot];
     memset(r, 0, sizeof *r);
-    read_event(f, fl, r);
+    SET_EVENT(f, r, p);
     r->id = ++f->session->next_range_id;
-    r->domain_id = domain_of(f, domain);
-    r->thread_id = import_thread(f->file, idx);
-    r->start_ns = ts;
+    r->domain_id = domain_of(f, p.domain);
+    r->thread_id = import_thread(f->file, p.thread_idx);
+    r->start_ns = p.ts;
     u64_map_put(&f->open_starts, range_id + 1, slot + 1);
 }
 
 static void on_end(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), range_id = trace_get_u(fl);
-    uint64_t *slot = u64_map_find(&f->open_starts, range_id + 1);
+    struct trace_end e;
+    trace_get_end(fl, &e);
+    uint64_t *slot = u64_map_find(&f->open_starts, e.range_id + 1);
     if (!slot)
         return; /* its start was dropped */
     size_t i = *slot - 1;
-    insert_range(f, &f->starts[i], IMPORT_RANGE_START_END, import_thread(f->file, idx), ts);
-    u64_map_remove(&f->open_starts, range_id + 1);
+    insert_range(f, &f->starts[i], IMPORT_RANGE_START_END, import_thread(f->file, e.thread_idx),
+                 e.ts);
+    u64_map_remove(&f->open_starts, e.range_id + 1);
     free_start_slot(f, i);
 }
 
 static void on_mark(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), ts = trace_get_ts(fl), domain = trace_get_u(fl);
+    struct trace_mark m;
+    trace_get_mark(fl, &m);
     struct open_range ev;
-    read_event(f, fl, &ev);
+    SET_EVENT(f, &ev, m);
     sqlite3_stmt *st =
         import_stmt(f->file, SLOT_MARK,
                     "INSERT INTO marks(process_id, thread_id, domain_id, name_id, category, "
                     "color, payload, ts_ns) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
-    int64_t thread_id = import_thread(f->file, idx);
+    int64_t thread_id = import_thread(f->file, m.thread_idx);
     if (!st || !thread_id)
         return;
     sqlite3_bind_int64(st, 1, import_known_process(f->file));
     sqlite3_bind_int64(st, 2, thread_id);
-    sqlite3_bind_int64(st, 3, domain_of(f, domain));
+    sqlite3_bind_int64(st, 3, domain_of(f, m.domain));
     import_bind_nonzero(st, 4, ev.name_id);
     sqlite3_bind_int64(st, 5, (int64_t)ev.category);
     bind_color(st, 6, ev.color);
     bind_payload(st, 7, ev.payload_type, ev.payload_bits);
-    sqlite3_bind_int64(st, 8, (int64_t)ts);
+    sqlite3_bind_int64(st, 8, (int64_t)m.ts);
     if (import_step(f->file, st, NULL) == 0)
         import_summary_of(f->file)->marks++;
 }
@@ -454,8 +469,10 @@ static void close_open_ranges(struct nvtx_file *f)
  * kept with their handle until the CUDA importer's finish joins them to CUPTI's ids. */
 static int on_name_resource(struct nvtx_file *f, struct trace_fields *fl)
 {
-    uint64_t kind = trace_get_u(fl), handle = trace_get_u(fl);
-    int64_t name = import_string(f->file, trace_get_u(fl));
+    struct trace_name_resource r;
+    trace_get_name_resource(fl, &r);
+    uint64_t kind = r.kind;
+    int64_t name = import_string(f->file, r.name);
     if (kind < TRACE_RESOURCE_CU_DEVICE || kind > TRACE_RESOURCE_CUDART_EVENT || !name)
         return 0;
     sqlite3_stmt *st = import_stmt(
@@ -465,17 +482,9 @@ static int on_name_resource(struct nvtx_file *f, struct trace_fields *fl)
         return -EIO;
     sqlite3_bind_int64(st, 1, import_process(f->file));
     sqlite3_bind_int64(st, 2, (int64_t)kind);
-    sqlite3_bind_int64(st, 3, (int64_t)handle);
+    sqlite3_bind_int64(st, 3, (int64_t)r.handle);
     sqlite3_bind_int64(st, 4, name);
     return import_step(f->file, st, "CUDA import: ");
-}
-
-/* Reads `before` varints, then the ts that follows them, to keep the chunk's clock. */
-static void skip_to_ts(struct trace_fields *fl, int before)
-{
-    while (before--)
-        trace_get_u(fl);
-    trace_get_ts(fl);
 }
 
 static int nvtx_record(void *ctx, unsigned type, struct trace_fields *fl)
@@ -505,14 +514,18 @@ static int nvtx_record(void *ctx, unsigned type, struct trace_fields *fl)
         return 0;
     case TRACE_NAME_RESOURCE: /* CUDA handles named with NVTX */
         return on_name_resource(f, fl);
-    case TRACE_UNBALANCED_POP:
+    case TRACE_UNBALANCED_POP: {
+        struct trace_unbalanced_pop unused; /* only counted, but its ts keeps the chunk's clock */
+        trace_get_unbalanced_pop(fl, &unused);
         f->unbalanced++;
-        skip_to_ts(fl, 1);
         return 0;
+    }
     /* informational, but its ts must be read: every ts is a delta from the previous one */
-    case TRACE_DOMAIN_DESTROY:
-        skip_to_ts(fl, 1);
+    case TRACE_DOMAIN_DESTROY: {
+        struct trace_domain_destroy unused;
+        trace_get_domain_destroy(fl, &unused);
         return 0;
+    }
     default:
         return IMPORT_RECORD_UNKNOWN; /* a newer writer's record: skipped by length */
     }

@@ -1,8 +1,10 @@
 /* The importer core's own records (types 1-19: process, threads, strings, drops, write
  * errors) and what sources look up through import_internal.h: strings.id of a file's string
- * id, processes.id, threads.id. Record layouts: src/trace/format.h. */
+ * id, processes.id, threads.id. Record layouts: src/trace/records.def (read with its
+ * generated decoders). */
 #include "db/import_core.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <stdio.h>
 
@@ -173,31 +175,31 @@ int64_t import_thread(struct import_file *f, uint64_t thread_idx)
     return id;
 }
 
+/* A decoded `s` field as a NUL-terminated copy (NULL when out of memory). */
+static char *bytes_dup(struct trace_bytes b)
+{
+    return strndup((const char *)b.bytes, b.len);
+}
+
 static void on_process(struct import_file *f, struct trace_fields *fl)
 {
-    const uint8_t *exe, *cmd, *host, *version, *trace;
-    uint64_t pid = trace_get_u(fl), ppid = trace_get_u(fl), start = trace_get_ts(fl);
-    uint64_t wall = trace_get_u(fl);
-    size_t exe_len = trace_get_s(fl, &exe), cmd_len = trace_get_s(fl, &cmd);
-    size_t host_len = trace_get_s(fl, &host);
-    uint64_t flags = trace_get_u(fl);
-    size_t version_len = trace_get_s(fl, &version);
-    size_t trace_len = trace_get_s(fl, &trace); /* launcher only: the -t list */
-    char *exe_s = strndup((const char *)exe, exe_len), *cmd_s = malloc(cmd_len + 1);
-    char *host_s = strndup((const char *)host, host_len);
+    struct trace_process p;
+    trace_get_process(fl, &p);
+    size_t cmd_len = p.cmdline.len;
+    char *exe_s = bytes_dup(p.exe), *cmd_s = malloc(cmd_len + 1), *host_s = bytes_dup(p.host);
     if (!exe_s || !cmd_s || !host_s)
         goto out;
-    memcpy(cmd_s, cmd, cmd_len);
+    memcpy(cmd_s, p.cmdline.bytes, cmd_len);
     cmd_s[cmd_len] = 0;
     char name[256];
     import_process_name(cmd_s, cmd_len, name, sizeof name);
-    if (!*name && exe_len) /* no command line (a kernel thread, or it was cleared) */
+    if (!*name && p.exe.len) /* no command line (a kernel thread, or it was cleared) */
         snprintf(name, sizeof name, "%s", strrchr(exe_s, '/') ? strrchr(exe_s, '/') + 1 : exe_s);
     for (size_t i = 0; i + 1 < cmd_len; i++) /* arguments are NUL-separated */
         if (!cmd_s[i])
             cmd_s[i] = ' ';
     struct import_session *s = f->s;
-    if (flags & TRACE_FLAG_LAUNCHER) {
+    if (p.agent_flags & TRACE_FLAG_LAUNCHER) {
         f->is_launcher = 1;
         s->have_launcher = 1;
         free(s->command);
@@ -206,21 +208,21 @@ static void on_process(struct import_file *f, struct trace_fields *fl)
         free(s->trace);
         s->command = cmd_s;
         s->host = host_s;
-        s->version = strndup((const char *)version, version_len);
-        s->trace = strndup((const char *)trace, trace_len);
-        s->start_ns = start;
-        s->start_wall_ns = wall;
-        s->no_nvidia_device = (flags & TRACE_FLAG_NO_NVIDIA_DEVICE) != 0;
+        s->version = bytes_dup(p.lantern_version);
+        s->trace = bytes_dup(p.trace_list); /* launcher only: the -t list */
+        s->start_ns = p.start;
+        s->start_wall_ns = p.wall_ns;
+        s->no_nvidia_device = (p.agent_flags & TRACE_FLAG_NO_NVIDIA_DEVICE) != 0;
         cmd_s = host_s = NULL;
         goto out;
     }
     if (!f->process_id) {
-        insert_process(f, pid, ppid, start, exe_s, cmd_s, host_s, name);
-        insert_ancestor(f, 0, ppid);
+        insert_process(f, p.pid, p.ppid, p.start, exe_s, cmd_s, host_s, name);
+        insert_ancestor(f, 0, p.ppid);
     }
-    if (!s->first_process_start || start < s->first_process_start) {
-        s->first_process_start = start; /* stands in for the session without a launcher file */
-        s->first_process_wall = wall;
+    if (!s->first_process_start || p.start < s->first_process_start) {
+        s->first_process_start = p.start; /* stands in for a session without a launcher file */
+        s->first_process_wall = p.wall_ns;
     }
 out:
     free(exe_s);
@@ -230,21 +232,24 @@ out:
 
 static void on_process_end(struct import_file *f, struct trace_fields *fl)
 {
-    f->end_ts = trace_get_ts(fl);
-    f->dropped_total = trace_get_u(fl);
-    f->clean = (int)trace_get_u(fl);
-    uint64_t exit_status = trace_get_u(fl); /* launcher only */
+    struct trace_process_end e;
+    trace_get_process_end(fl, &e);
+    f->end_ts = e.end;
+    f->dropped_total = e.dropped_total;
+    f->clean = (int)e.clean;
     f->saw_end = 1;
     if (f->is_launcher) {
         f->s->end_ns = f->end_ts;
-        f->s->exit_status = (int64_t)exit_status;
+        f->s->exit_status = (int64_t)e.exit_status; /* launcher only */
     }
 }
 
 static void on_thread(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), tid = trace_get_u(fl), first = trace_get_ts(fl);
-    int64_t *slot = id_vec_slot(&f->threads, idx);
+    struct trace_thread t;
+    trace_get_thread(fl, &t);
+    uint64_t tid = t.os_tid;
+    int64_t *slot = id_vec_slot(&f->threads, t.thread_idx);
     if (!slot)
         return;
     uint64_t *known = u64_map_find(&f->thread_by_tid, tid + 1);
@@ -258,74 +263,81 @@ static void on_thread(struct import_file *f, struct trace_fields *fl)
         *slot = (int64_t)*known;
         return;
     }
-    *slot = insert_thread(f, tid, first);
+    *slot = insert_thread(f, tid, t.first_seen);
 }
 
-static void on_thread_name(struct import_file *f, struct trace_fields *fl)
+/* One of a thread's names (sql: "UPDATE threads SET <column> = ? WHERE id = ?"), the thread
+ * found by OS tid (created if new); skip: the record was malformed (the row is still made). */
+static void name_thread(struct import_file *f, int slot, const char *sql, uint64_t os_tid,
+                        uint64_t name, int skip)
 {
-    uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
-    int64_t thread_id = import_thread_by_tid(f, tid);
-    sqlite3_stmt *st =
-        import_core_stmt(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?");
-    if (!st || !thread_id)
+    int64_t thread_id = import_thread_by_tid(f, os_tid);
+    sqlite3_stmt *st = import_core_stmt(f, slot, sql);
+    if (!st || !thread_id || skip)
         return;
     import_bind_nonzero(st, 1, import_string(f, name));
     sqlite3_bind_int64(st, 2, thread_id);
     import_step(f, st, NULL);
+}
+
+/* nvtxNameOsThread's name. */
+static void on_thread_name(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_thread_name r;
+    trace_get_thread_name(fl, &r);
+    name_thread(f, SLOT_THREAD_NAME, "UPDATE threads SET name_id = ? WHERE id = ?", r.os_tid,
+                r.name, 0);
 }
 
 /* TRACE_THREAD_OS_NAME and TRACE_THREAD_PYTHON_NAME: the latest of each kind wins. */
-static void on_thread_label(struct import_file *f, struct trace_fields *fl, int python)
+static void on_thread_os_name(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t tid = trace_get_u(fl), name = trace_get_u(fl);
-    int64_t thread_id = import_thread_by_tid(f, tid);
-    sqlite3_stmt *st = python ? import_core_stmt(f, SLOT_THREAD_PYTHON_NAME,
-                                            "UPDATE threads SET python_name_id = ? WHERE id = ?")
-                              : import_core_stmt(f, SLOT_THREAD_OS_NAME,
-                                            "UPDATE threads SET os_name_id = ? WHERE id = ?");
-    if (!st || !thread_id || fl->bad)
-        return;
-    import_bind_nonzero(st, 1, import_string(f, name));
-    sqlite3_bind_int64(st, 2, thread_id);
-    import_step(f, st, NULL);
+    struct trace_thread_os_name r;
+    trace_get_thread_os_name(fl, &r);
+    name_thread(f, SLOT_THREAD_OS_NAME, "UPDATE threads SET os_name_id = ? WHERE id = ?", r.os_tid,
+                r.name, fl->bad);
+}
+
+static void on_thread_python_name(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_thread_python_name r;
+    trace_get_thread_python_name(fl, &r);
+    name_thread(f, SLOT_THREAD_PYTHON_NAME, "UPDATE threads SET python_name_id = ? WHERE id = ?",
+                r.os_tid, r.name, fl->bad);
 }
 
 /* TRACE_PROCESS_INFO: ranks, and the ancestors above the parent. */
 static void on_process_info(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t rank = trace_get_u(fl), local = trace_get_u(fl);
-    const uint8_t *var;
-    size_t var_len = trace_get_s(fl, &var);
-    uint64_t count = trace_get_u(fl);
-    if (f->is_launcher || !import_process(f) || fl->bad)
+    struct trace_process_info p;
+    trace_get_process_info(fl, &p);
+    /* A malformed field before the list (which then reads as empty) skips the record; one
+     * inside it keeps the ancestors before it (those after it read as 0 and are skipped). */
+    int bad_before_list = fl->bad && !p.ancestors.count;
+    if (f->is_launcher || !import_process(f) || bad_before_list)
         return;
     sqlite3_stmt *st = import_core_stmt(
         f, SLOT_PROCESS_INFO,
         "UPDATE processes SET rank = ?, local_rank = ?, rank_variable = ? WHERE id = ?");
     if (!st)
         return;
-    if (rank)
-        sqlite3_bind_int64(st, 1, (int64_t)(rank - 1));
-    if (local)
-        sqlite3_bind_int64(st, 2, (int64_t)(local - 1));
-    if (var_len)
-        sqlite3_bind_text(st, 3, (const char *)var, (int)var_len, SQLITE_TRANSIENT);
+    import_bind_plus_one(st, 1, p.rank);
+    import_bind_plus_one(st, 2, p.local_rank);
+    import_bind_bytes(st, 3, p.rank_variable.bytes, p.rank_variable.len);
     sqlite3_bind_int64(st, 4, f->process_id);
     import_step(f, st, NULL);
-    for (uint64_t i = 0; i < count && i < TRACE_MAX_ANCESTORS && !fl->bad; i++)
-        insert_ancestor(f, (unsigned)i + 1, trace_get_u(fl));
+    for (uint64_t i = 0; i < p.ancestors.count && i < TRACE_U_LIST_MAX; i++)
+        insert_ancestor(f, (unsigned)i + 1, p.ancestors.values[i]);
 }
 
 static void on_string(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t id = trace_get_u(fl);
-    const uint8_t *bytes;
-    size_t len = trace_get_s(fl, &bytes);
-    uint64_t original_len = trace_get_u(fl); /* present when the agent cut the string */
-    int64_t *slot = id_vec_slot(&f->strings, id);
-    if (slot && id && !fl->bad)
-        *slot = session_intern(f, bytes, len);
-    if (original_len > len)
+    struct trace_string r;
+    trace_get_string(fl, &r);
+    int64_t *slot = id_vec_slot(&f->strings, r.id);
+    if (slot && r.id && !fl->bad)
+        *slot = session_intern(f, r.bytes.bytes, r.bytes.len);
+    if (r.original_len > r.bytes.len) /* present when the agent cut the string */
         f->cut_strings++;
 }
 
@@ -333,43 +345,35 @@ static void on_string(struct import_file *f, struct trace_fields *fl)
  * blaming a kill; what it lost is in TRACE_PROCESS_END's dropped count. */
 static void on_write_error(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t err = trace_get_u(fl), file_bytes = trace_get_u(fl);
-    const uint8_t *why;
-    size_t why_len = trace_get_s(fl, &why);
-    (void)err;
+    struct trace_write_error r;
+    trace_get_write_error(fl, &r);
     import_warn(f,
                 "%s: the agent could not write its trace after %llu bytes: %.*s; the events "
                 "that followed are counted as dropped",
-                f->name, (unsigned long long)file_bytes, (int)why_len, (const char *)why);
+                f->name, (unsigned long long)r.file_bytes, (int)r.reason.len,
+                (const char *)r.reason.bytes);
 }
 
 static void on_dropped(struct import_file *f, struct trace_fields *fl)
 {
-    uint64_t idx = trace_get_u(fl), count = trace_get_u(fl);
-    f->dropped_sum += count;
-    if (!idx)
+    struct trace_dropped r;
+    trace_get_dropped(fl, &r);
+    f->dropped_sum += r.count;
+    if (!r.thread_idx)
         return;
-    int64_t thread_id = import_thread(f, idx);
+    int64_t thread_id = import_thread(f, r.thread_idx);
     sqlite3_stmt *st =
         import_core_stmt(f, SLOT_THREAD_DROPPED,
                     "UPDATE threads SET dropped_events = dropped_events + ? WHERE id = ?");
     if (!st || !thread_id)
         return;
-    sqlite3_bind_int64(st, 1, (int64_t)count);
+    sqlite3_bind_int64(st, 1, (int64_t)r.count);
     sqlite3_bind_int64(st, 2, thread_id);
     import_step(f, st, NULL);
 }
 
 
 /* ---- the record loop -------------------------------------------------------------------- */
-
-/* Reads `before` varints, then the ts that follows them, to keep the chunk's clock. */
-static void skip_to_ts(struct trace_fields *fl, int before)
-{
-    while (before--)
-        trace_get_u(fl);
-    trace_get_ts(fl);
-}
 
 void import_core_record(struct import_file *f, unsigned type, struct trace_fields *fl)
 {
@@ -387,10 +391,10 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
         on_thread_name(f, fl);
         break;
     case TRACE_THREAD_OS_NAME:
-        on_thread_label(f, fl, 0);
+        on_thread_os_name(f, fl);
         break;
     case TRACE_THREAD_PYTHON_NAME:
-        on_thread_label(f, fl, 1);
+        on_thread_python_name(f, fl);
         break;
     case TRACE_PROCESS_INFO:
         on_process_info(f, fl);
@@ -401,10 +405,12 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
     case TRACE_DROPPED:
         on_dropped(f, fl);
         break;
-    /* informational, but their ts must be read: every ts is a delta from the previous one */
-    case TRACE_CLOCK:
-        skip_to_ts(fl, 1);
+    /* informational, but its ts must be read: every ts is a delta from the previous one */
+    case TRACE_CLOCK: {
+        struct trace_clock unused;
+        trace_get_clock(fl, &unused);
         break;
+    }
     case TRACE_WRITE_ERROR:
         on_write_error(f, fl);
         break;
