@@ -7,6 +7,7 @@
  * number of distinct names, shapes, streams and ranges with long gaps, not with the run. */
 #include "analyze/timeline.h"
 #include "analyze/findings.h"
+#include "common/index_map.h"
 #include "energy/energy_db.h"
 
 #include <math.h>
@@ -25,104 +26,6 @@ struct op {
     const char *src_kind, *dst_kind;              /* copies: "pageable"...; memsets: "" */
     int64_t pageable, pinned, bytes, is_async;    /* copies (is_async: memsets too; -1) */
 };
-
-/* ---- a small open-addressing index: hash -> position in an array ------------------------- */
-
-struct index_map {
-    uint32_t *slots; /* position + 1; 0: empty */
-    uint64_t *hashes;
-    size_t cap, count;
-};
-
-static uint64_t mix(uint64_t h, int64_t v)
-{
-    h ^= (uint64_t)v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-typedef int (*index_eq)(const void *array, size_t pos, const void *key);
-
-/* Position of key in array, or -1 with *slot_out the empty slot where it goes. */
-static long index_find(const struct index_map *m, uint64_t hash, const void *array, index_eq eq,
-                       const void *key, size_t *slot_out)
-{
-    if (!m->cap)
-        return -1;
-    for (size_t i = hash & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->slots[i]) {
-            *slot_out = i;
-            return -1;
-        }
-        if (m->hashes[i] == hash && eq(array, m->slots[i] - 1, key))
-            return (long)(m->slots[i] - 1);
-    }
-}
-
-static int index_grow(struct index_map *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    uint32_t *slots = calloc(cap, sizeof *slots);
-    uint64_t *hashes = calloc(cap, sizeof *hashes);
-    if (!slots || !hashes) {
-        free(slots);
-        free(hashes);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i])
-            continue;
-        size_t k = m->hashes[i] & (cap - 1);
-        while (slots[k])
-            k = (k + 1) & (cap - 1);
-        slots[k] = m->slots[i];
-        hashes[k] = m->hashes[i];
-    }
-    free(m->slots);
-    free(m->hashes);
-    m->slots = slots;
-    m->hashes = hashes;
-    m->cap = cap;
-    return 0;
-}
-
-/* Finds key, or inserts it at position `next` (the caller appends the element there).
- * Returns the position, or -1 when out of memory; *added says which. */
-static long index_get(struct index_map *m, uint64_t hash, const void *array, index_eq eq,
-                      const void *key, size_t next, int *added)
-{
-    size_t slot = 0;
-    *added = 0;
-    if ((m->count + 1) * 2 > m->cap && index_grow(m) < 0)
-        return -1;
-    long pos = index_find(m, hash, array, eq, key, &slot);
-    if (pos >= 0)
-        return pos;
-    m->slots[slot] = (uint32_t)(next + 1);
-    m->hashes[slot] = hash;
-    m->count++;
-    *added = 1;
-    return (long)next;
-}
-
-static void index_release(struct index_map *m)
-{
-    free(m->slots);
-    free(m->hashes);
-}
-
-/* Grows a dynamic array to hold one more element. */
-static int reserve(void **array, size_t *cap, size_t count, size_t elem)
-{
-    if (count < *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    void *p = realloc(*array, n * elem);
-    if (!p)
-        return -1;
-    *array = p;
-    *cap = n;
-    return 0;
-}
 
 /* ---- the pass's state ---------------------------------------------------------------------- */
 
@@ -324,9 +227,9 @@ static int add_range_idle(struct gpu_state *s, struct timeline_gpu *g, int64_t r
                           enum timeline_gap_class cls, int64_t ns)
 {
     int added;
-    if (reserve((void **)&g->ranges, &g->range_cap, g->range_count, sizeof *g->ranges) < 0)
+    if (index_reserve((void **)&g->ranges, &g->range_cap, g->range_count, sizeof *g->ranges) < 0)
         return -1;
-    long pos = index_get(&s->range_index, mix(0, range_id), g->ranges, range_eq, &range_id,
+    long pos = index_get(&s->range_index, index_mix(0, range_id), g->ranges, range_eq, &range_id,
                          g->range_count, &added);
     if (pos < 0)
         return -1;
@@ -391,9 +294,9 @@ static int on_kernel(struct pass *p, const struct op *o)
     struct analyze_timeline *t = p->t;
     int added;
     t->kernels++;
-    if (reserve((void **)&t->names, &t->name_cap, t->name_count, sizeof *t->names) < 0)
+    if (index_reserve((void **)&t->names, &t->name_cap, t->name_count, sizeof *t->names) < 0)
         return -1;
-    long pos = index_get(&p->names, mix(1, o->name_id), t->names, name_eq, &o->name_id,
+    long pos = index_get(&p->names, index_mix(1, o->name_id), t->names, name_eq, &o->name_id,
                          t->name_count, &added);
     if (pos < 0)
         return -1;
@@ -436,10 +339,12 @@ static int on_kernel(struct pass *p, const struct op *o)
                                  .threads = o->threads,
                                  .regs = o->regs,
                                  .smem = o->smem};
-    uint64_t h =
-        mix(mix(mix(mix(mix(mix(2, key.name_id), key.gpu_id), key.blocks), key.threads), key.regs),
-            key.smem);
-    if (reserve((void **)&t->shapes, &t->shape_cap, t->shape_count, sizeof *t->shapes) < 0)
+    uint64_t h = index_mix(
+        index_mix(index_mix(index_mix(index_mix(index_mix(2, key.name_id), key.gpu_id), key.blocks),
+                            key.threads),
+                  key.regs),
+        key.smem);
+    if (index_reserve((void **)&t->shapes, &t->shape_cap, t->shape_count, sizeof *t->shapes) < 0)
         return -1;
     pos = index_get(&p->shapes, h, t->shapes, shape_eq, &key, t->shape_count, &added);
     if (pos < 0)
@@ -459,10 +364,11 @@ static int on_stream(struct pass *p, const struct op *o)
     struct analyze_timeline *t = p->t;
     struct timeline_stream key = {.process_id = o->process_id, .stream = o->stream};
     int added;
-    if (reserve((void **)&t->streams, &t->stream_cap, t->stream_count, sizeof *t->streams) < 0)
+    if (index_reserve((void **)&t->streams, &t->stream_cap, t->stream_count, sizeof *t->streams) <
+        0)
         return -1;
-    long pos = index_get(&p->streams, mix(mix(3, o->process_id), o->stream), t->streams, stream_eq,
-                         &key, t->stream_count, &added);
+    long pos = index_get(&p->streams, index_mix(index_mix(3, o->process_id), o->stream), t->streams,
+                         stream_eq, &key, t->stream_count, &added);
     if (pos < 0)
         return -1;
     struct timeline_stream *s = &t->streams[pos];
@@ -763,128 +669,6 @@ void analyze_timeline_free(struct analyze_timeline *t)
     free(t->shapes);
     free(t->streams);
     free(t);
-}
-
-const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id)
-{
-    for (int i = 0; i < t->energy_count; i++)
-        if (t->energy[i].gpu_id == gpu_id)
-            return &t->energy[i].track;
-    return NULL;
-}
-
-static const struct timeline_gpu *gpu_of(const struct analyze_timeline *t, int64_t gpu_id)
-{
-    for (int i = 0; i < t->gpu_count; i++)
-        if (t->gpus[i].gpu_id == gpu_id)
-            return &t->gpus[i];
-    return NULL;
-}
-
-static int range_energy_eq(const void *array, size_t pos, const void *key)
-{
-    const struct timeline_range_energy *a = &((const struct timeline_range_energy *)array)[pos];
-    const struct timeline_range_energy *b = key;
-    return a->domain_id == b->domain_id && a->name_id == b->name_id;
-}
-
-static int by_joules(const void *a, const void *b)
-{
-    const struct timeline_range_energy *x = a, *y = b;
-    if (x->joules != y->joules)
-        return x->joules < y->joules ? 1 : -1;
-    return (x->example_id > y->example_id) - (x->example_id < y->example_id);
-}
-
-/* Adds a top-level range of a thread to the coverage of its lane. */
-static void add_lane(const struct analyze_ctx *ctx, struct analyze_timeline *t, int64_t thread,
-                     int64_t start, int64_t end)
-{
-    int k = 0;
-    while (k < t->lane_count && t->lanes[k].thread_id != thread)
-        k++;
-    if (k == t->lane_count) {
-        if (k == TIMELINE_MAX_LANES)
-            return;
-        t->lanes[t->lane_count++].thread_id = thread;
-    }
-    struct timeline_lane *lane = &t->lanes[k];
-    const double px_ns = (double)ctx->duration_ns / TIMELINE_LANE_PX;
-    double s = (double)(start - ctx->start_ns) / px_ns, e = (double)(end - ctx->start_ns) / px_ns;
-    s = s < 0 ? 0 : s;
-    e = e > TIMELINE_LANE_PX ? TIMELINE_LANE_PX : e;
-    if (e <= s)
-        return;
-    lane->ns += (e - s) * px_ns;
-    for (int x = (int)s; x < TIMELINE_LANE_PX && x < e; x++) {
-        double lo = s > x ? s : x, hi = e < x + 1 ? e : x + 1;
-        lane->cover[x] += (float)(hi - lo);
-    }
-}
-
-int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
-{
-    if (t->range_energy_done)
-        return 0;
-    t->range_energy_done = 1;
-    sqlite3_stmt *st = analyze_prepare(
-        ctx, "energy",
-        "SELECT domain_id, COALESCE(name_id, 0), start_ns, end_ns, id,"
-        " depth = 0 OR style = 1, start_thread_id FROM ranges WHERE end_ns IS NOT NULL");
-    if (!st)
-        return -1;
-    if (t->want_page && !(t->lanes = calloc(TIMELINE_MAX_LANES, sizeof *t->lanes))) {
-        sqlite3_finalize(st);
-        return -1;
-    }
-    struct timeline_range_energy *items = NULL;
-    struct index_map index = {0};
-    size_t n = 0, cap = 0;
-    int rc = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) { /* in table order, grouped by a hash: no sort */
-        struct timeline_range_energy key = {.domain_id = sqlite3_column_int64(st, 0),
-                                            .name_id = sqlite3_column_int64(st, 1)};
-        int64_t s = sqlite3_column_int64(st, 2), e = sqlite3_column_int64(st, 3);
-        int added;
-        long pos = reserve((void **)&items, &cap, n, sizeof *items) < 0
-                       ? -1
-                       : index_get(&index, mix(mix(4, key.domain_id), key.name_id), items,
-                                   range_energy_eq, &key, n, &added);
-        if (pos < 0) {
-            rc = -1;
-            break;
-        }
-        if (added) {
-            key.example_id = sqlite3_column_int64(st, 4);
-            items[n++] = key;
-        }
-        struct timeline_range_energy *r = &items[pos];
-        r->instances++;
-        r->ns += (double)(e - s);
-        if (t->lanes && sqlite3_column_int(st, 5))
-            add_lane(ctx, t, sqlite3_column_int64(st, 6), s, e);
-        for (int g = 0; g < t->energy_count; g++) {
-            struct energy_interval iv =
-                energy_track_between(&t->energy[g].track, (uint64_t)s, (uint64_t)e);
-            r->joules += iv.mj / 1000.0;
-            r->error_j += iv.error_mj / 1000.0;
-            const struct timeline_gpu *tg = gpu_of(t, t->energy[g].gpu_id);
-            if (tg)
-                r->busy_ns += timeline_busy_between(t, tg, s, e);
-        }
-    }
-    sqlite3_finalize(st);
-    index_release(&index);
-    if (rc < 0) {
-        free(items);
-        snprintf(ctx->error, sizeof ctx->error, "energy: out of memory");
-        return -1;
-    }
-    if (n)
-        qsort(items, n, sizeof *items, by_joules);
-    t->range_energy = items;
-    t->range_energy_count = n;
-    return 0;
 }
 
 /* Busy time before instant ts: intervals wholly before it, plus the part of the one that

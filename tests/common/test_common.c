@@ -1,6 +1,7 @@
-/* src/common/: the u64 map against a plain array as the truth, and the GPU peak table against
- * hand-computed products (docs/trace-format.md, "Peak rates"). */
+/* src/common/: the u64 map and the index map against plain arrays as the truth, and the GPU
+ * peak table against hand-computed products (docs/trace-format.md, "Peak rates"). */
 #include "common/gpu_peaks.h"
+#include "common/index_map.h"
 #include "common/u64_map.h"
 #include "harness.h"
 
@@ -52,6 +53,45 @@ static void u64_map_matches_a_plain_array(void)
     ASSERT(u64_map_find(&m, key_of(1)) == NULL);
 }
 
+/* Records with a two-part key; every hash forced into 16 values so that most keys collide and
+ * only the comparison tells them apart. */
+struct pair_record {
+    int64_t a, b, seen;
+};
+
+static int pair_eq(const void *array, size_t pos, const void *key)
+{
+    const struct pair_record *r = &((const struct pair_record *)array)[pos], *k = key;
+    return r->a == k->a && r->b == k->b;
+}
+
+static void index_map_finds_each_record_once(void)
+{
+    struct index_map m = {0};
+    struct pair_record *records = NULL;
+    size_t n = 0, cap = 0;
+    for (int round = 0; round < 3; round++)
+        for (int64_t i = 0; i < 3000; i++) {
+            struct pair_record key = {.a = i % 50, .b = i / 50};
+            int added;
+            ASSERT_EQ(index_reserve((void **)&records, &cap, n, sizeof *records), 0);
+            long pos = index_get(&m, index_mix(7, key.a) % 16, records, pair_eq, &key, n, &added);
+            ASSERT(pos >= 0);
+            ASSERT_EQ(added, round == 0);
+            if (added) {
+                ASSERT_EQ(pos, (long)n);
+                records[n++] = key;
+            }
+            ASSERT(records[pos].a == key.a && records[pos].b == key.b);
+            records[pos].seen++;
+        }
+    ASSERT_EQ(n, 3000);
+    for (size_t i = 0; i < n; i++)
+        ASSERT_EQ(records[i].seen, 3);
+    index_release(&m);
+    free(records);
+}
+
 static void gpu_peaks_of_an_h100(void)
 {
     struct gpu_peaks p;
@@ -88,6 +128,7 @@ static void gpu_peak_dram_reported_or_from_the_bus(void)
 
 static const struct test_case tests[] = {
     {"u64_map_matches_a_plain_array", u64_map_matches_a_plain_array},
+    {"index_map_finds_each_record_once", index_map_finds_each_record_once},
     {"gpu_peaks_of_an_h100", gpu_peaks_of_an_h100},
     {"gpu_peaks_unknown_are_zero", gpu_peaks_unknown_are_zero},
     {"gpu_peak_dram_reported_or_from_the_bus", gpu_peak_dram_reported_or_from_the_bus},
