@@ -2,7 +2,7 @@
  * stream holding its kernels, copies and memsets; CUDA API calls on their CPU threads; a flow
  * arrow from each launching call to its GPU operation; a device-memory-in-use counter per GPU. */
 #include "export/chrome_writer.h"
-#include "export/json.h"
+#include "output/json.h"
 #include "report/cuda_sql.h" /* SQL macros only: operation names as the reports print them */
 
 #include <string.h>

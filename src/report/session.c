@@ -2,7 +2,7 @@
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
 #include "export/export.h"
-#include "export/json.h"
+#include "output/json.h"
 #include "report/report.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* JSON string escaping (src/export/json.c): every input, valid UTF-8 or not, becomes a JSON
  * string that parses, keeps valid characters as they are, and shows each invalid byte as
  * U+FFFD. Expected outputs are written out by hand from RFC 8259 and RFC 3629. */
-#include "export/json.h"
+#include "output/json.h"
 #include "harness.h"
 
 static char out[256];

@@ -2,7 +2,7 @@
  * its sections share. The script is ours and inline: the page opens with no network. */
 #include "report/html/html.h"
 #include "report/html/html_internal.h"
-#include "report/table.h"
+#include "output/table.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * energy per range and kernel with error bounds. Every query aggregates or is limited. */
 #include "energy/energy_db.h"
 #include "report/html/html_internal.h"
-#include "report/table.h"
+#include "output/table.h"
 
 #include <math.h>
 #include <stdlib.h>
