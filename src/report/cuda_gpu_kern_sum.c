@@ -3,8 +3,6 @@
  * sorted by total time. */
 #include "report/cuda_report.h"
 
-#include "report/cuda_sql.h"
-
 #define DURATION "(k.end_ns - k.start_ns)"
 
 // clang-format off
@@ -12,7 +10,7 @@ static const char cuda_gpu_kern_sum_sql[] =
     "SELECT 100.0 * SUM(" DURATION ") / (SELECT SUM(end_ns - start_ns) FROM kernels),"
     " SUM(" DURATION "), COUNT(*), AVG(" DURATION "), lantern_median(" DURATION "),"
     " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "), "
-    CUDA_SQL_KERNEL_NAME("k") " AS name FROM kernels k GROUP BY name ORDER BY 2 DESC, name";
+    " k.name FROM gpu_ops k WHERE k.kind = 'kernel' GROUP BY k.name ORDER BY 2 DESC, k.name";
 // clang-format on
 
 static const struct table_column cuda_gpu_kern_sum_columns[] = {
