@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/kernels_internal.h"
+#include "report/kernels_attribute.h"
 
 static int64_t seq_key(int64_t process_id, int64_t seq)
 {

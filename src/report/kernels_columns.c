@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "report/kernels.h"
-#include "report/kernels_internal.h"
+#include "report/kernels_columns.h"
 
 static void put_text(struct kernels_field *f, const char *s, size_t len)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/gpu_peaks.h"
-#include "report/kernels_internal.h"
+#include "report/kernels_load.h"
 
 static int64_t column_int(sqlite3_stmt *st, int col, int64_t unknown)
 {

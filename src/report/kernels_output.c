@@ -12,7 +12,8 @@
 #include "output/json.h"
 #include "output/utf8.h"
 #include "report/kernels.h"
-#include "report/kernels_internal.h"
+#include "report/kernels_columns.h"
+#include "report/kernels_output.h"
 
 static int row_selected(const struct kernels_row *row, const struct kernels_options *opt)
 {

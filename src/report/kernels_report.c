@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "report/kernels_internal.h"
+#include "report/kernels_attribute.h"
+#include "report/kernels_load.h"
+#include "report/kernels_output.h"
 #include "report/report.h"
 
 int kernels_report(sqlite3 *db, const struct kernels_options *opt, FILE *out)
