@@ -10,41 +10,48 @@
 /* The most one input character becomes: \u00XX. */
 #define MAX_PER_CHARACTER 6
 
-/* Escapes whole characters from *p while dst has room for one more; advances *p and returns
- * the bytes written. */
+/* Escapes whole characters from *p while dst has room; advances *p and returns the bytes
+ * written. Every input byte becomes at most MAX_PER_CHARACTER bytes, so the characters that
+ * start in the next room / MAX_PER_CHARACTER bytes fit without a check per byte. */
 static size_t escape_some(char *dst, size_t room, const unsigned char **p, const unsigned char *end)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = *p;
     char *o = dst;
-    while (s < end && (size_t)(o - dst) + MAX_PER_CHARACTER <= room) {
-        unsigned char c = *s;
-        if (c >= 0x80) {
-            size_t n = utf8_sequence(s, (size_t)(end - s));
-            if (n == 0) { /* U+FFFD REPLACEMENT CHARACTER */
-                *o++ = '\xEF', *o++ = '\xBF', *o++ = '\xBD';
+    for (;;) {
+        size_t left = (size_t)(end - s), fits = (room - (size_t)(o - dst)) / MAX_PER_CHARACTER;
+        if (left == 0 || fits == 0)
+            break;
+        const unsigned char *stop = s + (fits < left ? fits : left);
+        while (s < stop) {
+            unsigned char c = *s;
+            if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+                *o++ = (char)c;
                 s++;
+            } else if (c >= 0x80) {
+                size_t n = utf8_sequence(s, (size_t)(end - s));
+                if (n == 0) { /* U+FFFD REPLACEMENT CHARACTER */
+                    *o++ = '\xEF', *o++ = '\xBF', *o++ = '\xBD';
+                    s++;
+                } else {
+                    for (size_t i = 0; i < n; i++)
+                        *o++ = (char)s[i];
+                    s += n;
+                }
             } else {
-                for (size_t i = 0; i < n; i++)
-                    *o++ = (char)s[i];
-                s += n;
+                s++;
+                *o++ = '\\';
+                if (c == '"' || c == '\\')
+                    *o++ = (char)c;
+                else if (c == '\n')
+                    *o++ = 'n';
+                else if (c == '\t')
+                    *o++ = 't';
+                else if (c == '\r')
+                    *o++ = 'r';
+                else /* the other controls and DEL */
+                    *o++ = 'u', *o++ = '0', *o++ = '0', *o++ = hex[c >> 4], *o++ = hex[c & 15];
             }
-            continue;
-        }
-        s++;
-        if (c == '"' || c == '\\') {
-            *o++ = '\\', *o++ = (char)c;
-        } else if (c == '\n') {
-            *o++ = '\\', *o++ = 'n';
-        } else if (c == '\t') {
-            *o++ = '\\', *o++ = 't';
-        } else if (c == '\r') {
-            *o++ = '\\', *o++ = 'r';
-        } else if (c < 0x20 || c == 0x7F) {
-            *o++ = '\\', *o++ = 'u', *o++ = '0', *o++ = '0';
-            *o++ = hex[c >> 4], *o++ = hex[c & 15];
-        } else {
-            *o++ = (char)c;
         }
     }
     *p = s;

@@ -1,4 +1,4 @@
-/* UTF-8 validation, control characters and display width (see utf8.h). */
+/* UTF-8 validation and display width (see utf8.h). */
 #include "output/utf8.h"
 
 #include <stdint.h>
@@ -29,13 +29,6 @@ size_t utf8_sequence(const unsigned char *p, size_t left)
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     return n;
-}
-
-size_t utf8_control(const unsigned char *p)
-{
-    if (p[0] < 0x20 || p[0] == 0x7F)
-        return 1;
-    return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F ? 2 : 0;
 }
 
 size_t utf8_width(const char *s)

@@ -211,10 +211,22 @@ static void put_json_value(struct line *l, const struct kernels_field *f)
 static int write_json(const struct kernels_rows *rows, const struct kernels_options *opt,
                       const struct kernels_column **cols, int ncols, FILE *out)
 {
-    struct line l = {0};
+    struct line l = {0}, keys = {0};
     struct kernels_field f;
-    if (line_reserve(&l, (size_t)ncols * (FIELD_ROOM + 2 * KERNELS_FIELD_SIZE) + 64) < 0)
+    size_t key_end[KERNELS_MAX_COLUMNS]; /* column c's key ('"name":', ',' before all but the
+                                          * first), escaped once, ends at keys.text + key_end[c] */
+    if (line_reserve(&l, (size_t)ncols * (FIELD_ROOM + 2 * KERNELS_FIELD_SIZE) + 64) < 0 ||
+        line_reserve(&keys, (size_t)ncols * (FIELD_ROOM + 2)) < 0) {
+        free(l.text);
         return -ENOMEM;
+    }
+    for (int c = 0; c < ncols; c++) {
+        if (c)
+            keys.text[keys.used++] = ',';
+        put_json_string(&keys, cols[c]->name);
+        keys.text[keys.used++] = ':';
+        key_end[c] = keys.used;
+    }
     int first = 1;
     fputs("[", out);
     for (size_t i = 0; i < rows->count; i++) {
@@ -226,10 +238,8 @@ static int write_json(const struct kernels_rows *rows, const struct kernels_opti
         first = 0;
         for (int c = 0; c < ncols; c++) {
             kernels_column_fill(cols[c], row, i, &f);
-            if (c)
-                l.text[l.used++] = ',';
-            put_json_string(&l, cols[c]->name);
-            l.text[l.used++] = ':';
+            size_t key_start = c ? key_end[c - 1] : 0;
+            line_put(&l, keys.text + key_start, key_end[c] - key_start);
             put_json_value(&l, &f);
         }
         const char *assumed =
@@ -238,6 +248,7 @@ static int write_json(const struct kernels_rows *rows, const struct kernels_opti
         fwrite(l.text, 1, l.used, out);
     }
     fputs(first ? "]\n" : "\n]\n", out);
+    free(keys.text);
     free(l.text);
     return 0;
 }
