@@ -10,8 +10,11 @@
  * share) with a flow_id unique per operation (its own id times 4 plus a kind tag), so an API
  * call launching several operations draws one arrow to each. */
 #define CHROME_GPU_OPS                                                                             \
-    "chrome_ops AS (SELECT *, id * 4 + CASE kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1"        \
-    " ELSE 2 END AS flow_id FROM gpu_ops)"
+    "chrome_ops AS (SELECT kind, id * 4 + CASE kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1"     \
+    " ELSE 2 END AS flow_id, process_id, gpu_id, device, context, stream, correlation_id,"         \
+    " start_ns, end_ns, api_id, name, grid_x, grid_y, grid_z, block_x, block_y, block_z,"          \
+    " regs_per_thread, static_smem, dynamic_smem, bytes, copy_kind, src_kind, dst_kind"            \
+    " FROM gpu_ops)"
 
 /* One thread row per (GPU, process, stream), numbered from 1 in that order. */
 #define CHROME_LANES                                                                               \

@@ -9,8 +9,8 @@
 static const char cuda_gpu_kern_sum_sql[] =
     "SELECT 100.0 * SUM(" DURATION ") / (SELECT SUM(end_ns - start_ns) FROM kernels),"
     " SUM(" DURATION "), COUNT(*), AVG(" DURATION "), lantern_median(" DURATION "),"
-    " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "), "
-    " k.name FROM gpu_ops k WHERE k.kind = 'kernel' GROUP BY k.name ORDER BY 2 DESC, k.name";
+    " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "),"
+    " k.name FROM kernel_ops k GROUP BY k.name ORDER BY 2 DESC, k.name";
 // clang-format on
 
 static const struct table_column cuda_gpu_kern_sum_columns[] = {

@@ -11,11 +11,11 @@
  * the one definition reports and exports share; these say how the reports group and print it. */
 
 /* CTE ops(kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id): the GPU operations of
- * the gpu_ops view (docs/schema.md) that `where` keeps ("" for all). Starts a WITH RECURSIVE
- * clause; CUDA_SQL_OP_RANGES follows. A CTE used twice, so SQLite builds it once. */
-#define CUDA_SQL_OPS(where)                                                                        \
+ * `view`, "gpu_ops" (all) or "kernel_ops" (kernels only; docs/schema.md). Starts a WITH
+ * RECURSIVE clause; CUDA_SQL_OP_RANGES follows. A CTE used twice, so SQLite builds it once. */
+#define CUDA_SQL_OPS(view)                                                                         \
     "WITH RECURSIVE ops(kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id) AS ("          \
-    " SELECT kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id FROM gpu_ops" where "),"
+    " SELECT kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id FROM " view "),"
 
 /* CTE op_ranges(start_ns, end_ns, name_id, range_id): each GPU operation (its times and
  * name) with every NVTX range it was launched inside, nested ones included (nsys's

@@ -6,7 +6,7 @@
 
 // clang-format off
 static const char nvtx_gpu_proj_sum_sql[] =
-    CUDA_SQL_OPS("") CUDA_SQL_OP_RANGES ","
+    CUDA_SQL_OPS("gpu_ops") CUDA_SQL_OP_RANGES ","
     " projected AS (SELECT range_id, MAX(end_ns) - MIN(start_ns) AS proj_ns,"
     "  COUNT(*) AS ops FROM op_ranges GROUP BY range_id),"
     " children(parent_id, n) AS (SELECT parent_id, COUNT(*) FROM ranges"

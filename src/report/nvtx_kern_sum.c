@@ -10,7 +10,7 @@
  * slower. */
 // clang-format off
 static const char nvtx_kern_sum_sql[] =
-    CUDA_SQL_OPS(" WHERE kind = 'kernel'") CUDA_SQL_OP_RANGES
+    CUDA_SQL_OPS("kernel_ops") CUDA_SQL_OP_RANGES
     " SELECT " CUDA_SQL_RANGE_NAME("r") " AS range_name, " CUDA_SQL_RANGE_STYLE("r") ","
     " p.pid, t.tid, COUNT(DISTINCT r.id), COUNT(*), SUM(" DURATION ") AS total,"
     " AVG(" DURATION "), lantern_median(" DURATION "), MIN(" DURATION "), MAX(" DURATION "),"
