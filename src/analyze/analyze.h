@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "analyze/rule.h"
-#include "report/table.h"
+#include "output/table.h"
 
 /* The table of rules, ended by a row of NULLs (rules.c). */
 extern const struct analyze_rule analyze_rules[];

@@ -1,7 +1,7 @@
 /* The helpers every rule uses to add findings and evidence, and small SQL and formatting
  * helpers (findings.h). */
 #include "analyze/findings.h"
-#include "report/table.h"
+#include "output/table.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * > findings > evidence, exact ns). All go through the report table writer (table.h). */
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
-#include "export/json.h"
+#include "output/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -75,9 +75,7 @@ static int run_report(const char *path, const struct kernels_options *opt)
     if (fflush(stdout) != 0 && rc >= 0)
         rc = -EIO;
     if (rc == -EIO)
-        return cli_error("cannot read '%s': no kernels tables (not a CUDA-capable Lantern "
-                         "database?) or output error",
-                         path);
+        return cli_error("cannot read '%s': " KERNELS_NO_TABLES, path);
     if (rc < 0)
         return cli_error("%s: %s", path, strerror(-rc));
     if (rc > 0)

@@ -165,3 +165,53 @@ CREATE TABLE energy_windows(                    -- lantern.h energy windows seen
   id INTEGER PRIMARY KEY, process_id INTEGER, thread_id INTEGER, name_id INTEGER,
   start_ns INTEGER NOT NULL, end_ns INTEGER, gpu_id INTEGER, energy_j REAL, error_j REAL,
   counter_updates INTEGER, flags INTEGER);
+
+-- Every kernel with the name reports and exports show: demangled when known, else as CUPTI
+-- gave it (name_id is that string's id). Reports that read kernels only query this view.
+CREATE VIEW kernel_ops AS
+  SELECT 'kernel' AS kind, k.id, k.process_id, k.gpu_id, k.device, k.context, k.stream,
+    k.correlation_id, k.start_ns, k.end_ns, k.api_id, k.nvtx_range_id,
+    COALESCE(k.demangled_id, k.name_id) AS name_id,
+    COALESCE(dn.value, mn.value, '(unnamed kernel)') AS name,
+    k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.regs_per_thread,
+    k.static_smem, k.dynamic_smem FROM kernels k
+    LEFT JOIN strings dn ON dn.id = k.demangled_id LEFT JOIN strings mn ON mn.id = k.name_id;
+
+-- Every GPU operation (kernel, copy, memset) in one shape, named as reports and exports show
+-- it (nsys's names): the one definition of "GPU work" they all query. Kernels fill the launch
+-- columns; copies and memsets bytes and memory kinds (a memset's in dst_kind). Its kernel arm
+-- is kernel_ops' select, written out: SQLite flattens a view into a query (reading only the
+-- columns the query needs) only when no arm is itself a view and each column has the same
+-- affinity in every arm (hence +column where another arm has NULL). Names come by LEFT JOIN,
+-- which SQLite drops from a query that reads no name.
+CREATE VIEW gpu_ops AS
+  SELECT 'kernel' AS kind, k.id, k.process_id, k.gpu_id, k.device, k.context, k.stream,
+    k.correlation_id, k.start_ns, k.end_ns, k.api_id, k.nvtx_range_id,
+    COALESCE(k.demangled_id, k.name_id) AS name_id,
+    COALESCE(dn.value, mn.value, '(unnamed kernel)') AS name,
+    +k.grid_x AS grid_x, +k.grid_y AS grid_y, +k.grid_z AS grid_z, +k.block_x AS block_x,
+    +k.block_y AS block_y, +k.block_z AS block_z, +k.regs_per_thread AS regs_per_thread,
+    +k.static_smem AS static_smem, +k.dynamic_smem AS dynamic_smem,
+    NULL AS bytes, NULL AS copy_kind, NULL AS src_kind, NULL AS dst_kind FROM kernels k
+    LEFT JOIN strings dn ON dn.id = k.demangled_id LEFT JOIN strings mn ON mn.id = k.name_id
+  UNION ALL SELECT 'memcpy', c.id, c.process_id, c.gpu_id, c.device, c.context, c.stream,
+    c.correlation_id, c.start_ns, c.end_ns, c.api_id, c.nvtx_range_id, NULL,
+    '[CUDA memcpy ' || CASE c.copy_kind WHEN 'HtoD' THEN 'Host-to-Device'
+      WHEN 'DtoH' THEN 'Device-to-Host' WHEN 'DtoD' THEN 'Device-to-Device'
+      WHEN 'HtoH' THEN 'Host-to-Host' WHEN 'PtoP' THEN 'Peer-to-Peer'
+      WHEN 'HtoA' THEN 'Host-to-Array' WHEN 'AtoH' THEN 'Array-to-Host'
+      WHEN 'AtoA' THEN 'Array-to-Array' WHEN 'AtoD' THEN 'Array-to-Device'
+      WHEN 'DtoA' THEN 'Device-to-Array' ELSE COALESCE(c.copy_kind, 'Unknown') END || ']',
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    +c.bytes, +c.copy_kind, +c.src_kind, +c.dst_kind FROM memcpys c
+  UNION ALL SELECT 'memset', s.id, s.process_id, s.gpu_id, s.device, s.context, s.stream,
+    s.correlation_id, s.start_ns, s.end_ns, s.api_id, s.nvtx_range_id, NULL, '[CUDA memset]',
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    +s.bytes, NULL, NULL, +s.mem_kind FROM memsets s;
+
+-- Each process's label as reports and exports show it: "train.py (rank 1)", from its short
+-- name (else its executable, else its pid) and rank.
+CREATE VIEW process_labels AS
+  SELECT id, coalesce(name, exe, 'pid ' || pid) || CASE WHEN rank IS NOT NULL
+    THEN ' (rank ' || rank || ')' WHEN local_rank IS NOT NULL
+    THEN ' (local rank ' || local_rank || ')' ELSE '' END AS label FROM processes;

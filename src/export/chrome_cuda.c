@@ -2,39 +2,25 @@
  * stream holding its kernels, copies and memsets; CUDA API calls on their CPU threads; a flow
  * arrow from each launching call to its GPU operation; a device-memory-in-use counter per GPU. */
 #include "export/chrome_writer.h"
-#include "export/json.h"
-#include "report/cuda_sql.h" /* SQL macros only: operation names as the reports print them */
+#include "output/json.h"
 
 #include <string.h>
 
-/* Every GPU operation with the columns the timeline shows; kernels fill the launch columns,
- * copies and memsets the byte columns. flow_id is unique per operation (its own id times 4
- * plus a kind tag), so an API call launching several operations draws one arrow to each. */
-// clang-format off
-#define CHROME_GPU_OPS                                                                        \
-    "gpu_ops AS ("                                                                            \
-    " SELECT 'kernel' AS kind, k.id * 4 AS flow_id, k.process_id, k.gpu_id, k.device,"        \
-    " k.context, k.stream, k.correlation_id, k.start_ns, k.end_ns, k.api_id,"                 \
-    " COALESCE(dn.value, mn.value, '(unnamed kernel)') AS name, k.grid_x, k.grid_y, k.grid_z,"\
-    " k.block_x, k.block_y, k.block_z, k.regs_per_thread, k.static_smem, k.dynamic_smem,"     \
-    " NULL AS bytes, NULL AS copy_kind, NULL AS src_kind, NULL AS dst_kind"                   \
-    " FROM kernels k LEFT JOIN strings dn ON dn.id = k.demangled_id"                          \
-    " LEFT JOIN strings mn ON mn.id = k.name_id"                                              \
-    " UNION ALL SELECT 'memcpy', c.id * 4 + 1, c.process_id, c.gpu_id, c.device, c.context,"  \
-    " c.stream, c.correlation_id, c.start_ns, c.end_ns, c.api_id, "                           \
-    CUDA_SQL_COPY_NAME("c.copy_kind") ", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"      \
-    " NULL, c.bytes, c.copy_kind, c.src_kind, c.dst_kind FROM memcpys c"                      \
-    " UNION ALL SELECT 'memset', s.id * 4 + 2, s.process_id, s.gpu_id, s.device, s.context,"  \
-    " s.stream, s.correlation_id, s.start_ns, s.end_ns, s.api_id, '[CUDA memset]', NULL,"     \
-    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.bytes, NULL, NULL, s.mem_kind"         \
-    " FROM memsets s)"
-// clang-format on
+/* Every GPU operation of the gpu_ops view (src/db/schema.sql, the one definition reports
+ * share) with a flow_id unique per operation (its own id times 4 plus a kind tag), so an API
+ * call launching several operations draws one arrow to each. */
+#define CHROME_GPU_OPS                                                                             \
+    "chrome_ops AS (SELECT kind, id * 4 + CASE kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1"     \
+    " ELSE 2 END AS flow_id, process_id, gpu_id, device, context, stream, correlation_id,"         \
+    " start_ns, end_ns, api_id, name, grid_x, grid_y, grid_z, block_x, block_y, block_z,"          \
+    " regs_per_thread, static_smem, dynamic_smem, bytes, copy_kind, src_kind, dst_kind"            \
+    " FROM gpu_ops)"
 
 /* One thread row per (GPU, process, stream), numbered from 1 in that order. */
 #define CHROME_LANES                                                                               \
     "lanes AS (SELECT gpu_id, process_id, stream,"                                                 \
     " ROW_NUMBER() OVER (ORDER BY COALESCE(gpu_id, 0), process_id, stream) AS tid"                 \
-    " FROM (SELECT DISTINCT gpu_id, process_id, stream FROM gpu_ops))"
+    " FROM (SELECT DISTINCT gpu_id, process_id, stream FROM chrome_ops))"
 
 /* "M" events naming the GPU processes ("GPU 0: NVIDIA H100 80GB HBM3") and the stream
  * threads (the NVTX name the program gave the stream, else "Stream 7"). */
@@ -249,7 +235,7 @@ static int write_gpu_ops(struct chrome_writer *w)
         " o.name, o.correlation_id, o.stream, o.device, o.context, o.grid_x, o.grid_y, o.grid_z,"
         " o.block_x, o.block_y, o.block_z, o.regs_per_thread, o.static_smem, o.dynamic_smem,"
         " o.bytes, o.copy_kind, o.src_kind, o.dst_kind, p.pid, t.tid, a.start_ns, a.end_ns"
-        " FROM gpu_ops o JOIN lanes l ON l.gpu_id IS o.gpu_id AND l.process_id = o.process_id"
+        " FROM chrome_ops o JOIN lanes l ON l.gpu_id IS o.gpu_id AND l.process_id = o.process_id"
         " AND l.stream IS o.stream"
         " LEFT JOIN cuda_api a ON a.id = o.api_id LEFT JOIN processes p ON p.id = a.process_id"
         " LEFT JOIN threads t ON t.id = a.thread_id ORDER BY o.start_ns, o.flow_id";

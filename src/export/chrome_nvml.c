@@ -2,7 +2,7 @@
  * averaged, energy since the first sample, clocks, utilization, memory used, temperature) on
  * the GPU's process row, so idle and loaded phases show beside the kernels that caused them. */
 #include "export/chrome_writer.h"
-#include "export/json.h"
+#include "output/json.h"
 
 /* The GPU rows' pid, as the CUDA rows number them (gpu_samples.gpu_id is never NULL). */
 #define NVML_GPU_PID CHROME_GPU_PID("s.gpu_id")

@@ -2,7 +2,7 @@
  * ranges as async events, marks as instant events, on the OS pid and tid of the thread that
  * made them, with the domain as the category and color, payload and category as args. */
 #include "export/chrome_writer.h"
-#include "export/json.h"
+#include "output/json.h"
 
 /* The columns every NVTX event query returns first, in this order. */
 #define EVENT_COLUMNS                                                                              \

@@ -2,7 +2,7 @@
  * as microseconds since the session start with ns precision, durations, text columns. Used by
  * the core (chrome.c) and by each source's file (chrome_<source>.c). */
 #include "export/chrome_writer.h"
-#include "export/json.h"
+#include "output/json.h"
 
 #include <limits.h>
 

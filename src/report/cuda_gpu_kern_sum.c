@@ -3,16 +3,14 @@
  * sorted by total time. */
 #include "report/cuda_report.h"
 
-#include "report/cuda_sql.h"
-
 #define DURATION "(k.end_ns - k.start_ns)"
 
 // clang-format off
 static const char cuda_gpu_kern_sum_sql[] =
     "SELECT 100.0 * SUM(" DURATION ") / (SELECT SUM(end_ns - start_ns) FROM kernels),"
     " SUM(" DURATION "), COUNT(*), AVG(" DURATION "), lantern_median(" DURATION "),"
-    " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "), "
-    CUDA_SQL_KERNEL_NAME("k") " AS name FROM kernels k GROUP BY name ORDER BY 2 DESC, name";
+    " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "),"
+    " k.name FROM kernel_ops k GROUP BY k.name ORDER BY 2 DESC, k.name";
 // clang-format on
 
 static const struct table_column cuda_gpu_kern_sum_columns[] = {

@@ -3,8 +3,6 @@
  * Tables show MB (10^6 bytes, as nsys does); CSV and JSON give exact bytes. */
 #include "report/cuda_report.h"
 
-#include "report/cuda_sql.h"
-
 // clang-format off
 static const char cuda_gpu_mem_size_sum_sql[] =
     CUDA_SQL_MEM_OPS

@@ -3,8 +3,6 @@
  * Min, Max, StdDev, Operation, sorted by total time. */
 #include "report/cuda_report.h"
 
-#include "report/cuda_sql.h"
-
 // clang-format off
 static const char cuda_gpu_mem_time_sum_sql[] =
     CUDA_SQL_MEM_OPS

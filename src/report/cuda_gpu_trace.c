@@ -4,29 +4,18 @@
 #include <string.h>
 
 #include "report/cuda_report.h"
-#include "report/cuda_sql.h"
 
-/* Kernels fill the launch columns, copies and memsets the byte columns; the rest stay NULL. */
+/* From the gpu_ops view: kernels fill the launch columns, copies and memsets the byte
+ * columns; the rest stay NULL. */
 // clang-format off
 #define CUDA_GPU_TRACE_SQL                                                                    \
-    "WITH trace_ops AS ("                                                                     \
-    " SELECT k.start_ns, k.end_ns, k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x,"\
-    " k.block_y, k.block_z, k.regs_per_thread, k.static_smem, k.dynamic_smem, NULL AS bytes," \
-    " NULL AS src_kind, NULL AS dst_kind, k.gpu_id, k.device, k.context, k.stream, "          \
-    CUDA_SQL_KERNEL_NAME("k") " AS name FROM kernels k"                                        \
-    " UNION ALL SELECT c.start_ns, c.end_ns, c.correlation_id, NULL, NULL, NULL, NULL, NULL," \
-    " NULL, NULL, NULL, NULL, c.bytes, c.src_kind, c.dst_kind, c.gpu_id, c.device, c.context,"\
-    " c.stream, " CUDA_SQL_COPY_NAME("c.copy_kind") " FROM memcpys c"                          \
-    " UNION ALL SELECT s.start_ns, s.end_ns, s.correlation_id, NULL, NULL, NULL, NULL, NULL," \
-    " NULL, NULL, NULL, NULL, s.bytes, NULL, s.mem_kind, s.gpu_id, s.device, s.context,"      \
-    " s.stream, '[CUDA memset]' FROM memsets s)"                                               \
     " SELECT o.start_ns - " CUDA_SQL_SESSION_START ", o.end_ns - o.start_ns AS duration,"     \
     " o.correlation_id, o.grid_x, o.grid_y, o.grid_z, o.block_x, o.block_y, o.block_z,"       \
     " o.regs_per_thread, o.static_smem, o.dynamic_smem, o.bytes,"                             \
     " CASE WHEN o.bytes IS NOT NULL AND o.end_ns > o.start_ns"                                \
     "  THEN o.bytes * 1000.0 / (o.end_ns - o.start_ns) END, "                                 \
     CUDA_SQL_MEM_KIND("o.src_kind") ", " CUDA_SQL_MEM_KIND("o.dst_kind") ", "                  \
-    CUDA_SQL_DEVICE_NAME("o") ", o.context, o.stream, o.name FROM trace_ops o"
+    CUDA_SQL_DEVICE_NAME("o") ", o.context, o.stream, o.name FROM gpu_ops o"
 // clang-format on
 
 static const char by_start_sql[] = CUDA_GPU_TRACE_SQL " ORDER BY o.start_ns, duration, o.name";

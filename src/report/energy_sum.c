@@ -2,13 +2,13 @@
  * kernel name and each lantern.h energy window: joules, average watts and an error bound.
  * The energy of an interval comes from the SQL functions of src/energy/energy_db.h (the energy
  * counter interpolated with power samples), so disjoint ranges add up to their union. */
-#include "export/export.h"
 #include "energy/energy_db.h"
 #include "report/report.h"
 
 #include <stdio.h>
 
-#define PROCESS_LABEL EXPORT_PROCESS_LABEL_SQL("p") /* "train.py (rank 1)" */
+/* "train.py (rank 1)": the process_labels view (src/db/schema.sql) */
+#define PROCESS_LABEL "(SELECT label FROM process_labels WHERE id = p.id)"
 
 /* Each row: scope, name, GPU (NVML index), instances, time, joules, error bound. Ranges and
  * kernels are summed per name: overlapping instances (nested ranges of one name, concurrent

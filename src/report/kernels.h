@@ -1,13 +1,21 @@
 /* `lantern kernels`: one row per GPU kernel (and memcpy/memset) with the layer and PyTorch op
  * that launched it, its shapes, FLOPs, bytes, Tensor Core use, occupancy and achieved rates
- * (docs/kernels.md). The CLI (src/cli/cmd_kernels.c) parses options and calls kernels_report. */
+ * (docs/kernels.md). The CLI (src/cli/cmd_kernels.c) parses options and calls kernels_report;
+ * the table of reports (reports.c) runs it as `kernels` through report_kernels (report.h). */
 #ifndef LANTERN_REPORT_KERNELS_H
 #define LANTERN_REPORT_KERNELS_H
 
 #include <sqlite3.h>
 #include <stdio.h>
 
-enum kernels_format { KERNELS_FORMAT_TEXT, KERNELS_FORMAT_CSV, KERNELS_FORMAT_JSON };
+#include "output/table.h"
+
+/* The report formats: text is the awk-friendly columns (the report's own "table"). */
+enum kernels_format {
+    KERNELS_FORMAT_TEXT = TABLE_FORMAT_TABLE,
+    KERNELS_FORMAT_CSV = TABLE_FORMAT_CSV,
+    KERNELS_FORMAT_JSON = TABLE_FORMAT_JSON,
+};
 
 struct kernels_options {
     const char *columns; /* "idx,op,kernel"; NULL for the default set */
@@ -24,6 +32,9 @@ struct kernels_options {
  * (kernels_columns_check says which); -ENOMEM; -EIO when the database lacks the tables (not a
  * Lantern database, or one from another schema version). */
 int kernels_report(sqlite3 *db, const struct kernels_options *opt, FILE *out);
+
+/* What -EIO from kernels_report means, for the error line. */
+#define KERNELS_NO_TABLES "no kernels tables (not a CUDA-capable Lantern database?) or output error"
 
 /* Checks a -c list. Returns 0, or -EINVAL and points *bad at the first unknown name (a static
  * copy, valid until the next call). */

@@ -1,6 +1,6 @@
-/* Shared between kernels.c (loading rows from the database and attributing them to layers and
- * ops) and kernels_output.c (columns and the text/CSV/JSON writers): the resolved row, and the
- * small containers both use (an arena for strings, an int64 hash map). */
+/* The data every file of the kernels report shares (kernels_load.c fills it,
+ * kernels_attribute.c completes it, kernels_columns.c formats it): the resolved row, and the
+ * small containers (an arena for strings, an int64 hash map, kernels_containers.c). */
 #ifndef LANTERN_REPORT_KERNELS_INTERNAL_H
 #define LANTERN_REPORT_KERNELS_INTERNAL_H
 
@@ -94,11 +94,5 @@ struct kernels_rows {
     struct kernels_row *rows;
     size_t count;
 };
-
-/* kernels_output.c */
-struct kernels_options;
-/* Returns 0 or the number of columns left out (drop_columns), or a negative errno. */
-int kernels_output_write(const struct kernels_rows *rows, const struct kernels_options *opt,
-                         FILE *out);
 
 #endif

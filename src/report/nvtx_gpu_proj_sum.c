@@ -4,11 +4,9 @@
  * left out. Aggregated per range name and style, sorted by total projected time. */
 #include "report/cuda_report.h"
 
-#include "report/cuda_sql.h"
-
 // clang-format off
 static const char nvtx_gpu_proj_sum_sql[] =
-    CUDA_SQL_GPU_OPS_ALL CUDA_SQL_OP_RANGES ","
+    CUDA_SQL_OPS("gpu_ops") CUDA_SQL_OP_RANGES ","
     " projected AS (SELECT range_id, MAX(end_ns) - MIN(start_ns) AS proj_ns,"
     "  COUNT(*) AS ops FROM op_ranges GROUP BY range_id),"
     " children(parent_id, n) AS (SELECT parent_id, COUNT(*) FROM ranges"

@@ -1,10 +1,8 @@
 /* nvtx_kern_sum: the kernels launched inside each NVTX range, like nsys's report of the same
  * name: one row per (range name, style, process, thread, kernel) with the number of range
  * instances, kernel instances and the kernels' GPU time statistics. A kernel counts for every
- * range it was launched inside, nested ones included (cuda_sql.h, CUDA_SQL_OP_RANGES). */
+ * range it was launched inside, nested ones included (cuda_report.h, CUDA_SQL_OP_RANGES). */
 #include "report/cuda_report.h"
-
-#include "report/cuda_sql.h"
 
 #define DURATION "(x.end_ns - x.start_ns)"
 
@@ -12,7 +10,7 @@
  * slower. */
 // clang-format off
 static const char nvtx_kern_sum_sql[] =
-    CUDA_SQL_GPU_OPS_KERNELS CUDA_SQL_OP_RANGES
+    CUDA_SQL_OPS("kernel_ops") CUDA_SQL_OP_RANGES
     " SELECT " CUDA_SQL_RANGE_NAME("r") " AS range_name, " CUDA_SQL_RANGE_STYLE("r") ","
     " p.pid, t.tid, COUNT(DISTINCT r.id), COUNT(*), SUM(" DURATION ") AS total,"
     " AVG(" DURATION "), lantern_median(" DURATION "), MIN(" DURATION "), MAX(" DURATION "),"

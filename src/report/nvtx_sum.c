@@ -3,8 +3,8 @@
  * of the instances' durations. Ranges that never ended are left out (the header counts them). */
 #include "energy/energy_db.h"
 #include "report/report.h"
+#include "report/stats_sql.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,16 +17,16 @@ struct range_group {
 };
 
 struct durations {
-    int64_t *v;
+    double *v; /* integer ns: exact in a double */
     size_t n, cap;
     double energy_j;
 };
 
-static int durations_push(struct durations *d, int64_t v)
+static int durations_push(struct durations *d, double v)
 {
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 256;
-        int64_t *grown = realloc(d->v, cap * sizeof *grown);
+        double *grown = realloc(d->v, cap * sizeof *grown);
         if (!grown)
             return -1;
         d->v = grown;
@@ -36,25 +36,20 @@ static int durations_push(struct durations *d, int64_t v)
     return 0;
 }
 
-/* Statistics of durations sorted ascending; the standard deviation is the sample one
- * (n - 1), 0 for a single instance, as nsys reports it. */
+/* Statistics of durations sorted ascending (median and standard deviation: stats_sql.h). */
 static void summarize(const struct durations *d, struct range_group *g)
 {
-    long double sum = 0, squares = 0;
+    long double sum = 0;
     for (size_t i = 0; i < d->n; i++)
         sum += d->v[i];
-    long double mean = sum / d->n;
-    for (size_t i = 0; i < d->n; i++)
-        squares += (d->v[i] - mean) * (d->v[i] - mean);
     g->count = (int64_t)d->n;
     g->energy_j = d->energy_j;
     g->total = (double)sum;
-    g->avg = (double)mean;
-    g->min = (double)d->v[0];
-    g->max = (double)d->v[d->n - 1];
-    g->med = d->n % 2 ? (double)d->v[d->n / 2]
-                      : ((double)d->v[d->n / 2 - 1] + (double)d->v[d->n / 2]) / 2;
-    g->stddev = d->n > 1 ? (double)sqrtl(squares / (d->n - 1)) : 0;
+    g->avg = (double)(sum / d->n);
+    g->min = d->v[0];
+    g->max = d->v[d->n - 1];
+    g->med = stats_median_sorted(d->v, d->n);
+    g->stddev = stats_stddev(d->v, d->n);
 }
 
 static int compare_groups(const void *a, const void *b)
@@ -123,7 +118,7 @@ static int collect_groups(struct report_ctx *ctx, struct group_list *groups)
             name = sqlite3_column_text(st, 5) ? strdup((const char *)sqlite3_column_text(st, 5))
                                               : NULL;
         }
-        if (durations_push(&d, sqlite3_column_int64(st, 3)) < 0)
+        if (durations_push(&d, (double)sqlite3_column_int64(st, 3)) < 0)
             goto fail;
         d.energy_j += sqlite3_column_double(st, 6);
     }

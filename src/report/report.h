@@ -6,15 +6,15 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-#include "report/table.h"
+#include "output/table.h"
 
 struct report_ctx {
-    sqlite3 *db;             /* an open Lantern database */
+    sqlite3 *db; /* an open Lantern database */
     FILE *out;
     enum table_format format;
-    char error[256];         /* why a report returned non-zero */
-    const char *sort;        /* --sort: NULL for the report's own order, or a column ("duration") */
-    char note[256];          /* set by a report with an empty result that can say why (stderr) */
+    char error[256];  /* why a report returned non-zero */
+    const char *sort; /* --sort: NULL for the report's own order, or a column ("duration") */
+    char note[256];   /* set by a report with an empty result that can say why (stderr) */
 };
 
 struct report {
@@ -39,5 +39,6 @@ int report_why_no_cuda(sqlite3 *db, char *why, size_t size);
 
 int report_nvtx_sum(struct report_ctx *ctx);
 int report_energy_sum(struct report_ctx *ctx); /* energy_sum.c */
+int report_kernels(struct report_ctx *ctx);    /* kernels_report.c: `lantern kernels`' defaults */
 
 #endif

@@ -1,8 +1,7 @@
 /* The session header every report starts with: what ran, for how long, in how many
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
-#include "export/export.h"
-#include "export/json.h"
+#include "output/json.h"
 #include "report/report.h"
 
 #include <stdlib.h>
@@ -49,20 +48,19 @@ static void read_info(sqlite3 *db, struct session_info *s)
 }
 
 /* The processes, when there is more than one or a rank: pid, name, rank, and the traced
- * process that started it (docs/schema.md). */
+ * process that started it (docs/schema.md); labels from the process_labels view. */
 static sqlite3_stmt *processes_query(sqlite3 *db)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT p.pid, " EXPORT_PROCESS_LABEL_SQL(
-                "p") ", parent.pid, p.name, p.rank"
-                     " FROM processes p LEFT JOIN processes parent ON parent.id = p.parent_id"
-                     " WHERE (SELECT count(*) FROM processes) > 1 OR"
-                     " (SELECT count(*) FROM processes WHERE rank IS NOT NULL OR local_rank IS NOT "
-                     "NULL) > 0"
-                     " ORDER BY p.start_ns, p.id",
-            -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db,
+                           "SELECT p.pid, l.label, parent.pid, p.name, p.rank FROM processes p"
+                           " JOIN process_labels l ON l.id = p.id"
+                           " LEFT JOIN processes parent ON parent.id = p.parent_id"
+                           " WHERE (SELECT count(*) FROM processes) > 1 OR"
+                           " (SELECT count(*) FROM processes"
+                           "  WHERE rank IS NOT NULL OR local_rank IS NOT NULL) > 0"
+                           " ORDER BY p.start_ns, p.id",
+                           -1, &st, NULL) != SQLITE_OK)
         return NULL;
     return st;
 }

@@ -1,14 +1,23 @@
-/* SQL aggregates the reports need and SQLite lacks: median and sample standard deviation,
- * registered per connection so each report stays one readable query. */
+/* Median and sample standard deviation, the one implementation every report uses: as C
+ * functions (nvtx_sum.c) and as SQL aggregates registered per connection so each CUDA report
+ * stays one readable query. */
 #ifndef LANTERN_REPORT_STATS_SQL_H
 #define LANTERN_REPORT_STATS_SQL_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
-/* Registers lantern_median(x) and lantern_stddev(x) on db. NULL inputs are skipped.
- * lantern_median: middle value, the mean of the two middle values for an even count.
- * lantern_stddev: sample standard deviation (n - 1), 0 for a single value, as nsys reports it.
- * Returns 0, or a negative SQLite error code. Registering twice is harmless. */
+/* Median of n > 0 values sorted ascending: the middle value, the mean of the two middle
+ * values for an even count. */
+double stats_median_sorted(const double *sorted, size_t n);
+
+/* Sample standard deviation (n - 1) of n > 0 values, 0 for a single value, as nsys reports
+ * it. Two passes in long double, so large nanosecond values keep their precision. */
+double stats_stddev(const double *values, size_t n);
+
+/* Registers lantern_median(x) and lantern_stddev(x) on db (the functions above over a
+ * group's values; NULL inputs are skipped). Returns 0, or a negative SQLite error code.
+ * Registering twice is harmless. */
 int stats_sql_register(sqlite3 *db);
 
 #endif

@@ -1,7 +1,7 @@
 /* The report table writer (src/report/table.c): human units in text tables, exact values
  * in CSV and JSON, aligned columns, CSV quoting. */
 #include "harness.h"
-#include "report/table.h"
+#include "output/table.h"
 
 static char out[2048];
 

@@ -221,3 +221,18 @@ def test_errors_are_one_line(db, tmp_path):
     assert out.stderr.strip().endswith("not a Lantern database")
     assert run("kernels").returncode == 2
     assert run("kernels", str(tmp_path / "missing.db")).returncode == 1
+
+
+def test_stats_report_kernels_prints_the_same_rows(db):
+    """`lantern stats --report kernels` is the same report with lantern kernels' defaults: the
+    CSV rows match (stats puts its session header on stderr), JSON sits under "rows"."""
+    kernels = run("kernels", db, "--format", "csv")
+    stats = run("stats", db, "--report", "kernels", "--format", "csv")
+    assert kernels.returncode == 0 and stats.returncode == 0, stats.stderr
+    assert stats.stdout == kernels.stdout and "Command:" in stats.stderr
+    stats = run("stats", db, "--report", "kernels", "--format", "json")
+    assert stats.returncode == 0, stats.stderr
+    doc = json.loads(stats.stdout)
+    assert doc["report"] == "kernels"
+    assert doc["rows"] == json.loads(run("kernels", db, "--format", "json").stdout)
+    assert "kernels" in run("stats", "--help").stdout

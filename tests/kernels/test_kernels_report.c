@@ -369,6 +369,47 @@ static void test_database_without_tables_is_an_error(void)
     db = saved;
 }
 
+/* A user range named with a quote, a control character, an invalid UTF-8 byte, a comma and a
+ * CR: JSON escapes it like every JSON Lantern writes (\u0001, U+FFFD for the bad byte), CSV
+ * quotes it (RFC 4180), text shows each control as '_' and keeps the other bytes. */
+static void names_are_escaped_by_the_shared_writers(void)
+{
+    sqlite3 *saved = db;
+    create_schema();
+    exec("INSERT INTO processes(id, pid) VALUES (1, 1);"
+         "INSERT INTO threads(id, process_id, tid) VALUES (1, 1, 7);"
+         "INSERT INTO strings(id, value) VALUES (1, CAST(X'6122620163FF642C650D' AS TEXT)),"
+         " (2, 'k');"
+         "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, start_ns,"
+         " end_ns) VALUES (1, 1, 1, 0, 0, 1, 0, 100);"
+         "INSERT INTO cuda_api(id, process_id, thread_id, api, start_ns, end_ns, correlation_id)"
+         " VALUES (1, 1, 1, 0, 0, 1, 1);"
+         "INSERT INTO kernels(process_id, start_ns, end_ns, demangled_id, api_id, nvtx_range_id)"
+         " VALUES (1, 10, 20, 2, 1, 1);");
+    struct kernels_options opt = {.columns = "idx,layer,kernel", .format = KERNELS_FORMAT_JSON};
+    int rc;
+    char *text = run_report(&opt, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(text, "[\n{\"idx\":0,\"layer\":\"a\\\"b\\u0001c\xEF\xBF\xBD"
+                        "d,e\\r\",\"kernel\":\"k\",\"dtype_assumed\":false}\n]\n");
+    free(text);
+    opt.format = KERNELS_FORMAT_CSV;
+    text = run_report(&opt, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(text, "idx,layer,kernel\n0,\"a\"\"b\x01"
+                        "c\xFF"
+                        "d,e\r\",k\n");
+    free(text);
+    opt.format = KERNELS_FORMAT_TEXT;
+    text = run_report(&opt, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(text, "  idx layer      kernel\n    0 a\"b_c\xFF"
+                        "d,e_ k\n");
+    free(text);
+    sqlite3_close(db);
+    db = saved;
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case tests[] = {
@@ -379,6 +420,7 @@ int main(int argc, char **argv)
         {"unknown_column_is_rejected", test_unknown_column_is_rejected},
         {"empty_database_prints_the_header_only", test_empty_database_prints_the_header_only},
         {"database_without_tables_is_an_error", test_database_without_tables_is_an_error},
+        {"names_are_escaped_by_the_shared_writers", names_are_escaped_by_the_shared_writers},
         {NULL, NULL},
     };
     create_schema();

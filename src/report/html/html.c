@@ -1,8 +1,8 @@
 /* The frame of the HTML page (head, style, navigation, the sorting script) and the helpers
  * its sections share. The script is ours and inline: the page opens with no network. */
 #include "report/html/html.h"
+#include "output/table.h"
 #include "report/html/html_internal.h"
-#include "report/table.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,17 @@ void html_text(FILE *out, const char *s)
                 putc(c, out);
         }
     }
+}
+
+sqlite3_stmt *html_prepare(struct html_page *page, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(page->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s", sqlite3_errmsg(page->db));
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
 }
 
 void html_ns(FILE *out, double ns)

@@ -1,5 +1,5 @@
-/* Shared by the page's frame (html.c) and its sections (html_sections.c): escaping, number
- * formatting and the SVG chart helpers. */
+/* Shared by the page's frame (html.c) and its sections (html_sections.c, html_timeline.c):
+ * escaping, number formatting, queries and the SVG chart helpers. */
 #ifndef LANTERN_REPORT_HTML_INTERNAL_H
 #define LANTERN_REPORT_HTML_INTERNAL_H
 
@@ -23,6 +23,8 @@ struct html_page {
 
 /* Text with &, <, >, " and ' escaped, control characters dropped (NULL writes nothing). */
 void html_text(FILE *out, const char *s);
+/* A prepared statement on page->db, or NULL with page->ctx->error set. */
+sqlite3_stmt *html_prepare(struct html_page *page, const char *sql);
 /* A duration in human units, escaped. */
 void html_ns(FILE *out, double ns);
 /* A stable color (#rrggbb) for a name. */

@@ -1,6 +1,8 @@
-/* The table/CSV/JSON writer behind every report (see table.h). */
-#include "report/table.h"
-#include "export/json.h"
+/* The table/CSV/JSON writer behind every report, analyze and the HTML page (see table.h). */
+#include "output/table.h"
+#include "output/csv.h"
+#include "output/json.h"
+#include "output/utf8.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,23 +39,6 @@ static const char *unit_suffix(enum table_kind kind)
                                    : "";
 }
 
-static void csv_field(FILE *out, const char *s)
-{
-    if (!s)
-        return;
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    putc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            putc('"', out);
-        putc(*s, out);
-    }
-    putc('"', out);
-}
-
 struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
                         int ncols)
 {
@@ -70,7 +55,7 @@ struct table *table_new(FILE *out, enum table_format format, const struct table_
             snprintf(name, sizeof name, "%s%s", cols[i].name, unit_suffix(cols[i].kind));
             if (i)
                 putc(',', out);
-            csv_field(out, name);
+            csv_write_field(out, name);
         }
         putc('\n', out);
     } else if (format == TABLE_FORMAT_JSON) {
@@ -86,13 +71,12 @@ char *table_escape_controls(const char *text)
     if (!out)
         return NULL;
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        unsigned code = *p;
-        if (code == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) /* a C1 control, two bytes */
-            code = *++p;
-        else if (code >= ' ' && code != 0x7F) {
-            *o++ = (char)code;
+        size_t control = utf8_control(p);
+        if (!control) {
+            *o++ = (char)*p;
             continue;
         }
+        unsigned code = control == 2 ? *++p : *p; /* a C1 control: its second byte */
         const char *named = code == '\n'   ? "\\n"
                             : code == '\t' ? "\\t"
                             : code == '\r' ? "\\r"
@@ -139,7 +123,7 @@ static void put_cell(struct table *t, const char *text, const char *exact, int i
     case TABLE_FORMAT_CSV:
         if (t->col)
             putc(',', t->out);
-        csv_field(t->out, exact);
+        csv_write_field(t->out, exact);
         break;
     case TABLE_FORMAT_JSON:
         fputs(t->col ? ", " : t->rows ? ",\n {" : "\n {", t->out);
@@ -238,19 +222,9 @@ void table_real(struct table *t, double v)
     put_cell(t, human, exact, 0);
 }
 
-/* Display width of UTF-8 text: one column per code point (µ is two bytes, one column). */
-static size_t display_width(const char *s)
-{
-    size_t w = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80)
-            w++;
-    return w;
-}
-
 static void print_padded(FILE *out, const char *s, size_t width, int right)
 {
-    size_t pad = width - display_width(s);
+    size_t pad = width - utf8_width(s);
     if (right)
         fprintf(out, "%*s%s", (int)pad, "", s);
     else
@@ -271,9 +245,9 @@ static void print_text_table(struct table *t)
                      t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0)
             headers[c] = NULL;
     for (int c = 0; c < t->ncols; c++)
-        width[c] = display_width(headers && headers[c] ? headers[c] : t->cols[c].name);
+        width[c] = utf8_width(headers && headers[c] ? headers[c] : t->cols[c].name);
     for (size_t i = 0; i < t->ncells; i++) {
-        size_t w = t->cells[i] ? display_width(t->cells[i]) : 0;
+        size_t w = t->cells[i] ? utf8_width(t->cells[i]) : 0;
         if (w > width[i % (size_t)t->ncols])
             width[i % (size_t)t->ncols] = w;
     }

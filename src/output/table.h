@@ -1,8 +1,9 @@
-/* The one writer every report prints through: the same rows as an aligned text table with
- * human units (ns/µs/ms/s), as CSV, or as JSON with exact nanoseconds. Text tables are held
- * until table_finish (to align the columns); CSV and JSON rows stream out as they come. */
-#ifndef LANTERN_REPORT_TABLE_H
-#define LANTERN_REPORT_TABLE_H
+/* The one writer every report (and analyze, the HTML page) prints through: the same rows as an
+ * aligned text table with human units (ns/µs/ms/s), as CSV, or as JSON with exact nanoseconds. Text
+ * tables are held until table_finish (to align the columns); CSV and JSON rows stream out as they
+ * come. */
+#ifndef LANTERN_OUTPUT_TABLE_H
+#define LANTERN_OUTPUT_TABLE_H
 
 #include <stdint.h>
 #include <stdio.h>
