@@ -60,8 +60,11 @@ int cli_open_db(const char *path, sqlite3 **out)
     }
     int version = sqlite3_column_int(q, 0);
     if (version != IMPORT_SCHEMA_VERSION) {
-        cli_error("cannot open '%s': schema version %d, this lantern reads version %d", path,
-                  version, IMPORT_SCHEMA_VERSION);
+        cli_error("cannot open '%s': schema version %d, this lantern reads version %d%s", path,
+                  version, IMPORT_SCHEMA_VERSION,
+                  version < IMPORT_SCHEMA_VERSION
+                      ? " (import its raw trace again with `lantern import`, or profile again)"
+                      : "");
         goto fail;
     }
     sqlite3_finalize(q);

@@ -54,7 +54,7 @@ def make_db(path, ranges, marks=(), strings=None):
     """ranges: (name, domain_id, style, start_ns, end_ns or None, extra dict) on pid 4242."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 2, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
+    meta = {"schema_version": 3, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
             "start_wall_ns": 0, "start_ns": START, "end_ns": START + 5_000_000, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx", "exit_status": 0, "dropped_events": 2, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -165,11 +165,20 @@ def test_bad_files_give_one_line_and_exit_1(command, tmp_path, known_db):
 
 def test_newer_schema_is_refused(tmp_path, known_db):
     db = sqlite3.connect(known_db)
-    db.execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'")
+    db.execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'")
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert "schema version 3" in line
+    assert line.endswith("schema version 99, this lantern reads version 3")
+
+
+def test_older_schema_is_refused_with_advice(tmp_path, known_db):
+    db = sqlite3.connect(known_db)
+    db.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    line = one_error_line(run("stats", known_db), 1)
+    assert "schema version 2, this lantern reads version 3 (import its raw trace again" in line
 
 
 # ---- nvtx_sum -----------------------------------------------------------------------------------------
