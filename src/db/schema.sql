@@ -215,3 +215,9 @@ CREATE VIEW process_labels AS
   SELECT id, coalesce(name, exe, 'pid ' || pid) || CASE WHEN rank IS NOT NULL
     THEN ' (rank ' || rank || ')' WHEN local_rank IS NOT NULL
     THEN ' (local rank ' || local_rank || ')' ELSE '' END AS label FROM processes;
+
+-- Each thread's label as exports show it: its nvtxNameOsThread name, else its threading.Thread
+-- name, else its OS name, else "thread <tid>".
+CREATE VIEW thread_labels AS
+  SELECT t.id, coalesce(s.value, 'thread ' || t.tid) AS label FROM threads t
+    LEFT JOIN strings s ON s.id = coalesce(t.name_id, t.python_name_id, t.os_name_id);

@@ -29,15 +29,14 @@ static long long meta_int(sqlite3 *db, const char *key)
 static int write_names(struct chrome_writer *w)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT p.pid, 0, " EXPORT_PROCESS_LABEL_SQL(
-        "p") ", 'process', "
-             " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM "
-             "processes p "
-             "UNION ALL SELECT p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL(
-                 "t") ", 'thread', "
-                      " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, "
-                      "t.start_ns, t.id)"
-                      " FROM threads t JOIN processes p ON p.id = t.process_id";
+    const char *sql =
+        "SELECT p.pid, 0, pl.label, 'process',"
+        " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id)"
+        " FROM processes p JOIN process_labels pl ON pl.id = p.id"
+        " UNION ALL SELECT p.pid, t.tid, tl.label, 'thread',"
+        " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id)"
+        " FROM threads t JOIN processes p ON p.id = t.process_id"
+        " JOIN thread_labels tl ON tl.id = t.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {

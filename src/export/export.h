@@ -8,18 +8,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* How every export and report names a process and a thread (docs/schema.md), as SQL
- * expressions over a processes row `p` and a threads row `t` (strings joined by subquery):
- * "train.py (rank 1)" from processes.name and rank; a thread's nvtxNameOsThread name, else
- * its threading.Thread name, else its OS name, else "thread <tid>". */
-#define EXPORT_PROCESS_LABEL_SQL(p)                                                                \
-    "(coalesce(" p ".name, " p ".exe, 'pid ' || " p ".pid) || CASE WHEN " p ".rank IS NOT NULL"    \
-    " THEN ' (rank ' || " p ".rank || ')' WHEN " p ".local_rank IS NOT NULL"                       \
-    " THEN ' (local rank ' || " p ".local_rank || ')' ELSE '' END)"
-#define EXPORT_THREAD_LABEL_SQL(t)                                                                 \
-    "coalesce((SELECT value FROM strings WHERE id = coalesce(" t ".name_id, " t                    \
-    ".python_name_id, " t ".os_name_id)), 'thread ' || " t ".tid)"
-
 /* What an export tells its caller beyond success: the number of events written and of
  * ranges left out (the Perfetto export's start/end ranges beyond 4096 open at once in one
  * domain; 0 for formats that leave nothing out). */

@@ -13,11 +13,9 @@
 static int perfetto_processes(struct perfetto_writer *w)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT p.id, p.pid, " EXPORT_PROCESS_LABEL_SQL(
-        "p") ","
-             " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id) FROM "
-             "processes p"
-             " ORDER BY p.id";
+    const char *sql = "SELECT p.id, p.pid, pl.label,"
+                      " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id)"
+                      " FROM processes p JOIN process_labels pl ON pl.id = p.id ORDER BY p.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -28,11 +26,10 @@ static int perfetto_processes(struct perfetto_writer *w)
     }
     if (sqlite3_finalize(st) != SQLITE_OK)
         return -1;
-    sql = "SELECT t.id, p.pid, t.tid, " EXPORT_THREAD_LABEL_SQL(
-        "t") ","
-             " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, "
-             "t.id)"
-             " FROM threads t JOIN processes p ON p.id = t.process_id ORDER BY t.id";
+    sql = "SELECT t.id, p.pid, t.tid, tl.label,"
+          " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id)"
+          " FROM threads t JOIN processes p ON p.id = t.process_id"
+          " JOIN thread_labels tl ON tl.id = t.id ORDER BY t.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
