@@ -7,25 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* GPU work, numbered for flows as chrome_cuda.c numbers it (id * 4 + kind), sorted by
- * (GPU, process, stream) and time: each such stream is one track. */
+/* GPU work from the gpu_ops view (src/db/schema.sql, the one definition of GPU work),
+ * numbered for flows as chrome_cuda.c numbers it (id * 4 + kind), sorted by (GPU, process,
+ * stream) and time: each such stream is one track. */
 #define GPU_OPS_SQL                                                                                \
-    "SELECT 0 AS kind, k.id * 4 AS flow, k.process_id AS process_id, coalesce(k.gpu_id, 0) AS "    \
-    "gpu,"                                                                                         \
-    " k.stream AS stream, k.start_ns AS start_ns, k.end_ns AS end_ns,"                             \
-    " coalesce(k.demangled_id, k.name_id), NULL, k.api_id, k.correlation_id, k.grid_x, k.grid_y,"  \
-    " k.grid_z, k.block_x, k.block_y, k.block_z, NULL, k.regs_per_thread,"                         \
-    " k.static_smem + k.dynamic_smem, NULL, NULL FROM kernels k"                                   \
-    " UNION ALL SELECT 1, c.id * 4 + 1, c.process_id, coalesce(c.gpu_id, 0), c.stream, "           \
-    "c.start_ns,"                                                                                  \
-    " c.end_ns, NULL, c.copy_kind, c.api_id, c.correlation_id, NULL, NULL, NULL, NULL, NULL, "     \
-    "NULL,"                                                                                        \
-    " c.bytes, NULL, NULL, c.src_kind, c.dst_kind FROM memcpys c"                                  \
-    " UNION ALL SELECT 2, s.id * 4 + 2, s.process_id, coalesce(s.gpu_id, 0), s.stream, "           \
-    "s.start_ns,"                                                                                  \
-    " s.end_ns, NULL, NULL, s.api_id, s.correlation_id, NULL, NULL, NULL, NULL, NULL, NULL,"       \
-    " s.bytes, NULL, NULL, NULL, NULL FROM memsets s"                                              \
-    " ORDER BY gpu, process_id, stream, start_ns, end_ns DESC, flow"
+    "SELECT k, o.id * 4 + k AS flow, o.process_id AS process_id, coalesce(o.gpu_id, 0) AS gpu,"    \
+    " o.stream AS stream, o.start_ns AS start_ns, o.end_ns AS end_ns, o.name_id, o.copy_kind,"     \
+    " o.api_id, o.correlation_id, o.grid_x, o.grid_y, o.grid_z, o.block_x, o.block_y, o.block_z,"  \
+    " o.bytes, o.regs_per_thread, o.static_smem + o.dynamic_smem,"                                 \
+    " CASE k WHEN 1 THEN o.src_kind END, CASE k WHEN 1 THEN o.dst_kind END"                        \
+    " FROM (SELECT *, CASE kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 ELSE 2 END AS k"         \
+    " FROM gpu_ops) o ORDER BY gpu, process_id, stream, start_ns, end_ns DESC, flow"
 enum {
     OP_KIND,
     OP_FLOW,
