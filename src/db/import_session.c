@@ -2,6 +2,7 @@
  * final name, runs each file through the record loop (import_loop.c) inside one transaction,
  * then each source's end-of-session work (import_sources.c's table), the parent links, meta
  * and indexes, and renames the complete database into place. */
+#include "common/sql_query.h"
 #include "db/import_core.h"
 #include "trace/format.h"
 
@@ -76,43 +77,19 @@ static int put_meta(sqlite3 *db, const char *key, const char *text, int64_t numb
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int64_t query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-static char *query_text(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    char *v = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return v;
-}
-
 /* The session's meta rows; a session without a launcher file (synthetic, or the launcher
  * was killed early) takes them from its earliest process. */
 static int write_meta(struct import_session *s)
 {
     sqlite3 *db = s->db;
     if (!s->have_launcher) {
-        s->command = query_text(db, "SELECT cmdline FROM processes ORDER BY start_ns, id LIMIT 1");
-        s->host = query_text(db, "SELECT host FROM processes ORDER BY start_ns, id LIMIT 1");
+        s->command = sql_query_text(db, "SELECT cmdline FROM processes ORDER BY start_ns, id LIMIT 1");
+        s->host = sql_query_text(db, "SELECT host FROM processes ORDER BY start_ns, id LIMIT 1");
         s->start_ns = s->first_process_start;
         s->start_wall_ns = s->first_process_wall;
     }
     if (!s->end_ns)
-        s->end_ns = (uint64_t)query_int(db, "SELECT max(end_ns) FROM processes");
+        s->end_ns = (uint64_t)sql_query_int(db, "SELECT max(end_ns) FROM processes");
     int rc = 0;
     rc |= put_meta(db, "schema_version", NULL, IMPORT_SCHEMA_VERSION, 1);
     rc |= put_meta(db, "lantern_version", s->version && *s->version ? s->version : LANTERN_VERSION,

@@ -3,6 +3,7 @@
  * Here the process and thread tracks; each source's tracks come from its own file
  * (perfetto_<source>.c) through the table of producers (producers.c), written with the
  * writer of perfetto_writer.c. Field numbers: perfetto_writer.h; docs/export.md. */
+#include "common/sql_query.h"
 #include "export/export.h"
 #include "export/perfetto_writer.h"
 #include "export/producers.h"
@@ -41,25 +42,13 @@ static int perfetto_processes(struct perfetto_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-static long long perfetto_meta_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    long long v = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
                     size_t error_size)
 {
     struct perfetto_writer w = {.db = db, .out = out, .sequence = PERFETTO_DESCRIPTOR_SEQUENCE};
     /* synthetic names ("Memcpy HtoD", "(unnamed)") take iids above every string id */
-    w.unnamed_iid = (uint64_t)perfetto_meta_int(db, "SELECT coalesce(max(id), 0) FROM strings") + 1;
-    w.session_end = perfetto_meta_int(db, "SELECT value FROM meta WHERE key = 'end_ns'");
+    w.unnamed_iid = (uint64_t)sql_query_int(db, "SELECT coalesce(max(id), 0) FROM strings") + 1;
+    w.session_end = sql_query_int(db, "SELECT value FROM meta WHERE key = 'end_ns'");
     int rc = -1;
     if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &w.string_query,
                            NULL) != SQLITE_OK)

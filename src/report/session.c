@@ -1,6 +1,7 @@
 /* The session header every report starts with: what ran, for how long, in how many
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
+#include "common/sql_query.h"
 #include "output/json.h"
 #include "report/report.h"
 
@@ -13,18 +14,6 @@ struct session_info {
     int has_exit_status;
 };
 
-static int64_t query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 static void read_info(sqlite3 *db, struct session_info *s)
 {
     sqlite3_stmt *st;
@@ -34,17 +23,17 @@ static void read_info(sqlite3 *db, struct session_info *s)
             s->command = strdup((const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
     }
-    s->duration_ns = query_int(db, "SELECT (SELECT value FROM meta WHERE key = 'end_ns') - "
+    s->duration_ns = sql_query_int(db, "SELECT (SELECT value FROM meta WHERE key = 'end_ns') - "
                                    "(SELECT value FROM meta WHERE key = 'start_ns')");
-    s->processes = query_int(db, "SELECT count(*) FROM processes");
-    s->threads = query_int(db, "SELECT count(*) FROM threads");
-    s->dropped = query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'");
-    s->warnings = query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'");
-    s->unended = query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL");
+    s->processes = sql_query_int(db, "SELECT count(*) FROM processes");
+    s->threads = sql_query_int(db, "SELECT count(*) FROM threads");
+    s->dropped = sql_query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'");
+    s->warnings = sql_query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'");
+    s->unended = sql_query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL");
     s->has_exit_status =
-        query_int(db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL") >
+        sql_query_int(db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL") >
         0;
-    s->exit_status = query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'");
+    s->exit_status = sql_query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'");
 }
 
 /* The processes, when there is more than one or a rank: pid, name, rank, and the traced
