@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/u64_map.h"
 #include "report/kernels_model.h"
 
 /* ---- containers -------------------------------------------------------------------------- */
@@ -20,15 +21,21 @@ char *kernels_arena_strndup(struct kernels_arena *a, const char *s, size_t len);
 void *kernels_arena_alloc(struct kernels_arena *a, size_t size);
 void kernels_arena_release(struct kernels_arena *a);
 
-/* Open-addressing map from int64 keys to pointers. */
-struct kernels_map {
-    int64_t *keys;
-    void **values;
-    size_t capacity, count;
-};
-void *kernels_map_get(const struct kernels_map *m, int64_t key);
-int kernels_map_put(struct kernels_map *m, int64_t key, void *value); /* 0 or -ENOMEM */
-void kernels_map_release(struct kernels_map *m);
+/* Maps from int64 ids (database ids, sequence numbers; never INT64_MIN) to pointers, over the
+ * shared u64 map: the key's sign bit flipped is never 0, the map's empty mark. */
+static inline uint64_t kernels_map_key(int64_t key)
+{
+    return (uint64_t)key ^ 0x8000000000000000ull;
+}
+static inline void *kernels_map_get(const struct u64_map *m, int64_t key)
+{
+    uint64_t *v = u64_map_find(m, kernels_map_key(key));
+    return v ? (void *)(uintptr_t)*v : NULL;
+}
+static inline int kernels_map_put(struct u64_map *m, int64_t key, void *value) /* 0, -ENOMEM */
+{
+    return u64_map_put(m, kernels_map_key(key), (uint64_t)(uintptr_t)value);
+}
 
 /* ---- report rows -------------------------------------------------------------------------- */
 

@@ -444,10 +444,10 @@ void kernels_state_release(struct kernels_state *r)
     free(r->ranges.nodes);
     free(r->ranges.direct);
     free(r->forward.entries);
-    struct kernels_map *maps[] = {&r->names, &r->tids, &r->last_dtype, &r->traces,
+    struct u64_map *maps[] = {&r->names, &r->tids, &r->last_dtype, &r->traces,
                                   &r->conv_out_by_seq};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
-        kernels_map_release(maps[i]);
+        u64_map_release(maps[i]);
     kernels_arena_release(&r->arena);
     free(r->gpus);
     free(r->rows.rows);

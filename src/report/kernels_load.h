@@ -70,10 +70,10 @@ struct kernels_state {
     sqlite3_stmt *get_string;
     struct kernels_arena arena;
     struct kernels_range_table ranges;
-    struct kernels_map names, conv_out_by_seq, last_dtype;
+    struct u64_map names, conv_out_by_seq, last_dtype;
     struct kernels_forward_index forward; /* forward launches by (process, seq) */
-    struct kernels_map tids;   /* threads.id -> OS tid (stored as tid + 1, 0 being "absent") */
-    struct kernels_map traces; /* strings.id of a launch's backtrace -> its text */
+    struct u64_map tids;   /* threads.id -> OS tid (stored as tid + 1, 0 being "absent") */
+    struct u64_map traces; /* strings.id of a launch's backtrace -> its text */
     struct kernels_gpu *gpus;
     size_t gpu_count;
     struct kernels_rows rows;
