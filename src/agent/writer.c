@@ -7,6 +7,7 @@
 #include "agent/names.h"
 #include "agent/ring.h"
 #include "trace/process.h"
+#include "trace/rank.h"
 #include "trace/records.h"
 
 #include <errno.h>
@@ -520,23 +521,6 @@ static size_t writer_read_file(const char *path, char *buf, size_t cap)
     return len;
 }
 
-/* The first of these variables that holds a number; -1 if none does. */
-static long long writer_env_rank(const char *const *vars, const char **which)
-{
-    for (; *vars; vars++) {
-        const char *v = getenv(*vars);
-        char *end;
-        if (!v || !*v)
-            continue;
-        long long n = strtoll(v, &end, 10);
-        if (*end == '\0' && n >= 0) {
-            *which = *vars;
-            return n;
-        }
-    }
-    return -1;
-}
-
 /* The parent of pid from /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold
  * spaces and parentheses, so read after the last ')'); 0 if unknown. */
 static uint64_t writer_parent_of(uint64_t pid)
@@ -552,18 +536,14 @@ static uint64_t writer_parent_of(uint64_t pid)
     return ppid;
 }
 
-/* TRACE_PROCESS_INFO: the launcher's rank variables (torchrun, Open MPI, Slurm, PMI) and the
+/* TRACE_PROCESS_INFO: the rank from the job launcher's variables (trace/rank.h) and the
  * ancestors above the parent, so that the importer links a process to the traced process
  * that started it even through an untraced shell in between. */
 static void writer_put_process_info(void)
 {
-    static const char *const rank_vars[] = {"RANK",      "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                            "PMIX_RANK", "SLURM_PROCID",         NULL};
-    static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                             "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
     const char *rank_var = "", *local_var = "";
-    long long rank = writer_env_rank(rank_vars, &rank_var);
-    long long local = writer_env_rank(local_vars, &local_var);
+    long long rank = trace_env_rank(trace_rank_variables, &rank_var);
+    long long local = trace_env_rank(trace_local_rank_variables, &local_var);
     struct trace_process_info r = {.rank = (uint64_t)(rank + 1),
                                    .local_rank = (uint64_t)(local + 1),
                                    .rank_variable = trace_cstr(rank >= 0 ? rank_var : local_var)};
