@@ -22,7 +22,10 @@ static void print_help(void)
     printf("Usage: lantern profile [options] [--] COMMAND [ARGS...]\n\n"
            "Runs COMMAND under Lantern and writes a report database.\n\n"
            "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
-           "                      in the current folder); raw files go to FILE.raw/ meanwhile\n"
+           "                      in the current folder); raw files go to FILE.raw/ meanwhile;\n"
+           "                      FILE may hold %%r the rank (RANK, OMPI_COMM_WORLD_RANK, ...),\n"
+           "                      %%h the host, %%p lantern's pid, %%q{VAR} the variable VAR,\n"
+           "                      %%n the first free number, %%%% a percent sign\n"
            "  -t, --trace LIST    what to trace, comma-separated: %s (default\n"
            "                      %s where an NVIDIA GPU is present, else %s; and %s\n"
            "                      where it works)\n"
@@ -186,16 +189,24 @@ int cmd_profile(int argc, char **argv)
     struct profile_options p = {.launch.trace = NULL};
     const struct launcher_options *o = &p.launch;
     struct launcher l;
-    char *default_name = NULL;
+    char *name = NULL, *error = NULL;
     int rc = parse_options(argc, argv, &p), status;
     if (rc)
         return rc < 0 ? CLI_EXIT_OK : rc;
     launcher_init(&l, o);
+    /* -o's patterns are expanded before anything is written: the expanded name is the one
+     * checked, replaced with --force, given FILE.raw/ and said at the end. */
+    if (o->output && (rc = launcher_output_name(o->output, &name, &error)) < 0) {
+        rc = rc == -1 ? cli_usage_error("profile", "%s", error)
+                      : cli_error("%s", error ? error : "out of memory");
+        goto out;
+    }
     rc = CLI_EXIT_ERROR;
-    if (!o->output && !(p.launch.output = default_name = launcher_default_output())) {
+    if (!o->output && !(name = launcher_default_output())) {
         cli_error("no free lantern-N.db name in the current folder");
         goto out;
     }
+    p.launch.output = name;
     if (launcher_open(&l) < 0) {
         cli_error("%s", launcher_error(&l));
         goto out;
@@ -234,6 +245,7 @@ int cmd_profile(int argc, char **argv)
     }
 out:
     launcher_release(&l);
-    free(default_name);
+    free(name);
+    free(error);
     return rc;
 }

@@ -89,8 +89,19 @@ const char *launcher_error(const struct launcher *l);
 
 /* ---- the session folder ------------------------------------------------------------------- */
 
-/* The first lantern-N.db of the current folder that exists neither as a file nor as a session
- * folder, so a second run never overwrites the first; malloc'd, NULL when none is free. */
+/* The database's name from -o's pattern, expanded as nsys expands its -o: %r the rank (the
+ * first of src/trace/rank.h's variables that holds one), %h the host name, %p the launcher's
+ * pid, %q{VAR} the environment variable VAR's value, %n the lowest number >= 1 for which
+ * neither NAME nor NAME.raw exists, %% a percent sign; other text is kept. Sets *name,
+ * malloc'd. Returns 0; -1 when the pattern cannot be expanded (an unknown %X, %r with no rank,
+ * VAR not set, an empty name), with *error, malloc'd, saying why ("-o 'run-%r.db': %r is the
+ * rank, but none of RANK, ... holds one"); -2 when no %n is free or out of memory (*error
+ * NULL). */
+int launcher_output_name(const char *pattern, char **name, char **error);
+
+/* The name without -o: "lantern-%n.db", the first lantern-N.db of the current folder that
+ * exists neither as a file nor as a session folder, so a second run never overwrites the
+ * first; malloc'd, NULL when none is free. */
 char *launcher_default_output(void);
 
 /* Removes a session folder: the raw files Lantern writes there (regular files named *.lrt),

@@ -1,6 +1,6 @@
 /* The session folder OUTPUT.raw/ where every profiled process and the launcher write their raw
- * files: its default name, its creation after checking the outputs, its removal (launcher.h).
- * Nothing here follows a symbolic link it did not create. */
+ * files: its creation after checking the outputs, its removal (launcher.h; OUTPUT's name is
+ * output_name.c's). Nothing here follows a symbolic link it did not create. */
 #include "launcher/launcher_internal.h"
 
 #include <dirent.h>
@@ -9,31 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int path_exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-char *launcher_default_output(void)
-{
-    for (unsigned n = 1; n < 100000; n++) {
-        char *name, *raw;
-        if (asprintf(&name, "lantern-%u.db", n) < 0)
-            return NULL;
-        if (asprintf(&raw, "%s.raw", name) < 0) {
-            free(name);
-            return NULL;
-        }
-        int taken = path_exists(name) || path_exists(raw);
-        free(raw);
-        if (!taken)
-            return name;
-        free(name);
-    }
-    return NULL;
-}
 
 /* The folder is opened with O_NOFOLLOW and its files are removed relative to that descriptor. */
 int launcher_remove_session(const char *dir)

@@ -7,6 +7,7 @@ is checked by running real programs under it.
 import json
 import os
 import signal
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -32,9 +33,9 @@ needs_agent = pytest.mark.skipif(not AGENT.exists(), reason=f"agent not built: {
 LANTERN_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
 
 
-def run(*args, cwd=None, timeout=60):
+def run(*args, cwd=None, timeout=60, env=None):
     return subprocess.run([str(LANTERN), *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, errors="replace", env=LANTERN_ENV)
+                          timeout=timeout, errors="replace", env=env or LANTERN_ENV)
 
 
 def one_error_line(result, code):
@@ -396,6 +397,44 @@ def test_default_output_names_never_overwrite(tmp_path):
     r = run("profile", "--force", "-o", "lantern-1.db", "--", "sh", "-c", "exit 5", cwd=tmp_path)
     assert r.returncode == 5
     assert query(tmp_path / "lantern-1.db", "SELECT value FROM meta WHERE key = 'exit_status'") == [(5,)]
+
+
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def test_output_patterns_name_the_database_its_raw_folder_and_the_refusal(tmp_path):
+    env = {k: v for k, v in LANTERN_ENV.items() if k not in RANK_VARIABLES}
+    ranked = {**env, "RANK": "3", "LANTERN_TEST_JOB": "job7"}
+    name = f"run-3-{socket.gethostname()}.db"
+    r = run("profile", "--keep-raw", "-o", "run-%r-%h.db", "--", "true", cwd=tmp_path, env=ranked)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == f"lantern: report written to {name}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name, name + ".raw"]
+    r = run("profile", "--output", "run-%r-%h.db", "--", "sh", "-c", "exit 5", cwd=tmp_path, env=ranked)
+    assert one_error_line(r, 1) == f"lantern: '{name}' exists (use --force to replace it, or -o another name)"
+    r = run("profile", "-f", "-o", "run-%r-%h.db", "--", "sh", "-c", "exit 5", cwd=tmp_path, env=ranked)
+    assert r.returncode == 5 and f"report written to {name}" in r.stderr
+    assert query(tmp_path / name, "SELECT value FROM meta WHERE key = 'exit_status'") == [(5,)]
+    for n in (1, 2):
+        r = run("profile", "-o", "%q{LANTERN_TEST_JOB}-%n-100%%.db", "--", "true", cwd=tmp_path, env=ranked)
+        assert r.returncode == 0 and f"report written to job7-{n}-100%.db" in r.stderr, r.stderr
+        assert (tmp_path / f"job7-{n}-100%.db").is_file()
+
+
+@pytest.mark.parametrize("pattern, error", [
+    ("run-%r.db", "lantern: -o 'run-%r.db': %r is the rank, but none of RANK, OMPI_COMM_WORLD_RANK, "
+                  "PMI_RANK, PMIX_RANK, SLURM_PROCID holds one (not run by a job launcher?)"),
+    ("run-%x.db", "lantern: -o 'run-%x.db': unknown pattern '%x' (known: %r rank, %h host, %p pid, "
+                  "%q{VAR} environment variable, %n first free number, %%)"),
+    ("%q{LANTERN_TEST_UNSET}.db", "lantern: -o '%q{LANTERN_TEST_UNSET}.db': %q{LANTERN_TEST_UNSET}: "
+                                  "the environment variable LANTERN_TEST_UNSET is not set"),
+])
+def test_output_pattern_errors_are_usage_errors(pattern, error, tmp_path):
+    env = {k: v for k, v in LANTERN_ENV.items() if k not in RANK_VARIABLES + ("LANTERN_TEST_UNSET",)}
+    r = run("profile", "-o", pattern, "--", "true", cwd=tmp_path, env=env)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [error, "Try 'lantern profile --help'."]
+    assert not list(tmp_path.iterdir())  # nothing was created
 
 
 @needs_agent

@@ -1,11 +1,13 @@
 /* The launcher (src/launcher/launcher.h) and the comma-list parser it shares with the agent
  * (src/trace/list.h): exact answers on hand-picked lists, the -t vocabulary against the rows
- * of sources.def, and real commands run through one session each. */
+ * of sources.def, -o's name patterns in a made-up environment, and real commands run through
+ * one session each. */
 #include "harness.h"
 #include "launcher/launcher.h"
 #include "launcher/samplers.h"
 #include "trace/format.h"
 #include "trace/list.h"
+#include "trace/rank.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -195,6 +197,140 @@ static void default_output_is_the_first_free_name(void)
     leave_folder();
 }
 
+/* ---- -o's name patterns ----------------------------------------------------------------- */
+
+/* The rank variables as docs and nsys users know them, in the order they are read. */
+static const char *const rank_variables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                             "PMIX_RANK", "SLURM_PROCID"};
+#define RANK_VARIABLES (sizeof rank_variables / sizeof rank_variables[0])
+
+static void clear_rank_variables(void)
+{
+    for (size_t i = 0; i < RANK_VARIABLES; i++)
+        ASSERT_EQ(unsetenv(rank_variables[i]), 0);
+}
+
+/* The expansion of pattern, which must succeed; malloc'd. */
+static char *expand(const char *pattern)
+{
+    char *name, *error;
+    ASSERT_EQ(launcher_output_name(pattern, &name, &error), 0);
+    ASSERT(error == NULL);
+    return name;
+}
+
+/* The error line of pattern, which must fail with code; "" when the error is NULL. */
+static void expect_error(const char *pattern, int code, const char *want)
+{
+    char *name, *error;
+    ASSERT_EQ(launcher_output_name(pattern, &name, &error), code);
+    ASSERT(name == NULL);
+    ASSERT_STR_EQ(error, want);
+    free(error);
+}
+
+static void output_name_expands_rank_host_pid_variable_and_percent(void)
+{
+    clear_rank_variables();
+    ASSERT_EQ(setenv("RANK", "3", 1), 0);
+    ASSERT_EQ(setenv("LANTERN_TEST_JOB", "j/7%r", 1), 0); /* a value is never expanded again */
+    char host[256], want[512];
+    ASSERT_EQ(gethostname(host, sizeof host), 0);
+    snprintf(want, sizeof want, "run-3-%s-%d-j/7%%r-100%%.db", host, (int)getpid());
+    char *name = expand("run-%r-%h-%p-%q{LANTERN_TEST_JOB}-100%%.db");
+    ASSERT_STR_EQ(name, want);
+    free(name);
+    name = expand("plain.db"); /* no pattern: the name as given */
+    ASSERT_STR_EQ(name, "plain.db");
+    free(name);
+    ASSERT_EQ(setenv("LANTERN_TEST_JOB", "", 1), 0); /* set but empty is set */
+    name = expand("a%q{LANTERN_TEST_JOB}b");
+    ASSERT_STR_EQ(name, "ab");
+    free(name);
+    ASSERT_EQ(unsetenv("LANTERN_TEST_JOB"), 0);
+    clear_rank_variables();
+}
+
+/* %r reads the variables in the agent's order (src/trace/rank.h: one definition), and skips a
+ * value that is not a rank. */
+static void output_name_rank_is_the_first_variable_that_holds_one(void)
+{
+    size_t i = 0;
+    for (; trace_rank_variables[i]; i++) {
+        ASSERT(i < RANK_VARIABLES);
+        ASSERT_STR_EQ(trace_rank_variables[i], rank_variables[i]);
+    }
+    ASSERT_EQ(i, RANK_VARIABLES);
+    clear_rank_variables();
+    for (size_t first = RANK_VARIABLES; first-- > 0;) {
+        char value[16];
+        snprintf(value, sizeof value, "%zu", 10 + first);
+        ASSERT_EQ(setenv(rank_variables[first], value, 1), 0);
+        char *name = expand("r%r");
+        char want[16];
+        snprintf(want, sizeof want, "r%zu", 10 + first);
+        ASSERT_STR_EQ(name, want);
+        free(name);
+    }
+    ASSERT_EQ(setenv("RANK", "x1", 1), 0);
+    ASSERT_EQ(setenv("OMPI_COMM_WORLD_RANK", "-1", 1), 0);
+    ASSERT_EQ(setenv("PMI_RANK", "", 1), 0);
+    char *name = expand("r%r"); /* PMIX_RANK=13 */
+    ASSERT_STR_EQ(name, "r13");
+    free(name);
+    clear_rank_variables();
+}
+
+static void output_name_number_is_the_first_free_one(void)
+{
+    enter_fresh_folder();
+    char *name = expand("run-%n.db");
+    ASSERT_STR_EQ(name, "run-1.db");
+    free(name);
+    FILE *f = fopen("run-1.db", "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    ASSERT_EQ(mkdir("run-2.db.raw", 0755), 0); /* a session folder takes its name too */
+    name = expand("run-%n.db");
+    ASSERT_STR_EQ(name, "run-3.db");
+    free(name);
+    name = expand("%n-%n.db"); /* every %n is the same number */
+    ASSERT_STR_EQ(name, "1-1.db");
+    free(name);
+    name = expand("run-1.db"); /* without %n an existing name is returned, and refused later */
+    ASSERT_STR_EQ(name, "run-1.db");
+    free(name);
+    ASSERT_EQ(unlink("run-1.db"), 0);
+    ASSERT_EQ(rmdir("run-2.db.raw"), 0);
+    leave_folder();
+}
+
+static void output_name_errors_say_what_is_wrong(void)
+{
+    clear_rank_variables();
+    expect_error("run-%x.db", -1,
+                 "-o 'run-%x.db': unknown pattern '%x' (known: %r rank, %h host, %p pid, %q{VAR} "
+                 "environment variable, %n first free number, %%)");
+    expect_error("run-%", -1, "-o 'run-%': a '%' ends the name (%% writes a percent sign)");
+    expect_error("run-%r.db", -1,
+                 "-o 'run-%r.db': %r is the rank, but none of RANK, OMPI_COMM_WORLD_RANK, "
+                 "PMI_RANK, PMIX_RANK, SLURM_PROCID holds one (not run by a job launcher?)");
+    ASSERT_EQ(unsetenv("LANTERN_TEST_UNSET"), 0);
+    expect_error("%q{LANTERN_TEST_UNSET}.db", -1,
+                 "-o '%q{LANTERN_TEST_UNSET}.db': %q{LANTERN_TEST_UNSET}: the environment "
+                 "variable LANTERN_TEST_UNSET is not set");
+    static const char *const no_name[] = {"%q", "%qHOME", "%q{HOME", "%q{}"};
+    for (size_t i = 0; i < sizeof no_name / sizeof no_name[0]; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "-o '%s': %%q needs a variable's name in braces: %%q{VAR}",
+                 no_name[i]);
+        expect_error(no_name[i], -1, want);
+    }
+    ASSERT_EQ(setenv("LANTERN_TEST_EMPTY", "", 1), 0);
+    expect_error("%q{LANTERN_TEST_EMPTY}", -1, "-o '%q{LANTERN_TEST_EMPTY}': the name is empty");
+    ASSERT_EQ(unsetenv("LANTERN_TEST_EMPTY"), 0);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case tests[] = {
@@ -207,6 +343,12 @@ int main(int argc, char **argv)
         {"open_refuses_an_existing_database_without_force",
          open_refuses_an_existing_database_without_force},
         {"default_output_is_the_first_free_name", default_output_is_the_first_free_name},
+        {"output_name_expands_rank_host_pid_variable_and_percent",
+         output_name_expands_rank_host_pid_variable_and_percent},
+        {"output_name_rank_is_the_first_variable_that_holds_one",
+         output_name_rank_is_the_first_variable_that_holds_one},
+        {"output_name_number_is_the_first_free_one", output_name_number_is_the_first_free_one},
+        {"output_name_errors_say_what_is_wrong", output_name_errors_say_what_is_wrong},
         {NULL, NULL},
     };
     return test_main(tests, argc, argv);
