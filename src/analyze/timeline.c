@@ -671,6 +671,14 @@ void analyze_timeline_free(struct analyze_timeline *t)
     free(t);
 }
 
+const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id)
+{
+    for (int i = 0; i < t->energy_count; i++)
+        if (t->energy[i].gpu_id == gpu_id)
+            return &t->energy[i].track;
+    return NULL;
+}
+
 /* Busy time before instant ts: intervals wholly before it, plus the part of the one that
  * holds it. */
 static double busy_before(const struct timeline_gpu *g, int64_t ts)

@@ -10,14 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id)
-{
-    for (int i = 0; i < t->energy_count; i++)
-        if (t->energy[i].gpu_id == gpu_id)
-            return &t->energy[i].track;
-    return NULL;
-}
-
 static const struct timeline_gpu *gpu_of(const struct analyze_timeline *t, int64_t gpu_id)
 {
     for (int i = 0; i < t->gpu_count; i++)
