@@ -227,11 +227,14 @@ static void sample_power_once(struct nvml_sampler *s, struct sampler_gpu *sg, in
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Samples at --nvml-rate until stopped, always once at the start and once at the stop, so a
+ * program shorter than a period (or one that ended before this thread first ran) still has
+ * power and state at both ends. */
 static void *power_loop(void *arg)
 {
     struct nvml_sampler *s = arg;
     uint64_t next = nvml_now_ns(), next_state = next, next_flush = next + SAMPLER_FLUSH_NS;
-    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+    for (;;) {
         uint64_t now = nvml_now_ns();
         int with_state = now >= next_state;
         if (with_state)
@@ -250,6 +253,8 @@ static void *power_loop(void *arg)
         if (wait_until(s, next) != 0)
             break;
     }
+    for (unsigned int i = 0; i < s->gpu_count; i++)
+        sample_power_once(s, &s->gpus[i], 1);
     s->power_cpu_ns = thread_cpu_ns();
     return NULL;
 }
