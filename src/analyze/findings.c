@@ -1,6 +1,7 @@
 /* The helpers every rule uses to add findings and evidence, and small SQL and formatting
  * helpers (findings.h). */
 #include "analyze/findings.h"
+#include "common/sql_query.h"
 #include "output/table.h"
 
 #include <stdarg.h>
@@ -112,14 +113,7 @@ sqlite3_stmt *analyze_prepare(struct analyze_ctx *ctx, const char *rule, const c
 
 int64_t analyze_query_int(struct analyze_ctx *ctx, const char *sql, int64_t def)
 {
-    sqlite3_stmt *st;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return def;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
+    return sql_query_int(ctx->db, sql, def);
 }
 
 int analyze_table_has_rows(struct analyze_ctx *ctx, const char *table)

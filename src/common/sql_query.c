@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t sql_query_int(sqlite3 *db, const char *sql)
+int64_t sql_query_int(sqlite3 *db, const char *sql, int64_t def)
 {
     sqlite3_stmt *st;
-    int64_t v = 0;
+    int64_t v = def;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
+        return def;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
         v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return v;

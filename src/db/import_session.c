@@ -83,13 +83,14 @@ static int write_meta(struct import_session *s)
 {
     sqlite3 *db = s->db;
     if (!s->have_launcher) {
-        s->command = sql_query_text(db, "SELECT cmdline FROM processes ORDER BY start_ns, id LIMIT 1");
+        s->command =
+            sql_query_text(db, "SELECT cmdline FROM processes ORDER BY start_ns, id LIMIT 1");
         s->host = sql_query_text(db, "SELECT host FROM processes ORDER BY start_ns, id LIMIT 1");
         s->start_ns = s->first_process_start;
         s->start_wall_ns = s->first_process_wall;
     }
     if (!s->end_ns)
-        s->end_ns = (uint64_t)sql_query_int(db, "SELECT max(end_ns) FROM processes");
+        s->end_ns = (uint64_t)sql_query_int(db, "SELECT max(end_ns) FROM processes", 0);
     int rc = 0;
     rc |= put_meta(db, "schema_version", NULL, IMPORT_SCHEMA_VERSION, 1);
     rc |= put_meta(db, "lantern_version", s->version && *s->version ? s->version : LANTERN_VERSION,

@@ -47,8 +47,8 @@ int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *er
 {
     struct perfetto_writer w = {.db = db, .out = out, .sequence = PERFETTO_DESCRIPTOR_SEQUENCE};
     /* synthetic names ("Memcpy HtoD", "(unnamed)") take iids above every string id */
-    w.unnamed_iid = (uint64_t)sql_query_int(db, "SELECT coalesce(max(id), 0) FROM strings") + 1;
-    w.session_end = sql_query_int(db, "SELECT value FROM meta WHERE key = 'end_ns'");
+    w.unnamed_iid = (uint64_t)sql_query_int(db, "SELECT coalesce(max(id), 0) FROM strings", 0) + 1;
+    w.session_end = sql_query_int(db, "SELECT value FROM meta WHERE key = 'end_ns'", 0);
     int rc = -1;
     if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &w.string_query,
                            NULL) != SQLITE_OK)

@@ -23,17 +23,19 @@ static void read_info(sqlite3 *db, struct session_info *s)
             s->command = strdup((const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
     }
-    s->duration_ns = sql_query_int(db, "SELECT (SELECT value FROM meta WHERE key = 'end_ns') - "
-                                   "(SELECT value FROM meta WHERE key = 'start_ns')");
-    s->processes = sql_query_int(db, "SELECT count(*) FROM processes");
-    s->threads = sql_query_int(db, "SELECT count(*) FROM threads");
-    s->dropped = sql_query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'");
-    s->warnings = sql_query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'");
-    s->unended = sql_query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL");
+    s->duration_ns = sql_query_int(db,
+                                   "SELECT (SELECT value FROM meta WHERE key = 'end_ns') - "
+                                   "(SELECT value FROM meta WHERE key = 'start_ns')",
+                                   0);
+    s->processes = sql_query_int(db, "SELECT count(*) FROM processes", 0);
+    s->threads = sql_query_int(db, "SELECT count(*) FROM threads", 0);
+    s->dropped = sql_query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'", 0);
+    s->warnings = sql_query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'", 0);
+    s->unended = sql_query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL", 0);
     s->has_exit_status =
-        sql_query_int(db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL") >
-        0;
-    s->exit_status = sql_query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'");
+        sql_query_int(
+            db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL", 0) > 0;
+    s->exit_status = sql_query_int(db, "SELECT value FROM meta WHERE key = 'exit_status'", 0);
 }
 
 /* The processes, when there is more than one or a rank: pid, name, rank, and the traced
