@@ -1,23 +1,30 @@
-/* Cost of one nvtxRangePushA + nvtxRangePop pair with no tool (NVTX's no-op path) and with
- * liblantern-agent.so, measured in alternating rounds by two worker copies of this program
- * (one per mode) that the parent drives over pipes; then the agent's trace file is read
- * back for drops and on-disk bytes per range. Usage: bench_nvtx [rounds] [pairs per round] */
+/* The NVTX hot path in a tight loop, the hard case: THREADS threads each doing
+ * nvtxRangePushA + nvtxRangePop as fast as they can for SECONDS, with liblantern-agent.so and
+ * with no tool (NVTX's no-op path), in two worker copies of this program. Each thread times
+ * blocks of BLOCK pairs; the figures are the median and p99 over all blocks of ns per pair.
+ * Then the agent's trace file is read back: ranges recorded against ranges made, drops,
+ * bytes per range, and the worker's peak RSS.
+ * Usage: bench_nvtx [seconds (10)] [threads (1)] [baseline seconds (2)] */
 #include <nvtx3/nvToolsExt.h>
 
 #include <dirent.h>
-#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "trace/codec.h"
+#include "trace/events.h"
 #include "trace/format.h"
 #include "trace/records.h"
+
+#define BLOCK 10000u
 
 static uint64_t mono_ns(void)
 {
@@ -26,91 +33,111 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Worker: for each "N" line on stdin, times N pairs and answers the ns they took. */
-static int bench_worker(void)
+struct worker_thread {
+    pthread_t thread;
+    uint64_t deadline;
+    float *block_ns; /* ns per pair of each block */
+    size_t blocks, cap;
+};
+
+static void *worker_loop(void *arg)
 {
-    nvtxMarkA("warm-up"); /* NVTX loads (or not) the tool on its first call */
-    char line[64];
-    while (fgets(line, sizeof(line), stdin)) {
-        long pairs = atol(line);
+    struct worker_thread *w = arg;
+    for (;;) {
         uint64_t start = mono_ns();
-        for (long i = 0; i < pairs; i++) {
+        for (unsigned i = 0; i < BLOCK; i++) {
             nvtxRangePushA("bench");
             nvtxRangePop();
         }
-        uint64_t elapsed = mono_ns() - start;
-        printf("%llu\n", (unsigned long long)elapsed);
-        fflush(stdout);
+        uint64_t end = mono_ns();
+        if (w->blocks == w->cap) {
+            w->cap = w->cap ? w->cap * 2 : 4096;
+            w->block_ns = realloc(w->block_ns, w->cap * sizeof(*w->block_ns));
+        }
+        w->block_ns[w->blocks++] = (float)(end - start) / BLOCK;
+        if (end >= w->deadline)
+            return NULL;
     }
+}
+
+static int compare_floats(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Worker: runs the threads, then prints "pairs median p99 maxrss_kb" and exits (the agent
+ * ends its file at exit). */
+static int bench_worker(double seconds, int threads)
+{
+    nvtxMarkA("warm-up"); /* NVTX loads (or not) the tool on its first call */
+    struct worker_thread *w = calloc((size_t)threads, sizeof(*w));
+    uint64_t deadline = mono_ns() + (uint64_t)(seconds * 1e9);
+    for (int i = 0; i < threads; i++) {
+        w[i].deadline = deadline;
+        pthread_create(&w[i].thread, NULL, worker_loop, &w[i]);
+    }
+    size_t total = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(w[i].thread, NULL);
+        total += w[i].blocks;
+    }
+    float *all = malloc(total * sizeof(*all));
+    size_t n = 0;
+    for (int i = 0; i < threads; i++) {
+        memcpy(all + n, w[i].block_ns, w[i].blocks * sizeof(*all));
+        n += w[i].blocks;
+    }
+    qsort(all, n, sizeof(*all), compare_floats);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("%llu %.2f %.2f %ld\n", (unsigned long long)n * BLOCK, all[n / 2],
+           all[(size_t)(0.99 * (double)(n - 1))], ru.ru_maxrss);
     return 0;
 }
 
-struct worker {
-    pid_t pid;
-    FILE *to, *from;
+struct result {
+    unsigned long long pairs;
+    double median, p99;
+    long rss_kb;
 };
 
-static int worker_start(struct worker *w, const char *self, const char *agent, const char *session)
+static int run_worker(const char *self, const char *agent, const char *session, double seconds,
+                      int threads, struct result *out)
 {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) /* dup2 clears it on 0 and 1 */
+    int pipefd[2];
+    if (pipe(pipefd) < 0)
         return -1;
-    w->pid = fork();
-    if (w->pid < 0)
+    pid_t pid = fork();
+    if (pid < 0)
         return -1;
-    if (w->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        close(pipefd[0]);
         if (agent) {
             setenv("NVTX_INJECTION64_PATH", agent, 1);
             setenv("LANTERN_SESSION_DIR", session, 1);
         } else {
             unsetenv("NVTX_INJECTION64_PATH");
         }
-        execl(self, self, "--worker", (char *)NULL);
+        char s[32], t[16];
+        snprintf(s, sizeof s, "%g", seconds);
+        snprintf(t, sizeof t, "%d", threads);
+        execl(self, self, "--worker", s, t, (char *)NULL);
         _exit(127);
     }
-    close(in[0]);
-    close(out[1]);
-    w->to = fdopen(in[1], "w");
-    w->from = fdopen(out[0], "r");
-    return 0;
+    close(pipefd[1]);
+    FILE *from = fdopen(pipefd[0], "r");
+    int got = fscanf(from, "%llu %lf %lf %ld", &out->pairs, &out->median, &out->p99,
+                     &out->rss_kb);
+    fclose(from);
+    int status;
+    waitpid(pid, &status, 0);
+    return got == 4 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-static double worker_round(struct worker *w, long pairs)
-{
-    fprintf(w->to, "%ld\n", pairs);
-    fflush(w->to);
-    unsigned long long ns = 0;
-    if (fscanf(w->from, "%llu", &ns) != 1)
-        return -1;
-    return (double)ns / (double)pairs;
-}
-
-static void worker_stop(struct worker *w)
-{
-    fclose(w->to);
-    fclose(w->from);
-    waitpid(w->pid, NULL, 0);
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double percentile(double *v, int n, double p)
-{
-    qsort(v, (size_t)n, sizeof(*v), compare_doubles);
-    return v[(int)(p * (n - 1) + 0.5)];
-}
-
-/* Pushes, pops and drops in the agent's trace file, and its size; then removes the file. */
-static int read_trace(const char *session, uint64_t *pushes, uint64_t *pops, uint64_t *dropped,
-                      uint64_t *bytes)
+/* Ranges, drops and bytes in the agent's trace file; then removes the file. */
+static int read_trace(const char *session, uint64_t *pushes, uint64_t *dropped, uint64_t *bytes)
 {
     DIR *d = opendir(session);
     if (!d)
@@ -127,12 +154,21 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *pops, uin
     *bytes = (uint64_t)st.st_size;
     unsigned type;
     struct trace_fields f;
+    static struct trace_events_reader events;
+    static uint64_t ticks[4096];
     while (trace_reader_next(&r, &type, &f) == 1) {
-        *pushes += type == TRACE_PUSH;
-        *pops += type == TRACE_POP;
-        struct trace_dropped d;
-        if (type == TRACE_DROPPED && trace_get_dropped(&f, &d) == 0)
-            *dropped += d.count;
+        struct trace_dropped dr;
+        struct trace_thread_events te;
+        if (type == TRACE_DROPPED && trace_get_dropped(&f, &dr) == 0)
+            *dropped += dr.count;
+        if (type != TRACE_THREAD_EVENTS || trace_get_thread_events(&f, &te) < 0)
+            continue;
+        trace_events_begin(&events, te.events.bytes, te.events.len, te.thread_idx,
+                           &ticks[te.thread_idx % 4096], NULL);
+        unsigned event;
+        struct trace_fields ef;
+        while (trace_events_next(&events, &event, &ef) == 1)
+            *pushes += event == TRACE_PUSH;
     }
     trace_reader_close(&r);
     unlink(path);
@@ -141,47 +177,39 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *pops, uin
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--worker") == 0)
-        return bench_worker();
-    int rounds = argc > 1 ? atoi(argv[1]) : 200;
-    /* 2000 pairs are ~190 KB of ring records: under half of the default 1 MiB ring, so a
-     * round never wakes the writer early nor drops; the pause after it lets the writer drain. */
-    long pairs = argc > 2 ? atol(argv[2]) : 2000;
+    if (argc > 3 && strcmp(argv[1], "--worker") == 0)
+        return bench_worker(atof(argv[2]), atoi(argv[3]));
+    double seconds = argc > 1 ? atof(argv[1]) : 10;
+    int threads = argc > 2 ? atoi(argv[2]) : 1;
+    double base_seconds = argc > 3 ? atof(argv[3]) : 2;
     char session[] = "/tmp/lantern-bench-XXXXXX";
     if (!mkdtemp(session))
         return 1;
-    struct worker plain, traced;
-    if (worker_start(&plain, "/proc/self/exe", NULL, NULL) ||
-        worker_start(&traced, "/proc/self/exe", LANTERN_AGENT_PATH, session))
+    struct result none_before, none_after, agent;
+    if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, &none_before) ||
+        run_worker("/proc/self/exe", LANTERN_AGENT_PATH, session, seconds, threads, &agent) ||
+        run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, &none_after)) {
+        fprintf(stderr, "bench_nvtx: a worker failed\n");
         return 1;
-    double *none = calloc((size_t)rounds, sizeof(double));
-    double *agent = calloc((size_t)rounds, sizeof(double));
-    struct timespec pause = {0, 15000000}; /* > the writer's 10 ms drain period */
-    for (int i = 0; i < rounds; i++) {
-        none[i] = worker_round(&plain, pairs);
-        agent[i] = worker_round(&traced, pairs);
-        nanosleep(&pause, NULL);
     }
-    worker_stop(&plain);
-    worker_stop(&traced);
-
-    uint64_t pushes = 0, pops = 0, dropped = 0, bytes = 0;
-    if (read_trace(session, &pushes, &pops, &dropped, &bytes) < 0) {
+    uint64_t pushes = 0, dropped = 0, bytes = 0;
+    if (read_trace(session, &pushes, &dropped, &bytes) < 0) {
         fprintf(stderr, "bench_nvtx: no trace file in %s\n", session);
         return 1;
     }
     rmdir(session);
-    double none_median = percentile(none, rounds, 0.5),
-           agent_median = percentile(agent, rounds, 0.5);
-    printf("bench_nvtx: %d alternating rounds x %ld nvtxRangePushA+nvtxRangePop pairs\n", rounds,
-           pairs);
-    printf("  no tool : median %6.1f ns/pair  (p10 %.1f, p90 %.1f)\n", none_median,
-           percentile(none, rounds, 0.1), percentile(none, rounds, 0.9));
-    printf("  lantern : median %6.1f ns/pair  (p10 %.1f, p90 %.1f)\n", agent_median,
-           percentile(agent, rounds, 0.1), percentile(agent, rounds, 0.9));
-    printf("  recorded: %llu pushes, %llu pops, %llu dropped; trace file %llu bytes = %.1f "
+    printf("bench_nvtx: %d thread(s), nvtxRangePushA+nvtxRangePop as fast as they go, "
+           "blocks of %u pairs\n",
+           threads, BLOCK);
+    printf("  no tool : median %6.1f ns/pair, p99 %6.1f  (%.0f s before), median %6.1f, p99 "
+           "%6.1f (after)\n",
+           none_before.median, none_before.p99, base_seconds, none_after.median, none_after.p99);
+    printf("  lantern : median %6.1f ns/pair, p99 %6.1f  over %.0f s; peak RSS %ld MiB "
+           "(no tool %ld MiB)\n",
+           agent.median, agent.p99, seconds, agent.rss_kb / 1024, none_before.rss_kb / 1024);
+    printf("  recorded: %llu of %llu ranges, %llu dropped; trace file %llu bytes = %.2f "
            "bytes/range\n",
-           (unsigned long long)pushes, (unsigned long long)pops, (unsigned long long)dropped,
+           (unsigned long long)pushes, agent.pairs, (unsigned long long)dropped,
            (unsigned long long)bytes, pushes ? (double)bytes / (double)pushes : 0.0);
-    return dropped != 0 || pushes != (uint64_t)rounds * (uint64_t)pairs;
+    return dropped != 0 || pushes != agent.pairs;
 }

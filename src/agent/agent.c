@@ -145,7 +145,6 @@ int agent_init(uint32_t loaded_for)
                                      __ATOMIC_ACQUIRE))
         return expected == AGENT_INERT ? -1 : 0; /* another caller is starting or has started */
     clock_init();
-    ring_configured_size();
     const char *dir = getenv("LANTERN_SESSION_DIR");
     if (!dir || !*dir) {
         agent_warn("LANTERN_SESSION_DIR is not set; running untraced");

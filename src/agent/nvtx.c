@@ -1,7 +1,8 @@
 /* NVTX injection: InitializeInjectionNvtx2 fills NVTX's CORE, CORE2, CUDA and CUDART
  * function tables with the callbacks below. Each callback stamps the time, keeps the
- * thread's range depth, and copies one small fixed-layout record (plus its message) into the
- * thread's ring; domains, categories and registered strings live in a small registry. */
+ * thread's range depth, and encodes one event of the thread event stream (a few bytes: its
+ * message is a string id from the thread's cache) into the thread's buffer; domains,
+ * categories and registered strings live in a small registry. */
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtCuda.h>
@@ -10,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/clock.h"
 #include "agent/ring.h"
+#include "agent/thread_events.h"
 #include "agent/writer.h"
 #include "trace/records.h"
 
@@ -40,9 +42,11 @@ static struct nvtx_domain *nvtx_domains;
 static uint32_t nvtx_domain_count; /* ids 1..; 0 is the default domain */
 static struct nvtx_category *nvtx_categories;
 
-/* Registered strings stay reachable from here: their handles are valid until exit. */
+/* Registered strings stay reachable from here: their handles are valid until exit. A use
+ * costs what a literal costs: the thread's string cache knows it after the first. */
 struct nvtx_string {
-    struct writer_registered_string string; /* first: the handle is also its address */
+    char *bytes; /* UTF-8, owned, never freed */
+    size_t len;
     struct nvtx_string *next;
 };
 static struct nvtx_string *nvtx_strings;
@@ -163,8 +167,8 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
     struct nvtx_string *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
-    r->string.bytes = nvtx_utf8_dup(ascii, wide, &r->string.len);
-    if (!r->string.bytes) {
+    r->bytes = nvtx_utf8_dup(ascii, wide, &r->len);
+    if (!r->bytes) {
         free(r);
         return NULL;
     }
@@ -172,7 +176,7 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
     r->next = nvtx_strings;
     nvtx_strings = r;
     pthread_mutex_unlock(&nvtx_registry_lock);
-    return (nvtxStringHandle_t)&r->string;
+    return (nvtxStringHandle_t)r;
 }
 
 /* ---- the hot path ---- */
@@ -182,46 +186,35 @@ static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
     return domain ? ((const struct nvtx_domain *)domain)->id : 0;
 }
 
-static inline __attribute__((always_inline)) void nvtx_record_short(struct agent_thread *t,
-                                                                    uint8_t type, uint64_t ticks,
-                                                                    uint32_t domain, uint64_t arg)
+/* An NVTX event's message and attributes, as a callback received them. */
+struct nvtx_event {
+    struct thread_message msg;
+    const wchar_t *wide; /* a wide message, converted to UTF-8 as the event is written */
+    int has_attributes;
+    uint32_t category;
+    uint64_t color; /* ARGB + 1; 0: none */
+    uint64_t payload_type, payload;
+};
+
+static inline struct nvtx_event nvtx_event_ascii(const char *message)
 {
-    struct ring_record *rec = ring_reserve(&t->ring, sizeof(*rec));
-    if (__builtin_expect(!rec, 0)) {
-        ring_count_drop(t);
-        return;
-    }
-    /* every byte is written: the ring holds stale bytes from its previous lap */
-    *rec = (struct ring_record){
-        .type = type, .domain = (uint16_t)domain, .size = sizeof(*rec), .ticks = ticks, .arg = arg};
-    ring_commit(&t->ring, sizeof(*rec));
+    return (struct nvtx_event){.msg = {.bytes = message, .len = message ? strlen(message) : 0}};
 }
 
-static inline struct ring_event_fields nvtx_event_ascii(const char *message)
+static inline struct nvtx_event nvtx_event_wide(const wchar_t *message)
 {
-    return (struct ring_event_fields){.msg = message,
-                                      .msg_bytes = message ? strlen(message) : 0,
-                                      .msg_kind = message ? RING_MSG_UTF8 : RING_MSG_NONE};
-}
-
-static inline struct ring_event_fields nvtx_event_wide(const wchar_t *message)
-{
-    return (struct ring_event_fields){.msg = message,
-                                      .msg_bytes = message ? wcslen(message) * sizeof(wchar_t) : 0,
-                                      .msg_kind = message ? RING_MSG_WIDE : RING_MSG_NONE};
+    return (struct nvtx_event){.wide = message};
 }
 
 /* Event attributes, read only as far as the caller's struct size says they exist. */
-static struct ring_event_fields nvtx_event_from_attributes(const nvtxEventAttributes_t *a)
+static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t *a)
 {
-    struct ring_event_fields ev = {0};
+    struct nvtx_event ev = {0};
     if (!a || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message))
         return ev;
     ev.category = a->category;
-    if (a->colorType == NVTX_COLOR_ARGB) {
-        ev.has_color = 1;
-        ev.color = a->color;
-    }
+    if (a->colorType == NVTX_COLOR_ARGB)
+        ev.color = (uint64_t)a->color + 1;
     ev.payload_type = (uint8_t)a->payloadType;
     switch (a->payloadType) {
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
@@ -245,21 +238,18 @@ static struct ring_event_fields nvtx_event_from_attributes(const nvtxEventAttrib
         ev.payload_type = 0;
         break;
     }
+    ev.has_attributes = ev.category || ev.color || ev.payload_type;
     switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: {
-        struct ring_event_fields m = nvtx_event_ascii(a->message.ascii);
-        ev.msg = m.msg, ev.msg_bytes = m.msg_bytes, ev.msg_kind = m.msg_kind;
+    case NVTX_MESSAGE_TYPE_ASCII:
+        ev.msg = nvtx_event_ascii(a->message.ascii).msg;
         break;
-    }
-    case NVTX_MESSAGE_TYPE_UNICODE: {
-        struct ring_event_fields m = nvtx_event_wide(a->message.unicode);
-        ev.msg = m.msg, ev.msg_bytes = m.msg_bytes, ev.msg_kind = m.msg_kind;
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        ev.wide = a->message.unicode;
         break;
-    }
     case NVTX_MESSAGE_TYPE_REGISTERED:
         if (a->message.registered) {
-            ev.msg = a->message.registered;
-            ev.msg_kind = RING_MSG_REGISTERED;
+            const struct nvtx_string *r = (const struct nvtx_string *)a->message.registered;
+            ev.msg = (struct thread_message){.bytes = r->bytes, .len = r->len};
         }
         break;
     default:
@@ -268,14 +258,97 @@ static struct ring_event_fields nvtx_event_from_attributes(const nvtxEventAttrib
     return ev;
 }
 
-static inline __attribute__((always_inline)) int
-nvtx_push(uint32_t domain, const struct ring_event_fields *ev, uint64_t ticks)
+/* PUSH ([domain] depth name), START ([domain] range_id name), MARK ([domain] name), then the
+ * attributes (trace/events.h). kind is a constant at every call: the branches fold. */
+static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thread *t,
+                                                                unsigned kind, uint64_t ticks,
+                                                                uint32_t domain, uint64_t arg,
+                                                                struct nvtx_event *ev)
+{
+    thread_message_resolve(t, &ev->msg);
+    unsigned op = kind | (domain ? TRACE_EV_DOMAIN : 0) |
+                  (ev->has_attributes ? TRACE_EV_ATTRIBUTES : 0);
+    uint8_t *p = thread_event_begin(t, op, ticks, &ev->msg);
+    if (__builtin_expect(!p, 0))
+        return;
+    if (domain)
+        p = trace_ev_u(p, domain);
+    if (kind != TRACE_EV_MARK)
+        p = trace_ev_u(p, arg);
+    p = trace_ev_u(p, ev->msg.id);
+    if (ev->has_attributes) {
+        p = trace_ev_u(p, ev->category);
+        p = trace_ev_u(p, ev->color);
+        p = trace_ev_u(p, ev->payload_type);
+        p = trace_ev_u(p, ev->payload);
+    }
+    ring_commit(t, p, ticks);
+}
+
+/* A wide message: UTF-8 on the stack (on the heap past 2 KiB), then as any other. */
+static __attribute__((noinline)) void nvtx_put_wide(struct agent_thread *t, unsigned kind,
+                                                    uint64_t ticks, uint32_t domain,
+                                                    uint64_t arg, struct nvtx_event *ev)
+{
+    size_t units = wcslen(ev->wide);
+    char stack[2048];
+    char *utf8 = units * 4 <= sizeof stack ? stack : malloc(units * 4);
+    if (!utf8) {
+        ring_count_drop(t);
+        return;
+    }
+    ev->msg = (struct thread_message){.bytes = utf8,
+                                      .len = writer_wide_to_utf8(ev->wide, units, utf8)};
+    switch (kind) { /* constants again, for nvtx_put_utf8's folding */
+    case TRACE_EV_PUSH:
+        nvtx_put_utf8(t, TRACE_EV_PUSH, ticks, domain, arg, ev);
+        break;
+    case TRACE_EV_START:
+        nvtx_put_utf8(t, TRACE_EV_START, ticks, domain, arg, ev);
+        break;
+    default:
+        nvtx_put_utf8(t, TRACE_EV_MARK, ticks, domain, arg, ev);
+        break;
+    }
+    if (utf8 != stack)
+        free(utf8);
+}
+
+static inline __attribute__((always_inline)) void nvtx_put(struct agent_thread *t, unsigned kind,
+                                                           uint64_t ticks, uint32_t domain,
+                                                           uint64_t arg, struct nvtx_event *ev)
+{
+    if (__builtin_expect(ev->wide != NULL, 0))
+        nvtx_put_wide(t, kind, ticks, domain, arg, ev);
+    else
+        nvtx_put_utf8(t, kind, ticks, domain, arg, ev);
+}
+
+/* POP ([domain] depth), UNBALANCED_POP ([domain]), END (range_id), DOMAIN_DESTROY (domain):
+ * events without a message. */
+static inline __attribute__((always_inline)) void
+nvtx_put_short(struct agent_thread *t, unsigned kind, uint64_t ticks, uint32_t domain,
+               int has_arg, uint64_t arg)
+{
+    struct thread_message none = {0};
+    uint8_t *p = thread_event_begin(t, kind | (domain ? TRACE_EV_DOMAIN : 0), ticks, &none);
+    if (__builtin_expect(!p, 0))
+        return;
+    if (domain)
+        p = trace_ev_u(p, domain);
+    if (has_arg)
+        p = trace_ev_u(p, arg);
+    ring_commit(t, p, ticks);
+}
+
+static inline __attribute__((always_inline)) int nvtx_push(uint32_t domain, struct nvtx_event *ev,
+                                                           uint64_t ticks)
 {
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return 0;
     int level = t->depth[domain]++;
-    ring_put_event(t, TRACE_PUSH, ticks, domain, (uint64_t)level, ev);
+    nvtx_put(t, TRACE_EV_PUSH, ticks, domain, (uint64_t)level, ev);
     return level;
 }
 
@@ -286,24 +359,24 @@ static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain)
     if (__builtin_expect(!t, 0))
         return -1;
     if (__builtin_expect(t->depth[domain] <= 0, 0)) {
-        nvtx_record_short(t, TRACE_UNBALANCED_POP, ticks, domain, 0);
+        nvtx_put_short(t, TRACE_EV_UNBALANCED_POP, ticks, domain, 0, 0);
         return -1;
     }
     int level = --t->depth[domain];
-    nvtx_record_short(t, TRACE_POP, ticks, domain, (uint64_t)level);
+    nvtx_put_short(t, TRACE_EV_POP, ticks, domain, 1, (uint64_t)level);
     return level;
 }
 
 /* Range ids: the thread's index in the top 24 bits, its own counter below, so ids are
  * unique and non-zero without a shared atomic. */
 static inline __attribute__((always_inline)) nvtxRangeId_t
-nvtx_start(uint32_t domain, const struct ring_event_fields *ev, uint64_t ticks)
+nvtx_start(uint32_t domain, struct nvtx_event *ev, uint64_t ticks)
 {
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return 0;
     nvtxRangeId_t id = (t->thread_idx << 40) | (++t->next_range & ((1ull << 40) - 1));
-    ring_put_event(t, TRACE_START, ticks, domain, id, ev);
+    nvtx_put(t, TRACE_EV_START, ticks, domain, id, ev);
     return id;
 }
 
@@ -312,27 +385,43 @@ static inline __attribute__((always_inline)) void nvtx_end(nvtxRangeId_t id)
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
-        nvtx_record_short(t, TRACE_END, ticks, 0, id);
+        nvtx_put_short(t, TRACE_EV_END, ticks, 0, 1, id);
 }
 
-static inline __attribute__((always_inline)) void
-nvtx_mark(uint32_t domain, const struct ring_event_fields *ev, uint64_t ticks)
+static inline __attribute__((always_inline)) void nvtx_mark(uint32_t domain,
+                                                            struct nvtx_event *ev, uint64_t ticks)
 {
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
-        ring_put_event(t, TRACE_MARK, ticks, domain, 0, ev);
+        nvtx_put(t, TRACE_EV_MARK, ticks, domain, 0, ev);
 }
 
-/* Names (threads, CUDA objects) go through the ring too: no lock for the caller. */
-static void nvtx_name(uint8_t type, uint32_t kind, uint64_t handle, const char *ascii,
+/* Names (nvtxNameOsThread: THREAD_NAME os_tid name; CUDA objects and generic resources:
+ * NAME_RESOURCE kind handle name) go through the thread's buffer too: no lock for the
+ * caller. Not a hot path: a wide name is converted on the heap. */
+static void nvtx_name(unsigned kind, uint32_t resource_kind, uint64_t handle, const char *ascii,
                       const wchar_t *wide)
 {
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (!t)
         return;
-    struct ring_event_fields ev = ascii ? nvtx_event_ascii(ascii) : nvtx_event_wide(wide);
-    ring_put_event(t, type, ticks, kind, handle, &ev);
+    char *utf8 = NULL;
+    struct thread_message m = {.bytes = ascii, .len = ascii ? strlen(ascii) : 0};
+    if (!ascii && wide && !(m.bytes = utf8 = nvtx_utf8_dup(NULL, wide, &m.len))) {
+        ring_count_drop(t);
+        return;
+    }
+    thread_message_resolve(t, &m);
+    uint8_t *p = thread_event_begin(t, kind, ticks, &m);
+    if (p) {
+        if (kind == TRACE_EV_NAME_RESOURCE)
+            p = trace_ev_u(p, resource_kind);
+        p = trace_ev_u(p, handle);
+        p = trace_ev_u(p, m.id);
+        ring_commit(t, p, ticks);
+    }
+    free(utf8);
 }
 
 /* ---- the callbacks NVTX calls ---- */
@@ -340,42 +429,42 @@ static void nvtx_name(uint8_t type, uint32_t kind, uint64_t handle, const char *
 static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_from_attributes(a);
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
     nvtx_mark(0, &ev, ticks);
 }
 
 static void nvtx_mark_a(const char *message)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_ascii(message);
+    struct nvtx_event ev = nvtx_event_ascii(message);
     nvtx_mark(0, &ev, ticks);
 }
 
 static void nvtx_mark_w(const wchar_t *message)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_wide(message);
+    struct nvtx_event ev = nvtx_event_wide(message);
     nvtx_mark(0, &ev, ticks);
 }
 
 static nvtxRangeId_t nvtx_range_start_ex(const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_from_attributes(a);
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_start(0, &ev, ticks);
 }
 
 static nvtxRangeId_t nvtx_range_start_a(const char *message)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_ascii(message);
+    struct nvtx_event ev = nvtx_event_ascii(message);
     return nvtx_start(0, &ev, ticks);
 }
 
 static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_wide(message);
+    struct nvtx_event ev = nvtx_event_wide(message);
     return nvtx_start(0, &ev, ticks);
 }
 
@@ -387,21 +476,21 @@ static void nvtx_range_end(nvtxRangeId_t id)
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_from_attributes(a);
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_push(0, &ev, ticks);
 }
 
 static int nvtx_range_push_a(const char *message)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_ascii(message);
+    struct nvtx_event ev = nvtx_event_ascii(message);
     return nvtx_push(0, &ev, ticks);
 }
 
 static int nvtx_range_push_w(const wchar_t *message)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_wide(message);
+    struct nvtx_event ev = nvtx_event_wide(message);
     return nvtx_push(0, &ev, ticks);
 }
 
@@ -422,18 +511,18 @@ static void nvtx_name_category_w(uint32_t category, const wchar_t *name)
 
 static void nvtx_name_os_thread_a(uint32_t tid, const char *name)
 {
-    nvtx_name(TRACE_THREAD_NAME, 0, tid, name, NULL);
+    nvtx_name(TRACE_EV_THREAD_NAME, 0, tid, name, NULL);
 }
 
 static void nvtx_name_os_thread_w(uint32_t tid, const wchar_t *name)
 {
-    nvtx_name(TRACE_THREAD_NAME, 0, tid, NULL, name);
+    nvtx_name(TRACE_EV_THREAD_NAME, 0, tid, NULL, name);
 }
 
 static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_from_attributes(a);
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
     nvtx_mark(nvtx_domain_id(domain), &ev, ticks);
 }
 
@@ -441,7 +530,7 @@ static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
                                                 const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_from_attributes(a);
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_start(nvtx_domain_id(domain), &ev, ticks);
 }
 
@@ -454,7 +543,7 @@ static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
 {
     uint64_t ticks = clock_ticks();
-    struct ring_event_fields ev = nvtx_event_from_attributes(a);
+    struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_push(nvtx_domain_id(domain), &ev, ticks);
 }
 
@@ -477,7 +566,7 @@ static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domai
         const wchar_t *wide =
             attribs->messageType == NVTX_MESSAGE_TYPE_UNICODE ? attribs->message.unicode : NULL;
         if (ascii || wide)
-            nvtx_name(TRACE_NAME_RESOURCE, TRACE_RESOURCE_NVTX_GENERIC,
+            nvtx_name(TRACE_EV_NAME_RESOURCE, TRACE_RESOURCE_NVTX_GENERIC,
                       attribs->identifier.ullValue, ascii, wide);
     }
     return (nvtxResourceHandle_t)(uintptr_t)handle;
@@ -528,7 +617,7 @@ static void nvtx_domain_destroy(nvtxDomainHandle_t domain)
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (domain && t)
-        nvtx_record_short(t, TRACE_DOMAIN_DESTROY, ticks, nvtx_domain_id(domain), 0);
+        nvtx_put_short(t, TRACE_EV_DOMAIN_DESTROY, ticks, 0, 1, nvtx_domain_id(domain));
 }
 
 /* nvtxInitialize only forces NVTX to load us, which has happened by the time it is called. */
@@ -540,11 +629,11 @@ static void nvtx_initialize(const void *reserved)
 #define NVTX_NAME_FUNCTIONS(fn, type, kind, to_handle)                                             \
     static void fn##_a(type h, const char *name)                                                   \
     {                                                                                              \
-        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), name, NULL);                            \
+        nvtx_name(TRACE_EV_NAME_RESOURCE, kind, to_handle(h), name, NULL);                            \
     }                                                                                              \
     static void fn##_w(type h, const wchar_t *name)                                                \
     {                                                                                              \
-        nvtx_name(TRACE_NAME_RESOURCE, kind, to_handle(h), NULL, name);                            \
+        nvtx_name(TRACE_EV_NAME_RESOURCE, kind, to_handle(h), NULL, name);                            \
     }
 #define NVTX_POINTER_HANDLE(h) ((uint64_t)(uintptr_t)(h))
 #define NVTX_DEVICE_HANDLE(h) ((uint64_t)(uint32_t)(h))

@@ -1,7 +1,7 @@
 /* The launching call's stack for `lantern profile --python-backtrace`: CUPTI calls us at the
  * entry of each launch API (cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch, ...) on the
- * launching thread; the stack text goes into that thread's ring, and the writer interns it,
- * so a loop repeating one call site writes its text once per file. */
+ * launching thread; the stack goes into that thread's event stream, its text once per file
+ * for a loop repeating one call site (the thread's string cache). */
 #include "agent/pytrace.h"
 
 #include <stdlib.h>
@@ -11,8 +11,7 @@
 #include "agent/clock.h"
 #include "agent/pystack.h"
 #include "agent/ring.h"
-#include "agent/writer.h"
-#include "trace/records.h"
+#include "agent/thread_events.h"
 
 /* Enough for PYSTACK_USER_FRAMES frames of long paths; longer stacks are truncated. */
 #define PYTRACE_TEXT_MAX 2048u
@@ -22,26 +21,23 @@ static int pytrace_enabled;
  * inside shares its correlation id and needs no second stack. */
 static __thread int pytrace_runtime_depth __attribute__((tls_model("initial-exec")));
 
+/* CUDA_BACKTRACE (correlation, stack) in the launching thread's stream: a call site the
+ * thread has used before costs a compare, not its text. */
 static void pytrace_push(uint64_t correlation, const char *text, size_t len)
 {
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (!t)
         return;
-    struct ring_event_fields ev = {.msg = text, .msg_bytes = len, .msg_kind = RING_MSG_UTF8};
-    ring_put_event(t, TRACE_CUDA_BACKTRACE, ticks, 0, correlation, &ev);
+    struct thread_message m = {.bytes = text, .len = len};
+    thread_message_resolve(t, &m);
+    uint8_t *p = thread_event_begin(t, TRACE_EV_CUDA_BACKTRACE, ticks, &m);
+    if (!p)
+        return;
+    p = trace_ev_u(p, correlation);
+    p = trace_ev_u(p, m.id);
+    ring_commit(t, p, ticks);
 }
-
-/* In the writer thread: the ring record -> TRACE_CUDA_BACKTRACE (the stack's text is
- * interned by then). */
-static void pytrace_translate(struct trace_chunk_builder *b, const struct writer_ring_record *w)
-{
-    struct trace_cuda_backtrace r = {.correlation = w->rec->arg, .stack = w->message_id};
-    trace_put_cuda_backtrace(b, &r);
-}
-
-WRITER_TRANSLATOR(pytrace_translator) = {TRACE_CUDA_BACKTRACE, TRACE_CUDA_BACKTRACE,
-                                         pytrace_translate};
 
 void pytrace_on_api(CUpti_CallbackDomain domain, const CUpti_CallbackData *data)
 {

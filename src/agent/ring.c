@@ -1,7 +1,7 @@
-/* Per-thread rings: creation on a thread's first event, the lock-free registry the writer
- * walks, reclamation when threads exit (pthread key destructor), and the consumer side. */
+/* Per-thread event buffers (ring.h): the block pool, thread creation on a first event, the
+ * lock-free thread list the writer walks, reclamation when threads exit (a pthread key
+ * destructor), and the consumer side. */
 #include "agent/ring.h"
-#include "agent/clock.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -15,17 +15,13 @@
 
 __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-exec")));
 
-enum ring_slot_state { SLOT_FREE = 0, SLOT_CLAIMED, SLOT_ACTIVE, SLOT_EXITED };
+struct ring_pool ring_pool;
+static pthread_once_t ring_pool_once = PTHREAD_ONCE_INIT;
+static int ring_pool_failed;
 
-static struct {
-    struct agent_thread *_Atomic thread[AGENT_MAX_RINGS];
-    _Atomic int state[AGENT_MAX_RINGS];
-} ring_registry;
-
+static struct agent_thread *_Atomic ring_threads; /* newest first */
 static _Atomic uint64_t ring_next_thread_idx = 1;
-static _Atomic uint64_t ring_size_bytes;
 static _Atomic int ring_disabled;
-static _Atomic uint64_t ring_drops_without_ring;
 static pthread_key_t ring_exit_key;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 
@@ -50,14 +46,6 @@ void ring_consumer_wait(uint32_t seen, uint64_t timeout_ns)
     syscall(SYS_futex, &ring_wake_word, FUTEX_WAIT_PRIVATE, seen, &period, NULL, 0);
 }
 
-void *ring_heap_copy(const void *bytes, size_t len)
-{
-    void *copy = malloc(len ? len : 1);
-    if (copy)
-        memcpy(copy, bytes, len);
-    return copy;
-}
-
 uint32_t ring_gettid(void)
 {
     return (uint32_t)syscall(SYS_gettid);
@@ -68,19 +56,56 @@ void ring_disable(void)
     __atomic_store_n(&ring_disabled, 1, __ATOMIC_RELEASE);
 }
 
-uint64_t ring_unregistered_drops(void)
+/* ---- the pool: a stack of free blocks, its head tagged against ABA ---- */
+
+static void ring_pool_push(uint32_t block) /* block + 1 */
 {
-    return __atomic_load_n(&ring_drops_without_ring, __ATOMIC_RELAXED);
+    uint64_t old = __atomic_load_n(&ring_pool.free_head, __ATOMIC_RELAXED), new;
+    do {
+        __atomic_store_n(&ring_pool.meta[block - 1].free_next, (uint32_t)old, __ATOMIC_RELAXED);
+        new = ((old >> 32) + 1) << 32 | block;
+    } while (!__atomic_compare_exchange_n(&ring_pool.free_head, &old, new, 1, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
 }
 
-/* LANTERN_BUFFER_KB, rounded down to a power of two, 64 KiB .. 1 GiB (default 1 MiB).
- * A pure function of the environment, so racing threads store the same value. */
-uint64_t ring_configured_size(void)
+static uint32_t ring_pool_pop(void) /* block + 1, 0 when empty */
 {
-    uint64_t size = __atomic_load_n(&ring_size_bytes, __ATOMIC_RELAXED);
-    if (size)
-        return size;
-    uint64_t kb = 1024;
+    uint64_t old = __atomic_load_n(&ring_pool.free_head, __ATOMIC_ACQUIRE), new;
+    do {
+        uint32_t block = (uint32_t)old;
+        if (!block)
+            return 0;
+        uint32_t next = __atomic_load_n(&ring_pool.meta[block - 1].free_next, __ATOMIC_RELAXED);
+        new = ((old >> 32) + 1) << 32 | next;
+    } while (!__atomic_compare_exchange_n(&ring_pool.free_head, &old, new, 1, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    return (uint32_t)old;
+}
+
+/* Every block free again, the lowest first (fork child, start). */
+static void ring_pool_fill(void)
+{
+    __atomic_store_n(&ring_pool.free_head, 0, __ATOMIC_RELAXED);
+    for (uint32_t b = ring_pool.blocks; b >= 1; b--) {
+        __atomic_store_n(&ring_pool.meta[b - 1].next, 0, __ATOMIC_RELAXED);
+        ring_pool_push(b);
+    }
+}
+
+uint32_t ring_pool_free_blocks(void)
+{
+    uint32_t n = 0;
+    for (uint32_t b = (uint32_t)__atomic_load_n(&ring_pool.free_head, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&ring_pool.meta[b - 1].free_next, __ATOMIC_RELAXED))
+        n++;
+    return n;
+}
+
+/* LANTERN_BUFFER_KB: the pool's size in KiB, default RING_DEFAULT_BUDGET_KB, at least two
+ * blocks. The memory is reserved, not committed: a block costs memory once it is written. */
+static void ring_pool_create(void)
+{
+    uint64_t kb = RING_DEFAULT_BUDGET_KB;
     const char *env = getenv("LANTERN_BUFFER_KB");
     if (env && *env) {
         char *end;
@@ -88,16 +113,57 @@ uint64_t ring_configured_size(void)
         if (*end == '\0' && v > 0)
             kb = v;
     }
-    if (kb < 64)
-        kb = 64;
-    if (kb > (1u << 20))
-        kb = 1u << 20;
-    size = 1;
-    while (size * 2 <= kb * 1024)
-        size *= 2;
-    __atomic_store_n(&ring_size_bytes, size, __ATOMIC_RELAXED);
-    return size;
+    uint64_t blocks = kb * 1024 / RING_BLOCK_BYTES;
+    if (blocks < 2)
+        blocks = 2;
+    if (blocks > (1u << 20)) /* 32 GiB */
+        blocks = 1u << 20;
+    void *base = mmap(NULL, blocks * RING_BLOCK_BYTES, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    struct ring_block_meta *meta = calloc(blocks, sizeof(*meta));
+    if (base == MAP_FAILED || !meta) {
+        if (base != MAP_FAILED)
+            munmap(base, blocks * RING_BLOCK_BYTES);
+        free(meta);
+        ring_pool_failed = 1;
+        return;
+    }
+    ring_pool.base = base;
+    ring_pool.meta = meta;
+    ring_pool.blocks = (uint32_t)blocks;
+    ring_pool_fill();
 }
+
+int ring_pool_init(void)
+{
+    pthread_once(&ring_pool_once, ring_pool_create);
+    return ring_pool_failed ? -1 : 0;
+}
+
+uint8_t *ring_next_block(struct agent_thread *t)
+{
+    if (t->inert)
+        return NULL;
+    uint32_t block = ring_pool_pop();
+    if (!block)
+        return NULL; /* the current block stays: a smaller event may still fit */
+    if (t->block) {
+        struct ring_block_meta *old = &ring_pool.meta[t->block - 1];
+        old->end = t->pos;
+        __atomic_store_n(&old->next, block, __ATOMIC_RELEASE);
+    } else {
+        t->first_block = block;
+    }
+    t->block = block;
+    t->data = ring_pool.base + (uint64_t)(block - 1) * RING_BLOCK_BYTES;
+    t->pos = 0;
+    __atomic_store_n(&t->head, (uint64_t)block << 32, __ATOMIC_RELEASE);
+    if (++t->switches % RING_WAKE_BLOCKS == 0)
+        ring_wake_consumer();
+    return t->data;
+}
+
+/* ---- threads ---- */
 
 static void ring_thread_exit(void *arg)
 {
@@ -105,12 +171,12 @@ static void ring_thread_exit(void *arg)
     ring_self_tls = NULL;
     /* the name at the end: a thread often names itself after its first event */
     prctl(PR_GET_NAME, t->exit_name, 0, 0, 0);
-    if (t->slot < 0) {
+    if (t->inert) {
         free(t);
         return;
     }
     /* The writer drains what is left, then frees the thread (ring_for_each_thread). */
-    __atomic_store_n(&ring_registry.state[t->slot], SLOT_EXITED, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->exited, 1, __ATOMIC_RELEASE);
 }
 
 static void ring_key_create(void)
@@ -119,149 +185,142 @@ static void ring_key_create(void)
         ring_exit_key = (pthread_key_t)-1;
 }
 
-static int ring_claim_slot(void)
-{
-    for (unsigned i = 0; i < AGENT_MAX_RINGS; i++) {
-        int expected = SLOT_FREE;
-        if (__atomic_load_n(&ring_registry.state[i], __ATOMIC_RELAXED) == SLOT_FREE &&
-            __atomic_compare_exchange_n(&ring_registry.state[i], &expected, SLOT_CLAIMED, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-            return (int)i;
-    }
-    return -1;
-}
-
 static void ring_free_thread(struct agent_thread *t)
 {
-    if (t->ring.data)
-        munmap(t->ring.data, t->ring.size);
+    for (unsigned i = 0; i < RING_STRING_SLOTS; i++)
+        free(t->strings[i].heap);
     free(t);
-}
-
-/* Gives the thread a ring if the agent records and the registry has room; otherwise the
- * thread keeps only its depth bookkeeping and drops (and counts) its records. */
-static void ring_give_ring(struct agent_thread *t)
-{
-    t->slot = -1;
-    if (__atomic_load_n(&ring_disabled, __ATOMIC_ACQUIRE))
-        return;
-    int slot = ring_claim_slot();
-    if (slot < 0)
-        return;
-    uint64_t size = ring_configured_size();
-    void *data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data == MAP_FAILED) {
-        __atomic_store_n(&ring_registry.state[slot], SLOT_FREE, __ATOMIC_RELEASE);
-        return;
-    }
-    t->ring.data = data;
-    t->ring.size = size;
-    t->ring.inline_max =
-        size / 8 < RING_INLINE_MESSAGE_MAX ? (uint32_t)(size / 8) : RING_INLINE_MESSAGE_MAX;
-    t->slot = slot;
-    __atomic_store_n(&ring_registry.thread[slot], t, __ATOMIC_RELEASE);
-    __atomic_store_n(&ring_registry.state[slot], SLOT_ACTIVE, __ATOMIC_RELEASE);
 }
 
 struct agent_thread *ring_thread_attach(uint64_t now_ticks)
 {
     pthread_once(&ring_key_once, ring_key_create);
-    /* the ring's head and tail sit on their own cache lines: the struct needs their alignment */
     size_t bytes = (sizeof(struct agent_thread) + 63) & ~(size_t)63;
     struct agent_thread *t = aligned_alloc(_Alignof(struct agent_thread), bytes);
     if (!t)
         return NULL;
     memset(t, 0, sizeof(*t));
-    t->thread_idx = __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
+    t->pos = RING_BLOCK_BYTES; /* no block: the first event takes one */
     t->os_tid = ring_gettid();
     t->first_ticks = now_ticks;
     prctl(PR_GET_NAME, t->first_name, 0, 0, 0);
-    ring_give_ring(t);
+    t->inert = __atomic_load_n(&ring_disabled, __ATOMIC_ACQUIRE) || ring_pool_init() < 0;
+    if (!t->inert) {
+        t->thread_idx = __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
+        struct agent_thread *head = __atomic_load_n(&ring_threads, __ATOMIC_RELAXED);
+        do
+            t->next = head;
+        while (!__atomic_compare_exchange_n(&ring_threads, &head, t, 1, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED));
+    }
     if (ring_exit_key != (pthread_key_t)-1)
         pthread_setspecific(ring_exit_key, t);
     ring_self_tls = t;
     return t;
 }
 
-/* Threads beyond the ring cap share one counter; an inert agent counts nothing, so that
- * its no-op calls never touch a shared cache line. */
-void ring_count_unregistered_drop(void)
-{
-    if (!__atomic_load_n(&ring_disabled, __ATOMIC_RELAXED))
-        __atomic_fetch_add(&ring_drops_without_ring, 1, __ATOMIC_RELAXED);
-}
+/* ---- consumer ---- */
 
-void ring_consume(struct ring *r,
-                  void (*fn)(struct agent_thread *, const struct ring_record *, void *),
-                  struct agent_thread *t, void *ctx)
+void ring_consume(struct agent_thread *t,
+                  void (*fn)(struct agent_thread *, const uint8_t *, size_t, void *), void *ctx)
 {
-    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
-    uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-    while (tail != head) {
-        const struct ring_record *rec = (const void *)(r->data + (tail & (r->size - 1)));
-        if (rec->type)
-            fn(t, rec, ctx);
-        tail += rec->size;
+    uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+    uint32_t head_block = (uint32_t)(head >> 32), head_pos = (uint32_t)head;
+    if (!head_block)
+        return;
+    if (!t->read_block) {
+        t->read_block = t->first_block;
+        t->read_pos = 0;
     }
-    __atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
-}
-
-static void ring_free_heap_message(struct agent_thread *t, const struct ring_record *rec, void *ctx)
-{
-    (void)t;
-    (void)ctx;
-    if (ring_record_is_event(rec) && (rec->msg_kind & RING_MSG_ON_HEAP)) {
-        void *heap;
-        memcpy(&heap, ring_event_message((const struct ring_event *)rec), sizeof(heap));
-        free(heap);
+    while (t->read_block != head_block) { /* the producer has left it: it is whole */
+        struct ring_block_meta *m = &ring_pool.meta[t->read_block - 1];
+        uint32_t next = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE);
+        const uint8_t *data = ring_pool.base + (uint64_t)(t->read_block - 1) * RING_BLOCK_BYTES;
+        if (m->end > t->read_pos)
+            fn(t, data + t->read_pos, m->end - t->read_pos, ctx);
+        __atomic_store_n(&m->next, 0, __ATOMIC_RELAXED);
+        ring_pool_push(t->read_block);
+        t->read_block = next;
+        t->read_pos = 0;
     }
+    const uint8_t *data = ring_pool.base + (uint64_t)(head_block - 1) * RING_BLOCK_BYTES;
+    if (head_pos > t->read_pos)
+        fn(t, data + t->read_pos, head_pos - t->read_pos, ctx);
+    t->read_pos = head_pos;
 }
 
-void ring_discard(struct ring *r)
+/* An exited thread's last block goes back once it is drained. */
+static void ring_release_blocks(struct agent_thread *t)
 {
-    if (r->size)
-        ring_consume(r, ring_free_heap_message, NULL, NULL);
+    if (t->read_block) {
+        __atomic_store_n(&ring_pool.meta[t->read_block - 1].next, 0, __ATOMIC_RELAXED);
+        ring_pool_push(t->read_block);
+    }
+    t->read_block = 0;
+}
+
+static void ring_unlink(struct agent_thread *prev, struct agent_thread *t)
+{
+    if (!prev) {
+        struct agent_thread *expected = t;
+        if (__atomic_compare_exchange_n(&ring_threads, &expected, t->next, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return;
+        /* threads were added in front of it: find the one before it */
+        for (prev = expected; prev->next != t; prev = prev->next)
+            ;
+    }
+    prev->next = t->next;
 }
 
 void ring_for_each_thread(void (*fn)(struct agent_thread *, int exited, void *), void *ctx)
 {
-    for (unsigned i = 0; i < AGENT_MAX_RINGS; i++) {
-        int state = __atomic_load_n(&ring_registry.state[i], __ATOMIC_ACQUIRE);
-        if (state != SLOT_ACTIVE && state != SLOT_EXITED)
+    struct agent_thread *prev = NULL;
+    for (struct agent_thread *t = __atomic_load_n(&ring_threads, __ATOMIC_ACQUIRE), *next; t;
+         t = next) {
+        next = t->next;
+        int exited = __atomic_load_n(&t->exited, __ATOMIC_ACQUIRE);
+        fn(t, exited, ctx);
+        if (!exited) {
+            prev = t;
             continue;
-        struct agent_thread *t = __atomic_load_n(&ring_registry.thread[i], __ATOMIC_ACQUIRE);
-        fn(t, state == SLOT_EXITED, ctx);
-        if (state != SLOT_EXITED)
-            continue;
-        __atomic_store_n(&ring_registry.thread[i], NULL, __ATOMIC_RELAXED);
+        }
+        ring_unlink(prev, t);
+        ring_release_blocks(t);
         ring_free_thread(t);
-        __atomic_store_n(&ring_registry.state[i], SLOT_FREE, __ATOMIC_RELEASE);
     }
 }
 
-/* Only the forking thread exists in the child: its ring restarts empty under its new tid;
- * the other threads' rings hold records the parent writes, and their owners are gone. */
+/* Only the forking thread exists in the child: it starts over with no block under its new
+ * tid; the other threads' events are the parent's to write, and their owners are gone. */
 void ring_fork_child(void)
 {
     struct agent_thread *self = ring_self_tls;
-    for (unsigned i = 0; i < AGENT_MAX_RINGS; i++) {
-        int state = __atomic_load_n(&ring_registry.state[i], __ATOMIC_ACQUIRE);
-        struct agent_thread *t = __atomic_load_n(&ring_registry.thread[i], __ATOMIC_ACQUIRE);
-        if ((state != SLOT_ACTIVE && state != SLOT_EXITED) || !t)
-            continue;
-        ring_discard(&t->ring);
-        if (t == self)
-            continue;
-        __atomic_store_n(&ring_registry.thread[i], NULL, __ATOMIC_RELAXED);
-        ring_free_thread(t);
-        __atomic_store_n(&ring_registry.state[i], SLOT_FREE, __ATOMIC_RELEASE);
+    for (struct agent_thread *t = __atomic_load_n(&ring_threads, __ATOMIC_ACQUIRE), *next; t;
+         t = next) {
+        next = t->next;
+        if (t != self)
+            ring_free_thread(t);
     }
+    __atomic_store_n(&ring_threads, NULL, __ATOMIC_RELAXED);
+    if (ring_pool.meta)
+        ring_pool_fill();
     if (!self)
         return;
+    if (!self->inert) {
+        self->next = NULL;
+        __atomic_store_n(&ring_threads, self, __ATOMIC_RELEASE);
+    }
     self->os_tid = ring_gettid();
+    self->data = NULL;
+    self->pos = RING_BLOCK_BYTES;
+    self->block = self->first_block = self->read_block = self->read_pos = 0;
+    self->head = 0;
+    self->last_ticks = 0;
     self->announced = 0;
     self->name_written[0] = '\0';
     self->dropped = 0;
     self->dropped_reported = 0;
-    self->ring.tail_seen = self->ring.head_private;
+    for (unsigned i = 0; i < RING_STRING_SLOTS; i++)
+        self->strings[i].key = 0;
 }

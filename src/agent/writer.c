@@ -1,11 +1,13 @@
-/* The writer thread and the trace file: drains the rings every 10 ms (sooner when a ring is
- * half full), turns ring records into trace records, interns strings, and write()s whole
- * chunks at least every 50 ms, so a SIGKILL loses at most ~100 ms of events. Which trace
- * record a ring record becomes is its source's business (WRITER_TRANSLATOR). */
+/* The writer thread and the trace file: every 10 ms (sooner when a thread has filled
+ * RING_WAKE_BLOCKS blocks) it writes a calibration point (TRACE_CLOCK) and copies each
+ * thread's new events into TRACE_THREAD_EVENTS records byte for byte (the threads encoded
+ * them: trace/events.h), and write()s whole chunks at least every 50 ms, so a SIGKILL loses at
+ * most ~60 ms of events. It interns the strings of the locked interface (CUPTI's records). */
 #include "agent/writer.h"
 #include "agent/clock.h"
 #include "agent/names.h"
 #include "agent/ring.h"
+#include "trace/events.h"
 #include "trace/process.h"
 #include "trace/rank.h"
 #include "trace/records.h"
@@ -60,16 +62,12 @@ static struct {
     /* strings of the current file */
     struct writer_string *strings;
     size_t strings_cap, strings_used, strings_bytes;
-    uint64_t next_string_id;
-    uint64_t file_generation;
-    char *scratch; /* wide -> UTF-8 conversions */
-    size_t scratch_cap;
     char *cut; /* a string cut to TRACE_STRING_MAX (allocated on first need) */
     uint64_t dropped_total;
-    uint64_t unregistered_dropped_reported;
     pthread_t thread;
 } writer = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
+static _Atomic uint64_t writer_next_string_id = 1;
 static _Atomic int writer_stop;
 static _Atomic int writer_end_requested; /* by a signal handler: end the file now */
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
@@ -93,7 +91,24 @@ static int writer_write_all(const uint8_t *p, size_t len)
 }
 
 /* The events of the chunk being built (every record but strings, thread descriptions and
- * names, drop counts and the process records): what is lost when it cannot be written. */
+ * names, drop counts, calibration and the process records; a TRACE_THREAD_EVENTS record counts
+ * its events): what is lost when it cannot be written. */
+static uint64_t writer_stream_events(const uint8_t *body, const uint8_t *end)
+{
+    struct trace_thread_events r;
+    uint64_t prev_ts = 0, ticks = 0, events = 0;
+    struct trace_fields f = {.p = body, .end = end, .prev_ts = &prev_ts};
+    if (trace_get_thread_events(&f, &r) < 0)
+        return 0;
+    static struct trace_events_reader reader; /* 8 KiB: not on the stack (lock held) */
+    trace_events_begin(&reader, r.events.bytes, r.events.len, r.thread_idx, &ticks, NULL);
+    unsigned type;
+    struct trace_fields ev;
+    while (trace_events_next(&reader, &type, &ev) == 1)
+        events += type != TRACE_STRING;
+    return events;
+}
+
 static uint64_t writer_chunk_events(void)
 {
     uint64_t prev_ts = 0, events = 0;
@@ -104,11 +119,14 @@ static uint64_t writer_chunk_events(void)
         uint64_t type = trace_get_u(&f), len = trace_get_u(&f);
         if (len > (uint64_t)(f.end - f.p))
             break;
+        if (type == TRACE_THREAD_EVENTS)
+            events += writer_stream_events(f.p, f.p + len);
         f.p += len;
         events += type != TRACE_STRING && type != TRACE_THREAD && type != TRACE_DROPPED &&
                   type != TRACE_PROCESS && type != TRACE_PROCESS_END &&
                   type != TRACE_THREAD_OS_NAME && type != TRACE_THREAD_PYTHON_NAME &&
-                  type != TRACE_PROCESS_INFO;
+                  type != TRACE_PROCESS_INFO && type != TRACE_CLOCK &&
+                  type != TRACE_THREAD_EVENTS;
     }
     return events;
 }
@@ -248,7 +266,7 @@ uint64_t writer_intern(const char *s, size_t len)
         }
         slot = &writer.strings[j];
     }
-    uint64_t id = writer.next_string_id++;
+    uint64_t id = writer_new_string_id();
     /* past the caps a string is written again on each use instead of being remembered */
     if (slot && writer.strings_used * 2 < writer.strings_cap &&
         writer.strings_bytes + len <= WRITER_INTERN_BYTES_MAX) {
@@ -271,20 +289,12 @@ static void writer_strings_clear(void)
     memset(writer.strings, 0, writer.strings_cap * sizeof(*writer.strings));
     writer.strings_used = 0;
     writer.strings_bytes = 0;
-    writer.next_string_id = 1;
-    writer.file_generation++;
+    __atomic_store_n(&writer_next_string_id, 1, __ATOMIC_RELAXED);
 }
 
-static char *writer_scratch(size_t len)
+uint64_t writer_new_string_id(void)
 {
-    if (len <= writer.scratch_cap)
-        return writer.scratch;
-    char *p = realloc(writer.scratch, len);
-    if (!p)
-        return NULL;
-    writer.scratch = p;
-    writer.scratch_cap = len;
-    return p;
+    return __atomic_fetch_add(&writer_next_string_id, 1, __ATOMIC_RELAXED);
 }
 
 /* wchar_t is UTF-32 on Linux; invalid code points become U+FFFD. */
@@ -314,75 +324,30 @@ size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out)
     return n;
 }
 
-static uint64_t writer_registered_id(struct writer_registered_string *r)
-{
-    if (r->file_generation != writer.file_generation || !r->id) {
-        r->id = writer_intern(r->bytes, r->len);
-        r->file_generation = writer.file_generation;
-    }
-    return r->id;
-}
+/* ---- the threads' events ---- */
 
-/* The string id of an event's message; frees a heap copy. */
-static uint64_t writer_message_id(const struct ring_event *ev)
-{
-    uint8_t kind = ev->head.msg_kind;
-    const void *bytes = ring_event_message(ev);
-    if (ring_message_is_pointer(kind))
-        memcpy(&bytes, bytes, sizeof(bytes));
-    uint64_t id = 0;
-    switch (kind & ~RING_MSG_ON_HEAP) {
-    case RING_MSG_UTF8:
-        id = writer_intern(bytes, ev->msg_len);
-        break;
-    case RING_MSG_WIDE: {
-        size_t units = ev->msg_len / sizeof(wchar_t);
-        char *utf8 = writer_scratch(units * 4 + 1);
-        if (utf8)
-            id = writer_intern(utf8, writer_wide_to_utf8(bytes, units, utf8));
-        break;
-    }
-    case RING_MSG_REGISTERED:
-        id = writer_registered_id((struct writer_registered_string *)bytes);
-        break;
-    default:
-        break;
-    }
-    if (kind & RING_MSG_ON_HEAP)
-        free((void *)bytes);
-    return id;
-}
-
-/* ---- ring records -> trace records ---- */
-
-static writer_translate_fn writer_translators[128]; /* by ring record type */
-
-static void writer_load_translators(void)
-{
-    extern const struct writer_translator __start_lantern_translators[]
-        __attribute__((visibility("hidden")));
-    extern const struct writer_translator __stop_lantern_translators[]
-        __attribute__((visibility("hidden")));
-    for (const struct writer_translator *x = __start_lantern_translators;
-         x < __stop_lantern_translators; x++)
-        for (unsigned type = x->first_type; type <= x->last_type && type < 128; type++)
-            writer_translators[type] = x->translate;
-}
-
-/* The source that put the record in the ring writes its trace record. */
-static void writer_put_ring_record(struct agent_thread *t, const struct ring_record *rec, void *ctx)
+/* One span of a thread's stream, as the thread encoded it. */
+static void writer_put_events(struct agent_thread *t, const uint8_t *bytes, size_t len, void *ctx)
 {
     (void)ctx;
-    /* may emit TRACE_STRING first; frees a heap message */
-    uint64_t message_id =
-        ring_record_is_event(rec) ? writer_message_id((const struct ring_event *)rec) : 0;
-    writer_translate_fn translate = writer_translators[rec->type & 127];
-    if (!translate)
-        return;
-    writer_reserve_locked(128);
-    struct writer_ring_record r = {rec, t->thread_idx,
-                                   clock_ticks_to_ns(&writer.calibration, rec->ticks), message_id};
-    translate(&writer.chunk, &r);
+    writer_reserve_locked(len + 32);
+    struct trace_thread_events r = {.thread_idx = t->thread_idx,
+                                    .events = trace_bytes(bytes, len)};
+    trace_put_thread_events(&writer.chunk, &r);
+}
+
+/* The calibration the events after it are converted with (the agent's own: clock.h). */
+static void writer_put_clock(void)
+{
+    if (!clock_ticks_are_tsc)
+        return; /* ticks are ns: no TRACE_CLOCK means that */
+    uint64_t bits;
+    memcpy(&bits, &writer.calibration.ns_per_tick, sizeof bits);
+    struct trace_clock r = {.tsc = writer.calibration.last_ticks,
+                            .ts = writer.calibration.last_ns,
+                            .ns_per_tick = bits};
+    writer_reserve_locked(48);
+    trace_put_clock(&writer.chunk, &r);
 }
 
 void writer_put_dropped(uint64_t thread_idx, uint64_t count)
@@ -420,7 +385,7 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
         t->announced = 1;
         names_put_os_name(&writer_names, t->os_tid, t->first_name, t->name_written);
     }
-    ring_consume(&t->ring, writer_put_ring_record, t, NULL);
+    ring_consume(t, writer_put_events, NULL);
     char comm[RING_THREAD_NAME_BYTES];
     if (exited)
         names_put_os_name(&writer_names, t->os_tid, t->exit_name, t->name_written);
@@ -436,13 +401,9 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
 static void writer_drain_locked(int final)
 {
     clock_calibration_update(&writer.calibration);
+    writer_put_clock();
     names_drain_locked(&writer_names, final);
     ring_for_each_thread(writer_drain_thread, &final);
-    uint64_t unregistered = ring_unregistered_drops();
-    if (unregistered != writer.unregistered_dropped_reported) {
-        writer_put_dropped(0, unregistered - writer.unregistered_dropped_reported);
-        writer.unregistered_dropped_reported = unregistered;
-    }
 }
 
 /* ---- the locked interface ---- */
@@ -590,7 +551,6 @@ static int writer_open_file(void)
     writer.file_bytes = sizeof(header);
     writer_keep_reserve();
     writer.dropped_total = 0;
-    writer.unregistered_dropped_reported = ring_unregistered_drops();
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, start_ns);
     writer_put_process(start_ns);
     writer_flush_locked(); /* the process record reaches the disk even if we die now */
@@ -608,11 +568,8 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.agent_flags = agent_flags;
     writer.chunk_cap = WRITER_CHUNK_BYTES;
     writer.chunk_buf = malloc(writer.chunk_cap);
-    writer.next_string_id = 1;
-    writer.file_generation = 1;
     clock_calibration_start(&writer.calibration);
-    writer_load_translators();
-    if (!writer.chunk_buf || writer_open_file() < 0)
+    if (!writer.chunk_buf || ring_pool_init() < 0 || writer_open_file() < 0)
         goto fail;
     writer.open = 1;
     pthread_mutex_unlock(&writer.lock);

@@ -1,6 +1,7 @@
-/* The writer: one background thread that drains every ring, converts ticks to ns, interns
- * strings and writes chunks to this process's trace file; plus the locked interface through
- * which other sources (CUPTI's buffer callback) append records directly. */
+/* The writer: one background thread that copies every thread's event stream into this
+ * process's trace file as it is (with the calibration that turns its ticks into ns), and
+ * writes chunks; plus the locked interface through which other sources (CUPTI's buffer
+ * callback) append records directly. */
 #ifndef LANTERN_AGENT_WRITER_H
 #define LANTERN_AGENT_WRITER_H
 
@@ -30,40 +31,9 @@ void writer_put_dropped(uint64_t thread_idx, uint64_t count);
  * the first time (lock held). */
 void writer_note_tid_locked(uint32_t os_tid);
 
-/* ---- ring records -> trace records ---- */
-
-/* A ring record as the writer hands it to the source that put it in the ring. */
-struct ring_record;
-struct writer_ring_record {
-    const struct ring_record *rec;
-    uint64_t thread_idx; /* of the thread whose ring held it */
-    uint64_t ts;         /* rec->ticks as CLOCK_MONOTONIC ns */
-    uint64_t message_id; /* string id of an event's message, already written (0: none) */
-};
-
-/* Writes the trace record of a ring record (lock held, 128 bytes reserved). */
-typedef void (*writer_translate_fn)(struct trace_chunk_builder *b,
-                                    const struct writer_ring_record *r);
-
-/* The ring record types [first_type, last_type] a source puts in the rings, and its
- * translator. Registered from the source's own file, like AGENT_SOURCE: the linker gathers
- * these into the section lantern_translators, which the writer walks once at its start. */
-struct writer_translator {
-    unsigned first_type, last_type;
-    writer_translate_fn translate;
-};
-#define WRITER_TRANSLATOR(var)                                                                     \
-    __attribute__((used, section("lantern_translators"), aligned(sizeof(void *))))                 \
-    const struct writer_translator var
-
-/* A string registered once (nvtxDomainRegisterString) and named by its handle afterwards;
- * the writer caches its id per file so use costs no copy and no hashing. */
-struct writer_registered_string {
-    char *bytes; /* UTF-8, owned, never freed: handles live as long as the process */
-    size_t len;
-    uint64_t file_generation;
-    uint64_t id;
-};
+/* A new string id of the current file (any thread, lock-free): the threads' STRING events
+ * and writer_intern share one numbering. */
+uint64_t writer_new_string_id(void);
 
 /* UTF-32 wchar_t -> UTF-8 into out (room for 4 bytes per unit); returns bytes written. */
 size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out);
@@ -72,7 +42,7 @@ size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out);
 
 /* Opens <dir>/<pid>-<start_ns>.lrt and writes TRACE_PROCESS. 0 or -1. */
 int writer_start(const char *session_dir, uint32_t agent_flags);
-/* Starts the thread that drains the rings: after the sources have written their
+/* Starts the thread that drains the threads' buffers: after the sources have written their
  * definitions (domains), so those precede every event that uses them. 0 or -1. */
 int writer_run(void);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */

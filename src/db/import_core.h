@@ -7,6 +7,7 @@
 
 #include "common/u64_map.h"
 #include "db/import_internal.h"
+#include "trace/events.h"
 
 
 /* The sources of src/trace/sources.def, numbered in its order. */
@@ -70,6 +71,9 @@ struct import_file {
     int saw_end, clean, malformed;
     uint64_t cut_strings; /* TRACE_STRING records the agent cut to TRACE_STRING_MAX */
     char *warning;
+    /* the thread event streams: the latest TRACE_CLOCK, each thread's running ticks */
+    struct trace_clock_line clock;
+    struct u64_map stream_ticks;
 };
 
 /* ---- import_file.c ------------------------------------------------------------------------ */

@@ -3,15 +3,68 @@
  * (import_processes.c); then ends the file: each source's file_close, the process row. */
 #include "db/import_core.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Progress is reported every this many records (about a tenth of a second of work). */
 #define PROGRESS_EVERY (1u << 18)
 
+static void import_record(struct import_file *f, unsigned type, struct trace_fields *fl);
+
+/* TRACE_CLOCK: the ticks of the thread event streams after it become ns through it. */
+static void import_clock(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_clock c;
+    trace_get_clock(fl, &c);
+    if (!c.ns_per_tick) /* before format version 3: informational */
+        return;
+    memcpy(&f->clock.ns_per_tick, &c.ns_per_tick, sizeof f->clock.ns_per_tick);
+    f->clock.tsc = c.tsc;
+    f->clock.ns = c.ts;
+    f->clock.set = 1;
+}
+
+/* TRACE_THREAD_EVENTS: each event is imported as the record it stands for (trace/events.h). */
+static void import_thread_events(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_thread_events r;
+    if (trace_get_thread_events(fl, &r) < 0)
+        return;
+    uint64_t *ticks = u64_map_find(&f->stream_ticks, r.thread_idx + 1);
+    if (!ticks) {
+        if (u64_map_put(&f->stream_ticks, r.thread_idx + 1, 0) < 0) {
+            fl->bad = 1;
+            return;
+        }
+        ticks = u64_map_find(&f->stream_ticks, r.thread_idx + 1);
+    }
+    static struct trace_events_reader reader; /* 8 KiB of scratch; the import is one thread */
+    trace_events_begin(&reader, r.events.bytes, r.events.len, r.thread_idx, ticks, &f->clock);
+    unsigned type;
+    struct trace_fields event;
+    int rc;
+    while ((rc = trace_events_next(&reader, &type, &event)) == 1) {
+        import_record(f, type, &event);
+        if (event.bad)
+            f->malformed++;
+    }
+    if (rc < 0)
+        fl->bad = 1;
+}
+
 /* Each source's records go to its importer, by type range (src/trace/sources.def). */
 static void import_record(struct import_file *f, unsigned type, struct trace_fields *fl)
 {
+    if (type == TRACE_THREAD_EVENTS) {
+        import_thread_events(f, fl);
+        return;
+    }
+    if (type == TRACE_CLOCK) {
+        import_clock(f, fl);
+        return;
+    }
     int i = import_source_of(type);
     if (i < 0) {
         import_core_record(f, type, fl);
@@ -51,6 +104,7 @@ static void file_release(struct import_file *f)
     free(f->strings.v);
     free(f->threads.v);
     u64_map_release(&f->thread_by_tid);
+    u64_map_release(&f->stream_ticks);
     free(f->warning);
 }
 

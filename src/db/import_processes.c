@@ -405,12 +405,6 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
     case TRACE_DROPPED:
         on_dropped(f, fl);
         break;
-    /* informational, but its ts must be read: every ts is a delta from the previous one */
-    case TRACE_CLOCK: {
-        struct trace_clock unused;
-        trace_get_clock(fl, &unused);
-        break;
-    }
     case TRACE_WRITE_ERROR:
         on_write_error(f, fl);
         break;

@@ -1,5 +1,6 @@
 /* Test-side decoder: reads a whole raw trace file (src/trace/codec.h) into an in-memory
- * list of records with their fields decoded by type, and a string table, so tests can
+ * list of records with their fields decoded by type (each event of a TRACE_THREAD_EVENTS
+ * record listed after it as the record it stands for), and a string table, so tests can
  * count and compare records with plain loops. */
 #ifndef LANTERN_TESTS_TRACE_LOG_H
 #define LANTERN_TESTS_TRACE_LOG_H
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "trace/codec.h"
+#include "trace/events.h"
 
 #define TRACE_LOG_MAX_FIELDS 12
 
@@ -21,12 +23,19 @@ struct trace_log_record {
 struct trace_log {
     struct trace_reader reader;
     struct trace_log_record *records;
-    size_t count;
+    size_t count, cap;
+    size_t events; /* records that came out of TRACE_THREAD_EVENTS (listed after it) */
     int damaged; /* the reader stopped at damage */
     /* strings by id */
     const uint8_t **strings;
     size_t *string_lens;
     size_t strings_cap;
+    /* the thread event streams */
+    struct trace_clock_line clock;
+    uint64_t *ticks;
+    size_t ticks_cap;
+    uint8_t **owned;
+    size_t owned_count;
 };
 
 /* 0, or -1 if the file cannot be opened. */

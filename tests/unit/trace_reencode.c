@@ -1,11 +1,16 @@
 /* trace_reencode FILE...: decodes every record of raw trace files with its generated decoder
- * and encodes it again (tests/trace_reencode.h); prints per file the records and the types
- * seen, and fails if one record's bytes differ. Run on files an older build wrote, it shows
+ * and encodes it again (tests/trace_reencode.h), the events of TRACE_THREAD_EVENTS records as
+ * the records they stand for too; prints per file the records and the types seen, and fails
+ * if one record's bytes differ or a thread's events do not decode. Run on files an older build wrote, it shows
  * that the generated encoders write the same bytes (docs/trace-format.md). */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "trace/events.h"
 #include "trace_reencode.h"
+
+static struct trace_events_reader events; /* 8 KiB of scratch */
+static uint64_t thread_ticks[1u << 16];
 
 int main(int argc, char **argv)
 {
@@ -31,6 +36,19 @@ int main(int argc, char **argv)
                 fprintf(stderr, "lantern: %s: record %zu (type %u) differs from its encoding\n",
                         argv[a], records, type);
             seen[type & 127]++;
+            struct trace_thread_events te;
+            if (type != TRACE_THREAD_EVENTS || trace_get_thread_events(&f, &te) < 0)
+                continue;
+            trace_events_begin(&events, te.events.bytes, te.events.len, te.thread_idx,
+                               &thread_ticks[te.thread_idx & 0xFFFF], NULL);
+            struct trace_fields ef;
+            int ev;
+            while ((ev = trace_events_next(&events, &type, &ef)) == 1) {
+                records++;
+                differ += trace_reencode_same(type, ef, &b) != 1;
+                seen[type & 127]++;
+            }
+            differ += ev < 0;
         }
         printf("%s: %zu records, %zu differ, %zu of unknown types; types", argv[a], records, differ,
                unknown);

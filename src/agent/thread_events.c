@@ -1,0 +1,38 @@
+/* The slow steps of thread_events.h: defining a string the thread has not used in this file
+ * (a new id, remembered in the thread's cache) and interning one too long for the stream. */
+#include "agent/thread_events.h"
+
+#include <stdlib.h>
+
+struct ring_string_slot *thread_string_define(struct ring_string_slot *slot, uint64_t key,
+                                              const char *s, size_t len)
+{
+    slot->key = 0;
+    slot->id = writer_new_string_id();
+    slot->len = (uint32_t)len;
+    if (len <= RING_STRING_INLINE) {
+        memcpy(slot->bytes, s, len);
+        slot->key = key;
+        return slot;
+    }
+    if (slot->heap_cap < len) { /* grows to the longest string the slot held: no churn */
+        char *heap = realloc(slot->heap, len);
+        if (!heap)
+            return slot; /* defined, not remembered */
+        slot->heap = heap;
+        slot->heap_cap = (uint32_t)len;
+    }
+    memcpy(slot->heap, s, len);
+    slot->key = key;
+    return slot;
+}
+
+uint64_t thread_string_long(const char *s, size_t len)
+{
+    uint64_t id = 0;
+    if (writer_lock()) {
+        id = writer_intern(s, len);
+        writer_unlock();
+    }
+    return id;
+}

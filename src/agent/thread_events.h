@@ -1,0 +1,96 @@
+/* How a source puts an event in the calling thread's buffer (ring.h), encoded as the thread
+ * event stream (trace/events.h): a message becomes a string id through the thread's cache of
+ * the strings it has defined in this file, so a repeated name costs a compare, not a copy;
+ * a new one is defined by a STRING event just before its first use. Inline: this is the
+ * hot path of NVTX and of launch backtraces. */
+#ifndef LANTERN_AGENT_THREAD_EVENTS_H
+#define LANTERN_AGENT_THREAD_EVENTS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "agent/ring.h"
+#include "agent/writer.h"
+#include "trace/events.h"
+
+/* An event's message: UTF-8 bytes to resolve, or a string id already known. */
+struct thread_message {
+    const char *bytes; /* NULL: id (0: no message) */
+    size_t len;
+    uint64_t id;
+    struct ring_string_slot *define; /* set by thread_message_resolve: write STRING first */
+};
+
+/* The cache key: length and the first and last 8 bytes, mixed (never 0). */
+static inline uint64_t thread_string_key(const char *s, size_t len)
+{
+    uint64_t a = 0, b = 0;
+    if (len >= 8) {
+        memcpy(&a, s, 8);
+        memcpy(&b, s + len - 8, 8);
+    } else if (len >= 4) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + len - 4, 4);
+        a = (uint64_t)x << 32 | y;
+    } else {
+        for (size_t i = 0; i < len; i++)
+            a = a << 8 | (uint8_t)s[i];
+    }
+    uint64_t h = (a ^ (b >> 7) ^ (uint64_t)len << 56) * 0x9E3779B97F4A7C15u;
+    h ^= (b * 0xC2B2AE3D27D4EB4Fu) ^ (h >> 31);
+    return h | 1;
+}
+
+/* A miss: the string gets a new id and the slot remembers it (out of line). */
+struct ring_string_slot *thread_string_define(struct ring_string_slot *slot, uint64_t key,
+                                              const char *s, size_t len);
+/* A message too long for a STRING event: interned by the writer, under its lock. */
+uint64_t thread_string_long(const char *s, size_t len);
+
+static inline __attribute__((always_inline)) void thread_message_resolve(struct agent_thread *t,
+                                                                         struct thread_message *m)
+{
+    m->define = NULL;
+    if (!m->bytes)
+        return;
+    if (__builtin_expect(m->len > TRACE_EV_STRING_MAX, 0)) {
+        m->id = thread_string_long(m->bytes, m->len);
+        return;
+    }
+    uint64_t key = thread_string_key(m->bytes, m->len);
+    struct ring_string_slot *slot = &t->strings[(key * 0xD6E8FEB86659FD93u) >> 58];
+    if (__builtin_expect(slot->key == key && slot->len == m->len, 1) &&
+        memcmp(m->len <= RING_STRING_INLINE ? slot->bytes : slot->heap, m->bytes, m->len) == 0) {
+        m->id = slot->id;
+        return;
+    }
+    m->define = thread_string_define(slot, key, m->bytes, m->len);
+    m->id = m->define->id;
+}
+
+/* Reserves room for the event and its message's STRING, writes that and the op and tick
+ * delta; returns where the event's fields go, or NULL when it was dropped (counted). */
+static inline __attribute__((always_inline)) uint8_t *
+thread_event_begin(struct agent_thread *t, unsigned op, uint64_t ticks, struct thread_message *m)
+{
+    uint32_t string_bytes = m->define ? (uint32_t)m->len + 24 : 0;
+    uint8_t *p = ring_reserve(t, TRACE_EV_MAX_FIXED + string_bytes);
+    if (__builtin_expect(!p, 0)) {
+        if (m->define) /* its STRING is not written: forget it */
+            m->define->key = 0;
+        ring_count_drop(t);
+        return NULL;
+    }
+    if (m->define) {
+        *p++ = TRACE_EV_STRING;
+        p = trace_ev_u(p, m->id);
+        p = trace_ev_u(p, m->len);
+        memcpy(p, m->bytes, m->len);
+        p += m->len;
+    }
+    *p++ = (uint8_t)op;
+    return trace_ev_i(p, (int64_t)(ticks - t->last_ticks));
+}
+
+#endif

@@ -1,0 +1,104 @@
+/* The per-thread event stream: what the agent's application threads encode straight into
+ * their buffers (src/agent/ring.h), what the writer copies byte for byte into
+ * TRACE_THREAD_EVENTS records, and what the importer expands, event by event, into the trace
+ * record of the same meaning (records.def). Encoding at the source keeps the writer a byte
+ * mover: it never decodes, hashes or re-encodes an event (docs/trace-format.md, "Thread event
+ * stream").
+ *
+ * An event: one op byte, then varints (the codec's u and zigzag i):
+ *   op & TRACE_EV_KIND_MASK   the kind below
+ *   op & TRACE_EV_DOMAIN      a u domain follows the tick delta (absent: domain 0)
+ *   op & TRACE_EV_ATTRIBUTES  u category, u color + 1, u payload_type, u payload end the event
+ * Every kind but STRING starts with i dticks: the TSC (or ns) delta from the thread's previous
+ * event in this file, the first from 0. Names are string ids: 0 none, else defined before
+ * their first use by a STRING event of the same stream or a TRACE_STRING record. */
+#ifndef LANTERN_TRACE_EVENTS_H
+#define LANTERN_TRACE_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/codec.h"
+#include "trace/format.h"
+
+/* kind, record it becomes, fields after dticks ([domain] where the DOMAIN bit allows it) */
+#define TRACE_EVENT_KINDS(X)                                                                       \
+    X(PUSH, 1, "[domain] depth name [attributes]")                                                 \
+    X(POP, 2, "[domain] depth")                                                                    \
+    X(START, 3, "[domain] range_id name [attributes]")                                             \
+    X(END, 4, "range_id")                                                                          \
+    X(MARK, 5, "[domain] name [attributes]")                                                       \
+    X(UNBALANCED_POP, 6, "[domain]")                                                               \
+    X(DOMAIN_DESTROY, 7, "domain")                                                                 \
+    X(THREAD_NAME, 8, "os_tid name")                                                               \
+    X(NAME_RESOURCE, 9, "kind handle name")                                                        \
+    X(CUDA_BACKTRACE, 10, "correlation stack")                                                     \
+    X(STRING, 11, "(no dticks) id, u length, bytes")
+
+enum trace_event_kind {
+#define X(KIND, number, fields) TRACE_EV_##KIND = number,
+    TRACE_EVENT_KINDS(X)
+#undef X
+};
+
+#define TRACE_EV_KIND_MASK 0x1Fu
+#define TRACE_EV_DOMAIN 0x20u
+#define TRACE_EV_ATTRIBUTES 0x40u
+/* The most bytes an event takes besides a STRING's bytes: op + 9 varints of 10 bytes. */
+#define TRACE_EV_MAX_FIXED 96u
+/* The longest string a STRING event carries; longer ones are TRACE_STRING records. */
+#define TRACE_EV_STRING_MAX 8192u
+
+/* ---- encoding (inline: the agent's hot path) ---- */
+
+static inline uint8_t *trace_ev_u(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint8_t *trace_ev_i(uint8_t *p, int64_t v)
+{
+    return trace_ev_u(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* ---- decoding ---- */
+
+/* Ticks -> CLOCK_MONOTONIC ns, from the file's latest TRACE_CLOCK record (the agent's own
+ * conversion, src/agent/clock.h); set = 0: the ticks are ns already. */
+struct trace_clock_line {
+    uint64_t tsc, ns;
+    double ns_per_tick;
+    int set;
+};
+
+static inline uint64_t trace_clock_line_ns(const struct trace_clock_line *c, uint64_t ticks)
+{
+    if (!c || !c->set)
+        return ticks;
+    double delta = (double)(int64_t)(ticks - c->tsc) * c->ns_per_tick;
+    return c->ns + (uint64_t)(int64_t)delta;
+}
+
+/* Reads one TRACE_THREAD_EVENTS body's events back as the trace records they stand for. */
+struct trace_events_reader {
+    struct trace_fields in;
+    uint64_t thread_idx;
+    uint64_t *ticks; /* the thread's running ticks, kept by the caller across records */
+    const struct trace_clock_line *clock;
+    uint64_t zero_ts;
+    struct trace_chunk_builder out;
+    uint8_t buf[TRACE_CHUNK_HEADER_SIZE + TRACE_EV_STRING_MAX + 256];
+};
+
+void trace_events_begin(struct trace_events_reader *r, const uint8_t *events, size_t len,
+                        uint64_t thread_idx, uint64_t *ticks, const struct trace_clock_line *clock);
+/* 1: *type and *fields hold the next event as a record of that type (its ts absolute, as
+ * the record decoders read them); 0: the end; -1: a malformed event (the rest is skipped). */
+int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trace_fields *fields);
+
+#endif
