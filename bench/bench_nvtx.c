@@ -4,7 +4,9 @@
  * blocks of BLOCK pairs; the figures are the median and p99 over all blocks of ns per pair.
  * Then the agent's trace file is read back: ranges recorded against ranges made, drops,
  * bytes per range, and the worker's peak RSS.
- * Usage: bench_nvtx [seconds (10)] [threads (1)] [baseline seconds (2)] */
+ * Usage: bench_nvtx [seconds (10)] [threads (1)] [baseline seconds (2)] [pairs per thread]
+ * With pairs per thread, each thread makes exactly that many (all threads started together)
+ * instead of running for the seconds. */
 #include <nvtx3/nvToolsExt.h>
 
 #include <dirent.h>
@@ -36,6 +38,7 @@ static uint64_t mono_ns(void)
 struct worker_thread {
     pthread_t thread;
     uint64_t deadline;
+    uint64_t pairs; /* 0: until the deadline */
     float *block_ns; /* ns per pair of each block */
     size_t blocks, cap;
 };
@@ -43,9 +46,10 @@ struct worker_thread {
 static void *worker_loop(void *arg)
 {
     struct worker_thread *w = arg;
-    for (;;) {
+    for (uint64_t made = 0;;) {
+        unsigned block = w->pairs && w->pairs - made < BLOCK ? (unsigned)(w->pairs - made) : BLOCK;
         uint64_t start = mono_ns();
-        for (unsigned i = 0; i < BLOCK; i++) {
+        for (unsigned i = 0; i < block; i++) {
             nvtxRangePushA("bench");
             nvtxRangePop();
         }
@@ -54,8 +58,9 @@ static void *worker_loop(void *arg)
             w->cap = w->cap ? w->cap * 2 : 4096;
             w->block_ns = realloc(w->block_ns, w->cap * sizeof(*w->block_ns));
         }
-        w->block_ns[w->blocks++] = (float)(end - start) / BLOCK;
-        if (end >= w->deadline)
+        w->block_ns[w->blocks++] = (float)(end - start) / (float)block;
+        made += block;
+        if (w->pairs ? made >= w->pairs : end >= w->deadline)
             return NULL;
     }
 }
@@ -68,19 +73,22 @@ static int compare_floats(const void *a, const void *b)
 
 /* Worker: runs the threads, then prints "pairs median p99 maxrss_kb" and exits (the agent
  * ends its file at exit). */
-static int bench_worker(double seconds, int threads)
+static int bench_worker(double seconds, int threads, uint64_t pairs)
 {
     nvtxMarkA("warm-up"); /* NVTX loads (or not) the tool on its first call */
     struct worker_thread *w = calloc((size_t)threads, sizeof(*w));
     uint64_t deadline = mono_ns() + (uint64_t)(seconds * 1e9);
     for (int i = 0; i < threads; i++) {
         w[i].deadline = deadline;
+        w[i].pairs = pairs;
         pthread_create(&w[i].thread, NULL, worker_loop, &w[i]);
     }
     size_t total = 0;
+    uint64_t made = 0;
     for (int i = 0; i < threads; i++) {
         pthread_join(w[i].thread, NULL);
         total += w[i].blocks;
+        made += pairs ? pairs : (uint64_t)w[i].blocks * BLOCK;
     }
     float *all = malloc(total * sizeof(*all));
     size_t n = 0;
@@ -91,7 +99,7 @@ static int bench_worker(double seconds, int threads)
     qsort(all, n, sizeof(*all), compare_floats);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%llu %.2f %.2f %ld\n", (unsigned long long)n * BLOCK, all[n / 2],
+    printf("%llu %.2f %.2f %ld\n", (unsigned long long)made, all[n / 2],
            all[(size_t)(0.99 * (double)(n - 1))], ru.ru_maxrss);
     return 0;
 }
@@ -103,7 +111,7 @@ struct result {
 };
 
 static int run_worker(const char *self, const char *agent, const char *session, double seconds,
-                      int threads, struct result *out)
+                      int threads, uint64_t pairs, struct result *out)
 {
     int pipefd[2];
     if (pipe(pipefd) < 0)
@@ -120,10 +128,11 @@ static int run_worker(const char *self, const char *agent, const char *session, 
         } else {
             unsetenv("NVTX_INJECTION64_PATH");
         }
-        char s[32], t[16];
+        char s[32], t[16], n[32];
         snprintf(s, sizeof s, "%g", seconds);
         snprintf(t, sizeof t, "%d", threads);
-        execl(self, self, "--worker", s, t, (char *)NULL);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)pairs);
+        execl(self, self, "--worker", s, t, n, (char *)NULL);
         _exit(127);
     }
     close(pipefd[1]);
@@ -178,17 +187,20 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *dropped, 
 int main(int argc, char **argv)
 {
     if (argc > 3 && strcmp(argv[1], "--worker") == 0)
-        return bench_worker(atof(argv[2]), atoi(argv[3]));
+        return bench_worker(atof(argv[2]), atoi(argv[3]),
+                            argc > 4 ? strtoull(argv[4], NULL, 10) : 0);
     double seconds = argc > 1 ? atof(argv[1]) : 10;
     int threads = argc > 2 ? atoi(argv[2]) : 1;
     double base_seconds = argc > 3 ? atof(argv[3]) : 2;
+    uint64_t pairs = argc > 4 ? strtoull(argv[4], NULL, 10) : 0;
     char session[] = "/tmp/lantern-bench-XXXXXX";
     if (!mkdtemp(session))
         return 1;
     struct result none_before, none_after, agent;
-    if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, &none_before) ||
-        run_worker("/proc/self/exe", LANTERN_AGENT_PATH, session, seconds, threads, &agent) ||
-        run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, &none_after)) {
+    if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, &none_before) ||
+        run_worker("/proc/self/exe", LANTERN_AGENT_PATH, session, seconds, threads, pairs,
+                   &agent) ||
+        run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, &none_after)) {
         fprintf(stderr, "bench_nvtx: a worker failed\n");
         return 1;
     }
@@ -199,14 +211,13 @@ int main(int argc, char **argv)
     }
     rmdir(session);
     printf("bench_nvtx: %d thread(s), nvtxRangePushA+nvtxRangePop as fast as they go, "
-           "blocks of %u pairs\n",
-           threads, BLOCK);
+           "blocks of %u pairs%s\n",
+           threads, BLOCK, pairs ? ", a fixed number of pairs per thread" : "");
     printf("  no tool : median %6.1f ns/pair, p99 %6.1f  (%.0f s before), median %6.1f, p99 "
            "%6.1f (after)\n",
            none_before.median, none_before.p99, base_seconds, none_after.median, none_after.p99);
-    printf("  lantern : median %6.1f ns/pair, p99 %6.1f  over %.0f s; peak RSS %ld MiB "
-           "(no tool %ld MiB)\n",
-           agent.median, agent.p99, seconds, agent.rss_kb / 1024, none_before.rss_kb / 1024);
+    printf("  lantern : median %6.1f ns/pair, p99 %6.1f; peak RSS %ld MiB (no tool %ld MiB)\n",
+           agent.median, agent.p99, agent.rss_kb / 1024, none_before.rss_kb / 1024);
     printf("  recorded: %llu of %llu ranges, %llu dropped; trace file %llu bytes = %.2f "
            "bytes/range\n",
            (unsigned long long)pushes, agent.pairs, (unsigned long long)dropped,

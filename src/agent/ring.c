@@ -18,6 +18,12 @@ __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-ex
 struct ring_pool ring_pool;
 static pthread_once_t ring_pool_once = PTHREAD_ONCE_INIT;
 static int ring_pool_failed;
+static void (*ring_helper)(void);
+
+void ring_set_helper(void (*help)(void))
+{
+    ring_helper = help;
+}
 
 static struct agent_thread *_Atomic ring_threads; /* newest first */
 static _Atomic uint64_t ring_next_thread_idx = 1;
@@ -92,6 +98,11 @@ static void ring_pool_fill(void)
     }
 }
 
+int ring_pool_has_free_block(void)
+{
+    return (uint32_t)__atomic_load_n(&ring_pool.free_head, __ATOMIC_ACQUIRE) != 0;
+}
+
 uint32_t ring_pool_free_blocks(void)
 {
     uint32_t n = 0;
@@ -145,6 +156,10 @@ uint8_t *ring_next_block(struct agent_thread *t)
     if (t->inert)
         return NULL;
     uint32_t block = ring_pool_pop();
+    if (!block && ring_helper) {
+        ring_helper();
+        block = ring_pool_pop();
+    }
     if (!block)
         return NULL; /* the current block stays: a smaller event may still fit */
     if (t->block) {
@@ -221,13 +236,14 @@ struct agent_thread *ring_thread_attach(uint64_t now_ticks)
 
 /* ---- consumer ---- */
 
-void ring_consume(struct agent_thread *t,
-                  void (*fn)(struct agent_thread *, const uint8_t *, size_t, void *), void *ctx)
+uint32_t ring_consume(struct agent_thread *t,
+                      void (*fn)(struct agent_thread *, const uint8_t *, size_t, void *),
+                      void *ctx)
 {
     uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
-    uint32_t head_block = (uint32_t)(head >> 32), head_pos = (uint32_t)head;
+    uint32_t head_block = (uint32_t)(head >> 32), head_pos = (uint32_t)head, freed = 0;
     if (!head_block)
-        return;
+        return 0;
     if (!t->read_block) {
         t->read_block = t->first_block;
         t->read_pos = 0;
@@ -240,6 +256,7 @@ void ring_consume(struct agent_thread *t,
             fn(t, data + t->read_pos, m->end - t->read_pos, ctx);
         __atomic_store_n(&m->next, 0, __ATOMIC_RELAXED);
         ring_pool_push(t->read_block);
+        freed++;
         t->read_block = next;
         t->read_pos = 0;
     }
@@ -247,6 +264,7 @@ void ring_consume(struct agent_thread *t,
     if (head_pos > t->read_pos)
         fn(t, data + t->read_pos, head_pos - t->read_pos, ctx);
     t->read_pos = head_pos;
+    return freed;
 }
 
 /* An exited thread's last block goes back once it is drained. */

@@ -5,7 +5,10 @@
  * blocks back to the pool. No lock, allocation or system call on the producer's path: a block
  * switch is one compare-and-swap on the pool; the writer is woken (a futex) every
  * RING_WAKE_BLOCKS block switches of a thread. The pool is the agent's memory budget
- * (LANTERN_BUFFER_KB); when it is empty an event is dropped and counted. */
+ * (LANTERN_BUFFER_KB). When it is empty, the thread helps (ring_set_helper: it does the
+ * writer's work if the writer is not at it, or waits a bounded time for blocks to come back),
+ * so that a writer starved of CPU by many busy threads does not lose their events; only then
+ * is an event dropped and counted. */
 #ifndef LANTERN_AGENT_RING_H
 #define LANTERN_AGENT_RING_H
 
@@ -87,7 +90,10 @@ extern struct ring_pool ring_pool;
 
 /* ---- producer (the owning thread) ---- */
 
-/* Takes the next block (out of line): NULL when the pool is empty. */
+/* Called by a thread that found the pool empty, before it drops: the writer's drain. */
+void ring_set_helper(void (*help)(void));
+
+/* Takes the next block (out of line): NULL when the pool is empty even after helping. */
 uint8_t *ring_next_block(struct agent_thread *t);
 void ring_wake_consumer(void);
 
@@ -146,17 +152,18 @@ uint32_t ring_wake_count(void);
 void ring_consumer_wait(uint32_t seen, uint64_t timeout_ns);
 
 /* Calls fn for every published span of the thread's events, in order, and gives the blocks
- * it has left back to the pool (all of them when the thread has exited). */
-void ring_consume(struct agent_thread *t, void (*fn)(struct agent_thread *, const uint8_t *,
-                                                     size_t, void *),
-                  void *ctx);
+ * it has left back to the pool; returns how many. */
+uint32_t ring_consume(struct agent_thread *t,
+                      void (*fn)(struct agent_thread *, const uint8_t *, size_t, void *),
+                      void *ctx);
 
 /* Walks every thread: threads that have exited are passed with exited = 1 and are freed after
  * fn returns (fn drains them). */
 void ring_for_each_thread(void (*fn)(struct agent_thread *, int exited, void *), void *ctx);
 
-/* Blocks in use, for the writer's wake heuristics and the tests. */
+/* Free blocks in the pool (a walk: for tests), and whether there is one (one load). */
 uint32_t ring_pool_free_blocks(void);
+int ring_pool_has_free_block(void);
 
 /* In a fork child: the calling thread survives (new os tid, no block, fresh string cache);
  * every other thread's state is freed and the pool is whole again. */

@@ -374,22 +374,30 @@ static void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t fir
     trace_put_thread(&writer.chunk, &r);
 }
 
-/* ctx points at `final`: the last drain before the file ends, when the OS names of live
- * threads are read once more (from /proc: the writer cannot ask them) */
+/* What a drain covers: `final` for the last one before the file ends (the OS names of live
+ * threads are read once more, from /proc: the writer cannot ask them); a non-zero quota stops
+ * it once that many blocks went back to the pool (a thread's help, writer_help). */
+struct writer_drain {
+    int final;
+    uint32_t quota, freed;
+};
+
 static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
 {
-    int final = *(const int *)ctx;
+    struct writer_drain *d = ctx;
+    if (!exited && d->quota && d->freed >= d->quota)
+        return; /* an exited thread is always drained: it is freed after this */
     if (!t->announced) {
         writer_put_thread(t->thread_idx, t->os_tid,
                           clock_ticks_to_ns(&writer.calibration, t->first_ticks));
         t->announced = 1;
         names_put_os_name(&writer_names, t->os_tid, t->first_name, t->name_written);
     }
-    ring_consume(t, writer_put_events, NULL);
+    d->freed += ring_consume(t, writer_put_events, NULL);
     char comm[RING_THREAD_NAME_BYTES];
     if (exited)
         names_put_os_name(&writer_names, t->os_tid, t->exit_name, t->name_written);
-    else if (final && names_read_comm(t->os_tid, comm))
+    else if (d->final && names_read_comm(t->os_tid, comm))
         names_put_os_name(&writer_names, t->os_tid, comm, t->name_written);
     uint64_t dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
     if (dropped != t->dropped_reported) {
@@ -398,12 +406,18 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
     }
 }
 
-static void writer_drain_locked(int final)
+static void writer_drain_some_locked(int final, uint32_t quota)
 {
     clock_calibration_update(&writer.calibration);
     writer_put_clock();
     names_drain_locked(&writer_names, final);
-    ring_for_each_thread(writer_drain_thread, &final);
+    struct writer_drain d = {final, quota, 0};
+    ring_for_each_thread(writer_drain_thread, &d);
+}
+
+static void writer_drain_locked(int final)
+{
+    writer_drain_some_locked(final, 0);
 }
 
 /* ---- the locked interface ---- */
@@ -421,6 +435,34 @@ void writer_unlock(void)
 {
     if (writer.chunk.len * 2 > writer.chunk_cap)
         writer_flush_locked();
+    pthread_mutex_unlock(&writer.lock);
+}
+
+/* ---- a thread that found the buffer pool empty ---- */
+
+/* How long a thread waits for the writer lock before it drops an event (ring.h). */
+#define WRITER_HELP_WAIT_NS 1000000000u /* 1 s */
+
+/* The writer thread is behind (many threads at full speed starve it of CPU): the thread waits
+ * for the writer lock, asleep, so that the CPU goes to whoever drains, then drains until a
+ * sixteenth of the pool is back (unless the one before it left blocks), so that the lock is
+ * held briefly. The wait is bounded: a thread that holds the lock already (a signal
+ * handler's NVTX call) drops instead of waiting for itself. */
+static void writer_help(void)
+{
+    if (ring_pool_has_free_block())
+        return;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    uint64_t ns = (uint64_t)deadline.tv_nsec + WRITER_HELP_WAIT_NS;
+    deadline.tv_sec += (time_t)(ns / 1000000000u);
+    deadline.tv_nsec = (long)(ns % 1000000000u);
+    if (pthread_mutex_timedlock(&writer.lock, &deadline) != 0)
+        return;
+    if (!ring_pool_has_free_block() && writer.open && !writer.write_failed) {
+        writer_drain_some_locked(0, ring_pool.blocks / 16 + 1);
+        writer_flush_locked();
+    }
     pthread_mutex_unlock(&writer.lock);
 }
 
@@ -569,7 +611,8 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.chunk_cap = WRITER_CHUNK_BYTES;
     writer.chunk_buf = malloc(writer.chunk_cap);
     clock_calibration_start(&writer.calibration);
-    if (!writer.chunk_buf || ring_pool_init() < 0 || writer_open_file() < 0)
+    ring_set_helper(writer_help);
+    if (!writer.chunk_buf || writer_open_file() < 0 || ring_pool_init() < 0)
         goto fail;
     writer.open = 1;
     pthread_mutex_unlock(&writer.lock);

@@ -298,6 +298,34 @@ static void scenario_overflow(void)
     }
 }
 
+/* more threads writing at once than a 2-block pool has blocks: 8 threads, each 10000
+ * nested pairs, all alive until every one is done */
+#define CROWD_THREADS 8
+static pthread_barrier_t crowd_barrier;
+
+static void *crowd_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 10000; i++) {
+        CHECK(nvtxRangePushA("crowd") == 0);
+        CHECK(nvtxRangePushA("crowd-inner") == 1);
+        CHECK(nvtxRangePop() == 1);
+        CHECK(nvtxRangePop() == 0);
+    }
+    pthread_barrier_wait(&crowd_barrier);
+    return NULL;
+}
+
+static void scenario_crowd(void)
+{
+    pthread_t threads[CROWD_THREADS];
+    pthread_barrier_init(&crowd_barrier, NULL, CROWD_THREADS);
+    for (int i = 0; i < CROWD_THREADS; i++)
+        CHECK(pthread_create(&threads[i], NULL, crowd_thread, NULL) == 0);
+    for (int i = 0; i < CROWD_THREADS; i++)
+        pthread_join(threads[i], NULL);
+}
+
 /* many laps of a small ring, with pauses so that nothing is dropped (the 64 KiB ring holds
  * ten rounds: the writer may be late by 150 ms), names of every length so records meet the
  * ring's end at every offset */
@@ -341,6 +369,7 @@ static const struct scenario scenarios[] = {
     {"own_sigterm_handler", scenario_own_sigterm_handler},
     {"durations", scenario_durations},
     {"overflow", scenario_overflow},
+    {"crowd", scenario_crowd},
     {"wrap", scenario_wrap},
     {"inert", scenario_inert},
     {NULL, NULL},

@@ -515,23 +515,40 @@ static void test_durations_match_the_programs_own_clock(void)
     trace_log_free(&log);
 }
 
-static void test_full_ring_drops_and_counts_and_keeps_levels(void)
+/* 400000 events in a burst into a pool of two 32 KiB blocks: the thread waits for the
+ * writer (or drains itself) instead of dropping, so every event is kept. */
+static void test_burst_larger_than_the_pool_loses_nothing(void)
 {
     struct run r;
     run_workload(&r, "overflow", "LANTERN_BUFFER_KB=64");
     assert_exited_ok(&r);
     struct trace_log log;
     load_file_of(&r, r.pid, &log);
+    ASSERT_EQ(sum_dropped(&log), 0);
+    ASSERT_EQ(trace_log_count(&log, TRACE_PUSH), 200000);
+    ASSERT_EQ(trace_log_count(&log, TRACE_POP), 200000);
+    trace_log_free(&log);
+}
+
+/* Eight threads writing at once into two blocks: the threads without one drop, and every
+ * drop is counted, per thread and in TRACE_PROCESS_END; the levels of what is kept are right. */
+static void test_more_writers_than_blocks_drop_and_count_and_keep_levels(void)
+{
+    struct run r;
+    run_workload(&r, "crowd", "LANTERN_BUFFER_KB=64");
+    assert_exited_ok(&r);
+    struct trace_log log;
+    load_file_of(&r, r.pid, &log);
     uint64_t dropped = sum_dropped(&log);
     uint64_t kept = trace_log_count(&log, TRACE_PUSH) + trace_log_count(&log, TRACE_POP);
     ASSERT(dropped > 0);
-    ASSERT_EQ(kept + dropped, 400000);
+    ASSERT_EQ(kept + dropped, 8 * 40000);
     ASSERT_EQ(log.records[log.count - 1].type, TRACE_PROCESS_END);
     ASSERT_EQ(log.records[log.count - 1].u[END_DROPPED], dropped);
     for (size_t i = 0; i < log.count; i++) {
         const struct trace_log_record *e = &log.records[i];
         if (e->type == TRACE_PUSH)
-            ASSERT_EQ(e->u[EV_DEPTH], string_is(&log, e->u[PUSH_NAME], "burst") ? 0 : 1);
+            ASSERT_EQ(e->u[EV_DEPTH], string_is(&log, e->u[PUSH_NAME], "crowd") ? 0 : 1);
     }
     trace_log_free(&log);
 }
@@ -648,8 +665,9 @@ static const struct test_case tests[] = {
      test_sigkill_keeps_events_flushed_before_the_kill},
     {"sigterm_ends_the_file_before_dying", test_sigterm_ends_the_file_before_dying},
     {"durations_match_the_programs_own_clock", test_durations_match_the_programs_own_clock},
-    {"full_ring_drops_and_counts_and_keeps_levels",
-     test_full_ring_drops_and_counts_and_keeps_levels},
+    {"burst_larger_than_the_pool_loses_nothing", test_burst_larger_than_the_pool_loses_nothing},
+    {"more_writers_than_blocks_drop_and_count_and_keep_levels",
+     test_more_writers_than_blocks_drop_and_count_and_keep_levels},
     {"ring_laps_keep_every_record", test_ring_laps_keep_every_record},
     {"without_session_dir_one_warning_and_no_op_calls",
      test_without_session_dir_one_warning_and_no_op_calls},
