@@ -31,7 +31,8 @@
 #define RING_STRING_SLOTS 64u
 #define RING_STRING_INLINE 40u
 struct ring_string_slot {
-    uint64_t key; /* 0: empty */
+    uint64_t key;  /* 0: empty */
+    uint64_t a, b; /* the first and last 8 bytes (thread_events.h) */
     uint64_t id;
     uint32_t len;
     uint32_t heap_cap; /* bytes at heap (strings longer than RING_STRING_INLINE) */

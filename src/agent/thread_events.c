@@ -5,11 +5,14 @@
 #include <stdlib.h>
 
 struct ring_string_slot *thread_string_define(struct ring_string_slot *slot, uint64_t key,
-                                              const char *s, size_t len)
+                                              struct thread_string_words w, const char *s,
+                                              size_t len)
 {
     slot->key = 0;
     slot->id = writer_new_string_id();
     slot->len = (uint32_t)len;
+    slot->a = w.a;
+    slot->b = w.b;
     if (len <= RING_STRING_INLINE) {
         memcpy(slot->bytes, s, len);
         slot->key = key;

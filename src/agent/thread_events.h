@@ -21,30 +21,42 @@ struct thread_message {
     struct ring_string_slot *define; /* set by thread_message_resolve: write STRING first */
 };
 
-/* The cache key: length and the first and last 8 bytes, mixed (never 0). */
-static inline uint64_t thread_string_key(const char *s, size_t len)
+/* A string's first and last 8 bytes (for shorter ones, all its bytes): up to 16 bytes, they
+ * are the whole string, so such a string is compared by these two words alone. */
+struct thread_string_words {
+    uint64_t a, b;
+};
+
+static inline struct thread_string_words thread_string_words(const char *s, size_t len)
 {
-    uint64_t a = 0, b = 0;
+    struct thread_string_words w = {0, 0};
     if (len >= 8) {
-        memcpy(&a, s, 8);
-        memcpy(&b, s + len - 8, 8);
+        memcpy(&w.a, s, 8);
+        memcpy(&w.b, s + len - 8, 8);
     } else if (len >= 4) {
         uint32_t x, y;
         memcpy(&x, s, 4);
         memcpy(&y, s + len - 4, 4);
-        a = (uint64_t)x << 32 | y;
+        w.a = (uint64_t)x << 32 | y;
     } else {
         for (size_t i = 0; i < len; i++)
-            a = a << 8 | (uint8_t)s[i];
+            w.a = w.a << 8 | (uint8_t)s[i];
     }
-    uint64_t h = (a ^ (b >> 7) ^ (uint64_t)len << 56) * 0x9E3779B97F4A7C15u;
-    h ^= (b * 0xC2B2AE3D27D4EB4Fu) ^ (h >> 31);
+    return w;
+}
+
+/* The cache key: the words and the length, mixed (never 0). */
+static inline uint64_t thread_string_key(struct thread_string_words w, size_t len)
+{
+    uint64_t h = (w.a ^ (w.b >> 7) ^ (uint64_t)len << 56) * 0x9E3779B97F4A7C15u;
+    h ^= (w.b * 0xC2B2AE3D27D4EB4Fu) ^ (h >> 31);
     return h | 1;
 }
 
 /* A miss: the string gets a new id and the slot remembers it (out of line). */
 struct ring_string_slot *thread_string_define(struct ring_string_slot *slot, uint64_t key,
-                                              const char *s, size_t len);
+                                              struct thread_string_words w, const char *s,
+                                              size_t len);
 /* A message too long for a STRING event: interned by the writer, under its lock. */
 uint64_t thread_string_long(const char *s, size_t len);
 
@@ -58,14 +70,17 @@ static inline __attribute__((always_inline)) void thread_message_resolve(struct 
         m->id = thread_string_long(m->bytes, m->len);
         return;
     }
-    uint64_t key = thread_string_key(m->bytes, m->len);
+    struct thread_string_words w = thread_string_words(m->bytes, m->len);
+    uint64_t key = thread_string_key(w, m->len);
     struct ring_string_slot *slot = &t->strings[(key * 0xD6E8FEB86659FD93u) >> 58];
     if (__builtin_expect(slot->key == key && slot->len == m->len, 1) &&
-        memcmp(m->len <= RING_STRING_INLINE ? slot->bytes : slot->heap, m->bytes, m->len) == 0) {
+        (m->len <= 16 ? slot->a == w.a && slot->b == w.b
+                      : memcmp(m->len <= RING_STRING_INLINE ? slot->bytes : slot->heap, m->bytes,
+                               m->len) == 0)) {
         m->id = slot->id;
         return;
     }
-    m->define = thread_string_define(slot, key, m->bytes, m->len);
+    m->define = thread_string_define(slot, key, w, m->bytes, m->len);
     m->id = m->define->id;
 }
 
