@@ -440,30 +440,43 @@ void writer_unlock(void)
 
 /* ---- a thread that found the buffer pool empty ---- */
 
-/* How long a thread waits for the writer lock before it drops an event (ring.h). */
-#define WRITER_HELP_WAIT_NS 1000000000u /* 1 s */
+/* A thread that finds the pool empty waits at most WRITER_HELP_WAIT_NS for a block to come
+ * back before it drops an event (ring.h), looking again every WRITER_HELP_SLICE_NS. */
+#define WRITER_HELP_WAIT_NS 2000000000u /* 2 s */
+#define WRITER_HELP_SLICE_NS 50000000u  /* 50 ms */
+
+static struct timespec writer_realtime_in(uint64_t ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    ns += (uint64_t)t.tv_nsec;
+    t.tv_sec += (time_t)(ns / 1000000000u);
+    t.tv_nsec = (long)(ns % 1000000000u);
+    return t;
+}
 
 /* The writer thread is behind (many threads at full speed starve it of CPU): the thread waits
  * for the writer lock, asleep, so that the CPU goes to whoever drains, then drains until a
  * sixteenth of the pool is back (unless the one before it left blocks), so that the lock is
- * held briefly. The wait is bounded: a thread that holds the lock already (a signal
- * handler's NVTX call) drops instead of waiting for itself. */
+ * held briefly. Between tries it looks whether another thread's drain gave blocks back (a
+ * mutex is not fair: a waiter may lose it many times). The wait is bounded: a thread that holds
+ * the lock already (a signal handler's NVTX call) or a disk that holds every drain gets drops. */
 static void writer_help(void)
 {
-    if (ring_pool_has_free_block())
+    uint64_t waited = 0;
+    while (!ring_pool_has_free_block() && waited < WRITER_HELP_WAIT_NS) {
+        struct timespec slice = writer_realtime_in(WRITER_HELP_SLICE_NS);
+        if (pthread_mutex_timedlock(&writer.lock, &slice) != 0) {
+            waited += WRITER_HELP_SLICE_NS;
+            continue;
+        }
+        if (!ring_pool_has_free_block() && writer.open && !writer.write_failed) {
+            writer_drain_some_locked(0, ring_pool.blocks / 16 + 1);
+            writer_flush_locked();
+        }
+        pthread_mutex_unlock(&writer.lock);
         return;
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    uint64_t ns = (uint64_t)deadline.tv_nsec + WRITER_HELP_WAIT_NS;
-    deadline.tv_sec += (time_t)(ns / 1000000000u);
-    deadline.tv_nsec = (long)(ns % 1000000000u);
-    if (pthread_mutex_timedlock(&writer.lock, &deadline) != 0)
-        return;
-    if (!ring_pool_has_free_block() && writer.open && !writer.write_failed) {
-        writer_drain_some_locked(0, ring_pool.blocks / 16 + 1);
-        writer_flush_locked();
     }
-    pthread_mutex_unlock(&writer.lock);
 }
 
 /* ---- the thread ---- */
