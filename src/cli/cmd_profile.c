@@ -51,6 +51,11 @@ static void print_help(void)
            "                      NVTX range (domain python), without changing the program:\n"
            "                      comma-separated module.qualname patterns, '*' any text\n"
            "                      ('mypkg.*,pandas.DataFrame.groupby')\n"
+           "      --wait=all|primary  after COMMAND ends, wait for the traced processes it\n"
+           "                      started that still run (daemons: all, the default), or not\n"
+           "                      (primary); those still running are named, their events so\n"
+           "                      far imported, and FILE.raw/ kept\n"
+           "      --wait-timeout SEC  wait at most SEC seconds for them (default %g)\n"
            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
            "  -f, --force         replace FILE, and the raw files of an old FILE.raw/\n"
@@ -60,7 +65,7 @@ static void print_help(void)
            "signal N), even when its own import fails: then FILE.raw/ is kept, and stderr says\n"
            "how to import it.\n"
            "Environment: LANTERN_AGENT overrides the agent library's path.\n",
-           n->known, n->default_gpu, n->default_no_gpu, n->sampled);
+           n->known, n->default_gpu, n->default_no_gpu, n->sampled, LAUNCHER_WAIT_TIMEOUT_S);
 }
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -78,7 +83,9 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_CUDA_API,
         OPT_CUDA_MEMORY_USAGE,
         OPT_PYTHON_BACKTRACE,
-        OPT_PYTHON_FUNCTIONS
+        OPT_PYTHON_FUNCTIONS,
+        OPT_WAIT,
+        OPT_WAIT_TIMEOUT
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -95,6 +102,8 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"cuda-memory-usage", required_argument, NULL, OPT_CUDA_MEMORY_USAGE},
         {"python-backtrace", no_argument, NULL, OPT_PYTHON_BACKTRACE},
         {"python-functions", required_argument, NULL, OPT_PYTHON_FUNCTIONS},
+        {"wait", required_argument, NULL, OPT_WAIT},
+        {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -150,6 +159,18 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
                 return cli_usage_error("profile", "--python-functions needs function names");
             o->py_functions = optarg;
             break;
+        case OPT_WAIT:
+            if (strcmp(optarg, "all") && strcmp(optarg, "primary"))
+                return cli_usage_error("profile", "--wait is all or primary");
+            o->wait_primary = strcmp(optarg, "primary") == 0;
+            break;
+        case OPT_WAIT_TIMEOUT: {
+            char *end;
+            o->wait_timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->wait_timeout_s >= 0 && o->wait_timeout_s <= 1e6))
+                return cli_usage_error("profile", "--wait-timeout needs seconds (0 to 1000000)");
+            break;
+        }
         case OPT_STATS:
             p->stats = 1;
             break;
@@ -184,9 +205,34 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
     return 0;
 }
 
+/* The one line naming the traced processes still running after the wait (--wait): their
+ * events so far are imported, and the raw folder they may still write is kept. */
+static void say_still_writing(const struct launcher *l)
+{
+    const struct launcher_options *o = l->o;
+    char waited[64];
+    if (o->wait_primary)
+        snprintf(waited, sizeof waited, "not waited for: --wait=primary");
+    else
+        snprintf(waited, sizeof waited, "after waiting %g s: --wait-timeout", o->wait_timeout_s);
+    if (!l->running) {
+        cli_error("%s; the raw files are kept in '%s': import them with 'lantern import %s -o %s "
+                  "--force'",
+                  launcher_error(l), l->raw_dir, l->raw_dir, o->output);
+        return;
+    }
+    cli_error("%zu traced process%s still running (%s): %s; %s events so far are imported, and "
+              "'%s' is kept, which %s may still write: once %s ended, 'lantern import %s -o %s "
+              "--force' imports everything",
+              l->still_writing, l->still_writing == 1 ? "" : "es", waited, l->running,
+              l->still_writing == 1 ? "its" : "their", l->raw_dir,
+              l->still_writing == 1 ? "it" : "they", l->still_writing == 1 ? "it has" : "they have",
+              l->raw_dir, o->output);
+}
+
 int cmd_profile(int argc, char **argv)
 {
-    struct profile_options p = {.launch.trace = NULL};
+    struct profile_options p = {.launch.wait_timeout_s = LAUNCHER_WAIT_TIMEOUT_S};
     const struct launcher_options *o = &p.launch;
     struct launcher l;
     char *name = NULL, *error = NULL;
@@ -228,12 +274,15 @@ int cmd_profile(int argc, char **argv)
     rc = status;
     if (launcher_finish(&l, status) < 0)
         cli_error("%s", launcher_error(&l));
+    if (l.still_writing)
+        say_still_writing(&l);
     if (cli_import(l.raw_dir, o->output, o->force) != CLI_EXIT_OK) {
         cli_error("the raw files are kept in '%s': import them with 'lantern import %s -o %s'",
                   l.raw_dir, l.raw_dir, o->output);
         goto out;
     }
-    if (!p.keep_raw && launcher_remove_session(l.raw_dir) < 0)
+    /* nothing a process still running may write is removed */
+    if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
     fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,

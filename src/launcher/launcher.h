@@ -10,7 +10,8 @@
  *     launcher_open(&l);            checks the outputs, creates OUTPUT.raw/, starts launcher.lrt,
  *                                   sets the environment
  *     launcher_start_samplers(&l);  a sampler asked for that cannot start is a warning
- *     launcher_run(&l);             runs the command to its end; its status
+ *     launcher_run(&l);             runs the command to its end, then waits for the traced
+ *                                   processes still writing (--wait); the command's status
  *     launcher_finish(&l, status);  launcher.lrt's end record
  *     ... cmd_profile imports l.raw_dir into OUTPUT ...
  *     launcher_release(&l);
@@ -36,6 +37,8 @@ struct launcher_options {
     int cuda_memory_usage;      /* --cuda-memory-usage=true: record allocations and frees */
     int python_backtrace;       /* --python-backtrace: the launching stack of each kernel */
     const char *py_functions;   /* --python-functions: the patterns of functions (or NULL) */
+    int wait_primary;           /* --wait=primary: wait for the command only, not its daemons */
+    double wait_timeout_s;      /* --wait-timeout: the longest wait for them after the command */
     char **command;             /* the program and its arguments, NULL-terminated */
 };
 
@@ -50,7 +53,13 @@ struct launcher {
     int fd;            /* launcher.lrt, from launcher_open to launcher_finish (-1: closed) */
     void *sampler_state[LAUNCHER_MAX_SAMPLERS]; /* the running samplers, by launcher_samplers row */
     char *error;                                /* the last failure's line (see launcher_error) */
+    size_t still_writing; /* traced processes still writing when launcher_run returned */
+    char *running;        /* them, "pid 1234 (daemon --port 80), pid ..." (NULL: none) */
 };
+
+/* --wait-timeout's default, in seconds: long enough for a daemon's last work after the
+ * program's end, short enough that a server left running does not hold the report long. */
+#define LAUNCHER_WAIT_TIMEOUT_S 10.0
 
 /* ---- one run, in this order --------------------------------------------------------------- */
 
@@ -70,11 +79,20 @@ int launcher_open(struct launcher *l);
 int launcher_start_samplers(struct launcher *l);
 
 /* Runs the command and waits for it, forwarding to it the INT, TERM and HUP signals sent to
- * the launcher (kill(2); a Ctrl-C reaches it directly), then stops the samplers. Returns the
- * command's status as a shell reports it (128+N when killed by signal N), or -1 when it could
- * not be started (the error says why, with what to type instead where that can be told).
+ * the launcher (kill(2); a Ctrl-C reaches it directly), then waits for the traced processes
+ * that still write (launcher_wait_writers), then stops the samplers. Returns the command's
+ * status as a shell reports it (128+N when killed by signal N), or -1 when it could not be
+ * started (the error says why, with what to type instead where that can be told).
  * Returns with those signals held: one sent from here on acts at launcher_release. */
 int launcher_run(struct launcher *l);
+
+/* After the command (wait.c): waits until no traced process still writes its raw file (no
+ * TRACE_PROCESS_END yet, and its pid alive, not a zombie, not reused), polling the session
+ * folder from 1 ms apart up to 100 ms apart, for at most o->wait_timeout_s (not at all with
+ * o->wait_primary), or until an INT, TERM or HUP is pending. Sets l->still_writing and
+ * l->running to those still writing at the end, whose files must then be kept. Returns 0,
+ * or -1 when the session folder cannot be read. */
+int launcher_wait_writers(struct launcher *l);
 
 /* Writes launcher.lrt's TRACE_PROCESS_END record with the command's exit status, and closes
  * the file. Returns 0 or -1. */

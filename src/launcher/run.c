@@ -109,6 +109,8 @@ static void stop_samplers(struct launcher *l)
 int launcher_run(struct launcher *l)
 {
     int status = child_run(l);
+    if (status >= 0 && launcher_wait_writers(l) < 0)
+        l->still_writing = 1; /* unknown: keep the folder */
     stop_samplers(l);
     return status;
 }
@@ -137,5 +139,6 @@ void launcher_release(struct launcher *l)
     free(l->session_dir);
     free(l->agent);
     free(l->error);
-    l->raw_dir = l->session_dir = l->agent = l->error = NULL;
+    free(l->running);
+    l->raw_dir = l->session_dir = l->agent = l->error = l->running = NULL;
 }

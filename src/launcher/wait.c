@@ -1,0 +1,247 @@
+/* After the profiled command ends: the traced processes that still write their raw files
+ * (daemons, double forks, setsid children) are waited for, up to --wait-timeout, and those
+ * still running at the end are named, so that nothing a writer may still write is removed
+ * (launcher.h, launcher_wait_writers). A raw file "<pid>-<start_ns>.lrt" is still being
+ * written while it has no TRACE_PROCESS_END and its process lives: the pid exists, is not a
+ * zombie, and started no later than the file (a later start is a reused pid). */
+#include "launcher/launcher_internal.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The first poll comes this soon after the command's end, then twice as late each time up to
+ * the longest interval: a writer that ends at once costs ~1 ms, one that runs on costs a few
+ * /proc reads ten times a second. */
+#define WAIT_FIRST_POLL_NS 1000000ull
+#define WAIT_LONGEST_POLL_NS 100000000ull
+/* A live file is decoded again (to look for its end record) at most this often. */
+#define WAIT_RESCAN_NS 1000000000ull
+
+/* One raw file of an agent, as last seen. */
+struct writer_file {
+    char name[64];
+    long pid;
+    uint64_t start_ns; /* CLOCK_MONOTONIC, from the name */
+    int done;          /* its end record was seen, or its process is gone */
+    uint64_t scanned_size, scanned_at;
+};
+
+struct writer_set {
+    struct writer_file *v;
+    size_t count, cap;
+};
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t read_small_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t len = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    return len;
+}
+
+/* Whether pid is the live process that created a file at start_ns (CLOCK_MONOTONIC):
+ * /proc/<pid>/stat's state is not Z or X, and its start (clock ticks since boot, on the boot
+ * clock) is no later than the file's, moved to the boot clock (a suspend moves them apart). */
+static int writer_alive(long pid, uint64_t start_ns)
+{
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (!read_small_file(path, stat, sizeof stat))
+        return 0;
+    char *close = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
+    char state = 0;
+    unsigned long long started = 0;
+    if (!close || sscanf(close + 1,
+                         " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                         "%*d %llu",
+                         &state, &started) != 2)
+        return 0;
+    if (state == 'Z' || state == 'X')
+        return 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        return 1;
+    uint64_t boot_offset = clock_ns(CLOCK_BOOTTIME) - clock_ns(CLOCK_MONOTONIC);
+    uint64_t started_ns = (uint64_t)(started * (1000000000.0 / (double)hz));
+    /* one tick of slack: a start time is rounded down to a tick */
+    return started_ns <= start_ns + boot_offset + 1000000000ull / (uint64_t)hz;
+}
+
+/* Whether the file holds its process's end record (read up to any damage: a chunk being
+ * written is not there yet). */
+static int writer_file_ended(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct trace_reader r;
+    if (trace_reader_open(&r, path) < 0) {
+        trace_reader_close(&r);
+        return 0;
+    }
+    unsigned type;
+    struct trace_fields fields;
+    int ended = 0;
+    while (trace_reader_next(&r, &type, &fields) == 1)
+        ended = type == TRACE_PROCESS_END;
+    trace_reader_close(&r);
+    return ended;
+}
+
+/* Adds the agents' raw files that appeared since the last look (a process the program
+ * started may itself start others). Returns 0 or -1 (out of memory, or the folder is gone). */
+static int writer_set_update(struct writer_set *set, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        unsigned long long start;
+        int end = 0;
+        if (sscanf(e->d_name, "%ld-%llu.lrt%n", &pid, &start, &end) != 2 || e->d_name[end] ||
+            pid <= 0 || strlen(e->d_name) >= sizeof set->v[0].name)
+            continue;
+        size_t i = 0;
+        while (i < set->count && strcmp(set->v[i].name, e->d_name))
+            i++;
+        if (i < set->count)
+            continue;
+        if (set->count == set->cap) {
+            size_t cap = set->cap ? set->cap * 2 : 16;
+            struct writer_file *grown = realloc(set->v, cap * sizeof *grown);
+            if (!grown) {
+                closedir(d);
+                return -1;
+            }
+            set->v = grown;
+            set->cap = cap;
+        }
+        struct writer_file *w = &set->v[set->count++];
+        memset(w, 0, sizeof *w);
+        snprintf(w->name, sizeof w->name, "%s", e->d_name);
+        w->pid = pid;
+        w->start_ns = start;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Looks at every file not yet done; returns how many are still being written. */
+static size_t writer_set_poll(struct writer_set *set, const char *dir)
+{
+    size_t writing = 0;
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < set->count; i++) {
+        struct writer_file *w = &set->v[i];
+        if (w->done)
+            continue;
+        if (!writer_alive(w->pid, w->start_ns)) {
+            w->done = 1;
+            continue;
+        }
+        /* alive: its end record may be out already (it is exiting); decode again only when
+         * the file grew, and not more often than WAIT_RESCAN_NS */
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, w->name);
+        uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+        if (size != w->scanned_size && (!w->scanned_at || now - w->scanned_at >= WAIT_RESCAN_NS)) {
+            w->scanned_size = size;
+            w->scanned_at = now;
+            w->done = writer_file_ended(dir, w->name);
+        }
+        writing += !w->done;
+    }
+    return writing;
+}
+
+/* A signal that ends lantern (held since the command ended) stops the wait: the import that
+ * follows sees it too, stops, and says how to import the folder later. */
+static int ending_signal_pending(void)
+{
+    sigset_t pending;
+    return sigpending(&pending) == 0 && (sigismember(&pending, SIGINT) == 1 ||
+                                         sigismember(&pending, SIGTERM) == 1 ||
+                                         sigismember(&pending, SIGHUP) == 1);
+}
+
+/* "pid 1234 (daemon --port 80)": its command line, control characters as '?', cut. */
+static void describe_writer(const struct writer_file *w, char *out, size_t cap)
+{
+    char path[64], cmd[96];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", w->pid);
+    size_t len = read_small_file(path, cmd, sizeof cmd);
+    while (len && !cmd[len - 1])
+        len--;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f)
+            cmd[i] = cmd[i] ? '?' : ' ';
+    cmd[len] = '\0';
+    if (len == sizeof cmd - 2) /* read_small_file keeps a byte for the NUL */
+        snprintf(cmd + len - 3, 4, "...");
+    snprintf(out, cap, "pid %ld (%s)", w->pid, len ? cmd : "?");
+}
+
+int launcher_wait_writers(struct launcher *l)
+{
+    struct writer_set set = {0};
+    const struct launcher_options *o = l->o;
+    uint64_t start = clock_ns(CLOCK_MONOTONIC), poll_ns = WAIT_FIRST_POLL_NS;
+    uint64_t timeout_ns = o->wait_primary ? 0 : (uint64_t)(o->wait_timeout_s * 1e9);
+    size_t writing;
+    l->still_writing = 0;
+    for (;;) {
+        if (writer_set_update(&set, l->session_dir) < 0) {
+            free(set.v);
+            return launcher_fail(l, "cannot read the session folder '%s': %s", l->raw_dir,
+                                 errno ? strerror(errno) : "out of memory");
+        }
+        writing = writer_set_poll(&set, l->session_dir);
+        uint64_t waited = clock_ns(CLOCK_MONOTONIC) - start;
+        if (!writing || waited >= timeout_ns || ending_signal_pending())
+            break;
+        uint64_t nap = poll_ns < timeout_ns - waited ? poll_ns : timeout_ns - waited;
+        struct timespec ts = {(time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull)};
+        nanosleep(&ts, NULL);
+        if (poll_ns < WAIT_LONGEST_POLL_NS)
+            poll_ns *= 2;
+    }
+    /* the ones still running, for the caller's one line */
+    size_t used = 0;
+    char one[160];
+    for (size_t i = 0; i < set.count; i++) {
+        if (set.v[i].done)
+            continue;
+        describe_writer(&set.v[i], one, sizeof one);
+        size_t add = strlen(one) + 2;
+        char *grown = realloc(l->running, used + add + 1);
+        if (!grown)
+            break;
+        l->running = grown;
+        snprintf(l->running + used, add + 1, "%s%s", used ? ", " : "", one);
+        used += strlen(l->running + used);
+    }
+    l->still_writing = writing;
+    free(set.v);
+    return 0;
+}
