@@ -2,7 +2,10 @@
  * that launched it, shapes, FLOPs, bytes, Tensor Core use and achieved rates. The report
  * itself is src/report/kernels.c; this file parses the options (PyProf's prof.py flags). */
 #include "cli/cli.h"
+#include "common/session_losses.h"
+#include "output/table.h"
 #include "report/kernels.h"
+
 
 #include <errno.h>
 #include <getopt.h>
@@ -69,9 +72,16 @@ static int run_report(const char *path, const struct kernels_options *opt)
     char why[256];
     int no_cuda = report_why_no_cuda(db, why, sizeof why);
     int rc = kernels_report(db, opt, stdout);
+    /* no session header here: what the session lost goes to stderr, the rows stay clean */
+    char *losses = rc >= 0 ? session_losses_line(db) : NULL;
     sqlite3_close(db);
     if (rc >= 0 && no_cuda)
         fprintf(stderr, "lantern: %s\n", why);
+    char *shown = losses && strcmp(losses, "none") ? table_escape_controls(losses) : NULL;
+    if (shown)
+        fprintf(stderr, "lantern: lost events: %s\n", shown);
+    free(shown);
+    free(losses);
     if (fflush(stdout) != 0 && rc >= 0)
         rc = -EIO;
     if (rc == -EIO)

@@ -426,7 +426,7 @@ void import_process_finish(struct import_file *f)
     sqlite3_stmt *st =
         import_core_stmt(f, SLOT_PROCESS_END,
                     "UPDATE processes SET end_ns = ?, clean_exit = ?, dropped_events = ?, "
-                    "import_warning = ? WHERE id = ?");
+                    "import_warning = ?, end_record = ? WHERE id = ?");
     if (!st)
         return;
     uint64_t end = f->saw_end ? f->end_ts : f->last_ts;
@@ -435,7 +435,8 @@ void import_process_finish(struct import_file *f)
     sqlite3_bind_int(st, 2, f->saw_end && f->clean);
     sqlite3_bind_int64(st, 3, (int64_t)dropped);
     import_bind_text(st, 4, f->warning);
-    sqlite3_bind_int64(st, 5, f->process_id);
+    sqlite3_bind_int(st, 5, f->saw_end);
+    sqlite3_bind_int64(st, 6, f->process_id);
     import_step(f, st, NULL);
 }
 

@@ -3,11 +3,15 @@
  * session start with ns precision. Here the frame and the process and thread names; each
  * source's events come from its own file (chrome_<source>.c), through the table of producers
  * (producers.c). */
+#include "common/session_losses.h"
 #include "export/chrome_writer.h"
 #include "export/export.h"
 #include "export/producers.h"
 
+#include "output/json.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 
 static long long meta_int(sqlite3 *db, const char *key)
 {
@@ -58,6 +62,31 @@ static int write_names(struct chrome_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
+/* What each process lost (common/session_losses.h), as its process_labels metadata event,
+ * shown beside its name; the session's line goes into otherData at the end. */
+static int write_losses(struct chrome_writer *w)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(w->db,
+                           "SELECT id, pid FROM processes WHERE dropped_events > 0 OR end_record = 0",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char *losses = session_losses_process(w->db, sqlite3_column_int64(st, 0));
+        if (!losses)
+            continue;
+        chrome_event_begin(w);
+        fprintf(w->out,
+                "\"name\": \"process_labels\", \"ph\": \"M\", \"pid\": %lld, \"tid\": 0, "
+                "\"args\": {\"labels\": ",
+                (long long)sqlite3_column_int64(st, 1));
+        json_write_cstring(w->out, losses);
+        fputs("}}", w->out);
+        free(losses);
+    }
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+}
+
 int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size)
 {
     struct chrome_writer w = {.db = db,
@@ -66,13 +95,19 @@ int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size)
                               .session_end = meta_int(db, "end_ns")};
     fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
     int rc = write_names(&w);
+    if (rc == 0)
+        rc = write_losses(&w);
     for (size_t i = 0; rc == 0 && i < chrome_producer_count; i++)
         rc = chrome_producers[i].produce(&w);
     if (rc < 0) {
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
         return -1;
     }
-    fputs("\n]}\n", out);
+    char *losses = session_losses_line(db);
+    fputs("\n], \"otherData\": {\"lantern_lost_events\": ", out);
+    json_write_cstring(out, losses ? losses : "(unknown)");
+    fputs("}}\n", out);
+    free(losses);
     if (fflush(out) != 0 || ferror(out)) {
         snprintf(error, error_size, "write failed");
         return -1;

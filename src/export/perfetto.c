@@ -3,14 +3,17 @@
  * Here the process and thread tracks; each source's tracks come from its own file
  * (perfetto_<source>.c) through the table of producers (producers.c), written with the
  * writer of perfetto_writer.c. Field numbers: perfetto_writer.h; docs/export.md. */
+#include "common/session_losses.h"
 #include "common/sql_query.h"
 #include "export/export.h"
 #include "export/perfetto_writer.h"
 #include "export/producers.h"
 
+#include <stdlib.h>
+
 /* A process track per process and a thread track per thread, named and ordered as the Chrome
  * export names and orders them (docs/schema.md): processes by rank then start, a process's
- * main thread first. */
+ * main thread first; what each lost is its track's description. */
 static int perfetto_processes(struct perfetto_writer *w)
 {
     sqlite3_stmt *st;
@@ -20,22 +23,26 @@ static int perfetto_processes(struct perfetto_writer *w)
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
+        char *losses = session_losses_process(w->db, sqlite3_column_int64(st, 0));
         struct perfetto_process_info info = {sqlite3_column_int64(st, 1),
-                                             sqlite3_column_int64(st, 3)};
+                                             sqlite3_column_int64(st, 3), losses};
         perfetto_track(w, PERFETTO_PROCESS_TRACK(sqlite3_column_int64(st, 0)), 0,
                        (const char *)sqlite3_column_text(st, 2), NULL, &info, 0);
+        free(losses);
     }
     if (sqlite3_finalize(st) != SQLITE_OK)
         return -1;
     sql = "SELECT t.id, p.pid, t.tid, tl.label,"
-          " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id)"
+          " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id),"
+          " CASE WHEN t.dropped_events > 0 THEN t.dropped_events || ' events dropped' END"
           " FROM threads t JOIN processes p ON p.id = t.process_id"
           " JOIN thread_labels tl ON tl.id = t.id ORDER BY t.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         struct perfetto_thread_info info = {
-            sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 4)};
+            sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 4),
+            (const char *)sqlite3_column_text(st, 5)};
         perfetto_track(w, PERFETTO_THREAD_TRACK(sqlite3_column_int64(st, 0)), 0,
                        (const char *)sqlite3_column_text(st, 3), &info, NULL, 0);
     }

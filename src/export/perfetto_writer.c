@@ -44,11 +44,16 @@ void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, c
         pb_uint(b, PF_TRACK_PARENT_UUID, parent);
     if (name && !thread && !process)
         pb_string(b, PF_TRACK_NAME, name);
+    const char *losses = process ? process->losses : thread ? thread->losses : NULL;
+    if (losses)
+        pb_string(b, PF_TRACK_DESCRIPTION, losses);
     if (process) {
         size_t pd = pb_begin(b, PF_TRACK_PROCESS);
         pb_int(b, PF_PROCESS_PID, process->pid);
         pb_string(b, PF_PROCESS_NAME, name);
         pb_int(b, PF_PROCESS_SORT_INDEX, process->sort_index);
+        if (losses)
+            pb_string(b, PF_PROCESS_LABELS, losses);
         pb_end(b, pd);
     }
     if (thread) {

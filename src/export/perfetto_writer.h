@@ -50,9 +50,11 @@ enum {
     PF_TRACK_THREAD = 4,
     PF_TRACK_PARENT_UUID = 5,
     PF_TRACK_COUNTER = 8,
+    PF_TRACK_DESCRIPTION = 14,
     PF_PROCESS_PID = 1,
     PF_PROCESS_SORT_INDEX = 3, /* legacy_sort_index */
     PF_PROCESS_NAME = 6,
+    PF_PROCESS_LABELS = 8,
     PF_THREAD_PID = 1,
     PF_THREAD_TID = 2,
     PF_THREAD_SORT_INDEX = 3, /* legacy_sort_index */
@@ -171,13 +173,16 @@ struct perfetto_writer {
 
 struct perfetto_process_info {
     int64_t pid, sort_index;
+    const char *losses; /* what it lost (common/session_losses.h), or NULL */
 };
 struct perfetto_thread_info {
     int64_t pid, tid, sort_index;
+    const char *losses; /* what it lost, or NULL */
 };
 
 /* A TrackDescriptor packet: a process track (process set), a thread track (thread set),
- * a counter track (counter), or a named track under parent (0: none). */
+ * a counter track (counter), or a named track under parent (0: none). A process's or
+ * thread's losses are its track's description (and a process's label too). */
 void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, const char *name,
                     const struct perfetto_thread_info *thread,
                     const struct perfetto_process_info *process, int counter);

@@ -1,6 +1,7 @@
 /* The session header every report starts with: what ran, for how long, in how many
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
+#include "common/session_losses.h"
 #include "common/sql_query.h"
 #include "output/json.h"
 #include "report/report.h"
@@ -10,6 +11,8 @@
 
 struct session_info {
     char *command;
+    char *losses; /* the shared line of what was lost (common/session_losses.h) */
+    int64_t unfinished;
     int64_t duration_ns, processes, threads, dropped, warnings, unended, exit_status;
     int has_exit_status;
 };
@@ -32,6 +35,8 @@ static void read_info(sqlite3 *db, struct session_info *s)
     s->dropped = sql_query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'", 0);
     s->warnings = sql_query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'", 0);
     s->unended = sql_query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL", 0);
+    s->losses = session_losses_line(db);
+    s->unfinished = session_losses_unfinished(db);
     s->has_exit_status =
         sql_query_int(
             db, "SELECT count(*) FROM meta WHERE key = 'exit_status' AND value IS NOT NULL", 0) > 0;
@@ -90,6 +95,9 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
     fprintf(out, "Threads:         %lld\n", (long long)s->threads);
     fprintf(out, "Dropped events:  %lld%s\n", (long long)s->dropped,
             s->dropped ? " (some ranges may be missing or unended; see LANTERN_BUFFER_KB)" : "");
+    char *losses = s->losses ? table_escape_controls(s->losses) : NULL;
+    fprintf(out, "Lost events:     %s\n", losses ? losses : "(unknown)");
+    free(losses);
     fprintf(out, "Unended ranges:  %lld\n", (long long)s->unended);
     fprintf(out, "Import warnings: %lld\n", (long long)s->warnings);
     sqlite3_stmt *st = warnings_query(db);
@@ -109,9 +117,11 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
     fprintf(out,
             ", \"duration_ns\": %lld, \"processes\": %lld, \"threads\": %lld, \"dropped_events\": "
             "%lld, "
-            "\"unended_ranges\": %lld, \"exit_status\": ",
+            "\"unended_ranges\": %lld, \"unfinished_processes\": %lld, \"lost_events\": ",
             (long long)s->duration_ns, (long long)s->processes, (long long)s->threads,
-            (long long)s->dropped, (long long)s->unended);
+            (long long)s->dropped, (long long)s->unended, (long long)s->unfinished);
+    json_write_cstring(out, s->losses);
+    fputs(", \"exit_status\": ", out);
     if (s->has_exit_status)
         fprintf(out, "%lld", (long long)s->exit_status);
     else
@@ -152,6 +162,7 @@ int report_session_header(struct report_ctx *ctx, FILE *out)
     else
         print_text(ctx->db, &s, out);
     free(s.command);
+    free(s.losses);
     if (ferror(out)) {
         snprintf(ctx->error, sizeof ctx->error, "cannot write the session header");
         return -1;

@@ -2,6 +2,7 @@
  * the time went (top ranges, kernels, copies), the analyze findings most costly first with
  * their evidence, and energy per range and kernel with error bounds. Every query aggregates or
  * is limited. */
+#include "common/session_losses.h"
 #include "energy/energy_db.h"
 #include "output/table.h"
 #include "report/html/html_internal.h"
@@ -130,6 +131,11 @@ int html_section_summary(struct html_page *page)
     int64_t dropped = query_int(page, "SELECT value FROM meta WHERE key = 'dropped_events'");
     fprintf(out, "<tr><th>Dropped events</th><td>%lld%s</td></tr>\n", (long long)dropped,
             dropped ? " (some events are missing: see LANTERN_BUFFER_KB)" : "");
+    char *losses = session_losses_line(page->db);
+    kv_start(out, "Lost events");
+    html_text(out, losses ? losses : "(unknown)");
+    fputs("</td></tr>\n", out);
+    free(losses);
     fprintf(out,
             "<tr><th>Unended ranges</th><td>%lld</td></tr>\n<tr><th>Import warnings</th>"
             "<td>%lld</td></tr>\n",

@@ -1,0 +1,143 @@
+/* The one wording of a session's losses (session_losses.h), read from the database. */
+#include "common/session_losses.h"
+#include "common/sql_query.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Processes and threads named in the line; the rest are counted. */
+#define LOSSES_NAMED 3
+
+static const char unfinished_why[] = "no end record: killed, or still running when imported; "
+                                     "events after the last write missing: unknown";
+
+/* " [tid 1240 worker: 12, ...]": the threads of a process that dropped events (none when
+ * its drops were all process-wide). */
+static void put_threads(sqlite3 *db, FILE *out, int64_t process_id)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT t.tid, l.label, t.dropped_events, count(*) OVER () FROM threads t"
+                           " JOIN thread_labels l ON l.id = t.id"
+                           " WHERE t.process_id = ? AND t.dropped_events > 0"
+                           " ORDER BY t.dropped_events DESC, t.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, process_id);
+    int i = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; i++) {
+        if (i == LOSSES_NAMED) {
+            fprintf(out, ", and %lld more", (long long)sqlite3_column_int64(st, 3) - i);
+            break;
+        }
+        fprintf(out, "%s tid %lld %s: %lld", i ? "," : " [", (long long)sqlite3_column_int64(st, 0),
+                (const char *)sqlite3_column_text(st, 1), (long long)sqlite3_column_int64(st, 2));
+    }
+    sqlite3_finalize(st);
+    if (i)
+        fputc(']', out);
+}
+
+/* "12 events dropped (pid 1234 train.py: 12 [tid 1240 worker: 12]; ...)" */
+static void put_dropped(sqlite3 *db, FILE *out, int64_t dropped)
+{
+    sqlite3_stmt *st;
+    fprintf(out, "%lld event%s dropped", (long long)dropped, dropped == 1 ? "" : "s");
+    if (sqlite3_prepare_v2(db,
+                           "SELECT p.id, p.pid, l.label, p.dropped_events, count(*) OVER ()"
+                           " FROM processes p JOIN process_labels l ON l.id = p.id"
+                           " WHERE p.dropped_events > 0 ORDER BY p.dropped_events DESC, p.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    int i = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; i++) {
+        if (i == LOSSES_NAMED) {
+            fprintf(out, "; and %lld more processes", (long long)sqlite3_column_int64(st, 4) - i);
+            break;
+        }
+        fprintf(out, "%spid %lld %s: %lld", i ? "; " : " (", (long long)sqlite3_column_int64(st, 1),
+                (const char *)sqlite3_column_text(st, 2), (long long)sqlite3_column_int64(st, 3));
+        put_threads(db, out, sqlite3_column_int64(st, 0));
+    }
+    sqlite3_finalize(st);
+    if (i)
+        fputc(')', out);
+}
+
+/* "1 process did not end (...): pid 99 daemon, ..." */
+static void put_unfinished(sqlite3 *db, FILE *out, int64_t unfinished)
+{
+    sqlite3_stmt *st;
+    fprintf(out, "%lld process%s did not end (%s)", (long long)unfinished,
+            unfinished == 1 ? "" : "es", unfinished_why);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT p.pid, l.label FROM processes p JOIN process_labels l"
+                           " ON l.id = p.id WHERE p.end_record = 0 ORDER BY p.start_ns, p.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+        if (i == LOSSES_NAMED) {
+            fprintf(out, ", and %lld more", (long long)unfinished - i);
+            break;
+        }
+        fprintf(out, "%spid %lld %s", i ? ", " : ": ", (long long)sqlite3_column_int64(st, 0),
+                (const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
+}
+
+int64_t session_losses_unfinished(sqlite3 *db)
+{
+    return sql_query_int(db, "SELECT count(*) FROM processes WHERE end_record = 0", 0);
+}
+
+char *session_losses_line(sqlite3 *db)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
+        return NULL;
+    int64_t dropped = sql_query_int(db, "SELECT value FROM meta WHERE key = 'dropped_events'", 0);
+    int64_t unfinished = session_losses_unfinished(db);
+    if (dropped)
+        put_dropped(db, out, dropped);
+    if (unfinished) {
+        if (dropped)
+            fputs("; ", out);
+        put_unfinished(db, out, unfinished);
+    }
+    if (!dropped && !unfinished)
+        fputs("none", out);
+    if (fclose(out) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+char *session_losses_process(sqlite3 *db, int64_t process_id)
+{
+    sqlite3_stmt *st;
+    char *text = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT dropped_events, end_record FROM processes WHERE id = ?", -1,
+                           &st, NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_int64(st, 1, process_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        long long dropped = sqlite3_column_int64(st, 0);
+        int ended = sqlite3_column_int(st, 1);
+        int n = 0;
+        if (dropped && ended)
+            n = asprintf(&text, "%lld event%s dropped", dropped, dropped == 1 ? "" : "s");
+        else if (dropped)
+            n = asprintf(&text, "%lld event%s dropped; did not end (%s)", dropped,
+                         dropped == 1 ? "" : "s", unfinished_why);
+        else if (!ended)
+            n = asprintf(&text, "did not end (%s)", unfinished_why);
+        if (n < 0)
+            text = NULL;
+    }
+    sqlite3_finalize(st);
+    return text;
+}
