@@ -8,6 +8,9 @@
 /* Processes and threads named in the line; the rest are counted. */
 #define LOSSES_NAMED 3
 
+/* " train.py (rank 1)" after a process's pid: its label, unless that is only "pid N" */
+#define LOSSES_LABEL "CASE WHEN l.label = 'pid ' || p.pid THEN '' ELSE ' ' || l.label END"
+
 static const char unfinished_why[] = "no end record: killed, or still running when imported; "
                                      "events after the last write missing: unknown";
 
@@ -30,7 +33,7 @@ static void put_threads(sqlite3 *db, FILE *out, int64_t process_id)
             fprintf(out, ", and %lld more", (long long)sqlite3_column_int64(st, 3) - i);
             break;
         }
-        fprintf(out, "%s tid %lld %s: %lld", i ? "," : " [", (long long)sqlite3_column_int64(st, 0),
+        fprintf(out, "%stid %lld %s: %lld", i ? ", " : " [", (long long)sqlite3_column_int64(st, 0),
                 (const char *)sqlite3_column_text(st, 1), (long long)sqlite3_column_int64(st, 2));
     }
     sqlite3_finalize(st);
@@ -44,7 +47,7 @@ static void put_dropped(sqlite3 *db, FILE *out, int64_t dropped)
     sqlite3_stmt *st;
     fprintf(out, "%lld event%s dropped", (long long)dropped, dropped == 1 ? "" : "s");
     if (sqlite3_prepare_v2(db,
-                           "SELECT p.id, p.pid, l.label, p.dropped_events, count(*) OVER ()"
+                           "SELECT p.id, p.pid, " LOSSES_LABEL ", p.dropped_events, count(*) OVER ()"
                            " FROM processes p JOIN process_labels l ON l.id = p.id"
                            " WHERE p.dropped_events > 0 ORDER BY p.dropped_events DESC, p.id",
                            -1, &st, NULL) != SQLITE_OK)
@@ -55,7 +58,7 @@ static void put_dropped(sqlite3 *db, FILE *out, int64_t dropped)
             fprintf(out, "; and %lld more processes", (long long)sqlite3_column_int64(st, 4) - i);
             break;
         }
-        fprintf(out, "%spid %lld %s: %lld", i ? "; " : " (", (long long)sqlite3_column_int64(st, 1),
+        fprintf(out, "%spid %lld%s: %lld", i ? "; " : " (", (long long)sqlite3_column_int64(st, 1),
                 (const char *)sqlite3_column_text(st, 2), (long long)sqlite3_column_int64(st, 3));
         put_threads(db, out, sqlite3_column_int64(st, 0));
     }
@@ -71,7 +74,7 @@ static void put_unfinished(sqlite3 *db, FILE *out, int64_t unfinished)
     fprintf(out, "%lld process%s did not end (%s)", (long long)unfinished,
             unfinished == 1 ? "" : "es", unfinished_why);
     if (sqlite3_prepare_v2(db,
-                           "SELECT p.pid, l.label FROM processes p JOIN process_labels l"
+                           "SELECT p.pid, " LOSSES_LABEL " FROM processes p JOIN process_labels l"
                            " ON l.id = p.id WHERE p.end_record = 0 ORDER BY p.start_ns, p.id",
                            -1, &st, NULL) != SQLITE_OK)
         return;
@@ -80,7 +83,7 @@ static void put_unfinished(sqlite3 *db, FILE *out, int64_t unfinished)
             fprintf(out, ", and %lld more", (long long)unfinished - i);
             break;
         }
-        fprintf(out, "%spid %lld %s", i ? ", " : ": ", (long long)sqlite3_column_int64(st, 0),
+        fprintf(out, "%spid %lld%s", i ? ", " : ": ", (long long)sqlite3_column_int64(st, 0),
                 (const char *)sqlite3_column_text(st, 1));
     }
     sqlite3_finalize(st);

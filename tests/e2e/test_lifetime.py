@@ -137,3 +137,58 @@ def test_sigkill_loses_at_most_the_flush_interval(tmp_path):
 def pid_of(tmp_path):
     with sqlite3.connect(tmp_path / "x.db") as db:
         return db.execute("SELECT pid FROM processes").fetchone()[0]
+
+
+def killed_session_with_drops(tmp_path):
+    """The SIGKILLed program's database, with 7 drops on its thread written in as the
+    importer writes a TRACE_DROPPED (process, thread, meta): what every output must show."""
+    profile(tmp_path, WORKLOAD, "ticks_then_kill", str(tmp_path / "times.txt"),
+            expect_status=128 + signal.SIGKILL)
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        db.execute("UPDATE processes SET dropped_events = 7")
+        db.execute("UPDATE threads SET dropped_events = 7")
+        db.execute("UPDATE meta SET value = 7 WHERE key = 'dropped_events'")
+        (pid, tid, thread), = db.execute("SELECT p.pid, t.tid, l.label FROM threads t"
+                                         " JOIN processes p ON p.id = t.process_id"
+                                         " JOIN thread_labels l ON l.id = t.id").fetchall()
+    unfinished = ("did not end (no end record: killed, or still running when imported; "
+                  "events after the last write missing: unknown)")
+    line = (f"7 events dropped (pid {pid} lifetime_workload: 7 [tid {tid} {thread}: 7]); "
+            f"1 process {unfinished}: pid {pid} lifetime_workload")
+    return pid, line, "7 events dropped; " + unfinished
+
+
+def test_every_report_header_and_export_shows_the_losses(tmp_path):
+    pid, line, process_losses = killed_session_with_drops(tmp_path)
+    for command in (["stats", "x.db"], ["stats", "x.db", "--report", "energy_sum"],
+                    ["analyze", "x.db"]):
+        run = subprocess.run([LANTERN, *command], cwd=tmp_path, capture_output=True, text=True)
+        assert f"Lost events:     {line}\n" in run.stdout, (command, run.stdout)
+    doc = __import__("json").loads(lantern(tmp_path, "stats", "x.db", "--format", "json").stdout)
+    assert doc["session"]["lost_events"] == line
+    assert doc["session"]["unfinished_processes"] == 1 and doc["session"]["dropped_events"] == 7
+    assert f"lantern: lost events: {line}\n" in lantern(tmp_path, "kernels", "x.db").stderr
+    lantern(tmp_path, "report", "x.db", "-o", "x.html")
+    assert f"<tr><th>Lost events</th><td>{line}</td></tr>" in (tmp_path / "x.html").read_text()
+    # Chrome JSON: the session's line in otherData, each process's losses as its label
+    lantern(tmp_path, "export", "x.db", "--format", "chrome", "-o", "x.json")
+    trace = __import__("json").loads((tmp_path / "x.json").read_text())
+    assert trace["otherData"] == {"lantern_lost_events": line}
+    labels = [(e["pid"], e["args"]["labels"]) for e in trace["traceEvents"]
+              if e["name"] == "process_labels"]
+    assert labels == [(pid, process_losses)]
+
+
+def test_perfetto_tracks_describe_the_losses(tmp_path):
+    pb = __import__("pytest").importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+                                          reason="Python package perfetto (scripts/deps.sh)")
+    pid, _, process_losses = killed_session_with_drops(tmp_path)
+    lantern(tmp_path, "export", "x.db", "--format", "perfetto", "-o", "x.pftrace")
+    trace = pb.Trace()
+    trace.ParseFromString((tmp_path / "x.pftrace").read_bytes())
+    tracks = [p.track_descriptor for p in trace.packet if p.HasField("track_descriptor")]
+    process, = [t for t in tracks if t.HasField("process")]
+    assert (process.process.pid, process.description) == (pid, process_losses)
+    assert list(process.process.process_labels) == [process_losses]
+    thread, = [t for t in tracks if t.HasField("thread")]
+    assert thread.description == "7 events dropped"
