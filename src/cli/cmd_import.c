@@ -1,5 +1,6 @@
-/* lantern import: turns a kept raw session folder (`profile --keep-raw`, or the folder left
- * behind when the launcher itself was killed) into a report database. */
+/* lantern import: turns a kept raw session folder (`profile --keep-raw`, the folder kept because
+ * a traced process was still running after `profile --wait`, or the folder left behind when the
+ * launcher itself was killed) into a report database. */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -7,7 +8,9 @@
 static void print_help(void)
 {
     printf("Usage: lantern import SESSION_DIR -o OUT.db [--force]\n\n"
-           "Imports the raw trace files (*.lrt) of a session folder into a report database.\n\n"
+           "Imports the raw trace files (*.lrt) of a session folder into a report database:\n"
+           "one kept with 'profile --keep-raw', or kept because a traced process was still\n"
+           "running (then again with --force once it has ended, for all its events).\n\n"
            "  -o, --output FILE   the database to write (required)\n"
            "  -f, --force         replace FILE if it exists\n"
            "  -h, --help          show this help\n");
