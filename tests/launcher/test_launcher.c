@@ -5,14 +5,19 @@
 #include "harness.h"
 #include "launcher/launcher.h"
 #include "launcher/samplers.h"
+#include "trace/codec.h"
 #include "trace/format.h"
 #include "trace/list.h"
 #include "trace/rank.h"
+#include "trace/records.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void list_has_whole_items_only(void)
@@ -197,6 +202,94 @@ static void default_output_is_the_first_free_name(void)
     leave_folder();
 }
 
+/* ---- after the command: the traced processes still writing (wait.c) ---------------------- */
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A raw file named as an agent names it: the header, and the end record if ended. */
+static void write_raw_file(long pid, uint64_t start_ns, int ended)
+{
+    char name[64];
+    snprintf(name, sizeof name, "x.db.raw/%ld-%llu.lrt", pid, (unsigned long long)start_ns);
+    FILE *f = fopen(name, "w");
+    ASSERT(f != NULL);
+    uint8_t header[TRACE_FILE_HEADER_SIZE], chunk[256];
+    trace_file_header(header);
+    ASSERT_EQ(fwrite(header, 1, sizeof header, f), sizeof header);
+    if (ended) {
+        struct trace_chunk_builder b;
+        trace_chunk_begin(&b, chunk, sizeof chunk, start_ns);
+        struct trace_process_end end = {.end = start_ns + 1, .clean = 1};
+        ASSERT_EQ(trace_put_process_end(&b, &end), 0);
+        size_t len = trace_chunk_finish(&b);
+        ASSERT_EQ(fwrite(chunk, 1, len, f), len);
+    }
+    ASSERT_EQ(fclose(f), 0);
+}
+
+/* Waits (up to 10 s) until pid is a zombie, unreaped. */
+static void wait_for_zombie(pid_t pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 10000; i++) {
+        FILE *f = fopen(path, "r");
+        ASSERT(f != NULL);
+        size_t len = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[len] = 0;
+        if (strstr(stat, ") Z "))
+            return;
+        usleep(1000);
+    }
+    ASSERT(!"the child never became a zombie");
+}
+
+/* Only a file without its end record whose process lives is waited for: not one whose process
+ * is a zombie or gone, nor one of a pid reused by a process that started after the file, nor
+ * one that ended; the one left is named, with its command line. */
+static void wait_names_only_live_writers_without_an_end(void)
+{
+    enter_fresh_folder();
+    ASSERT_EQ(mkdir("x.db.raw", 0755), 0);
+    uint64_t now = monotonic_ns();
+    write_raw_file(getpid(), now, 0);     /* this process, still writing */
+    write_raw_file(getpid(), now + 1, 1); /* this process, ended */
+    write_raw_file(getpid(), 1, 0);       /* a file from before this process: its pid reused */
+    pid_t zombie = fork();
+    ASSERT(zombie >= 0);
+    if (zombie == 0)
+        _exit(0);
+    wait_for_zombie(zombie);
+    write_raw_file(zombie, now, 0);
+    write_raw_file(999999999, now, 0); /* no such process */
+    struct launcher_options o = {.output = "x.db", .wait_timeout_s = 0.05};
+    struct launcher l;
+    launcher_init(&l, &o);
+    l.raw_dir = strdup("x.db.raw");
+    l.session_dir = realpath("x.db.raw", NULL);
+    uint64_t start = monotonic_ns();
+    ASSERT_EQ(launcher_wait_writers(&l), 0);
+    ASSERT(monotonic_ns() - start >= 50000000u); /* the whole timeout: one still writes */
+    ASSERT_EQ(l.still_writing, 1);
+    char self[64];
+    snprintf(self, sizeof self, "pid %d (", (int)getpid());
+    ASSERT(l.running && strncmp(l.running, self, strlen(self)) == 0);
+    ASSERT(strstr(l.running, "test_launcher") && !strchr(l.running, ','));
+    o.wait_primary = 1; /* not waited for, still named */
+    ASSERT_EQ(launcher_wait_writers(&l), 0);
+    ASSERT_EQ(l.still_writing, 1);
+    ASSERT(waitpid(zombie, NULL, 0) == zombie);
+    ASSERT_EQ(launcher_remove_session("x.db.raw"), 0);
+    launcher_release(&l);
+    leave_folder();
+}
+
 /* ---- -o's name patterns ----------------------------------------------------------------- */
 
 /* The rank variables as docs and nsys users know them, in the order they are read. */
@@ -343,6 +436,7 @@ int main(int argc, char **argv)
         {"open_refuses_an_existing_database_without_force",
          open_refuses_an_existing_database_without_force},
         {"default_output_is_the_first_free_name", default_output_is_the_first_free_name},
+        {"wait_names_only_live_writers_without_an_end", wait_names_only_live_writers_without_an_end},
         {"output_name_expands_rank_host_pid_variable_and_percent",
          output_name_expands_rank_host_pid_variable_and_percent},
         {"output_name_rank_is_the_first_variable_that_holds_one",
