@@ -13,19 +13,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "lifetime_workload: %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-            _exit(1);                                                                              \
-        }                                                                                          \
-    } while (0)
+/* Stops the program, saying which step failed (the test then sees exit status 1). */
+static void require(int ok, const char *step)
+{
+    if (ok)
+        return;
+    fprintf(stderr, "lifetime_workload: %s failed\n", step);
+    _exit(1);
+}
 
 static uint64_t mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
 static void sleep_us(long us)
@@ -41,18 +42,19 @@ static void scenario_daemon(int pairs)
 {
     nvtxMarkA("program");
     int ready[2], gone[2];
-    CHECK(pipe(ready) == 0 && pipe(gone) == 0);
+    require(pipe(ready) == 0 && pipe(gone) == 0, "pipe");
     pid_t middle = fork();
-    CHECK(middle >= 0);
+    require(middle >= 0, "fork");
     if (middle == 0) {
-        CHECK(setsid() > 0);
+        require(setsid() > 0, "setsid");
         pid_t daemon = fork();
-        CHECK(daemon >= 0);
+        require(daemon >= 0, "fork (daemon)");
         if (daemon > 0)
             _exit(0);
         close(ready[0]);
         close(gone[1]);
-        CHECK(write(ready[1], "r", 1) == 1); /* its raw file exists: the agent made it at fork */
+        /* its raw file exists now: the agent made it at fork */
+        require(write(ready[1], "r", 1) == 1, "write (ready)");
         close(ready[1]);
         char c;
         while (read(gone[0], &c, 1) > 0) /* EOF: the program has exited */
@@ -67,7 +69,7 @@ static void scenario_daemon(int pairs)
     close(ready[1]);
     close(gone[0]);
     char c;
-    CHECK(read(ready[0], &c, 1) == 1);
+    require(read(ready[0], &c, 1) == 1, "read (ready)");
     exit(0); /* gone[1] closes with it */
 }
 
@@ -102,7 +104,7 @@ static uint64_t other_threads_run_delay(void)
 static void scenario_ticks_then_kill(const char *out_path)
 {
     FILE *out = fopen(out_path, "w");
-    CHECK(out);
+    require(out != NULL, "fopen");
     nvtxMarkA("start"); /* loads the agent and starts its writer thread */
     uint64_t delay_before = other_threads_run_delay();
     for (int i = 0; i < 1000; i++) {
@@ -113,7 +115,7 @@ static void scenario_ticks_then_kill(const char *out_path)
     }
     uint64_t delay = other_threads_run_delay() - delay_before;
     fprintf(out, "kill %llu %llu\n", (unsigned long long)mono_ns(), (unsigned long long)delay);
-    CHECK(fclose(out) == 0);
+    require(fclose(out) == 0, "fclose");
     raise(SIGKILL);
 }
 
