@@ -87,9 +87,10 @@ int launcher_start_samplers(struct launcher *l);
 int launcher_run(struct launcher *l);
 
 /* After the command (wait.c): waits until no traced process still writes its raw file (no
- * TRACE_PROCESS_END yet, and its pid alive, not a zombie, not reused), polling the session
- * folder from 1 ms apart up to 100 ms apart, for at most o->wait_timeout_s (not at all with
- * o->wait_primary), or until an INT, TERM or HUP is pending. Sets l->still_writing and
+ * TRACE_PROCESS_END yet, and its pid alive, not a zombie, not reused, still mapping the agent)
+ * and no process of the session that maps the agent is yet to make its file (forked an
+ * instant ago), polling from 1 ms apart up to 100 ms apart, for at most o->wait_timeout_s
+ * (not at all with o->wait_primary), or until an INT, TERM or HUP is pending. Sets l->still_writing and
  * l->running to those still writing at the end, whose files must then be kept. Returns 0,
  * or -1 when the session folder cannot be read. */
 int launcher_wait_writers(struct launcher *l);

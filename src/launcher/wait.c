@@ -2,8 +2,12 @@
  * (daemons, double forks, setsid children) are waited for, up to --wait-timeout, and those
  * still running at the end are named, so that nothing a writer may still write is removed
  * (launcher.h, launcher_wait_writers). A raw file "<pid>-<start_ns>.lrt" is still being
- * written while it has no TRACE_PROCESS_END and its process lives: the pid exists, is not a
- * zombie, and started no later than the file (a later start is a reused pid). */
+ * written while it has no TRACE_PROCESS_END and its process lives on with the agent: the pid
+ * exists, is not a zombie, started no later than the file (a later start is a reused pid), and
+ * still maps the agent library (one that exec'd an untraced program writes nothing more). A
+ * process of the session (LANTERN_SESSION_DIR in its environment) that maps the agent but has
+ * no file yet is waited for too: a traced process forked it an instant ago, and its agent
+ * makes its file when it first runs. */
 #include "launcher/launcher_internal.h"
 #include "trace/codec.h"
 #include "trace/format.h"
@@ -33,11 +37,16 @@ struct writer_file {
     uint64_t start_ns; /* CLOCK_MONOTONIC, from the name */
     int done;          /* its end record was seen, or its process is gone */
     uint64_t scanned_size, scanned_at;
+    dev_t exe_dev; /* its program when its maps were read (maps are read again after an exec) */
+    ino_t exe_ino;
 };
 
 struct writer_set {
     struct writer_file *v;
     size_t count, cap;
+    long *unborn; /* processes of the session with the agent and no file yet */
+    size_t unborn_count, unborn_cap;
+    const char *dir, *agent_name; /* the session folder; the agent library's file name */
 };
 
 static uint64_t clock_ns(clockid_t clock)
@@ -86,6 +95,31 @@ static int writer_alive(long pid, uint64_t start_ns)
     return started_ns <= start_ns + boot_offset + 1000000000ull / (uint64_t)hz;
 }
 
+/* Whether /proc/<pid>/<file> has an entry (a line of maps: separator '\n'; a variable of
+ * environ: '\0') that holds text (whole: that is text); an unreadable file (another user's
+ * process) has none. */
+static int proc_file_has(long pid, const char *file, int separator, const char *text, int whole)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/%s", pid, file);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    char *entry = NULL;
+    size_t cap = 0;
+    int found = 0;
+    while (!found && getdelim(&entry, &cap, separator, f) > 0)
+        found = whole ? strcmp(entry, text) == 0 : strstr(entry, text) != NULL;
+    free(entry);
+    fclose(f);
+    return found;
+}
+
+static int maps_agent(const struct writer_set *set, long pid)
+{
+    return proc_file_has(pid, "maps", '\n', set->agent_name, 0);
+}
+
 /* Whether the file holds its process's end record (read up to any damage: a chunk being
  * written is not there yet). */
 static int writer_file_ended(const char *dir, const char *name)
@@ -104,6 +138,24 @@ static int writer_file_ended(const char *dir, const char *name)
         ended = type == TRACE_PROCESS_END;
     trace_reader_close(&r);
     return ended;
+}
+
+/* Whether a live writer still maps the agent: read from its maps (which may be long) at
+ * first sight and again only when its program changed (an exec). */
+static int still_maps_agent(const struct writer_set *set, struct writer_file *w)
+{
+    char path[64];
+    struct stat exe;
+    snprintf(path, sizeof path, "/proc/%ld/exe", w->pid);
+    if (stat(path, &exe) < 0)
+        return maps_agent(set, w->pid); /* not ours to read: maps tell (or say no) */
+    if (w->exe_ino && exe.st_dev == w->exe_dev && exe.st_ino == w->exe_ino)
+        return 1;
+    if (!maps_agent(set, w->pid))
+        return 0;
+    w->exe_dev = exe.st_dev;
+    w->exe_ino = exe.st_ino;
+    return 1;
 }
 
 /* Adds the agents' raw files that appeared since the last look (a process the program
@@ -155,7 +207,7 @@ static size_t writer_set_poll(struct writer_set *set, const char *dir)
         struct writer_file *w = &set->v[i];
         if (w->done)
             continue;
-        if (!writer_alive(w->pid, w->start_ns)) {
+        if (!writer_alive(w->pid, w->start_ns) || !still_maps_agent(set, w)) {
             w->done = 1;
             continue;
         }
@@ -175,6 +227,41 @@ static size_t writer_set_poll(struct writer_set *set, const char *dir)
     return writing;
 }
 
+/* Finds the processes of the session that map the agent but have no raw file yet (their
+ * agent makes it when they first run after the fork). Returns how many. */
+static size_t writer_set_unborn(struct writer_set *set)
+{
+    char wanted[4200];
+    snprintf(wanted, sizeof wanted, "LANTERN_SESSION_DIR=%s", set->dir);
+    set->unborn_count = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid())
+            continue;
+        size_t i = 0;
+        while (i < set->count && set->v[i].pid != pid)
+            i++;
+        if (i < set->count || !writer_alive(pid, UINT64_MAX / 2) ||
+            !proc_file_has(pid, "environ", '\0', wanted, 1) || !maps_agent(set, pid))
+            continue;
+        if (set->unborn_count == set->unborn_cap) {
+            size_t cap = set->unborn_cap ? set->unborn_cap * 2 : 8;
+            long *grown = realloc(set->unborn, cap * sizeof *grown);
+            if (!grown)
+                break; /* the ones found are enough to go on waiting */
+            set->unborn = grown;
+            set->unborn_cap = cap;
+        }
+        set->unborn[set->unborn_count++] = pid;
+    }
+    if (d)
+        closedir(d);
+    return set->unborn_count;
+}
+
 /* A signal that ends lantern (held since the command ended) stops the wait: the import that
  * follows sees it too, stops, and says how to import the folder later. */
 static int ending_signal_pending(void)
@@ -186,10 +273,10 @@ static int ending_signal_pending(void)
 }
 
 /* "pid 1234 (daemon --port 80)": its command line, control characters as '?', cut. */
-static void describe_writer(const struct writer_file *w, char *out, size_t cap)
+static void describe_process(long pid, char *out, size_t cap)
 {
     char path[64], cmd[96];
-    snprintf(path, sizeof path, "/proc/%ld/cmdline", w->pid);
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
     size_t len = read_small_file(path, cmd, sizeof cmd);
     while (len && !cmd[len - 1])
         len--;
@@ -199,24 +286,40 @@ static void describe_writer(const struct writer_file *w, char *out, size_t cap)
     cmd[len] = '\0';
     if (len == sizeof cmd - 2) /* read_small_file keeps a byte for the NUL */
         snprintf(cmd + len - 3, 4, "...");
-    snprintf(out, cap, "pid %ld (%s)", w->pid, len ? cmd : "?");
+    snprintf(out, cap, "pid %ld (%s)", pid, len ? cmd : "?");
+}
+
+/* Appends "pid N (command)" to l->running, ", "-separated. */
+static void name_running(struct launcher *l, long pid)
+{
+    char one[160];
+    describe_process(pid, one, sizeof one);
+    size_t used = l->running ? strlen(l->running) : 0, add = strlen(one) + 2;
+    char *grown = realloc(l->running, used + add + 1);
+    if (!grown)
+        return;
+    l->running = grown;
+    snprintf(l->running + used, add + 1, "%s%s", used ? ", " : "", one);
 }
 
 int launcher_wait_writers(struct launcher *l)
 {
-    struct writer_set set = {0};
     const struct launcher_options *o = l->o;
+    const char *agent_name = l->agent && strrchr(l->agent, '/') ? strrchr(l->agent, '/') + 1
+                                                                 : "liblantern-agent.so";
+    struct writer_set set = {.dir = l->session_dir, .agent_name = agent_name};
     uint64_t start = clock_ns(CLOCK_MONOTONIC), poll_ns = WAIT_FIRST_POLL_NS;
     uint64_t timeout_ns = o->wait_primary ? 0 : (uint64_t)(o->wait_timeout_s * 1e9);
     size_t writing;
-    l->still_writing = 0;
     for (;;) {
         if (writer_set_update(&set, l->session_dir) < 0) {
+            int err = errno;
             free(set.v);
+            free(set.unborn);
             return launcher_fail(l, "cannot read the session folder '%s': %s", l->raw_dir,
-                                 errno ? strerror(errno) : "out of memory");
+                                 strerror(err));
         }
-        writing = writer_set_poll(&set, l->session_dir);
+        writing = writer_set_poll(&set, l->session_dir) + writer_set_unborn(&set);
         uint64_t waited = clock_ns(CLOCK_MONOTONIC) - start;
         if (!writing || waited >= timeout_ns || ending_signal_pending())
             break;
@@ -226,22 +329,15 @@ int launcher_wait_writers(struct launcher *l)
         if (poll_ns < WAIT_LONGEST_POLL_NS)
             poll_ns *= 2;
     }
-    /* the ones still running, for the caller's one line */
-    size_t used = 0;
-    char one[160];
-    for (size_t i = 0; i < set.count; i++) {
-        if (set.v[i].done)
-            continue;
-        describe_writer(&set.v[i], one, sizeof one);
-        size_t add = strlen(one) + 2;
-        char *grown = realloc(l->running, used + add + 1);
-        if (!grown)
-            break;
-        l->running = grown;
-        snprintf(l->running + used, add + 1, "%s%s", used ? ", " : "", one);
-        used += strlen(l->running + used);
-    }
+    free(l->running);
+    l->running = NULL;
+    for (size_t i = 0; i < set.count; i++)
+        if (!set.v[i].done)
+            name_running(l, set.v[i].pid);
+    for (size_t i = 0; i < set.unborn_count; i++)
+        name_running(l, set.unborn[i]);
     l->still_writing = writing;
     free(set.v);
+    free(set.unborn);
     return 0;
 }

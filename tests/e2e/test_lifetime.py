@@ -96,6 +96,26 @@ def test_short_wait_timeout_names_the_daemon_and_keeps_the_raw_folder(tmp_path):
     check_kept_and_imported_again(tmp_path, line, pid)
 
 
+def test_process_with_the_agent_but_no_file_yet_is_waited_for(tmp_path):
+    """A process of the session that maps the agent but has not made its raw file (as a
+    traced process's child between fork and its first run): here `sleep`, the agent preloaded
+    but never started, left running by a shell that exits at once."""
+    preload = " ".join(p for p in (os.environ.get("LANTERN_TEST_PRELOAD"),
+                                   os.environ.get("LANTERN_AGENT_PATH",
+                                                  os.path.join(BUILD, "lib", "liblantern-agent.so"))) if p)
+    script = f"LD_PRELOAD='{preload}' ASAN_OPTIONS=detect_leaks=0 sleep 0.6 &"
+    start = time.monotonic()
+    run = profile(tmp_path, "sh", "-c", script)
+    assert time.monotonic() - start >= 0.5 and "still running" not in run.stderr, run.stderr
+    assert not (tmp_path / "x.db.raw").exists()
+    (tmp_path / "x.db").unlink()
+    run = profile(tmp_path, "--wait-timeout", "0.1", "sh", "-c", script)
+    line, = [l for l in run.stderr.splitlines() if "still running" in l]
+    m = re.search(r"pid (\d+) \(sleep 0.6\)", line)
+    assert m and (tmp_path / "x.db.raw").is_dir(), line
+    wait_until_gone(int(m.group(1)))
+
+
 def test_wait_options_are_checked(tmp_path):
     for bad in (["--wait=some"], ["--wait-timeout", "-1"], ["--wait-timeout", "soon"]):
         run = profile(tmp_path, *bad, WORKLOAD, "daemon", "1", expect_status=2)

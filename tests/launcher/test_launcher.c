@@ -13,8 +13,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -232,8 +234,9 @@ static void write_raw_file(long pid, uint64_t start_ns, int ended)
     ASSERT_EQ(fclose(f), 0);
 }
 
-/* Waits (up to 10 s) until pid is a zombie, unreaped. */
-static void wait_for_zombie(pid_t pid)
+/* Waits (up to 10 s) until /proc/<pid>/stat holds text: ") Z " a zombie, unreaped; "(sleep) "
+ * the program it exec'd. */
+static void wait_for_stat(pid_t pid, const char *text)
 {
     char path[64], stat[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -243,20 +246,27 @@ static void wait_for_zombie(pid_t pid)
         size_t len = fread(stat, 1, sizeof stat - 1, f);
         fclose(f);
         stat[len] = 0;
-        if (strstr(stat, ") Z "))
+        if (strstr(stat, text))
             return;
         usleep(1000);
     }
-    ASSERT(!"the child never became a zombie");
+    ASSERT(!"the child's /proc/<pid>/stat never held the text");
 }
 
-/* Only a file without its end record whose process lives is waited for: not one whose process
- * is a zombie or gone, nor one of a pid reused by a process that started after the file, nor
- * one that ended; the one left is named, with its command line. */
+/* Only a file without its end record whose process lives on with the agent is waited for:
+ * not one whose process is a zombie or gone, nor one of a pid reused by a process that started
+ * after the file, nor one that ended, nor one whose process maps no agent (it exec'd an
+ * untraced program); the one left is named, with its command line. */
 static void wait_names_only_live_writers_without_an_end(void)
 {
     enter_fresh_folder();
     ASSERT_EQ(mkdir("x.db.raw", 0755), 0);
+    /* this process maps "liblantern-agent.so" as a process with the agent does */
+    FILE *agent = fopen("liblantern-agent.so", "w");
+    ASSERT(agent != NULL && fputc(0, agent) == 0 && fclose(agent) == 0);
+    int agent_fd = open("liblantern-agent.so", O_RDONLY);
+    void *agent_map = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, agent_fd, 0);
+    ASSERT(agent_fd >= 0 && agent_map != MAP_FAILED);
     uint64_t now = monotonic_ns();
     write_raw_file(getpid(), now, 0);     /* this process, still writing */
     write_raw_file(getpid(), now + 1, 1); /* this process, ended */
@@ -265,9 +275,17 @@ static void wait_names_only_live_writers_without_an_end(void)
     ASSERT(zombie >= 0);
     if (zombie == 0)
         _exit(0);
-    wait_for_zombie(zombie);
+    wait_for_stat(zombie, ") Z ");
     write_raw_file(zombie, now, 0);
     write_raw_file(999999999, now, 0); /* no such process */
+    pid_t exec_d = fork(); /* forked with a file, then exec'd a program without the agent */
+    ASSERT(exec_d >= 0);
+    if (exec_d == 0) {
+        execlp("sleep", "sleep", "5", (char *)NULL);
+        _exit(127);
+    }
+    write_raw_file(exec_d, now, 0);
+    wait_for_stat(exec_d, "(sleep) ");
     struct launcher_options o = {.output = "x.db", .wait_timeout_s = 0.05};
     struct launcher l;
     launcher_init(&l, &o);
@@ -285,6 +303,10 @@ static void wait_names_only_live_writers_without_an_end(void)
     ASSERT_EQ(launcher_wait_writers(&l), 0);
     ASSERT_EQ(l.still_writing, 1);
     ASSERT(waitpid(zombie, NULL, 0) == zombie);
+    ASSERT_EQ(kill(exec_d, SIGKILL), 0);
+    ASSERT(waitpid(exec_d, NULL, 0) == exec_d);
+    ASSERT_EQ(munmap(agent_map, 1), 0);
+    close(agent_fd);
     ASSERT_EQ(launcher_remove_session("x.db.raw"), 0);
     launcher_release(&l);
     leave_folder();
