@@ -160,9 +160,9 @@ static int still_maps_agent(const struct writer_set *set, struct writer_file *w)
 
 /* Adds the agents' raw files that appeared since the last look (a process the program
  * started may itself start others). Returns 0 or -1 (out of memory, or the folder is gone). */
-static int writer_set_update(struct writer_set *set, const char *dir)
+static int writer_set_update(struct writer_set *set)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(set->dir);
     if (!d)
         return -1;
     struct dirent *e;
@@ -199,7 +199,7 @@ static int writer_set_update(struct writer_set *set, const char *dir)
 }
 
 /* Looks at every file not yet done; returns how many are still being written. */
-static size_t writer_set_poll(struct writer_set *set, const char *dir)
+static size_t writer_set_poll(struct writer_set *set)
 {
     size_t writing = 0;
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -215,12 +215,12 @@ static size_t writer_set_poll(struct writer_set *set, const char *dir)
          * the file grew, and not more often than WAIT_RESCAN_NS */
         char path[4096];
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, w->name);
+        snprintf(path, sizeof path, "%s/%s", set->dir, w->name);
         uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
         if (size != w->scanned_size && (!w->scanned_at || now - w->scanned_at >= WAIT_RESCAN_NS)) {
             w->scanned_size = size;
             w->scanned_at = now;
-            w->done = writer_file_ended(dir, w->name);
+            w->done = writer_file_ended(set->dir, w->name);
         }
         writing += !w->done;
     }
@@ -312,14 +312,14 @@ int launcher_wait_writers(struct launcher *l)
     uint64_t timeout_ns = o->wait_primary ? 0 : (uint64_t)(o->wait_timeout_s * 1e9);
     size_t writing;
     for (;;) {
-        if (writer_set_update(&set, l->session_dir) < 0) {
+        if (writer_set_update(&set) < 0) {
             int err = errno;
             free(set.v);
             free(set.unborn);
             return launcher_fail(l, "cannot read the session folder '%s': %s", l->raw_dir,
                                  strerror(err));
         }
-        writing = writer_set_poll(&set, l->session_dir) + writer_set_unborn(&set);
+        writing = writer_set_poll(&set) + writer_set_unborn(&set);
         uint64_t waited = clock_ns(CLOCK_MONOTONIC) - start;
         if (!writing || waited >= timeout_ns || ending_signal_pending())
             break;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +37,8 @@ static void sleep_us(long us)
 }
 
 /* The program loads the agent (a mark), then starts a daemon the classic way (fork, setsid,
- * fork; the middle process exits) and exits once the daemon has started. The daemon waits
+ * fork; the middle process exits and the program reaps it) and exits once the daemon has
+ * started. The daemon waits
  * for the program's end, then does `pairs` push/pop pairs 2.5 ms apart (~1 s for 400). */
 static void scenario_daemon(int pairs)
 {
@@ -70,6 +72,7 @@ static void scenario_daemon(int pairs)
     close(gone[0]);
     char c;
     require(read(ready[0], &c, 1) == 1, "read (ready)");
+    require(waitpid(middle, NULL, 0) == middle, "waitpid (middle)"); /* as daemon(3) users do */
     exit(0); /* gone[1] closes with it */
 }
 
