@@ -61,13 +61,13 @@ def test_daemon_that_outlives_the_program_keeps_all_its_events(tmp_path):
         assert [(clean, ranges) for _, clean, ranges in rows] == [(1, 0), (0, 0), (1, 400)]
 
 
-def still_running_pid(stderr):
-    """The pid the one 'still running' line names, and the line."""
+def still_running_pid(stderr, pairs=400):
+    """The pid the one 'still running' line names (the daemon doing pairs), and the line."""
     lines = [l for l in stderr.splitlines() if "still running" in l]
     assert len(lines) == 1, stderr
     line = lines[0]
     assert line.startswith("lantern: 1 traced process still running")
-    m = re.search(r"pid (\d+) \((\S+) daemon 400\)", line)
+    m = re.search(rf"pid (\d+) \((\S+) daemon {pairs}\)", line)
     assert m and m.group(2) == WORKLOAD, line
     return int(m.group(1)), line
 
@@ -219,3 +219,29 @@ def test_perfetto_tracks_describe_the_losses(tmp_path):
     assert list(process.process.process_labels) == [process_losses]
     thread, = [t for t in tracks if t.HasField("thread")]
     assert thread.description == "7 events dropped"
+
+
+def test_sigterm_during_the_wait_stops_it_and_keeps_the_raw_folder(tmp_path):
+    """A signal for lantern while it waits ends the wait at once (not the daemon's 10 s): the
+    daemon is named, nothing half-written is left, the raw folder is kept, and lantern dies by
+    the signal, as a signal during the import does."""
+    err = open(tmp_path / "stderr", "w")  # a file: the daemon keeps a pipe open to its end
+    lantern_run = subprocess.Popen([LANTERN, "profile", "-t", "nvtx", "-o", "x.db", WORKLOAD,
+                                    "daemon", "4000"], cwd=tmp_path, stderr=err)
+    raw = tmp_path / "x.db.raw"
+    deadline = time.monotonic() + 60
+    while len(list(raw.glob("*-*.lrt"))) < 3:  # the program, the middle process, the daemon
+        assert time.monotonic() < deadline and lantern_run.poll() is None
+        time.sleep(0.01)
+    first = min(raw.glob("*-*.lrt"), key=lambda p: int(p.stem.split("-")[1]))
+    wait_until_gone(int(first.stem.split("-")[0]))  # the program has ended: lantern waits
+    lantern_run.send_signal(signal.SIGTERM)
+    lantern_run.wait(timeout=60)
+    err.close()
+    stderr = (tmp_path / "stderr").read_text()
+    assert lantern_run.returncode == -signal.SIGTERM, stderr
+    pid, line = still_running_pid(stderr, pairs=4000)
+    assert os.path.exists(f"/proc/{pid}"), "lantern waited for the daemon's end"
+    assert "interrupted" in stderr and not (tmp_path / "x.db").exists() and raw.is_dir()
+    os.kill(pid, signal.SIGKILL)
+    wait_until_gone(pid)
