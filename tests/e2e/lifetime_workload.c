@@ -30,12 +30,6 @@ static uint64_t mono_ns(void)
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
-static void sleep_us(long us)
-{
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
-    nanosleep(&ts, NULL);
-}
-
 /* The program loads the agent (a mark), then starts a daemon the classic way (fork, setsid,
  * fork; the middle process exits and the program reaps it) and exits once the daemon has
  * started. The daemon waits
@@ -64,7 +58,7 @@ static void scenario_daemon(int pairs)
         for (int i = 0; i < pairs; i++) {
             nvtxRangePushA("daemon-work");
             nvtxRangePop();
-            sleep_us(2500);
+            usleep(2500);
         }
         exit(0);
     }
@@ -114,7 +108,7 @@ static void scenario_ticks_then_kill(const char *out_path)
         nvtxRangePushA("tick");
         nvtxRangePop();
         fprintf(out, "end %llu\n", (unsigned long long)mono_ns());
-        sleep_us(1000);
+        usleep(1000);
     }
     uint64_t delay = other_threads_run_delay() - delay_before;
     fprintf(out, "kill %llu %llu\n", (unsigned long long)mono_ns(), (unsigned long long)delay);
