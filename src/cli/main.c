@@ -15,6 +15,7 @@ static const struct subcommand subcommands[] = {
     {"profile", cmd_profile, "Run a command under Lantern and write a report database"},
     {"stats", cmd_stats, "Print a report (default nvtx_sum) from a report database"},
     {"export", cmd_export, "Export a report database (chrome: Perfetto / chrome://tracing JSON)"},
+    {"merge", cmd_merge, "Merge report databases (one per rank or host) into one"},
     {"import", cmd_import, "Import a kept raw session folder into a report database"},
     {"kernels", cmd_kernels, "Per-kernel table: layer, op, shapes, FLOPs, bytes, Tensor Cores"},
     {"energy", cmd_energy, "Run a command and print its time and energy per GPU and CPU"},

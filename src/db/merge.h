@@ -1,0 +1,15 @@
+/* lantern merge: several Lantern databases (one per rank, process or host) into one, as if
+ * one session had recorded them all (merge.c; docs/schema.md "Merging databases"). */
+#ifndef LANTERN_DB_MERGE_H
+#define LANTERN_DB_MERGE_H
+
+#include <stddef.h>
+
+/* Merges the n databases at inputs (each already checked to be a Lantern database of this
+ * schema version) into a new database at out, written as a temporary file in out's folder and
+ * renamed into place when complete. An existing out is refused unless force. Returns 0, or -1
+ * with a one-line reason (no "lantern:" prefix) in err; nothing is left behind on failure. */
+int merge_databases(const char *const *inputs, size_t n, const char *out, int force, char *err,
+                    size_t err_len);
+
+#endif
