@@ -28,10 +28,10 @@ UPDATE main.meta SET value = (SELECT w.value - s.value FROM temp.input_meta w, t
     AND w.value > 0) + (SELECT value FROM main.meta WHERE key = 'start_ns')
   WHERE key = 'start_wall_ns' AND value > 0;
 -- trace: every input's sources, once each
-WITH RECURSIVE split(input, item, rest) AS (
-    SELECT input, NULL, value || ',' FROM temp.input_meta WHERE key = 'trace'
-    UNION ALL SELECT input, substr(rest, 1, instr(rest, ',') - 1),
+WITH RECURSIVE split(input, n, item, rest) AS (
+    SELECT input, 0, NULL, value || ',' FROM temp.input_meta WHERE key = 'trace'
+    UNION ALL SELECT input, n + 1, substr(rest, 1, instr(rest, ',') - 1),
       substr(rest, instr(rest, ',') + 1) FROM split WHERE rest <> '')
   INSERT OR REPLACE INTO main.meta(key, value)
   SELECT 'trace', group_concat(item, ',') FROM (SELECT item FROM split WHERE item <> ''
-    GROUP BY item ORDER BY min(input), item);
+    GROUP BY item ORDER BY min(input * 1000000 + n));
