@@ -73,7 +73,27 @@ def ranks(tmp_path_factory):
         r = lantern("profile", "-t", "nvtx,nvml", "-o", f"r{rank}.db", "--", WORKLOAD,
                     "attributes", env=env, cwd=d)
         assert r.returncode == 0, r.stderr
+        add_cuda_rows(d / f"r{rank}.db", rank)
     return d
+
+
+def add_cuda_rows(path, rank):
+    """CUDA rows by hand (CI has no GPU): per rank, a launch in its last range and its kernel
+    on GPU-aaaa, each naming the rank, so the merged links can be checked by name."""
+    db = sqlite3.connect(path)
+    (gpu,) = db.execute("SELECT id FROM gpus WHERE uuid = 'GPU-aaaa'").fetchone()
+    rng, thread, start = db.execute(
+        "SELECT id, start_thread_id, start_ns FROM ranges ORDER BY id DESC LIMIT 1").fetchone()
+    db.execute("INSERT INTO strings(value) VALUES (?)", (f"kernel_of_rank_{rank}",))
+    name = db.execute("SELECT last_insert_rowid()").fetchone()[0]
+    db.execute("INSERT INTO cuda_api(process_id, thread_id, api, name_id, start_ns, end_ns,"
+               " correlation_id, nvtx_range_id) VALUES (1, ?, 0, ?, ?, ?, 77, ?)",
+               (thread, name, start, start + 10, rng))
+    api = db.execute("SELECT last_insert_rowid()").fetchone()[0]
+    db.execute("INSERT INTO kernels(process_id, gpu_id, device, correlation_id, start_ns,"
+               " end_ns, name_id, api_id, nvtx_range_id) VALUES (1, ?, 0, 77, ?, ?, ?, ?, ?)",
+               (gpu, start + 20, start + 30, name, api, rng))
+    db.commit()
 
 
 def merged(d, *inputs, out="all.db"):
@@ -101,6 +121,14 @@ def test_merge_keeps_every_row_and_id(ranks):
                              f"NOT EXISTS (SELECT 1 FROM {target} t WHERE t.id = x.{column})"
                              ).fetchone()[0]
         assert dangling == 0, (table, column)
+    # each kernel on its rank's process, its launch and its range, on the one GPU-aaaa
+    links = m.execute(
+        "SELECT s.value, p.rank, a.process_id = k.process_id, g.uuid, r.process_id = k.process_id,"
+        " r.id = a.nvtx_range_id, a.correlation_id FROM kernels k JOIN strings s ON s.id = k.name_id"
+        " JOIN processes p ON p.id = k.process_id JOIN cuda_api a ON a.id = k.api_id"
+        " JOIN gpus g ON g.id = k.gpu_id JOIN ranges r ON r.id = k.nvtx_range_id ORDER BY p.rank")
+    assert links.fetchall() == [("kernel_of_rank_0", 0, 1, "GPU-aaaa", 1, 1, 77),
+                                ("kernel_of_rank_1", 1, 1, "GPU-aaaa", 1, 1, 77)]
     # each rank's rows on its own process, with the names and times it recorded
     for rank, src in ((0, r0), (1, r1)):
         (pid,) = m.execute("SELECT id FROM processes WHERE rank = ?", (rank,)).fetchone()
@@ -148,6 +176,11 @@ def test_merge_shifts_another_hosts_clock(ranks):
     assert m.execute("SELECT start_ns FROM processes WHERE id = ?", (pid,)).fetchone()[0] == \
         far.execute("SELECT start_ns FROM processes").fetchone()[0] + shift
     assert meta(m, "end_ns") == meta(far, "end_ns") + shift
+    q = "SELECT k.start_ns, a.end_ns FROM kernels k JOIN cuda_api a ON a.id = k.api_id WHERE k.process_id = {}"
+    assert m.execute(q.format(pid)).fetchall() == [
+        (k + shift, a + shift) for k, a in far.execute(q.format(1)).fetchall()]
+    samples = "SELECT min(ts_ns) FROM gpu_samples s JOIN gpus g ON g.id = s.gpu_id WHERE uuid = 'GPU-bbbb'"
+    assert m.execute(samples).fetchone()[0] == far.execute(samples).fetchone()[0] + shift
     assert meta(m, "host") == f"{meta(r0, 'host')},far-host"
     assert meta(m, "merged_inputs").splitlines()[1] == f"far.db host=far-host shift_ns={shift}"
 
