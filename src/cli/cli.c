@@ -252,8 +252,8 @@ int cli_output_close(struct cli_output *o, int ok)
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
-int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
-                             char **argv, const char **output, int *force, const char **arg)
+int cli_parse_output_options(const char *name, void (*help)(void), int argc, char **argv,
+                             const char **output, int *force, int *first)
 {
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -282,8 +282,18 @@ int cli_parse_output_command(const char *name, const char *what, void (*help)(vo
             return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
+    *first = optind;
+    return CLI_EXIT_OK;
+}
+
+int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
+                             char **argv, const char **output, int *force, const char **arg)
+{
+    int first, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (first != argc - 1)
         return cli_usage_error(name, "expected %s", what);
-    *arg = argv[optind];
+    *arg = argv[first];
     return CLI_EXIT_OK;
 }

@@ -32,6 +32,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */
 int cli_open_db(const char *path, sqlite3 **db);
 
+/* Parses the options -o OUT, -f|--force and -h of a subcommand taking files after them
+ * (`merge`): sets *output (NULL when not given), *force and *first (the index in argv of the
+ * first file). Returns CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's code. */
+int cli_parse_output_options(const char *name, void (*help)(void), int argc, char **argv,
+                             const char **output, int *force, int *first);
+
 /* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
  * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
  * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names

@@ -3,7 +3,6 @@
 #include "cli/cli.h"
 #include "db/merge.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
 static void print_help(void)
@@ -21,45 +20,24 @@ static void print_help(void)
 
 int cmd_merge(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *output = NULL;
-    int c, force = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            print_help();
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("merge", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("merge", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
+    const char *output;
+    int force, first;
+    int rc = cli_parse_output_options("merge", print_help, argc, argv, &output, &force, &first);
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
     if (!output)
         return cli_usage_error("merge", "missing -o OUT");
-    if (optind >= argc)
+    if (first >= argc)
         return cli_usage_error("merge", "expected one or more databases to merge");
     /* each input is checked as every command checks a database (a Lantern one, this schema) */
-    for (int i = optind; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         sqlite3 *db = NULL;
         if (cli_open_db(argv[i], &db) != CLI_EXIT_OK)
             return CLI_EXIT_ERROR;
         sqlite3_close(db);
     }
     char err[1024];
-    if (merge_databases((const char *const *)argv + optind, (size_t)(argc - optind), output, force,
+    if (merge_databases((const char *const *)argv + first, (size_t)(argc - first), output, force,
                         err, sizeof err) < 0)
         return cli_error("%s", err);
     return CLI_EXIT_OK;
