@@ -447,6 +447,9 @@ int merge_databases(const char *const *inputs, size_t n, const char *out, int fo
         free(temp);
         return -1;
     }
+    mode_t mask = umask(0); /* the mode a plain open would give, not mkstemp's 0600 */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
     close(fd);
     int rc = sqlite3_open_v2(temp, &m.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
                      SQLITE_OK

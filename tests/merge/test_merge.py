@@ -227,4 +227,7 @@ def test_merge_errors_write_nothing(ranks):
     r = lantern("merge", "r0.db", "r1.db", "-o", "x.db", "--force", cwd=d)
     assert r.returncode == 0, r.stderr
     assert count(sqlite3.connect(d / "x.db"), "processes") == 2
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (d / "x.db").stat().st_mode & 0o777 == 0o666 & ~umask  # as a plain open makes it
     assert sorted(p.name for p in d.iterdir()) == sorted(set(before) | made | {"x.db"})
