@@ -118,7 +118,7 @@ static void show_warning(void *ctx, const char *msg)
  * finish it. Once the import has returned they are delivered and act as usual. */
 static const int cli_ending_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
-static int signal_pending(void *ctx)
+int cli_signal_pending(void *ctx)
 {
     (void)ctx;
     sigset_t pending;
@@ -130,20 +130,26 @@ static int signal_pending(void *ctx)
     return 0;
 }
 
+void cli_hold_signals(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof cli_ending_signals / sizeof cli_ending_signals[0]; i++)
+        sigaddset(&block, cli_ending_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, old);
+}
+
 int cli_import(const char *session_dir, const char *db_path, int force)
 {
     struct progress_state progress = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &progress.start);
     struct import_options opt = {.warn = show_warning,
                                  .progress = show_progress,
-                                 .cancel = signal_pending,
+                                 .cancel = cli_signal_pending,
                                  .ctx = &progress,
                                  .replace = force};
-    sigset_t block, old;
-    sigemptyset(&block);
-    for (size_t i = 0; i < sizeof cli_ending_signals / sizeof cli_ending_signals[0]; i++)
-        sigaddset(&block, cli_ending_signals[i]);
-    sigprocmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    cli_hold_signals(&old);
     int rc = import_session(session_dir, db_path, &opt, NULL);
     if (progress.tty && progress.shown)
         fputc('\n', stderr);

@@ -4,6 +4,7 @@
 #ifndef LANTERN_CLI_H
 #define LANTERN_CLI_H
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 
@@ -44,6 +45,12 @@ int cli_parse_output_options(const char *name, void (*help)(void), int argc, cha
  * ARG in the error ("one SESSION_DIR"). */
 int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
                              char **argv, const char **output, int *force, const char **arg);
+
+/* The signals that end lantern (SIGINT, SIGTERM, SIGHUP) held during a long write (import,
+ * merge), which polls cli_signal_pending (non-zero: one is pending; ctx unused) and stops
+ * cleanly; restoring *old with sigprocmask then delivers it. */
+void cli_hold_signals(sigset_t *old);
+int cli_signal_pending(void *ctx);
 
 /* Imports a session folder into db_path (replacing it when force), printing the importer's
  * warnings and, for long imports, its progress. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */

@@ -37,8 +37,14 @@ int cmd_merge(int argc, char **argv)
         sqlite3_close(db);
     }
     char err[1024];
-    if (merge_databases((const char *const *)argv + first, (size_t)(argc - first), output, force,
-                        err, sizeof err) < 0)
-        return cli_error("%s", err);
-    return CLI_EXIT_OK;
+    struct merge_options opt = {.force = force, .cancel = cli_signal_pending};
+    sigset_t old;
+    cli_hold_signals(&old);
+    rc = merge_databases((const char *const *)argv + first, (size_t)(argc - first), output, &opt,
+                         err, sizeof err) < 0
+             ? cli_error("%s", err)
+             : CLI_EXIT_OK;
+    fflush(stderr);
+    sigprocmask(SIG_SETMASK, &old, NULL); /* a pending signal ends lantern here */
+    return rc;
 }

@@ -80,6 +80,7 @@ static const char *const merge_special[] = {"meta", "strings", "domains", "categ
 
 struct merge {
     sqlite3 *db;
+    const struct merge_options *opt;
     char *err;
     size_t err_len;
     const char *input; /* the input being merged, for messages */
@@ -87,6 +88,13 @@ struct merge {
     char *first_host;
     int64_t first_clock; /* the first input's start_wall_ns - start_ns */
 };
+
+/* SQLite's progress handler: non-zero interrupts the statement running. */
+static int merge_cancelled(void *ctx)
+{
+    const struct merge_options *opt = ctx;
+    return opt->cancel && opt->cancel(opt->ctx);
+}
 
 static int fail(struct merge *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(struct merge *m, const char *fmt, ...)
@@ -105,6 +113,8 @@ static int fail_sql(struct merge *m, const char *what)
 
 static int exec(struct merge *m, const char *sql)
 {
+    if (merge_cancelled((void *)m->opt))
+        return -1;
     return sqlite3_exec(m->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : fail_sql(m, "merging");
 }
 
@@ -126,6 +136,8 @@ static void bind_state(struct merge *m, sqlite3_stmt *st, int input)
 /* Runs every statement of a script (or one statement) with the merge's parameters. */
 static int run_sql(struct merge *m, const char *sql, int input)
 {
+    if (merge_cancelled((void *)m->opt))
+        return -1;
     while (sql && *sql) {
         sqlite3_stmt *st = NULL;
         const char *tail = NULL;
@@ -432,10 +444,11 @@ static int check_paths(struct merge *m, const char *const *inputs, size_t n, con
     return 0;
 }
 
-int merge_databases(const char *const *inputs, size_t n, const char *out, int force, char *err,
-                    size_t err_len)
+int merge_databases(const char *const *inputs, size_t n, const char *out,
+                    const struct merge_options *opt, char *err, size_t err_len)
 {
-    struct merge m = {.err = err, .err_len = err_len, .input = out};
+    struct merge m = {.opt = opt, .err = err, .err_len = err_len, .input = out};
+    int force = opt->force;
     if (check_paths(&m, inputs, n, out, force) < 0)
         return -1;
     char *temp = NULL;
@@ -455,6 +468,7 @@ int merge_databases(const char *const *inputs, size_t n, const char *out, int fo
                      SQLITE_OK
                  ? 0
                  : fail_sql(&m, "creating");
+    sqlite3_progress_handler(m.db, 1000, merge_cancelled, (void *)opt);
     if (rc == 0)
         rc = exec(&m, merge_setup_sql);
     if (rc == 0)
@@ -470,6 +484,8 @@ int merge_databases(const char *const *inputs, size_t n, const char *out, int fo
         rc = exec(&m, "DROP INDEX main.merge_strings_by_value");
     if (rc == 0)
         rc = exec(&m, import_indexes_sql);
+    if (rc && merge_cancelled((void *)opt))
+        fail(&m, "merge into '%s' interrupted; nothing written", out);
     if (sqlite3_close(m.db) != SQLITE_OK && rc == 0)
         rc = fail(&m, "cannot write '%s'", temp);
     if (rc == 0 && renameat2(AT_FDCWD, temp, AT_FDCWD, out, force ? 0 : RENAME_NOREPLACE) < 0) {

@@ -5,11 +5,20 @@
 
 #include <stddef.h>
 
+struct merge_options {
+    int force; /* replace an existing output */
+    /* Polled between statements and inside long ones: non-zero stops the merge, which fails
+     * with "interrupted". NULL: never stop. */
+    int (*cancel)(void *ctx);
+    void *ctx;
+};
+
 /* Merges the n databases at inputs (each already checked to be a Lantern database of this
  * schema version) into a new database at out, written as a temporary file in out's folder and
- * renamed into place when complete. An existing out is refused unless force. Returns 0, or -1
- * with a one-line reason (no "lantern:" prefix) in err; nothing is left behind on failure. */
-int merge_databases(const char *const *inputs, size_t n, const char *out, int force, char *err,
-                    size_t err_len);
+ * renamed into place when complete. An existing out is refused unless opt->force. Returns 0,
+ * or -1 with a one-line reason (no "lantern:" prefix) in err; nothing is left behind on
+ * failure. */
+int merge_databases(const char *const *inputs, size_t n, const char *out,
+                    const struct merge_options *opt, char *err, size_t err_len);
 
 #endif

@@ -4,6 +4,7 @@ against the inputs read with Python's sqlite3: row counts, every id resolving, e
 on its own process, times shifted by the hosts' clock offsets; then the errors."""
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import time
@@ -184,6 +185,17 @@ def test_merge_shifts_another_hosts_clock(ranks):
     assert meta(m, "host") == f"{meta(r0, 'host')},far-host"
     assert meta(m, "merged_inputs").splitlines()[1] == f"far.db host=far-host shift_ns={shift}"
 
+    # a second input of far-host takes far-host's shift, even if its own offset differs a
+    # little (both of its inputs stay on one monotonic clock)
+    shutil.copy(ranks / "far.db", ranks / "far2.db")
+    far2 = sqlite3.connect(ranks / "far2.db")
+    far2.execute("UPDATE meta SET value = value + 1000 WHERE key = 'start_wall_ns'")
+    far2.commit()
+    m = merged(ranks, "r0.db", "far.db", "far2.db", out="far-all2.db")
+    assert [line.split()[2] for line in meta(m, "merged_inputs").splitlines()] == [
+        "shift_ns=0", f"shift_ns={shift}", f"shift_ns={shift}"]
+    assert m.execute("SELECT count(DISTINCT start_ns) FROM processes WHERE rank = 1").fetchone() == (1,)
+
 
 def one_error(r, code=1):
     assert r.returncode == code, r
@@ -231,3 +243,18 @@ def test_merge_errors_write_nothing(ranks):
     os.umask(umask)
     assert (d / "x.db").stat().st_mode & 0o777 == 0o666 & ~umask  # as a plain open makes it
     assert sorted(p.name for p in d.iterdir()) == sorted(set(before) | made | {"x.db"})
+
+
+def test_merge_interrupted_writes_nothing(ranks, tmp_path):
+    """SIGINT pending from the start (blocked, raised before exec; execve keeps it pending):
+    the merge polls it, stops, and leaves neither the output nor its temporary file."""
+    def pending_sigint():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        os.kill(os.getpid(), signal.SIGINT)
+    for name in ("r0.db", "r1.db"):
+        shutil.copy(ranks / name, tmp_path / name)
+    r = subprocess.run([str(LANTERN), "merge", "r0.db", "r1.db", "-o", "int.db"], cwd=tmp_path,
+                       env=ENV, capture_output=True, text=True, timeout=120,
+                       preexec_fn=pending_sigint)
+    assert "interrupted; nothing written" in one_error(r)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r0.db", "r1.db"]
