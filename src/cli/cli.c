@@ -295,7 +295,7 @@ int cli_parse_output_options(const char *name, void (*help)(void), int argc, cha
 int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
                              char **argv, const char **output, int *force, const char **arg)
 {
-    int first, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
+    int first = 0, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
     if (rc != CLI_EXIT_OK)
         return rc;
     if (first != argc - 1)

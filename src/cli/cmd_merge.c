@@ -20,8 +20,8 @@ static void print_help(void)
 
 int cmd_merge(int argc, char **argv)
 {
-    const char *output;
-    int force, first;
+    const char *output = NULL;
+    int force = 0, first = 0;
     int rc = cli_parse_output_options("merge", print_help, argc, argv, &output, &force, &first);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
