@@ -20,7 +20,13 @@ static void import_clock(struct import_file *f, struct trace_fields *fl)
     trace_get_clock(fl, &c);
     if (!c.ns_per_tick) /* before format version 3: informational */
         return;
-    memcpy(&f->clock.ns_per_tick, &c.ns_per_tick, sizeof f->clock.ns_per_tick);
+    double ns_per_tick;
+    memcpy(&ns_per_tick, &c.ns_per_tick, sizeof ns_per_tick);
+    if (!(ns_per_tick > 0 && ns_per_tick < 1e6)) { /* damaged: keep the previous line */
+        fl->bad = 1;
+        return;
+    }
+    f->clock.ns_per_tick = ns_per_tick;
     f->clock.tsc = c.tsc;
     f->clock.ns = c.ts;
     f->clock.set = 1;

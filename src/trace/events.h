@@ -81,6 +81,8 @@ static inline uint64_t trace_clock_line_ns(const struct trace_clock_line *c, uin
     if (!c || !c->set)
         return ticks;
     double delta = (double)(int64_t)(ticks - c->tsc) * c->ns_per_tick;
+    if (!(delta > -9.2e18 && delta < 9.2e18)) /* a damaged file: no undefined conversion */
+        delta = 0;
     return c->ns + (uint64_t)(int64_t)delta;
 }
 
