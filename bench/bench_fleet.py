@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Many ranks (docs/benchmarks.md, "Many ranks: merge and queries"): makes synthetic per-rank
+databases with bench_ranks (one training rank's database, the others derived from it), then
+measures `lantern merge` of the first N of them for each N of --ranks (wall time, CPU time and
+peak RSS of the lantern process, output size), and on the largest merged database the reports
+of --reports (`lantern stats --report R -o /dev/null`) and one per-rank SQL query (kernel and
+all-reduce time per rank) with Python's sqlite3. With --duckdb, the same per-rank query run by
+DuckDB on the per-rank files themselves, without merging (docs/multi-rank.md).
+Usage: bench/bench_fleet.py --dir /tmp/fleet [--build build-rel] [--events 1000000]
+       [--ranks 8,64] [--per-host 8] [--reports nvtx_sum,cuda_gpu_kern_sum] [--duckdb]
+The directory must not exist (it is created); it is left in place with the files. Heavy: not a
+test."""
+import argparse
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import time
+
+PER_RANK_SQL = """
+SELECT p.rank, p.host, count(*) AS kernels, sum(k.end_ns - k.start_ns) AS kernel_ns,
+       sum(CASE WHEN s.value LIKE 'ncclDevKernel%' THEN k.end_ns - k.start_ns END) AS nccl_ns
+FROM kernels k JOIN processes p ON p.id = k.process_id JOIN strings s ON s.id = k.name_id
+GROUP BY p.id ORDER BY p.rank"""
+
+
+def timed(cmd):
+    """Runs cmd; returns (wall s, CPU s, peak RSS MiB) of that process."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - t0
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"bench_fleet: {' '.join(cmd)} failed: {err.strip()}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def in_process(fn):
+    """Runs fn() here; returns (its result, wall s, CPU s)."""
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
+    out = fn()
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    return out, time.monotonic() - t0, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
+
+
+def duckdb_connect():
+    """DuckDB with its sqlite extension: from the duckdb-ext-sqlite wheel when installed (no
+    network), else whatever `INSTALL sqlite` left in ~/.duckdb."""
+    import duckdb
+    config = {}
+    try:
+        import duckdb_ext
+        config["extension_directory"] = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+    except ImportError:
+        pass
+    con = duckdb.connect(config=config)
+    con.execute("LOAD sqlite")
+    return con
+
+
+def duckdb_per_rank(paths):
+    con = duckdb_connect()
+    for i, path in enumerate(paths):
+        con.execute(f"ATTACH '{path}' AS r{i} (TYPE sqlite, READ_ONLY)")
+    for table in ("kernels", "processes", "strings"):
+        # one view per table over every rank; processes.id and strings.id are per file, so
+        # each row carries its file's number to join on
+        union = " UNION ALL ".join(f"SELECT {i} AS file, * FROM r{i}.{table}"
+                                   for i in range(len(paths)))
+        con.execute(f"CREATE TEMP VIEW {table} AS {union}")
+    sql = PER_RANK_SQL.replace("p.id = k.process_id", "p.file = k.file AND p.id = k.process_id")
+    sql = sql.replace("s.id = k.name_id", "s.file = k.file AND s.id = k.name_id")
+    return con.execute(sql.replace("GROUP BY p.id", "GROUP BY p.file, p.id, p.rank, p.host")
+                       ).fetchall()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--build", default="build-rel")
+    ap.add_argument("--events", type=int, default=1000000)
+    ap.add_argument("--ranks", default="8,64")
+    ap.add_argument("--per-host", type=int, default=8)
+    ap.add_argument("--reports", default="nvtx_sum,cuda_gpu_kern_sum")
+    ap.add_argument("--duckdb", action="store_true")
+    a = ap.parse_args()
+    lantern = os.path.join(a.build, "bin", "lantern")
+    counts = [int(n) for n in a.ranks.split(",")]
+    os.makedirs(a.dir)
+    print(f"machine: {os.cpu_count()} CPUs, {os.uname().release}; {a.events} events per rank")
+    _, wall, cpu = in_process(lambda: subprocess.run(
+        [os.path.join(a.build, "bin", "bench_ranks"), a.dir, str(max(counts)), str(a.events),
+         str(a.per_host)], check=True))
+    rank_mb = os.path.getsize(os.path.join(a.dir, "rank0.db")) / 1e6
+    print(f"generated {max(counts)} ranks in {wall:.1f} s: {rank_mb:.1f} MB per rank")
+    merged = None
+    for n in counts:
+        out = os.path.join(a.dir, f"all-{n}.db")
+        inputs = [os.path.join(a.dir, f"rank{r}.db") for r in range(n)]
+        wall, cpu, rss = timed([lantern, "merge", *inputs, "-o", out])
+        size = os.path.getsize(out) / 1e6
+        print(f"merge {n:4d} ranks ({n * a.events / 1e6:.0f} M events): wall {wall:.1f} s, "
+              f"CPU {cpu:.1f} s, peak RSS {rss:.0f} MiB, output {size:.0f} MB "
+              f"({n * a.events / wall / 1e6:.2f} M events/s wall)")
+        if merged:
+            os.unlink(merged)
+        merged = out
+    for report in filter(None, a.reports.split(",")):
+        wall, cpu, rss = timed([lantern, "stats", merged, "--report", report, "-o", os.devnull,
+                                "--force"])
+        print(f"stats --report {report} on {max(counts)} ranks: wall {wall:.1f} s, "
+              f"CPU {cpu:.1f} s, peak RSS {rss:.0f} MiB")
+    db = sqlite3.connect(f"file:{merged}?mode=ro", uri=True)
+    rows, wall, cpu = in_process(lambda: db.execute(PER_RANK_SQL).fetchall())
+    print(f"per-rank SQL (sqlite3 {sqlite3.sqlite_version}) on the merged database: "
+          f"wall {wall:.1f} s, CPU {cpu:.1f} s, {len(rows)} rows; first {rows[0]}, "
+          f"last {rows[-1]}")
+    if a.duckdb:
+        paths = [os.path.join(a.dir, f"rank{r}.db") for r in range(max(counts))]
+        drows, wall, cpu = in_process(lambda: duckdb_per_rank(paths))
+        same = [tuple(r) for r in drows] == [tuple(r) for r in rows]
+        print(f"per-rank SQL by DuckDB on the {len(paths)} rank files: wall {wall:.1f} s, "
+              f"CPU {cpu:.1f} s, {len(drows)} rows, same as the merged database's: {same}")
+
+
+if __name__ == "__main__":
+    main()
