@@ -5,7 +5,8 @@ measures `lantern merge` of the first N of them for each N of --ranks (wall time
 peak RSS of the lantern process, output size), and on the largest merged database the reports
 of --reports (`lantern stats --report R -o /dev/null`) and one per-rank SQL query (kernel and
 all-reduce time per rank) with Python's sqlite3. With --duckdb, the same per-rank query run by
-DuckDB on the per-rank files themselves, without merging (docs/multi-rank.md).
+DuckDB on the per-rank files themselves, without merging (examples/fleet_duckdb,
+docs/multi-rank.md).
 Usage: bench/bench_fleet.py --dir /tmp/fleet [--build build-rel] [--events 1000000]
        [--ranks 8,64] [--per-host 8] [--reports nvtx_sum,cuda_gpu_kern_sum] [--duckdb]
 The directory must not exist (it is created); it is left in place with the files. Heavy: not a
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 
+# The merged database's form of examples/fleet_duckdb's KERNEL_TIME_PER_RANK (one file: no file column).
 PER_RANK_SQL = """
 SELECT p.rank, p.host, count(*) AS kernels, sum(k.end_ns - k.start_ns) AS kernel_ns,
        sum(CASE WHEN s.value LIKE 'ncclDevKernel%' THEN k.end_ns - k.start_ns END) AS nccl_ns
@@ -46,35 +48,14 @@ def in_process(fn):
     return out, time.monotonic() - t0, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
 
 
-def duckdb_connect():
-    """DuckDB with its sqlite extension: from the duckdb-ext-sqlite wheel when installed (no
-    network), else whatever `INSTALL sqlite` left in ~/.duckdb."""
-    import duckdb
-    config = {}
-    try:
-        import duckdb_ext
-        config["extension_directory"] = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
-    except ImportError:
-        pass
-    con = duckdb.connect(config=config)
-    con.execute("LOAD sqlite")
-    return con
-
-
 def duckdb_per_rank(paths):
-    con = duckdb_connect()
-    for i, path in enumerate(paths):
-        con.execute(f"ATTACH '{path}' AS r{i} (TYPE sqlite, READ_ONLY)")
-    for table in ("kernels", "processes", "strings"):
-        # one view per table over every rank; processes.id and strings.id are per file, so
-        # each row carries its file's number to join on
-        union = " UNION ALL ".join(f"SELECT {i} AS file, * FROM r{i}.{table}"
-                                   for i in range(len(paths)))
-        con.execute(f"CREATE TEMP VIEW {table} AS {union}")
-    sql = PER_RANK_SQL.replace("p.id = k.process_id", "p.file = k.file AND p.id = k.process_id")
-    sql = sql.replace("s.id = k.name_id", "s.file = k.file AND s.id = k.name_id")
-    return con.execute(sql.replace("GROUP BY p.id", "GROUP BY p.file, p.id, p.rank, p.host")
-                       ).fetchall()
+    """The per-rank query of examples/fleet_duckdb (the one the docs show) on the rank files."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "examples", "fleet_duckdb"))
+    import kernel_time_per_rank as example
+    con = example.connect()
+    example.attach(con, paths)
+    return con.execute(example.KERNEL_TIME_PER_RANK).fetchall()
 
 
 def main():
