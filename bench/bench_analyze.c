@@ -20,27 +20,10 @@
 #include "analyze/analyze.h"
 #include "db/import.h"
 #include "report/html/html.h"
+#include "bench_sql.h"
 
 #define ITERATION_NS 20000
 #define EVENTS_PER_ITERATION 7
-
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *error = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &error) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "bench_analyze: %s\n", error);
-    sqlite3_free(error);
-    return -1;
-}
-
-static void bind_step(sqlite3_stmt *st, int n, const int64_t *v)
-{
-    sqlite3_reset(st);
-    for (int i = 0; i < n; i++)
-        sqlite3_bind_int64(st, i + 1, v[i]);
-    sqlite3_step(st);
-}
 
 static int generate(sqlite3 *db, long iterations)
 {
@@ -51,8 +34,8 @@ static int generate(sqlite3 *db, long iterations)
              " ('end_ns', %lld), ('command', 'bench_analyze loop'), ('trace', 'nvtx,cuda,nvml'),"
              " ('dropped_events', 0), ('import_warnings', 0);",
              (long long)end);
-    if (exec(db, meta) < 0 ||
-        exec(db, "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES"
+    if (exec_sql(db, meta) < 0 ||
+        exec_sql(db, "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES"
                  " (1, 4242, 0, 1, 1);"
                  "INSERT INTO threads(id, process_id, tid) VALUES (1, 1, 4242);"
                  "INSERT INTO gpus(id, uuid, name, nvml_index, cc_major, sm_count,"
@@ -145,7 +128,7 @@ static int generate(sqlite3 *db, long iterations)
     sqlite3_finalize(copy);
     sqlite3_finalize(sync);
     sqlite3_finalize(sample);
-    return exec(db, "COMMIT;");
+    return exec_sql(db, "COMMIT;");
 }
 
 static double cpu_s(void)
@@ -170,13 +153,13 @@ int main(int argc, char **argv)
     int keep = argc > 3 && !strcmp(argv[3], "keep");
     sqlite3 *db;
     if (access(path, F_OK) != 0) {
-        if (sqlite3_open(path, &db) != SQLITE_OK || exec(db, import_schema_sql) < 0)
+        if (sqlite3_open(path, &db) != SQLITE_OK || exec_sql(db, import_schema_sql) < 0)
             return fprintf(stderr, "bench_analyze: cannot create %s\n", path), 1;
-        exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+        exec_sql(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
         double t0 = wall_s();
         if (generate(db, events / EVENTS_PER_ITERATION) < 0)
             return 1;
-        if (exec(db, import_indexes_sql) < 0)
+        if (exec_sql(db, import_indexes_sql) < 0)
             return 1;
         sqlite3_close(db);
         fprintf(stderr, "bench_analyze: generated %s in %.1f s (not timed below)\n", path,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "report/kernels.h"
+#include "bench_sql.h"
 
 #define KERNELS_PER_LAYER 100
 
@@ -36,16 +37,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *error = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &error) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "bench_kernels: %s\n", error);
-    sqlite3_free(error);
-    return -1;
 }
 
 static char *read_file(const char *path)
@@ -98,7 +89,7 @@ static void add_kernel(sqlite3_stmt *st, int64_t start, int64_t name_id, int api
 
 static int generate(sqlite3 *db, long count, long extra)
 {
-    if (exec(db, "BEGIN;"
+    if (exec_sql(db, "BEGIN;"
                  "INSERT INTO meta VALUES ('schema_version', 4);"
                  "INSERT INTO processes(id, pid) VALUES (1, 1);"
                  "INSERT INTO threads(id, process_id, tid) VALUES (1, 1, 100), (2, 1, 101);"
@@ -171,7 +162,7 @@ static int generate(sqlite3 *db, long count, long extra)
     sqlite3_finalize(string_st);
     sqlite3_finalize(range_st);
     sqlite3_finalize(kernel_st);
-    return exec(db, "COMMIT;");
+    return exec_sql(db, "COMMIT;");
 }
 
 static double time_report(sqlite3 *db, enum kernels_format format, const char *columns)
@@ -200,13 +191,13 @@ int main(int argc, char **argv)
     unlink(path);
     sqlite3 *db;
     if (sqlite3_open(path, &db) != SQLITE_OK ||
-        exec(db, "PRAGMA journal_mode=OFF;"
+        exec_sql(db, "PRAGMA journal_mode=OFF;"
                  "PRAGMA synchronous=OFF;") < 0 ||
-        exec(db, schema) < 0)
+        exec_sql(db, schema) < 0)
         return 1;
     double t0 = now_s();
     if (generate(db, count, extra) < 0 ||
-        exec(db, read_file(LANTERN_SOURCE_DIR "/src/db/indexes.sql")) < 0)
+        exec_sql(db, read_file(LANTERN_SOURCE_DIR "/src/db/indexes.sql")) < 0)
         return 1;
     printf("generated %ld kernels (%ld ranges) in %.2f s\n", count,
            count + count / 2 + count * extra, now_s() - t0);

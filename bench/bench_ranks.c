@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "db/import.h"
+#include "bench_sql.h"
 
 #define EVENTS_PER_STEP 100
 #define LAYERS 4
@@ -46,24 +47,6 @@ static const struct {
 };
 #define KINDS (sizeof kernel_kinds / sizeof kernel_kinds[0])
 #define ALLREDUCE (KINDS - 1)
-
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *error = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &error) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "bench_ranks: %s\n", error);
-    sqlite3_free(error);
-    return -1;
-}
-
-static void bind_step(sqlite3_stmt *st, int n, const int64_t *v)
-{
-    sqlite3_reset(st);
-    for (int i = 0; i < n; i++)
-        sqlite3_bind_int64(st, i + 1, v[i]);
-    sqlite3_step(st);
-}
 
 struct gen {
     sqlite3_stmt *range, *close, *api, *kernel;
@@ -96,7 +79,7 @@ static int64_t launch(struct gen *g, size_t kind, int64_t range, int64_t t)
 
 static int generate(sqlite3 *db, long steps)
 {
-    if (exec(db, "BEGIN;"
+    if (exec_sql(db, "BEGIN;"
                  "INSERT INTO processes(id, pid, ppid, exe, cmdline, host, start_ns, end_ns,"
                  " clean_exit, raw_file, name, rank, local_rank, rank_variable) VALUES (1, 10000,"
                  " 9999, '/usr/bin/python3.12', 'python3 train.py', 'node000', 1000000000, 0,"
@@ -195,7 +178,7 @@ static int generate(sqlite3 *db, long steps)
              " ('truncated_strings', 0), ('import_warnings', 0), ('nvidia_gpu_present', 1);"
              "COMMIT;",
              t, START_WALL_NS, START_NS, t);
-    return exec(db, sql);
+    return exec_sql(db, sql);
 }
 
 static int copy_file(const char *from, const char *to)
@@ -243,7 +226,7 @@ static int derive(const char *dir, long r, long per_host)
              host, START_WALL_NS + host * 7000, host, 10000 + local, 9999 - local, r, local,
              10000 + local, 10000 + local, host, local, local, 0x18 + local * 0x10, r * 100,
              10 + (int)ALLREDUCE);
-    int rc = exec(db, sql);
+    int rc = exec_sql(db, sql);
     sqlite3_close(db);
     return rc;
 }
@@ -263,10 +246,10 @@ int main(int argc, char **argv)
     sqlite3 *db;
     if (access(path, F_OK) == 0)
         return fprintf(stderr, "bench_ranks: %s exists\n", path), 1;
-    if (sqlite3_open(path, &db) != SQLITE_OK || exec(db, import_schema_sql) < 0)
+    if (sqlite3_open(path, &db) != SQLITE_OK || exec_sql(db, import_schema_sql) < 0)
         return fprintf(stderr, "bench_ranks: cannot create %s\n", path), 1;
-    exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
-    if (generate(db, events / EVENTS_PER_STEP) < 0 || exec(db, import_indexes_sql) < 0)
+    exec_sql(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+    if (generate(db, events / EVENTS_PER_STEP) < 0 || exec_sql(db, import_indexes_sql) < 0)
         return 1;
     sqlite3_close(db);
     for (long r = 1; r < ranks; r++)
