@@ -8,9 +8,11 @@ all-reduce time per rank) with Python's sqlite3. With --duckdb, the same per-ran
 DuckDB on the per-rank files themselves, without merging (examples/fleet_duckdb,
 docs/multi-rank.md).
 Usage: bench/bench_fleet.py --dir /tmp/fleet [--build build-rel] [--events 1000000]
-       [--ranks 8,64] [--per-host 8] [--reports nvtx_sum,cuda_gpu_kern_sum] [--duckdb]
-The directory must not exist (it is created); it is left in place with the files. Heavy: not a
-test."""
+       [--ranks 8,64] [--per-host 8] [--reports nvtx_sum,cuda_gpu_kern_sum] [--timeout 600]
+       [--duckdb]
+The directory is created and left in place with the files; an existing one (an earlier run's)
+is used again: its rank files and its merged file of N ranks, if there, are not made again.
+Heavy: not a test."""
 import argparse
 import os
 import resource
@@ -27,16 +29,24 @@ FROM kernels k JOIN processes p ON p.id = k.process_id JOIN strings s ON s.id = 
 GROUP BY p.id ORDER BY p.rank"""
 
 
-def timed(cmd):
-    """Runs cmd; returns (wall s, CPU s, peak RSS MiB) of that process."""
+def timed(cmd, timeout=None):
+    """Runs cmd; returns (wall s, CPU s, peak RSS MiB) of that process, or None when it ran
+    past timeout seconds (then it is killed)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if timeout and time.monotonic() - t0 > timeout:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            return None
+        time.sleep(0.2)
     wall = time.monotonic() - t0
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"bench_fleet: {' '.join(cmd)} failed: {err.strip()}")
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"bench_fleet: {' '.join(cmd)} failed (exit {proc.returncode})")
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
@@ -66,20 +76,28 @@ def main():
     ap.add_argument("--ranks", default="8,64")
     ap.add_argument("--per-host", type=int, default=8)
     ap.add_argument("--reports", default="nvtx_sum,cuda_gpu_kern_sum")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds allowed each report")
     ap.add_argument("--duckdb", action="store_true")
     a = ap.parse_args()
     lantern = os.path.join(a.build, "bin", "lantern")
     counts = [int(n) for n in a.ranks.split(",")]
-    os.makedirs(a.dir)
     print(f"machine: {os.cpu_count()} CPUs, {os.uname().release}; {a.events} events per rank")
-    _, wall, cpu = in_process(lambda: subprocess.run(
-        [os.path.join(a.build, "bin", "bench_ranks"), a.dir, str(max(counts)), str(a.events),
-         str(a.per_host)], check=True))
-    rank_mb = os.path.getsize(os.path.join(a.dir, "rank0.db")) / 1e6
-    print(f"generated {max(counts)} ranks in {wall:.1f} s: {rank_mb:.1f} MB per rank")
+    if os.path.exists(a.dir):  # an earlier run's: its ranks and merged files are used again
+        print(f"reusing {a.dir}")
+    else:
+        os.makedirs(a.dir)
+        _, wall, cpu = in_process(lambda: subprocess.run(
+            [os.path.join(a.build, "bin", "bench_ranks"), a.dir, str(max(counts)),
+             str(a.events), str(a.per_host)], check=True))
+        rank_mb = os.path.getsize(os.path.join(a.dir, "rank0.db")) / 1e6
+        print(f"generated {max(counts)} ranks in {wall:.1f} s: {rank_mb:.1f} MB per rank")
     merged = None
     for n in counts:
         out = os.path.join(a.dir, f"all-{n}.db")
+        if os.path.exists(out):
+            print(f"merge {n:4d} ranks: reusing {out}")
+            merged = out
+            continue
         inputs = [os.path.join(a.dir, f"rank{r}.db") for r in range(n)]
         wall, cpu, rss = timed([lantern, "merge", *inputs, "-o", out])
         size = os.path.getsize(out) / 1e6
@@ -90,10 +108,11 @@ def main():
             os.unlink(merged)
         merged = out
     for report in filter(None, a.reports.split(",")):
-        wall, cpu, rss = timed([lantern, "stats", merged, "--report", report, "-o", os.devnull,
-                                "--force"])
-        print(f"stats --report {report} on {max(counts)} ranks: wall {wall:.1f} s, "
-              f"CPU {cpu:.1f} s, peak RSS {rss:.0f} MiB")
+        t = timed([lantern, "stats", merged, "--report", report, "-o", os.devnull, "--force"],
+                  a.timeout)
+        print(f"stats --report {report} on {max(counts)} ranks: " +
+              (f"wall {t[0]:.1f} s, CPU {t[1]:.1f} s, peak RSS {t[2]:.0f} MiB" if t else
+               f"did not finish in {a.timeout:.0f} s (killed)"))
     db = sqlite3.connect(f"file:{merged}?mode=ro", uri=True)
     rows, wall, cpu = in_process(lambda: db.execute(PER_RANK_SQL).fetchall())
     print(f"per-rank SQL (sqlite3 {sqlite3.sqlite_version}) on the merged database: "
