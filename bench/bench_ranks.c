@@ -2,7 +2,7 @@
  * "Many ranks: merge and queries"): writes one rank's database shaped like a data-parallel
  * training step, then derives the other ranks from it by copying the file and changing, with
  * SQL, what differs between ranks: host, pid, rank, GPU uuid, the host's wall clock and the
- * all-reduce's duration. The per-rank files are what `lantern profile -o run-%r.db` leaves.
+ * all-reduce's duration. The files stand for what `lantern profile -o run-%r.db` leaves.
  * Usage: bench_ranks DIR RANKS [EVENTS_PER_RANK=1000000] [RANKS_PER_HOST=8]
  * One step (100 events; a range, a kernel or an API call is one event): NVTX "step" >
  * "forward" > 4 "layer N" ranges and "backward" > 4 "layer N", then "optimizer" (12 ranges);
@@ -13,9 +13,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "db/import.h"
