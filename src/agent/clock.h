@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 #include <time.h>
+
+#include "trace/events.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
@@ -45,12 +47,19 @@ struct clock_calibration {
 void clock_calibration_start(struct clock_calibration *c);
 void clock_calibration_update(struct clock_calibration *c);
 
+/* The line the writer also writes as TRACE_CLOCK, so the importer converts the threads' ticks
+ * exactly as the agent does (one formula: trace/events.h). */
+static inline struct trace_clock_line clock_line(const struct clock_calibration *c)
+{
+    return (struct trace_clock_line){
+        .tsc = c->last_ticks, .ns = c->last_ns, .ns_per_tick = c->ns_per_tick,
+        .set = clock_ticks_are_tsc};
+}
+
 static inline uint64_t clock_ticks_to_ns(const struct clock_calibration *c, uint64_t ticks)
 {
-    if (!clock_ticks_are_tsc)
-        return ticks;
-    double delta = (double)(int64_t)(ticks - c->last_ticks) * c->ns_per_tick;
-    return c->last_ns + (uint64_t)(int64_t)delta;
+    struct trace_clock_line line = clock_line(c);
+    return trace_clock_line_ns(&line, ticks);
 }
 
 #endif

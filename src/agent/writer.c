@@ -339,13 +339,12 @@ static void writer_put_events(struct agent_thread *t, const uint8_t *bytes, size
 /* The calibration the events after it are converted with (the agent's own: clock.h). */
 static void writer_put_clock(void)
 {
-    if (!clock_ticks_are_tsc)
+    struct trace_clock_line line = clock_line(&writer.calibration);
+    if (!line.set)
         return; /* ticks are ns: no TRACE_CLOCK means that */
     uint64_t bits;
-    memcpy(&bits, &writer.calibration.ns_per_tick, sizeof bits);
-    struct trace_clock r = {.tsc = writer.calibration.last_ticks,
-                            .ts = writer.calibration.last_ns,
-                            .ns_per_tick = bits};
+    memcpy(&bits, &line.ns_per_tick, sizeof bits);
+    struct trace_clock r = {.tsc = line.tsc, .ts = line.ns, .ns_per_tick = bits};
     writer_reserve_locked(48);
     trace_put_clock(&writer.chunk, &r);
 }
