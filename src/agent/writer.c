@@ -624,8 +624,15 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.chunk_buf = malloc(writer.chunk_cap);
     clock_calibration_start(&writer.calibration);
     ring_set_helper(writer_help);
-    if (!writer.chunk_buf || writer_open_file() < 0 || ring_pool_init() < 0)
+    if (!writer.chunk_buf || writer_open_file() < 0)
         goto fail;
+    if (ring_pool_init() < 0) {
+        agent_warn("cannot reserve the event buffers (LANTERN_BUFFER_KB); tracing disabled");
+        close(writer.fd); /* the file it just made holds nothing but its start: not kept */
+        writer.fd = -1;
+        unlink(writer.path);
+        goto fail;
+    }
     writer.open = 1;
     pthread_mutex_unlock(&writer.lock);
     return 0;
