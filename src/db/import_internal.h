@@ -48,7 +48,7 @@ struct import_source {
     void (*session_close)(void *session_state);
 };
 
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                       \
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
     extern const struct import_source import_source_##ID;
 #include "trace/sources.def"
 #undef SOURCE

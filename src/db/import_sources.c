@@ -5,7 +5,7 @@
 #include "trace/format.h"
 
 const struct import_source_row import_sources[IMPORT_SOURCES] = {
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                       \
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
     {name, first, last, &import_source_##ID},
 #include "trace/sources.def"
 #undef SOURCE

@@ -11,3 +11,4 @@ CREATE INDEX kernels_by_range ON kernels(nvtx_range_id);
 CREATE INDEX memcpys_by_start ON memcpys(start_ns);
 CREATE INDEX memsets_by_start ON memsets(start_ns);
 CREATE INDEX gpu_samples_by_gpu ON gpu_samples(gpu_id, ts_ns);
+CREATE INDEX gpu_metric_samples_by_set ON gpu_metric_samples(set_id, start_ns);

@@ -168,6 +168,30 @@ CREATE TABLE energy_windows(                    -- lantern.h energy windows seen
   start_ns INTEGER NOT NULL, end_ns INTEGER, gpu_id INTEGER, energy_j REAL, error_j REAL,
   counter_updates INTEGER, flags INTEGER);
 
+-- ---- GPU hardware metrics (lantern profile --gpu-metrics; docs/gpu-metrics.md) -------------
+
+CREATE TABLE gpu_metric_sets(                   -- what was sampled on one GPU, by one source
+  id INTEGER PRIMARY KEY, gpu_id INTEGER,
+  source TEXT,                                  -- 'CUPTI PM sampling' or 'NVML GPM'
+  period_ns INTEGER,                            -- the sampling period asked for
+  metrics TEXT,                                 -- the columns of gpu_metric_samples it filled
+  hardware TEXT,                                -- what each read: CUPTI metric names, GPM ids
+  chip TEXT);                                   -- CUPTI's chip name (GH100); NULL for GPM
+
+CREATE TABLE gpu_metric_samples(                -- averages over [start_ns, end_ns) of one GPU;
+  set_id INTEGER NOT NULL,                      -- NULL: not in the set. The columns are
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, -- src/trace/gpu_metrics.def's rows, in order:
+  gr_active REAL, sm_active REAL, sm_issue REAL, warp_occupancy REAL,     -- % of peak
+  tensor_active REAL, tensor_hmma REAL, tensor_imma REAL, tensor_dmma REAL, -- % of peak
+  dram_read REAL, dram_write REAL, dram_bw REAL,                          -- % of peak bandwidth
+  pcie_rx REAL, pcie_tx REAL, nvlink_rx REAL, nvlink_tx REAL);            -- bytes per second
+
+CREATE TABLE gpu_metric_status(                 -- why metrics are missing or incomplete
+  gpu_id INTEGER,                               -- NULL: every GPU
+  source TEXT, code TEXT,                       -- unavailable, not permitted, busy, lost, failed
+  count INTEGER,                                -- samples lost
+  reason TEXT);
+
 -- Every kernel with the name reports and exports show: demangled when known, else as CUPTI
 -- gave it (name_id is that string's id). Reports that read kernels only query this view.
 CREATE VIEW kernel_ops AS

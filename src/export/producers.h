@@ -11,7 +11,8 @@
 
 /* The event sources, numbered in sources.def's order. */
 enum export_source {
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description) EXPORT_SOURCE_##ID,
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
+    EXPORT_SOURCE_##ID,
 #include "trace/sources.def"
 #undef SOURCE
     EXPORT_SOURCE_COUNT

@@ -69,14 +69,15 @@ int launcher_open(struct launcher *l)
     return 0;
 }
 
-/* Starts the sampler of the source name when -t lists it, or without -t; when one that -t
- * asked for cannot start, adds why to said. */
-static void start_sampler(struct launcher *l, const char *name, char *said, size_t size)
+/* Starts the sampler of the source name when -t lists it, or without -t when the source is on
+ * by default; when one that -t asked for cannot start, adds why to said. */
+static void start_sampler(struct launcher *l, const char *name, int by_default, char *said,
+                          size_t size)
 {
     const struct launcher_options *o = l->o;
     size_t i = sampler_index(name);
     char why[256];
-    if (i == SAMPLER_COUNT || (o->trace_given && !trace_list_has(o->trace, name)))
+    if (i == SAMPLER_COUNT || (o->trace_given ? !trace_list_has(o->trace, name) : !by_default))
         return;
     if (launcher_samplers[i]->start(l->fd, o, &l->sampler_state[i], why, sizeof why) != 0 &&
         o->trace_given) {
@@ -89,9 +90,9 @@ static void start_sampler(struct launcher *l, const char *name, char *said, size
 int launcher_start_samplers(struct launcher *l)
 {
     char said[1024] = "";
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                         \
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
     if (!strcmp(where, "launcher"))                                                                \
-        start_sampler(l, name, said, sizeof said);
+        start_sampler(l, name, by_default, said, sizeof said);
 #include "trace/sources.def"
 #undef SOURCE
     return said[0] ? launcher_fail(l, "%s", said) : 0;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 static const char *const source_names[] = {
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description) name,
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description) name,
 #include "trace/sources.def"
 #undef SOURCE
 };
@@ -30,8 +30,8 @@ const struct launcher_trace_names *launcher_trace_names(void)
     /* The defaults list the agent's sources that need a GPU first: the order the default has
      * always had ("cuda,nvtx"), which the database keeps (meta.trace). */
     for (int gpu_pass = 1; gpu_pass >= 0; gpu_pass--) {
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                         \
-    if (!strcmp(where, "agent") && needs_gpu == gpu_pass) {                                        \
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
+    if (!strcmp(where, "agent") && needs_gpu == gpu_pass && by_default) {                          \
         append(n.default_gpu, sizeof n.default_gpu, ",", name);                                    \
         if (!needs_gpu)                                                                            \
             append(n.default_no_gpu, sizeof n.default_no_gpu, ",", name);                          \
@@ -39,7 +39,7 @@ const struct launcher_trace_names *launcher_trace_names(void)
 #include "trace/sources.def"
 #undef SOURCE
     }
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description)                         \
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
     if (!strcmp(where, "launcher"))                                                                \
         append(n.sampled, sizeof n.sampled, ", ", name);
 #include "trace/sources.def"

@@ -52,6 +52,10 @@ enum trace_record_type {
      * index. Optional values are stored + 1 so that 0 means "not read". */
     TRACE_NVML_FIRST = 80,
     TRACE_NVML_LAST = 99,
+    /* GPU hardware metrics sampled by the launcher (100-119, src/launcher/gpu_metrics*.c),
+     * one set of metrics per GPU, named by uuid: gpu_metrics.def lists the metrics. */
+    TRACE_GPU_METRICS_FIRST = 100,
+    TRACE_GPU_METRICS_LAST = 119,
 };
 
 /* CUDA enumerations in the trace, numbered as CUPTI numbers them (stable since CUDA 10). */
@@ -104,9 +108,29 @@ enum trace_resource_kind {
 #define TRACE_FLAG_NVML 0x4u
 #define TRACE_FLAG_LAUNCHER 0x8u      /* written by the launcher itself, not an agent */
 #define TRACE_FLAG_NO_NVIDIA_DEVICE 0x10u /* launcher: the host had no /dev/nvidiactl (no GPU) */
+#define TRACE_FLAG_GPU_METRICS 0x20u
 
 /* TRACE_NVML_GPU flags */
 #define TRACE_NVML_HAS_ENERGY_COUNTER 0x1u  /* Volta and later */
 #define TRACE_NVML_HAS_INSTANT_POWER 0x2u
+
+/* TRACE_GPU_METRIC_SET and _STATUS source: what sampled the metrics */
+enum trace_gpu_metrics_source {
+    TRACE_GPU_METRICS_PM_SAMPLING = 1, /* CUPTI PM sampling (cupti_pmsampling.h) */
+    TRACE_GPU_METRICS_GPM = 2,         /* NVML GPU Performance Monitoring (nvmlGpmMetricsGet) */
+};
+
+/* TRACE_GPU_METRIC_STATUS code: why a GPU's metrics are missing, or partly */
+enum trace_gpu_metrics_status {
+    TRACE_GPU_METRICS_UNAVAILABLE = 1,   /* no such source on this GPU, driver or CUPTI */
+    TRACE_GPU_METRICS_NOT_PERMITTED = 2, /* profiling is restricted to admin users */
+    TRACE_GPU_METRICS_BUSY = 3,          /* another profiler holds the GPU's counters */
+    TRACE_GPU_METRICS_LOST = 4,          /* count samples were lost (buffer overflow) */
+    TRACE_GPU_METRICS_FAILED = 5,        /* sampling stopped on an error */
+};
+
+/* A GPU metric value in TRACE_GPU_METRIC_SAMPLE: percentages in hundredths of a percent,
+ * rates in bytes per second (gpu_metrics.def's unit), rounded, negative readings as 0. */
+#define TRACE_GPU_METRIC_PERCENT_SCALE 100.0
 
 #endif

@@ -7,7 +7,7 @@
 #include "harness.h"
 
 static const char *const source_names[] = {
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description) name,
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description) name,
 #include "trace/sources.def"
 #undef SOURCE
 };

@@ -54,7 +54,8 @@ static const struct {
     const char *name, *where;
     int needs_gpu;
 } rows[] = {
-#define SOURCE(ID, name, flag, first, last, where, needs_gpu, description) {name, where, needs_gpu},
+#define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
+    {name, where, needs_gpu},
 #include "trace/sources.def"
 #undef SOURCE
 };
@@ -458,7 +459,8 @@ int main(int argc, char **argv)
         {"open_refuses_an_existing_database_without_force",
          open_refuses_an_existing_database_without_force},
         {"default_output_is_the_first_free_name", default_output_is_the_first_free_name},
-        {"wait_names_only_live_writers_without_an_end", wait_names_only_live_writers_without_an_end},
+        {"wait_names_only_live_writers_without_an_end",
+         wait_names_only_live_writers_without_an_end},
         {"output_name_expands_rank_host_pid_variable_and_percent",
          output_name_expands_rank_host_pid_variable_and_percent},
         {"output_name_rank_is_the_first_variable_that_holds_one",

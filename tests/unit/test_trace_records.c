@@ -192,7 +192,7 @@ static void the_definitions_are_well_formed(void)
         const struct trace_record_spec *r = &trace_record_specs[i];
         ASSERT(r->type > 0 && r->type < 128);
         int in_range = r->type <= 19;
-#define SOURCE(ID, name, flag, first, last, where, gpu, doc)                                       \
+#define SOURCE(ID, name, flag, first, last, where, gpu, by_default, doc)                           \
     in_range |= r->type >= (first) && r->type <= (last);
 #include "trace/sources.def"
 #undef SOURCE

@@ -1,0 +1,229 @@
+/* The GPU metrics part of the importer: TRACE_GPU_METRIC_* records (100-119) of the launcher's
+ * raw file into gpu_metric_sets (a GPU's row in gpus found or made by uuid, as NVML and CUDA
+ * do), gpu_metric_samples (one row per sample, a column per metric of gpu_metrics.def, NULL
+ * where the set lacks it) and gpu_metric_status. Layouts: src/trace/records.def. */
+#include "db/import_internal.h"
+#include "trace/format.h"
+#include "trace/gpu_metrics.h"
+#include "trace/records.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SLOT_GPU, SLOT_GPU_ID, SLOT_SET, SLOT_SAMPLE, SLOT_STATUS };
+
+#define SETS_MAX 256 /* sets per file: one per GPU and source; more is damage */
+
+/* One file's sets: its set ids to gpu_metric_sets rows, and each one's mask. */
+struct gpu_metrics_file {
+    struct import_file *f;
+    struct {
+        uint64_t file_id;
+        int64_t row;
+        uint32_t mask;
+    } sets[SETS_MAX];
+    size_t count;
+    int warned;
+};
+
+static void *gpu_metrics_file_open(struct import_file *f, void *session_state)
+{
+    (void)session_state;
+    struct gpu_metrics_file *g = calloc(1, sizeof *g);
+    if (g)
+        g->f = f;
+    return g;
+}
+
+static void gpu_metrics_file_close(void *ctx)
+{
+    free(ctx);
+}
+
+static const char *source_name(uint64_t source)
+{
+    return source == TRACE_GPU_METRICS_PM_SAMPLING ? "CUPTI PM sampling"
+           : source == TRACE_GPU_METRICS_GPM       ? "NVML GPM"
+                                                   : NULL;
+}
+
+static void bind_bytes(sqlite3_stmt *st, int col, struct trace_bytes b)
+{
+    if (b.len)
+        sqlite3_bind_text(st, col, (const char *)b.bytes, (int)b.len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, col);
+}
+
+/* gpus.id of a uuid, made when no other source described that GPU; 0 on failure. */
+static int64_t gpu_of(struct import_file *f, struct trace_bytes uuid, struct trace_bytes name)
+{
+    sqlite3_stmt *st = import_stmt(f, SLOT_GPU,
+                                   "INSERT INTO gpus(uuid, name) VALUES(?, ?) ON CONFLICT(uuid)"
+                                   " DO UPDATE SET name = COALESCE(gpus.name, excluded.name)");
+    if (!st)
+        return 0;
+    bind_bytes(st, 1, uuid);
+    bind_bytes(st, 2, name);
+    if (import_step(f, st, "cannot store a GPU: ") < 0 ||
+        !(st = import_stmt(f, SLOT_GPU_ID, "SELECT id FROM gpus WHERE uuid = ?")))
+        return 0;
+    bind_bytes(st, 1, uuid);
+    return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+}
+
+/* The hardware names, NUL-separated in the trace, as one text with "; " between them. */
+static char *hardware_text(struct trace_bytes b)
+{
+    char *s = malloc(b.len * 2 + 1);
+    size_t n = 0;
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < b.len; i++) {
+        if (b.bytes[i]) {
+            s[n++] = (char)b.bytes[i];
+        } else {
+            s[n++] = ';';
+            s[n++] = ' ';
+        }
+    }
+    s[n] = 0;
+    return s;
+}
+
+/* The mask's columns, comma-separated. */
+static void mask_columns(uint32_t mask, char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < GPU_METRIC_COUNT && len < size; i++)
+        if (mask & (1u << i))
+            len += (size_t)snprintf(out + len, size - len, "%s%s", len ? "," : "",
+                                    gpu_metrics[i].column);
+}
+
+static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
+{
+    struct trace_gpu_metric_set r;
+    trace_get_gpu_metric_set(fl, &r);
+    const char *source = source_name(r.source);
+    uint32_t mask = (uint32_t)r.metrics & ((1u << GPU_METRIC_COUNT) - 1);
+    if (!source || g->count == SETS_MAX) {
+        import_warn(g->f, "a GPU metric set that cannot be read (source %llu) was skipped",
+                    (unsigned long long)r.source);
+        return 0;
+    }
+    int64_t gpu = gpu_of(g->f, r.gpu_uuid, r.gpu_name);
+    sqlite3_stmt *st = import_stmt(g->f, SLOT_SET,
+                                   "INSERT INTO gpu_metric_sets(gpu_id, source, period_ns, metrics,"
+                                   " hardware, chip) VALUES(?, ?, ?, ?, ?, ?)");
+    char columns[512];
+    char *hardware = hardware_text(r.hardware);
+    if (!gpu || !st || !hardware) {
+        free(hardware);
+        return -1;
+    }
+    mask_columns(mask, columns, sizeof columns);
+    sqlite3_bind_int64(st, 1, gpu);
+    sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (int64_t)r.period_ns);
+    sqlite3_bind_text(st, 4, columns, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, hardware, -1, SQLITE_TRANSIENT);
+    bind_bytes(st, 6, r.chip);
+    free(hardware);
+    if (import_step(g->f, st, "cannot store a GPU metric set: ") < 0)
+        return -1;
+    g->sets[g->count].file_id = r.set_id;
+    g->sets[g->count].row = sqlite3_last_insert_rowid(import_db(g->f));
+    g->sets[g->count].mask = mask;
+    g->count++;
+    return 0;
+}
+
+static int import_sample(struct gpu_metrics_file *g, struct trace_fields *fl)
+{
+    struct trace_gpu_metric_sample r;
+    trace_get_gpu_metric_sample(fl, &r);
+    size_t set = 0;
+    while (set < g->count && g->sets[set].file_id != r.set_id)
+        set++;
+    if (set == g->count) {
+        if (!g->warned++)
+            import_warn(g->f, "GPU metric samples of an unknown set were skipped");
+        return 0;
+    }
+    static const char sql[] = "INSERT INTO gpu_metric_samples(set_id, start_ns, end_ns"
+#define GPU_METRIC(ID, column, unit, gpm_id, gpm_scale, cupti, definition) ", " column
+#include "trace/gpu_metrics.def"
+#undef GPU_METRIC
+                              ") VALUES(?, ?, ?"
+#define GPU_METRIC(ID, column, unit, gpm_id, gpm_scale, cupti, definition) ", ?"
+#include "trace/gpu_metrics.def"
+#undef GPU_METRIC
+                              ")";
+    sqlite3_stmt *st = import_stmt(g->f, SLOT_SAMPLE, sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, g->sets[set].row);
+    sqlite3_bind_int64(st, 2, (int64_t)r.start);
+    sqlite3_bind_int64(st, 3, (int64_t)r.end);
+    size_t value = 0;
+    for (int i = 0; i < GPU_METRIC_COUNT; i++) {
+        if ((g->sets[set].mask & (1u << i)) && value < r.values.count && value < TRACE_U_LIST_MAX)
+            sqlite3_bind_double(st, 4 + i, gpu_metric_decode(i, r.values.values[value++]));
+        else
+            sqlite3_bind_null(st, 4 + i);
+    }
+    return import_step(g->f, st, "cannot store a GPU metric sample: ");
+}
+
+static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
+{
+    static const char *const codes[] = {
+        [TRACE_GPU_METRICS_UNAVAILABLE] = "unavailable",
+        [TRACE_GPU_METRICS_NOT_PERMITTED] = "not permitted",
+        [TRACE_GPU_METRICS_BUSY] = "busy",
+        [TRACE_GPU_METRICS_LOST] = "lost",
+        [TRACE_GPU_METRICS_FAILED] = "failed",
+    };
+    struct trace_gpu_metric_status r;
+    trace_get_gpu_metric_status(fl, &r);
+    int64_t gpu = r.gpu_uuid.len ? gpu_of(g->f, r.gpu_uuid, (struct trace_bytes){0}) : 0;
+    sqlite3_stmt *st = import_stmt(g->f, SLOT_STATUS,
+                                   "INSERT INTO gpu_metric_status(gpu_id, source, code, count,"
+                                   " reason) VALUES(?, ?, ?, ?, ?)");
+    if (!st)
+        return -1;
+    if (gpu)
+        sqlite3_bind_int64(st, 1, gpu);
+    const char *source = source_name(r.source);
+    if (source)
+        sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
+    if (r.code < sizeof codes / sizeof codes[0] && codes[r.code])
+        sqlite3_bind_text(st, 3, codes[r.code], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, (int64_t)r.count);
+    bind_bytes(st, 5, r.reason);
+    return import_step(g->f, st, "cannot store a GPU metric status: ");
+}
+
+static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fields)
+{
+    struct gpu_metrics_file *g = ctx;
+    switch (type) {
+    case TRACE_GPU_METRIC_SET:
+        return import_set(g, fields);
+    case TRACE_GPU_METRIC_SAMPLE:
+        return import_sample(g, fields);
+    case TRACE_GPU_METRIC_STATUS:
+        return import_status(g, fields);
+    default:
+        return 0; /* a newer launcher's record: skipped */
+    }
+}
+
+const struct import_source import_source_GPU_METRICS = {
+    .file_open = gpu_metrics_file_open,
+    .record = gpu_metrics_record,
+    .file_close = gpu_metrics_file_close,
+};
