@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SLOT_GPU, SLOT_GPU_ID, SLOT_SET, SLOT_SAMPLE, SLOT_STATUS };
+enum { SLOT_GPU, SLOT_GPU_ID, SLOT_SET, SLOT_SAMPLE, SLOT_STATUS, SLOT_SAMPLER };
 
 #define SETS_MAX 256 /* sets per file: one per GPU and source; more is damage */
 
@@ -207,6 +207,33 @@ static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
     return import_step(g->f, st, "cannot store a GPU metric status: ");
 }
 
+/* The set's row of a file's set id, or 0. */
+static int64_t set_row(struct gpu_metrics_file *g, uint64_t file_id)
+{
+    for (size_t i = 0; i < g->count; i++)
+        if (g->sets[i].file_id == file_id)
+            return g->sets[i].row;
+    return 0;
+}
+
+static int import_sampler(struct gpu_metrics_file *g, struct trace_fields *fl)
+{
+    struct trace_gpu_metric_sampler r;
+    trace_get_gpu_metric_sampler(fl, &r);
+    int64_t row = set_row(g, r.set_id);
+    sqlite3_stmt *st = import_stmt(g->f, SLOT_SAMPLER,
+                                   "UPDATE gpu_metric_sets SET samples = ?, lost_samples = ?,"
+                                   " duration_ns = ?, sampler_cpu_ns = ?, sampler_reads = ?,"
+                                   " sampler_read_ns = ? WHERE id = ?");
+    if (!row || !st)
+        return row ? -1 : 0;
+    const uint64_t v[] = {r.samples, r.lost, r.duration_ns, r.cpu_ns, r.reads, r.read_ns};
+    for (int i = 0; i < 6; i++)
+        sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
+    sqlite3_bind_int64(st, 7, row);
+    return import_step(g->f, st, "cannot store a GPU metric sampler: ");
+}
+
 static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fields)
 {
     struct gpu_metrics_file *g = ctx;
@@ -217,6 +244,8 @@ static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fie
         return import_sample(g, fields);
     case TRACE_GPU_METRIC_STATUS:
         return import_status(g, fields);
+    case TRACE_GPU_METRIC_SAMPLER:
+        return import_sampler(g, fields);
     default:
         return 0; /* a newer launcher's record: skipped */
     }

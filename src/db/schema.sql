@@ -176,7 +176,10 @@ CREATE TABLE gpu_metric_sets(                   -- what was sampled on one GPU, 
   period_ns INTEGER,                            -- the sampling period asked for
   metrics TEXT,                                 -- the columns of gpu_metric_samples it filled
   hardware TEXT,                                -- what each read: CUPTI metric names, GPM ids
-  chip TEXT);                                   -- CUPTI's chip name (GH100); NULL for GPM
+  chip TEXT,                                    -- CUPTI's chip name (GH100); NULL for GPM
+  samples INTEGER, lost_samples INTEGER,        -- the sampler's footprint, when it stopped:
+  duration_ns INTEGER, sampler_cpu_ns INTEGER,  -- samples written, whole periods missing, its
+  sampler_reads INTEGER, sampler_read_ns INTEGER); -- CPU time, decode calls or GPM reads
 
 CREATE TABLE gpu_metric_samples(                -- averages over [start_ns, end_ns) of one GPU;
   set_id INTEGER NOT NULL,                      -- NULL: not in the set. The columns are

@@ -50,6 +50,11 @@ static int bind_all(struct nvml *n)
     rc |= bind(n, (void **)&a->clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons", 0);
     if (!a->clock_reasons)
         rc |= bind(n, (void **)&a->clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", 0);
+    rc |= bind(n, (void **)&a->gpm_query_support, "nvmlGpmQueryDeviceSupport", 0);
+    rc |= bind(n, (void **)&a->gpm_sample_alloc, "nvmlGpmSampleAlloc", 0);
+    rc |= bind(n, (void **)&a->gpm_sample_free, "nvmlGpmSampleFree", 0);
+    rc |= bind(n, (void **)&a->gpm_sample_get, "nvmlGpmSampleGet", 0);
+    rc |= bind(n, (void **)&a->gpm_metrics_get, "nvmlGpmMetricsGet", 0);
     return rc ? -1 : 0;
 }
 

@@ -59,6 +59,35 @@ struct nvml_memory {
     unsigned long long total, free, used;
 }; /* nvmlMemory_t (v1) */
 
+/* GPU Performance Monitoring (GPM, Hopper and later): two samples of a GPU's counters give
+ * metrics over the time between them (nvmlGpmMetricsGet). */
+typedef struct {
+    void *handle;
+} nvml_gpm_sample_t; /* nvmlGpmSample_t, by value */
+
+struct nvml_gpm_metric { /* nvmlGpmMetric_t */
+    unsigned int metric_id; /* nvmlGpmMetricId_t: src/trace/gpu_metrics.def's GPM ids */
+    nvml_return_t status;
+    double value;
+    struct {
+        char *short_name, *long_name, *unit;
+    } info;
+};
+
+#define NVML_GPM_METRICS_MAX 210 /* nvml.h 12.x and 13.x: NVML_GPM_METRIC_MAX, as sized there */
+struct nvml_gpm_metrics_get {   /* nvmlGpmMetricsGet_t, version 1 */
+    unsigned int version;       /* NVML_GPM_METRICS_GET_VERSION */
+    unsigned int num_metrics;
+    nvml_gpm_sample_t sample1, sample2;
+    struct nvml_gpm_metric metrics[NVML_GPM_METRICS_MAX];
+};
+#define NVML_GPM_METRICS_GET_VERSION 1
+
+struct nvml_gpm_support { /* nvmlGpmSupport_t, version 1 */
+    unsigned int version, is_supported_device;
+};
+#define NVML_GPM_SUPPORT_VERSION 1
+
 /* The NVML entry points Lantern calls. Optional ones may be NULL (older drivers). */
 struct nvml_api {
     nvml_return_t (*init)(void); /* nvmlInit_v2 */
@@ -78,6 +107,12 @@ struct nvml_api {
     nvml_return_t (*memory)(nvml_device_t, struct nvml_memory *);
     nvml_return_t (*temperature)(nvml_device_t, int, unsigned int *);
     nvml_return_t (*clock_reasons)(nvml_device_t, unsigned long long *); /* optional */
+    /* GPM, all optional (drivers before 520 lack them) */
+    nvml_return_t (*gpm_query_support)(nvml_device_t, struct nvml_gpm_support *);
+    nvml_return_t (*gpm_sample_alloc)(nvml_gpm_sample_t *);
+    nvml_return_t (*gpm_sample_free)(nvml_gpm_sample_t);
+    nvml_return_t (*gpm_sample_get)(nvml_device_t, nvml_gpm_sample_t);
+    nvml_return_t (*gpm_metrics_get)(struct nvml_gpm_metrics_get *);
 };
 
 /* ---- Lantern's side ------------------------------------------------------------------------ */

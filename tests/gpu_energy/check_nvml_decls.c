@@ -60,3 +60,17 @@ CHECK(SAME_TYPE(nvmlDeviceGetTemperature,
 CHECK(SAME_TYPE(nvmlDeviceGetCurrentClocksEventReasons,
                 nvmlReturn_t(nvmlDevice_t, unsigned long long *)));
 CHECK(sizeof(nvmlClockType_t) == sizeof(int) && sizeof(nvmlTemperatureSensors_t) == sizeof(int));
+
+/* GPM (src/launcher/gpu_metrics_gpm.c) */
+CHECK(sizeof(nvmlGpmSample_t) == sizeof(nvml_gpm_sample_t));
+CHECK(sizeof(nvmlGpmMetric_t) == sizeof(struct nvml_gpm_metric));
+CHECK(offsetof(nvmlGpmMetric_t, nvmlReturn) == offsetof(struct nvml_gpm_metric, status));
+CHECK(offsetof(nvmlGpmMetric_t, value) == offsetof(struct nvml_gpm_metric, value));
+CHECK(offsetof(nvmlGpmMetricsGet_t, sample1) == offsetof(struct nvml_gpm_metrics_get, sample1));
+CHECK(offsetof(nvmlGpmMetricsGet_t, metrics) == offsetof(struct nvml_gpm_metrics_get, metrics));
+CHECK(NVML_GPM_METRIC_MAX <= NVML_GPM_METRICS_MAX);
+CHECK(NVML_GPM_METRICS_GET_VERSION == 1 && NVML_GPM_SUPPORT_VERSION == 1);
+CHECK(sizeof(nvmlGpmSupport_t) == sizeof(struct nvml_gpm_support));
+CHECK(NVML_GPM_METRIC_SM_UTIL == 2 && NVML_GPM_METRIC_SM_OCCUPANCY == 3);
+CHECK(NVML_GPM_METRIC_ANY_TENSOR_UTIL == 5 && NVML_GPM_METRIC_DRAM_BW_UTIL == 10);
+CHECK(NVML_GPM_METRIC_PCIE_TX_PER_SEC == 20 && NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC == 60);
