@@ -3,6 +3,7 @@
  * src/launcher/ (launcher.h), then the raw files are imported into the report database. */
 #include "cli/cli.h"
 #include "launcher/launcher.h"
+#include "trace/gpu_metrics.h"
 #include "trace/list.h"
 
 #include <errno.h>
@@ -14,7 +15,23 @@
 struct profile_options {
     struct launcher_options launch; /* what the launcher does (src/launcher/launcher.h) */
     int stats, keep_raw;
+    int gpu_metrics;                 /* --gpu-metrics given */
+    const char *gpu_metrics_options; /* a --gpu-metrics-* option given (for its error) */
+    char trace[256];                 /* the -t list with gpu_metrics added */
 };
+
+/* The metric names --gpu-metrics accepts, comma-separated (src/trace/gpu_metrics.def). */
+static const char *gpu_metric_columns(void)
+{
+    static char list[512];
+    size_t len = 0;
+    if (list[0])
+        return list;
+    for (int i = 0; i < GPU_METRIC_COUNT; i++)
+        len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s",
+                                i ? "," : "", gpu_metrics[i].column);
+    return list;
+}
 
 static void print_help(void)
 {
@@ -30,6 +47,14 @@ static void print_help(void)
            "                      %s where an NVIDIA GPU is present, else %s; and %s\n"
            "                      where it works)\n"
            "      --nvml-rate HZ  GPU power samples per second (default 100)\n"
+           "      --gpu-metrics[=LIST]  sample GPU hardware metrics (-t gpu_metrics): SM\n"
+           "                      activity, warp occupancy, Tensor Cores, DRAM, PCIe, NVLink;\n"
+           "                      LIST picks some: %s\n"
+           "      --gpu-metrics-frequency HZ  samples per second (default 10000, as nsys)\n"
+           "      --gpu-metrics-devices LIST  GPUs to sample: CUDA indices or UUIDs (default:\n"
+           "                      every GPU the program can see)\n"
+           "      --gpu-metrics-source auto|pm|gpm  CUPTI PM sampling, else NVML GPM (auto,\n"
+           "                      the default), or only one of them\n"
            "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
            "                      cudaProfilerStart/Stop (CUPTI paused outside them), or while\n"
            "                      an NVTX range NAME is open\n"
@@ -65,7 +90,8 @@ static void print_help(void)
            "signal N), even when its own import fails: then FILE.raw/ is kept, and stderr says\n"
            "how to import it.\n"
            "Environment: LANTERN_AGENT overrides the agent library's path.\n",
-           n->known, n->default_gpu, n->default_no_gpu, n->sampled, LAUNCHER_WAIT_TIMEOUT_S);
+           n->known, n->default_gpu, n->default_no_gpu, n->sampled, gpu_metric_columns(),
+           LAUNCHER_WAIT_TIMEOUT_S);
 }
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -85,7 +111,11 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_PYTHON_BACKTRACE,
         OPT_PYTHON_FUNCTIONS,
         OPT_WAIT,
-        OPT_WAIT_TIMEOUT
+        OPT_WAIT_TIMEOUT,
+        OPT_GPU_METRICS,
+        OPT_GPU_METRICS_FREQUENCY,
+        OPT_GPU_METRICS_DEVICES,
+        OPT_GPU_METRICS_SOURCE
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -104,6 +134,10 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"python-functions", required_argument, NULL, OPT_PYTHON_FUNCTIONS},
         {"wait", required_argument, NULL, OPT_WAIT},
         {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
+        {"gpu-metrics", optional_argument, NULL, OPT_GPU_METRICS},
+        {"gpu-metrics-frequency", required_argument, NULL, OPT_GPU_METRICS_FREQUENCY},
+        {"gpu-metrics-devices", required_argument, NULL, OPT_GPU_METRICS_DEVICES},
+        {"gpu-metrics-source", required_argument, NULL, OPT_GPU_METRICS_SOURCE},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -171,6 +205,35 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
                 return cli_usage_error("profile", "--wait-timeout needs seconds (0 to 1000000)");
             break;
         }
+        case OPT_GPU_METRICS: {
+            const char *bad;
+            o->gpu_metrics = optarg ? optarg : "all";
+            if (!gpu_metrics_parse(o->gpu_metrics, &bad))
+                return cli_usage_error("profile",
+                                       "--gpu-metrics: unknown metric '%.*s' (known: %s)",
+                                       (int)strcspn(bad, ","), bad, gpu_metric_columns());
+            p->gpu_metrics = 1;
+            break;
+        }
+        case OPT_GPU_METRICS_FREQUENCY: {
+            char *end;
+            o->gpu_metrics_hz = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->gpu_metrics_hz >= 10 && o->gpu_metrics_hz <= 200000))
+                return cli_usage_error("profile", "--gpu-metrics-frequency needs a rate in Hz "
+                                                  "(10 to 200000)");
+            p->gpu_metrics_options = "--gpu-metrics-frequency";
+            break;
+        }
+        case OPT_GPU_METRICS_DEVICES:
+            o->gpu_metrics_devices = strcmp(optarg, "all") ? optarg : NULL;
+            p->gpu_metrics_options = "--gpu-metrics-devices";
+            break;
+        case OPT_GPU_METRICS_SOURCE:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "pm") && strcmp(optarg, "gpm"))
+                return cli_usage_error("profile", "--gpu-metrics-source is auto, pm or gpm");
+            o->gpu_metrics_source = optarg;
+            p->gpu_metrics_options = "--gpu-metrics-source";
+            break;
         case OPT_STATS:
             p->stats = 1;
             break;
@@ -194,6 +257,13 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
     if (!launcher_trace_valid(o->trace))
         return cli_usage_error("profile", "unknown trace source in '%s' (known: %s)", o->trace,
                                launcher_trace_names()->known);
+    /* --gpu-metrics is -t's gpu_metrics, with its settings */
+    if (p->gpu_metrics && !trace_list_has(o->trace, "gpu_metrics")) {
+        snprintf(p->trace, sizeof p->trace, "%s%sgpu_metrics", o->trace, *o->trace ? "," : "");
+        o->trace = p->trace;
+    }
+    if (p->gpu_metrics_options && !trace_list_has(o->trace, "gpu_metrics"))
+        return cli_usage_error("profile", "%s needs --gpu-metrics", p->gpu_metrics_options);
     if (o->python_backtrace && !trace_list_has(o->trace, "cuda"))
         return cli_usage_error("profile", "--python-backtrace needs -t cuda");
     if (o->python_backtrace && o->cuda_api && strcmp(o->cuda_api, "none") == 0)

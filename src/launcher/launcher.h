@@ -39,6 +39,11 @@ struct launcher_options {
     const char *py_functions;   /* --python-functions: the patterns of functions (or NULL) */
     int wait_primary;           /* --wait=primary: wait for the command only, not its daemons */
     double wait_timeout_s;      /* --wait-timeout: the longest wait for them after the command */
+    const char *gpu_metrics;    /* --gpu-metrics=LIST: gpu_metrics.def columns (NULL: all) */
+    double gpu_metrics_hz;      /* --gpu-metrics-frequency (0: 10 kHz) */
+    const char *gpu_metrics_devices; /* --gpu-metrics-devices: CUDA indices or UUIDs (NULL: all
+                                        GPUs the program can see) */
+    const char *gpu_metrics_source;  /* --gpu-metrics-source: auto, pm, gpm (NULL: auto) */
     char **command;             /* the program and its arguments, NULL-terminated */
 };
 

@@ -15,6 +15,7 @@
 /* One row per source of src/trace/sources.def whose `where` is "launcher". */
 static const struct launcher_sampler *const launcher_samplers[] = {
     &launcher_sampler_nvml,
+    &launcher_sampler_gpu_metrics,
 };
 #define SAMPLER_COUNT (sizeof launcher_samplers / sizeof launcher_samplers[0])
 _Static_assert(SAMPLER_COUNT <= LAUNCHER_MAX_SAMPLERS, "LAUNCHER_MAX_SAMPLERS is too small");
@@ -69,18 +70,20 @@ int launcher_open(struct launcher *l)
     return 0;
 }
 
-/* Starts the sampler of the source name when -t lists it, or without -t when the source is on
- * by default; when one that -t asked for cannot start, adds why to said. */
+/* Starts the sampler of the source name when the trace list names it, or without -t when the
+ * source is on by default; when one that was asked for (named) cannot start, adds why to
+ * said. */
 static void start_sampler(struct launcher *l, const char *name, int by_default, char *said,
                           size_t size)
 {
     const struct launcher_options *o = l->o;
     size_t i = sampler_index(name);
-    char why[256];
-    if (i == SAMPLER_COUNT || (o->trace_given ? !trace_list_has(o->trace, name) : !by_default))
+    char why[1024];
+    int named = trace_list_has(o->trace, name);
+    if (i == SAMPLER_COUNT || !(named || (!o->trace_given && by_default)))
         return;
     if (launcher_samplers[i]->start(l->fd, o, &l->sampler_state[i], why, sizeof why) != 0 &&
-        o->trace_given) {
+        named) {
         size_t len = strlen(said);
         snprintf(said + len, size - len, "%s%s not sampled: %s", len ? "; " : "",
                  launcher_samplers[i]->what, why);
@@ -89,7 +92,7 @@ static void start_sampler(struct launcher *l, const char *name, int by_default, 
 
 int launcher_start_samplers(struct launcher *l)
 {
-    char said[1024] = "";
+    char said[2048] = "";
 #define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
     if (!strcmp(where, "launcher"))                                                                \
         start_sampler(l, name, by_default, said, sizeof said);

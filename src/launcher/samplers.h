@@ -14,12 +14,14 @@ struct launcher_sampler {
     const char *what;   /* what goes unrecorded when it cannot start: "GPU power" */
     /* Starts sampling into fd (launcher.lrt, positioned at its end) with the options o.
      * Returns 0 with *state set, or -1 with why[] set after recording the same reason in
-     * the file. */
+     * the file; *state may then still be set (it samples part of what was asked: some GPUs)
+     * and is stopped as usual. */
     int (*start)(int fd, const struct launcher_options *o, void **state, char *why, size_t why_len);
     void (*stop)(void *state); /* stops and frees; writes what is buffered; NULL allowed */
 };
 
-extern const struct launcher_sampler launcher_sampler_nvml; /* sampler.c */
+extern const struct launcher_sampler launcher_sampler_nvml;        /* sampler.c */
+extern const struct launcher_sampler launcher_sampler_gpu_metrics; /* gpu_metrics_sampler.c */
 
 /* The row for a source's name, or NULL (the source is not sampled by the launcher). */
 const struct launcher_sampler *launcher_sampler_find(const char *source);

@@ -1,0 +1,61 @@
+/* Between the launcher's GPU metric sampler (gpu_metrics_sampler.c, its row of samplers.h)
+ * and its two backends, one per TRACE_GPU_METRICS_* source: CUPTI PM sampling
+ * (gpu_metrics_pm.c) and NVML GPM (gpu_metrics_gpm.c). A backend samples one GPU on a thread
+ * of its own and hands its records to the sink, which writes them into launcher.lrt. Both run
+ * in the launcher, never in the profiled program: no context, no GPU memory, no thread of
+ * the program's, and one sampler per GPU however many processes use it. */
+#ifndef LANTERN_LAUNCHER_GPU_METRICS_H
+#define LANTERN_LAUNCHER_GPU_METRICS_H
+
+#include "trace/records.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nvml;
+struct nvml_gpu;
+
+/* The records' way out (gpu_metrics_sampler.c); every function is safe from any thread. */
+struct gpu_metrics_sink;
+void gpu_metrics_put_set(struct gpu_metrics_sink *s, const struct trace_gpu_metric_set *r);
+void gpu_metrics_put_sample(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sample *r);
+void gpu_metrics_put_sampler(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sampler *r);
+void gpu_metrics_put_status(struct gpu_metrics_sink *s, const char *uuid, unsigned int source,
+                            unsigned int code, uint64_t count, const char *reason);
+
+/* One GPU to sample, and how. */
+struct gpu_metrics_target {
+    int cuda_index;             /* in the launcher's CUDA numbering (the program's) */
+    const char *uuid, *name;    /* GPU-xxxxxxxx-..., as NVML gives them */
+    struct nvml *nvml;          /* loaded; GPM reads through it */
+    const struct nvml_gpu *gpu; /* the GPU in nvml */
+    uint32_t mask;              /* the metrics asked for: bits of gpu_metrics.def */
+    uint64_t period_ns;         /* the sampling period asked for */
+    uint64_t set_id;            /* the TRACE_GPU_METRIC_SET id the backend writes */
+    struct gpu_metrics_sink *sink;
+};
+
+/* Samples kept between decodes or reads: a sampler's thread evaluates and writes them, so
+ * memory stays bounded whatever the run's length. */
+struct gpu_metrics_backend {
+    const char *name;    /* "CUPTI PM sampling" */
+    unsigned int source; /* TRACE_GPU_METRICS_* */
+    /* Starts sampling t (copied) on a thread of its own, and returns once samples are being
+     * taken: a handle, or NULL with *code (TRACE_GPU_METRICS_UNAVAILABLE, _NOT_PERMITTED,
+     * _BUSY, _FAILED) and why[] set in one line. Writes the set record. */
+    void *(*start)(const struct gpu_metrics_target *t, unsigned int *code, char *why,
+                   size_t why_len);
+    /* Stops sampling, writes the last samples and the footprint, frees the handle. */
+    void (*stop)(void *handle);
+};
+
+extern const struct gpu_metrics_backend gpu_metrics_pm_backend;  /* gpu_metrics_pm.c */
+extern const struct gpu_metrics_backend gpu_metrics_gpm_backend; /* gpu_metrics_gpm.c */
+
+/* The sampling thread's helpers (gpu_metrics_sampler.c). */
+uint64_t gpu_metrics_mono_ns(void);
+uint64_t gpu_metrics_thread_cpu_ns(void);
+/* Counts whole periods missing between one sample's end and the next one's start. */
+uint64_t gpu_metrics_gap_periods(uint64_t prev_end, uint64_t next_start, uint64_t period_ns);
+
+#endif

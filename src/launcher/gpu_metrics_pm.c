@@ -1,0 +1,785 @@
+/* CUPTI PM sampling of one GPU from the launcher (gpu_metrics.h, gpu_metrics_pm.h). CUPTI
+ * samples a GPU's performance monitors on a fixed time interval into a hardware buffer in the
+ * GPU's memory, from any process: the launcher creates no context and uses no GPU memory of
+ * its own (measured on an H200: `nvidia-smi` listed only the program). A thread per GPU
+ * decodes the buffer every DECODE_PERIOD_NS into a counter-data image and evaluates each
+ * sample's metrics on the CPU (~40 us a sample for 15 metrics on the H200 host), then writes
+ * them. Sample times are the GPU's global timer, which the driver keeps on CLOCK_REALTIME: they
+ * are moved to CLOCK_MONOTONIC with the offset between the two clocks read at each decode. */
+#include "launcher/gpu_metrics_pm.h"
+#include "launcher/gpu_metrics.h"
+#include "nvml/nvml_iface.h"
+#include "trace/format.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DECODE_PERIOD_NS 20000000ull /* 200 samples at 10 kHz between decodes */
+#define DECODE_ROUNDS_MAX 64         /* decodes in a row while the image fills up */
+#define HW_BUFFER_BYTES (64u << 20)  /* in GPU memory: ~6 s at 10 kHz, 15 metrics (H200) */
+
+#define PARAMS(type, name) type name = {.structSize = type##_STRUCT_SIZE}
+#define HOST_PARAMS(type, name) struct type name = {.struct_size = sizeof(struct type)}
+
+/* ---- libcupti ------------------------------------------------------------------------------ */
+
+struct pm_symbol {
+    const char *name;
+    size_t offset;
+};
+#define PM_SYMBOL(field, symbol)                                                                   \
+    {                                                                                              \
+        symbol, offsetof(struct pm_api, field)                                                     \
+    }
+static const struct pm_symbol pm_symbols[] = {
+    PM_SYMBOL(result_string, "cuptiGetResultString"),
+    PM_SYMBOL(profiler_initialize, "cuptiProfilerInitialize"),
+    PM_SYMBOL(device_supported, "cuptiProfilerDeviceSupported"),
+    PM_SYMBOL(chip_name, "cuptiDeviceGetChipName"),
+    PM_SYMBOL(availability, "cuptiPmSamplingGetCounterAvailability"),
+    PM_SYMBOL(enable, "cuptiPmSamplingEnable"),
+    PM_SYMBOL(disable, "cuptiPmSamplingDisable"),
+    PM_SYMBOL(set_config, "cuptiPmSamplingSetConfig"),
+    PM_SYMBOL(data_size, "cuptiPmSamplingGetCounterDataSize"),
+    PM_SYMBOL(data_initialize, "cuptiPmSamplingCounterDataImageInitialize"),
+    PM_SYMBOL(start, "cuptiPmSamplingStart"),
+    PM_SYMBOL(stop, "cuptiPmSamplingStop"),
+    PM_SYMBOL(decode, "cuptiPmSamplingDecodeData"),
+    PM_SYMBOL(data_info, "cuptiPmSamplingGetCounterDataInfo"),
+    PM_SYMBOL(sample_info, "cuptiPmSamplingCounterDataGetSampleInfo"),
+    PM_SYMBOL(host_initialize, "cuptiProfilerHostInitialize"),
+    PM_SYMBOL(host_deinitialize, "cuptiProfilerHostDeinitialize"),
+    PM_SYMBOL(host_add_metrics, "cuptiProfilerHostConfigAddMetrics"),
+    PM_SYMBOL(host_config_size, "cuptiProfilerHostGetConfigImageSize"),
+    PM_SYMBOL(host_config, "cuptiProfilerHostGetConfigImage"),
+    PM_SYMBOL(host_passes, "cuptiProfilerHostGetNumOfPasses"),
+    PM_SYMBOL(host_evaluate, "cuptiProfilerHostEvaluateToGpuValues"),
+};
+
+/* Opens path and fills every CUPTI entry point; 0, or -1 with why[] set. */
+static int pm_bind(struct pm_api *api, const char *path, char *why, size_t why_len)
+{
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        snprintf(why, why_len, "cannot load CUPTI: %s", dlerror());
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof pm_symbols / sizeof pm_symbols[0]; i++) {
+        void *fn = dlsym(handle, pm_symbols[i].name);
+        if (!fn) {
+            snprintf(why, why_len, "%s has no %s (PM sampling needs CUPTI 12.6 or newer)", path,
+                     pm_symbols[i].name);
+            dlclose(handle);
+            return -1;
+        }
+        memcpy((char *)api + pm_symbols[i].offset, &fn, sizeof fn);
+    }
+    api->cupti = handle;
+    return 0;
+}
+
+int pm_api_load(struct pm_api *api, int with_cuda, char *why, size_t why_len)
+{
+    memset(api, 0, sizeof *api);
+    const char *explicit_path = getenv("LANTERN_CUPTI_PATH");
+    const char *cuda_home = getenv("CUDA_HOME");
+    char paths[3][4096];
+    int n = 0;
+    if (explicit_path && *explicit_path) {
+        snprintf(paths[n++], sizeof paths[0], "%s", explicit_path);
+    } else {
+        snprintf(paths[n++], sizeof paths[0], "libcupti.so.13");
+        if (cuda_home && *cuda_home)
+            snprintf(paths[n++], sizeof paths[0], "%s/extras/CUPTI/lib64/libcupti.so", cuda_home);
+        snprintf(paths[n++], sizeof paths[0], "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so");
+    }
+    int loaded = -1;
+    for (int i = 0; i < n && loaded < 0; i++)
+        loaded = pm_bind(api, paths[i], why, why_len);
+    if (loaded < 0 || !with_cuda)
+        return loaded;
+    if (!(api->cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) ||
+        !(*(void **)&api->cu_init = dlsym(api->cuda, "cuInit")) ||
+        !(*(void **)&api->cu_device_get = dlsym(api->cuda, "cuDeviceGet"))) {
+        snprintf(why, why_len, "no CUDA driver (libcuda.so.1)");
+        return -1;
+    }
+    return 0;
+}
+
+const char *pm_error(const struct pm_api *api, CUptiResult rc)
+{
+    const char *text = NULL;
+    if (api->result_string && api->result_string(rc, &text) == CUPTI_SUCCESS && text)
+        return text;
+    return "CUPTI error";
+}
+
+/* ---- the metrics for one chip -------------------------------------------------------------- */
+
+struct pm_host {
+    const struct pm_api *api;
+    void *object;
+};
+
+static CUptiResult host_open(struct pm_host *h, const struct pm_api *api, const char *chip,
+                             const uint8_t *availability)
+{
+    HOST_PARAMS(pm_host_initialize, p);
+    p.profiler_type = PM_HOST_PM_SAMPLING;
+    p.chip = chip;
+    p.counter_availability = availability;
+    h->api = api;
+    CUptiResult rc = api->host_initialize(&p);
+    h->object = rc == CUPTI_SUCCESS ? p.host : NULL;
+    return rc;
+}
+
+static void host_close(struct pm_host *h)
+{
+    if (!h->object)
+        return;
+    HOST_PARAMS(pm_host_deinitialize, p);
+    p.host = h->object;
+    h->api->host_deinitialize(&p);
+    h->object = NULL;
+}
+
+/* The config image of names on a fresh host object; its passes in *passes. */
+static CUptiResult host_config(const struct pm_api *api, const char *chip,
+                               const uint8_t *availability, const char **names, size_t count,
+                               uint8_t **image, size_t *size, size_t *passes)
+{
+    struct pm_host h;
+    CUptiResult rc = host_open(&h, api, chip, availability);
+    HOST_PARAMS(pm_host_add_metrics, add);
+    HOST_PARAMS(pm_host_config_size, cs);
+    HOST_PARAMS(pm_host_config, cfg);
+    HOST_PARAMS(pm_host_passes, np);
+    *image = NULL;
+    if (rc != CUPTI_SUCCESS)
+        return rc;
+    add.host = cs.host = cfg.host = h.object;
+    add.names = names;
+    add.count = count;
+    if ((rc = api->host_add_metrics(&add)) != CUPTI_SUCCESS ||
+        (rc = api->host_config_size(&cs)) != CUPTI_SUCCESS)
+        goto out;
+    if (!(cfg.image = malloc(cs.size))) {
+        rc = CUPTI_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    cfg.size = cs.size;
+    if ((rc = api->host_config(&cfg)) != CUPTI_SUCCESS)
+        goto out;
+    np.size = cfg.size;
+    np.image = cfg.image;
+    if ((rc = api->host_passes(&np)) != CUPTI_SUCCESS)
+        goto out;
+    *image = cfg.image;
+    *size = cfg.size;
+    *passes = np.passes;
+    cfg.image = NULL;
+out:
+    free(cfg.image);
+    host_close(&h);
+    return rc;
+}
+
+/* 1 when the chip accepts the hardware metric on its own. */
+static int accepted(const struct pm_api *api, const char *chip, const uint8_t *availability,
+                    const char *name)
+{
+    struct pm_host h;
+    if (host_open(&h, api, chip, availability) != CUPTI_SUCCESS)
+        return 0;
+    HOST_PARAMS(pm_host_add_metrics, add);
+    add.host = h.object;
+    add.names = &name;
+    add.count = 1;
+    int ok = api->host_add_metrics(&add) == CUPTI_SUCCESS;
+    host_close(&h);
+    return ok;
+}
+
+/* The index of name in c->names, added when new; -1 when full. */
+static int name_index(struct pm_choice *c, const char *name, size_t len)
+{
+    for (size_t i = 0; i < c->count; i++)
+        if (strlen(c->names[i]) == len && !strncmp(c->names[i], name, len))
+            return (int)i;
+    if (c->count == PM_NAMES_MAX || len >= PM_NAME_LEN)
+        return -1;
+    memcpy(c->names[c->count], name, len);
+    c->names[c->count][len] = 0;
+    c->name_ptrs[c->count] = c->names[c->count];
+    return (int)c->count++;
+}
+
+/* Tries metric m's candidates ("a|b+c") in order; fills c->sum[m] with the first whose parts
+ * the chip all accepts. 1 when one was. */
+static int choose_candidate(const struct pm_api *api, const char *chip, const uint8_t *availability,
+                            int m, struct pm_choice *c)
+{
+    for (const char *cand = gpu_metrics[m].cupti; *cand;) {
+        size_t cand_len = strcspn(cand, "|");
+        char parts[2][PM_NAME_LEN];
+        int n = 0, ok = 1;
+        for (const char *p = cand; p < cand + cand_len && ok;) {
+            size_t len = strcspn(p, "+|");
+            if (n == 2 || len >= PM_NAME_LEN) {
+                ok = 0;
+                break;
+            }
+            memcpy(parts[n], p, len);
+            parts[n][len] = 0;
+            ok = accepted(api, chip, availability, parts[n++]);
+            p += len + (p[len] == '+');
+        }
+        if (ok) {
+            size_t saved = c->count;
+            for (int i = 0; i < n && ok; i++) {
+                int index = name_index(c, parts[i], strlen(parts[i]));
+                ok = index >= 0;
+                c->sum[m].part[i] = (unsigned char)index;
+            }
+            if (ok) {
+                c->sum[m].parts = (unsigned char)n;
+                return 1;
+            }
+            c->count = saved;
+        }
+        cand += cand_len + (cand[cand_len] == '|');
+    }
+    return 0;
+}
+
+/* Rebuilds c->names from the metrics in c->mask (dropping names no metric uses). */
+static void keep_used_names(struct pm_choice *c)
+{
+    struct pm_choice old = *c;
+    c->count = 0;
+    for (int m = 0; m < GPU_METRIC_COUNT; m++) {
+        if (!(c->mask & (1u << m)))
+            continue;
+        for (int i = 0; i < old.sum[m].parts; i++) {
+            const char *name = old.names[old.sum[m].part[i]];
+            c->sum[m].part[i] = (unsigned char)name_index(c, name, strlen(name));
+        }
+    }
+}
+
+int pm_choose_metrics(const struct pm_api *api, const char *chip, const uint8_t *availability,
+                      uint32_t mask, struct pm_choice *c, char *why, size_t why_len)
+{
+    memset(c, 0, sizeof *c);
+    for (int m = 0; m < GPU_METRIC_COUNT; m++) {
+        if (!(mask & (1u << m)))
+            continue;
+        if (choose_candidate(api, chip, availability, m, c))
+            c->mask |= 1u << m;
+        else
+            c->refused |= 1u << m;
+    }
+    /* One pass, or fewer metrics: the rows are in order of importance, the last goes first. */
+    for (;;) {
+        if (!c->mask) {
+            snprintf(why, why_len, "the %s accepts none of the metrics asked for", chip);
+            return -1;
+        }
+        keep_used_names(c);
+        uint8_t *image;
+        size_t size, passes;
+        CUptiResult rc =
+            host_config(api, chip, availability, c->name_ptrs, c->count, &image, &size, &passes);
+        free(image);
+        if (rc != CUPTI_SUCCESS) {
+            snprintf(why, why_len, "CUPTI cannot configure the %s's metrics: %s", chip,
+                     pm_error(api, rc));
+            return -1;
+        }
+        if (passes == 1)
+            return 0;
+        int last = 31 - __builtin_clz(c->mask);
+        c->mask &= ~(1u << last);
+        c->dropped |= 1u << last;
+    }
+}
+
+/* ---- sampling one GPU ------------------------------------------------------------------- */
+
+struct pm_gpu {
+    struct gpu_metrics_target t;
+    const struct pm_api *api;
+    struct pm_choice choice;
+    struct pm_host host;
+    CUpti_PmSampling_Object *object;
+    uint8_t *data, *blank; /* the counter-data image, and a fresh one to reset it from */
+    size_t data_size;
+    double *values; /* per hardware name, for one sample */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stop, started;
+    int64_t offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, this decode's */
+    uint64_t samples, lost, last_end, first_start, reads, read_ns, zero_length;
+    int overflowed;
+};
+
+static struct {
+    pthread_once_t once;
+    struct pm_api api;
+    CUptiResult init_rc;
+    char why[256];
+    pthread_mutex_t setup; /* one GPU's CUPTI set-up at a time */
+} pm = {PTHREAD_ONCE_INIT, .setup = PTHREAD_MUTEX_INITIALIZER};
+
+static void pm_global_init(void)
+{
+    if (pm_api_load(&pm.api, 1, pm.why, sizeof pm.why) < 0)
+        return;
+    if (pm.api.cu_init(0) != 0) {
+        snprintf(pm.why, sizeof pm.why, "cuInit failed: no usable NVIDIA GPU");
+        return;
+    }
+    PARAMS(CUpti_Profiler_Initialize_Params, p);
+    if ((pm.init_rc = pm.api.profiler_initialize(&p)) != CUPTI_SUCCESS)
+        snprintf(pm.why, sizeof pm.why, "cuptiProfilerInitialize: %s",
+                 pm_error(&pm.api, pm.init_rc));
+}
+
+/* The status code for a CUPTI failure. */
+static unsigned int status_of(CUptiResult rc)
+{
+    switch (rc) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+        return TRACE_GPU_METRICS_NOT_PERMITTED;
+    case CUPTI_ERROR_HARDWARE_BUSY:
+        return TRACE_GPU_METRICS_BUSY;
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+        return TRACE_GPU_METRICS_UNAVAILABLE;
+    default:
+        return TRACE_GPU_METRICS_FAILED;
+    }
+}
+
+/* Why a failure happened, in words a user can act on. */
+static void explain(struct pm_gpu *g, const char *what, CUptiResult rc, char *why, size_t len)
+{
+    const char *hint = "";
+    if (rc == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+        hint = " (GPU performance counters are restricted to administrators: run as root, or "
+               "load the driver with NVreg_RestrictProfilingToAdminUsers=0)";
+    else if (rc == CUPTI_ERROR_HARDWARE_BUSY)
+        hint = " (another profiler holds the GPU's counters: ncu, nsys, DCGM profiling)";
+    snprintf(why, len, "%s: %s%s", what, pm_error(g->api, rc), hint);
+}
+
+/* Why the device cannot be profiled, from cuptiProfilerDeviceSupported; "" when it can. */
+static void device_support(struct pm_gpu *g, char *why, size_t len)
+{
+    int device = 0;
+    why[0] = 0;
+    if (g->api->cu_device_get(&device, g->t.cuda_index) != 0)
+        return; /* Enable will say */
+    PARAMS(CUpti_Profiler_DeviceSupported_Params, p);
+    p.cuDevice = device;
+    p.api = CUPTI_PROFILER_PM_SAMPLING;
+    if (g->api->device_supported(&p) != CUPTI_SUCCESS ||
+        p.isSupported == CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
+        return;
+    snprintf(why, len, "PM sampling is not supported here (%s)",
+             p.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "GPU too old: Turing or "
+                                                                        "later is needed"
+             : p.vGpu != CUPTI_PROFILER_CONFIGURATION_SUPPORTED       ? "a vGPU without profiling"
+             : p.confidentialCompute != CUPTI_PROFILER_CONFIGURATION_SUPPORTED
+                 ? "confidential computing is on"
+             : p.sli != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "SLI"
+             : p.cmp != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "a mining GPU"
+             : p.wsl != CUPTI_PROFILER_CONFIGURATION_SUPPORTED ? "WSL"
+                                                               : "the driver says so");
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the closest of a few paired reads. */
+static int64_t realtime_offset(void)
+{
+    int64_t best = 0;
+    uint64_t best_width = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        struct timespec a, r, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ma = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
+        int64_t mb = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
+        int64_t rt = (int64_t)r.tv_sec * 1000000000 + r.tv_nsec;
+        if ((uint64_t)(mb - ma) < best_width) {
+            best_width = (uint64_t)(mb - ma);
+            best = rt - (ma + mb) / 2;
+        }
+    }
+    return best;
+}
+
+/* Evaluates and writes the image's completed samples. 0, or a CUPTI error. */
+static CUptiResult put_samples(struct pm_gpu *g, size_t completed)
+{
+    const struct pm_choice *c = &g->choice;
+    for (size_t i = 0; i < completed; i++) {
+        PARAMS(CUpti_PmSampling_CounterData_GetSampleInfo_Params, si);
+        si.pPmSamplingObject = g->object;
+        si.pCounterDataImage = g->data;
+        si.counterDataImageSize = g->data_size;
+        si.sampleIndex = i;
+        CUptiResult rc = g->api->sample_info(&si);
+        if (rc != CUPTI_SUCCESS)
+            return rc;
+        if (si.endTimestamp <= si.startTimestamp) {
+            g->zero_length++; /* no time, no weight: seen at the start and at buffer wraps */
+            continue;
+        }
+        HOST_PARAMS(pm_host_evaluate, ev);
+        ev.host = g->host.object;
+        ev.counter_data = g->data;
+        ev.counter_data_size = g->data_size;
+        ev.sample = i;
+        ev.names = (const char **)c->name_ptrs;
+        ev.count = c->count;
+        ev.values = g->values;
+        if ((rc = g->api->host_evaluate(&ev)) != CUPTI_SUCCESS)
+            return rc;
+        struct trace_gpu_metric_sample r = {
+            .set_id = g->t.set_id,
+            .start = (uint64_t)((int64_t)si.startTimestamp - g->offset_ns),
+            .end = (uint64_t)((int64_t)si.endTimestamp - g->offset_ns),
+        };
+        for (int m = 0; m < GPU_METRIC_COUNT; m++) {
+            if (!(c->mask & (1u << m)))
+                continue;
+            double v = 0;
+            for (int p = 0; p < c->sum[m].parts; p++)
+                v += g->values[c->sum[m].part[p]];
+            r.values.values[r.values.count++] = gpu_metric_encode(m, v);
+        }
+        g->lost += gpu_metrics_gap_periods(g->last_end, r.start, g->t.period_ns);
+        if (!g->first_start)
+            g->first_start = r.start;
+        g->last_end = r.end;
+        g->samples++;
+        gpu_metrics_put_sample(g->t.sink, &r);
+    }
+    return CUPTI_SUCCESS;
+}
+
+/* Decodes what the hardware buffer holds, in rounds while the image fills up (all of it when
+ * final). 0, or a CUPTI error. */
+static CUptiResult drain(struct pm_gpu *g, int final)
+{
+    g->offset_ns = realtime_offset();
+    for (int round = 0; round < DECODE_ROUNDS_MAX; round++) {
+        PARAMS(CUpti_PmSampling_DecodeData_Params, dd);
+        dd.pPmSamplingObject = g->object;
+        dd.pCounterDataImage = g->data;
+        dd.counterDataImageSize = g->data_size;
+        uint64_t t0 = gpu_metrics_mono_ns();
+        CUptiResult rc = g->api->decode(&dd);
+        g->read_ns += gpu_metrics_mono_ns() - t0;
+        g->reads++;
+        if (rc != CUPTI_SUCCESS)
+            return rc;
+        g->overflowed |= dd.overflow;
+        PARAMS(CUpti_PmSampling_GetCounterDataInfo_Params, di);
+        di.pCounterDataImage = g->data;
+        di.counterDataImageSize = g->data_size;
+        if ((rc = g->api->data_info(&di)) != CUPTI_SUCCESS ||
+            (rc = put_samples(g, di.numCompletedSamples)) != CUPTI_SUCCESS)
+            return rc;
+        memcpy(g->data, g->blank, g->data_size);
+        if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL &&
+            (!final || dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS))
+            break;
+    }
+    return CUPTI_SUCCESS;
+}
+
+static void *pm_loop(void *arg)
+{
+    struct pm_gpu *g = arg;
+    CUptiResult rc = CUPTI_SUCCESS;
+    pthread_mutex_lock(&g->lock);
+    while (!g->stop && rc == CUPTI_SUCCESS) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        uint64_t ns = (uint64_t)until.tv_nsec + DECODE_PERIOD_NS;
+        until.tv_sec += (time_t)(ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        if (g->stop)
+            break;
+        pthread_mutex_unlock(&g->lock);
+        rc = drain(g, 0);
+        pthread_mutex_lock(&g->lock);
+    }
+    pthread_mutex_unlock(&g->lock);
+    PARAMS(CUpti_PmSampling_Stop_Params, sp);
+    sp.pPmSamplingObject = g->object;
+    if (rc == CUPTI_SUCCESS && (rc = g->api->stop(&sp)) == CUPTI_SUCCESS)
+        rc = drain(g, 1);
+    if (rc != CUPTI_SUCCESS) {
+        char why[256];
+        explain(g, "PM sampling stopped", rc, why, sizeof why);
+        gpu_metrics_put_status(g->t.sink, g->t.uuid, TRACE_GPU_METRICS_PM_SAMPLING,
+                               TRACE_GPU_METRICS_FAILED, 0, why);
+    }
+    if (g->lost || g->overflowed)
+        gpu_metrics_put_status(g->t.sink, g->t.uuid, TRACE_GPU_METRICS_PM_SAMPLING,
+                               TRACE_GPU_METRICS_LOST, g->lost,
+                               g->overflowed ? "the GPU's sample buffer overflowed"
+                                             : "samples missing between others");
+    struct trace_gpu_metric_sampler f = {
+        .set_id = g->t.set_id,
+        .duration_ns = g->last_end > g->first_start ? g->last_end - g->first_start : 0,
+        .samples = g->samples,
+        .lost = g->lost,
+        .cpu_ns = gpu_metrics_thread_cpu_ns(),
+        .reads = g->reads,
+        .read_ns = g->read_ns,
+    };
+    gpu_metrics_put_sampler(g->t.sink, &f);
+    return NULL;
+}
+
+static void pm_free(struct pm_gpu *g)
+{
+    if (g->object) {
+        PARAMS(CUpti_PmSampling_Disable_Params, p);
+        p.pPmSamplingObject = g->object;
+        g->api->disable(&p);
+    }
+    host_close(&g->host);
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->lock);
+    free(g->values);
+    free(g->data);
+    free(g->blank);
+    free(g);
+}
+
+/* The NUL-separated hardware names of each chosen metric, for the set record. */
+static size_t hardware_names(const struct pm_choice *c, char *out, size_t size)
+{
+    size_t len = 0;
+    for (int m = 0; m < GPU_METRIC_COUNT; m++) {
+        if (!(c->mask & (1u << m)))
+            continue;
+        for (int p = 0; p < c->sum[m].parts; p++)
+            len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s%s", p ? "+" : "",
+                                    c->names[c->sum[m].part[p]]);
+        if (len < size)
+            out[len] = 0;
+        len++;
+    }
+    return len > size ? size : len;
+}
+
+/* Chooses the metrics, enables sampling and the images; 0, or a CUPTI error with what[] naming
+ * the step. Under pm.setup. */
+static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out, size_t chip_len)
+{
+    const struct pm_api *api = g->api;
+    CUptiResult rc;
+    *what = "cuptiDeviceGetChipName";
+    PARAMS(CUpti_Device_GetChipName_Params, cn);
+    cn.deviceIndex = (size_t)g->t.cuda_index;
+    if ((rc = api->chip_name(&cn)) != CUPTI_SUCCESS)
+        return rc;
+    snprintf(chip_out, chip_len, "%s", cn.pChipName);
+    *what = "cuptiPmSamplingGetCounterAvailability";
+    PARAMS(CUpti_PmSampling_GetCounterAvailability_Params, ca);
+    ca.deviceIndex = (size_t)g->t.cuda_index;
+    if ((rc = api->availability(&ca)) != CUPTI_SUCCESS)
+        return rc;
+    uint8_t *availability = malloc(ca.counterAvailabilityImageSize);
+    if (!availability)
+        return CUPTI_ERROR_OUT_OF_MEMORY;
+    ca.pCounterAvailabilityImage = availability;
+    if ((rc = api->availability(&ca)) != CUPTI_SUCCESS)
+        goto out;
+    char why[256];
+    *what = "choosing the metrics";
+    if (pm_choose_metrics(api, chip_out, availability, g->t.mask, &g->choice, why, sizeof why) <
+        0) {
+        rc = CUPTI_ERROR_NOT_SUPPORTED;
+        goto out;
+    }
+    uint8_t *config;
+    size_t config_size, passes;
+    *what = "the configuration";
+    if ((rc = host_config(api, chip_out, availability, g->choice.name_ptrs, g->choice.count,
+                          &config, &config_size, &passes)) != CUPTI_SUCCESS)
+        goto out;
+    if ((rc = host_open(&g->host, api, chip_out, availability)) == CUPTI_SUCCESS) {
+        HOST_PARAMS(pm_host_add_metrics, add);
+        add.host = g->host.object;
+        add.names = g->choice.name_ptrs;
+        add.count = g->choice.count;
+        rc = api->host_add_metrics(&add);
+    }
+    *what = "cuptiPmSamplingEnable";
+    PARAMS(CUpti_PmSampling_Enable_Params, en);
+    en.deviceIndex = (size_t)g->t.cuda_index;
+    if (rc == CUPTI_SUCCESS && (rc = api->enable(&en)) == CUPTI_SUCCESS)
+        g->object = en.pPmSamplingObject;
+    PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
+    sc.pPmSamplingObject = g->object;
+    sc.configSize = config_size;
+    sc.pConfig = config;
+    sc.hardwareBufferSize = HW_BUFFER_BYTES;
+    sc.samplingInterval = g->t.period_ns;
+    sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+    sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+    if (rc == CUPTI_SUCCESS) {
+        *what = "cuptiPmSamplingSetConfig";
+        rc = api->set_config(&sc);
+    }
+    free(config);
+    /* room for 4 decode periods of samples, so a late decode loses none */
+    uint64_t per_decode = DECODE_PERIOD_NS / g->t.period_ns + 1;
+    PARAMS(CUpti_PmSampling_GetCounterDataSize_Params, ds);
+    ds.pPmSamplingObject = g->object;
+    ds.pMetricNames = g->choice.name_ptrs;
+    ds.numMetrics = g->choice.count;
+    ds.maxSamples = (uint32_t)(per_decode * 4 < 64 ? 64 : per_decode * 4);
+    if (rc == CUPTI_SUCCESS) {
+        *what = "cuptiPmSamplingGetCounterDataSize";
+        rc = api->data_size(&ds);
+    }
+    if (rc == CUPTI_SUCCESS &&
+        (!(g->data = malloc(ds.counterDataSize)) || !(g->blank = malloc(ds.counterDataSize)) ||
+         !(g->values = calloc(g->choice.count, sizeof(double)))))
+        rc = CUPTI_ERROR_OUT_OF_MEMORY;
+    PARAMS(CUpti_PmSampling_CounterDataImage_Initialize_Params, ci);
+    ci.pPmSamplingObject = g->object;
+    ci.counterDataSize = ds.counterDataSize;
+    ci.pCounterData = g->data;
+    if (rc == CUPTI_SUCCESS) {
+        *what = "cuptiPmSamplingCounterDataImageInitialize";
+        rc = api->data_initialize(&ci);
+    }
+    if (rc == CUPTI_SUCCESS) {
+        g->data_size = ds.counterDataSize;
+        memcpy(g->blank, g->data, g->data_size);
+        *what = "cuptiPmSamplingStart";
+        PARAMS(CUpti_PmSampling_Start_Params, st);
+        st.pPmSamplingObject = g->object;
+        rc = api->start(&st);
+    }
+out:
+    free(availability);
+    return rc;
+}
+
+static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, char *why,
+                      size_t why_len)
+{
+    pthread_once(&pm.once, pm_global_init);
+    if (pm.why[0]) {
+        *code = pm.init_rc == CUPTI_SUCCESS ? TRACE_GPU_METRICS_UNAVAILABLE : status_of(pm.init_rc);
+        snprintf(why, why_len, "%s", pm.why);
+        return NULL;
+    }
+    struct pm_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        *code = TRACE_GPU_METRICS_FAILED;
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    g->t = *t;
+    g->api = &pm.api;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->wake, &attr);
+    pthread_condattr_destroy(&attr);
+
+    char chip[64] = "", names[PM_NAMES_MAX * PM_NAME_LEN];
+    const char *what = "";
+    device_support(g, why, why_len);
+    if (why[0]) {
+        *code = TRACE_GPU_METRICS_UNAVAILABLE;
+        pm_free(g);
+        return NULL;
+    }
+    pthread_mutex_lock(&pm.setup);
+    CUptiResult rc = pm_setup(g, &what, chip, sizeof chip);
+    pthread_mutex_unlock(&pm.setup);
+    if (rc != CUPTI_SUCCESS) {
+        *code = status_of(rc);
+        explain(g, what, rc, why, why_len);
+        pm_free(g);
+        return NULL;
+    }
+    size_t names_len = hardware_names(&g->choice, names, sizeof names);
+    struct trace_gpu_metric_set set = {
+        .set_id = t->set_id,
+        .gpu_uuid = trace_cstr(t->uuid),
+        .gpu_name = trace_cstr(t->name),
+        .source = TRACE_GPU_METRICS_PM_SAMPLING,
+        .period_ns = t->period_ns,
+        .metrics = g->choice.mask,
+        .hardware = {(const uint8_t *)names, names_len},
+        .chip = trace_cstr(chip),
+    };
+    gpu_metrics_put_set(t->sink, &set);
+    uint32_t missing = g->choice.refused | g->choice.dropped;
+    if (missing) {
+        char list[512];
+        size_t len = 0;
+        for (int m = 0; m < GPU_METRIC_COUNT; m++)
+            if (missing & (1u << m))
+                len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0,
+                                        "%s%s", len ? ", " : "", gpu_metrics[m].column);
+        char line[768];
+        snprintf(line, sizeof line, "not sampled on the %s: %s (%s)", chip, list,
+                 g->choice.refused ? "not available on this chip, or with the rest in one pass"
+                                   : "they do not fit in one pass with the rest");
+        gpu_metrics_put_status(t->sink, t->uuid, TRACE_GPU_METRICS_PM_SAMPLING,
+                               TRACE_GPU_METRICS_UNAVAILABLE, 0, line);
+    }
+    if (pthread_create(&g->thread, NULL, pm_loop, g) != 0) {
+        *code = TRACE_GPU_METRICS_FAILED;
+        snprintf(why, why_len, "cannot start a thread");
+        pm_free(g);
+        return NULL;
+    }
+    g->started = 1;
+    return g;
+}
+
+static void pm_stop(void *handle)
+{
+    struct pm_gpu *g = handle;
+    pthread_mutex_lock(&g->lock);
+    g->stop = 1;
+    pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+    if (g->started)
+        pthread_join(g->thread, NULL);
+    pm_free(g);
+}
+
+const struct gpu_metrics_backend gpu_metrics_pm_backend = {
+    .name = "CUPTI PM sampling",
+    .source = TRACE_GPU_METRICS_PM_SAMPLING,
+    .start = pm_start,
+    .stop = pm_stop,
+};

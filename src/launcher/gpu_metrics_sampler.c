@@ -1,0 +1,277 @@
+/* The launcher's GPU metric sampler (`lantern profile --gpu-metrics`, gpu_metrics.h): for each
+ * GPU the program can see (or --gpu-metrics-devices), CUPTI PM sampling, or NVML GPM where PM
+ * sampling cannot run (--gpu-metrics-source=auto), never both on one GPU (the two together
+ * hung CUDA calls in a test process on an H200). The GPUs start in parallel, and the program
+ * starts only once every GPU samples (PM sampling's configuration takes 0.2-0.6 s), so its
+ * first kernels are covered. Records go through one chunk under a mutex (the launcher is not
+ * the profiled program: a lock costs nobody), written out every ~200 ms or when half full. */
+#include "launcher/gpu_metrics.h"
+#include "launcher/samplers.h"
+#include "nvml/nvml_iface.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+#include "trace/gpu_metrics.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SINK_BUFFER_BYTES (1u << 20)
+#define SINK_FLUSH_NS 200000000ull
+#define DEFAULT_HZ 10000.0 /* as nsys --gpu-metrics-frequency */
+
+struct gpu_metrics_sink {
+    int fd;
+    pthread_mutex_t lock;
+    struct trace_chunk_builder chunk;
+    uint8_t *buffer;
+    uint64_t flushed_ns;
+};
+
+uint64_t gpu_metrics_mono_ns(void)
+{
+    return nvml_now_ns();
+}
+
+uint64_t gpu_metrics_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t gpu_metrics_gap_periods(uint64_t prev_end, uint64_t next_start, uint64_t period_ns)
+{
+    if (!prev_end || next_start <= prev_end || !period_ns)
+        return 0;
+    return (next_start - prev_end + period_ns / 2) / period_ns;
+}
+
+/* ---- the sink ---------------------------------------------------------------------------- */
+
+static void flush_locked(struct gpu_metrics_sink *s)
+{
+    if (!trace_chunk_empty(&s->chunk)) {
+        size_t len = trace_chunk_finish(&s->chunk);
+        const uint8_t *p = s->buffer;
+        while (len) {
+            ssize_t n = write(s->fd, p, len);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break; /* a full disk: the samples are lost, the profiled command goes on */
+            p += n;
+            len -= (size_t)n;
+        }
+    }
+    s->flushed_ns = gpu_metrics_mono_ns();
+    trace_chunk_begin(&s->chunk, s->buffer, SINK_BUFFER_BYTES, s->flushed_ns);
+}
+
+/* Appends one record with put (flushing first when the chunk is half full or old). */
+#define SINK_PUT(s, put, record)                                                                   \
+    do {                                                                                           \
+        pthread_mutex_lock(&(s)->lock);                                                            \
+        if ((s)->chunk.len > SINK_BUFFER_BYTES / 2 ||                                              \
+            gpu_metrics_mono_ns() - (s)->flushed_ns > SINK_FLUSH_NS)                               \
+            flush_locked(s);                                                                       \
+        if (put(&(s)->chunk, record) != 0) {                                                       \
+            flush_locked(s);                                                                       \
+            put(&(s)->chunk, record); /* a record larger than the chunk is dropped */              \
+        }                                                                                          \
+        pthread_mutex_unlock(&(s)->lock);                                                          \
+    } while (0)
+
+void gpu_metrics_put_set(struct gpu_metrics_sink *s, const struct trace_gpu_metric_set *r)
+{
+    SINK_PUT(s, trace_put_gpu_metric_set, r);
+}
+
+void gpu_metrics_put_sample(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sample *r)
+{
+    SINK_PUT(s, trace_put_gpu_metric_sample, r);
+}
+
+void gpu_metrics_put_sampler(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sampler *r)
+{
+    SINK_PUT(s, trace_put_gpu_metric_sampler, r);
+}
+
+void gpu_metrics_put_status(struct gpu_metrics_sink *s, const char *uuid, unsigned int source,
+                            unsigned int code, uint64_t count, const char *reason)
+{
+    struct trace_gpu_metric_status r = {.gpu_uuid = trace_cstr(uuid ? uuid : ""),
+                                        .source = source,
+                                        .code = code,
+                                        .count = count,
+                                        .reason = trace_cstr(reason)};
+    SINK_PUT(s, trace_put_gpu_metric_status, &r);
+}
+
+/* ---- one GPU: PM sampling, else (auto) GPM ----------------------------------------------- */
+
+struct sampled_gpu {
+    struct gpu_metrics_target target;
+    const char *source_option; /* auto, pm, gpm */
+    pthread_t starter;
+    int starter_running;
+    const struct gpu_metrics_backend *backend; /* the one running, NULL: none */
+    void *handle;
+    char why[512]; /* why none runs */
+};
+
+/* Starts the first backend the source option allows that can run; records why the others
+ * could not. Runs on a thread of its own, so the GPUs start together. */
+static void *start_gpu(void *arg)
+{
+    struct sampled_gpu *g = arg;
+    const struct gpu_metrics_backend *const order[] = {&gpu_metrics_pm_backend,
+                                                       &gpu_metrics_gpm_backend};
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const struct gpu_metrics_backend *b = order[i];
+        int wanted = !strcmp(g->source_option, "auto") ||
+                     !strcmp(g->source_option, b == &gpu_metrics_pm_backend ? "pm" : "gpm");
+        unsigned int code = 0;
+        char why[256];
+        if (!wanted)
+            continue;
+        g->handle = b->start(&g->target, &code, why, sizeof why);
+        if (g->handle) {
+            g->backend = b;
+            return NULL;
+        }
+        gpu_metrics_put_status(g->target.sink, g->target.uuid, b->source, code, 0, why);
+        len += (size_t)snprintf(g->why + len, len < sizeof g->why ? sizeof g->why - len : 0,
+                                "%s%s: %s", len ? "; " : "", b->name, why);
+        /* another profiler holding the counters would hold GPM's too */
+        if (code == TRACE_GPU_METRICS_BUSY)
+            break;
+    }
+    return NULL;
+}
+
+/* ---- the launcher's row ------------------------------------------------------------------ */
+
+struct gpu_metrics_sampler {
+    struct gpu_metrics_sink sink;
+    struct nvml nvml;
+    struct sampled_gpu gpus[NVML_MAX_GPUS];
+    unsigned int count;
+};
+
+static void sampler_free(struct gpu_metrics_sampler *s)
+{
+    for (unsigned int i = 0; i < s->count; i++)
+        if (s->gpus[i].backend)
+            s->gpus[i].backend->stop(s->gpus[i].handle);
+    pthread_mutex_lock(&s->sink.lock);
+    flush_locked(&s->sink);
+    pthread_mutex_unlock(&s->sink.lock);
+    nvml_close(&s->nvml);
+    pthread_mutex_destroy(&s->sink.lock);
+    free(s->sink.buffer);
+    free(s);
+}
+
+/* The options as a target template: the mask and period, or -1 with why[] set. */
+static int parse_options(const struct launcher_options *o, struct gpu_metrics_target *t, char *why,
+                         size_t why_len)
+{
+    const char *bad;
+    t->mask = gpu_metrics_parse(o->gpu_metrics, &bad);
+    if (!t->mask) {
+        snprintf(why, why_len, "--gpu-metrics: unknown metric '%.*s'", (int)strcspn(bad, ","), bad);
+        return -1;
+    }
+    double hz = o->gpu_metrics_hz > 0 ? o->gpu_metrics_hz : DEFAULT_HZ;
+    t->period_ns = (uint64_t)(1e9 / hz + 0.5);
+    return 0;
+}
+
+static int sampler_row_start(int fd, const struct launcher_options *o, void **state, char *why,
+                             size_t why_len)
+{
+    *state = NULL;
+    struct gpu_metrics_sampler *s = calloc(1, sizeof *s);
+    if (!s || !(s->sink.buffer = malloc(SINK_BUFFER_BYTES))) {
+        free(s);
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    s->sink.fd = fd;
+    pthread_mutex_init(&s->sink.lock, NULL);
+    s->sink.flushed_ns = gpu_metrics_mono_ns();
+    trace_chunk_begin(&s->sink.chunk, s->sink.buffer, SINK_BUFFER_BYTES, s->sink.flushed_ns);
+
+    struct gpu_metrics_target template = {.sink = &s->sink, .nvml = &s->nvml};
+    unsigned int chosen[NVML_MAX_GPUS];
+    int count = -1;
+    if (parse_options(o, &template, why, why_len) == 0) {
+        if (nvml_open(&s->nvml) != 0)
+            snprintf(why, why_len, "%s", s->nvml.disabled_reason);
+        else
+            count =
+                nvml_select(&s->nvml, o->gpu_metrics_devices, chosen, NVML_MAX_GPUS, why, why_len);
+    }
+    if (count <= 0) {
+        if (count == 0)
+            snprintf(why, why_len, "no GPU to sample");
+        gpu_metrics_put_status(&s->sink, NULL, 0, TRACE_GPU_METRICS_UNAVAILABLE, 0, why);
+        sampler_free(s);
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        struct sampled_gpu *g = &s->gpus[i];
+        const struct nvml_gpu *gpu = &s->nvml.gpus[chosen[i]];
+        g->target = template;
+        g->target.cuda_index = gpu->cuda_index;
+        g->target.uuid = gpu->uuid;
+        g->target.name = gpu->name;
+        g->target.gpu = gpu;
+        g->target.set_id = (uint64_t)i + 1;
+        g->source_option = o->gpu_metrics_source ? o->gpu_metrics_source : "auto";
+    }
+    s->count = (unsigned int)count;
+    for (unsigned int i = 0; i < s->count; i++)
+        if (pthread_create(&s->gpus[i].starter, NULL, start_gpu, &s->gpus[i]) == 0)
+            s->gpus[i].starter_running = 1;
+        else
+            start_gpu(&s->gpus[i]);
+    for (unsigned int i = 0; i < s->count; i++)
+        if (s->gpus[i].starter_running)
+            pthread_join(s->gpus[i].starter, NULL);
+
+    /* Any GPU without metrics is said; the others sample on. */
+    size_t len = 0;
+    unsigned int running = 0;
+    why[0] = 0;
+    for (unsigned int i = 0; i < s->count; i++) {
+        const struct sampled_gpu *g = &s->gpus[i];
+        if (g->backend) {
+            running++;
+            continue;
+        }
+        len += (size_t)snprintf(why + len, len < why_len ? why_len - len : 0, "%sGPU %d (%s): %s",
+                                len ? "; " : "", g->target.cuda_index, g->target.name, g->why);
+    }
+    if (!running) {
+        sampler_free(s);
+        return -1;
+    }
+    *state = s;
+    return why[0] ? -1 : 0; /* -1: said, though sampling runs on the other GPUs */
+}
+
+static void sampler_row_stop(void *state)
+{
+    if (state)
+        sampler_free(state);
+}
+
+const struct launcher_sampler launcher_sampler_gpu_metrics = {"gpu_metrics", "GPU metrics",
+                                                              sampler_row_start, sampler_row_stop};
