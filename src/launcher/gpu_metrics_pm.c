@@ -318,6 +318,7 @@ struct pm_gpu {
     struct pm_choice choice;
     struct pm_host host;
     CUpti_PmSampling_Object *object;
+    uint8_t *availability; /* the counter availability image: CUPTI's host object keeps it */
     uint8_t *data, *blank; /* the counter-data image, and a fresh one to reset it from */
     size_t data_size;
     double *values; /* per hardware name, for one sample */
@@ -568,6 +569,7 @@ static void pm_free(struct pm_gpu *g)
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
     free(g->values);
+    free(g->availability);
     free(g->data);
     free(g->blank);
     free(g);
@@ -607,7 +609,7 @@ static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out,
     ca.deviceIndex = (size_t)g->t.cuda_index;
     if ((rc = api->availability(&ca)) != CUPTI_SUCCESS)
         return rc;
-    uint8_t *availability = malloc(ca.counterAvailabilityImageSize);
+    uint8_t *availability = g->availability = malloc(ca.counterAvailabilityImageSize);
     if (!availability)
         return CUPTI_ERROR_OUT_OF_MEMORY;
     ca.pCounterAvailabilityImage = availability;
@@ -683,7 +685,6 @@ static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out,
         rc = api->start(&st);
     }
 out:
-    free(availability);
     return rc;
 }
 

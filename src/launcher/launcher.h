@@ -7,10 +7,11 @@
  *
  *     struct launcher l;
  *     launcher_init(&l, &options);
- *     launcher_open(&l);            checks the outputs, creates OUTPUT.raw/, starts launcher.lrt,
- *                                   sets the environment
+ *     launcher_open(&l);            checks the outputs, creates OUTPUT.raw/, starts launcher.lrt
  *     launcher_start_samplers(&l);  a sampler asked for that cannot start is a warning
- *     launcher_run(&l);             runs the command to its end, then waits for the traced
+ *     launcher_run(&l);             sets the agent's environment (after the samplers started,
+ *                                   so the launcher's own CUDA never loads the agent), runs
+ *                                   the command to its end, then waits for the traced
  *                                   processes still writing (--wait); the command's status
  *     launcher_finish(&l, status);  launcher.lrt's end record
  *     ... cmd_profile imports l.raw_dir into OUTPUT ...
@@ -73,8 +74,8 @@ void launcher_init(struct launcher *l, const struct launcher_options *o);
 /* Finds the agent ($LANTERN_AGENT, else ../lib/liblantern-agent.so beside this executable),
  * puts the Python bootstrap beside it first on PYTHONPATH, checks the outputs (OUTPUT a folder,
  * or existing without force; OUTPUT.raw a symbolic link, or existing without force, or holding
- * files that are not Lantern's), creates OUTPUT.raw/, writes launcher.lrt's TRACE_PROCESS
- * record, and sets the agent's environment. Returns 0 or -1. */
+ * files that are not Lantern's), creates OUTPUT.raw/, and writes launcher.lrt's TRACE_PROCESS
+ * record. Returns 0 or -1. */
 int launcher_open(struct launcher *l);
 
 /* Starts the samplers the launcher runs itself: those -t lists, or, without -t, every one (a
@@ -83,7 +84,7 @@ int launcher_open(struct launcher *l);
  * warning, the run goes on. */
 int launcher_start_samplers(struct launcher *l);
 
-/* Runs the command and waits for it, forwarding to it the INT, TERM and HUP signals sent to
+/* Sets the agent's environment, runs the command and waits for it, forwarding to it the INT, TERM and HUP signals sent to
  * the launcher (kill(2); a Ctrl-C reaches it directly), then waits for the traced processes
  * that still write (launcher_wait_writers), then stops the samplers. Returns the command's
  * status as a shell reports it (128+N when killed by signal N), or -1 when it could not be

@@ -63,8 +63,7 @@ int launcher_open(struct launcher *l)
     l->session_dir = realpath(l->raw_dir, NULL);
     l->fd = openat(l->dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                    0644);
-    if (!l->session_dir || l->fd < 0 ||
-        launcher_write_start(l->fd, l->o->command, l->o->trace) < 0 || environment_set_agent(l) < 0)
+    if (!l->session_dir || l->fd < 0 || launcher_write_start(l->fd, l->o->command, l->o->trace) < 0)
         return launcher_fail(l, "cannot write the session folder '%s': %s", l->raw_dir,
                              strerror(errno));
     return 0;
@@ -112,6 +111,11 @@ static void stop_samplers(struct launcher *l)
 
 int launcher_run(struct launcher *l)
 {
+    /* Only now, after the samplers started: the launcher's own CUDA (PM sampling's cuInit)
+     * must not load the agent, which would trace the launcher and, with CUPTI activity
+     * tracing in the process that samples, crashed CUPTI's metric evaluation (H200). */
+    if (environment_set_agent(l) < 0)
+        return launcher_fail(l, "cannot set the environment: %s", strerror(errno));
     int status = child_run(l);
     if (status >= 0 && launcher_wait_writers(l) < 0)
         l->still_writing = 1; /* unknown: keep the folder */

@@ -139,12 +139,15 @@ static int run_session(char **command, char *error, size_t error_len)
     launcher_init(&l, &o);
     ASSERT_EQ(launcher_open(&l), 0);
     ASSERT_STR_EQ(l.raw_dir, "x.db.raw");
+    /* the agent's environment is set by launcher_run, after the samplers started */
+    ASSERT(getenv("LANTERN_SESSION_DIR") == NULL);
+    ASSERT_EQ(launcher_start_samplers(&l), 0);
+    int status = launcher_run(&l);
     char want[PATH_MAX + 16];
     snprintf(want, sizeof want, "%s/x.db.raw", folder);
     ASSERT_STR_EQ(getenv("LANTERN_SESSION_DIR"), want);
     ASSERT_STR_EQ(getenv("LANTERN_TRACE"), "nvtx");
-    ASSERT_EQ(launcher_start_samplers(&l), 0);
-    int status = launcher_run(&l);
+    unsetenv("LANTERN_SESSION_DIR");
     snprintf(error, error_len, "%s", status < 0 ? launcher_error(&l) : "");
     if (status >= 0)
         ASSERT_EQ(launcher_finish(&l, status), 0);
