@@ -240,11 +240,13 @@ def mode_commands(build, nsys, tmp, variants, torch_profiler, paired=False):
         modes["torch.profiler"] = lambda w, r: (None if w == "cuda_loop" else
                                                 me + ["--workload", w, "--torch-profiler"])
     for spec in variants:
-        # "name|trace|VAR=value;VAR=value": lantern with another -t list or environment
-        name, trace, env = (spec.split("|") + ["", ""])[:3]
+        # "name|trace|VAR=value;VAR=value|option option": lantern with another -t list,
+        # environment or options
+        name, trace, env, opts = (spec.split("|") + ["", "", ""])[:4]
         env_args = ["env"] + [kv for kv in env.split(";") if kv]
-        modes[name] = (lambda t, e, n: lambda w, r: e + [lantern, "profile", "-f", "-t", t, *capture, "-o",
-                       os.path.join(tmp, f"{n}-{w}-{r}.db"), "--"] + me + workload(w))(trace, env_args, name)
+        modes[name] = (lambda t, e, o, n: lambda w, r: e + [lantern, "profile", "-f", "-t", t, *capture, *o,
+                       "-o", os.path.join(tmp, f"{n}-{w}-{r}.db"), "--"] + me + workload(w))(
+                           trace, env_args, opts.split(), name)
     if nsys:
         modes["nsys"] = lambda w, r: [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true",
                                       "-o", os.path.join(tmp, f"nsys-{w}-{r}")] + me + ["--workload", w]
@@ -338,7 +340,7 @@ def main():
     p.add_argument("--workloads", nargs="+", default=["loop", "transformer"])
     p.add_argument("--json")
     p.add_argument("--variant", action="append", default=[],
-                   help="another lantern mode: 'name|trace list|VAR=value;VAR=value'")
+                   help="another lantern mode: 'name|trace list|VAR=value;VAR=value|options'")
     p.add_argument("--no-nsys", action="store_true")
     p.add_argument("--no-torch-profiler", action="store_true")
     p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")

@@ -20,6 +20,7 @@ struct options {
     int streams;
     int pinned;
     int reuse_bug;
+    int single_thread;
 };
 
 static int check(cudaError_t err, const char *what)
@@ -97,7 +98,7 @@ __global__ void normalize_chunk(float *data, size_t count, const float *range)
 static void usage(void)
 {
     fprintf(stderr, "usage: normalize [--elements N] [--chunks N] [--streams N] [--pinned] "
-                    "[--reuse-bug]\n");
+                    "[--reuse-bug] [--single-thread]\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)
@@ -107,11 +108,14 @@ static int parse_options(int argc, char **argv, struct options *opt)
     opt->streams = 1;
     opt->pinned = 0;
     opt->reuse_bug = 0;
+    opt->single_thread = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--pinned")) {
             opt->pinned = 1;
         } else if (!strcmp(argv[i], "--reuse-bug")) {
             opt->reuse_bug = 1;
+        } else if (!strcmp(argv[i], "--single-thread")) {
+            opt->single_thread = 1;
         } else if (!strcmp(argv[i], "--elements") && i + 1 < argc) {
             opt->elements = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--chunks") && i + 1 < argc) {
@@ -230,8 +234,9 @@ static int find_range(const struct options *opt, struct buffers *buf)
     if (check(cudaGetLastError(), "launch chunk_min_max") ||
         check(cudaDeviceSynchronize(), "reduce chunks"))
         goto fail;
-    final_min_max<<<1, THREADS_PER_BLOCK>>>(buf->block_min, buf->block_max, opt->chunks * 1024,
-                                             buf->range);
+    /* --single-thread: the tutorial's first version, one thread folding every partial */
+    final_min_max<<<1, opt->single_thread ? 1 : THREADS_PER_BLOCK>>>(
+        buf->block_min, buf->block_max, opt->chunks * 1024, buf->range);
     if (check(cudaDeviceSynchronize(), "final reduction"))
         goto fail;
     nvtxRangePop();
