@@ -22,7 +22,10 @@
 
 #define SINK_BUFFER_BYTES (1u << 20)
 #define SINK_FLUSH_NS 200000000ull
-#define DEFAULT_HZ 10000.0 /* as nsys --gpu-metrics-frequency */
+/* Half nsys's 10 kHz: CUPTI decodes and evaluates a sample of the 13 metrics in ~120 us of CPU
+ * on the H200 host, so one thread cannot keep up with 10 kHz (21 % of the samples lost beside
+ * a PyTorch job); at 5 kHz it loses none and takes ~60 % of a core (docs/gpu-metrics.md). */
+#define DEFAULT_HZ 5000.0
 
 struct gpu_metrics_sink {
     int fd;

@@ -41,7 +41,7 @@ struct launcher_options {
     int wait_primary;           /* --wait=primary: wait for the command only, not its daemons */
     double wait_timeout_s;      /* --wait-timeout: the longest wait for them after the command */
     const char *gpu_metrics;    /* --gpu-metrics=LIST: gpu_metrics.def columns (NULL: all) */
-    double gpu_metrics_hz;      /* --gpu-metrics-frequency (0: 10 kHz) */
+    double gpu_metrics_hz;      /* --gpu-metrics-frequency (0: 5 kHz) */
     const char *gpu_metrics_devices; /* --gpu-metrics-devices: CUDA indices or UUIDs (NULL: all
                                         GPUs the program can see) */
     const char *gpu_metrics_source;  /* --gpu-metrics-source: auto, pm, gpm (NULL: auto) */
