@@ -146,7 +146,7 @@ struct analyze_timeline {
 };
 
 /* One NVTX range name over its ended instances: time, and with power samples its energy
- * and GPU-busy time over the sampled GPUs. */
+ * and GPU-busy time over each instance's process's sampled GPUs. */
 struct timeline_range_energy {
     int64_t domain_id, name_id, example_id, instances;
     double ns, joules, error_j, busy_ns;
