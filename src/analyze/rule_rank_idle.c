@@ -103,7 +103,7 @@ int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
             timeline_rank_label(v[i].r, label, sizeof label), v[i].share, others);
         if (!f)
             continue;
-        f->count = v[i].r->gaps;
+        f->count = (int64_t)n; /* the evidence: the ranks compared */
         rank_row(ctx, f, &v[i], others); /* the culprit, then the others to compare */
         for (size_t k = 0; k < n && f->evidence_count < ANALYZE_MAX_EVIDENCE; k++)
             if (k != i)

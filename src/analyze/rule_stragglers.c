@@ -373,7 +373,7 @@ static int report_lane(struct straggle *s, struct analyze_result *res, struct la
                        int64_t steps, const struct analyze_timeline *t)
 {
     struct analyze_ctx *ctx = s->ctx;
-    char label[160], mean[32], total[32], per_step[256] = "";
+    char label[160], mean[32], total[32], waited[32], per_step[256] = "";
     if (s->step_name[0] && steps > 0) {
         char each[32];
         snprintf(per_step, sizeof per_step, "; the last in %lld of %lld steps of '%s' (%s per step)",
@@ -383,11 +383,12 @@ static int report_lane(struct straggle *s, struct analyze_result *res, struct la
     struct analyze_finding *f = analyze_add_finding(
         res, (double)l->lag_ns, NULL,
         "%s arrived last at %lld of the %lld collectives it took part in; the others waited "
-        "%s for it each time (last - second-last), %s in all (%.1f %% of the run)%s",
+        "%s for it each time (last - second-last), %s in all (%.1f %% of the run; %s of the "
+        "other ranks' time together)%s",
         timeline_rank_label(l->r, label, sizeof label), (long long)l->last,
         (long long)l->took_part, analyze_fmt_ns(mean, sizeof mean, (double)l->lag_ns / (double)l->last),
         analyze_fmt_ns(total, sizeof total, (double)l->lag_ns), analyze_share(ctx, (double)l->lag_ns),
-        per_step);
+        analyze_fmt_ns(waited, sizeof waited, (double)l->waited_ns), per_step);
     if (!f)
         return 0;
     f->count = l->last;
