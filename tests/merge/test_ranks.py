@@ -123,10 +123,11 @@ def test_energy_per_rank_of_a_merged_job_is_each_ranks_own_gpu(job):
     nvtx = {r["range"]: r for r in json.loads(lantern("stats", job / "all.db", "--format",
                                                       "json"))["rows"]}
     assert nvtx[":step"]["energy_j"] == pytest.approx(sum(steps), abs=0.001 * RANKS)  # JSON: mJ
-    # each GPU's step energy is within its own run energy: no rank carries another's GPU
+    # each GPU's steps are within its rank's life on it: no rank carries another's GPU
+    life = {(r["host"], r["gpu"]): r["energy_j"] for r in ranks}
     for r in rows:
         if r["scope"] == "nvtx" and r["name"] == "step":
-            assert r["energy_j"] <= gpus[(r["host"], r["gpu"])]["energy_j"]
+            assert 0.5 * life[(r["host"], r["gpu"])] <= r["energy_j"] <= life[(r["host"], r["gpu"])]
 
 
 def test_cross_rank_rules_are_silent_on_one_rank_file(job):
