@@ -1,7 +1,7 @@
 /* NCCL's kernels recognised by name, for the cross-rank rules: NCCL launches one kernel per
- * collective on each rank's GPU, named after the collective (ncclDevKernel_AllReduce_Sum_f32_RING_LL
- * since NCCL 2.19, ncclKernel_AllReduce_RING_LL_Sum_float before), so the kernel name alone
- * says which collective a rank took part in. */
+ * collective on each rank's GPU, named after the collective
+ * (ncclDevKernel_AllReduce_Sum_f32_RING_LL since NCCL 2.19, ncclKernel_AllReduce_RING_LL_Sum_float
+ * before), so the kernel name alone says which collective a rank took part in. */
 #ifndef LANTERN_ANALYZE_NCCL_H
 #define LANTERN_ANALYZE_NCCL_H
 

@@ -93,8 +93,9 @@ int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res)
         analyze_note(res, "NCCL kernels on 1 rank only: nothing to compare");
     else {
         char low[32], label[160];
-        analyze_note(res, "%zu ranks with NCCL kernels: exposed communication from %.1f %% to "
-                          "%.1f %% of their GPU span; least exposed %s (%s)",
+        analyze_note(res,
+                     "%zu ranks with NCCL kernels: exposed communication from %.1f %% to "
+                     "%.1f %% of their GPU span; least exposed %s (%s)",
                      n, v[n - 1].share, v[0].share, analyze_fmt_ns(low, sizeof low, (double)least),
                      timeline_rank_label(least_rank->r, label, sizeof label));
     }

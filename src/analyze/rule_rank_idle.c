@@ -84,15 +84,15 @@ int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
     }
     if (n >= 2) {
         qsort(v, n, sizeof *v, by_share);
-        analyze_note(res, "%zu ranks: GPU idle between each rank's first and last work from "
-                          "%.1f %% to %.1f %% of it (median %.1f %%)",
+        analyze_note(res,
+                     "%zu ranks: GPU idle between each rank's first and last work from "
+                     "%.1f %% to %.1f %% of it (median %.1f %%)",
                      n, v[n - 1].share, v[0].share,
                      n % 2 ? v[n / 2].share : (v[n / 2 - 1].share + v[n / 2].share) / 2);
     }
     for (size_t i = 0; n >= 2 && i < n; i++) {
         double others = median_without(v, n, i);
-        if (v[i].share < RANK_IDLE_RATIO * others ||
-            v[i].share - others < RANK_IDLE_MIN_EXCESS)
+        if (v[i].share < RANK_IDLE_RATIO * others || v[i].share - others < RANK_IDLE_MIN_EXCESS)
             continue; /* sorted most idle first, but the median moves: look at each */
         char label[160];
         double excess = (v[i].share - others) / 100.0 * (double)v[i].span;
@@ -103,7 +103,7 @@ int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
             timeline_rank_label(v[i].r, label, sizeof label), v[i].share, others);
         if (!f)
             continue;
-        f->count = (int64_t)n; /* the evidence: the ranks compared */
+        f->count = (int64_t)n;           /* the evidence: the ranks compared */
         rank_row(ctx, f, &v[i], others); /* the culprit, then the others to compare */
         for (size_t k = 0; k < n && f->evidence_count < ANALYZE_MAX_EVIDENCE; k++)
             if (k != i)

@@ -195,8 +195,8 @@ static int match_type(struct straggle *s, int type, const char *name)
         }
         size_t used = strlen(s->mismatch);
         snprintf(s->mismatch + used, sizeof s->mismatch - used,
-                 "%s%s not matched: the ranks ran different numbers of it (%s%s)",
-                 used ? "; " : "", name, counted, participants > 4 ? ", ..." : "");
+                 "%s%s not matched: the ranks ran different numbers of it (%s%s)", used ? "; " : "",
+                 name, counted, participants > 4 ? ", ..." : "");
     } else if (rc == 0 && participants >= 2) {
         append(s->types, sizeof s->types, "%s%s %lld", name, (long long)n);
         for (int64_t k = 0; rc == 0 && k < n; k++) {
@@ -314,10 +314,10 @@ static int find_steps(struct straggle *s)
                 continue;
             }
             struct stem key = {.name = (char *)name, .len = len};
-            long pos = index_reserve((void **)&stems, &cap, count, sizeof *stems) < 0
-                           ? -1
-                           : index_get(&index, stem_hash(name, len), stems, stem_eq, &key, count,
-                                       &added);
+            long pos =
+                index_reserve((void **)&stems, &cap, count, sizeof *stems) < 0
+                    ? -1
+                    : index_get(&index, stem_hash(name, len), stems, stem_eq, &key, count, &added);
             if (pos < 0 || (added && !(key.name = strndup(name, len)))) {
                 rc = -1;
                 break;
@@ -376,8 +376,9 @@ static int report_lane(struct straggle *s, struct analyze_result *res, struct la
     char label[160], mean[32], total[32], waited[32], per_step[256] = "";
     if (s->step_name[0] && steps > 0) {
         char each[32];
-        snprintf(per_step, sizeof per_step, "; the last in %lld of %lld steps of '%s' (%s per step)",
-                 (long long)l->steps_last, (long long)steps, s->step_name,
+        snprintf(per_step, sizeof per_step,
+                 "; the last in %lld of %lld steps of '%s' (%s per step)", (long long)l->steps_last,
+                 (long long)steps, s->step_name,
                  analyze_fmt_ns(each, sizeof each, (double)l->lag_ns / (double)steps));
     }
     struct analyze_finding *f = analyze_add_finding(
@@ -385,9 +386,10 @@ static int report_lane(struct straggle *s, struct analyze_result *res, struct la
         "%s arrived last at %lld of the %lld collectives it took part in; the others waited "
         "%s for it each time (last - second-last), %s in all (%.1f %% of the run; %s of the "
         "other ranks' time together)%s",
-        timeline_rank_label(l->r, label, sizeof label), (long long)l->last,
-        (long long)l->took_part, analyze_fmt_ns(mean, sizeof mean, (double)l->lag_ns / (double)l->last),
-        analyze_fmt_ns(total, sizeof total, (double)l->lag_ns), analyze_share(ctx, (double)l->lag_ns),
+        timeline_rank_label(l->r, label, sizeof label), (long long)l->last, (long long)l->took_part,
+        analyze_fmt_ns(mean, sizeof mean, (double)l->lag_ns / (double)l->last),
+        analyze_fmt_ns(total, sizeof total, (double)l->lag_ns),
+        analyze_share(ctx, (double)l->lag_ns),
         analyze_fmt_ns(waited, sizeof waited, (double)l->waited_ns), per_step);
     if (!f)
         return 0;
@@ -470,8 +472,9 @@ int rule_stragglers(struct analyze_ctx *ctx, struct analyze_result *res)
     }
     s.processes = processes;
     if (processes < 2) {
-        analyze_note(res, "NCCL kernels (ncclDevKernel_*, ncclKernel_*) in %zu process: nothing "
-                          "to compare",
+        analyze_note(res,
+                     "NCCL kernels (ncclDevKernel_*, ncclKernel_*) in %zu process: nothing "
+                     "to compare",
                      processes);
     } else {
         rc = find_steps(&s);

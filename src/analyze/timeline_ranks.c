@@ -56,8 +56,8 @@ int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t)
         if (!nccl_collective((const char *)sqlite3_column_text(st, 1), type, sizeof type))
             continue;
         int k = nccl_type(t, type);
-        if (k >= 0 && u64_map_put(&t->nccl_names, (uint64_t)sqlite3_column_int64(st, 0),
-                                  (uint64_t)k + 1) < 0)
+        if (k >= 0 &&
+            u64_map_put(&t->nccl_names, (uint64_t)sqlite3_column_int64(st, 0), (uint64_t)k + 1) < 0)
             rc = -1;
     }
     sqlite3_finalize(st);
@@ -187,8 +187,9 @@ int timeline_several_ranks(const struct analyze_timeline *t, struct analyze_resu
 {
     if (t->rank_processes >= 2)
         return 1;
-    analyze_note(res, "GPU work of %d process: the cross-rank rules compare the ranks of a job "
-                      "(lantern merge their databases, docs/multi-rank.md)",
+    analyze_note(res,
+                 "GPU work of %d process: the cross-rank rules compare the ranks of a job "
+                 "(lantern merge their databases, docs/multi-rank.md)",
                  t->rank_processes);
     return 0;
 }
