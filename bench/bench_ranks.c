@@ -3,7 +3,11 @@
  * training step, then derives the other ranks from it by copying the file and changing, with
  * SQL, what differs between ranks: host, pid, rank, GPU uuid, the host's wall clock and the
  * all-reduce's duration. The files stand for what `lantern profile -o run-%r.db` leaves.
- * Usage: bench_ranks DIR RANKS [EVENTS_PER_RANK=1000000] [RANKS_PER_HOST=8]
+ * Usage: bench_ranks DIR RANKS [EVENTS_PER_RANK=1000000] [RANKS_PER_HOST=8] [LATE_RANK LATE_NS]
+ * With LATE_RANK, that rank's CPU stalls LATE_NS before each step (its GPU idles meanwhile) and
+ * the other ranks wait for it inside the all-reduce, which lasts LATE_NS longer for them: every
+ * rank's all-reduce still ends together, the late rank's starts LATE_NS after the others'
+ * (what `lantern analyze`'s stragglers, rank_idle and comm_overlap must find: tests/merge).
  * One step (100 events; a range, a kernel or an API call is one event): NVTX "step" >
  * "forward" > 4 "layer N" ranges and "backward" > 4 "layer N", then "optimizer" (12 ranges);
  * 5 kernels per layer and 4 in the optimizer (one NCCL all-reduce), each launched by one
@@ -62,20 +66,23 @@ static void range_close(struct gen *g, int64_t id, int64_t t)
     bind_step(g->close, 2, (int64_t[]){t, id});
 }
 
-/* One cudaLaunchKernel at t and the kernel it queues on stream 7; returns the call's end. */
-static int64_t launch(struct gen *g, size_t kind, int64_t range, int64_t t)
+/* One cudaLaunchKernel at t and the kernel it queues on stream 7, extra_ns longer than its
+ * kind's; returns the call's end. */
+static int64_t launch(struct gen *g, size_t kind, int64_t range, int64_t t, int64_t extra_ns)
 {
     int64_t api = ++g->api_id, start = t + LAUNCH_NS + 2000;
     if (start < g->gpu_free)
         start = g->gpu_free;
-    g->gpu_free = start + kernel_kinds[kind].ns;
+    g->gpu_free = start + kernel_kinds[kind].ns + extra_ns;
     bind_step(g->api, 5, (int64_t[]){api, t, t + LAUNCH_NS, api, range});
     bind_step(g->kernel, 6,
               (int64_t[]){api, start, g->gpu_free, 10 + (int64_t)kind, api, range});
     return t + LAUNCH_NS;
 }
 
-static int generate(sqlite3 *db, long steps)
+/* stall_ns: the CPU's stall before each step; wait_ns: what the all-reduce waits for a late
+ * rank. The GPU runs behind the CPU all through a step, so both shift its work exactly. */
+static int generate(sqlite3 *db, long steps, int64_t stall_ns, int64_t wait_ns)
 {
     if (exec_sql(db, "BEGIN;"
                  "INSERT INTO processes(id, pid, ppid, exe, cmdline, host, start_ns, end_ns,"
@@ -130,6 +137,7 @@ static int generate(sqlite3 *db, long steps)
                        -1, &g.kernel, NULL);
     int64_t t = START_NS + 1000000;
     for (long s = 0; s < steps; s++) {
+        t += stall_ns;
         int64_t step = range_open(&g, 2, 0, 0, t);
         for (int phase = 0; phase < 2; phase++) {
             int64_t pass = range_open(&g, 5 + phase, 1, step, t += 1000);
@@ -137,15 +145,15 @@ static int generate(sqlite3 *db, long steps)
                 int64_t layer = range_open(&g, 20 + (phase ? LAYERS - 1 - l : l), 2, pass,
                                            t += 500);
                 for (int k = 0; k < KERNELS_PER_LAYER; k++)
-                    t = launch(&g, (size_t)(k + phase * 5 == 5 ? 5 : k), layer, t + 1000);
+                    t = launch(&g, (size_t)(k + phase * 5 == 5 ? 5 : k), layer, t + 1000, 0);
                 range_close(&g, layer, t += 500);
             }
             range_close(&g, pass, t += 500);
         }
         int64_t opt = range_open(&g, 7, 1, step, t += 1000);
-        t = launch(&g, ALLREDUCE, opt, t + 1000);
+        t = launch(&g, ALLREDUCE, opt, t + 1000, wait_ns);
         for (int k = 1; k < OPTIMIZER_KERNELS; k++)
-            t = launch(&g, 6, opt, t + 1000);
+            t = launch(&g, 6, opt, t + 1000, 0);
         t = g.gpu_free + 20000; /* the step waits for the GPU (loss.item()) */
         range_close(&g, opt, t);
         range_close(&g, step, t);
@@ -199,12 +207,13 @@ static int copy_file(const char *from, const char *to)
     return rc;
 }
 
-/* Rank r from rank 0's file: its host (r / per_host), pid, rank, GPU, the host's wall clock
- * (a few µs of NTP offset per host) and an all-reduce that lasts r x 100 ns longer. */
-static int derive(const char *dir, long r, long per_host)
+/* Rank r from a template (rank 0's file, or the late rank's): its host (r / per_host), pid,
+ * rank, GPU, the host's wall clock (a few µs of NTP offset per host) and an all-reduce that
+ * ends r x 100 ns later. */
+static int derive(const char *dir, const char *template, long r, long per_host)
 {
     char from[4096], to[4096], sql[2048];
-    snprintf(from, sizeof from, "%s/rank0.db", dir);
+    snprintf(from, sizeof from, "%s/%s", dir, template);
     snprintf(to, sizeof to, "%s/rank%ld.db", dir, r);
     sqlite3 *db;
     if (copy_file(from, to) || sqlite3_open(to, &db) != SQLITE_OK)
@@ -231,27 +240,47 @@ static int derive(const char *dir, long r, long per_host)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3)
-        return fprintf(stderr, "usage: bench_ranks DIR RANKS [EVENTS_PER_RANK] [RANKS_PER_HOST]\n"),
+    if (argc < 3 || argc == 6)
+        return fprintf(stderr, "usage: bench_ranks DIR RANKS [EVENTS_PER_RANK] [RANKS_PER_HOST]"
+                               " [LATE_RANK LATE_NS]\n"),
                2;
     const char *dir = argv[1];
     long ranks = atol(argv[2]), events = argc > 3 ? atol(argv[3]) : 1000000,
-         per_host = argc > 4 ? atol(argv[4]) : 8;
-    if (ranks < 1 || events < EVENTS_PER_STEP || per_host < 1)
+         per_host = argc > 4 ? atol(argv[4]) : 8, late = argc > 6 ? atol(argv[5]) : -1;
+    int64_t late_ns = argc > 6 ? atoll(argv[6]) : 0;
+    if (ranks < 1 || events < EVENTS_PER_STEP || per_host < 1 || late >= ranks ||
+        (argc > 6 && (late < 0 || late_ns <= 0)))
         return fprintf(stderr, "bench_ranks: bad arguments\n"), 2;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank0.db", dir);
-    sqlite3 *db;
-    if (access(path, F_OK) == 0)
-        return fprintf(stderr, "bench_ranks: %s exists\n", path), 1;
-    if (sqlite3_open(path, &db) != SQLITE_OK || exec_sql(db, import_schema_sql) < 0)
-        return fprintf(stderr, "bench_ranks: cannot create %s\n", path), 1;
-    exec_sql(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
-    if (generate(db, events / EVENTS_PER_STEP) < 0 || exec_sql(db, import_indexes_sql) < 0)
-        return 1;
-    sqlite3_close(db);
-    for (long r = 1; r < ranks; r++)
-        if (derive(dir, r, per_host) < 0)
+    /* rank 0's file (waiting for the late rank if there is one), then the late rank's */
+    const char *templates[2] = {"rank0.db", "late.template.db"};
+    for (int k = 0; k < (late >= 0 ? 2 : 1); k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, templates[k]);
+        sqlite3 *db;
+        if (access(path, F_OK) == 0)
+            return fprintf(stderr, "bench_ranks: %s exists\n", path), 1;
+        if (sqlite3_open(path, &db) != SQLITE_OK || exec_sql(db, import_schema_sql) < 0)
+            return fprintf(stderr, "bench_ranks: cannot create %s\n", path), 1;
+        exec_sql(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+        if (generate(db, events / EVENTS_PER_STEP, k ? late_ns : 0, k ? 0 : late_ns) < 0 ||
+            exec_sql(db, import_indexes_sql) < 0)
             return 1;
+        sqlite3_close(db);
+    }
+    for (long r = 1; r < ranks; r++)
+        if (derive(dir, r == late ? templates[1] : templates[0], r, per_host) < 0)
+            return 1;
+    if (late == 0) { /* rank 0 is the late one: its file is the late template, derived */
+        char from[4096], to[4096];
+        snprintf(from, sizeof from, "%s/rank0.db", dir);
+        snprintf(to, sizeof to, "%s/rank0.db.unused", dir);
+        if (rename(from, to) || derive(dir, templates[1], 0, per_host) < 0 || unlink(to))
+            return 1;
+    }
+    if (late >= 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, templates[1]);
+        unlink(path);
+    }
     return 0;
 }

@@ -15,6 +15,9 @@ int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_stragglers(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res);
 
 const struct analyze_rule analyze_rules[] = {
     {"pageable_memcpy", "copies between the GPU and pageable (not page-locked) host memory",
@@ -77,5 +80,25 @@ const struct analyze_rule analyze_rules[] = {
      "keep the GPU busy during these ranges (energy at low utilization is mostly idle power); "
      "check cooling and power limits for throttling",
      rule_energy},
+    /* across the ranks of a job (a merged database: docs/multi-rank.md); silent on one process */
+    {"stragglers",
+     "the rank that arrives last at the job's NCCL collectives, and how long the others wait",
+     "a rank last at >= 60 % of >= 3 collectives, mean lag (last - second-last) >= 10 us, "
+     ">= 1 % of the run in all",
+     "find what this rank does before its collectives that the others do not (input, CPU "
+     "work, a slower GPU, throttling: see its gpu_idle and energy findings) and even it out",
+     rule_stragglers},
+    {"comm_overlap", "NCCL communication not hidden behind computation, per rank",
+     "exposed NCCL time >= 10 % of a rank's GPU span",
+     "overlap communication with computation (DDP gradient buckets, FSDP prefetch, async "
+     "collectives on their own stream); fix stragglers first: waiting for the last rank counts "
+     "as exposed time",
+     rule_comm_overlap},
+    {"rank_idle", "a rank whose GPU idles much more than the other ranks' GPUs",
+     "idle share >= 2x the other ranks' median and >= 5 points above it",
+     "this rank is the culprit: its GPU waits for its own CPU (input pipeline, Python, host "
+     "synchronization) while the others wait for it inside NCCL, where their GPUs look busy; "
+     "look at this rank's gpu_idle gaps",
+     rule_rank_idle},
     {NULL, NULL, NULL, NULL, NULL},
 };

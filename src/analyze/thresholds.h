@@ -15,5 +15,17 @@
 #define ENERGY_RATIO 2.0
 #define ENERGY_MIN_SHARE 5.0
 #define STREAM_MIN_OVERLAP_SHARE 5.0 /* % of the stream's time that overlap could save */
+/* stragglers: a rank last at >= 60 % of the >= 3 collectives it took part in (a clear
+ * majority: by chance a rank of N is last 1/N of the time), with a mean lag (last -
+ * second-last) >= 10 us (launch jitter is a few us) adding up to >= 1 % of the run */
+#define STRAGGLER_MIN_COLLECTIVES 3
+#define STRAGGLER_LAST_SHARE 60.0
+#define STRAGGLER_MIN_LAG_NS 10000
+#define STRAGGLER_MIN_SHARE 1.0
+/* comm_overlap: NCCL kernel time not overlapped by computation >= 10 % of a rank's GPU span */
+#define COMM_EXPOSED_MIN_SHARE 10.0
+/* rank_idle: a rank's GPU idle share >= 2x the other ranks' median and >= 5 points above it */
+#define RANK_IDLE_RATIO 2.0
+#define RANK_IDLE_MIN_EXCESS 5.0
 
 #endif

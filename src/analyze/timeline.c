@@ -3,7 +3,8 @@
  * GPU the union of busy intervals, its gaps (longest kept, each classified as host wait, sync
  * or other, summed per NVTX range), busy time per bin of the session and copy/compute
  * overlap; per kernel name the launch statistics; per launch shape the counts for small
- * grids; per stream its work; and the launch -> start delay histogram. Memory grows with the
+ * grids; per stream its work; per process and GPU its work for the cross-rank rules
+ * (timeline_ranks.c); and the launch -> start delay histogram. Memory grows with the
  * number of distinct names, shapes, streams and ranges with long gaps, not with the run. */
 #include "analyze/timeline.h"
 #include "analyze/findings.h"
@@ -40,7 +41,7 @@ struct pass {
     struct analyze_ctx *ctx;
     struct analyze_timeline *t;
     struct gpu_state gs[TIMELINE_MAX_GPUS];
-    struct index_map names, shapes, streams;
+    struct index_map names, shapes, streams, ranks;
     int64_t *sync_start, *sync_max_end; /* synchronizing calls by start, prefix max of ends */
     size_t sync_count;
 };
@@ -512,6 +513,9 @@ static int on_op(struct pass *p, const struct op *o)
     }
     if (o->kind != TIMELINE_KERNEL)
         on_copy(p->t, o);
+    if (timeline_ranks_op(p->t, &p->ranks, o->process_id, o->gpu_id, o->kind == TIMELINE_KERNEL,
+                          o->name_id, o->id, o->start, o->end) < 0)
+        return -1;
     return on_stream(p, o);
 }
 
@@ -630,7 +634,11 @@ struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
     if (rc == 0)
         rc = load_syncs(&p);
     if (rc == 0)
+        rc = timeline_ranks_begin(ctx, p.t);
+    if (rc == 0)
         rc = walk(&p);
+    if (rc == 0)
+        rc = timeline_ranks_end(ctx, p.t);
     for (int i = 0; i < p.t->gpu_count; i++) {
         if (rc == 0 && p.gs[i].have_cur)
             add_busy(p.t, &p.t->gpus[i], p.gs[i].cur_start, p.gs[i].cur_end);
@@ -639,6 +647,7 @@ struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
     index_release(&p.names);
     index_release(&p.shapes);
     index_release(&p.streams);
+    index_release(&p.ranks);
     free(p.sync_start);
     free(p.sync_max_end);
     if (rc < 0) {
@@ -668,6 +677,7 @@ void analyze_timeline_free(struct analyze_timeline *t)
     free(t->names);
     free(t->shapes);
     free(t->streams);
+    timeline_ranks_free(t);
     free(t);
 }
 

@@ -1,5 +1,7 @@
 /* The timeline pass (timeline.c): every kernel, copy and memset walked once, in GPU time
- * order, for the rules that need each GPU's busy and idle time, and for the HTML page. */
+ * order, for the rules that need each GPU's busy and idle time, and for the HTML page; and
+ * per process and GPU (a rank of a job: timeline_ranks.c) its busy time, its NCCL kernels and
+ * their overlap with its other kernels, for the cross-rank rules. */
 #ifndef LANTERN_ANALYZE_TIMELINE_H
 #define LANTERN_ANALYZE_TIMELINE_H
 
@@ -7,6 +9,7 @@
 #include <stdint.h>
 
 #include "analyze/rule.h"
+#include "common/u64_map.h"
 
 struct energy_track;
 
@@ -96,6 +99,34 @@ struct timeline_stream {
     int64_t kernels, copies, ns, kernel_ns, copy_ns;
 };
 
+/* A union of intervals added in start order: its length so far and the interval being merged
+ * (timeline_union_add; timeline_union_close adds the last one). */
+struct timeline_union {
+    int64_t start, end, total;
+    int open;
+};
+
+/* One NCCL kernel of a rank, for matching the k-th collective of each rank (stragglers). */
+struct timeline_collective {
+    int64_t id, start, end;
+    int type; /* index into analyze_timeline.nccl_types */
+};
+
+/* The work of one process on one GPU: a rank of a distributed job (cross-rank rules). */
+struct timeline_rank {
+    int64_t process_id, gpu_id;
+    int64_t pid, rank;   /* processes.pid, processes.rank (-1: none) */
+    int64_t gpu_label;   /* NVML index, else CUDA ordinal, -1 unknown */
+    char *host;          /* processes.host, NULL unknown */
+    int64_t first_start, last_end; /* of its work on this GPU */
+    struct timeline_union all;     /* kernels, copies and memsets: busy time */
+    struct timeline_union kernels, nccl, compute; /* all kernels, NCCL ones, the others */
+    int64_t gaps, gap_ns;          /* gaps >= the gpu_idle threshold in its own work */
+    struct timeline_collective *collectives; /* its NCCL kernels, in start order */
+    size_t collective_count, collective_cap;
+};
+#define TIMELINE_MAX_NCCL_TYPES 32
+
 struct analyze_timeline {
     int64_t gap_threshold_ns; /* the gpu_idle rule's threshold */
     struct timeline_gpu *gpus;
@@ -143,10 +174,18 @@ struct analyze_timeline {
         float cover[TIMELINE_LANE_PX];
     } * lanes;
     int lane_count;
+    /* per process and GPU (timeline_ranks.c), in order of first work */
+    struct timeline_rank *ranks;
+    size_t rank_count, rank_cap;
+    int rank_processes; /* distinct processes among them */
+    /* NCCL kernel names: strings.id -> type index + 1, and the types ("AllReduce", ...) */
+    struct u64_map nccl_names;
+    char nccl_types[TIMELINE_MAX_NCCL_TYPES][32];
+    int nccl_type_count;
 };
 
 /* One NVTX range name over its ended instances: time, and with power samples its energy
- * and GPU-busy time over the sampled GPUs. */
+ * and GPU-busy time over each instance's process's sampled GPUs. */
 struct timeline_range_energy {
     int64_t domain_id, name_id, example_id, instances;
     double ns, joules, error_j, busy_ns;
@@ -171,6 +210,24 @@ void timeline_top_add(struct timeline_top *top, int64_t id, int64_t ns);
 int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t);
 /* The energy track of a GPU, NULL without samples. */
 const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id);
+/* ---- ranks (timeline_ranks.c) ---- */
+struct index_map;
+/* Before the pass: the NCCL kernel names of the database (nccl.h); 0 or -1. */
+int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t);
+/* One piece of work, in start order; is_kernel and the name id for kernels. 0 or -1 (memory). */
+int timeline_ranks_op(struct analyze_timeline *t, struct index_map *index, int64_t process_id,
+                      int64_t gpu_id, int is_kernel, int64_t name_id, int64_t id, int64_t start,
+                      int64_t end);
+/* After the pass: the last intervals, and each rank's pid, rank, host and GPU label; 0 or -1. */
+int timeline_ranks_end(struct analyze_ctx *ctx, struct analyze_timeline *t);
+void timeline_ranks_free(struct analyze_timeline *t);
+void timeline_union_add(struct timeline_union *u, int64_t start, int64_t end);
+void timeline_union_close(struct timeline_union *u);
+/* "rank 3 (pid 4242, node001, GPU 3)", or "pid 4242 (node001, GPU 0)" without a rank. */
+const char *timeline_rank_label(const struct timeline_rank *r, char *buf, size_t size);
+/* Whether the cross-rank rules can compare ranks: work of >= 2 processes; else a note in res. */
+int timeline_several_ranks(const struct analyze_timeline *t, struct analyze_result *res);
+
 /* Evidence row for one piece of GPU work (kind, id), with detail. */
 int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
                          enum timeline_op_kind kind, int64_t id, const char *detail,

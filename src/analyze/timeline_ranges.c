@@ -1,7 +1,8 @@
 /* The timeline's NVTX range names (timeline_ranges): each name's time, GPU energy and GPU-busy
  * time over its instances, for the energy rule and the HTML page, and per thread the coverage
  * of its top-level ranges that the page draws as lanes. Computed once, in one scan of the
- * ranges table, on first use. */
+ * ranges table, on first use. A range's energy and busy time are those of its own process's
+ * GPUs (energy_db_users), so a merged job's ranges do not each carry every rank's GPU. */
 #include "analyze/findings.h"
 #include "analyze/timeline.h"
 #include "common/index_map.h"
@@ -67,9 +68,17 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
     sqlite3_stmt *st = analyze_prepare(
         ctx, "energy",
         "SELECT domain_id, COALESCE(name_id, 0), start_ns, end_ns, id,"
-        " depth = 0 OR style = 1, start_thread_id FROM ranges WHERE end_ns IS NOT NULL");
+        " depth = 0 OR style = 1, start_thread_id, process_id FROM ranges"
+        " WHERE end_ns IS NOT NULL");
     if (!st)
         return -1;
+    struct energy_db_users users;
+    if (energy_db_users_load(ctx->db, t->energy, t->energy_count, &users) < 0) {
+        energy_db_users_release(&users);
+        sqlite3_finalize(st);
+        snprintf(ctx->error, sizeof ctx->error, "energy: %s", sqlite3_errmsg(ctx->db));
+        return -1;
+    }
     if (t->want_page && !(t->lanes = calloc(TIMELINE_MAX_LANES, sizeof *t->lanes))) {
         sqlite3_finalize(st);
         return -1;
@@ -100,17 +109,20 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
         r->ns += (double)(e - s);
         if (t->lanes && sqlite3_column_int(st, 5))
             add_lane(ctx, t, sqlite3_column_int64(st, 6), s, e);
-        for (int g = 0; g < t->energy_count; g++) {
-            struct energy_interval iv =
-                energy_track_between(&t->energy[g].track, (uint64_t)s, (uint64_t)e);
+        size_t own;
+        const int *gpus = energy_db_users_of(&users, sqlite3_column_int64(st, 7), &own);
+        for (size_t i = 0; i < own; i++) {
+            const struct energy_db_gpu *g = &t->energy[gpus[i]];
+            struct energy_interval iv = energy_track_between(&g->track, (uint64_t)s, (uint64_t)e);
             r->joules += iv.mj / 1000.0;
             r->error_j += iv.error_mj / 1000.0;
-            const struct timeline_gpu *tg = gpu_of(t, t->energy[g].gpu_id);
+            const struct timeline_gpu *tg = gpu_of(t, g->gpu_id);
             if (tg)
                 r->busy_ns += timeline_busy_between(t, tg, s, e);
         }
     }
     sqlite3_finalize(st);
+    energy_db_users_release(&users);
     index_release(&index);
     if (rc < 0) {
         free(items);

@@ -1,8 +1,10 @@
 /* Loading gpu_samples into energy tracks (see energy_db.h): one pass to size each GPU's rings
- * exactly (so nothing is overwritten), one pass in time order to fill them. */
+ * exactly (so nothing is overwritten), one pass in time order to fill them; which GPUs each
+ * process is charged with; and both as SQL functions for the reports. */
 #include "energy/energy_db.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int count_gpus(sqlite3 *db, struct energy_db_gpu **out)
 {
@@ -40,12 +42,25 @@ fail:
     return -1;
 }
 
+/* The GPUs are in gpu_id order (count_gpus): a search, not a scan, since a merged database
+ * of many ranks has hundreds of GPUs and the reports ask once per range or kernel. */
+static int find_index(const struct energy_db_gpu *gpus, int n, int64_t gpu_id)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (gpus[mid].gpu_id < gpu_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && gpus[lo].gpu_id == gpu_id ? lo : -1;
+}
+
 static struct energy_db_gpu *find(struct energy_db_gpu *gpus, int n, int64_t gpu_id)
 {
-    for (int i = 0; i < n; i++)
-        if (gpus[i].gpu_id == gpu_id)
-            return &gpus[i];
-    return NULL;
+    int i = find_index(gpus, n, gpu_id);
+    return i < 0 ? NULL : &gpus[i];
 }
 
 int energy_db_load(sqlite3 *db, struct energy_db_gpu **out)
@@ -92,17 +107,130 @@ void energy_db_free(struct energy_db_gpu *gpus, int count)
     free(gpus);
 }
 
+/* ---- whose GPUs ---------------------------------------------------------------------------- */
+
+/* The process -> GPU pairs of rules 1 and 2 (energy_db.h), in process order. */
+static const char users_query[] =
+    "SELECT process_id, gpu_id FROM cuda_contexts WHERE gpu_id IS NOT NULL"
+    " UNION SELECT process_id, gpu_id FROM process_gpus WHERE gpu_id IS NOT NULL"
+    "  AND process_id NOT IN (SELECT process_id FROM cuda_contexts WHERE gpu_id IS NOT NULL)"
+    " ORDER BY 1, 2";
+/* Rule 3: no known user at all, and one host (NULL hosts count as that one). */
+static const char every_process_query[] =
+    "SELECT id, (SELECT count(DISTINCT host) FROM processes) <= 1 FROM processes ORDER BY id";
+
+static int users_push(struct energy_db_users *u, size_t *cap, size_t *gpu_cap, int64_t process,
+                      int gpu)
+{
+    if (!u->count || u->process_id[u->count - 1] != process) {
+        if (u->count + 1 >= *cap) {
+            size_t bigger = *cap ? 2 * *cap : 64;
+            int64_t *ids = realloc(u->process_id, bigger * sizeof *ids);
+            if (ids)
+                u->process_id = ids;
+            size_t *first = ids ? realloc(u->first, (bigger + 1) * sizeof *first) : NULL;
+            if (!first)
+                return -1;
+            u->first = first;
+            *cap = bigger;
+        }
+        u->process_id[u->count] = process;
+        u->first[u->count + 1] = u->first[u->count];
+        u->count++;
+    }
+    size_t used = u->first[u->count];
+    if (used == *gpu_cap) {
+        size_t bigger = *gpu_cap ? 2 * *gpu_cap : 64;
+        int *grown = realloc(u->gpu, bigger * sizeof *grown);
+        if (!grown)
+            return -1;
+        u->gpu = grown;
+        *gpu_cap = bigger;
+    }
+    u->gpu[used] = gpu;
+    u->first[u->count]++;
+    return 0;
+}
+
+int energy_db_users_load(sqlite3 *db, const struct energy_db_gpu *gpus, int count,
+                         struct energy_db_users *out)
+{
+    memset(out, 0, sizeof *out);
+    if (count <= 0)
+        return 0;
+    size_t cap = 0, gpu_cap = 0;
+    int known = 0, rc = 0, step;
+    sqlite3_stmt *st = NULL;
+    if (!(out->first = calloc(1, sizeof *out->first)) ||
+        sqlite3_prepare_v2(db, users_query, -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        known = 1; /* a known user, sampled or not: rule 3 is off */
+        int g = find_index(gpus, count, sqlite3_column_int64(st, 1));
+        if (g >= 0 && users_push(out, &cap, &gpu_cap, sqlite3_column_int64(st, 0), g) < 0)
+            goto fail;
+    }
+    if (step != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (!known) {
+        if (sqlite3_prepare_v2(db, every_process_query, -1, &st, NULL) != SQLITE_OK)
+            goto fail;
+        while ((step = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_int(st, 1))
+            for (int g = 0; g < count; g++)
+                if (users_push(out, &cap, &gpu_cap, sqlite3_column_int64(st, 0), g) < 0)
+                    goto fail;
+        if (step != SQLITE_DONE && step != SQLITE_ROW)
+            goto fail;
+    }
+    goto done;
+fail:
+    rc = -1;
+done:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+const int *energy_db_users_of(const struct energy_db_users *u, int64_t process_id, size_t *n)
+{
+    size_t lo = 0, hi = u->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->process_id[mid] < process_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == u->count || u->process_id[lo] != process_id) {
+        *n = 0;
+        return NULL;
+    }
+    *n = u->first[lo + 1] - u->first[lo];
+    return &u->gpu[u->first[lo]];
+}
+
+void energy_db_users_release(struct energy_db_users *u)
+{
+    free(u->process_id);
+    free(u->first);
+    free(u->gpu);
+    memset(u, 0, sizeof *u);
+}
+
 /* ---- SQL functions ------------------------------------------------------------------------- */
 
 struct energy_sql {
     struct energy_db_gpu *gpus;
     int count;
+    struct energy_db_users users;
 };
 
 static void energy_sql_free(void *p)
 {
     struct energy_sql *e = p;
     energy_db_free(e->gpus, e->count);
+    energy_db_users_release(&e->users);
     free(e);
 }
 
@@ -136,19 +264,64 @@ static void gpu_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
     gpu_energy_fn(c, n, v, RESULT_ERROR);
 }
 
-static void all_joules_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+/* Shared by the per-process functions: the energy of each of the process's GPUs, summed. */
+static void process_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
+                              enum energy_sql_result what)
 {
     const struct energy_sql *e = sqlite3_user_data(ctx);
     (void)argc;
-    if (!e->count || sqlite3_value_type(argv[0]) == SQLITE_NULL ||
-        sqlite3_value_type(argv[1]) == SQLITE_NULL)
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL ||
+        sqlite3_value_type(argv[2]) == SQLITE_NULL)
         return;
+    size_t n;
+    const int *gpus = energy_db_users_of(&e->users, sqlite3_value_int64(argv[0]), &n);
     double mj = 0;
-    for (int i = 0; i < e->count; i++)
-        mj += energy_track_between(&e->gpus[i].track, (uint64_t)sqlite3_value_int64(argv[0]),
-                                   (uint64_t)sqlite3_value_int64(argv[1]))
-                  .mj;
-    sqlite3_result_double(ctx, mj / 1000);
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct energy_interval r =
+            energy_track_between(&e->gpus[gpus[i]].track, (uint64_t)sqlite3_value_int64(argv[1]),
+                                 (uint64_t)sqlite3_value_int64(argv[2]));
+        if (r.flags & ENERGY_NO_DATA)
+            continue;
+        mj += what == RESULT_JOULES ? r.mj : r.error_mj;
+        any = 1;
+    }
+    if (any)
+        sqlite3_result_double(ctx, mj / 1000);
+}
+
+static void process_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
+{
+    process_energy_fn(c, n, v, RESULT_JOULES);
+}
+static void process_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
+{
+    process_energy_fn(c, n, v, RESULT_ERROR);
+}
+
+/* temp.energy_process_gpus: the pairs of e->users, for the reports' joins. */
+static int fill_process_gpus(sqlite3 *db, const struct energy_sql *e)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_exec(db,
+                          "CREATE TEMP TABLE IF NOT EXISTS energy_process_gpus(process_id INTEGER,"
+                          " gpu_id INTEGER, PRIMARY KEY(process_id, gpu_id)) WITHOUT ROWID;"
+                          "DELETE FROM temp.energy_process_gpus",
+                          NULL, NULL, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "INSERT INTO temp.energy_process_gpus VALUES(?, ?)",
+                                        -1, &st, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    for (size_t p = 0; rc == 0 && p < e->users.count; p++)
+        for (size_t i = e->users.first[p]; rc == 0 && i < e->users.first[p + 1]; i++) {
+            sqlite3_bind_int64(st, 1, e->users.process_id[p]);
+            sqlite3_bind_int64(st, 2, e->gpus[e->users.gpu[i]].gpu_id);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                rc = -1;
+            sqlite3_reset(st);
+        }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int energy_db_register_sql(sqlite3 *db)
@@ -161,16 +334,24 @@ int energy_db_register_sql(sqlite3 *db)
         free(e);
         return -1;
     }
-    int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
-    /* the last registration owns e and frees it when the connection closes */
+    if (energy_db_users_load(db, e->gpus, e->count, &e->users) < 0 || fill_process_gpus(db, e) < 0) {
+        energy_sql_free(e);
+        return -1;
+    }
+    int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC, count = e->count;
     if (sqlite3_create_function_v2(db, "lantern_gpu_energy_j", 3, flags, e, gpu_joules_fn, NULL,
                                    NULL, NULL) != SQLITE_OK ||
         sqlite3_create_function_v2(db, "lantern_gpu_energy_error_j", 3, flags, e, gpu_error_fn,
                                    NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_create_function_v2(db, "lantern_energy_j", 2, flags, e, all_joules_fn, NULL, NULL,
-                                   energy_sql_free) != SQLITE_OK) {
+        sqlite3_create_function_v2(db, "lantern_process_energy_error_j", 3, flags, e,
+                                   process_error_fn, NULL, NULL, NULL) != SQLITE_OK) {
         energy_sql_free(e);
         return -1;
     }
-    return e->count;
+    /* the last registration owns e: SQLite frees it when the connection closes, or at once
+     * if the registration fails */
+    if (sqlite3_create_function_v2(db, "lantern_process_energy_j", 3, flags, e, process_joules_fn,
+                                   NULL, NULL, energy_sql_free) != SQLITE_OK)
+        return -1;
+    return count;
 }

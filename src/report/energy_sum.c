@@ -1,7 +1,10 @@
-/* energy_sum: GPU energy per GPU for the whole run, each process, each NVTX range name, each
- * kernel name and each lantern.h energy window: joules, average watts and an error bound.
- * The energy of an interval comes from the SQL functions of src/energy/energy_db.h (the energy
- * counter interpolated with power samples), so disjoint ranges add up to their union. */
+/* energy_sum: GPU energy per GPU for the whole run, each process (rank) on each GPU it used,
+ * each NVTX range name, each kernel name and each lantern.h energy window: joules, average
+ * watts and an error bound. The energy of an interval comes from the SQL functions of
+ * src/energy/energy_db.h (the energy counter interpolated with power samples), so disjoint
+ * ranges add up to their union; processes and ranges are charged only their own process's
+ * GPUs (temp.energy_process_gpus, filled there), so a merged job's ranks do not each carry the
+ * whole job's energy. */
 #include "energy/energy_db.h"
 #include "report/report.h"
 
@@ -10,57 +13,73 @@
 /* "train.py (rank 1)": the process_labels view (src/db/schema.sql) */
 #define PROCESS_LABEL "(SELECT label FROM process_labels WHERE id = p.id)"
 
-/* Each row: scope, name, GPU (NVML index), instances, time, joules, error bound. Ranges and
- * kernels are summed per name: overlapping instances (nested ranges of one name, concurrent
- * kernels) each count their whole energy, as their times do. */
+/* Each row: scope, name, GPU (NVML index), host, instances, time, joules, error bound, and
+ * how many processes used the GPU (run rows: over the run; process rows: during that
+ * process's life). Ranges and kernels are summed per name: overlapping instances (nested
+ * ranges of one name, concurrent kernels, the same range on two ranks sharing a GPU) each
+ * count their whole energy, as their times do. A GPU's host is its users' when they agree,
+ * else the session's when it has one. */
 static const char energy_query[] =
     "WITH g AS (SELECT s.gpu_id, gp.nvml_index AS gpu, min(s.ts_ns) AS first_ns,"
     "  max(s.ts_ns) AS last_ns FROM gpu_samples s JOIN gpus gp ON gp.id = s.gpu_id"
     "  GROUP BY s.gpu_id),"
-    " run AS (SELECT g.gpu_id, g.gpu,"
-    "  max(g.first_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'start_ns'),"
-    "  g.first_ns)) AS start_ns,"
-    "  min(g.last_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'end_ns'),"
-    "  g.last_ns)) AS end_ns FROM g),"
+    " users AS (SELECT u.gpu_id, count(*) AS processes, CASE WHEN count(DISTINCT p.host) = 1"
+    "  THEN max(p.host) END AS host FROM temp.energy_process_gpus u"
+    "  JOIN processes p ON p.id = u.process_id GROUP BY u.gpu_id),"
+    " session_host AS (SELECT value AS host FROM meta WHERE key = 'host' AND instr(value, ',') = 0),"
+    " gh AS (SELECT g.*, COALESCE(users.host, (SELECT host FROM session_host)) AS host,"
+    "  COALESCE(users.processes, 0) AS processes FROM g LEFT JOIN users USING (gpu_id)),"
+    " run AS (SELECT gh.gpu_id, gh.gpu, gh.host, gh.processes,"
+    "  max(gh.first_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'start_ns'),"
+    "  gh.first_ns)) AS start_ns,"
+    "  min(gh.last_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'end_ns'),"
+    "  gh.last_ns)) AS end_ns FROM gh),"
     " rows AS ("
     " SELECT 0 AS ord, 'run' AS scope, COALESCE((SELECT value FROM meta WHERE key = 'command'),"
-    "  '(run)') AS name, gpu, 1 AS instances, end_ns - start_ns AS total_ns,"
+    "  '(run)') AS name, gpu, host, 1 AS instances, end_ns - start_ns AS total_ns,"
     "  lantern_gpu_energy_j(gpu_id, start_ns, end_ns) AS energy_j,"
-    "  lantern_gpu_energy_error_j(gpu_id, start_ns, end_ns) AS error_j FROM run"
-    " UNION ALL SELECT 1, 'process', p.pid || ' ' || " PROCESS_LABEL ", g.gpu, 1,"
-    "  p.end_ns - p.start_ns, lantern_gpu_energy_j(g.gpu_id, p.start_ns, p.end_ns),"
-    "  lantern_gpu_energy_error_j(g.gpu_id, p.start_ns, p.end_ns)"
-    "  FROM processes p CROSS JOIN g WHERE p.end_ns IS NOT NULL"
+    "  lantern_gpu_energy_error_j(gpu_id, start_ns, end_ns) AS error_j, processes FROM run"
+    " UNION ALL SELECT 1, 'process', p.pid || ' ' || " PROCESS_LABEL ", gh.gpu, p.host, 1,"
+    "  p.end_ns - p.start_ns, lantern_gpu_energy_j(gh.gpu_id, p.start_ns, p.end_ns),"
+    "  lantern_gpu_energy_error_j(gh.gpu_id, p.start_ns, p.end_ns),"
+    "  (SELECT count(*) FROM temp.energy_process_gpus o JOIN processes q ON q.id = o.process_id"
+    "   WHERE o.gpu_id = u.gpu_id AND (q.id = p.id OR (q.start_ns < p.end_ns"
+    "   AND COALESCE(q.end_ns, p.end_ns) > p.start_ns)))"
+    "  FROM temp.energy_process_gpus u JOIN processes p ON p.id = u.process_id"
+    "  JOIN gh ON gh.gpu_id = u.gpu_id WHERE p.end_ns IS NOT NULL"
     " UNION ALL SELECT 2, 'nvtx', CASE WHEN ds.value IS NULL THEN '' ELSE ds.value || ':' END"
-    "  || COALESCE(s.value, '(unnamed)'), g.gpu, count(*), sum(r.end_ns - r.start_ns),"
-    "  sum(lantern_gpu_energy_j(g.gpu_id, r.start_ns, r.end_ns)),"
-    "  sum(lantern_gpu_energy_error_j(g.gpu_id, r.start_ns, r.end_ns))"
-    "  FROM ranges r CROSS JOIN g LEFT JOIN strings s ON s.id = r.name_id"
+    "  || COALESCE(s.value, '(unnamed)'), gh.gpu, gh.host, count(*), sum(r.end_ns - r.start_ns),"
+    "  sum(lantern_gpu_energy_j(gh.gpu_id, r.start_ns, r.end_ns)),"
+    "  sum(lantern_gpu_energy_error_j(gh.gpu_id, r.start_ns, r.end_ns)), NULL"
+    "  FROM ranges r JOIN temp.energy_process_gpus u ON u.process_id = r.process_id"
+    "  JOIN gh ON gh.gpu_id = u.gpu_id LEFT JOIN strings s ON s.id = r.name_id"
     "  LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
-    "  WHERE r.end_ns IS NOT NULL GROUP BY r.domain_id, r.name_id, g.gpu_id"
-    " UNION ALL SELECT 3, 'kernel', COALESCE(dn.value, mn.value, '(unnamed kernel)'), g.gpu,"
-    "  count(*), sum(k.end_ns - k.start_ns),"
-    "  sum(lantern_gpu_energy_j(g.gpu_id, k.start_ns, k.end_ns)),"
-    "  sum(lantern_gpu_energy_error_j(g.gpu_id, k.start_ns, k.end_ns))"
-    "  FROM kernels k JOIN g ON g.gpu_id = k.gpu_id LEFT JOIN strings dn ON dn.id = k.demangled_id"
-    "  LEFT JOIN strings mn ON mn.id = k.name_id GROUP BY 3, g.gpu_id"
-    " UNION ALL SELECT 4, 'window', COALESCE(s.value, '(unnamed)'), g.gpu, count(*),"
-    "  sum(w.end_ns - w.start_ns), sum(w.energy_j), sum(w.error_j)"
-    "  FROM energy_windows w JOIN g ON g.gpu_id = w.gpu_id LEFT JOIN strings s ON s.id = w.name_id"
-    "  WHERE w.end_ns IS NOT NULL GROUP BY w.name_id, g.gpu_id)"
-    " SELECT scope, name, gpu, instances, total_ns, energy_j,"
-    "  CASE WHEN total_ns > 0 THEN energy_j * 1e9 / total_ns END, error_j"
+    "  WHERE r.end_ns IS NOT NULL GROUP BY r.domain_id, r.name_id, gh.gpu_id"
+    " UNION ALL SELECT 3, 'kernel', COALESCE(dn.value, mn.value, '(unnamed kernel)'), gh.gpu,"
+    "  gh.host, count(*), sum(k.end_ns - k.start_ns),"
+    "  sum(lantern_gpu_energy_j(gh.gpu_id, k.start_ns, k.end_ns)),"
+    "  sum(lantern_gpu_energy_error_j(gh.gpu_id, k.start_ns, k.end_ns)), NULL"
+    "  FROM kernels k JOIN gh ON gh.gpu_id = k.gpu_id LEFT JOIN strings dn ON dn.id = k.demangled_id"
+    "  LEFT JOIN strings mn ON mn.id = k.name_id GROUP BY 3, gh.gpu_id"
+    " UNION ALL SELECT 4, 'window', COALESCE(s.value, '(unnamed)'), gh.gpu, gh.host, count(*),"
+    "  sum(w.end_ns - w.start_ns), sum(w.energy_j), sum(w.error_j), NULL"
+    "  FROM energy_windows w JOIN gh ON gh.gpu_id = w.gpu_id LEFT JOIN strings s ON s.id = w.name_id"
+    "  WHERE w.end_ns IS NOT NULL GROUP BY w.name_id, gh.gpu_id)"
+    " SELECT scope, name, gpu, host, instances, total_ns, energy_j,"
+    "  CASE WHEN total_ns > 0 THEN energy_j * 1e9 / total_ns END, error_j, processes"
     " FROM rows ORDER BY ord, energy_j DESC, name";
 
 static const struct table_column energy_columns[] = {
     {"Scope", "scope", TABLE_TEXT},
     {"Name", "name", TABLE_TEXT},
     {"GPU", "gpu", TABLE_INT},
+    {"Host", "host", TABLE_TEXT},
     {"Instances", "instances", TABLE_INT},
     {"Total Time", "total_ns", TABLE_NS},
     {"Energy (J)", "energy_j", TABLE_REAL},
     {"Avg Power (W)", "avg_w", TABLE_REAL},
     {"Error (J)", "error_j", TABLE_REAL},
+    {"Processes", "processes", TABLE_INT}, /* > 1 on a process row: the GPU was shared */
 };
 
 /* Why there is nothing to show: the sampler's reason when it recorded one. */

@@ -14,12 +14,14 @@ struct range_group {
     double total, avg, med, min, max, stddev;
     int64_t count;
     double energy_j; /* GPU energy of the instances, when the database has power samples */
+    int has_energy;  /* some instance's process had a sampled GPU (energy_db.h) */
 };
 
 struct durations {
     double *v; /* integer ns: exact in a double */
     size_t n, cap;
     double energy_j;
+    int has_energy;
 };
 
 static int durations_push(struct durations *d, double v)
@@ -44,6 +46,7 @@ static void summarize(const struct durations *d, struct range_group *g)
         sum += d->v[i];
     g->count = (int64_t)d->n;
     g->energy_j = d->energy_j;
+    g->has_energy = d->has_energy;
     g->total = (double)sum;
     g->avg = (double)(sum / d->n);
     g->min = d->v[0];
@@ -88,7 +91,9 @@ static int groups_add(struct group_list *l, const struct durations *d, const cha
 
 static const char query[] =
     "SELECT r.domain_id, ifnull(r.name_id, 0), r.style, r.end_ns - r.start_ns, ds.value, s.value, "
-    "lantern_energy_j(r.start_ns, r.end_ns) " /* src/energy/energy_db.h; NULL without samples */
+    /* the range's own process's GPUs (src/energy/energy_db.h): NULL when it has none; one
+     * search per range whatever the number of GPUs of a merged job */
+    "lantern_process_energy_j(r.process_id, r.start_ns, r.end_ns) "
     "FROM ranges r LEFT JOIN strings s ON s.id = r.name_id "
     "LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id "
     "WHERE r.end_ns IS NOT NULL ORDER BY 1, 2, 3, 4";
@@ -110,6 +115,7 @@ static int collect_groups(struct report_ctx *ctx, struct group_list *groups)
                 goto fail;
             d.n = 0;
             d.energy_j = 0;
+            d.has_energy = 0;
             memcpy(key, row, sizeof key);
             free(domain);
             free(name);
@@ -120,7 +126,10 @@ static int collect_groups(struct report_ctx *ctx, struct group_list *groups)
         }
         if (durations_push(&d, (double)sqlite3_column_int64(st, 3)) < 0)
             goto fail;
-        d.energy_j += sqlite3_column_double(st, 6);
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
+            d.energy_j += sqlite3_column_double(st, 6);
+            d.has_energy = 1;
+        }
     }
     if (step != SQLITE_DONE || (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0))
         goto fail;
@@ -176,8 +185,10 @@ int report_nvtx_sum(struct report_ctx *ctx)
             table_ns(t, g->stddev);
             table_text(t, g->style ? "StartEnd" : "PushPop");
             table_text(t, g->label);
-            if (gpus_sampled)
+            if (gpus_sampled && g->has_energy)
                 table_real(t, g->energy_j);
+            else if (gpus_sampled)
+                table_text(t, NULL); /* no instance ran in a process with a sampled GPU */
         }
         if (!t || table_finish(t) < 0) {
             snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: cannot write the table");

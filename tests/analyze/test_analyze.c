@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include "analyze/analyze.h"
+#include "analyze/nccl.h"
 #include "db/import.h"
 #include "harness.h"
 
@@ -560,6 +561,217 @@ static void energy_flags_idle_burning_ranges_and_throttling(void)
     sqlite3_close(db);
 }
 
+/* ---- across ranks --------------------------------------------------------------------------- */
+
+/* A job of three ranks as `lantern merge` leaves it (a 1 ms session): rank 0 (pid 100) and
+ * rank 1 (pid 200) on host a with GPUs 1 and 2 (NVML 0 and 1), rank 2 (pid 300) on host b with
+ * GPU 3 (NVML 0), each with a CUDA context on its GPU; then the test's rows. Kernel names:
+ * 1 an NCCL all-reduce, 2 a GEMM, 3 an NCCL all-gather (mangled, as CUPTI may give it). */
+static sqlite3 *ranks_session(const char *rows)
+{
+    sqlite3 *db = NULL;
+    ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    exec(db, import_schema_sql);
+    exec(db, "INSERT INTO meta VALUES('schema_version', 4), ('start_ns', 0), ('end_ns', 1000000),"
+             " ('command', 'train.py'), ('host', 'a,b');"
+             "INSERT INTO processes(id, pid, host, rank, name, start_ns, end_ns, clean_exit) VALUES"
+             " (1, 100, 'a', 0, 'train.py', 0, 1000000, 1), (2, 200, 'a', 1, 'train.py', 0,"
+             " 1000000, 1), (3, 300, 'b', 2, 'train.py', 0, 1000000, 1);"
+             "INSERT INTO threads(id, process_id, tid) VALUES(1, 1, 100), (2, 2, 200), (3, 3, 300);"
+             "INSERT INTO gpus(id, uuid, name, nvml_index, sm_count) VALUES(1, 'GPU-a0', 'H100', 0,"
+             " 132), (2, 'GPU-a1', 'H100', 1, 132), (3, 'GPU-b0', 'H100', 0, 132);"
+             "INSERT INTO process_gpus VALUES(1, 0, 1), (2, 0, 2), (3, 0, 3);"
+             "INSERT INTO cuda_contexts(process_id, context, gpu_id, device) VALUES(1, 1, 1, 0),"
+             " (2, 1, 2, 0), (3, 1, 3, 0);"
+             "INSERT INTO strings VALUES(1, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*,"
+             " unsigned long, ncclWork*)'), (2, 'gemm'),"
+             " (3, '_Z31ncclDevKernel_AllGather_RING_LLP11ncclDevCommmP8ncclWork'), (4, 'step');");
+    exec(db, rows);
+    return db;
+}
+
+/* A kernel row: id, process (= its GPU), start and end in µs, name id. */
+#define KERNEL(id, p, s, e, name)                                                                  \
+    "(" #id ", " #p ", " #p ", 0, 7, " #s "000, " #e "000, " #name ")"
+#define KERNELS                                                                                    \
+    "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id) VALUES"
+
+/* Four all-reduces per rank; each ends at the same moment on every rank (k x 200 + 200 µs),
+ * the ranks arrive (µs):   k=0: 100 110 150   k=1: 300 305 360   k=2: 520 500 510
+ * k=3: 700 702 745. Rank 2 is last at k = 0, 1, 3 (3 of 4: 75 % >= 60 %) with lags
+ * (last - second-last) 40, 55 and 43 µs: 138 µs (13.8 % of the run), 46 µs on average; the
+ * others' combined wait 90 + 115 + 88 = 293 µs. Rank 0 is last once (k=2, 10 µs). Steps
+ * [0, 400] and [400, 900] µs on every rank: step 1 holds k = 0, 1 (rank 2: 95 µs), step 2 k = 2
+ * (rank 0: 10) and k = 3 (rank 2: 43): rank 2 cost both steps. The all-gather ran twice on
+ * ranks 0 and 2 but once on rank 1: not matched, and said so. */
+static void stragglers_names_the_rank_last_at_most_collectives(void)
+{
+    sqlite3 *db = ranks_session(
+        KERNELS KERNEL(1, 1, 100, 200, 1) "," KERNEL(2, 2, 110, 200, 1) "," KERNEL(3, 3, 150, 200, 1)
+        "," KERNEL(4, 1, 300, 400, 1) "," KERNEL(5, 2, 305, 400, 1) "," KERNEL(6, 3, 360, 400, 1)
+        "," KERNEL(7, 1, 520, 600, 1) "," KERNEL(8, 2, 500, 600, 1) "," KERNEL(9, 3, 510, 600, 1)
+        "," KERNEL(10, 1, 700, 800, 1) "," KERNEL(11, 2, 702, 800, 1) "," KERNEL(12, 3, 745, 800, 1)
+        "," KERNEL(13, 1, 810, 820, 3) "," KERNEL(14, 1, 830, 840, 3) "," KERNEL(15, 3, 810, 820, 3)
+        "," KERNEL(16, 3, 830, 840, 3) "," KERNEL(17, 2, 810, 820, 3) ";"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, start_ns,"
+        " end_ns) VALUES(1, 1, 4, 0, 0, 1, 0, 400000), (2, 1, 4, 0, 0, 1, 400000, 900000),"
+        " (3, 2, 4, 0, 0, 2, 0, 400000), (4, 2, 4, 0, 0, 2, 400000, 900000),"
+        " (5, 3, 4, 0, 0, 3, 0, 400000), (6, 3, 4, 0, 0, 3, 400000, 900000);");
+    struct analyze_run run;
+    run_rule(db, "stragglers", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    expect_cost(f, 138000);
+    ASSERT_EQ(f->count, 3);
+    ASSERT(strstr(f->summary, "rank 2 (pid 300, b, GPU 0) arrived last at 3 of the 4 collectives "
+                              "it took part in; the others waited 46.000 µs for it each time"));
+    ASSERT(strstr(f->summary, "138.000 µs in all (13.8 % of the run; 293.000 µs of the other "
+                              "ranks' time together); the last in 2 of 2 steps of 'step' "
+                              "(69.000 µs per step)"));
+    ASSERT_EQ(f->evidence_count, 3); /* the longest lag first */
+    ASSERT_EQ(f->evidence[0].start_ns, 360000);
+    ASSERT_EQ(f->evidence[0].duration_ns, 55000);
+    ASSERT_EQ(f->evidence[0].pid, 300);
+    ASSERT_EQ(f->evidence[0].gpu, 0);
+    ASSERT(strstr(f->evidence[0].detail, "AllReduce #2, step 1: rank 2 (pid 300, b, GPU 0) arrived "
+                                         "last, 55.000 µs after rank 1 (pid 200, a, GPU 1) (the "
+                                         "second-last) and 60.000 µs after rank 0"));
+    ASSERT_EQ(f->evidence[1].duration_ns, 43000);
+    ASSERT_EQ(f->evidence[2].duration_ns, 40000);
+    ASSERT(strstr(res->note, "4 collectives matched over 3 ranks (AllReduce 4), 4 with one rank "
+                             "last; arrival spread (last - first) 43.750 µs on average, 60.000 µs "
+                             "at most; AllGather not matched: the ranks ran different numbers of "
+                             "it (rank 0 (pid 100, a, GPU 0): 2, rank 1 (pid 200, a, GPU 1): 1, "
+                             "rank 2 (pid 300, b, GPU 0): 2); the ranks ran on 2 hosts"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* Per rank, NCCL and other kernels (µs): rank 0 NCCL [100, 300], compute [0, 150] and
+ * [250, 400]: half its 200 µs of NCCL overlapped, 100 exposed = 25 % of its 400 µs span;
+ * rank 1 NCCL [100, 200], compute [0, 190] and [300, 1000]: 10 exposed = 1 % of 1000 (under
+ * 10 %); rank 2 NCCL [500, 900] after compute [100, 500]: 400 exposed = 50 % of 800. Cost: the
+ * least exposed, 10 µs (what every rank pays). */
+static void comm_overlap_measures_exposed_nccl_time_per_rank(void)
+{
+    sqlite3 *db = ranks_session(
+        KERNELS KERNEL(1, 1, 0, 150, 2) "," KERNEL(2, 1, 100, 300, 1) "," KERNEL(3, 1, 250, 400, 2)
+        "," KERNEL(4, 2, 0, 190, 2) "," KERNEL(5, 2, 100, 200, 1) "," KERNEL(6, 2, 300, 1000, 2)
+        "," KERNEL(7, 3, 100, 500, 2) "," KERNEL(8, 3, 500, 900, 1) ";");
+    struct analyze_run run;
+    run_rule(db, "comm_overlap", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    expect_cost(f, 10000);
+    ASSERT_EQ(f->count, 2);
+    ASSERT(strstr(f->summary, ">= 10 % of the GPU span on 2 of 3 ranks (worst 50.0 %); every rank "
+                              "has at least 10.000 µs"));
+    ASSERT_EQ(f->evidence_count, 2);
+    ASSERT_EQ(f->evidence[0].pid, 300);
+    ASSERT_EQ(f->evidence[0].duration_ns, 400000);
+    ASSERT_EQ(f->evidence[0].start_ns, 100000);
+    ASSERT_STR_EQ(f->evidence[0].name, "rank 2");
+    ASSERT(strstr(f->evidence[0].detail, "NCCL 400.000 µs, 0.0 % of it overlapped by other kernels, "
+                                         "400.000 µs exposed = 50.0 % of its 800.000 µs"));
+    ASSERT_EQ(f->evidence[1].pid, 100);
+    ASSERT(strstr(f->evidence[1].detail, "NCCL 200.000 µs, 50.0 % of it overlapped by other "
+                                         "kernels, 100.000 µs exposed = 25.0 % of its 400.000 µs"));
+    ASSERT(strstr(res->note, "3 ranks with NCCL kernels: exposed communication from 1.0 % to "
+                             "50.0 % of their GPU span; least exposed 10.000 µs (rank 1"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* GPU work per rank (µs): rank 0 [0, 100] [150, 1000]: 50 idle of 1000 (5 %); rank 1 [0, 500]
+ * [520, 1000]: 2 %; rank 2 [0, 200] [600, 1000]: 40 % in one 400 µs gap; a fourth rank (pid
+ * 400, host b, GPU 4) a copy [0, 300] then a kernel [300, 1000]: 0 %. Rank 2 against the
+ * others' median (2 %): 40 >= 2 x 2 and 38 points above: flagged, cost 38 % of 1000 µs. Rank
+ * 0 (5 % against 2 %) is twice the median but only 3 points above it: not flagged. */
+static void rank_idle_names_the_rank_whose_gpu_waits_most(void)
+{
+    sqlite3 *db = ranks_session(
+        "INSERT INTO processes(id, pid, host, rank, start_ns, end_ns, clean_exit) VALUES"
+        " (4, 400, 'b', 3, 0, 1000000, 1);"
+        "INSERT INTO gpus(id, uuid, nvml_index) VALUES(4, 'GPU-b1', 1);"
+        KERNELS KERNEL(1, 1, 0, 100, 2) "," KERNEL(2, 1, 150, 1000, 1) "," KERNEL(3, 2, 0, 500, 2)
+        "," KERNEL(4, 2, 520, 1000, 1) "," KERNEL(5, 3, 0, 200, 2) "," KERNEL(6, 3, 600, 1000, 1)
+        "," KERNEL(7, 4, 300, 1000, 2) ";"
+        "INSERT INTO memcpys(id, process_id, gpu_id, device, stream, start_ns, end_ns, copy_kind,"
+        " bytes, src_kind, dst_kind, is_async) VALUES(1, 4, 4, 0, 7, 0, 300000, 'HtoD', 1000,"
+        " 'pinned', 'device', 1);");
+    struct analyze_run run;
+    run_rule(db, "rank_idle", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    expect_cost(f, 380000);
+    ASSERT_EQ(f->count, 4);
+    ASSERT(strstr(f->summary, "rank 2 (pid 300, b, GPU 0): its GPU was idle 40.0 % of its span, "
+                              "against a median of 2.0 % on the other ranks"));
+    ASSERT_EQ(f->evidence_count, 4); /* the culprit, then every rank, most idle first */
+    ASSERT_EQ(f->evidence[0].pid, 300);
+    ASSERT_EQ(f->evidence[0].duration_ns, 400000);
+    ASSERT(strstr(f->evidence[0].detail, "GPU idle 400.000 µs of its 1.000 ms (40.0 %; the other "
+                                         "ranks' median 2.0 %), 1 gaps >= 100 us"));
+    ASSERT_EQ(f->evidence[1].pid, 100);
+    ASSERT_EQ(f->evidence[2].pid, 200);
+    ASSERT_EQ(f->evidence[3].pid, 400);
+    ASSERT_EQ(f->evidence[3].duration_ns, 0);
+    ASSERT(strstr(res->note, "4 ranks: GPU idle between each rank's first and last work from "
+                             "0.0 % to 40.0 % of it (median 3.5 %)"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* One process with NCCL kernels on one GPU (the session of the other tests): the cross-rank
+ * rules find nothing, raise no error and say why. */
+static void cross_rank_rules_are_silent_on_one_process(void)
+{
+    sqlite3 *db = session(
+        "INSERT INTO strings VALUES(1, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'), (2, 'gemm');"
+        "INSERT INTO kernels(id, process_id, gpu_id, device, stream, start_ns, end_ns, name_id)"
+        " VALUES(1, 1, 1, 0, 7, 0, 100000, 2), (2, 1, 1, 0, 7, 300000, 900000, 1);");
+    struct analyze_run run;
+    const char *bad = NULL;
+    char error[256] = "";
+    ASSERT_EQ(analyze_run(db, "stragglers,comm_overlap,rank_idle", 0, &run, &bad, error,
+                          sizeof error),
+              0);
+    ASSERT_EQ(run.count, 3);
+    for (int i = 0; i < run.count; i++) {
+        ASSERT_EQ(run.results[i].count, 0);
+        ASSERT(strstr(run.results[i].note, "GPU work of 1 process: the cross-rank rules compare "
+                                           "the ranks of a job"));
+    }
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* NCCL kernels are known by name in every form CUPTI and the demangler give. */
+static void nccl_kernels_are_recognised_by_name(void)
+{
+    char type[32];
+    ASSERT(nccl_collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", type, sizeof type));
+    ASSERT_STR_EQ(type, "AllReduce");
+    ASSERT(nccl_collective("ncclDevKernel_ReduceScatter_Sum_bf16_RING_SIMPLE(ncclDevComm*, "
+                           "unsigned long, ncclWork*)",
+                           type, sizeof type));
+    ASSERT_STR_EQ(type, "ReduceScatter");
+    ASSERT(nccl_collective("void ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", type,
+                           sizeof type));
+    ASSERT_STR_EQ(type, "AllGather");
+    ASSERT(nccl_collective("_Z21ncclDevKernel_GenericP11ncclDevCommmP8ncclWork", type, sizeof type));
+    ASSERT_STR_EQ(type, "Generic"); /* the mangled name's length ends it, not a separator */
+    ASSERT(nccl_collective("ncclDevKernel_SendRecv", type, sizeof type));
+    ASSERT_STR_EQ(type, "SendRecv");
+    ASSERT(!nccl_collective("gemm_ncclDevKernel_AllReduce", type, sizeof type));
+    ASSERT(!nccl_collective("ncclDevKernel_", type, sizeof type));
+    ASSERT(!nccl_collective("_Z99ncclDevKernel_AllReduce", type, sizeof type)); /* cut short */
+    ASSERT(!nccl_collective("ncclDevKernel_AllReduce", type, 4));             /* no room */
+}
+
 /* An NVTX-only session: every rule runs, finds nothing and says why where it could not
  * look; an unknown rule name is refused and named. */
 static void every_rule_runs_on_an_nvtx_only_session(void)
@@ -618,6 +830,14 @@ int main(int argc, char **argv)
          small_grid_flags_single_thread_kernels_and_low_occupancy},
         {"energy_flags_idle_burning_ranges_and_throttling",
          energy_flags_idle_burning_ranges_and_throttling},
+        {"stragglers_names_the_rank_last_at_most_collectives",
+         stragglers_names_the_rank_last_at_most_collectives},
+        {"comm_overlap_measures_exposed_nccl_time_per_rank",
+         comm_overlap_measures_exposed_nccl_time_per_rank},
+        {"rank_idle_names_the_rank_whose_gpu_waits_most",
+         rank_idle_names_the_rank_whose_gpu_waits_most},
+        {"cross_rank_rules_are_silent_on_one_process", cross_rank_rules_are_silent_on_one_process},
+        {"nccl_kernels_are_recognised_by_name", nccl_kernels_are_recognised_by_name},
         {"every_rule_runs_on_an_nvtx_only_session", every_rule_runs_on_an_nvtx_only_session},
         {NULL, NULL},
     };

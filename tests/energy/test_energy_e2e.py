@@ -233,3 +233,101 @@ def test_nvml_rate_sets_the_power_sampling_rate(fake_env, tmp_path):
     r = lantern("profile", "--nvml-rate", "0", "--", "true", env=env, cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.splitlines()[0] == "lantern: --nvml-rate needs a rate in Hz (0 < HZ <= 10000)"
+
+
+# ---- energy per rank and per GPU on a database of several ranks -------------------------------
+
+def make_ranks_energy_db(path):
+    """A job of two hosts as `lantern merge` leaves it: host a has GPU 1 (NVML 0, 100 W) and
+    GPU 2 (NVML 1, 200 W), host b GPU 3 (NVML 0, 300 W), each at constant power for 2 s with an
+    exact counter. Rank 0 has a CUDA context on GPU 1 (CUDA listed both of host a's GPUs for it,
+    as CUPTI may), rank 1 on GPU 2, rank 2 on GPU 3, rank 3 on GPU 2 too for 0.5 s (shared);
+    a data loader (pid 14) ran no CUDA. Ranks 0-2 run `step` twice ([200, 700] and
+    [1300, 1800] ms), rank 3 once ([1000, 1400] ms), the loader `load` once."""
+    db = sqlite3.connect(path)
+    db.executescript((SOURCE / "src/db/schema.sql").read_text())
+    meta = {"schema_version": 4, "lantern_version": "0.1.0", "command": "train.py", "host": "a,b",
+            "start_wall_ns": 0, "start_ns": T0, "end_ns": T0 + 2000 * MS, "clock": "CLOCK_MONOTONIC",
+            "trace": "nvtx,cuda,nvml", "exit_status": 0, "dropped_events": 0, "import_warnings": 0}
+    db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
+    watts = {1: 100, 2: 200, 3: 300}
+    db.executemany("INSERT INTO gpus(id, uuid, name, nvml_index) VALUES(?, ?, 'Known GPU', ?)",
+                   [(1, "GPU-a0", 0), (2, "GPU-a1", 1), (3, "GPU-b0", 0)])
+    for gpu, w in watts.items():
+        for ms in range(0, 2001, 10):
+            db.execute("INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw) VALUES(?, ?, ?)",
+                       (gpu, T0 + ms * MS, w * 1000))
+            if ms % 100 == 0:
+                db.execute("INSERT INTO gpu_samples(gpu_id, ts_ns, energy_mj, energy_uncertainty_ns)"
+                           " VALUES(?, ?, ?, 0)", (gpu, T0 + ms * MS, 7_000_000 + w * ms))
+    processes = [  # id, pid, rank, host, start ms, end ms, context GPU
+        (1, 11, 0, "a", 100, 1900, 1), (2, 12, 1, "a", 100, 1900, 2), (3, 21, 2, "b", 100, 1900, 3),
+        (4, 13, 3, "a", 1000, 1500, 2), (5, 14, None, "a", 100, 1900, None)]
+    for pid, ospid, rank, host, start, end, gpu in processes:
+        db.execute("INSERT INTO processes(id, pid, exe, host, start_ns, end_ns, clean_exit, name,"
+                   " rank) VALUES(?, ?, '/usr/bin/python3', ?, ?, ?, 1, 'train.py', ?)",
+                   (pid, ospid, host, T0 + start * MS, T0 + end * MS, rank))
+        db.execute("INSERT INTO threads(id, process_id, tid) VALUES(?, ?, ?)", (pid, pid, ospid))
+        if gpu:
+            db.execute("INSERT INTO cuda_contexts(process_id, context, gpu_id, device)"
+                       " VALUES(?, 1, ?, 0)", (pid, gpu))
+    db.executemany("INSERT INTO process_gpus VALUES(?, ?, ?)", [(1, 0, 1), (1, 1, 2)])
+    db.execute("INSERT INTO domains(id, name_id) VALUES(0, NULL)")
+    db.executemany("INSERT INTO strings(id, value) VALUES(?, ?)", [(1, "step"), (2, "load")])
+    steps = [(p, s, e) for p in (1, 2, 3) for s, e in ((200, 700), (1300, 1800))]
+    steps += [(4, 1000, 1400)]
+    for i, (pid, start, end) in enumerate(steps, 1):
+        db.execute("INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id,"
+                   " start_ns, end_ns) VALUES(?, ?, 1, 0, 0, ?, ?, ?)",
+                   (i, pid, pid, T0 + start * MS, T0 + end * MS))
+    db.execute("INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id,"
+               " start_ns, end_ns) VALUES(100, 5, 2, 0, 0, 5, ?, ?)", (T0 + 200 * MS, T0 + 300 * MS))
+    db.commit()
+    db.close()
+
+
+def test_energy_sum_gives_each_rank_its_own_gpus(tmp_path):
+    make_ranks_energy_db(tmp_path / "ranks.db")
+    rows = stats_json("ranks.db", "energy_sum", os.environ, tmp_path)
+    got = {(r["scope"], r["name"], r["host"], r["gpu"]): r for r in rows}
+    expected = {  # (joules, processes that used the GPU): integrated by hand from the script
+        ("run", "train.py", "a", 0): (100 * 2.0, 1),
+        ("run", "train.py", "a", 1): (200 * 2.0, 2),
+        ("run", "train.py", "b", 0): (300 * 2.0, 1),
+        # each rank over its life on the GPU it had a context on: not GPU 1 for rank 0's
+        # process_gpus row, none for the loader; GPU 1 of host a shared by ranks 1 and 3
+        ("process", "11 train.py (rank 0)", "a", 0): (100 * 1.8, 1),
+        ("process", "12 train.py (rank 1)", "a", 1): (200 * 1.8, 2),
+        ("process", "21 train.py (rank 2)", "b", 0): (300 * 1.8, 1),
+        ("process", "13 train.py (rank 3)", "a", 1): (200 * 0.5, 2),
+        ("nvtx", "step", "a", 0): (100 * 1.0, None),
+        ("nvtx", "step", "a", 1): (200 * 1.0 + 200 * 0.4, None),
+        ("nvtx", "step", "b", 0): (300 * 1.0, None),
+    }
+    assert set(got) == set(expected)
+    for key, (joules, processes) in expected.items():
+        assert got[key]["energy_j"] == pytest.approx(joules, abs=0.001), key
+        assert got[key]["processes"] == processes, key
+    assert got[("process", "12 train.py (rank 1)", "a", 1)]["avg_w"] == pytest.approx(200, abs=0.01)
+    assert got[("nvtx", "step", "a", 1)]["instances"] == 3
+    # the loader's range used no GPU: nvtx_sum leaves its energy empty; `step` is the sum of
+    # each rank's own GPU (100 + 200 + 300 J over 1 s, and rank 3's 80 J), not every GPU's
+    nvtx = {r["range"]: r for r in stats_json("ranks.db", "nvtx_sum", os.environ, tmp_path)}
+    assert nvtx[":step"]["energy_j"] == pytest.approx(680, abs=0.001)
+    assert nvtx[":load"]["energy_j"] is None
+
+
+def test_energy_without_cuda_charges_every_gpu_of_one_host_and_none_across_hosts(tmp_path):
+    make_ranks_energy_db(tmp_path / "ranks.db")
+    db = sqlite3.connect(tmp_path / "ranks.db")
+    db.execute("DELETE FROM cuda_contexts")
+    db.execute("DELETE FROM process_gpus")  # CUDA not traced: no process is known to use a GPU
+    db.commit()
+    nvtx = {r["range"]: r for r in stats_json("ranks.db", "nvtx_sum", os.environ, tmp_path)}
+    assert nvtx[":step"]["energy_j"] is None  # two hosts: whose GPU it was is unknown
+    db.execute("UPDATE processes SET host = 'a'")
+    db.commit()
+    nvtx = {r["range"]: r for r in stats_json("ranks.db", "nvtx_sum", os.environ, tmp_path)}
+    # one host: each range is charged the host's three GPUs (600 W): 7 s of `step`
+    assert nvtx[":step"]["energy_j"] == pytest.approx(600 * (6 * 0.5 + 0.4), abs=0.001)
+    assert nvtx[":load"]["energy_j"] == pytest.approx(600 * 0.1, abs=0.001)

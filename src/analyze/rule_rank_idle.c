@@ -1,0 +1,114 @@
+/* rank_idle: the rank whose GPU idles much more than the other ranks' GPUs. In a job that
+ * synchronizes through NCCL, a rank that cannot keep its own GPU fed (slow input, Python,
+ * host synchronizations) leaves its GPU idle, while the other ranks wait for it inside the next
+ * collective, where their GPUs look busy (NCCL kernels spinning): idle time names the culprit,
+ * NCCL time names its victims. Per process and GPU from the timeline pass (timeline_ranks.c). */
+#include "analyze/findings.h"
+#include "analyze/thresholds.h"
+#include "analyze/timeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A rank's idle time and share of its span (first to last work on its GPU). */
+struct idle {
+    const struct timeline_rank *r;
+    int64_t span, idle;
+    double share; /* percent */
+};
+
+static int by_share(const void *a, const void *b)
+{
+    const struct idle *x = a, *y = b;
+    if (x->share != y->share)
+        return x->share < y->share ? 1 : -1;
+    return (x->r->process_id > y->r->process_id) - (x->r->process_id < y->r->process_id);
+}
+
+/* Median share of v[0..n) without v[skip] (v sorted, most idle first). */
+static double median_without(const struct idle *v, size_t n, size_t skip)
+{
+    size_t m = n - 1, lo = (m - 1) / 2, hi = m / 2; /* middle positions among the others */
+    double a = v[lo + (lo >= skip)].share, b = v[hi + (hi >= skip)].share;
+    return (a + b) / 2;
+}
+
+static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f, const struct idle *e,
+                     double others)
+{
+    char label[160], idle[32], span[32], detail[320];
+    snprintf(detail, sizeof detail,
+             "%s: GPU idle %s of its %s (%.1f %%; the other ranks' median %.1f %%), %lld gaps "
+             ">= 100 us",
+             timeline_rank_label(e->r, label, sizeof label),
+             analyze_fmt_ns(idle, sizeof idle, (double)e->idle),
+             analyze_fmt_ns(span, sizeof span, (double)e->span), e->share, others,
+             (long long)e->r->gaps);
+    char name[32];
+    if (e->r->rank >= 0)
+        snprintf(name, sizeof name, "rank %lld", (long long)e->r->rank);
+    else
+        snprintf(name, sizeof name, "pid %lld", (long long)e->r->pid);
+    struct analyze_evidence row = {.start_ns = e->r->first_start - ctx->start_ns,
+                                   .duration_ns = e->idle,
+                                   .pid = e->r->pid,
+                                   .tid = -1,
+                                   .gpu = e->r->gpu_label,
+                                   .stream = -1,
+                                   .name = name,
+                                   .detail = detail};
+    analyze_add_evidence(f, &row);
+}
+
+int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
+{
+    int rc;
+    struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
+    if (!t || !timeline_several_ranks(t, res))
+        return rc;
+    struct idle *v = calloc(t->rank_count, sizeof *v);
+    if (!v) {
+        snprintf(ctx->error, sizeof ctx->error, "rank_idle: out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t->rank_count; i++) {
+        const struct timeline_rank *r = &t->ranks[i];
+        int64_t span = r->last_end - r->first_start;
+        if (span <= 0)
+            continue;
+        v[n++] = (struct idle){.r = r,
+                               .span = span,
+                               .idle = span - r->all.total,
+                               .share = 100.0 * (double)(span - r->all.total) / (double)span};
+    }
+    if (n >= 2) {
+        qsort(v, n, sizeof *v, by_share);
+        analyze_note(res,
+                     "%zu ranks: GPU idle between each rank's first and last work from "
+                     "%.1f %% to %.1f %% of it (median %.1f %%)",
+                     n, v[n - 1].share, v[0].share,
+                     n % 2 ? v[n / 2].share : (v[n / 2 - 1].share + v[n / 2].share) / 2);
+    }
+    for (size_t i = 0; n >= 2 && i < n; i++) {
+        double others = median_without(v, n, i);
+        if (v[i].share < RANK_IDLE_RATIO * others || v[i].share - others < RANK_IDLE_MIN_EXCESS)
+            continue; /* sorted most idle first, but the median moves: look at each */
+        char label[160];
+        double excess = (v[i].share - others) / 100.0 * (double)v[i].span;
+        struct analyze_finding *f = analyze_add_finding(
+            res, excess, NULL,
+            "%s: its GPU was idle %.1f %% of its span, against a median of %.1f %% on the "
+            "other ranks; the others wait for it in their collectives",
+            timeline_rank_label(v[i].r, label, sizeof label), v[i].share, others);
+        if (!f)
+            continue;
+        f->count = (int64_t)n;           /* the evidence: the ranks compared */
+        rank_row(ctx, f, &v[i], others); /* the culprit, then the others to compare */
+        for (size_t k = 0; k < n && f->evidence_count < ANALYZE_MAX_EVIDENCE; k++)
+            if (k != i)
+                rank_row(ctx, f, &v[k], median_without(v, n, k));
+    }
+    free(v);
+    return 0;
+}
