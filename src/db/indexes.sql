@@ -11,3 +11,4 @@ CREATE INDEX kernels_by_range ON kernels(nvtx_range_id);
 CREATE INDEX memcpys_by_start ON memcpys(start_ns);
 CREATE INDEX memsets_by_start ON memsets(start_ns);
 CREATE INDEX gpu_samples_by_gpu ON gpu_samples(gpu_id, ts_ns);
+CREATE INDEX nvtx_payload_values_by_range ON nvtx_payload_values(range_id);
