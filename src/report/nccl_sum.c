@@ -143,14 +143,15 @@ static const struct table_column nccl_sum_columns[] = {
     {"Process", "process", TABLE_TEXT},
 };
 
-/* temp.nccl_api from the table of collectives: the ranges that are calls. */
+/* temp.nccl_api from the table of collectives: the ranges that are calls, each API with its
+ * *Config twin (ncclAllReduceConfig: NCCL 2.29's per-call configuration, a range of its own). */
 static int nccl_fill_api(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_exec(db, "CREATE TEMP TABLE nccl_api(api TEXT PRIMARY KEY, collective TEXT)", NULL,
                      NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.nccl_api VALUES(?, ?)", -1, &st, NULL) !=
-            SQLITE_OK)
+        sqlite3_prepare_v2(db, "INSERT INTO temp.nccl_api VALUES(?1, ?2), (?1 || 'Config', ?2)",
+                           -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc = 0;
     for (const struct nccl_collective *c = nccl_collectives; c->name && rc == 0; c++) {

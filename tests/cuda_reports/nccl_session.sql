@@ -3,7 +3,7 @@
 -- Rank 0 (process 1, thread 1), NCCL 2.24-style payloads, communicator 77 of 4 ranks:
 --   ncclCommInitRank [0,1000]: comm 77, 4 ranks (given with its pop)
 --   ncclAllReduce [2000,2100] 1 MB Sum: launches (2050) a RING_LL f32 kernel of 1000 ns
---   ncclAllReduce [5000,5100] 1 MB Sum: launches (5050) a RING_LL f32 kernel of 3000 ns
+--   ncclAllReduceConfig [5000,5100] 1 MB Sum: launches (5050) a RING_LL f32 kernel of 3000 ns
 --   ncclAllGather [10000,10100] 250 kB per rank: launches (10050) a RING_LL kernel of 500 ns
 --   ncclGroupStart [12000,12010], ncclAllReduce [12020,12030] 300 B Max, ncclAllReduce
 --   [12040,12050] 100 B Max, ncclGroupEnd [12060,12200]: launches (12100, 12150) two kernels,
@@ -25,12 +25,12 @@ INSERT INTO strings VALUES(1,'NCCL'),(2,'ncclCommInitRank'),(3,'ncclAllReduce'),
  (16,'ncclDevKernel_AllReduce_Sum_f32_TREE_LL(ncclDevKernelArgsStorage<4096ul>)'),
  (17,'ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)'),
  (18,'_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE'),
- (19,'AllReduce'),(20,'CommInitRank');
+ (19,'AllReduce'),(20,'CommInitRank'),(21,'ncclAllReduceConfig');
 INSERT INTO domains VALUES(0,NULL),(1,1);
 INSERT INTO ranges(id,process_id,domain_id,name_id,style,depth,start_thread_id,end_thread_id,start_ns,end_ns) VALUES
  (1,1,1,2,0,0,1,1,0,1000),
  (2,1,1,3,0,0,1,1,2000,2100),
- (3,1,1,3,0,0,1,1,5000,5100),
+ (3,1,1,21,0,0,1,1,5000,5100),
  (4,1,1,4,0,0,1,1,10000,10100),
  (5,1,1,5,0,0,1,1,12000,12010),
  (6,1,1,3,0,0,1,1,12020,12030),
