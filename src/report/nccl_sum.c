@@ -37,12 +37,14 @@ static const char nccl_sum_setup_sql[] =
     " FROM ranges r JOIN strings s ON s.id = r.name_id JOIN temp.nccl_api a ON a.api = s.value"
     " WHERE r.domain_id IN (SELECT d.id FROM domains d JOIN strings n ON n.id = d.name_id"
     "  WHERE n.value = 'NCCL');"
-    /* the kernels, with the thread and time of their launch */
+    /* the kernels, with the thread and time of their launch; a kernel replayed from a CUDA
+     * graph has its graph's launch, long after the calls captured in it: none */
     "CREATE TEMP TABLE nccl_kernels AS SELECT k.id, k.process_id, a.thread_id,"
     " a.start_ns AS launch_ns, k.end_ns - k.start_ns AS gpu_ns,"
     " lantern_nccl_kernel(k.name, 'collective') AS collective,"
     " lantern_nccl_kernel(k.name, 'spec') AS spec, CAST(NULL AS INTEGER) AS group_ns"
     " FROM kernel_ops k LEFT JOIN cuda_api a ON a.id = k.api_id"
+    " AND (SELECT graph_id FROM kernels WHERE id = k.id) IS NULL"
     " WHERE k.name LIKE '%nccl%Kernel%' AND lantern_nccl_kernel(k.name, 'collective') IS NOT NULL;"
     "CREATE INDEX temp.nccl_kernels_by_launch ON nccl_kernels(thread_id, launch_ns);"
     "CREATE INDEX temp.nccl_calls_by_start ON nccl_calls(thread_id, start_ns);"

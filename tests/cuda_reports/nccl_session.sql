@@ -11,7 +11,8 @@
 -- Rank 1 (process 2, thread 2), no payloads (NCCL_NVTX_DISABLE=1 or NCCL < 2.19):
 --   ncclSend [100,200]: launches (150) a SendRecv kernel of 600 ns
 --   an AllReduce kernel of 2000 ns launched (300) after no call; a SendRecv kernel of 400 ns
---   whose launch was not recorded
+--   whose launch was not recorded; a SendRecv kernel of 700 ns replayed from a CUDA graph
+--   launched (170) after the Send
 INSERT INTO meta VALUES('schema_version', 5),('start_ns', 0),('end_ns', 20000),('command', 'app'),
  ('dropped_events', 0),('trace', 'nvtx,cuda');
 INSERT INTO processes(id,pid,exe,name,rank,start_ns,end_ns,clean_exit) VALUES
@@ -52,8 +53,9 @@ INSERT INTO nvtx_payload_values(payload_id,range_id,entry_idx,name_id,value,enum
 INSERT INTO cuda_api(id,process_id,thread_id,api,name_id,start_ns,end_ns,correlation_id) VALUES
  (1,1,1,0,14,2050,2060,1),(2,1,1,0,14,5050,5060,2),(3,1,1,0,14,10050,10060,3),
  (4,1,1,0,14,12100,12110,4),(5,1,1,0,14,12150,12160,5),
- (6,2,2,0,14,150,160,6),(7,2,2,0,14,300,310,7);
-INSERT INTO kernels(id,process_id,correlation_id,start_ns,end_ns,name_id,demangled_id,api_id) VALUES
- (1,1,1,3000,4000,15,15,1),(2,1,2,6000,9000,15,15,2),(3,1,3,11000,11500,17,17,3),
- (4,1,4,13000,13800,15,15,4),(5,1,5,13000,13200,16,16,5),
- (6,2,6,1000,1600,18,NULL,6),(7,2,7,2000,4000,15,15,7),(8,2,8,5000,5400,18,NULL,NULL);
+ (6,2,2,0,14,150,160,6),(7,2,2,0,14,300,310,7),(8,2,2,0,14,170,180,9);
+INSERT INTO kernels(id,process_id,correlation_id,start_ns,end_ns,name_id,demangled_id,api_id,graph_id) VALUES
+ (1,1,1,3000,4000,15,15,1,NULL),(2,1,2,6000,9000,15,15,2,NULL),(3,1,3,11000,11500,17,17,3,NULL),
+ (4,1,4,13000,13800,15,15,4,NULL),(5,1,5,13000,13200,16,16,5,NULL),
+ (6,2,6,1000,1600,18,NULL,6,NULL),(7,2,7,2000,4000,15,15,7,NULL),(8,2,8,5000,5400,18,NULL,NULL,NULL),
+ (9,2,9,6000,6700,18,NULL,8,3);

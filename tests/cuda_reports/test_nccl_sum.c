@@ -141,8 +141,9 @@ static char *run_nccl_sum(const char *fixture, enum table_format format, char *n
  * per rank: size 4 x 250 kB = 1 MB in 500 ns: 2000 GB/s, busbw x 3/4 = 1500. The group's two
  * AllReduce (300 B, 100 B) share its 800 + 200 ns by bytes: 750 and 250 ns, each 0.4 GB/s,
  * busbw 0.6. Rank 1: no payloads, n = 2 processes in the database; its Send's SendRecv kernel
- * (600 ns), an AllReduce kernel after the Send (2000 ns: not a Send's kernel, on its own) and a
- * SendRecv kernel without a recorded launch (400 ns). Time % of all 8500 ns. */
+ * (600 ns), an AllReduce kernel after the Send (2000 ns: not a Send's kernel, on its own), and
+ * two SendRecv kernels on their own: one without a recorded launch (400 ns), one replayed from
+ * a CUDA graph (700 ns): avg 550, stddev sqrt(2 x 150^2). Time % of all 9200 ns. */
 static void rows_match_the_hand_computed_session(void)
 {
     char note[256];
@@ -151,18 +152,19 @@ static void rows_match_the_hand_computed_session(void)
                   "Time (%),Total Time (ns),Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),"
                   "Size (B),AlgBW (GB/s),BusBW (GB/s),Ranks,Ranks From,Op,Kernel,Collective,"
                   "Process\n"
-                  "5.882,500,1,500,500,500,500,0,1000000,2000,1500,4,communicator,,RING_LL,"
+                  "5.435,500,1,500,500,500,500,0,1000000,2000,1500,4,communicator,,RING_LL,"
                   "AllGather,app (rank 0)\n"
-                  "2.941,250,1,250,250,250,250,0,100,0.4,0.6,4,communicator,Max,"
+                  "2.717,250,1,250,250,250,250,0,100,0.4,0.6,4,communicator,Max,"
                   "\"RING_LL f32, TREE_LL f32\",AllReduce,app (rank 0)\n"
-                  "8.824,750,1,750,750,750,750,0,300,0.4,0.6,4,communicator,Max,"
+                  "8.152,750,1,750,750,750,750,0,300,0.4,0.6,4,communicator,Max,"
                   "\"RING_LL f32, TREE_LL f32\",AllReduce,app (rank 0)\n"
-                  "47.059,4000,2,2000,2000,1000,3000,1414.214,1000000,500,750,4,communicator,Sum,"
+                  "43.478,4000,2,2000,2000,1000,3000,1414.214,1000000,500,750,4,communicator,Sum,"
                   "RING_LL f32,AllReduce,app (rank 0)\n"
-                  "23.529,2000,1,2000,2000,2000,2000,0,,,,2,database,,RING_LL f32,AllReduce,"
+                  "21.739,2000,1,2000,2000,2000,2000,0,,,,2,database,,RING_LL f32,AllReduce,"
                   "app (rank 1)\n"
-                  "7.059,600,1,600,600,600,600,0,,,,2,database,,SendRecv,Send,app (rank 1)\n"
-                  "4.706,400,1,400,400,400,400,0,,,,2,database,,SendRecv,SendRecv,app (rank 1)\n");
+                  "6.522,600,1,600,600,600,600,0,,,,2,database,,SendRecv,Send,app (rank 1)\n"
+                  "11.957,1100,2,550,550,400,700,212.132,,,,2,database,,SendRecv,SendRecv,"
+                  "app (rank 1)\n");
     ASSERT_STR_EQ(note, "");
     free(csv);
 }
