@@ -5,11 +5,17 @@
  * Then the agent's trace file is read back: ranges recorded against ranges made, drops,
  * bytes per range, and the worker's peak RSS.
  * Usage: bench_nvtx [seconds (10)] [threads (1)] [baseline seconds (2)] [pairs per thread]
- * With pairs per thread, each thread makes exactly that many (all threads started together)
- * instead of running for the seconds. */
+ *                   [mode (plain)]
+ * With pairs per thread (0: none), each thread makes exactly that many (all threads started
+ * together) instead of running for the seconds. The mode is the pair (bench_modes below):
+ * plain (nvtxRangePushA), ex (nvtxDomainRangePushEx of a registered string, as NCCL pushes)
+ * or payload (the same with a 24-byte extended payload of a registered schema, as NCCL's
+ * ncclAllReduce: its copy is the cost measured against ex). */
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include <dirent.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,10 +41,107 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The pairs of each mode; the domain, string and schema are made before the threads start. */
+static nvtxDomainHandle_t bench_domain;
+static nvtxStringHandle_t bench_name;
+#define BENCH_SCHEMA (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
+
+struct bench_payload { /* NCCL's ncclAllReduce payload: communicator, bytes, op */
+    uint64_t comm;
+    size_t bytes;
+    int op;
+};
+
+static void pairs_plain(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        nvtxRangePushA("bench");
+        nvtxRangePop();
+    }
+}
+
+static nvtxEventAttributes_t bench_attributes(void)
+{
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = bench_name;
+    return a;
+}
+
+static void pairs_ex(unsigned n)
+{
+    nvtxEventAttributes_t a = bench_attributes();
+    for (unsigned i = 0; i < n; i++) {
+        nvtxDomainRangePushEx(bench_domain, &a);
+        nvtxDomainRangePop(bench_domain);
+    }
+}
+
+static void pairs_payload(unsigned n)
+{
+    struct bench_payload p = {0x1234abcd5678ef01ull, 0, 0};
+    nvtxPayloadData_t data = {BENCH_SCHEMA, sizeof p, &p};
+    nvtxEventAttributes_t a = bench_attributes();
+    a.payloadType = NVTX_PAYLOAD_TYPE_EXT;
+    a.reserved0 = 1;
+    a.payload.ullValue = (uint64_t)(uintptr_t)&data;
+    for (unsigned i = 0; i < n; i++) {
+        p.bytes = i; /* a new size each call, as a training loop's buckets */
+        nvtxDomainRangePushEx(bench_domain, &a);
+        nvtxDomainRangePop(bench_domain);
+    }
+}
+
+static const struct bench_mode {
+    const char *name;
+    void (*pairs)(unsigned n);
+} bench_modes[] = {
+    {"plain", pairs_plain},
+    {"ex", pairs_ex},
+    {"payload", pairs_payload},
+};
+
+static const struct bench_mode *bench_mode_named(const char *name)
+{
+    for (size_t i = 0; i < sizeof bench_modes / sizeof bench_modes[0]; i++)
+        if (!strcmp(bench_modes[i].name, name))
+            return &bench_modes[i];
+    return NULL;
+}
+
+/* The domain, its registered name and NCCL's AllReduce schema (the payload mode's). */
+static void bench_register(void)
+{
+    bench_domain = nvtxDomainCreateA("NCCL");
+    bench_name = nvtxDomainRegisterStringA(bench_domain, "ncclAllReduce");
+    static const nvtxPayloadSchemaEntry_t entries[] = {
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", NULL, 0,
+         offsetof(struct bench_payload, comm), NULL, NULL},
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", NULL, 0,
+         offsetof(struct bench_payload, bytes), NULL, NULL},
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Reduction operation", NULL, 0,
+         offsetof(struct bench_payload, op), NULL, NULL},
+    };
+    nvtxPayloadSchemaAttr_t attr = {
+        .fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID,
+        .type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC,
+        .entries = entries,
+        .numEntries = 3,
+        .payloadStaticSize = sizeof(struct bench_payload),
+        .schemaId = BENCH_SCHEMA};
+    nvtxPayloadSchemaRegister(bench_domain, &attr);
+}
+
 struct worker_thread {
     pthread_t thread;
     uint64_t deadline;
     uint64_t pairs; /* 0: until the deadline */
+    const struct bench_mode *mode;
     float *block_ns; /* ns per pair of each block */
     size_t blocks, cap;
 };
@@ -49,10 +152,7 @@ static void *worker_loop(void *arg)
     for (uint64_t made = 0;;) {
         unsigned block = w->pairs && w->pairs - made < BLOCK ? (unsigned)(w->pairs - made) : BLOCK;
         uint64_t start = mono_ns();
-        for (unsigned i = 0; i < block; i++) {
-            nvtxRangePushA("bench");
-            nvtxRangePop();
-        }
+        w->mode->pairs(block);
         uint64_t end = mono_ns();
         if (w->blocks == w->cap) {
             w->cap = w->cap ? w->cap * 2 : 4096;
@@ -73,14 +173,16 @@ static int compare_floats(const void *a, const void *b)
 
 /* Worker: runs the threads, then prints "pairs median p99 maxrss_kb" and exits (the agent
  * ends its file at exit). */
-static int bench_worker(double seconds, int threads, uint64_t pairs)
+static int bench_worker(double seconds, int threads, uint64_t pairs, const struct bench_mode *mode)
 {
     nvtxMarkA("warm-up"); /* NVTX loads (or not) the tool on its first call */
+    bench_register();
     struct worker_thread *w = calloc((size_t)threads, sizeof(*w));
     uint64_t deadline = mono_ns() + (uint64_t)(seconds * 1e9);
     for (int i = 0; i < threads; i++) {
         w[i].deadline = deadline;
         w[i].pairs = pairs;
+        w[i].mode = mode;
         pthread_create(&w[i].thread, NULL, worker_loop, &w[i]);
     }
     size_t total = 0;
@@ -111,7 +213,7 @@ struct result {
 };
 
 static int run_worker(const char *self, const char *agent, const char *session, double seconds,
-                      int threads, uint64_t pairs, struct result *out)
+                      int threads, uint64_t pairs, const char *mode, struct result *out)
 {
     int pipefd[2];
     if (pipe(pipefd) < 0)
@@ -132,7 +234,7 @@ static int run_worker(const char *self, const char *agent, const char *session, 
         snprintf(s, sizeof s, "%g", seconds);
         snprintf(t, sizeof t, "%d", threads);
         snprintf(n, sizeof n, "%llu", (unsigned long long)pairs);
-        execl(self, self, "--worker", s, t, n, (char *)NULL);
+        execl(self, self, "--worker", s, t, n, mode, (char *)NULL);
         _exit(127);
     }
     close(pipefd[1]);
@@ -145,8 +247,9 @@ static int run_worker(const char *self, const char *agent, const char *session, 
     return got == 4 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* Ranges, drops and bytes in the agent's trace file; then removes the file. */
-static int read_trace(const char *session, uint64_t *pushes, uint64_t *dropped, uint64_t *bytes)
+/* Ranges, their payloads, drops and bytes in the agent's trace file; then removes the file. */
+static int read_trace(const char *session, uint64_t *pushes, uint64_t *payloads, uint64_t *dropped,
+                      uint64_t *bytes)
 {
     DIR *d = opendir(session);
     if (!d)
@@ -176,8 +279,10 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *dropped, 
                            &ticks[te.thread_idx % 4096], NULL);
         unsigned event;
         struct trace_fields ef;
-        while (trace_events_next(&events, &event, &ef) == 1)
+        while (trace_events_next(&events, &event, &ef) == 1) {
             *pushes += event == TRACE_PUSH;
+            *payloads += event == TRACE_PAYLOAD;
+        }
     }
     trace_reader_close(&r);
     unlink(path);
@@ -186,41 +291,48 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *dropped, 
 
 int main(int argc, char **argv)
 {
-    if (argc > 3 && strcmp(argv[1], "--worker") == 0)
-        return bench_worker(atof(argv[2]), atoi(argv[3]),
-                            argc > 4 ? strtoull(argv[4], NULL, 10) : 0);
+    if (argc > 5 && strcmp(argv[1], "--worker") == 0)
+        return bench_worker(atof(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10),
+                            bench_mode_named(argv[5]));
     double seconds = argc > 1 ? atof(argv[1]) : 10;
     int threads = argc > 2 ? atoi(argv[2]) : 1;
     double base_seconds = argc > 3 ? atof(argv[3]) : 2;
     uint64_t pairs = argc > 4 ? strtoull(argv[4], NULL, 10) : 0;
+    const char *mode = argc > 5 ? argv[5] : "plain";
+    if (!bench_mode_named(mode)) {
+        fprintf(stderr, "bench_nvtx: no mode '%s' (plain, ex, payload)\n", mode);
+        return 2;
+    }
     char session[] = "/tmp/lantern-bench-XXXXXX";
     if (!mkdtemp(session))
         return 1;
     struct result none_before, none_after, agent;
-    if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, &none_before) ||
-        run_worker("/proc/self/exe", LANTERN_AGENT_PATH, session, seconds, threads, pairs,
+    if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, mode,
+                   &none_before) ||
+        run_worker("/proc/self/exe", LANTERN_AGENT_PATH, session, seconds, threads, pairs, mode,
                    &agent) ||
-        run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, &none_after)) {
+        run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, mode, &none_after)) {
         fprintf(stderr, "bench_nvtx: a worker failed\n");
         return 1;
     }
-    uint64_t pushes = 0, dropped = 0, bytes = 0;
-    if (read_trace(session, &pushes, &dropped, &bytes) < 0) {
+    uint64_t pushes = 0, payloads = 0, dropped = 0, bytes = 0;
+    if (read_trace(session, &pushes, &payloads, &dropped, &bytes) < 0) {
         fprintf(stderr, "bench_nvtx: no trace file in %s\n", session);
         return 1;
     }
     rmdir(session);
-    printf("bench_nvtx: %d thread(s), nvtxRangePushA+nvtxRangePop as fast as they go, "
-           "blocks of %u pairs%s\n",
-           threads, BLOCK, pairs ? ", a fixed number of pairs per thread" : "");
+    printf("bench_nvtx: %d thread(s), %s push+pop as fast as they go, blocks of %u pairs%s\n",
+           threads, mode, BLOCK, pairs ? ", a fixed number of pairs per thread" : "");
     printf("  no tool : median %6.1f ns/pair, p99 %6.1f  (%.0f s before), median %6.1f, p99 "
            "%6.1f (after)\n",
            none_before.median, none_before.p99, base_seconds, none_after.median, none_after.p99);
     printf("  lantern : median %6.1f ns/pair, p99 %6.1f; peak RSS %ld MiB (no tool %ld MiB)\n",
            agent.median, agent.p99, agent.rss_kb / 1024, none_before.rss_kb / 1024);
-    printf("  recorded: %llu of %llu ranges, %llu dropped; trace file %llu bytes = %.2f "
-           "bytes/range\n",
-           (unsigned long long)pushes, agent.pairs, (unsigned long long)dropped,
-           (unsigned long long)bytes, pushes ? (double)bytes / (double)pushes : 0.0);
-    return dropped != 0 || pushes != agent.pairs;
+    printf("  recorded: %llu of %llu ranges, %llu payloads, %llu dropped; trace file %llu bytes"
+           " = %.2f bytes/range\n",
+           (unsigned long long)pushes, agent.pairs, (unsigned long long)payloads,
+           (unsigned long long)dropped, (unsigned long long)bytes,
+           pushes ? (double)bytes / (double)pushes : 0.0);
+    uint64_t want_payloads = strcmp(mode, "payload") == 0 ? pushes : 0;
+    return dropped != 0 || pushes != agent.pairs || payloads != want_payloads;
 }

@@ -38,6 +38,9 @@ session big_name "$build/bin/fault_workload" big_name 5000
 for scenario in basic attributes cross_thread fork; do
     session "$scenario" "$build/bin/nvtx_workload" "$scenario"
 done
+# NVTX payload schemas, enumerations and extended payloads (records 30-34), as NCCL emits them
+session nccl_payloads "$build/bin/nccl_nvtx_workload"
+session nccl_payloads_fork "$build/bin/nccl_nvtx_workload" fork
 cp tests/fuzz/regressions/* "$seeds/"
 echo "=== fuzzing for ${seconds}s on $(ls "$seeds" | wc -l) seed files"
 mkdir -p "$fuzz/corpus"

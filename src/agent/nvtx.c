@@ -1,10 +1,11 @@
 /* NVTX injection: InitializeInjectionNvtx2 fills NVTX's CORE, CORE2, CUDA and CUDART
  * function tables with the callbacks below. Each callback stamps the time, keeps the
  * thread's range depth, and encodes one event of the thread event stream (a few bytes: its
- * message is a string id from the thread's cache) into the thread's buffer; domains,
- * categories and registered strings live in a small registry. */
-#define NVTX_NO_IMPL
-#include <nvtx3/nvToolsExt.h>
+ * message is a string id from the thread's cache) into the thread's buffer, followed by a
+ * copy of its extended payloads when it has some; domains, categories and registered
+ * strings live in a small registry (payload schemas: nvtx_payload.c). */
+#include "agent/nvtx.h"
+
 #include <nvtx3/nvToolsExtCuda.h>
 #include <nvtx3/nvToolsExtCudaRt.h>
 
@@ -37,7 +38,7 @@ struct nvtx_category {
     struct nvtx_category *next;
 };
 
-static pthread_mutex_t nvtx_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t nvtx_registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct nvtx_domain *nvtx_domains;
 static uint32_t nvtx_domain_count; /* ids 1..; 0 is the default domain */
 static struct nvtx_category *nvtx_categories;
@@ -74,8 +75,19 @@ static char *nvtx_utf8_dup(const char *ascii, const wchar_t *wide, size_t *len_o
     return copy;
 }
 
-/* Writes the registry's unwritten entries to the file (registry lock held). */
-static void nvtx_emit_registry_locked(void)
+void nvtx_registry_lock(void)
+{
+    pthread_mutex_lock(&nvtx_registry_mutex);
+}
+
+void nvtx_registry_unlock(void)
+{
+    pthread_mutex_unlock(&nvtx_registry_mutex);
+}
+
+/* Writes the registry's unwritten entries to the file (registry lock held): domains first,
+ * since categories and payload schemas name them. */
+void nvtx_emit_registry_locked(void)
 {
     struct trace_chunk_builder *b = writer_lock();
     if (!b)
@@ -98,6 +110,7 @@ static void nvtx_emit_registry_locked(void)
         trace_put_category(b, &r);
         c->emitted = 1;
     }
+    nvtx_payload_emit_locked(b);
     writer_unlock();
 }
 
@@ -107,7 +120,7 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
     char *name = nvtx_utf8_dup(ascii, wide, &len);
     if (!name)
         return NULL;
-    pthread_mutex_lock(&nvtx_registry_lock);
+    pthread_mutex_lock(&nvtx_registry_mutex);
     struct nvtx_domain *d;
     for (d = nvtx_domains; d; d = d->next)
         if (strcmp(d->name, name) == 0)
@@ -127,7 +140,7 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
     nvtx_domains = d;
     nvtx_emit_registry_locked();
 out:
-    pthread_mutex_unlock(&nvtx_registry_lock);
+    pthread_mutex_unlock(&nvtx_registry_mutex);
     free(name);
     return (nvtxDomainHandle_t)d;
 }
@@ -140,7 +153,7 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
     if (!name)
         return;
     uint32_t domain_id = domain ? ((struct nvtx_domain *)domain)->id : 0;
-    pthread_mutex_lock(&nvtx_registry_lock);
+    pthread_mutex_lock(&nvtx_registry_mutex);
     struct nvtx_category *c;
     for (c = nvtx_categories; c; c = c->next)
         if (c->domain == domain_id && c->category == category)
@@ -158,7 +171,7 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
         name = NULL;
         nvtx_emit_registry_locked();
     }
-    pthread_mutex_unlock(&nvtx_registry_lock);
+    pthread_mutex_unlock(&nvtx_registry_mutex);
     free(name);
 }
 
@@ -172,10 +185,10 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
         free(r);
         return NULL;
     }
-    pthread_mutex_lock(&nvtx_registry_lock);
+    pthread_mutex_lock(&nvtx_registry_mutex);
     r->next = nvtx_strings;
     nvtx_strings = r;
-    pthread_mutex_unlock(&nvtx_registry_lock);
+    pthread_mutex_unlock(&nvtx_registry_mutex);
     return (nvtxStringHandle_t)r;
 }
 
@@ -186,6 +199,18 @@ static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
     return domain ? ((const struct nvtx_domain *)domain)->id : 0;
 }
 
+uint32_t nvtx_domain_id_of(nvtxDomainHandle_t domain)
+{
+    return nvtx_domain_id(domain);
+}
+
+/* An event's extended payloads (NVTX_PAYLOAD_TYPE_EXT): the program's nvtxPayloadData_t
+ * array, read during the call and never kept. */
+struct nvtx_payloads {
+    const nvtxPayloadData_t *data; /* NULL: none */
+    size_t count;
+};
+
 /* An NVTX event's message and attributes, as a callback received them. */
 struct nvtx_event {
     struct thread_message msg;
@@ -194,6 +219,7 @@ struct nvtx_event {
     uint32_t category;
     uint64_t color; /* ARGB + 1; 0: none */
     uint64_t payload_type, payload;
+    struct nvtx_payloads ext;
 };
 
 static inline struct nvtx_event nvtx_event_ascii(const char *message)
@@ -234,6 +260,12 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
     case NVTX_PAYLOAD_TYPE_DOUBLE:
         ev.payload = a->payload.ullValue;
         break;
+    case NVTX_PAYLOAD_TYPE_EXT:
+        /* the payload is a pointer to reserved0 nvtxPayloadData_t (NVTX's helpers always
+         * set the count; 0 is read as one): the data is copied, the pointer is not kept */
+        ev.ext.data = (const nvtxPayloadData_t *)(uintptr_t)a->payload.ullValue;
+        ev.ext.count = ev.ext.data ? (a->reserved0 > 0 ? (size_t)a->reserved0 : 1) : 0;
+        break;
     default:
         ev.payload_type = 0;
         break;
@@ -258,8 +290,37 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
     return ev;
 }
 
+/* The event's PAYLOAD events (trace/events.h) at p, within the TRACE_EV_PAYLOADS_RESERVE
+ * bytes reserved for them: the first TRACE_EV_PAYLOAD_BYTES bytes of the payloads together,
+ * copied as they are. A size of SIZE_MAX ("the tool finds out") copies nothing: the agent
+ * never follows a pointer, in the payload or to find its end. */
+static __attribute__((noinline)) uint8_t *nvtx_put_payloads(uint8_t *p,
+                                                            const struct nvtx_payloads *ext)
+{
+    size_t budget = TRACE_EV_PAYLOAD_BYTES;
+    size_t n = ext->count < TRACE_EV_PAYLOADS_MAX ? ext->count : TRACE_EV_PAYLOADS_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const nvtxPayloadData_t *d = &ext->data[i];
+        size_t len = d->payload && d->size != SIZE_MAX ? d->size : 0;
+        if (len > budget)
+            len = budget;
+        budget -= len;
+        *p++ = TRACE_EV_PAYLOAD;
+        p = trace_ev_u(p, i);
+        p = trace_ev_u(p, ext->count);
+        p = trace_ev_u(p, d->schemaId);
+        p = trace_ev_u(p, d->size);
+        p = trace_ev_u(p, len);
+        if (len)
+            memcpy(p, d->payload, len);
+        p += len;
+    }
+    return p;
+}
+
 /* PUSH ([domain] depth name), START ([domain] range_id name), MARK ([domain] name), then the
- * attributes (trace/events.h). kind is a constant at every call: the branches fold. */
+ * attributes and payloads (trace/events.h). kind is a constant at every call: the branches
+ * fold. */
 static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thread *t,
                                                                 unsigned kind, uint64_t ticks,
                                                                 uint32_t domain, uint64_t arg,
@@ -268,7 +329,8 @@ static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thr
     thread_message_resolve(t, &ev->msg);
     unsigned op = kind | (domain ? TRACE_EV_DOMAIN : 0) |
                   (ev->has_attributes ? TRACE_EV_ATTRIBUTES : 0);
-    uint8_t *p = thread_event_begin(t, op, ticks, &ev->msg);
+    uint8_t *p = thread_event_begin_extra(t, op, ticks, &ev->msg,
+                                          ev->ext.count ? TRACE_EV_PAYLOADS_RESERVE : 0);
     if (__builtin_expect(!p, 0))
         return;
     if (domain)
@@ -282,6 +344,8 @@ static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thr
         p = trace_ev_u(p, ev->payload_type);
         p = trace_ev_u(p, ev->payload);
     }
+    if (__builtin_expect(ev->ext.count != 0, 0))
+        p = nvtx_put_payloads(p, &ev->ext);
     ring_commit(t, p, ticks);
 }
 
@@ -325,19 +389,22 @@ static inline __attribute__((always_inline)) void nvtx_put(struct agent_thread *
 }
 
 /* POP ([domain] depth), UNBALANCED_POP ([domain]), END (range_id), DOMAIN_DESTROY (domain):
- * events without a message. */
+ * events without a message; a POP or END of the payload extension's carries payloads. */
 static inline __attribute__((always_inline)) void
 nvtx_put_short(struct agent_thread *t, unsigned kind, uint64_t ticks, uint32_t domain,
-               int has_arg, uint64_t arg)
+               int has_arg, uint64_t arg, const struct nvtx_payloads *ext)
 {
     struct thread_message none = {0};
-    uint8_t *p = thread_event_begin(t, kind | (domain ? TRACE_EV_DOMAIN : 0), ticks, &none);
+    uint8_t *p = thread_event_begin_extra(t, kind | (domain ? TRACE_EV_DOMAIN : 0), ticks, &none,
+                                          ext ? TRACE_EV_PAYLOADS_RESERVE : 0);
     if (__builtin_expect(!p, 0))
         return;
     if (domain)
         p = trace_ev_u(p, domain);
     if (has_arg)
         p = trace_ev_u(p, arg);
+    if (ext)
+        p = nvtx_put_payloads(p, ext);
     ring_commit(t, p, ticks);
 }
 
@@ -352,18 +419,20 @@ static inline __attribute__((always_inline)) int nvtx_push(uint32_t domain, stru
     return level;
 }
 
-static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain)
+/* ext: NULL, or the payloads of nvtxRangePopPayload (count > 0) */
+static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain,
+                                                          const struct nvtx_payloads *ext)
 {
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(!t, 0))
         return -1;
     if (__builtin_expect(t->depth[domain] <= 0, 0)) {
-        nvtx_put_short(t, TRACE_EV_UNBALANCED_POP, ticks, domain, 0, 0);
+        nvtx_put_short(t, TRACE_EV_UNBALANCED_POP, ticks, domain, 0, 0, NULL);
         return -1;
     }
     int level = --t->depth[domain];
-    nvtx_put_short(t, TRACE_EV_POP, ticks, domain, 1, (uint64_t)level);
+    nvtx_put_short(t, TRACE_EV_POP, ticks, domain, 1, (uint64_t)level, ext);
     return level;
 }
 
@@ -380,12 +449,13 @@ nvtx_start(uint32_t domain, struct nvtx_event *ev, uint64_t ticks)
     return id;
 }
 
-static inline __attribute__((always_inline)) void nvtx_end(nvtxRangeId_t id)
+static inline __attribute__((always_inline)) void nvtx_end(nvtxRangeId_t id,
+                                                           const struct nvtx_payloads *ext)
 {
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
-        nvtx_put_short(t, TRACE_EV_END, ticks, 0, 1, id);
+        nvtx_put_short(t, TRACE_EV_END, ticks, 0, 1, id, ext);
 }
 
 static inline __attribute__((always_inline)) void nvtx_mark(uint32_t domain,
@@ -470,7 +540,7 @@ static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
 
 static void nvtx_range_end(nvtxRangeId_t id)
 {
-    nvtx_end(id);
+    nvtx_end(id, NULL);
 }
 
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
@@ -496,7 +566,7 @@ static int nvtx_range_push_w(const wchar_t *message)
 
 static int nvtx_range_pop(void)
 {
-    return nvtx_pop(0);
+    return nvtx_pop(0, NULL);
 }
 
 static void nvtx_name_category_a(uint32_t category, const char *name)
@@ -537,7 +607,7 @@ static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
 static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 {
     (void)domain; /* the id alone names the range */
-    nvtx_end(id);
+    nvtx_end(id, NULL);
 }
 
 static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
@@ -549,7 +619,59 @@ static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventA
 
 static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)
 {
-    return nvtx_pop(nvtx_domain_id(domain));
+    return nvtx_pop(nvtx_domain_id(domain), NULL);
+}
+
+/* ---- the payload extension's events (nvtx_payload.c hands them to NVTX) ---- */
+
+/* An event of the payload extension: no message (a message entry inside the payload is a
+ * pointer, never followed), the payloads as an EXT payload's. */
+static struct nvtx_event nvtx_event_payloads(const nvtxPayloadData_t *data, size_t count)
+{
+    struct nvtx_event ev = {.has_attributes = 1, .payload_type = TRACE_PAYLOAD_TYPE_EXT};
+    if (data)
+        ev.ext = (struct nvtx_payloads){.data = data, .count = count};
+    return ev;
+}
+
+int nvtx_range_push_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
+                            size_t count)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_payloads(data, count);
+    return nvtx_push(nvtx_domain_id(domain), &ev, ticks);
+}
+
+/* NCCL ends its communicator ranges this way, with the communicator's payload (its id and
+ * size, known only once it is made): without it those ranges would never end. */
+int nvtx_range_pop_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
+                           size_t count)
+{
+    struct nvtx_payloads ext = {.data = data, .count = count};
+    return nvtx_pop(nvtx_domain_id(domain), data && count ? &ext : NULL);
+}
+
+nvtxRangeId_t nvtx_range_start_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
+                                       size_t count)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_payloads(data, count);
+    return nvtx_start(nvtx_domain_id(domain), &ev, ticks);
+}
+
+void nvtx_range_end_payload(nvtxDomainHandle_t domain, nvtxRangeId_t id,
+                            const nvtxPayloadData_t *data, size_t count)
+{
+    (void)domain;
+    struct nvtx_payloads ext = {.data = data, .count = count};
+    nvtx_end(id, data && count ? &ext : NULL);
+}
+
+void nvtx_mark_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data, size_t count)
+{
+    uint64_t ticks = clock_ticks();
+    struct nvtx_event ev = nvtx_event_payloads(data, count);
+    nvtx_mark(nvtx_domain_id(domain), &ev, ticks);
 }
 
 /* Generic resources are recorded as names of their identifier; the handle only needs to be
@@ -617,7 +739,7 @@ static void nvtx_domain_destroy(nvtxDomainHandle_t domain)
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (domain && t)
-        nvtx_put_short(t, TRACE_EV_DOMAIN_DESTROY, ticks, 0, 1, nvtx_domain_id(domain));
+        nvtx_put_short(t, TRACE_EV_DOMAIN_DESTROY, ticks, 0, 1, nvtx_domain_id(domain), NULL);
 }
 
 /* nvtxInitialize only forces NVTX to load us, which has happened by the time it is called. */
@@ -750,28 +872,29 @@ InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 
 static int nvtx_source_init(void)
 {
-    pthread_mutex_lock(&nvtx_registry_lock);
+    pthread_mutex_lock(&nvtx_registry_mutex);
     nvtx_emit_registry_locked();
-    pthread_mutex_unlock(&nvtx_registry_lock);
+    pthread_mutex_unlock(&nvtx_registry_mutex);
     return 0;
 }
 
 static void nvtx_fork_prepare(void)
 {
-    pthread_mutex_lock(&nvtx_registry_lock);
+    pthread_mutex_lock(&nvtx_registry_mutex);
 }
 static void nvtx_fork_parent(void)
 {
-    pthread_mutex_unlock(&nvtx_registry_lock);
+    pthread_mutex_unlock(&nvtx_registry_mutex);
 }
 
 static void nvtx_fork_child(void)
 {
-    pthread_mutex_init(&nvtx_registry_lock, NULL);
+    pthread_mutex_init(&nvtx_registry_mutex, NULL);
     for (struct nvtx_domain *d = nvtx_domains; d; d = d->next)
         d->emitted = 0;
     for (struct nvtx_category *c = nvtx_categories; c; c = c->next)
         c->emitted = 0;
+    nvtx_payload_fork_child();
     nvtx_emit_registry_locked();
 }
 

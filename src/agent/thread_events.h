@@ -84,13 +84,15 @@ static inline __attribute__((always_inline)) void thread_message_resolve(struct 
     m->id = m->define->id;
 }
 
-/* Reserves room for the event and its message's STRING, writes that and the op and tick
- * delta; returns where the event's fields go, or NULL when it was dropped (counted). */
+/* Reserves room for the event, its message's STRING and `extra` bytes the caller writes after
+ * the event's fields (its PAYLOAD events), writes the STRING, the op and the tick delta;
+ * returns where the event's fields go, or NULL when it was dropped (counted). */
 static inline __attribute__((always_inline)) uint8_t *
-thread_event_begin(struct agent_thread *t, unsigned op, uint64_t ticks, struct thread_message *m)
+thread_event_begin_extra(struct agent_thread *t, unsigned op, uint64_t ticks,
+                         struct thread_message *m, uint32_t extra)
 {
     uint32_t string_bytes = m->define ? (uint32_t)m->len + 24 : 0;
-    uint8_t *p = ring_reserve(t, TRACE_EV_MAX_FIXED + string_bytes);
+    uint8_t *p = ring_reserve(t, TRACE_EV_MAX_FIXED + string_bytes + extra);
     if (__builtin_expect(!p, 0)) {
         if (m->define) /* its STRING is not written: forget it */
             m->define->key = 0;
@@ -106,6 +108,12 @@ thread_event_begin(struct agent_thread *t, unsigned op, uint64_t ticks, struct t
     }
     *p++ = (uint8_t)op;
     return trace_ev_i(p, (int64_t)(ticks - t->last_ticks));
+}
+
+static inline __attribute__((always_inline)) uint8_t *
+thread_event_begin(struct agent_thread *t, unsigned op, uint64_t ticks, struct thread_message *m)
+{
+    return thread_event_begin_extra(t, op, ticks, m, 0);
 }
 
 #endif

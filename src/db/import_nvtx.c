@@ -1,10 +1,12 @@
 /* The NVTX source's importer: trace records 20-39 (written by src/agent/nvtx.c) into domains,
  * categories, ranges (push/pop pairs by depth, start/end pairs by id, batched inserts) and
  * marks; NVTX names of CUDA handles into cuda_resource_names (joined to CUPTI's ids by the CUDA
- * importer's finish). Record layouts: src/trace/records.def (read with its generated
- * decoders); tables: src/db/schema.sql. */
+ * importer's finish); extended payloads and their schemas through import_nvtx_payload.c, told
+ * which range or mark each event made. Record layouts: src/trace/records.def (read with its
+ * generated decoders); tables: src/db/schema.sql. */
 #include "common/u64_map.h"
 #include "db/import_internal.h"
+#include "db/import_nvtx_payload.h"
 #include "trace/format.h"
 #include "trace/records.h"
 
@@ -31,6 +33,7 @@ struct open_range {
     int64_t name_id, domain_id, thread_id;
     uint64_t category, color, payload_type, payload_bits, start_ns;
     uint32_t depth;
+    uint32_t file_domain; /* the file's domain id: its payloads' schemas are the domain's */
 };
 
 /* A range ready to be written (ranges are written in batches). */
@@ -71,6 +74,7 @@ struct nvtx_file {
     struct finished_range finished[RANGE_BATCH];
     int nfinished;
     uint64_t unbalanced; /* TRACE_UNBALANCED_POP records */
+    struct nvtx_payloads *payloads;
 };
 
 static int64_t domain_of(struct nvtx_file *f, uint64_t file_domain)
@@ -345,7 +349,9 @@ static void on_push(struct nvtx_file *f, struct trace_fields *fl)
     r->thread_id = import_thread(f->file, p.thread_idx);
     r->start_ns = p.ts;
     r->depth = (uint32_t)depth;
+    r->file_domain = (uint32_t)p.domain;
     stack->top = (uint32_t)depth + 1;
+    nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, r->id, 0);
 }
 
 static void on_pop(struct nvtx_file *f, struct trace_fields *fl)
@@ -360,6 +366,7 @@ static void on_pop(struct nvtx_file *f, struct trace_fields *fl)
     }
     stack_abandon_from(f, stack, (uint32_t)depth + 1);
     if (depth < stack->top && stack->levels[depth].id) { /* else its push was dropped */
+        nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, stack->levels[depth].id, 0);
         insert_range(f, &stack->levels[depth], IMPORT_RANGE_PUSH_POP,
                      stack->levels[depth].thread_id, p.ts);
         stack->levels[depth].id = 0;
@@ -407,7 +414,9 @@ static void on_start(struct nvtx_file *f, struct trace_fields *fl)
     r->domain_id = domain_of(f, p.domain);
     r->thread_id = import_thread(f->file, p.thread_idx);
     r->start_ns = p.ts;
+    r->file_domain = (uint32_t)p.domain;
     u64_map_put(&f->open_starts, range_id + 1, slot + 1);
+    nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, r->id, 0);
 }
 
 static void on_end(struct nvtx_file *f, struct trace_fields *fl)
@@ -418,6 +427,7 @@ static void on_end(struct nvtx_file *f, struct trace_fields *fl)
     if (!slot)
         return; /* its start was dropped */
     size_t i = *slot - 1;
+    nvtx_payloads_owner(f->payloads, e.thread_idx, f->starts[i].file_domain, f->starts[i].id, 0);
     insert_range(f, &f->starts[i], IMPORT_RANGE_START_END, import_thread(f->file, e.thread_idx),
                  e.ts);
     u64_map_remove(&f->open_starts, e.range_id + 1);
@@ -445,8 +455,11 @@ static void on_mark(struct nvtx_file *f, struct trace_fields *fl)
     bind_color(st, 6, ev.color);
     bind_payload(st, 7, ev.payload_type, ev.payload_bits);
     sqlite3_bind_int64(st, 8, (int64_t)m.ts);
-    if (import_step(f->file, st, NULL) == 0)
+    if (import_step(f->file, st, NULL) == 0) {
         import_summary_of(f->file)->marks++;
+        nvtx_payloads_owner(f->payloads, m.thread_idx, m.domain, 0,
+                            sqlite3_last_insert_rowid(import_db(f->file)));
+    }
 }
 
 
@@ -490,6 +503,10 @@ static int on_name_resource(struct nvtx_file *f, struct trace_fields *fl)
 static int nvtx_record(void *ctx, unsigned type, struct trace_fields *fl)
 {
     struct nvtx_file *f = ctx;
+    if (type >= TRACE_PAYLOAD_SCHEMA && type <= TRACE_PAYLOAD)
+        return nvtx_payloads_record(f->payloads, type, fl);
+    /* payloads follow their event at once: any other record ends its chance to have some */
+    nvtx_payloads_owner(f->payloads, 0, 0, 0, 0);
     switch (type) {
     case TRACE_DOMAIN:
         on_domain(f, fl);
@@ -537,6 +554,7 @@ static void *nvtx_file_open(struct import_file *file, void *session_state)
     if (f) {
         f->file = file;
         f->session = session_state;
+        f->payloads = nvtx_payloads_open(file, &f->domains);
     }
     return f;
 }
@@ -561,6 +579,7 @@ static void nvtx_file_close(void *ctx)
     struct nvtx_file *f = ctx;
     close_open_ranges(f);
     store_unbalanced(f);
+    nvtx_payloads_close(f->payloads);
     free(f->domains.v);
     u64_map_release(&f->stack_index);
     u64_map_release(&f->open_starts);

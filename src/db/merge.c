@@ -1,8 +1,9 @@
 /* lantern merge (merge.h): every input database is attached in turn and its rows copied into
  * the new one. Strings, domains and categories are shared by value (merge_maps.sql), GPUs by
- * uuid; processes, threads, ranges and CUDA calls keep their order under an offset, and every
- * column that points at one of them is rewritten by the rule table below. Times move onto the
- * first input's clock by the inputs' wall<->monotonic offsets (docs/schema.md). */
+ * uuid; processes, threads, ranges, marks, CUDA calls and NVTX payloads keep their order under
+ * an offset, and every column that points at one of them is rewritten by the rule table below.
+ * Times move onto the first input's clock by the inputs' wall<->monotonic offsets
+ * (docs/schema.md). */
 #include "db/merge.h"
 #include "db/import.h"
 
@@ -26,6 +27,9 @@ enum merge_ref {
     REF_THREAD,  /* threads.id: + :thread */
     REF_RANGE,   /* ranges.id: + :range */
     REF_API,     /* cuda_api.id: + :api */
+    REF_MARK,    /* marks.id: + :mark */
+    REF_SCHEMA,  /* nvtx_payload_schemas.id: + :schema */
+    REF_PAYLOAD, /* nvtx_payloads.id: + :payload */
     REF_STRING,  /* strings.id: through temp.string_map */
     REF_DOMAIN,  /* domains.id: through temp.domain_map */
     REF_GPU,     /* gpus.id: through temp.gpu_map */
@@ -42,6 +46,11 @@ static const struct merge_rule {
     {"processes", "id", REF_PROCESS},  {"processes", "parent_id", REF_PROCESS},
     {"threads", "id", REF_THREAD},     {"ranges", "id", REF_RANGE},
     {"ranges", "parent_id", REF_RANGE}, {"cuda_api", "id", REF_API},
+    {"marks", "id", REF_MARK},         {"nvtx_payload_schemas", "id", REF_SCHEMA},
+    {"nvtx_payloads", "id", REF_PAYLOAD}, {NULL, "range_id", REF_RANGE},
+    {NULL, "mark_id", REF_MARK},       {NULL, "schema_row", REF_SCHEMA},
+    {NULL, "payload_id", REF_PAYLOAD}, {NULL, "enum_name_id", REF_STRING},
+    {NULL, "description_id", REF_STRING},
     {NULL, "id", REF_DROP},            {NULL, "process_id", REF_PROCESS},
     {NULL, "thread_id", REF_THREAD},   {NULL, "start_thread_id", REF_THREAD},
     {NULL, "end_thread_id", REF_THREAD}, {NULL, "nvtx_range_id", REF_RANGE},
@@ -60,6 +69,9 @@ static const char *const merge_ref_expr[] = {
     [REF_THREAD] = "(%s + :thread)",
     [REF_RANGE] = "(%s + :range)",
     [REF_API] = "(%s + :api)",
+    [REF_MARK] = "(%s + :mark)",
+    [REF_SCHEMA] = "(%s + :schema)",
+    [REF_PAYLOAD] = "(%s + :payload)",
     [REF_STRING] = "(SELECT new FROM temp.string_map WHERE old = %s)",
     [REF_DOMAIN] = "(SELECT new FROM temp.domain_map WHERE old = %s)",
     [REF_GPU] = "(SELECT new FROM temp.gpu_map WHERE old = %s)",
@@ -71,6 +83,8 @@ static const struct {
     const char *table, *param;
 } merge_offsets[] = {
     {"processes", ":process"}, {"threads", ":thread"}, {"ranges", ":range"}, {"cuda_api", ":api"},
+    {"marks", ":mark"},         {"nvtx_payload_schemas", ":schema"},
+    {"nvtx_payloads", ":payload"},
 };
 #define MERGE_OFFSETS (sizeof merge_offsets / sizeof merge_offsets[0])
 

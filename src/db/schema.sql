@@ -56,6 +56,46 @@ CREATE TABLE marks(
   domain_id INTEGER NOT NULL DEFAULT 0, name_id INTEGER, category INTEGER NOT NULL DEFAULT 0,
   color INTEGER, payload, ts_ns INTEGER NOT NULL);
 
+-- NVTX extended payloads (the payload extension: NCCL's message sizes, ranks, reduction ops).
+-- Schemas and enumerations as each process registered them; every payload of a range or mark
+-- with its bytes; and the values decoded from them through their schema.
+CREATE TABLE nvtx_payload_schemas(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, domain_id INTEGER NOT NULL,
+  schema_id INTEGER NOT NULL,                  -- the program's id (static ids from 2^24)
+  is_enum INTEGER NOT NULL,                    -- 0 a payload schema, 1 an enumeration
+  name_id INTEGER,                             -- NCCL: 'AllReduce', ...; NULL: none
+  schema_type INTEGER,                         -- NVTX_PAYLOAD_SCHEMA_TYPE_* (1 static)
+  flags INTEGER, static_size INTEGER,          -- bytes (enumerations: a value's)
+  pack_align INTEGER, entry_count INTEGER);    -- entries (values) registered
+CREATE TABLE nvtx_payload_entries(             -- a schema's entries, in order
+  schema_row INTEGER NOT NULL,                 -- nvtx_payload_schemas.id
+  idx INTEGER NOT NULL, name_id INTEGER,       -- 'Message size [bytes]', ...
+  description_id INTEGER,
+  type INTEGER,                                -- NVTX_PAYLOAD_ENTRY_TYPE_*, or an enum/schema id
+  flags INTEGER, array_length INTEGER,
+  byte_offset INTEGER,                         -- as registered (0 after the first: natural)
+  PRIMARY KEY(schema_row, idx)) WITHOUT ROWID;
+CREATE TABLE nvtx_payload_enum_values(         -- an enumeration's values
+  schema_row INTEGER NOT NULL, idx INTEGER NOT NULL, name_id INTEGER, value INTEGER,
+  is_flag INTEGER, PRIMARY KEY(schema_row, idx)) WITHOUT ROWID;
+CREATE TABLE nvtx_payloads(                    -- one per nvtxPayloadData_t of an event
+  id INTEGER PRIMARY KEY,
+  range_id INTEGER, mark_id INTEGER,           -- the range (push, pop, start, end) or mark
+  idx INTEGER NOT NULL,                        -- its place in the event's array
+  count INTEGER NOT NULL,                      -- payloads the event had (8 at most recorded)
+  schema_id INTEGER,                           -- as given
+  schema_row INTEGER,                          -- its nvtx_payload_schemas row; NULL: unknown
+  size INTEGER,                                -- bytes the program gave
+  data BLOB,                                   -- the bytes recorded (the first 256 of an event)
+  truncated INTEGER NOT NULL);                 -- 1: data holds fewer bytes than size
+CREATE TABLE nvtx_payload_values(              -- each payload decoded through its schema
+  payload_id INTEGER NOT NULL, range_id INTEGER, mark_id INTEGER,
+  entry_idx INTEGER NOT NULL,                  -- nvtx_payload_entries.idx
+  array_idx INTEGER,                           -- a fixed array's element; NULL: a scalar
+  name_id INTEGER,                             -- the entry's name
+  value,                                       -- INTEGER, REAL or TEXT
+  enum_name_id INTEGER);                       -- an enumeration's value: its name ('Sum')
+
 -- ---- CUDA (issue: CUDA tracing through CUPTI) ----------------------------------------------
 
 CREATE TABLE gpus(                              -- one row per physical GPU, merged by uuid
@@ -237,6 +277,15 @@ CREATE VIEW gpu_ops AS
     s.correlation_id, s.start_ns, s.end_ns, s.api_id, s.nvtx_range_id, NULL, '[CUDA memset]',
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
     +s.bytes, NULL, NULL, +s.mem_kind FROM memsets s;
+
+-- Every decoded payload value with its names as text: the NVTX payload data users query.
+CREATE VIEW nvtx_payload_fields AS
+  SELECT v.payload_id, v.range_id, v.mark_id, sn.value AS schema, v.entry_idx,
+    fn.value AS field, v.array_idx, v.value, en.value AS enum_name
+  FROM nvtx_payload_values v JOIN nvtx_payloads p ON p.id = v.payload_id
+  LEFT JOIN nvtx_payload_schemas s ON s.id = p.schema_row
+  LEFT JOIN strings sn ON sn.id = s.name_id LEFT JOIN strings fn ON fn.id = v.name_id
+  LEFT JOIN strings en ON en.id = v.enum_name_id;
 
 -- Each process's label as reports and exports show it: "train.py (rank 1)", from its short
 -- name (else its executable, else its pid) and rank.

@@ -39,6 +39,7 @@ int report_why_no_cuda(sqlite3 *db, char *why, size_t size);
 
 int report_nvtx_sum(struct report_ctx *ctx);
 int report_energy_sum(struct report_ctx *ctx); /* energy_sum.c */
+int report_nccl_sum(struct report_ctx *ctx);   /* nccl_sum.c */
 int report_kernels(struct report_ctx *ctx);    /* kernels_report.c: `lantern kernels`' defaults */
 
 #endif

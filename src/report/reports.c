@@ -17,6 +17,8 @@ const struct report report_table[] = {
      "CUDA GPU trace: one row per kernel/copy/memset (--sort duration)"},
     {"nvtx_kern_sum", report_nvtx_kern_sum, "Kernels launched inside each NVTX range"},
     {"nvtx_gpu_proj_sum", report_nvtx_gpu_proj_sum, "NVTX ranges projected onto the GPU"},
+    {"nccl_sum", report_nccl_sum,
+     "NCCL collectives: calls, size, GPU time, algorithm and bus bandwidth per type and size"},
     {"energy_sum", report_energy_sum,
      "GPU energy (J, avg W) of the run, processes, NVTX ranges, kernels, windows"},
     {"kernels", report_kernels,

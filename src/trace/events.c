@@ -34,7 +34,7 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
     unsigned op = *in->p++;
     unsigned kind = op & TRACE_EV_KIND_MASK;
     uint64_t ts = 0, domain = 0;
-    if (kind != TRACE_EV_STRING) {
+    if (kind != TRACE_EV_STRING && kind != TRACE_EV_PAYLOAD) {
         *r->ticks += (uint64_t)trace_get_i(in);
         ts = trace_clock_line_ns(r->clock, *r->ticks);
         if (op & TRACE_EV_DOMAIN)
@@ -130,6 +130,19 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
         e.bytes = trace_bytes(bytes, len);
         *type = TRACE_STRING;
         put = len <= TRACE_EV_STRING_MAX ? trace_put_string(b, &e) : -1;
+        break;
+    }
+    case TRACE_EV_PAYLOAD: {
+        struct trace_payload e = {.thread_idx = thread};
+        e.index = trace_get_u(in);
+        e.count = trace_get_u(in);
+        e.schema_id = trace_get_u(in);
+        e.size = trace_get_u(in);
+        const uint8_t *bytes;
+        size_t len = trace_get_s(in, &bytes);
+        e.bytes = trace_bytes(bytes, len);
+        *type = TRACE_PAYLOAD;
+        put = len <= TRACE_EV_PAYLOAD_BYTES ? trace_put_payload(b, &e) : -1;
         break;
     }
     default:

@@ -9,9 +9,11 @@
  *   op & TRACE_EV_KIND_MASK   the kind below
  *   op & TRACE_EV_DOMAIN      a u domain follows the tick delta (absent: domain 0)
  *   op & TRACE_EV_ATTRIBUTES  u category, u color + 1, u payload_type, u payload end the event
- * Every kind but STRING starts with i dticks: the TSC (or ns) delta from the thread's previous
- * event in this file, the first from 0. Names are string ids: 0 none, else defined before
- * their first use by a STRING event of the same stream or a TRACE_STRING record. */
+ * Every kind but STRING and PAYLOAD starts with i dticks: the TSC (or ns) delta from the
+ * thread's previous event in this file, the first from 0. Names are string ids: 0 none, else
+ * defined before their first use by a STRING event of the same stream or a TRACE_STRING
+ * record. PAYLOAD events follow the PUSH, POP, START, END or MARK whose extended payloads they
+ * carry, written with it (one reservation, one commit): nothing comes between them. */
 #ifndef LANTERN_TRACE_EVENTS_H
 #define LANTERN_TRACE_EVENTS_H
 
@@ -33,7 +35,8 @@
     X(THREAD_NAME, 8, "os_tid name")                                                               \
     X(NAME_RESOURCE, 9, "kind handle name")                                                        \
     X(CUDA_BACKTRACE, 10, "correlation stack")                                                     \
-    X(STRING, 11, "(no dticks) id, u length, bytes")
+    X(STRING, 11, "(no dticks) id, u length, bytes")                                              \
+    X(PAYLOAD, 12, "(no dticks) index count schema_id size, u length, bytes")
 
 enum trace_event_kind {
 #define X(KIND, number, fields) TRACE_EV_##KIND = number,
@@ -48,6 +51,13 @@ enum trace_event_kind {
 #define TRACE_EV_MAX_FIXED 96u
 /* The longest string a STRING event carries; longer ones are TRACE_STRING records. */
 #define TRACE_EV_STRING_MAX 8192u
+/* Extended payloads: the bytes copied for one event's payloads together, and how many of its
+ * payloads are recorded (NCCL gives one of 8 to 32 bytes). A cut is visible: a PAYLOAD's
+ * length below its size, its count above the PAYLOAD events that follow. */
+#define TRACE_EV_PAYLOAD_BYTES 256u
+#define TRACE_EV_PAYLOADS_MAX 8u
+/* The most bytes an event's PAYLOAD events take: op + 5 varints each, and the bytes. */
+#define TRACE_EV_PAYLOADS_RESERVE (TRACE_EV_PAYLOADS_MAX * 51u + TRACE_EV_PAYLOAD_BYTES)
 
 /* ---- encoding (inline: the agent's hot path) ---- */
 

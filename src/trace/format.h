@@ -9,7 +9,7 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 3u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 4u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 #define TRACE_FILE_HEADER_SIZE 16u           /* magic, u32 version, u32 flags (0) */
 
@@ -101,6 +101,13 @@ enum trace_resource_kind {
 #define TRACE_STRING_CUT_MARK "...[cut by lantern]"
 
 #define TRACE_MAX_ANCESTORS 16u
+
+/* NVTX's extended payloads (the payload extension, nvToolsExtPayload.h). An event's payload
+ * type NVTX_PAYLOAD_TYPE_EXT (0xDFBD0009) is recorded as its low byte, as the agent records
+ * every payload type: 9, beside the core types 1-6. A schema or enumeration records at most
+ * this many entries (NCCL's have up to 7); the rest are counted in its entry_count. */
+#define TRACE_PAYLOAD_TYPE_EXT 9u
+#define TRACE_PAYLOAD_ENTRIES_MAX 256u
 
 /* TRACE_PROCESS agent_flags */
 #define TRACE_FLAG_NVTX 0x1u

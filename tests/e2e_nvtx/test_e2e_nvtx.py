@@ -2,11 +2,13 @@
 database (src/db/schema.sql) is queried. Needs $LANTERN_BUILD (the build folder) and
 $NVTX_WORKLOAD (tests/agent/nvtx_workload); Python tests need the `nvtx` package."""
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +135,33 @@ def test_multiprocessing_spawn_children_are_traced(tmp_path, ending):
         assert pid != parent_pid and ppid == parent_pid
     unclean = db.execute("SELECT count(*) FROM processes WHERE clean_exit = 0").fetchone()[0]
     assert unclean == (0 if ending == "close_join" else len(children))
+
+
+def test_a_trace_of_format_version_3_still_imports(tmp_path):
+    """tests/import/v3-session: nvtx_workload attributes recorded by Lantern before trace format
+    4 (extended payloads); imported now, it gives the rows the Lantern of then gave."""
+    session = tmp_path / "v3"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "import" / "v3-session", session)
+    run = subprocess.run([LANTERN, "import", str(session), "-o", str(tmp_path / "v3.db")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
+    db = sqlite3.connect(tmp_path / "v3.db")
+    assert db.execute("""
+        SELECT s.value, ds.value, r.depth, r.style, r.category, r.color, r.payload,
+               r.end_ns - r.start_ns FROM ranges r LEFT JOIN strings s ON s.id = r.name_id
+        LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id
+        ORDER BY r.start_ns""").fetchall() == [
+        ("plain", None, 0, 0, 0, None, None, 15363),
+        ("default-domain", None, 1, 0, 0, None, None, 1392),
+        ("registered", "io", 0, 0, 3, 4278255360, -5, 931),
+        ("registered", "io", 1, 0, 0, None, 281474976710655, 531),
+        ("wide-push", None, 0, 0, 0, None, None, 370),
+        ("registered-2", "io", None, 1, 0, None, None, 350)]
+    assert db.execute("""SELECT s.value, m.payload FROM marks m LEFT JOIN strings s
+                         ON s.id = m.name_id ORDER BY m.ts_ns""").fetchall() == [
+        ("h\u00e9llo \u2713 \U0001d11e", 2.25), ("float-mark", 1.5), ("wide-mark", None)]
+    assert db.execute("SELECT pid, clean_exit, end_record FROM processes").fetchall() == [(8429, 1, 1)]
+    assert db.execute("SELECT count(*) FROM nvtx_payloads").fetchone() == (0,)
 
 
 def test_shell_pipeline_of_two_nvtx_programs(tmp_path):

@@ -156,6 +156,48 @@ def test_merge_keeps_every_row_and_id(ranks):
     assert r.returncode == 0, r.stderr
 
 
+PAYLOAD_REFERENCES = [
+    ("nvtx_payload_schemas", "process_id", "processes"), ("nvtx_payload_schemas", "domain_id", "domains"),
+    ("nvtx_payload_schemas", "name_id", "strings"), ("nvtx_payloads", "range_id", "ranges"),
+    ("nvtx_payloads", "mark_id", "marks"), ("nvtx_payloads", "schema_row", "nvtx_payload_schemas"),
+    ("nvtx_payload_values", "payload_id", "nvtx_payloads"), ("nvtx_payload_values", "range_id", "ranges"),
+    ("nvtx_payload_values", "mark_id", "marks"), ("nvtx_payload_values", "name_id", "strings"),
+    ("nvtx_payload_values", "enum_name_id", "strings"),
+]
+
+
+def test_merge_keeps_nvtx_payloads_with_their_ranges_and_marks(tmp_path):
+    """Two ranks of nccl_nvtx_workload (schemas, payloads on ranges and a mark): every payload
+    row keeps its range or mark, its schema row and its values, on its own rank."""
+    for rank in (0, 1):
+        r = lantern("profile", "-t", "nvtx", "-o", f"p{rank}.db", "--",
+                    BUILD / "bin" / "nccl_nvtx_workload", env=dict(ENV, RANK=str(rank)), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    m = merged(tmp_path, "p0.db", "p1.db")
+    p0 = sqlite3.connect(tmp_path / "p0.db")
+    for table in ("nvtx_payload_schemas", "nvtx_payload_entries", "nvtx_payload_enum_values",
+                  "nvtx_payloads", "nvtx_payload_values", "marks"):
+        assert count(m, table) == 2 * count(p0, table), table
+    for table, column, target in PAYLOAD_REFERENCES:
+        dangling = m.execute(f"SELECT count(*) FROM {table} x WHERE x.{column} IS NOT NULL AND "
+                             f"NOT EXISTS (SELECT 1 FROM {target} t WHERE t.id = x.{column})"
+                             ).fetchone()[0]
+        assert dangling == 0, (table, column)
+    q = """SELECT coalesce(rp.rank, mp.rank), coalesce(rs.value, ms.value), f.schema, f.field,
+                  f.value, f.enum_name, s.process_id = coalesce(r.process_id, k.process_id)
+           FROM nvtx_payload_fields f JOIN nvtx_payloads p ON p.id = f.payload_id
+           JOIN nvtx_payload_schemas s ON s.id = p.schema_row
+           LEFT JOIN ranges r ON r.id = f.range_id LEFT JOIN strings rs ON rs.id = r.name_id
+           LEFT JOIN processes rp ON rp.id = r.process_id
+           LEFT JOIN marks k ON k.id = f.mark_id LEFT JOIN strings ms ON ms.id = k.name_id
+           LEFT JOIN processes mp ON mp.id = k.process_id
+           ORDER BY 1, f.payload_id, f.entry_idx"""
+    rows = m.execute(q).fetchall()
+    one = [row[1:] for row in p0.execute(q.replace("coalesce(rp.rank, mp.rank)", "0")).fetchall()]
+    assert len(one) == 30 and all(row[-1] == 1 for row in one)
+    assert rows == [(rank, *row) for rank in (0, 1) for row in one]
+
+
 def test_merge_shifts_another_hosts_clock(ranks):
     """r1 as if recorded on a host whose wall clock is 5 s ahead at the same monotonic time:
     its times move by its wall-monotonic offset minus the first input's."""
