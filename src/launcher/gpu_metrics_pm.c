@@ -4,8 +4,9 @@
  * its own (measured on an H200: `nvidia-smi` listed only the program). A thread per GPU
  * decodes the buffer every DECODE_PERIOD_NS into a counter-data image and evaluates each
  * sample's metrics on the CPU (~60 us to decode and ~60 us to evaluate a sample of 13 metrics
- * on the H200 host), then writes them. Sample times are the GPU's global timer, which the driver keeps on CLOCK_REALTIME: they
- * are moved to CLOCK_MONOTONIC with the offset between the two clocks read at each decode. */
+ * on the H200 host), then writes them. Sample times are the GPU's global timer, which the driver
+ * keeps on CLOCK_REALTIME: they are moved to CLOCK_MONOTONIC with the offset between the two clocks
+ * read at each decode. */
 #include "launcher/gpu_metrics_pm.h"
 #include "launcher/gpu_metrics.h"
 #include "nvml/nvml_iface.h"
@@ -207,107 +208,118 @@ static int accepted(const struct pm_api *api, const char *chip, const uint8_t *a
 }
 
 /* The index of name in c->names, added when new; -1 when full. */
-static int name_index(struct pm_choice *c, const char *name, size_t len)
+static int name_index(struct pm_choice *c, const char *name)
 {
     for (size_t i = 0; i < c->count; i++)
-        if (strlen(c->names[i]) == len && !strncmp(c->names[i], name, len))
+        if (!strcmp(c->names[i], name))
             return (int)i;
-    if (c->count == PM_NAMES_MAX || len >= PM_NAME_LEN)
+    if (c->count == PM_NAMES_MAX)
         return -1;
-    memcpy(c->names[c->count], name, len);
-    c->names[c->count][len] = 0;
+    snprintf(c->names[c->count], PM_NAME_LEN, "%s", name);
     c->name_ptrs[c->count] = c->names[c->count];
     return (int)c->count++;
 }
 
-/* Tries metric m's candidates ("a|b+c") in order; fills c->sum[m] with the first whose parts
- * the chip all accepts. 1 when one was. */
-static int choose_candidate(const struct pm_api *api, const char *chip, const uint8_t *availability,
-                            int m, struct pm_choice *c)
+/* Each metric's hardware names: the parts of its first candidate the chip accepts. */
+struct pm_candidates {
+    char part[GPU_METRIC_COUNT][2][PM_NAME_LEN];
+    int parts[GPU_METRIC_COUNT]; /* 0: no candidate accepted */
+};
+
+/* Tries metric m's candidates ("a|b+c") in order; keeps the first whose parts the chip all
+ * accepts. */
+static void choose_candidate(const struct pm_api *api, const char *chip,
+                             const uint8_t *availability, int m, struct pm_candidates *k)
 {
-    for (const char *cand = gpu_metrics[m].cupti; *cand;) {
+    for (const char *cand = gpu_metrics[m].cupti; *cand && !k->parts[m];) {
         size_t cand_len = strcspn(cand, "|");
-        char parts[2][PM_NAME_LEN];
         int n = 0, ok = 1;
         for (const char *p = cand; p < cand + cand_len && ok;) {
             size_t len = strcspn(p, "+|");
-            if (n == 2 || len >= PM_NAME_LEN) {
-                ok = 0;
-                break;
+            ok = n < 2 && len < PM_NAME_LEN;
+            if (ok) {
+                memcpy(k->part[m][n], p, len);
+                k->part[m][n][len] = 0;
+                ok = accepted(api, chip, availability, k->part[m][n++]);
             }
-            memcpy(parts[n], p, len);
-            parts[n][len] = 0;
-            ok = accepted(api, chip, availability, parts[n++]);
             p += len + (p[len] == '+');
         }
-        if (ok) {
-            size_t saved = c->count;
-            for (int i = 0; i < n && ok; i++) {
-                int index = name_index(c, parts[i], strlen(parts[i]));
-                ok = index >= 0;
-                c->sum[m].part[i] = (unsigned char)index;
-            }
-            if (ok) {
-                c->sum[m].parts = (unsigned char)n;
-                return 1;
-            }
-            c->count = saved;
-        }
+        if (ok)
+            k->parts[m] = n;
         cand += cand_len + (cand[cand_len] == '|');
     }
-    return 0;
 }
 
-/* Rebuilds c->names from the metrics in c->mask (dropping names no metric uses). */
-static void keep_used_names(struct pm_choice *c)
+/* c->names and c->sum for the metrics of c->mask. 0, or -1 when the names do not fit. */
+static int build_names(struct pm_choice *c, const struct pm_candidates *k)
 {
-    struct pm_choice old = *c;
     c->count = 0;
     for (int m = 0; m < GPU_METRIC_COUNT; m++) {
         if (!(c->mask & (1u << m)))
             continue;
-        for (int i = 0; i < old.sum[m].parts; i++) {
-            const char *name = old.names[old.sum[m].part[i]];
-            c->sum[m].part[i] = (unsigned char)name_index(c, name, strlen(name));
+        c->sum[m].parts = (unsigned char)k->parts[m];
+        for (int i = 0; i < k->parts[m]; i++) {
+            int index = name_index(c, k->part[m][i]);
+            if (index < 0)
+                return -1;
+            c->sum[m].part[i] = (unsigned char)index;
         }
     }
+    return 0;
 }
 
 int pm_choose_metrics(const struct pm_api *api, const char *chip, const uint8_t *availability,
                       uint32_t mask, struct pm_choice *c, char *why, size_t why_len)
 {
+    struct pm_candidates k;
     memset(c, 0, sizeof *c);
+    memset(&k, 0, sizeof k);
+    uint32_t accepted_mask = 0;
     for (int m = 0; m < GPU_METRIC_COUNT; m++) {
         if (!(mask & (1u << m)))
             continue;
-        if (choose_candidate(api, chip, availability, m, c))
-            c->mask |= 1u << m;
+        choose_candidate(api, chip, availability, m, &k);
+        if (k.parts[m])
+            accepted_mask |= 1u << m;
         else
             c->refused |= 1u << m;
     }
-    /* One pass, or fewer metrics: the rows are in order of importance, the last goes first. */
-    for (;;) {
-        if (!c->mask) {
-            snprintf(why, why_len, "the %s accepts none of the metrics asked for", chip);
-            return -1;
-        }
-        keep_used_names(c);
-        uint8_t *image;
-        size_t size, passes;
-        CUptiResult rc =
-            host_config(api, chip, availability, c->name_ptrs, c->count, &image, &size, &passes);
+    /* One pass: in order of importance, each metric joins the set if the set still takes one
+     * pass with it (on GA100 sm_issue and warp_occupancy do not fit together: the occupancy,
+     * which the tutorial reads, goes first). */
+    static const int importance[GPU_METRIC_COUNT] = {
+        GPU_METRIC_GR_ACTIVE,     GPU_METRIC_SM_ACTIVE,   GPU_METRIC_WARP_OCCUPANCY,
+        GPU_METRIC_TENSOR_ACTIVE, GPU_METRIC_DRAM_READ,   GPU_METRIC_DRAM_WRITE,
+        GPU_METRIC_DRAM_BW,       GPU_METRIC_PCIE_RX,     GPU_METRIC_PCIE_TX,
+        GPU_METRIC_TENSOR_HMMA,   GPU_METRIC_TENSOR_IMMA, GPU_METRIC_TENSOR_DMMA,
+        GPU_METRIC_SM_ISSUE,      GPU_METRIC_NVLINK_RX,   GPU_METRIC_NVLINK_TX,
+    };
+    for (int i = 0; i < GPU_METRIC_COUNT; i++) {
+        int m = importance[i];
+        if (!(accepted_mask & (1u << m)))
+            continue;
+        c->mask |= 1u << m;
+        uint8_t *image = NULL;
+        size_t size, passes = 0;
+        CUptiResult rc = build_names(c, &k) < 0 ? CUPTI_ERROR_INVALID_PARAMETER
+                                                : host_config(api, chip, availability, c->name_ptrs,
+                                                              c->count, &image, &size, &passes);
         free(image);
         if (rc != CUPTI_SUCCESS) {
             snprintf(why, why_len, "CUPTI cannot configure the %s's metrics: %s", chip,
                      pm_error(api, rc));
             return -1;
         }
-        if (passes == 1)
-            return 0;
-        int last = 31 - __builtin_clz(c->mask);
-        c->mask &= ~(1u << last);
-        c->dropped |= 1u << last;
+        if (passes != 1) {
+            c->mask &= ~(1u << m);
+            c->dropped |= 1u << m;
+        }
     }
+    if (!c->mask) {
+        snprintf(why, why_len, "the %s accepts none of the metrics asked for", chip);
+        return -1;
+    }
+    return build_names(c, &k);
 }
 
 /* ---- sampling one GPU ------------------------------------------------------------------- */
@@ -688,6 +700,25 @@ out:
     return rc;
 }
 
+/* One status line naming the metrics of mask that were asked for but are not sampled. */
+static void say_missing(const struct gpu_metrics_target *t, const char *chip, uint32_t mask,
+                        const char *because)
+{
+    char line[768];
+    size_t len = 0;
+    if (!mask)
+        return;
+    len += (size_t)snprintf(line, sizeof line, "not sampled on the %s: ", chip);
+    for (int m = 0; m < GPU_METRIC_COUNT; m++)
+        if (mask & (1u << m))
+            len += (size_t)snprintf(line + len, len < sizeof line ? sizeof line - len : 0, "%s, ",
+                                    gpu_metrics[m].column);
+    if (len < sizeof line)
+        snprintf(line + len - 2, sizeof line - (len - 2), " (%s)", because);
+    gpu_metrics_put_status(t->sink, t->uuid, TRACE_GPU_METRICS_PM_SAMPLING,
+                           TRACE_GPU_METRICS_UNAVAILABLE, 0, line);
+}
+
 static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, char *why,
                       size_t why_len)
 {
@@ -741,21 +772,8 @@ static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, ch
         .chip = trace_cstr(chip),
     };
     gpu_metrics_put_set(t->sink, &set);
-    uint32_t missing = g->choice.refused | g->choice.dropped;
-    if (missing) {
-        char list[512];
-        size_t len = 0;
-        for (int m = 0; m < GPU_METRIC_COUNT; m++)
-            if (missing & (1u << m))
-                len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0,
-                                        "%s%s", len ? ", " : "", gpu_metrics[m].column);
-        char line[768];
-        snprintf(line, sizeof line, "not sampled on the %s: %s (%s)", chip, list,
-                 g->choice.refused ? "not available on this chip, or with the rest in one pass"
-                                   : "they do not fit in one pass with the rest");
-        gpu_metrics_put_status(t->sink, t->uuid, TRACE_GPU_METRICS_PM_SAMPLING,
-                               TRACE_GPU_METRICS_UNAVAILABLE, 0, line);
-    }
+    say_missing(t, chip, g->choice.refused, "the chip has none of their counters");
+    say_missing(t, chip, g->choice.dropped, "they do not fit in one pass with the others");
     if (pthread_create(&g->thread, NULL, pm_loop, g) != 0) {
         *code = TRACE_GPU_METRICS_FAILED;
         snprintf(why, why_len, "cannot start a thread");

@@ -16,7 +16,12 @@
  *                              lock meanwhile, and returns values as of its end
  *   driver_lock PATH           the driver lock: a file that slow calls lock (flock) for their
  *                              whole duration; a test program takes it around its own
- *                              "driver calls" to measure how long it waits behind NVML */
+ *                              "driver calls" to measure how long it waits behind NVML
+ *   gpm GPU METRIC T_MS VALUE  from T_MS on, GPM metric METRIC (nvmlGpmMetricId_t) of GPU
+ *                              reads VALUE: nvmlGpmMetricsGet gives its exact time-weighted
+ *                              mean between the two samples; metrics never scripted answer
+ *                              NVML_ERROR_NOT_SUPPORTED
+ *   gpm_unsupported GPU        nvmlGpmQueryDeviceSupport says GPU has no GPM */
 #include "nvml/nvml_iface.h"
 
 #include <fcntl.h>
@@ -32,18 +37,31 @@
 #define FAKE_MAX_STEPS 256
 #define FAKE_MAX_FAULTS 16
 #define FAKE_MAX_LATENCIES 8
+#define FAKE_MAX_GPM_STEPS 256
 
 struct fake_step {
     double t_ms;
     double mw;
 };
 
+struct fake_gpm_step {
+    unsigned int metric;
+    double t_ms, value;
+};
+
 struct fake_gpu {
     char uuid[NVML_UUID_LEN];
     char name[NVML_NAME_LEN];
-    int mig, no_energy, no_instant;
+    int mig, no_energy, no_instant, no_gpm;
     struct fake_step steps[FAKE_MAX_STEPS];
     int step_count;
+    struct fake_gpm_step gpm[FAKE_MAX_GPM_STEPS];
+    int gpm_count;
+};
+
+struct fake_gpm_sample { /* what nvmlGpmSampleGet keeps */
+    const struct fake_gpu *gpu;
+    double t_ms;
 };
 
 struct fake_fault {
@@ -107,6 +125,14 @@ static void parse_line(char *line)
                n < fake.gpu_count && fake.gpus[n].step_count < FAKE_MAX_STEPS) {
         struct fake_gpu *g = &fake.gpus[n];
         g->steps[g->step_count++] = (struct fake_step){t, mw};
+    } else if (!strcmp(word, "gpm") &&
+               sscanf(line, "%*s %llu %d %lf %lf", &n, &code, &t, &mw) == 4 && n < fake.gpu_count &&
+               fake.gpus[n].gpm_count < FAKE_MAX_GPM_STEPS) {
+        struct fake_gpu *g = &fake.gpus[n];
+        g->gpm[g->gpm_count++] = (struct fake_gpm_step){(unsigned int)code, t, mw};
+    } else if (!strcmp(word, "gpm_unsupported") && sscanf(line, "%*s %llu", &n) == 1 &&
+               n < fake.gpu_count) {
+        fake.gpus[n].no_gpm = 1;
     } else if (!strcmp(word, "latency") && fake.latency_count < FAKE_MAX_LATENCIES) {
         struct fake_latency *l = &fake.latencies[fake.latency_count];
         if (sscanf(line, "%*s %63s %lf", l->function, &l->ms) == 2)
@@ -379,4 +405,76 @@ EXPORT nvml_return_t nvmlDeviceGetCurrentClocksEventReasons(nvml_device_t d,
 {
     *reasons = 0;
     return gpu_of(d) ? NVML_OK : NVML_ERR_INVALID_ARGUMENT;
+}
+
+/* ---- GPM ---------------------------------------------------------------------------------- */
+
+EXPORT nvml_return_t nvmlGpmQueryDeviceSupport(nvml_device_t d, struct nvml_gpm_support *s)
+{
+    FAULT("nvmlGpmQueryDeviceSupport");
+    struct fake_gpu *g = gpu_of(d);
+    if (!g || s->version != NVML_GPM_SUPPORT_VERSION)
+        return NVML_ERR_INVALID_ARGUMENT;
+    s->is_supported_device = !g->no_gpm;
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlGpmSampleAlloc(nvml_gpm_sample_t *sample)
+{
+    sample->handle = calloc(1, sizeof(struct fake_gpm_sample));
+    return sample->handle ? NVML_OK : NVML_ERR_UNKNOWN;
+}
+
+EXPORT nvml_return_t nvmlGpmSampleFree(nvml_gpm_sample_t sample)
+{
+    free(sample.handle);
+    return NVML_OK;
+}
+
+EXPORT nvml_return_t nvmlGpmSampleGet(nvml_device_t d, nvml_gpm_sample_t sample)
+{
+    FAULT("nvmlGpmSampleGet");
+    struct fake_gpu *g = gpu_of(d);
+    struct fake_gpm_sample *s = sample.handle;
+    if (!g || !s)
+        return NVML_ERR_INVALID_ARGUMENT;
+    s->gpu = g;
+    s->t_ms = now_ms();
+    return NVML_OK;
+}
+
+/* The metric's exact mean over [a, b] ms; -1 when the script never sets it. */
+static double gpm_mean(const struct fake_gpu *g, unsigned int metric, double a, double b)
+{
+    double acc = 0, value = 0, at = a;
+    int seen = 0;
+    for (int i = 0; i < g->gpm_count; i++) {
+        const struct fake_gpm_step *st = &g->gpm[i];
+        if (st->metric != metric)
+            continue;
+        seen = 1;
+        if (st->t_ms > at && st->t_ms < b) {
+            acc += value * (st->t_ms - at);
+            at = st->t_ms;
+        }
+        if (st->t_ms <= b)
+            value = st->value;
+    }
+    acc += value * (b - at);
+    return !seen ? -1 : b > a ? acc / (b - a) : value;
+}
+
+EXPORT nvml_return_t nvmlGpmMetricsGet(struct nvml_gpm_metrics_get *m)
+{
+    FAULT("nvmlGpmMetricsGet");
+    const struct fake_gpm_sample *s1 = m->sample1.handle, *s2 = m->sample2.handle;
+    if (m->version != NVML_GPM_METRICS_GET_VERSION || !s1 || !s2 || !s1->gpu ||
+        s1->gpu != s2->gpu || m->num_metrics > NVML_GPM_METRICS_MAX)
+        return NVML_ERR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; i < m->num_metrics; i++) {
+        double v = gpm_mean(s1->gpu, m->metrics[i].metric_id, s1->t_ms, s2->t_ms);
+        m->metrics[i].status = v < 0 ? NVML_ERR_NOT_SUPPORTED : NVML_OK;
+        m->metrics[i].value = v < 0 ? 0 : v;
+    }
+    return NVML_OK;
 }
