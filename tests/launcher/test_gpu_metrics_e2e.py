@@ -1,0 +1,128 @@
+"""`lantern profile --gpu-metrics` without a GPU: the launcher's GPU metric sampler against the
+fake NVML (src/nvml/fake). CUPTI PM sampling cannot run here (no CUDA driver), so --gpu-metrics
+falls back to NVML GPM, whose scripted metrics the fake averages exactly between two
+snapshots: every sample in the database is checked against the script's mean over that
+sample's own interval, computed here. Also: the one-line reasons when neither source can run
+(the program unaffected), --gpu-metrics-source, a metric list, and a GPM failure mid-run.
+Needs $LANTERN_BUILD."""
+import os
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
+LANTERN = BUILD / "bin" / "lantern"
+FAKE = BUILD / "lib" / "liblantern_fake_nvml.so"
+MIB = 1048576
+
+# GPM metric ids (nvmlGpmMetricId_t) and their steps: (from ms, value)
+SCRIPT = {2: [(0, 40.0), (250, 80.0)],  # SM_UTIL -> sm_active
+          3: [(0, 25.0)],               # SM_OCCUPANCY -> warp_occupancy
+          5: [(0, 60.0), (300, 0.0)],   # ANY_TENSOR_UTIL -> tensor_active
+          21: [(0, 1000.0)]}            # PCIE_RX_PER_SEC (MiB/s) -> pcie_rx (B/s)
+COLUMNS = {2: "sm_active", 3: "warp_occupancy", 5: "tensor_active", 21: "pcie_rx"}
+
+
+def mean(steps, a_ms, b_ms):
+    """The step function's mean over [a_ms, b_ms], computed here."""
+    acc, value, at = 0.0, 0.0, a_ms
+    for t, v in steps:
+        if at < t < b_ms:
+            acc += value * (t - at)
+            at = t
+        if t <= b_ms:
+            value = v
+    acc += value * (b_ms - at)
+    return acc / (b_ms - a_ms)
+
+
+def profile(tmp_path, *options, extra_script=""):
+    epoch = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    lines = [f"epoch_ns {epoch}", "gpu GPU-gm000000-1111-2222 Fake-H100"]
+    lines += [f"gpm 0 {m} {t} {v}" for m, steps in SCRIPT.items() for t, v in steps]
+    script = tmp_path / "nvml.script"
+    script.write_text("\n".join(lines) + "\n" + extra_script)
+    env = dict(os.environ, LANTERN_NVML_LIBRARY=str(FAKE), LANTERN_FAKE_NVML_SCRIPT=str(script))
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    db = tmp_path / "m.db"
+    r = subprocess.run([str(LANTERN), "profile", "-f", "-t", "nvtx", "-o", str(db), *options,
+                        "--", "sleep", "0.5"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    return r, sqlite3.connect(db), epoch
+
+
+def statuses(db):
+    return db.execute("SELECT source, code, reason FROM gpu_metric_status").fetchall()
+
+
+def test_gpm_samples_are_the_scripted_means_over_each_interval(tmp_path):
+    r, db, epoch = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-frequency", "50")
+    assert r.returncode == 0, r.stderr
+    [(source, period, metrics, hardware, n)] = db.execute(
+        "SELECT source, period_ns, metrics, hardware, samples FROM gpu_metric_sets").fetchall()
+    assert (source, period) == ("NVML GPM", 20_000_000)
+    assert metrics == "sm_active,warp_occupancy,tensor_active,pcie_rx"  # what GPM answered
+    assert hardware == "2; 3; 5; 21; "
+    rows = db.execute("SELECT start_ns, end_ns, sm_active, warp_occupancy, tensor_active,"
+                      " pcie_rx, gr_active FROM gpu_metric_samples ORDER BY start_ns").fetchall()
+    assert n == len(rows) and len(rows) >= 15  # 0.5 s at 50 Hz, less the start
+    for start, end, *values, gr in rows:
+        a, b = (start - epoch) / 1e6, (end - epoch) / 1e6
+        assert gr is None
+        for (metric, column), got in zip(COLUMNS.items(), values):
+            scale = MIB if metric == 21 else 1
+            want = mean(SCRIPT[metric], a, b) * scale
+            assert abs(got - want) <= 0.01 * scale + 1e-3 * want, (column, a, b, got, want)
+    # PM sampling was tried first and said why not; GPM lost nothing
+    assert [s[:2] for s in statuses(db)] == [("CUPTI PM sampling", "unavailable")]
+
+
+def test_neither_source_is_one_line_and_the_program_goes_on(tmp_path):
+    r, db, _ = profile(tmp_path, "--gpu-metrics", extra_script="gpm_unsupported 0\n")
+    assert r.returncode == 0, r.stderr
+    said = [l for l in r.stderr.splitlines() if "GPU metrics" in l]
+    assert len(said) == 1 and said[0].startswith("lantern: GPU metrics not sampled: GPU 0 (Fake-H100): "
+                                                 "CUPTI PM sampling: ")
+    assert "NVML GPM: NVML GPM is not supported on this GPU" in said[0]
+    assert db.execute("SELECT count(*) FROM gpu_metric_sets").fetchone() == (0,)
+    assert [s[:2] for s in statuses(db)] == [("CUPTI PM sampling", "unavailable"),
+                                             ("NVML GPM", "unavailable")]
+    assert "lantern: report written to" in r.stderr
+
+
+def test_source_option_limits_the_sources_tried(tmp_path):
+    r, db, _ = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-source", "pm")
+    assert r.returncode == 0, r.stderr
+    assert [s[0] for s in statuses(db)] == ["CUPTI PM sampling"]
+    r, db, _ = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-source", "gpm")
+    assert statuses(db) == [] and db.execute("SELECT source FROM gpu_metric_sets").fetchall() == [
+        ("NVML GPM",)]
+
+
+def test_a_metric_list_samples_only_those(tmp_path):
+    r, db, _ = profile(tmp_path, "--gpu-metrics=sm_active,pcie_rx", "--gpu-metrics-frequency", "50")
+    assert r.returncode == 0, r.stderr
+    assert db.execute("SELECT metrics FROM gpu_metric_sets").fetchone() == ("sm_active,pcie_rx",)
+    assert db.execute("SELECT count(*) FROM gpu_metric_samples WHERE tensor_active IS NOT NULL"
+                      " OR sm_active IS NULL").fetchone() == (0,)
+
+
+def test_a_gpm_failure_mid_run_keeps_what_was_sampled(tmp_path):
+    r, db, _ = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-frequency", "50",
+                       extra_script="fail nvmlGpmSampleGet 8 15\n")
+    assert r.returncode == 0, r.stderr
+    n = db.execute("SELECT count(*) FROM gpu_metric_samples").fetchone()[0]
+    assert n == 5  # snapshots 1 and 2 start; 3..7 close five samples; the 8th fails
+    assert ("NVML GPM", "failed", "NVML GPM stopped: GPU is lost") in statuses(db)
+
+
+def test_usage_errors_say_what_is_wrong(tmp_path):
+    for args, said in [(["--gpu-metrics=sm_active,bogus"], "unknown metric 'bogus'"),
+                       (["--gpu-metrics-frequency", "100"], "--gpu-metrics-frequency needs --gpu-metrics"),
+                       (["--gpu-metrics", "--gpu-metrics-frequency", "5"], "10 to 200000"),
+                       (["--gpu-metrics", "--gpu-metrics-source", "dcgm"], "auto, pm or gpm")]:
+        r = subprocess.run([str(LANTERN), "profile", "-o", str(tmp_path / "x.db"), *args, "--",
+                            "true"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+        assert not (tmp_path / "x.db").exists()
