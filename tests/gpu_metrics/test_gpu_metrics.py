@@ -1,0 +1,145 @@
+"""GPU hardware metrics after the raw trace, end to end: the session folder of
+gpu_metrics_session.c (its comment lists the samples, kernels and ranges) imported by the real
+`lantern import`, then read by `lantern stats --report gpu_metrics_sum`, the report headers,
+both exports, `lantern kernels`, `lantern analyze` and `lantern report`. Every expected value
+is worked out by hand below from the samples: a mean is the sum of value x overlap over the
+samples an interval overlaps, divided by the overlap (docs/gpu-metrics.md, "Attribution")."""
+import csv
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("LANTERN_BUILD", os.path.join(SOURCE, "build"))
+LANTERN = os.path.join(BUILD, "bin", "lantern")
+WRITER = os.path.join(BUILD, "bin", "gpu_metrics_session")
+U = 100_000  # one sample, ns
+LONG = 250_000  # GPU-2's samples
+
+
+def lantern(*args, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run([LANTERN, *map(str, args)], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=env)
+
+
+def ok(r):
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    d = tmp_path_factory.mktemp("metrics")
+    raw = d / "run.raw"
+    raw.mkdir()
+    subprocess.run([WRITER, str(raw)], check=True)
+    ok(lantern("import", raw, "-o", d / "run.db"))
+    return d / "run.db"
+
+
+def report_rows(db, fmt="csv"):
+    r = ok(lantern("stats", db, "--report", "gpu_metrics_sum", "--format", fmt))
+    if fmt == "json":
+        return json.loads(r.stdout)
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+def pick(rows, scope, name, metric, gpu="0"):
+    found = [r for r in rows if (r["Scope"], r["Name"], r["Metric"], r["GPU"]) ==
+             (scope, name, metric, gpu)]
+    assert len(found) == 1, (scope, name, metric, gpu)
+    return found[0]
+
+
+def values(row):
+    return [float(row[k]) if row[k] != "" else None for k in ("Min", "Mean", "Max")]
+
+
+def test_report_weights_each_sample_by_its_overlap(session):
+    rows = report_rows(session)
+    # the run: first to last sample (6 U), sampled 5 U (the zero-length sample and the gap
+    # carry no time): sm (10 + 50 + 90 + 2 x 20) / 5 = 38
+    run = pick(rows, "run", "(first to last sample)", "sm_active")
+    assert (int(run["Time (ns)"]), int(run["Sampled (ns)"])) == (6 * U, 5 * U)
+    assert values(run) == pytest.approx([10, 38, 90])
+    assert values(pick(rows, "run", "(first to last sample)", "tensor_active")) == \
+        pytest.approx([0, 24, 80])
+    # rates in GB/s: (1 + 2 + 4 + 2 x 5) / 5
+    rx = pick(rows, "run", "(first to last sample)", "pcie_rx")
+    assert rx["Unit"] == "GB/s" and values(rx) == pytest.approx([1, 3.4, 5])
+    # "step" projects onto [T + U/2, T + 3U): half of s1, s2, s4
+    step = pick(rows, "nvtx", ":step", "sm_active")
+    assert (step["Instances"], int(step["Time (ns)"]), int(step["Sampled (ns)"])) == \
+        ("1", 5 * U // 2, 5 * U // 2)
+    assert values(step) == pytest.approx([10, (5 + 50 + 90) / 2.5, 90])
+    assert values(pick(rows, "nvtx", ":step", "tensor_active")) == pytest.approx([0, 48, 80])
+    # "tail" projects onto axpy [T + 5U/2, T + 9U/2): half of s4, the gap, half of s5
+    tail = pick(rows, "nvtx", ":tail", "sm_active")
+    assert (int(tail["Time (ns)"]), int(tail["Sampled (ns)"])) == (2 * U, U)
+    assert values(tail) == pytest.approx([20, 55, 90])
+    # gemm_fp16: [T + U/2, T + 3U/2) and [T + 2U, T + 3U); axpy overlaps the second for U/2
+    gemm = pick(rows, "kernel", "gemm_fp16", "sm_active")
+    assert (gemm["Instances"], int(gemm["Time (ns)"])) == ("2", 2 * U)
+    assert values(gemm) == pytest.approx([10, (5 + 25 + 90) / 2, 90])
+    assert float(gemm["Overlapped (%)"]) == pytest.approx(25)
+    assert values(pick(rows, "kernel", "gemm_fp16", "warp_occupancy")) == \
+        pytest.approx([5, (2.5 + 10 + 30) / 2, 30])
+    axpy = pick(rows, "kernel", "axpy", "tensor_active")
+    assert values(axpy) == pytest.approx([0, 40, 80]) and float(axpy["Overlapped (%)"]) == 25
+    # "early" ran before sampling began: no value, never a made-up one
+    early = pick(rows, "kernel", "early", "sm_active")
+    assert (int(early["Sampled (ns)"]), values(early)) == (0, [None, None, None])
+    # GPU-2 (no CUDA device, no NVML index: no number) has only its two metrics
+    long_run = [r for r in rows if r["GPU"] == "" and r["Scope"] == "run"]
+    assert [r["Metric"] for r in long_run] == ["sm_active", "tensor_active"]
+    assert values(long_run[0]) == pytest.approx([0, 45, 90])
+    assert int(long_run[0]["Sampled (ns)"]) == LONG * U
+    # order: scope, then GPU, then time (longest first), metrics in gpu_metrics.def's order
+    order = [(r["Scope"], r["Name"]) for r in rows if r["Metric"] == "sm_active"]
+    assert order == [("run", "(first to last sample)")] * 2 + [
+        ("nvtx", ":step"), ("nvtx", ":tail"), ("kernel", "gemm_fp16"), ("kernel", "axpy"),
+        ("kernel", "early")]
+
+
+def test_report_json_and_table(session):
+    doc = report_rows(session, "json")
+    assert doc["report"] == "gpu_metrics_sum" and "session" in doc
+    row = next(r for r in doc["rows"] if r["scope"] == "kernel" and r["name"] == "gemm_fp16"
+               and r["metric"] == "sm_active")
+    assert row == {"scope": "kernel", "name": "gemm_fp16", "gpu": 0, "metric": "sm_active",
+                   "unit": "%", "instances": 2, "time_ns": 2 * U, "sampled_ns": 2 * U,
+                   "min": 10, "mean": 60, "max": 90, "overlapped_percent": 25}
+    early = next(r for r in doc["rows"] if r["name"] == "early" and r["metric"] == "sm_active")
+    assert (early["min"], early["mean"], early["max"]) == (None, None, None)
+    text = ok(lantern("stats", session, "--report", "gpu_metrics_sum")).stdout
+    assert "GPU metrics are GPU-wide averages" in text  # the table says how to read it
+    line = next(l for l in text.splitlines() if l.startswith("kernel") and "gemm_fp16" in l
+                and " sm_active " in l)
+    assert line.split()[-4:] == ["10.00", "60.00", "90.00", "25.0"]
+
+
+def test_report_without_metrics_says_why(session, tmp_path):
+    plain = tmp_path / "plain.db"
+    db = sqlite3.connect(session)
+    db.execute(f"VACUUM INTO '{plain}'")
+    db.close()
+    db = sqlite3.connect(plain)
+    db.execute("DELETE FROM gpu_metric_samples")
+    db.execute("DELETE FROM gpu_metric_sets")
+    db.commit()
+    r = lantern("stats", plain, "--report", "gpu_metrics_sum")
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == \
+        f"lantern: {plain}: gpu_metrics_sum: no GPU hardware metrics in this database: " \
+        "not permitted: needs admin"
+    db.execute("DELETE FROM gpu_metric_status")
+    db.commit()
+    r = lantern("stats", plain, "--report", "gpu_metrics_sum")
+    assert r.returncode == 1 and "(profile with --gpu-metrics)" in r.stderr
