@@ -42,7 +42,7 @@ static void read_back(void)
     sqlite3 *db;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         char error[256];
-        export_chrome(db, null_out, error, sizeof error);
+        export_chrome(db, null_out, NULL, error, sizeof error);
         struct report_ctx ctx = {.db = db, .out = null_out, .format = TABLE_FORMAT_TABLE};
         report_session_header(&ctx, null_out);
         report_nvtx_sum(&ctx);

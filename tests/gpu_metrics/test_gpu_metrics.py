@@ -143,3 +143,60 @@ def test_report_without_metrics_says_why(session, tmp_path):
     db.commit()
     r = lantern("stats", plain, "--report", "gpu_metrics_sum")
     assert r.returncode == 1 and "(profile with --gpu-metrics)" in r.stderr
+
+
+T = 1_000_000_000
+START = T - 10 * U  # meta start_ns: the launcher's start
+
+
+def test_perfetto_has_a_counter_track_per_gpu_and_metric(session, tmp_path):
+    sys.path.insert(0, os.path.join(SOURCE, "tests", "export"))
+    perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
+                                         "protobuf (scripts/deps.sh installs them)")
+    out = tmp_path / "run.perfetto-trace"
+    r = ok(lantern("export", session, "--format", "perfetto", "-o", out))
+    # GPU-2's 250 000 samples do not fit 200 000 points: means of 2 samples, said once
+    assert "lantern: GPU metrics drawn as means over 200.000 µs" in r.stderr
+    d = perfetto_check.decode(out)
+    assert d.problems == []
+    under = {}
+    for uuid, values in d.counters.items():
+        parent = d.track_name(d.tracks[uuid].parent_uuid)
+        under[(parent, d.track_name(uuid))] = values
+    gpu0 = {name: v for (parent, name), v in under.items() if parent == "GPU 0: NVIDIA H200"}
+    assert len(gpu0) == 15
+    # a point per sample (the zero-length one carries no time), 0 where nothing was measured
+    # (the gap, after the last sample)
+    assert gpu0["sm_active (%)"] == [(T, 10), (T + U, 50), (T + 2 * U, 90), (T + 3 * U, 0),
+                                     (T + 4 * U, 20), (T + 6 * U, 0)]
+    assert gpu0["pcie_rx (GB/s)"] == [(T, 1), (T + U, 2), (T + 2 * U, 4), (T + 3 * U, 0),
+                                      (T + 4 * U, 5), (T + 6 * U, 0)]
+    assert gpu0["gr_active (%)"] == [(T, 100), (T + 3 * U, 0), (T + 4 * U, 100),
+                                     (T + 6 * U, 0)]  # unchanged values are not repeated
+    gpu2 = {name: v for (parent, name), v in under.items() if parent == "GPU ?: NVIDIA H100"}
+    sm = gpu2["sm_active (%, mean per 200.000 µs)"]
+    assert len(sm) == LONG // 2 + 1 and sm[:3] == [(T, 5), (T + 2 * U, 25), (T + 4 * U, 45)]
+    assert sm[-1] == (T + LONG * U, 0)
+    assert gpu2["tensor_active (%, mean per 200.000 µs)"] == [(T, 0)]
+
+
+def test_chrome_has_a_counter_per_gpu_and_metric(session, tmp_path):
+    out = tmp_path / "run.json"
+    r = ok(lantern("export", session, "--format", "chrome", "-o", out))
+    assert "lantern: GPU metrics drawn as means over 1.300 ms" in r.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert names[1_000_000_001] == "GPU 0: NVIDIA H200"
+    assert names[1_000_000_002] == "GPU ?: NVIDIA H100"
+
+    def counter(pid, name):
+        return [(round(e["ts"] * 1000) + START, e["args"]["mean"]) for e in events
+                if e.get("ph") == "C" and e["pid"] == pid and e["name"] == name]
+
+    assert counter(1_000_000_001, "sm_active (%)") == [
+        (T, 10), (T + U, 50), (T + 2 * U, 90), (T + 3 * U, 0), (T + 4 * U, 20), (T + 6 * U, 0)]
+    # 250 000 samples, at most 20 000 points: 13 samples a point
+    sm = counter(1_000_000_002, "sm_active (%, mean per 1.300 ms)")
+    assert len(sm) == -(-LONG // 13) + 1
+    assert sm[0] == (T, pytest.approx(sum(i % 10 * 10 for i in range(13)) / 13))
+    assert sm[1][0] == T + 13 * U
