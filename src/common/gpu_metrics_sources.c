@@ -91,7 +91,7 @@ static void add_statuses(struct text *t, sqlite3 *db, int64_t gpu_id, int first)
         if (code && !strcmp(code, "lost"))
             add(t, "%lld samples lost", (long long)sqlite3_column_int64(st, 1));
         else
-            add(t, "%s%s%s", source ? source : "", source ? " " : "", code ? code : "failed");
+            add(t, "%s%s%s", source ? source : "", source ? ": " : "", code ? code : "failed");
         if (reason && *reason)
             add(t, code && !strcmp(code, "lost") ? " (%s)" : ": %s", reason);
     }

@@ -170,7 +170,7 @@ def test_newer_schema_is_refused(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert line.endswith("schema version 99, this lantern reads version 4")
+    assert line.endswith("schema version 99, this lantern reads version 5")
 
 
 def test_older_schema_is_refused_with_advice(tmp_path, known_db):
@@ -179,7 +179,7 @@ def test_older_schema_is_refused_with_advice(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert "schema version 2, this lantern reads version 4 (import its raw trace again" in line
+    assert "schema version 2, this lantern reads version 5 (import its raw trace again" in line
 
 
 # ---- nvtx_sum -----------------------------------------------------------------------------------------

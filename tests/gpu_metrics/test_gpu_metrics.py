@@ -200,3 +200,42 @@ def test_chrome_has_a_counter_per_gpu_and_metric(session, tmp_path):
     assert len(sm) == -(-LONG // 13) + 1
     assert sm[0] == (T, pytest.approx(sum(i % 10 * 10 for i in range(13)) / 13))
     assert sm[1][0] == T + 13 * U
+
+
+HEADER = ["GPU 0 NVIDIA H200: CUPTI PM sampling, 10 kHz, 15 metrics; 3 samples lost (buffer full)",
+          "GPU GPU-2 NVIDIA H100: NVML GPM, 10 kHz, 2 metrics",
+          "every GPU: NVML GPM: not permitted: needs admin"]
+
+
+def test_headers_name_the_source_of_each_gpu(session, tmp_path):
+    text = ok(lantern("stats", session)).stdout.splitlines()
+    at = text.index("GPU metrics:     " + HEADER[0])
+    assert text[at + 1:at + 3] == [" " * 17 + line for line in HEADER[1:]]
+    doc = json.loads(ok(lantern("stats", session, "--format", "json")).stdout)
+    assert doc["session"]["gpu_metrics"] == HEADER
+    page = tmp_path / "run.html"
+    ok(lantern("report", session, "-o", page))
+    html = page.read_text()
+    assert "<tr><th>GPU metrics</th><td>" + "<br>".join(HEADER) + "</td></tr>" in html
+    section = html[html.index('<section id="gpu-metrics">'):]
+    section = section[:section.index("</section>")]
+    assert section.count("<svg") == 2  # a plot per GPU
+    row = section[section.index(">sm_active</td>"):]
+    assert row.split("</tr>")[0].count('data-v="38"') == 1  # the run's mean, as the report's
+
+
+def test_headers_without_metrics_say_nothing(tmp_path):
+    """A session that did not ask for GPU metrics has no such line (and an empty JSON list)."""
+    db = tmp_path / "plain.db"
+    con = sqlite3.connect(db)
+    with open(os.path.join(SOURCE, "src", "db", "schema.sql")) as f:
+        con.executescript(f.read())
+    con.execute("INSERT INTO meta VALUES ('schema_version', 5), ('start_ns', 0), ('end_ns', 10),"
+                " ('trace', 'nvtx')")
+    con.commit()
+    assert "GPU metrics" not in ok(lantern("stats", db)).stdout
+    assert json.loads(ok(lantern("stats", db, "--format", "json")).stdout)["session"][
+        "gpu_metrics"] == []
+    con.execute("UPDATE meta SET value = 'nvtx,gpu_metrics' WHERE key = 'trace'")
+    con.commit()
+    assert "GPU metrics:     none recorded" in ok(lantern("stats", db)).stdout
