@@ -7,9 +7,9 @@
  * samples by start (common/gpu_metrics_series.h) against kernels, then projections, by start.
  * docs/gpu-metrics.md, "Attribution", explains the weighting. */
 #include "common/gpu_metrics_series.h"
-#include "common/overlap.h"
 #include "common/u64_map.h"
 #include "report/cuda_report.h"
+#include "report/gpu_metrics_kernels.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,9 +26,6 @@ static const char projections_sql[] =
     CUDA_SQL_RANGE_NAME("r") " FROM projected p JOIN ranges r ON r.id = p.range_id"
     " ORDER BY r.domain_id, r.name_id, r.style";
 // clang-format on
-
-static const char kernels_sql[] = "SELECT gpu_id, start_ns, end_ns, name_id FROM kernel_ops"
-                                  " WHERE gpu_id IS NOT NULL ORDER BY start_ns";
 
 /* The GPUs with metrics, labelled as the session header labels them (gpu_metrics_sources.h):
  * NVML's index, else the lowest CUDA ordinal a process gave it. */
@@ -47,10 +44,10 @@ static const struct table_column columns[] = {
 };
 #define NCOLUMNS ((int)(sizeof columns / sizeof columns[0]))
 
-/* A kernel name or range name on one GPU, and what the samples say over its intervals. */
+/* A range name on one GPU, and what the samples say over its instances' projections. */
 struct group {
-    int64_t key; /* kernels: name_id; ranges: index into the labels */
-    int64_t instances, time_ns, overlapped_ns;
+    int64_t key; /* index into the labels */
+    int64_t instances, time_ns;
     struct gpu_metric_acc acc[GPU_METRIC_COUNT];
 };
 
@@ -66,11 +63,8 @@ struct gpu_result {
     int present[GPU_METRIC_COUNT];
     int64_t first_ns, last_ns;
     struct gpu_metric_acc run[GPU_METRIC_COUNT];
-    struct groups ranges, kernels;
-};
-
-struct kernel {
-    int64_t gpu_id, start, end, name_id;
+    struct groups ranges;
+    struct gpu_metrics_kernel_groups kernels;
 };
 
 struct projection {
@@ -79,7 +73,7 @@ struct projection {
 
 struct state {
     struct report_ctx *ctx;
-    struct kernel *kernels;
+    struct gpu_metrics_kernel *kernels;
     size_t kernel_count;
     struct projection *projections;
     size_t projection_count;
@@ -123,31 +117,6 @@ static void groups_release(struct groups *g)
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
-
-static int load_kernels(struct state *st)
-{
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(st->ctx->db, kernels_sql, -1, &q, NULL) != SQLITE_OK)
-        return fail(st, sqlite3_errmsg(st->ctx->db));
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (st->kernel_count == cap) {
-            cap = cap ? 2 * cap : 4096;
-            struct kernel *v = realloc(st->kernels, cap * sizeof *v);
-            if (!v) {
-                sqlite3_finalize(q);
-                return fail(st, "out of memory");
-            }
-            st->kernels = v;
-        }
-        st->kernels[st->kernel_count++] =
-            (struct kernel){sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
-                            sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 3)};
-    }
-    sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? 0 : fail(st, sqlite3_errmsg(st->ctx->db));
-}
 
 static int by_gpu_and_start(const void *a, const void *b)
 {
@@ -225,45 +194,6 @@ static int load_gpus(struct state *st)
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
 
-/* The kernels of g's GPU (in start order), each added to its name's group. */
-static int sweep_kernels(struct state *st, struct gpu_result *g, const struct gpu_metrics_series *s)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < st->kernel_count; i++)
-        n += st->kernels[i].gpu_id == g->gpu_id;
-    int64_t *start = malloc((n ? n : 1) * sizeof *start), *end = malloc((n ? n : 1) * sizeof *end);
-    int64_t *shared = malloc((n ? n : 1) * sizeof *shared);
-    const struct kernel **of = malloc((n ? n : 1) * sizeof *of);
-    int rc = start && end && shared && of ? 0 : -ENOMEM;
-    for (size_t i = 0, k = 0; rc == 0 && i < st->kernel_count; i++)
-        if (st->kernels[i].gpu_id == g->gpu_id) {
-            of[k] = &st->kernels[i];
-            start[k] = of[k]->start;
-            end[k] = of[k]->end > of[k]->start ? of[k]->end : of[k]->start;
-            k++;
-        }
-    if (rc == 0)
-        rc = overlap_with_others(start, end, n, shared);
-    struct gpu_metrics_cursor c = {0};
-    for (size_t k = 0; rc == 0 && k < n; k++) {
-        struct group *grp = group_of(&g->kernels, of[k]->name_id);
-        if (!grp) {
-            rc = -ENOMEM;
-            break;
-        }
-        grp->instances++;
-        grp->time_ns += end[k] - start[k];
-        grp->overlapped_ns += shared[k];
-        if (end[k] > start[k])
-            gpu_metrics_series_add(s, &c, start[k], end[k], grp->acc);
-    }
-    free(start);
-    free(end);
-    free(shared);
-    free(of);
-    return rc < 0 ? fail(st, "out of memory") : 0;
-}
-
 /* The range projections on g's GPU (sorted by GPU, then start), each added to its label's
  * group. */
 static int sweep_projections(struct state *st, struct gpu_result *g,
@@ -299,7 +229,9 @@ static int sweep_gpu(struct state *st, struct gpu_result *g)
         struct gpu_metrics_cursor c = {0};
         gpu_metrics_series_add(&s, &c, g->first_ns, g->last_ns, g->run);
     }
-    rc = sweep_kernels(st, g, &s);
+    rc = gpu_metrics_kernels_sweep(st->kernels, st->kernel_count, &s, &g->kernels) < 0
+             ? fail(st, "out of memory")
+             : 0;
     if (rc == 0)
         rc = sweep_projections(st, g, &s);
     gpu_metrics_series_release(&s);
@@ -314,6 +246,14 @@ static int by_time(const void *a, const void *b)
     if (x->time_ns != y->time_ns)
         return x->time_ns < y->time_ns ? 1 : -1;
     return (x->key > y->key) - (x->key < y->key);
+}
+
+static int kernels_by_time(const void *a, const void *b)
+{
+    const struct gpu_metrics_kernel_group *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? 1 : -1;
+    return (x->name_id > y->name_id) - (x->name_id < y->name_id);
 }
 
 /* One row per metric the GPU has. overlapped < 0: not a kernel row (empty cell). */
@@ -366,7 +306,8 @@ static int write_rows(struct state *st, struct table *t)
     }
     for (size_t i = 0; i < st->gpu_count; i++) {
         struct gpu_result *g = &st->gpus[i];
-        qsort(g->ranges.v, g->ranges.count, sizeof *g->ranges.v, by_time);
+        if (g->ranges.count)
+            qsort(g->ranges.v, g->ranges.count, sizeof *g->ranges.v, by_time);
         for (size_t k = 0; k < g->ranges.count; k++) {
             const struct group *r = &g->ranges.v[k];
             put_rows(t, g, "nvtx", st->labels[r->key], r->instances, r->time_ns, -1, r->acc);
@@ -374,11 +315,12 @@ static int write_rows(struct state *st, struct table *t)
     }
     for (size_t i = 0; i < st->gpu_count; i++) {
         struct gpu_result *g = &st->gpus[i];
-        qsort(g->kernels.v, g->kernels.count, sizeof *g->kernels.v, by_time);
+        if (g->kernels.count)
+            qsort(g->kernels.v, g->kernels.count, sizeof *g->kernels.v, kernels_by_time);
         for (size_t k = 0; k < g->kernels.count; k++) {
-            const struct group *r = &g->kernels.v[k];
+            const struct gpu_metrics_kernel_group *r = &g->kernels.v[k];
             sqlite3_reset(name);
-            sqlite3_bind_int64(name, 1, r->key);
+            sqlite3_bind_int64(name, 1, r->name_id);
             const char *text = sqlite3_step(name) == SQLITE_ROW
                                    ? (const char *)sqlite3_column_text(name, 0)
                                    : NULL;
@@ -412,7 +354,7 @@ static void state_release(struct state *st)
 {
     for (size_t i = 0; i < st->gpu_count; i++) {
         groups_release(&st->gpus[i].ranges);
-        groups_release(&st->gpus[i].kernels);
+        gpu_metrics_kernel_groups_release(&st->gpus[i].kernels);
     }
     for (size_t i = 0; i < st->label_count; i++)
         free(st->labels[i]);
@@ -428,8 +370,8 @@ int report_gpu_metrics_sum(struct report_ctx *ctx)
     int rc = load_gpus(&st);
     if (rc == 0 && st.gpu_count == 0)
         rc = no_metrics(&st);
-    if (rc == 0)
-        rc = load_kernels(&st);
+    if (rc == 0 && gpu_metrics_kernels_load(ctx->db, &st.kernels, &st.kernel_count) < 0)
+        rc = fail(&st, sqlite3_errmsg(ctx->db));
     if (rc == 0)
         rc = load_projections(&st);
     for (size_t i = 0; rc == 0 && i < st.gpu_count; i++)
