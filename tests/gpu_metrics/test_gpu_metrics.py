@@ -102,10 +102,12 @@ def test_report_weights_each_sample_by_its_overlap(session):
     assert values(long_run[0]) == pytest.approx([0, 45, 90])
     assert int(long_run[0]["Sampled (ns)"]) == LONG * U
     # order: scope, then GPU, then time (longest first), metrics in gpu_metrics.def's order
-    order = [(r["Scope"], r["Name"]) for r in rows if r["Metric"] == "sm_active"]
-    assert order == [("run", "(first to last sample)")] * 2 + [
-        ("nvtx", ":step"), ("nvtx", ":tail"), ("kernel", "gemm_fp16"), ("kernel", "axpy"),
-        ("kernel", "early")]
+    order = [(r["Scope"], r["GPU"], r["Name"]) for r in rows if r["Metric"] == "sm_active"]
+    assert order == [("run", gpu, "(first to last sample)") for gpu in ("0", "1", "")] + [
+        ("nvtx", "0", ":step"), ("nvtx", "0", ":tail"), ("kernel", "0", "gemm_fp16"),
+        ("kernel", "0", "axpy"), ("kernel", "0", "early"),
+        ("kernel", "1", "ampere_fp16_s16816gemm_fp16_64x64_nn"),
+        ("kernel", "1", "gemmSN_TN_kernel_half"), ("kernel", "1", "sgemm_128x64_nn")]
 
 
 def test_report_json_and_table(session):
@@ -187,7 +189,8 @@ def test_chrome_has_a_counter_per_gpu_and_metric(session, tmp_path):
     events = json.loads(out.read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
     assert names[1_000_000_001] == "GPU 0: NVIDIA H200"
-    assert names[1_000_000_002] == "GPU ?: NVIDIA H100"
+    assert names[1_000_000_002] == "GPU 1: NVIDIA A100"
+    assert names[1_000_000_003] == "GPU ?: NVIDIA H100"
 
     def counter(pid, name):
         return [(round(e["ts"] * 1000) + START, e["args"]["mean"]) for e in events
@@ -196,13 +199,14 @@ def test_chrome_has_a_counter_per_gpu_and_metric(session, tmp_path):
     assert counter(1_000_000_001, "sm_active (%)") == [
         (T, 10), (T + U, 50), (T + 2 * U, 90), (T + 3 * U, 0), (T + 4 * U, 20), (T + 6 * U, 0)]
     # 250 000 samples, at most 20 000 points: 13 samples a point
-    sm = counter(1_000_000_002, "sm_active (%, mean per 1.300 ms)")
+    sm = counter(1_000_000_003, "sm_active (%, mean per 1.300 ms)")
     assert len(sm) == -(-LONG // 13) + 1
     assert sm[0] == (T, pytest.approx(sum(i % 10 * 10 for i in range(13)) / 13))
     assert sm[1][0] == T + 13 * U
 
 
 HEADER = ["GPU 0 NVIDIA H200: CUPTI PM sampling, 10 kHz, 15 metrics; 3 samples lost (buffer full)",
+          "GPU 1 NVIDIA A100: CUPTI PM sampling, 10 kHz, 3 metrics",
           "GPU GPU-2 NVIDIA H100: NVML GPM, 10 kHz, 2 metrics",
           "every GPU: NVML GPM: not permitted: needs admin"]
 
@@ -210,7 +214,7 @@ HEADER = ["GPU 0 NVIDIA H200: CUPTI PM sampling, 10 kHz, 15 metrics; 3 samples l
 def test_headers_name_the_source_of_each_gpu(session, tmp_path):
     text = ok(lantern("stats", session)).stdout.splitlines()
     at = text.index("GPU metrics:     " + HEADER[0])
-    assert text[at + 1:at + 3] == [" " * 17 + line for line in HEADER[1:]]
+    assert text[at + 1:at + 4] == [" " * 17 + line for line in HEADER[1:]]
     doc = json.loads(ok(lantern("stats", session, "--format", "json")).stdout)
     assert doc["session"]["gpu_metrics"] == HEADER
     page = tmp_path / "run.html"
@@ -219,7 +223,7 @@ def test_headers_name_the_source_of_each_gpu(session, tmp_path):
     assert "<tr><th>GPU metrics</th><td>" + "<br>".join(HEADER) + "</td></tr>" in html
     section = html[html.index('<section id="gpu-metrics">'):]
     section = section[:section.index("</section>")]
-    assert section.count("<svg") == 2  # a plot per GPU
+    assert section.count("<svg") == 3  # a plot per GPU
     row = section[section.index(">sm_active</td>"):]
     assert row.split("</tr>")[0].count('data-v="38"') == 1  # the run's mean, as the report's
 
@@ -239,3 +243,67 @@ def test_headers_without_metrics_say_nothing(tmp_path):
     con.execute("UPDATE meta SET value = 'nvtx,gpu_metrics' WHERE key = 'trace'")
     con.commit()
     assert "GPU metrics:     none recorded" in ok(lantern("stats", db)).stdout
+
+
+def test_kernels_measured_columns(session, tmp_path):
+    r = ok(lantern("kernels", session, "--csv", "-c",
+                   "kernel,device,sil,tc,tcby,smact,achieved,tensor,occupancy"))
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    got = [(k["kernel"], k["tc"], k["tcby"], k["smact"], k["achieved"], k["tensor"]) for k in rows]
+    assert got == [
+        ("early", "na", "name", "na", "na", "na"),  # before any sample: the name's guess
+        # none measured: no, though the name says Tensor Cores
+        ("ampere_fp16_s16816gemm_fp16_64x64_nn", "no", "metrics", "60.00", "40.00", "0.00"),
+        # alone, half of each of two samples (it filled 1/2 of them): its own activity
+        ("gemm_fp16", "yes", "metrics", "30.00", "12.50", "20.00"),
+        # axpy overlapped half of it: the 80 % may be axpy's, so the name decides (it cannot)
+        ("gemm_fp16", "na", "name", "90.00", "30.00", "80.00"),
+        ("gemmSN_TN_kernel_half", "yes", "metrics", "70.00", "50.00", "90.00"),
+        # filled a third of the samples it overlapped (the rest is the gap and others)
+        ("axpy", "na", "name", "55.00", "20.00", "40.00"),
+        ("sgemm_128x64_nn", "yes", "metrics", "80.00", "60.00", "70.00")]
+    # the default columns gain the measured ones where metrics were recorded, not elsewhere
+    header = ok(lantern("kernels", session, "--csv")).stdout.splitlines()[0]
+    assert header == ("idx,dir,layer,op,kernel,params,sil,tc,tcby,grid,block,occupancy,achieved,"
+                      "tensor,flops,tflops,gbps,peak%")
+    plain = tmp_path / "plain.db"
+    db = sqlite3.connect(session)
+    db.execute(f"VACUUM INTO '{plain}'")
+    db.close()
+    db = sqlite3.connect(plain)
+    db.execute("DELETE FROM gpu_metric_sets")
+    db.commit()
+    r = ok(lantern("kernels", plain, "--csv", "-c", "kernel,tc,tcby,tensor"))
+    assert r.stdout.splitlines()[0:3] == ["kernel,tc,tcby,tensor", "early,na,name,na",
+                                          "ampere_fp16_s16816gemm_fp16_64x64_nn,yes,name,na"]
+    assert ok(lantern("kernels", plain, "--csv")).stdout.splitlines()[0] == \
+        "idx,dir,layer,op,kernel,params,sil,tc,grid,block,occupancy,flops,tflops,gbps,peak%"
+
+
+def test_tensor_cores_rule_believes_the_measurement(session, tmp_path):
+    doc = json.loads(ok(lantern("analyze", session, "--rule", "tensor_cores", "--format",
+                                "json")).stdout)
+    rule = doc["analysis"]["rules"][0]
+    # one finding: the fp16 GEMM that measured none though its name says Tensor Cores; the
+    # SIMT-looking fp16 GEMM measured 90 % and the fp32-looking one 70 %: no finding
+    assert [f["summary"] for f in rule["findings"]] == [
+        "fp16 GEMM/convolution kernel ampere_fp16_s16816gemm_fp16_64x64_nn ran 1 times "
+        "(200.000 µs) with no Tensor Core activity measured (tensor_active 0.00 % over its "
+        "executions, though its name says Tensor Cores)"]
+    assert rule["findings"][0]["evidence"][0]["gpu"] == 1
+    # measured for 5 names of 6: "early" ran before any sample
+    assert rule["note"].startswith("Tensor Core activity measured (GPU metrics, tensor_active) "
+                                   "for 5 of 6 kernel names")
+    # without the metrics, the names alone: the SIMT-looking fp16 GEMM is the finding
+    plain = tmp_path / "plain.db"
+    db = sqlite3.connect(session)
+    db.execute(f"VACUUM INTO '{plain}'")
+    db.close()
+    db = sqlite3.connect(plain)
+    db.execute("DELETE FROM gpu_metric_sets")
+    db.commit()
+    rule = json.loads(ok(lantern("analyze", plain, "--rule", "tensor_cores", "--format",
+                                 "json")).stdout)["analysis"]["rules"][0]
+    assert [f["summary"].split(" ran ")[0] for f in rule["findings"]] == [
+        "fp16 GEMM/convolution kernel gemmSN_TN_kernel_half"]
+    assert "needs GPU hardware metrics" in rule["note"]
