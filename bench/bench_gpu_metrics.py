@@ -7,7 +7,6 @@ push/pop "step" > "forward"/"backward" ranges of 50 kernels each; times
 tensor_cores` and both exports. Usage: bench_gpu_metrics.py BUILD_DIR [SECONDS] [KERNELS]"""
 import os
 import random
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -80,13 +79,13 @@ def make_session(path, seconds, kernels):
 
 
 def timed(cmd):
-    """Wall seconds and the child's peak RSS (MB) of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall seconds and peak RSS (MB) of one command, through /usr/bin/time (a child of this
+    process would inherit its high-water mark across exec: Linux keeps ru_maxrss)."""
     started = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, check=True)
     wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(peak, before) / 1024
+    return wall, int(r.stderr.strip().splitlines()[-1]) / 1024
 
 
 def main():
@@ -100,11 +99,26 @@ def main():
         samples, kernels, ranges = make_session(db, seconds, kernels)
         print(f"{samples} samples, {kernels} kernels, {ranges} ranges"
               f" (built in {time.perf_counter() - started:.0f} s)")
-        runs = [("stats --report gpu_metrics_sum", ["stats", db, "--report", "gpu_metrics_sum",
-                                                    "--format", "csv"])]
+        runs = [
+            ("stats --report gpu_metrics_sum", ["stats", db, "--report", "gpu_metrics_sum",
+                                                "--format", "csv"]),
+            ("stats --report nvtx_gpu_proj_sum", ["stats", db, "--report", "nvtx_gpu_proj_sum",
+                                                  "--format", "csv"]),
+            ("kernels --csv (measured columns)", ["kernels", db, "--csv"]),
+            ("kernels --csv (no metrics read)", ["kernels", db, "--csv", "-c",
+                                                 "idx,kernel,sil,occupancy"]),
+            ("analyze --rule tensor_cores", ["analyze", db, "--rule", "tensor_cores"]),
+            ("export --format perfetto", ["export", db, "--format", "perfetto", "-o",
+                                          os.path.join(tmp, "t.perfetto-trace")]),
+            ("export --format chrome", ["export", db, "--format", "chrome", "-o",
+                                        os.path.join(tmp, "t.json")]),
+        ]
         for label, args in runs:
             wall, rss = timed([lantern, *args])
-            print(f"{label:36s} {wall:6.2f} s  peak RSS {rss:5.0f} MB")
+            size = ""
+            if args[0] == "export":
+                size = f"  {os.path.getsize(args[-1]) / 1e6:.0f} MB"
+            print(f"{label:36s} {wall:6.2f} s  peak RSS {rss:5.0f} MB{size}")
 
 
 if __name__ == "__main__":
