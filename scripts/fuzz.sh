@@ -38,6 +38,11 @@ session big_name "$build/bin/fault_workload" big_name 5000
 for scenario in basic attributes cross_thread fork; do
     session "$scenario" "$build/bin/nvtx_workload" "$scenario"
 done
+# GPU hardware metrics have no agent to write them here: the test session's files, small
+mkdir -p "$fuzz/sessions/gpu_metrics"
+"$build/bin/gpu_metrics_session" "$fuzz/sessions/gpu_metrics" 100 ||
+    { echo "lantern: seed session gpu_metrics failed"; exit 1; }
+for f in "$fuzz/sessions/gpu_metrics"/*.lrt; do cp "$f" "$seeds/gpu_metrics-$(basename "$f")"; done
 cp tests/fuzz/regressions/* "$seeds/"
 echo "=== fuzzing for ${seconds}s on $(ls "$seeds" | wc -l) seed files"
 mkdir -p "$fuzz/corpus"

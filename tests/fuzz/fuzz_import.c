@@ -1,7 +1,8 @@
 /* libFuzzer target for the raw-trace reader and the importer (scripts/fuzz.sh runs it; results
  * in docs/testing.md). Each input is one raw trace file: it is imported into a database as
- * `lantern import` would, and the database is then read back by the Chrome export and the
- * NVTX summary, so that whatever a damaged file can put in a database is exercised too.
+ * `lantern import` would, and the database is then read back by the Chrome export, the NVTX
+ * summary and the GPU metrics summary, so that whatever a damaged file can put in a database
+ * is exercised too.
  * Built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which skips the chunk CRC check
  * (src/trace/codec.c): otherwise nearly every mutation would stop at the checksum. */
 #include "db/import.h"
@@ -46,6 +47,7 @@ static void read_back(void)
         struct report_ctx ctx = {.db = db, .out = null_out, .format = TABLE_FORMAT_TABLE};
         report_session_header(&ctx, null_out);
         report_nvtx_sum(&ctx);
+        report_gpu_metrics_sum(&ctx);
     }
     sqlite3_close(db);
 }

@@ -2,7 +2,9 @@
  * values are known exactly (test_gpu_metrics.py works them out by hand): launcher.lrt with
  * the metric sets, samples and status lines the launcher's sampler writes, and one process's
  * file with a GPU, NVTX ranges, launches and kernels, through the generated encoders.
- * Usage: gpu_metrics_session DIR (an empty folder). U = 100 us, T = 1 s:
+ * Usage: gpu_metrics_session DIR [LONG] (an empty folder; LONG: GPU-2's samples, 250 000 by
+ * default, more than the exports draw per track; scripts/fuzz.sh takes a small one as a
+ * seed). U = 100 us, T = 1 s:
  *
  * GPU-1 (CUDA device 0, "NVIDIA H200"), CUPTI PM sampling at 10 kHz, every metric:
  *   s1 [T, T+U)      sm 10  tensor 0   occupancy 5   pcie_rx 1 GB/s
@@ -29,7 +31,7 @@
 
 #define U 100000ull
 #define T 1000000000ull
-#define LONG 250000 /* GPU-2's samples: more than the exports draw per track */
+static uint64_t long_samples = 250000; /* GPU-2's */
 
 static void launcher(const char *dir)
 {
@@ -81,7 +83,7 @@ static void launcher(const char *dir)
         .hardware = trace_bytes("2\0"
                                 "5",
                                 3));
-    for (uint64_t i = 0; i < LONG; i++) {
+    for (uint64_t i = 0; i < long_samples; i++) {
         if (w.b.len > w.cap - 64) { /* a chunk holds ~30 000 samples */
             raw_flush(&w, 0);
             raw_chunk(&w, T + i * U);
@@ -106,7 +108,7 @@ static void launcher(const char *dir)
                                                                                        : 70)}});
     RAW(&w, gpu_metric_status, .source = TRACE_GPU_METRICS_GPM,
         .code = TRACE_GPU_METRICS_NOT_PERMITTED, .reason = trace_cstr("needs admin"));
-    RAW(&w, process_end, .end = T + (LONG + 10) * U, .clean = 1, .exit_status = 0);
+    RAW(&w, process_end, .end = T + (long_samples + 10) * U, .clean = 1, .exit_status = 0);
     raw_flush(&w, 0);
     raw_close(&w);
 }
@@ -175,10 +177,12 @@ static void process(const char *dir)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gpu_metrics_session DIR\n");
+    if (argc < 2 || argc > 3) {
+        fprintf(stderr, "usage: gpu_metrics_session DIR [LONG]\n");
         return 2;
     }
+    if (argc == 3)
+        long_samples = strtoull(argv[2], NULL, 10);
     launcher(argv[1]);
     process(argv[1]);
     return 0;
