@@ -166,7 +166,8 @@ static int load_projections(struct state *st)
         return fail(st, "out of memory");
     if (rc != SQLITE_DONE)
         return fail(st, sqlite3_errmsg(st->ctx->db));
-    qsort(st->projections, st->projection_count, sizeof *st->projections, by_gpu_and_start);
+    if (st->projection_count) /* qsort's base must not be NULL, even for 0 rows */
+        qsort(st->projections, st->projection_count, sizeof *st->projections, by_gpu_and_start);
     return 0;
 }
 

@@ -307,3 +307,21 @@ def test_tensor_cores_rule_believes_the_measurement(session, tmp_path):
     assert [f["summary"].split(" ran ")[0] for f in rule["findings"]] == [
         "fp16 GEMM/convolution kernel gemmSN_TN_kernel_half"]
     assert "needs GPU hardware metrics" in rule["note"]
+
+
+def test_metrics_without_gpu_work(tmp_path):
+    """Only the launcher's file: samples, no kernel and no range (the report's run rows, empty
+    sweeps; found by the fuzzer as a qsort of nothing)."""
+    raw = tmp_path / "all.raw"
+    raw.mkdir()
+    subprocess.run([WRITER, str(raw), "100"], check=True)
+    only = tmp_path / "only.raw"
+    only.mkdir()
+    (only / "launcher.lrt").write_bytes((raw / "launcher.lrt").read_bytes())
+    ok(lantern("import", only, "-o", tmp_path / "only.db"))
+    rows = report_rows(tmp_path / "only.db")
+    assert {r["Scope"] for r in rows} == {"run"}
+    # no CUDA device: no GPU has a number; each has its own rows (GPU-3: (60 + 70 + 80) / 3)
+    means = sorted(values(r)[1] for r in rows if r["Metric"] == "sm_active")
+    assert [r["GPU"] for r in rows if r["Metric"] == "sm_active"] == ["", "", ""]
+    assert means == pytest.approx([38, 45, 70])
