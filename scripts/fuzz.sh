@@ -41,6 +41,11 @@ done
 # NVTX payload schemas, enumerations and extended payloads (records 30-34), as NCCL emits them
 session nccl_payloads "$build/bin/nccl_nvtx_workload"
 session nccl_payloads_fork "$build/bin/nccl_nvtx_workload" fork
+# GPU hardware metrics have no agent to write them here: the test session's files, small
+mkdir -p "$fuzz/sessions/gpu_metrics"
+"$build/bin/gpu_metrics_session" "$fuzz/sessions/gpu_metrics" 100 ||
+    { echo "lantern: seed session gpu_metrics failed"; exit 1; }
+for f in "$fuzz/sessions/gpu_metrics"/*.lrt; do cp "$f" "$seeds/gpu_metrics-$(basename "$f")"; done
 cp tests/fuzz/regressions/* "$seeds/"
 echo "=== fuzzing for ${seconds}s on $(ls "$seeds" | wc -l) seed files"
 mkdir -p "$fuzz/corpus"

@@ -63,7 +63,8 @@ const struct analyze_rule analyze_rules[] = {
      "pinned memory so copies overlap kernels",
      rule_stream_use},
     {"tensor_cores", "fp16/bf16 GEMMs and convolutions that do not run on Tensor Cores",
-     "any such kernel (from its name; shapes from PyTorch's emit_nvtx markers)",
+     "any such kernel (measured tensor_active where GPU metrics were recorded, else from its "
+     "name; shapes from PyTorch's emit_nvtx markers)",
      "make GEMM dimensions and channel counts multiples of 8 (pad), and check the math "
      "mode (torch.backends.cuda.matmul)",
      rule_tensor_cores},

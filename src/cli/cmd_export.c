@@ -4,6 +4,7 @@
  * --force, a temporary file renamed into place). */
 #include "cli/cli.h"
 #include "export/export.h"
+#include "output/table.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -67,6 +68,14 @@ static int write_export(sqlite3 *db, const struct export_format *format, const c
                 "lantern: warning: %llu start/end ranges left out (more than 4096 open at once "
                 "in one domain)\n",
                 stats.left_out);
+    if (rc == 0 && stats.gpu_metrics_bucket_ns) {
+        char width[32];
+        table_format_duration(width, sizeof width, (double)stats.gpu_metrics_bucket_ns);
+        fprintf(stderr,
+                "lantern: GPU metrics drawn as means over %s where a GPU has more samples than a "
+                "counter track holds (the track names say so; docs/export.md)\n",
+                width);
+    }
     if (rc < 0 && ferror(out.file))
         out.error = errno;
     if (rc < 0 && !ferror(out.file)) { /* a write error is named by cli_output_close */

@@ -25,6 +25,8 @@ static void print_help(void)
         "that launched it. \"na\" marks an unknown value; a trailing '*' a figure computed\n"
         "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n"
         "  -c, --columns COLS  comma-separated columns, in order (default:\n"
+        "                      %s;\n"
+        "                      with GPU metrics recorded:\n"
         "                      %s)\n"
         "  -w, --width N       fit text lines in N characters, cutting text columns ('~');\n"
         "                      default: the terminal's width, else $COLUMNS, else no limit;\n"
@@ -34,7 +36,7 @@ static void print_help(void)
         "      --no-memops     kernels only\n"
         "      --hints         only rows with an optimisation hint, with the hints column\n"
         "  -h, --help          show this help and the columns\n\nColumns:\n",
-        kernels_default_columns);
+        kernels_default_columns, kernels_default_columns_measured);
     kernels_columns_help(stdout);
 }
 

@@ -1,7 +1,9 @@
 /* The GPU metrics part of the importer: TRACE_GPU_METRIC_* records (100-119) of the launcher's
  * raw file into gpu_metric_sets (a GPU's row in gpus found or made by uuid, as NVML and CUDA
  * do), gpu_metric_samples (one row per sample, a column per metric of gpu_metrics.def, NULL
- * where the set lacks it) and gpu_metric_status. Layouts: src/trace/records.def. */
+ * where the set lacks it) and gpu_metric_status. Layouts: src/trace/records.def. Damage is
+ * skipped, never guessed at: a set without a GPU uuid, a sample of no known set, a sample
+ * that ends before it starts (docs/trace-format.md, "GPU hardware metrics"). */
 #include "db/import_internal.h"
 #include "trace/format.h"
 #include "trace/gpu_metrics.h"
@@ -50,10 +52,7 @@ static const char *source_name(uint64_t source)
 
 static void bind_bytes(sqlite3_stmt *st, int col, struct trace_bytes b)
 {
-    if (b.len)
-        sqlite3_bind_text(st, col, (const char *)b.bytes, (int)b.len, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, col);
+    import_bind_bytes(st, col, b.bytes, b.len);
 }
 
 /* gpus.id of a uuid, made when no other source described that GPU; 0 on failure. */
@@ -73,14 +72,18 @@ static int64_t gpu_of(struct import_file *f, struct trace_bytes uuid, struct tra
     return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
-/* The hardware names, NUL-separated in the trace, as one text with "; " between them. */
+/* The hardware names, NUL-separated in the trace (a trailing NUL or not), as one text with
+ * "; " between them. */
 static char *hardware_text(struct trace_bytes b)
 {
-    char *s = malloc(b.len * 2 + 1);
+    size_t len = b.len;
+    while (len && !b.bytes[len - 1])
+        len--;
+    char *s = malloc(len * 2 + 1);
     size_t n = 0;
     if (!s)
         return NULL;
-    for (size_t i = 0; i < b.len; i++) {
+    for (size_t i = 0; i < len; i++) {
         if (b.bytes[i]) {
             s[n++] = (char)b.bytes[i];
         } else {
@@ -92,7 +95,7 @@ static char *hardware_text(struct trace_bytes b)
     return s;
 }
 
-/* The mask's columns, comma-separated. */
+/* The mask's columns, comma-separated (every column fits: at most 16 names of < 16 bytes). */
 static void mask_columns(uint32_t mask, char *out, size_t size)
 {
     size_t len = 0;
@@ -108,10 +111,17 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
     struct trace_gpu_metric_set r;
     trace_get_gpu_metric_set(fl, &r);
     const char *source = source_name(r.source);
+    /* bits past gpu_metrics.def's rows are a newer launcher's metrics: their values come
+     * after those of the known ones (bit order), so dropping them keeps the rest in place */
     uint32_t mask = (uint32_t)r.metrics & ((1u << GPU_METRIC_COUNT) - 1);
-    if (!source || g->count == SETS_MAX) {
-        import_warn(g->f, "a GPU metric set that cannot be read (source %llu) was skipped",
-                    (unsigned long long)r.source);
+    if (!source || !r.gpu_uuid.len) {
+        import_warn(g->f, "a GPU metric set without %s was skipped (source %llu)",
+                    source ? "a GPU uuid" : "a known source", (unsigned long long)r.source);
+        return 0;
+    }
+    if (g->count == SETS_MAX) {
+        import_warn(g->f, "more than %d GPU metric sets in one file: the others were skipped",
+                    SETS_MAX);
         return 0;
     }
     int64_t gpu = gpu_of(g->f, r.gpu_uuid, r.gpu_name);
@@ -141,16 +151,28 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
     return 0;
 }
 
+/* The set a sample names: the latest set of that id in the file (a sampler that restarts
+ * may define an id again), or -1. */
+static int set_index(const struct gpu_metrics_file *g, uint64_t file_id)
+{
+    for (size_t i = g->count; i-- > 0;)
+        if (g->sets[i].file_id == file_id)
+            return (int)i;
+    return -1;
+}
+
 static int import_sample(struct gpu_metrics_file *g, struct trace_fields *fl)
 {
     struct trace_gpu_metric_sample r;
     trace_get_gpu_metric_sample(fl, &r);
-    size_t set = 0;
-    while (set < g->count && g->sets[set].file_id != r.set_id)
-        set++;
-    if (set == g->count) {
+    int set = set_index(g, r.set_id);
+    if (set < 0) {
         if (!g->warned++)
             import_warn(g->f, "GPU metric samples of an unknown set were skipped");
+        return 0;
+    }
+    if (r.end < r.start) { /* damage: its values would be averages over a negative span */
+        import_malformed(g->f);
         return 0;
     }
     static const char sql[] = "INSERT INTO gpu_metric_samples(set_id, start_ns, end_ns"
@@ -168,13 +190,11 @@ static int import_sample(struct gpu_metrics_file *g, struct trace_fields *fl)
     sqlite3_bind_int64(st, 1, g->sets[set].row);
     sqlite3_bind_int64(st, 2, (int64_t)r.start);
     sqlite3_bind_int64(st, 3, (int64_t)r.end);
+    /* values in bit order; a short list leaves the last metrics NULL (unbound) */
     size_t value = 0;
-    for (int i = 0; i < GPU_METRIC_COUNT; i++) {
+    for (int i = 0; i < GPU_METRIC_COUNT; i++)
         if ((g->sets[set].mask & (1u << i)) && value < r.values.count && value < TRACE_U_LIST_MAX)
             sqlite3_bind_double(st, 4 + i, gpu_metric_decode(i, r.values.values[value++]));
-        else
-            sqlite3_bind_null(st, 4 + i);
-    }
     return import_step(g->f, st, "cannot store a GPU metric sample: ");
 }
 
@@ -247,7 +267,7 @@ static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fie
     case TRACE_GPU_METRIC_SAMPLER:
         return import_sampler(g, fields);
     default:
-        return 0; /* a newer launcher's record: skipped */
+        return IMPORT_RECORD_UNKNOWN; /* a newer launcher's record: skipped and counted */
     }
 }
 

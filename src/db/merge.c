@@ -1,7 +1,8 @@
 /* lantern merge (merge.h): every input database is attached in turn and its rows copied into
  * the new one. Strings, domains and categories are shared by value (merge_maps.sql), GPUs by
- * uuid; processes, threads, ranges, marks, CUDA calls and NVTX payloads keep their order under
- * an offset, and every column that points at one of them is rewritten by the rule table below.
+ * uuid; processes, threads, ranges, marks, CUDA calls, NVTX payloads and GPU metric sets keep
+ * their order under an offset, and every column that points at one of them is rewritten by the
+ * rule table below.
  * Times move onto the first input's clock by the inputs' wall<->monotonic offsets
  * (docs/schema.md). */
 #include "db/merge.h"
@@ -23,18 +24,19 @@ extern const char import_merge_meta_sql[];
 
 /* What a column refers to, hence how its value is rewritten. */
 enum merge_ref {
-    REF_PROCESS, /* processes.id: + :process */
-    REF_THREAD,  /* threads.id: + :thread */
-    REF_RANGE,   /* ranges.id: + :range */
-    REF_API,     /* cuda_api.id: + :api */
-    REF_MARK,    /* marks.id: + :mark */
-    REF_SCHEMA,  /* nvtx_payload_schemas.id: + :schema */
-    REF_PAYLOAD, /* nvtx_payloads.id: + :payload */
-    REF_STRING,  /* strings.id: through temp.string_map */
-    REF_DOMAIN,  /* domains.id: through temp.domain_map */
-    REF_GPU,     /* gpus.id: through temp.gpu_map */
-    REF_TIME,    /* a time on the input's clock: + :shift */
-    REF_DROP,    /* a table's own id that nothing points at: numbered afresh */
+    REF_PROCESS,    /* processes.id: + :process */
+    REF_THREAD,     /* threads.id: + :thread */
+    REF_RANGE,      /* ranges.id: + :range */
+    REF_API,        /* cuda_api.id: + :api */
+    REF_MARK,       /* marks.id: + :mark */
+    REF_SCHEMA,     /* nvtx_payload_schemas.id: + :schema */
+    REF_PAYLOAD,    /* nvtx_payloads.id: + :payload */
+    REF_METRIC_SET, /* gpu_metric_sets.id: + :metric_set */
+    REF_STRING,     /* strings.id: through temp.string_map */
+    REF_DOMAIN,     /* domains.id: through temp.domain_map */
+    REF_GPU,        /* gpus.id: through temp.gpu_map */
+    REF_TIME,       /* a time on the input's clock: + :shift */
+    REF_DROP,       /* a table's own id that nothing points at: numbered afresh */
 };
 
 /* Every column that is an id of another row or a time. table NULL: in every table; the first
@@ -51,6 +53,7 @@ static const struct merge_rule {
     {NULL, "mark_id", REF_MARK},       {NULL, "schema_row", REF_SCHEMA},
     {NULL, "payload_id", REF_PAYLOAD}, {NULL, "enum_name_id", REF_STRING},
     {NULL, "description_id", REF_STRING},
+    {"gpu_metric_sets", "id", REF_METRIC_SET}, {"gpu_metric_samples", "set_id", REF_METRIC_SET},
     {NULL, "id", REF_DROP},            {NULL, "process_id", REF_PROCESS},
     {NULL, "thread_id", REF_THREAD},   {NULL, "start_thread_id", REF_THREAD},
     {NULL, "end_thread_id", REF_THREAD}, {NULL, "nvtx_range_id", REF_RANGE},
@@ -72,6 +75,7 @@ static const char *const merge_ref_expr[] = {
     [REF_MARK] = "(%s + :mark)",
     [REF_SCHEMA] = "(%s + :schema)",
     [REF_PAYLOAD] = "(%s + :payload)",
+    [REF_METRIC_SET] = "(%s + :metric_set)",
     [REF_STRING] = "(SELECT new FROM temp.string_map WHERE old = %s)",
     [REF_DOMAIN] = "(SELECT new FROM temp.domain_map WHERE old = %s)",
     [REF_GPU] = "(SELECT new FROM temp.gpu_map WHERE old = %s)",
@@ -85,6 +89,7 @@ static const struct {
     {"processes", ":process"}, {"threads", ":thread"}, {"ranges", ":range"}, {"cuda_api", ":api"},
     {"marks", ":mark"},         {"nvtx_payload_schemas", ":schema"},
     {"nvtx_payloads", ":payload"},
+    {"gpu_metric_sets", ":metric_set"},
 };
 #define MERGE_OFFSETS (sizeof merge_offsets / sizeof merge_offsets[0])
 

@@ -87,7 +87,8 @@ static int write_losses(struct chrome_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size)
+int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
+                  size_t error_size)
 {
     struct chrome_writer w = {.db = db,
                               .out = out,
@@ -103,6 +104,8 @@ int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size)
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
         return -1;
     }
+    if (stats)
+        stats->gpu_metrics_bucket_ns = w.gpu_metrics_bucket_ns;
     char *losses = session_losses_line(db);
     fputs("\n], \"otherData\": {\"lantern_lost_events\": ", out);
     json_write_cstring(out, losses ? losses : "(unknown)");

@@ -8,12 +8,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* What an export tells its caller beyond success: the number of events written and of
- * ranges left out (the Perfetto export's start/end ranges beyond 4096 open at once in one
- * domain; 0 for formats that leave nothing out). */
+/* What an export tells its caller beyond success: the number of events written, of ranges
+ * left out (the Perfetto export's start/end ranges beyond 4096 open at once in one domain; 0
+ * for formats that leave nothing out), and the widest bucket GPU metric samples were averaged
+ * over to fit the tracks (gpu_metrics_tracks.h; 0: every sample drawn). */
 struct export_stats {
     unsigned long long events;
     unsigned long long left_out;
+    long long gpu_metrics_bucket_ns;
 };
 
 /* The export formats, one row each (formats.c): `lantern export --format NAME` writes FILE
@@ -29,8 +31,10 @@ extern const size_t export_format_count;
 
 /* Chrome trace-event JSON (Perfetto, chrome://tracing; chrome.c): process/thread names, push/pop
  * ranges as complete events, start/end ranges as async events, marks as instant events, and
- * each source's rows. Returns 0, or -1 with a reason in error. */
-int export_chrome(sqlite3 *db, FILE *out, char *error, size_t error_size);
+ * each source's rows. stats (may be NULL) receives what export_stats says. Returns 0, or -1
+ * with a reason in error. */
+int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
+                  size_t error_size);
 
 /* Perfetto's protobuf trace (perfetto.c): the same content as the Chrome export in Perfetto's
  * native format (TrackEvent, interned names, track descriptors, counter tracks, flows). stats

@@ -79,6 +79,7 @@ out:
     if (stats) {
         stats->events = w.events;
         stats->left_out = w.left_out;
+        stats->gpu_metrics_bucket_ns = w.gpu_metrics_bucket_ns;
     }
     perfetto_writer_release(&w);
     return rc;

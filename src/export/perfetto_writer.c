@@ -336,25 +336,42 @@ void perfetto_gpu_track(struct perfetto_writer *w, int64_t gpu)
     sqlite3_finalize(st);
 }
 
+unsigned perfetto_gpu_counter_metric(struct perfetto_writer *w)
+{
+    return w->counters++;
+}
+
+void perfetto_gpu_counter_track(struct perfetto_writer *w, int64_t gpu, unsigned metric,
+                                const char *name)
+{
+    uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
+    perfetto_gpu_track(w, gpu);
+    perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), name, NULL, NULL, 1);
+    perfetto_run_begin(w, track);
+}
+
+void perfetto_gpu_counter_value(struct perfetto_writer *w, int64_t gpu, unsigned metric,
+                                uint64_t ts, double value)
+{
+    perfetto_event_begin(w, PF_TYPE_COUNTER, PERFETTO_COUNTER_TRACK(gpu, metric));
+    pb_double(&w->event, PF_EVENT_DOUBLE_COUNTER_VALUE, value);
+    perfetto_event_end(w, ts);
+}
+
 int perfetto_gpu_counter(struct perfetto_writer *w, const char *name, const char *sql)
 {
-    unsigned metric = w->counters++;
+    unsigned metric = perfetto_gpu_counter_metric(w);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     int64_t last_gpu = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
         int64_t gpu = sqlite3_column_int64(st, 0);
-        uint64_t track = PERFETTO_COUNTER_TRACK(gpu, metric);
-        if (gpu != last_gpu) {
-            perfetto_gpu_track(w, gpu);
-            perfetto_track(w, track, PERFETTO_GPU_TRACK(gpu), name, NULL, NULL, 1);
-            perfetto_run_begin(w, track);
-        }
+        if (gpu != last_gpu)
+            perfetto_gpu_counter_track(w, gpu, metric, name);
         last_gpu = gpu;
-        perfetto_event_begin(w, PF_TYPE_COUNTER, track);
-        pb_double(&w->event, PF_EVENT_DOUBLE_COUNTER_VALUE, sqlite3_column_double(st, 2));
-        perfetto_event_end(w, (uint64_t)sqlite3_column_int64(st, 1));
+        perfetto_gpu_counter_value(w, gpu, metric, (uint64_t)sqlite3_column_int64(st, 1),
+                                   sqlite3_column_double(st, 2));
     }
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }

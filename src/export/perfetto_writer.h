@@ -120,11 +120,12 @@ enum {
 
 /* Track uuids: a kind in the low byte, database ids above it (small numbers, short varints).
  * The core's: processes, threads, GPUs, and counters under a GPU (metric: the writer numbers
- * them in the order producers ask for them, perfetto_gpu_counter; at most 16). */
+ * them in the order producers ask for them, perfetto_gpu_counter; at most 64: NVML's 8, the
+ * GPU metrics' 15 and CUDA's device memory use 24). */
 #define PERFETTO_PROCESS_TRACK(process_id) ((uint64_t)(process_id) << 8 | 1)
 #define PERFETTO_THREAD_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 2)
 #define PERFETTO_GPU_TRACK(gpu_key) ((uint64_t)(gpu_key) << 8 | 6)
-#define PERFETTO_COUNTER_TRACK(gpu_key, metric) (((uint64_t)(gpu_key) << 4 | (metric)) << 8 | 8)
+#define PERFETTO_COUNTER_TRACK(gpu_key, metric) (((uint64_t)(gpu_key) << 6 | (metric)) << 8 | 8)
 /* NVTX's: other domains' push/pop ranges under their thread, start/end lanes under their
  * process (at most PERFETTO_MAX_LANES open at once per process and domain). */
 #define PERFETTO_DOMAIN_TRACK(thread_id, domain)                                                   \
@@ -168,6 +169,7 @@ struct perfetto_writer {
     int64_t gpu_described[64]; /* GPU tracks written (perfetto_gpu_track) */
     size_t gpus_described;
     unsigned counters; /* counter metrics numbered so far (perfetto_gpu_counter) */
+    int64_t gpu_metrics_bucket_ns; /* the widest GPU metrics thinning (gpu_metrics_tracks.h) */
     int write_failed;
 };
 
@@ -220,6 +222,14 @@ void perfetto_gpu_track(struct perfetto_writer *w, int64_t gpu);
  * (gpu_id, ts_ns, value; sorted by GPU, then time); each call numbers a new metric.
  * 0 or -1 (the database's error says why). */
 int perfetto_gpu_counter(struct perfetto_writer *w, const char *name, const char *sql);
+/* The same for values a producer computes itself (perfetto_gpu_metrics.c): a new metric's
+ * number, then per GPU its track (named; the GPU's track described first if new), then the
+ * track's values in time order. */
+unsigned perfetto_gpu_counter_metric(struct perfetto_writer *w);
+void perfetto_gpu_counter_track(struct perfetto_writer *w, int64_t gpu, unsigned metric,
+                                const char *name);
+void perfetto_gpu_counter_value(struct perfetto_writer *w, int64_t gpu, unsigned metric,
+                                uint64_t ts, double value);
 
 /* The writer's life (perfetto.c): the first packet (sequence 1 starts clean); writing out
  * the packets buffered (0, or -1 once a write failed); freeing what it holds. */

@@ -10,15 +10,16 @@
 /* SQL fragments of the CUDA reports: GPU work comes from the gpu_ops view (src/db/schema.sql),
  * the one definition reports and exports share; these say how the reports group and print it. */
 
-/* CTE ops(kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id): the GPU operations of
- * `view`, "gpu_ops" (all) or "kernel_ops" (kernels only; docs/schema.md). Starts a WITH
- * RECURSIVE clause; CUDA_SQL_OP_RANGES follows. A CTE used twice, so SQLite builds it once. */
+/* CTE ops(kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id, gpu_id): the GPU
+ * operations of `view`, "gpu_ops" (all) or "kernel_ops" (kernels only; docs/schema.md). Starts
+ * a WITH RECURSIVE clause; CUDA_SQL_OP_RANGES follows. A CTE used twice, so SQLite builds it
+ * once. */
 #define CUDA_SQL_OPS(view)                                                                         \
-    "WITH RECURSIVE ops(kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id) AS ("          \
-    " SELECT kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id FROM " view "),"
+    "WITH RECURSIVE ops(kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id, gpu_id) AS ("  \
+    " SELECT kind, id, start_ns, end_ns, nvtx_range_id, api_id, name_id, gpu_id FROM " view "),"
 
-/* CTE op_ranges(start_ns, end_ns, name_id, range_id): each GPU operation (its times and
- * name) with every NVTX range it was launched inside, nested ones included (nsys's
+/* CTE op_ranges(start_ns, end_ns, name_id, gpu_id, range_id): each GPU operation (its times,
+ * name and GPU) with every NVTX range it was launched inside, nested ones included (nsys's
  * "projection"). A range holds an operation when it was open on the launching thread as the
  * launching API call began:
  *  - push/pop ranges: the importer's innermost range (nvtx_range_id) and its parents;
@@ -27,16 +28,17 @@
  * of its thread and time span (index cuda_api_by_thread). The other way round, each launch
  * would scan every range its thread ever opened before it (minutes on a long run). */
 #define CUDA_SQL_OP_RANGES                                                                         \
-    " range_stack(start_ns, end_ns, name_id, range_id) AS ("                                       \
-    "  SELECT start_ns, end_ns, name_id, nvtx_range_id FROM ops"                                   \
+    " range_stack(start_ns, end_ns, name_id, gpu_id, range_id) AS ("                               \
+    "  SELECT start_ns, end_ns, name_id, gpu_id, nvtx_range_id FROM ops"                           \
     "  WHERE nvtx_range_id IS NOT NULL"                                                            \
-    "  UNION ALL SELECT st.start_ns, st.end_ns, st.name_id, r.parent_id FROM range_stack st"       \
+    "  UNION ALL SELECT st.start_ns, st.end_ns, st.name_id, st.gpu_id, r.parent_id"                \
+    "  FROM range_stack st"                                                                        \
     "  JOIN ranges r ON r.id = st.range_id WHERE r.parent_id IS NOT NULL),"                        \
     " start_end_ranges AS MATERIALIZED (SELECT id, start_thread_id, start_ns, end_ns"              \
     "  FROM ranges WHERE style = 1),"                                                              \
-    " op_ranges(start_ns, end_ns, name_id, range_id) AS ("                                         \
+    " op_ranges(start_ns, end_ns, name_id, gpu_id, range_id) AS ("                                 \
     "  SELECT * FROM range_stack"                                                                  \
-    "  UNION ALL SELECT o.start_ns, o.end_ns, o.name_id, r.id FROM start_end_ranges r"             \
+    "  UNION ALL SELECT o.start_ns, o.end_ns, o.name_id, o.gpu_id, r.id FROM start_end_ranges r"   \
     "  CROSS JOIN cuda_api a ON a.thread_id = r.start_thread_id AND a.start_ns >= r.start_ns"      \
     "  AND (r.end_ns IS NULL OR a.start_ns < r.end_ns)"                                            \
     "  CROSS JOIN ops o ON o.api_id = a.id)"

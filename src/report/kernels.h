@@ -43,7 +43,8 @@ int kernels_columns_check(const char *columns, const char **bad);
 /* Writes the list of columns and their meaning (for `lantern kernels -h`). */
 void kernels_columns_help(FILE *out);
 
-/* The default column list, for the help text. */
+/* The default column lists, for the help text: without and with GPU metrics recorded. */
 extern const char kernels_default_columns[];
+extern const char kernels_default_columns_measured[];
 
 #endif

@@ -358,7 +358,7 @@ static void attribute_figures(const struct kernels_op_instance *inst, struct ker
     }
     if (part >= 0) {
         struct kernels_hint_input hint = {
-            .is_gemm_like = inst->is_gemm_like, .dtype = row->name->dtype, .tc = row->name->tc};
+            .is_gemm_like = inst->is_gemm_like, .dtype = row->name->dtype, .tc = row->tc};
         memcpy(hint.gemm_mnk, inst->gemm_mnk, sizeof hint.gemm_mnk);
         row->hints |= kernels_hints(&hint);
     }

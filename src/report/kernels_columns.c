@@ -117,7 +117,7 @@ static double peak_flops(const struct kernels_row *row)
         return 0;
     if (row->dtype == KERNELS_DTYPE_FP64)
         return g->peak_fp64;
-    if (row->name->tc != KERNELS_TC_YES)
+    if (row->tc != KERNELS_TC_YES)
         return row->dtype == KERNELS_DTYPE_UNKNOWN && !row->dtype_assumed ? 0 : g->peak_fp32;
     switch (row->dtype) {
     case KERNELS_DTYPE_BF16:
@@ -249,7 +249,28 @@ static void col_tc(const struct kernels_row *row, size_t idx, struct kernels_fie
 {
     static const char *const names[] = {NULL, "no", "yes"};
     (void)idx;
-    put_str(f, row->kind == KERNELS_ROW_KERNEL ? names[row->name->tc] : "no");
+    put_str(f, names[row->tc]);
+}
+static void col_tcby(const struct kernels_row *row, size_t idx, struct kernels_field *f)
+{
+    (void)idx;
+    put_str(f, row->kind != KERNELS_ROW_KERNEL ? NULL : row->tc_measured ? "metrics" : "name");
+}
+/* A measured percentage: two decimals, the resolution the trace stores. */
+static void col_smact(const struct kernels_row *row, size_t idx, struct kernels_field *f)
+{
+    (void)idx;
+    put_double(f, row->sm_active, 2, 0);
+}
+static void col_achieved(const struct kernels_row *row, size_t idx, struct kernels_field *f)
+{
+    (void)idx;
+    put_double(f, row->warp_occupancy, 2, 0);
+}
+static void col_tensor(const struct kernels_row *row, size_t idx, struct kernels_field *f)
+{
+    (void)idx;
+    put_double(f, row->tensor_active, 2, 0);
 }
 static void col_dtype(const struct kernels_row *row, size_t idx, struct kernels_field *f)
 {
@@ -362,7 +383,12 @@ static const struct kernels_column columns[] = {
     {"params", "op shapes (GEMM M,N,K; conv N,C,K,in,k,out; else input shapes) and dtype", 6, 1,
      col_params},
     {"sil", "GPU duration, ns", 8, 0, col_sil},
-    {"tc", "Tensor Cores used, from the kernel name: yes/no/na", 3, 0, col_tc},
+    {"tc",
+     "Tensor Cores used, yes/no/na: measured where GPU metrics cover the kernel (tcby), else "
+     "from its name",
+     3, 0, col_tc},
+    {"tcby", "where tc comes from: metrics (tensor active, measured) or name (a guess)", 7, 0,
+     col_tcby},
     {"dtype", "data type read from the kernel name", 5, 0, col_dtype},
     {"device", "CUDA device ordinal", 6, 0, col_device},
     {"stream", "CUDA stream id", 6, 0, col_stream},
@@ -372,6 +398,12 @@ static const struct kernels_column columns[] = {
     {"smem", "shared memory per block (static + dynamic), bytes", 6, 0, col_smem},
     {"occupancy", "theoretical occupancy, % of the SM's warps (block size, regs, smem)", 9, 0,
      col_occupancy},
+    {"achieved",
+     "achieved warp occupancy, % of the whole GPU's warp slots (GPU metrics, time-weighted over "
+     "the kernel; GPU-wide: idle SMs and concurrent kernels count)",
+     8, 0, col_achieved},
+    {"smact", "SMs active, % (GPU metrics, as achieved)", 6, 0, col_smact},
+    {"tensor", "Tensor Cores active, % (GPU metrics, as achieved)", 6, 0, col_tensor},
     {"flops", "floating-point operations of the op, on its main kernel (docs/kernels.md)", 12, 0,
      col_flops},
     {"bytes", "compulsory DRAM bytes of the op on its main kernel; copies: bytes copied", 11, 0,
@@ -388,6 +420,9 @@ static const struct kernels_column columns[] = {
 
 const char kernels_default_columns[] =
     "idx,dir,layer,op,kernel,params,sil,tc,grid,block,occupancy,flops,tflops,gbps,peak%";
+const char kernels_default_columns_measured[] = "idx,dir,layer,op,kernel,params,sil,tc,tcby,"
+                                                "grid,block,occupancy,achieved,tensor,flops,"
+                                                "tflops,gbps,peak%";
 
 static const struct kernels_column *column_named(const char *name, size_t len)
 {

@@ -95,11 +95,16 @@ struct kernels_row {
     enum kernels_dtype dtype;         /* the kernel's, or its op's assumed one */
     enum kernels_dtype assumed_dtype; /* that of the last earlier kernel whose name says one */
     unsigned hints;
+    /* measured by the GPU metrics (kernels_metrics.c): means over the kernel, -1 unknown */
+    double sm_active, warp_occupancy, tensor_active;
+    enum kernels_tc tc; /* Tensor Cores: measured when tc_measured, else from the name */
+    int tc_measured;
 };
 
 struct kernels_rows {
     struct kernels_row *rows;
     size_t count;
+    int has_metrics; /* the database has GPU metrics: the measured columns are shown */
 };
 
 #endif

@@ -294,6 +294,8 @@ static struct kernels_row *new_row(struct kernels_state *r)
     row->regs = row->smem = row->copy_bytes = -1;
     row->sub = -1;
     row->flops = row->bytes = -1;
+    row->sm_active = row->warp_occupancy = row->tensor_active = -1;
+    row->tc = KERNELS_TC_NO; /* a copy or set; a kernel's comes from its name */
     return row;
 }
 
@@ -326,6 +328,7 @@ static int load_activity_row(struct kernels_state *r, sqlite3_stmt *st, enum ker
         row->name = name_info_of(r, sqlite3_column_int64(st, 8));
         if (!row->name)
             return -ENOMEM;
+        row->tc = row->name->tc;
         for (int i = 0; i < 3; i++) {
             row->grid[i] = sqlite3_column_int64(st, 9 + i);
             row->block[i] = sqlite3_column_int64(st, 12 + i);

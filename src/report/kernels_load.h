@@ -84,6 +84,9 @@ struct kernels_state {
 /* Reads rows (sorted by GPU start), GPUs, threads and the ranges open at some
  * launch into s (s->db set, the rest zero). Returns 0, -ENOMEM, or -EIO (no kernels tables). */
 int kernels_load(struct kernels_state *s, int no_memops);
+/* The measured columns (kernels_metrics.c): each kernel row's GPU metrics and, where they
+ * decide it, its Tensor Core use. 0, -ENOMEM or -EIO. */
+int kernels_metrics(struct kernels_state *s);
 /* The loaded range of id (NULL when absent or not open at any launch). */
 struct kernels_range *kernels_range_of(struct kernels_state *s, int64_t id);
 void kernels_state_release(struct kernels_state *s);

@@ -69,6 +69,21 @@ int kernels_dtype_bytes(enum kernels_dtype dtype);        /* element size; 0 for
 enum kernels_dtype kernels_name_dtype(const char *kernel_name);
 /* Whether the kernel runs on Tensor Cores, read from its name; UNKNOWN rather than a guess. */
 enum kernels_tc kernels_name_tensor_cores(const char *kernel_name);
+
+/* Tensor Core activity measured by the GPU metrics (docs/kernels.md, "Measured columns"): a
+ * mean tensor_active over a kernel below KERNELS_TENSOR_IDLE_PERCENT is none at all (the
+ * counters are exact: a kernel without MMA adds nothing, while a one-block HMMA kernel on a
+ * 132-SM GPU still reads ~0.7 %). Above it, the activity may be other kernels' (the samples
+ * are GPU-wide): it counts as the kernel's own when others overlapped it for less than
+ * KERNELS_MEASURED_OWN_SHARE of its time and its execution filled at least that share of the
+ * samples it overlapped. */
+#define KERNELS_TENSOR_IDLE_PERCENT 0.1
+#define KERNELS_MEASURED_OWN_SHARE 0.5
+/* NO below the idle threshold; YES when the activity is the kernel's own (overlapped and
+ * filled: shares in [0, 1]; filled < 0 skips its test, for a kernel name whose executions
+ * share samples with each other); UNKNOWN otherwise: the name has to decide. */
+enum kernels_tc kernels_measured_tensor_cores(double tensor_percent, double overlapped,
+                                              double filled);
 /* The name shown in the kernel column: demangled name without the return type and parameter
  * list, with no spaces (awk splits on them). Writes at most size bytes; returns out. */
 char *kernels_name_short(const char *kernel_name, char *out, size_t size);

@@ -2,7 +2,8 @@
  * form for the kernel column. The rules follow the naming of cuBLAS (volta_h884gemm,
  * ampere_bf16_s16816gemm, sm90_xmma_gemm_bf16bf16_..., nvjet_*), cuDNN (xmma fprop/dgrad/wgrad,
  * scudnn, implicit_convolve_sgemm), CUTLASS (tensorop/wmma/simt), FlashAttention and PyTorch's
- * own kernels; a name no rule recognises is "unknown", never a guess (docs/kernels.md). */
+ * own kernels; a name no rule recognises is "unknown", never a guess (docs/kernels.md). And
+ * what the measured Tensor Core activity says instead, where GPU metrics were recorded. */
 #include "report/kernels_model.h"
 
 #include <ctype.h>
@@ -220,4 +221,15 @@ char *kernels_name_short(const char *name, char *out, size_t size)
     }
     out[n] = '\0';
     return out;
+}
+
+enum kernels_tc kernels_measured_tensor_cores(double tensor_percent, double overlapped,
+                                              double filled)
+{
+    if (tensor_percent < KERNELS_TENSOR_IDLE_PERCENT)
+        return KERNELS_TC_NO;
+    if (overlapped < KERNELS_MEASURED_OWN_SHARE &&
+        (filled < 0 || filled >= KERNELS_MEASURED_OWN_SHARE))
+        return KERNELS_TC_YES;
+    return KERNELS_TC_UNKNOWN;
 }

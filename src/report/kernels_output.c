@@ -258,8 +258,10 @@ int kernels_output_write(const struct kernels_rows *rows, const struct kernels_o
 {
     const struct kernels_column *cols[KERNELS_MAX_COLUMNS];
     const char *bad;
-    int ncols = kernels_columns_select(opt->columns ? opt->columns : kernels_default_columns,
-                                       opt->hints_only, cols, &bad);
+    const char *defaults =
+        rows->has_metrics ? kernels_default_columns_measured : kernels_default_columns;
+    int ncols = kernels_columns_select(opt->columns ? opt->columns : defaults, opt->hints_only,
+                                       cols, &bad);
     if (ncols < 0)
         return -EINVAL;
     int rc;

@@ -1,4 +1,5 @@
 /* `lantern kernels`, the report: loads every kernel, memcpy and memset (kernels_load.c),
+ * measures each with the GPU metrics where they were recorded (kernels_metrics.c),
  * attributes each to the layer and PyTorch op that launched it with its FLOPs and bytes
  * (kernels_attribute.c) and prints the chosen columns (kernels_columns.c, kernels_output.c).
  * kernels_report serves `lantern kernels` (src/cli/cmd_kernels.c, its own options);
@@ -22,6 +23,8 @@ int kernels_report(sqlite3 *db, const struct kernels_options *opt, FILE *out)
     memset(&s, 0, sizeof s);
     s.db = db;
     int rc = kernels_load(&s, opt->no_memops);
+    if (rc == 0)
+        rc = kernels_metrics(&s);
     if (rc == 0)
         rc = kernels_attribute(&s);
     if (rc == 0)

@@ -38,8 +38,9 @@ int report_session_header(struct report_ctx *ctx, FILE *out);
 int report_why_no_cuda(sqlite3 *db, char *why, size_t size);
 
 int report_nvtx_sum(struct report_ctx *ctx);
-int report_energy_sum(struct report_ctx *ctx); /* energy_sum.c */
-int report_nccl_sum(struct report_ctx *ctx);   /* nccl_sum.c */
-int report_kernels(struct report_ctx *ctx);    /* kernels_report.c: `lantern kernels`' defaults */
+int report_energy_sum(struct report_ctx *ctx);      /* energy_sum.c */
+int report_nccl_sum(struct report_ctx *ctx);        /* nccl_sum.c */
+int report_gpu_metrics_sum(struct report_ctx *ctx); /* gpu_metrics_sum.c */
+int report_kernels(struct report_ctx *ctx); /* kernels_report.c: `lantern kernels`' defaults */
 
 #endif

@@ -21,6 +21,8 @@ const struct report report_table[] = {
      "NCCL collectives: calls, size, GPU time, algorithm and bus bandwidth per type and size"},
     {"energy_sum", report_energy_sum,
      "GPU energy (J, avg W) of the run, processes, NVTX ranges, kernels, windows"},
+    {"gpu_metrics_sum", report_gpu_metrics_sum,
+     "GPU hardware metrics (min/mean/max) of the run, NVTX ranges and kernels, per GPU"},
     {"kernels", report_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},

@@ -1,6 +1,7 @@
 /* The session header every report starts with: what ran, for how long, in how many
  * processes and threads, and what was lost (dropped events, damaged raw files), so a
  * summary is never read without knowing it may be incomplete. */
+#include "common/gpu_metrics_sources.h"
 #include "common/session_losses.h"
 #include "common/sql_query.h"
 #include "output/json.h"
@@ -11,7 +12,8 @@
 
 struct session_info {
     char *command;
-    char *losses; /* the shared line of what was lost (common/session_losses.h) */
+    char *losses;      /* the shared line of what was lost (common/session_losses.h) */
+    char *gpu_metrics; /* what recorded them, per GPU (common/gpu_metrics_sources.h), or NULL */
     int64_t unfinished;
     int64_t duration_ns, processes, threads, dropped, warnings, unended, exit_status;
     int has_exit_status;
@@ -36,6 +38,7 @@ static void read_info(sqlite3 *db, struct session_info *s)
     s->warnings = sql_query_int(db, "SELECT value FROM meta WHERE key = 'import_warnings'", 0);
     s->unended = sql_query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL", 0);
     s->losses = session_losses_line(db);
+    s->gpu_metrics = gpu_metrics_sources_lines(db);
     s->unfinished = session_losses_unfinished(db);
     s->has_exit_status =
         sql_query_int(
@@ -93,6 +96,16 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
     }
     sqlite3_finalize(procs);
     fprintf(out, "Threads:         %lld\n", (long long)s->threads);
+    /* one line per GPU, each escaped on its own (a GPU's name comes from the driver) */
+    for (const char *line = s->gpu_metrics, *end; line && (end = strchr(line, '\n'));
+         line = end + 1) {
+        char *text = strndup(line, (size_t)(end - line));
+        char *shown = text ? table_escape_controls(text) : NULL;
+        fprintf(out, "%s%s\n", line == s->gpu_metrics ? "GPU metrics:     " : "                 ",
+                shown ? shown : "");
+        free(shown);
+        free(text);
+    }
     fprintf(out, "Dropped events:  %lld%s\n", (long long)s->dropped,
             s->dropped ? " (some ranges may be missing or unended; see LANTERN_BUFFER_KB)" : "");
     char *losses = s->losses ? table_escape_controls(s->losses) : NULL;
@@ -143,6 +156,12 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
             fputs("null}", out);
     }
     sqlite3_finalize(procs);
+    fputs("], \"gpu_metrics\": [", out);
+    for (const char *line = s->gpu_metrics, *end; line && (end = strchr(line, '\n'));
+         line = end + 1) {
+        fputs(line == s->gpu_metrics ? "" : ", ", out);
+        json_write_string(out, line, (size_t)(end - line));
+    }
     fprintf(out, "], \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
     sqlite3_stmt *st = warnings_query(db);
     for (int i = 0; st && sqlite3_step(st) == SQLITE_ROW; i++) {
@@ -163,6 +182,7 @@ int report_session_header(struct report_ctx *ctx, FILE *out)
         print_text(ctx->db, &s, out);
     free(s.command);
     free(s.losses);
+    free(s.gpu_metrics);
     if (ferror(out)) {
         snprintf(ctx->error, sizeof ctx->error, "cannot write the session header");
         return -1;

@@ -456,7 +456,8 @@ static void tensor_cores_flags_half_gemms_off_tensor_cores_by_name(void)
     expect_cost(&res->findings[0], 20000.0 * (1.0 - 67e12 / 989e12));
     ASSERT(strstr(res->findings[0].summary, "fp16 GEMM/convolution kernel "
                                             "maxwell_fp16_sgemm_fp16_128x64_nn ran 2 times"));
-    ASSERT(res->note && strstr(res->note, "issue #15"));
+    ASSERT(res->note &&
+           strstr(res->note, "needs GPU hardware metrics (lantern profile --gpu-metrics)"));
     analyze_run_release(&run);
     sqlite3_close(db);
 }

@@ -68,7 +68,7 @@ def test_analyze_json_gives_exact_costs_and_evidence(session):
     assert (evidence["start_ns"], evidence["duration_ns"], evidence["pid"], evidence["tid"],
             evidence["stream"], evidence["range"]) == (4400, 400, 1000, 1000, 7, ":backward")
     assert rules["energy"]["note"] is None
-    assert "issue #15" in rules["small_grid"]["note"]
+    assert "needs GPU hardware metrics (lantern profile --gpu-metrics)" in rules["small_grid"]["note"]
 
 
 def test_analyze_csv_has_one_line_per_evidence_row(session):

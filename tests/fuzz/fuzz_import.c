@@ -1,7 +1,8 @@
 /* libFuzzer target for the raw-trace reader and the importer (scripts/fuzz.sh runs it; results
  * in docs/testing.md). Each input is one raw trace file: it is imported into a database as
- * `lantern import` would, and the database is then read back by the Chrome export and the
- * NVTX summary, so that whatever a damaged file can put in a database is exercised too.
+ * `lantern import` would, and the database is then read back by the Chrome export, the NVTX
+ * summary and the GPU metrics summary, so that whatever a damaged file can put in a database
+ * is exercised too.
  * Built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which skips the chunk CRC check
  * (src/trace/codec.c): otherwise nearly every mutation would stop at the checksum. */
 #include "db/import.h"
@@ -42,10 +43,11 @@ static void read_back(void)
     sqlite3 *db;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         char error[256];
-        export_chrome(db, null_out, error, sizeof error);
+        export_chrome(db, null_out, NULL, error, sizeof error);
         struct report_ctx ctx = {.db = db, .out = null_out, .format = TABLE_FORMAT_TABLE};
         report_session_header(&ctx, null_out);
         report_nvtx_sum(&ctx);
+        report_gpu_metrics_sum(&ctx);
     }
     sqlite3_close(db);
 }

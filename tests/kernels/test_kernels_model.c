@@ -454,6 +454,20 @@ static void test_hints(void)
     ASSERT_STR_EQ(kernels_hints_format(0, text, sizeof text), "");
 }
 
+/* Measured Tensor Core use: the H200 figures of docs/gpu-metrics.md (a bf16 GEMM loop reads
+ * 93.2 %, an fp32 axpy 0), a one-block HMMA kernel's 0.7 %, and activity that may be others'. */
+static void test_measured_tensor_cores(void)
+{
+    ASSERT_EQ(kernels_measured_tensor_cores(93.2, 0, 1), KERNELS_TC_YES);
+    ASSERT_EQ(kernels_measured_tensor_cores(0, 0, 1), KERNELS_TC_NO);
+    ASSERT_EQ(kernels_measured_tensor_cores(0.05, 0.9, 0.01), KERNELS_TC_NO); /* none, whoever */
+    ASSERT_EQ(kernels_measured_tensor_cores(0.7, 0, 0.9), KERNELS_TC_YES);
+    ASSERT_EQ(kernels_measured_tensor_cores(40, 0.5, 1), KERNELS_TC_UNKNOWN); /* beside others */
+    ASSERT_EQ(kernels_measured_tensor_cores(40, 0, 0.2),
+              KERNELS_TC_UNKNOWN);                                         /* a fifth of a sample */
+    ASSERT_EQ(kernels_measured_tensor_cores(40, 0.1, -1), KERNELS_TC_YES); /* a name's */
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case tests[] = {
@@ -472,6 +486,7 @@ int main(int argc, char **argv)
         {"unknown_ops_have_no_figures", test_unknown_ops_have_no_figures},
         {"occupancy", test_occupancy},
         {"hints", test_hints},
+        {"measured_tensor_cores", test_measured_tensor_cores},
         {NULL, NULL},
     };
     return test_main(tests, argc, argv);

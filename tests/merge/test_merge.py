@@ -40,9 +40,12 @@ REFERENCES = [
     ("kernels", "name_id", "strings"), ("kernels", "api_id", "cuda_api"),
     ("kernels", "nvtx_range_id", "ranges"), ("cuda_api", "thread_id", "threads"),
     ("energy_windows", "process_id", "processes"), ("energy_windows", "gpu_id", "gpus"),
+    ("gpu_metric_sets", "gpu_id", "gpus"), ("gpu_metric_samples", "set_id", "gpu_metric_sets"),
+    ("gpu_metric_status", "gpu_id", "gpus"),
 ]
 COPIED = ["processes", "threads", "ranges", "marks", "gpu_samples", "nvml_sampler",
-          "cuda_api", "kernels", "energy_windows"]
+          "cuda_api", "kernels", "energy_windows", "gpu_metric_sets", "gpu_metric_samples",
+          "gpu_metric_status"]
 
 
 def lantern(*args, env=None, cwd=None):
@@ -75,6 +78,7 @@ def ranks(tmp_path_factory):
                     "attributes", env=env, cwd=d)
         assert r.returncode == 0, r.stderr
         add_cuda_rows(d / f"r{rank}.db", rank)
+        add_metric_rows(d / f"r{rank}.db", rank)
     return d
 
 
@@ -94,6 +98,25 @@ def add_cuda_rows(path, rank):
     db.execute("INSERT INTO kernels(process_id, gpu_id, device, correlation_id, start_ns,"
                " end_ns, name_id, api_id, nvtx_range_id) VALUES (1, ?, 0, 77, ?, ?, ?, ?, ?)",
                (gpu, start + 20, start + 30, name, api, rng))
+    db.commit()
+
+
+def add_metric_rows(path, rank):
+    """GPU metric rows by hand (the sampler needs a GPU): per rank, two sets (so that the
+    second input's set ids need renumbering), each with two samples whose sm_active names the
+    rank and the set (rank 1, set 2: 12), and a status line on GPU-aaaa."""
+    db = sqlite3.connect(path)
+    (gpu,) = db.execute("SELECT id FROM gpus WHERE uuid = 'GPU-aaaa'").fetchone()
+    (start,) = db.execute("SELECT start_ns FROM processes").fetchone()
+    for set_id in (1, 2):
+        db.execute("INSERT INTO gpu_metric_sets(id, gpu_id, source, period_ns, metrics)"
+                   " VALUES (?, ?, 'CUPTI PM sampling', 100000, 'sm_active')", (set_id, gpu))
+        for k in range(2):
+            db.execute("INSERT INTO gpu_metric_samples(set_id, start_ns, end_ns, sm_active)"
+                       " VALUES (?, ?, ?, ?)", (set_id, start + 100 * k, start + 100 * k + 100,
+                                                10 * rank + set_id))
+    db.execute("INSERT INTO gpu_metric_status(gpu_id, source, code, count, reason)"
+               " VALUES (?, 'CUPTI PM sampling', 'lost', ?, 'buffer full')", (gpu, rank + 1))
     db.commit()
 
 
@@ -130,6 +153,16 @@ def test_merge_keeps_every_row_and_id(ranks):
         " JOIN gpus g ON g.id = k.gpu_id JOIN ranges r ON r.id = k.nvtx_range_id ORDER BY p.rank")
     assert links.fetchall() == [("kernel_of_rank_0", 0, 1, "GPU-aaaa", 1, 1, 77),
                                 ("kernel_of_rank_1", 1, 1, "GPU-aaaa", 1, 1, 77)]
+    # each sample on its own set, each set on GPU-aaaa, with the times it recorded
+    sets = ("SELECT s.sm_active, s.start_ns, s.end_ns, g.uuid FROM gpu_metric_samples s"
+            " JOIN gpu_metric_sets m ON m.id = s.set_id JOIN gpus g ON g.id = m.gpu_id"
+            " ORDER BY s.sm_active, s.start_ns")
+    assert m.execute(sets).fetchall() == sorted(r0.execute(sets).fetchall() +
+                                                r1.execute(sets).fetchall())
+    assert [v for (v,) in m.execute("SELECT DISTINCT sm_active FROM gpu_metric_samples"
+                                    " ORDER BY 1")] == [1, 2, 11, 12]
+    assert m.execute("SELECT g.uuid, sum(st.count) FROM gpu_metric_status st JOIN gpus g"
+                     " ON g.id = st.gpu_id GROUP BY g.uuid").fetchall() == [("GPU-aaaa", 3)]
     # each rank's rows on its own process, with the names and times it recorded
     for rank, src in ((0, r0), (1, r1)):
         (pid,) = m.execute("SELECT id FROM processes WHERE rank = ?", (rank,)).fetchone()
@@ -224,6 +257,11 @@ def test_merge_shifts_another_hosts_clock(ranks):
         (k + shift, a + shift) for k, a in far.execute(q.format(1)).fetchall()]
     samples = "SELECT min(ts_ns) FROM gpu_samples s JOIN gpus g ON g.id = s.gpu_id WHERE uuid = 'GPU-bbbb'"
     assert m.execute(samples).fetchone()[0] == far.execute(samples).fetchone()[0] + shift
+    metrics = ("SELECT s.start_ns, s.end_ns, s.sm_active FROM gpu_metric_samples s"
+               " JOIN gpu_metric_sets m ON m.id = s.set_id JOIN gpus g ON g.id = m.gpu_id"
+               " WHERE g.uuid = '{}' ORDER BY 3, 1")
+    assert m.execute(metrics.format("GPU-cccc")).fetchall() == [
+        (s + shift, e + shift, v) for s, e, v in far.execute(metrics.format("GPU-cccc"))]
     assert meta(m, "host") == f"{meta(r0, 'host')},far-host"
     assert meta(m, "merged_inputs").splitlines()[1] == f"far.db host=far-host shift_ns={shift}"
 

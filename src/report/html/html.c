@@ -4,6 +4,7 @@
 #include "output/table.h"
 #include "report/html/html_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,7 +207,8 @@ static void write_head(struct html_page *page)
     html_text(out, command ? command : "(unknown command)");
     fputs("</div></header>\n<nav><a href=\"#summary\">Session</a><a href=\"#timeline\">"
           "Timeline</a><a href=\"#time\">Where the time went</a><a href=\"#findings\">"
-          "Findings</a><a href=\"#energy\">Energy</a></nav>\n",
+          "Findings</a><a href=\"#energy\">Energy</a><a href=\"#gpu-metrics\">GPU metrics</a>"
+          "</nav>\n",
           out);
     free(command);
 }
@@ -226,11 +228,21 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
     }
     if (rc == 0) {
         write_head(&page);
-        int (*const sections[])(struct html_page *) = {html_section_summary, html_section_timeline,
-                                                       html_section_time, html_section_findings,
-                                                       html_section_energy};
-        for (size_t i = 0; rc == 0 && i < sizeof sections / sizeof sections[0]; i++)
+        int (*const sections[])(struct html_page *) = {
+            html_section_summary,  html_section_timeline, html_section_time,
+            html_section_findings, html_section_energy,   html_section_gpu_metrics};
+        for (size_t i = 0; rc == 0 && i < sizeof sections / sizeof sections[0]; i++) {
             rc = sections[i](&page);
+            /* a full disk: stop while errno still says so (the next section's queries would
+             * overwrite it, and the caller names the error from it) */
+            if (rc == 0 && fflush(out) != 0) {
+                int write_errno = errno;
+                analyze_run_release(&page.run);
+                snprintf(error, error_size, "write error");
+                errno = write_errno;
+                return -1;
+            }
+        }
         if (rc < 0)
             snprintf(error, error_size, "%s",
                      page.ctx->error[0] ? page.ctx->error : "cannot read the database");

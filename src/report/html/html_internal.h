@@ -41,5 +41,6 @@ int html_section_timeline(struct html_page *page);
 int html_section_time(struct html_page *page);
 int html_section_findings(struct html_page *page);
 int html_section_energy(struct html_page *page);
+int html_section_gpu_metrics(struct html_page *page); /* html_gpu_metrics.c */
 
 #endif

@@ -2,6 +2,7 @@
  * the time went (top ranges, kernels, copies), the analyze findings most costly first with
  * their evidence, and energy per range and kernel with error bounds. Every query aggregates or
  * is limited. */
+#include "common/gpu_metrics_sources.h"
 #include "common/session_losses.h"
 #include "energy/energy_db.h"
 #include "output/table.h"
@@ -114,6 +115,17 @@ int html_section_summary(struct html_page *page)
     }
     sqlite3_finalize(st);
     fprintf(out, "%s</td></tr>\n", gpus ? "" : "none recorded");
+    char *metrics = gpu_metrics_sources_lines(page->db);
+    if (metrics) { /* one line per GPU */
+        kv_start(out, "GPU metrics");
+        for (char *line = metrics, *end; (end = strchr(line, '\n')); line = end + 1) {
+            *end = '\0';
+            fputs(line == metrics ? "" : "<br>", out);
+            html_text(out, line);
+        }
+        fputs("</td></tr>\n", out);
+        free(metrics);
+    }
     fprintf(out,
             "<tr><th>Processes</th><td>%lld</td></tr>\n<tr><th>Threads</th><td>%lld</td></tr>\n",
             (long long)query_int(page, "SELECT count(*) FROM processes"),
