@@ -63,7 +63,7 @@ def test_gpm_samples_are_the_scripted_means_over_each_interval(tmp_path):
         "SELECT source, period_ns, metrics, hardware, samples FROM gpu_metric_sets").fetchall()
     assert (source, period) == ("NVML GPM", 20_000_000)
     assert metrics == "sm_active,warp_occupancy,tensor_active,pcie_rx"  # what GPM answered
-    assert hardware == "2; 3; 5; 21; "
+    assert hardware == "2; 3; 5; 21"
     rows = db.execute("SELECT start_ns, end_ns, sm_active, warp_occupancy, tensor_active,"
                       " pcie_rx, gr_active FROM gpu_metric_samples ORDER BY start_ns").fetchall()
     assert n == len(rows) and len(rows) >= 15  # 0.5 s at 50 Hz, less the start
