@@ -56,15 +56,20 @@ static void bind_bytes(sqlite3_stmt *st, int col, struct trace_bytes b)
 }
 
 /* gpus.id of a uuid, made when no other source described that GPU; 0 on failure. */
-static int64_t gpu_of(struct import_file *f, struct trace_bytes uuid, struct trace_bytes name)
+static int64_t gpu_of(struct import_file *f, struct trace_bytes uuid, struct trace_bytes name,
+                      uint64_t nvml_index_plus_1)
 {
     sqlite3_stmt *st = import_stmt(f, SLOT_GPU,
-                                   "INSERT INTO gpus(uuid, name) VALUES(?, ?) ON CONFLICT(uuid)"
-                                   " DO UPDATE SET name = COALESCE(gpus.name, excluded.name)");
+                                   "INSERT INTO gpus(uuid, name, nvml_index) VALUES(?, ?, ?)"
+                                   " ON CONFLICT(uuid) DO UPDATE SET"
+                                   " name = COALESCE(gpus.name, excluded.name),"
+                                   " nvml_index = COALESCE(gpus.nvml_index, excluded.nvml_index)");
     if (!st)
         return 0;
     bind_bytes(st, 1, uuid);
     bind_bytes(st, 2, name);
+    if (nvml_index_plus_1)
+        sqlite3_bind_int64(st, 3, (int64_t)nvml_index_plus_1 - 1);
     if (import_step(f, st, "cannot store a GPU: ") < 0 ||
         !(st = import_stmt(f, SLOT_GPU_ID, "SELECT id FROM gpus WHERE uuid = ?")))
         return 0;
@@ -124,7 +129,7 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
                     SETS_MAX);
         return 0;
     }
-    int64_t gpu = gpu_of(g->f, r.gpu_uuid, r.gpu_name);
+    int64_t gpu = gpu_of(g->f, r.gpu_uuid, r.gpu_name, r.nvml_index);
     sqlite3_stmt *st = import_stmt(g->f, SLOT_SET,
                                    "INSERT INTO gpu_metric_sets(gpu_id, source, period_ns, metrics,"
                                    " hardware, chip) VALUES(?, ?, ?, ?, ?, ?)");
@@ -209,7 +214,7 @@ static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
     };
     struct trace_gpu_metric_status r;
     trace_get_gpu_metric_status(fl, &r);
-    int64_t gpu = r.gpu_uuid.len ? gpu_of(g->f, r.gpu_uuid, (struct trace_bytes){0}) : 0;
+    int64_t gpu = r.gpu_uuid.len ? gpu_of(g->f, r.gpu_uuid, (struct trace_bytes){0}, 0) : 0;
     sqlite3_stmt *st = import_stmt(g->f, SLOT_STATUS,
                                    "INSERT INTO gpu_metric_status(gpu_id, source, code, count,"
                                    " reason) VALUES(?, ?, ?, ?, ?)");

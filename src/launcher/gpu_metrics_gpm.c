@@ -249,6 +249,7 @@ static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, c
         .period_ns = g->period_ns,
         .metrics = g->mask,
         .hardware = {(const uint8_t *)hardware, len},
+        .nvml_index = t->gpu->nvml_index + 1,
     };
     gpu_metrics_put_set(t->sink, &set);
     if (pthread_create(&g->thread, NULL, gpm_loop, g) != 0) {

@@ -770,6 +770,7 @@ static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, ch
         .metrics = g->choice.mask,
         .hardware = {(const uint8_t *)names, names_len},
         .chip = trace_cstr(chip),
+        .nvml_index = t->gpu->nvml_index + 1,
     };
     gpu_metrics_put_set(t->sink, &set);
     say_missing(t, chip, g->choice.refused, "the chip has none of their counters");
