@@ -9,6 +9,8 @@
 
 #include "trace/records.h"
 
+#include <pthread.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,10 +54,30 @@ struct gpu_metrics_backend {
 extern const struct gpu_metrics_backend gpu_metrics_pm_backend;  /* gpu_metrics_pm.c */
 extern const struct gpu_metrics_backend gpu_metrics_gpm_backend; /* gpu_metrics_gpm.c */
 
-/* The sampling thread's helpers (gpu_metrics_sampler.c). */
+/* The thread of one GPU's backend (gpu_metrics_sampler.c): it sleeps until a time or the
+ * stop, and counts what it wrote for the footprint record. */
+struct gpu_metrics_thread {
+    pthread_t thread;
+    int started, stop; /* stop: under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    uint64_t samples, lost, first_start, last_end; /* the samples written */
+    uint64_t reads, read_ns;                       /* decode calls or GPM reads, their time */
+};
+void gpu_metrics_thread_init(struct gpu_metrics_thread *th);
+/* Runs fn(arg) on the thread; 0 or -1. */
+int gpu_metrics_thread_start(struct gpu_metrics_thread *th, void *(*fn)(void *), void *arg);
+/* Sleeps until CLOCK_MONOTONIC ns `until` or the stop; 1 when stopped. */
+int gpu_metrics_thread_sleep(struct gpu_metrics_thread *th, uint64_t until);
+/* Asks the thread to stop and waits for its end; then frees its lock. */
+void gpu_metrics_thread_stop(struct gpu_metrics_thread *th);
+/* Counts a sample [start, end) written, and the whole periods missing before it. */
+void gpu_metrics_thread_count(struct gpu_metrics_thread *th, uint64_t start, uint64_t end,
+                              uint64_t period_ns);
+/* On the thread, at its end: a "lost" status line when samples were (lost_reason), and the
+ * footprint record. */
+void gpu_metrics_thread_finish(struct gpu_metrics_thread *th, const struct gpu_metrics_target *t,
+                               unsigned int source, const char *lost_reason);
 uint64_t gpu_metrics_mono_ns(void);
-uint64_t gpu_metrics_thread_cpu_ns(void);
-/* Counts whole periods missing between one sample's end and the next one's start. */
-uint64_t gpu_metrics_gap_periods(uint64_t prev_end, uint64_t next_start, uint64_t period_ns);
 
 #endif

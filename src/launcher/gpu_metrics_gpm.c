@@ -29,11 +29,7 @@ struct gpm_gpu {
     int newer;         /* the index of the last snapshot */
     uint64_t newer_ns; /* when it was taken (the middle of the call) */
     uint64_t period_ns;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    int stop;
-    uint64_t written, lost, first_start, last_end, reads, read_ns;
+    struct gpu_metrics_thread th;
 };
 
 /* Takes a snapshot into samples[slot]; its time in *at. An NVML code. */
@@ -42,8 +38,8 @@ static nvml_return_t snapshot(struct gpm_gpu *g, int slot, uint64_t *at)
     uint64_t t0 = gpu_metrics_mono_ns();
     nvml_return_t rc = g->api->gpm_sample_get(g->device, g->samples[slot]);
     uint64_t t1 = gpu_metrics_mono_ns();
-    g->reads++;
-    g->read_ns += t1 - t0;
+    g->th.reads++;
+    g->th.read_ns += t1 - t0;
     *at = t0 + (t1 - t0) / 2;
     return rc;
 }
@@ -84,11 +80,7 @@ static nvml_return_t sample_once(struct gpm_gpu *g, struct nvml_gpm_metrics_get 
                 v = m->metrics[i].value * gpu_metrics[row].gpm_scale;
         r.values.values[r.values.count++] = gpu_metric_encode(row, v);
     }
-    g->lost += gpu_metrics_gap_periods(g->last_end, start, g->period_ns);
-    if (!g->first_start)
-        g->first_start = start;
-    g->last_end = at;
-    g->written++;
+    gpu_metrics_thread_count(&g->th, start, at, g->period_ns);
     gpu_metrics_put_sample(g->t.sink, &r);
     return NVML_OK;
 }
@@ -99,53 +91,33 @@ static void *gpm_loop(void *arg)
     struct nvml_gpm_metrics_get *m = malloc(sizeof *m);
     nvml_return_t rc = m ? NVML_OK : NVML_ERR_UNKNOWN;
     uint64_t next = g->newer_ns;
-    pthread_mutex_lock(&g->lock);
     while (rc == NVML_OK) {
         next += g->period_ns;
-        struct timespec until = {.tv_sec = (time_t)(next / 1000000000u),
-                                 .tv_nsec = (long)(next % 1000000000u)};
-        while (!g->stop && gpu_metrics_mono_ns() < next)
-            pthread_cond_timedwait(&g->wake, &g->lock, &until);
-        pthread_mutex_unlock(&g->lock);
-        rc = sample_once(g, m); /* a last sample up to the stop */
-        pthread_mutex_lock(&g->lock);
-        if (g->stop)
+        int stopped = gpu_metrics_thread_sleep(&g->th, next);
+        rc = sample_once(g, m); /* at the stop too: a last sample up to it */
+        if (stopped)
             break;
         uint64_t now = gpu_metrics_mono_ns();
         if (next + g->period_ns < now)
             next = now; /* late: keep the period from here, the gap counts as lost */
     }
-    pthread_mutex_unlock(&g->lock);
     if (rc != NVML_OK) {
         char why[256];
         snprintf(why, sizeof why, "NVML GPM stopped: %s", g->api->error_string(rc));
         gpu_metrics_put_status(g->t.sink, g->t.uuid, TRACE_GPU_METRICS_GPM,
                                TRACE_GPU_METRICS_FAILED, 0, why);
     }
-    if (g->lost)
-        gpu_metrics_put_status(g->t.sink, g->t.uuid, TRACE_GPU_METRICS_GPM, TRACE_GPU_METRICS_LOST,
-                               g->lost, "samples missing between others");
-    struct trace_gpu_metric_sampler f = {
-        .set_id = g->t.set_id,
-        .duration_ns = g->last_end > g->first_start ? g->last_end - g->first_start : 0,
-        .samples = g->written,
-        .lost = g->lost,
-        .cpu_ns = gpu_metrics_thread_cpu_ns(),
-        .reads = g->reads,
-        .read_ns = g->read_ns,
-    };
-    gpu_metrics_put_sampler(g->t.sink, &f);
+    gpu_metrics_thread_finish(&g->th, &g->t, TRACE_GPU_METRICS_GPM, NULL);
     free(m);
     return NULL;
 }
 
 static void gpm_free(struct gpm_gpu *g)
 {
+    gpu_metrics_thread_stop(&g->th);
     for (int i = 0; i < 2; i++)
         if (g->samples[i].handle)
             g->api->gpm_sample_free(g->samples[i]);
-    pthread_cond_destroy(&g->wake);
-    pthread_mutex_destroy(&g->lock);
     free(g);
 }
 
@@ -217,12 +189,7 @@ static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, c
     g->device = t->gpu->device;
     uint64_t min_period = (uint64_t)(1e9 / GPM_MAX_HZ);
     g->period_ns = t->period_ns < min_period ? min_period : t->period_ns;
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    gpu_metrics_thread_init(&g->th);
     if ((*code = gpm_support(g, why, why_len)) != 0) {
         gpm_free(g);
         return NULL;
@@ -252,7 +219,7 @@ static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, c
         .nvml_index = t->gpu->nvml_index + 1,
     };
     gpu_metrics_put_set(t->sink, &set);
-    if (pthread_create(&g->thread, NULL, gpm_loop, g) != 0) {
+    if (gpu_metrics_thread_start(&g->th, gpm_loop, g) < 0) {
         *code = TRACE_GPU_METRICS_FAILED;
         snprintf(why, why_len, "cannot start a thread");
         gpm_free(g);
@@ -263,13 +230,7 @@ static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, c
 
 static void gpm_stop(void *handle)
 {
-    struct gpm_gpu *g = handle;
-    pthread_mutex_lock(&g->lock);
-    g->stop = 1;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
-    pthread_join(g->thread, NULL);
-    gpm_free(g);
+    gpm_free(handle); /* stops the thread first */
 }
 
 const struct gpu_metrics_backend gpu_metrics_gpm_backend = {

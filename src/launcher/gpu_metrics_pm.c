@@ -334,12 +334,9 @@ struct pm_gpu {
     uint8_t *data, *blank; /* the counter-data image, and a fresh one to reset it from */
     size_t data_size;
     double *values; /* per hardware name, for one sample */
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    int stop, started;
+    struct gpu_metrics_thread th;
     int64_t offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, this decode's */
-    uint64_t samples, lost, last_end, first_start, reads, read_ns, zero_length;
+    uint64_t zero_length;
     int overflowed;
 };
 
@@ -482,11 +479,7 @@ static CUptiResult put_samples(struct pm_gpu *g, size_t completed)
                 v += g->values[c->sum[m].part[p]];
             r.values.values[r.values.count++] = gpu_metric_encode(m, v);
         }
-        g->lost += gpu_metrics_gap_periods(g->last_end, r.start, g->t.period_ns);
-        if (!g->first_start)
-            g->first_start = r.start;
-        g->last_end = r.end;
-        g->samples++;
+        gpu_metrics_thread_count(&g->th, r.start, r.end, g->t.period_ns);
         gpu_metrics_put_sample(g->t.sink, &r);
     }
     return CUPTI_SUCCESS;
@@ -504,8 +497,8 @@ static CUptiResult drain(struct pm_gpu *g, int final)
         dd.counterDataImageSize = g->data_size;
         uint64_t t0 = gpu_metrics_mono_ns();
         CUptiResult rc = g->api->decode(&dd);
-        g->read_ns += gpu_metrics_mono_ns() - t0;
-        g->reads++;
+        g->th.read_ns += gpu_metrics_mono_ns() - t0;
+        g->th.reads++;
         if (rc != CUPTI_SUCCESS)
             return rc;
         g->overflowed |= dd.overflow;
@@ -527,21 +520,9 @@ static void *pm_loop(void *arg)
 {
     struct pm_gpu *g = arg;
     CUptiResult rc = CUPTI_SUCCESS;
-    pthread_mutex_lock(&g->lock);
-    while (!g->stop && rc == CUPTI_SUCCESS) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        uint64_t ns = (uint64_t)until.tv_nsec + DECODE_PERIOD_NS;
-        until.tv_sec += (time_t)(ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-        pthread_cond_timedwait(&g->wake, &g->lock, &until);
-        if (g->stop)
-            break;
-        pthread_mutex_unlock(&g->lock);
+    while (rc == CUPTI_SUCCESS &&
+           !gpu_metrics_thread_sleep(&g->th, gpu_metrics_mono_ns() + DECODE_PERIOD_NS))
         rc = drain(g, 0);
-        pthread_mutex_lock(&g->lock);
-    }
-    pthread_mutex_unlock(&g->lock);
     PARAMS(CUpti_PmSampling_Stop_Params, sp);
     sp.pPmSamplingObject = g->object;
     if (rc == CUPTI_SUCCESS && (rc = g->api->stop(&sp)) == CUPTI_SUCCESS)
@@ -552,34 +533,20 @@ static void *pm_loop(void *arg)
         gpu_metrics_put_status(g->t.sink, g->t.uuid, TRACE_GPU_METRICS_PM_SAMPLING,
                                TRACE_GPU_METRICS_FAILED, 0, why);
     }
-    if (g->lost || g->overflowed)
-        gpu_metrics_put_status(g->t.sink, g->t.uuid, TRACE_GPU_METRICS_PM_SAMPLING,
-                               TRACE_GPU_METRICS_LOST, g->lost,
-                               g->overflowed ? "the GPU's sample buffer overflowed"
-                                             : "samples missing between others");
-    struct trace_gpu_metric_sampler f = {
-        .set_id = g->t.set_id,
-        .duration_ns = g->last_end > g->first_start ? g->last_end - g->first_start : 0,
-        .samples = g->samples,
-        .lost = g->lost,
-        .cpu_ns = gpu_metrics_thread_cpu_ns(),
-        .reads = g->reads,
-        .read_ns = g->read_ns,
-    };
-    gpu_metrics_put_sampler(g->t.sink, &f);
+    gpu_metrics_thread_finish(&g->th, &g->t, TRACE_GPU_METRICS_PM_SAMPLING,
+                              g->overflowed ? "the GPU's sample buffer overflowed" : NULL);
     return NULL;
 }
 
 static void pm_free(struct pm_gpu *g)
 {
+    gpu_metrics_thread_stop(&g->th);
     if (g->object) {
         PARAMS(CUpti_PmSampling_Disable_Params, p);
         p.pPmSamplingObject = g->object;
         g->api->disable(&p);
     }
     host_close(&g->host);
-    pthread_cond_destroy(&g->wake);
-    pthread_mutex_destroy(&g->lock);
     free(g->values);
     free(g->availability);
     free(g->data);
@@ -736,12 +703,7 @@ static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, ch
     }
     g->t = *t;
     g->api = &pm.api;
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    gpu_metrics_thread_init(&g->th);
 
     char chip[64] = "", names[PM_NAMES_MAX * PM_NAME_LEN];
     const char *what = "";
@@ -775,26 +737,18 @@ static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, ch
     gpu_metrics_put_set(t->sink, &set);
     say_missing(t, chip, g->choice.refused, "the chip has none of their counters");
     say_missing(t, chip, g->choice.dropped, "they do not fit in one pass with the others");
-    if (pthread_create(&g->thread, NULL, pm_loop, g) != 0) {
+    if (gpu_metrics_thread_start(&g->th, pm_loop, g) < 0) {
         *code = TRACE_GPU_METRICS_FAILED;
         snprintf(why, why_len, "cannot start a thread");
         pm_free(g);
         return NULL;
     }
-    g->started = 1;
     return g;
 }
 
 static void pm_stop(void *handle)
 {
-    struct pm_gpu *g = handle;
-    pthread_mutex_lock(&g->lock);
-    g->stop = 1;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
-    if (g->started)
-        pthread_join(g->thread, NULL);
-    pm_free(g);
+    pm_free(handle); /* stops the thread first */
 }
 
 const struct gpu_metrics_backend gpu_metrics_pm_backend = {

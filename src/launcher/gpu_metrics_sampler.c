@@ -40,39 +40,88 @@ uint64_t gpu_metrics_mono_ns(void)
     return nvml_now_ns();
 }
 
-uint64_t gpu_metrics_thread_cpu_ns(void)
+/* ---- a backend's thread ------------------------------------------------------------------ */
+
+void gpu_metrics_thread_init(struct gpu_metrics_thread *th)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    memset(th, 0, sizeof *th);
+    pthread_mutex_init(&th->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&th->wake, &attr);
+    pthread_condattr_destroy(&attr);
 }
 
-uint64_t gpu_metrics_gap_periods(uint64_t prev_end, uint64_t next_start, uint64_t period_ns)
+int gpu_metrics_thread_start(struct gpu_metrics_thread *th, void *(*fn)(void *), void *arg)
 {
-    if (!prev_end || next_start <= prev_end || !period_ns)
-        return 0;
-    return (next_start - prev_end + period_ns / 2) / period_ns;
+    th->started = pthread_create(&th->thread, NULL, fn, arg) == 0;
+    return th->started ? 0 : -1;
+}
+
+int gpu_metrics_thread_sleep(struct gpu_metrics_thread *th, uint64_t until)
+{
+    struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+                          .tv_nsec = (long)(until % 1000000000u)};
+    pthread_mutex_lock(&th->lock);
+    while (!th->stop && gpu_metrics_mono_ns() < until)
+        pthread_cond_timedwait(&th->wake, &th->lock, &ts);
+    int stopped = th->stop;
+    pthread_mutex_unlock(&th->lock);
+    return stopped;
+}
+
+void gpu_metrics_thread_stop(struct gpu_metrics_thread *th)
+{
+    pthread_mutex_lock(&th->lock);
+    th->stop = 1;
+    pthread_cond_signal(&th->wake);
+    pthread_mutex_unlock(&th->lock);
+    if (th->started)
+        pthread_join(th->thread, NULL);
+    th->started = 0;
+    pthread_cond_destroy(&th->wake);
+    pthread_mutex_destroy(&th->lock);
+}
+
+void gpu_metrics_thread_count(struct gpu_metrics_thread *th, uint64_t start, uint64_t end,
+                              uint64_t period_ns)
+{
+    /* whole periods missing between the last sample's end and this one's start */
+    if (th->last_end && start > th->last_end && period_ns)
+        th->lost += (start - th->last_end + period_ns / 2) / period_ns;
+    if (!th->first_start)
+        th->first_start = start;
+    th->last_end = end;
+    th->samples++;
+}
+
+void gpu_metrics_thread_finish(struct gpu_metrics_thread *th, const struct gpu_metrics_target *t,
+                               unsigned int source, const char *lost_reason)
+{
+    if (th->lost || lost_reason)
+        gpu_metrics_put_status(t->sink, t->uuid, source, TRACE_GPU_METRICS_LOST, th->lost,
+                               lost_reason ? lost_reason : "samples missing between others");
+    struct timespec cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    struct trace_gpu_metric_sampler f = {
+        .set_id = t->set_id,
+        .duration_ns = th->last_end > th->first_start ? th->last_end - th->first_start : 0,
+        .samples = th->samples,
+        .lost = th->lost,
+        .cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec,
+        .reads = th->reads,
+        .read_ns = th->read_ns,
+    };
+    gpu_metrics_put_sampler(t->sink, &f);
 }
 
 /* ---- the sink ---------------------------------------------------------------------------- */
 
 static void flush_locked(struct gpu_metrics_sink *s)
 {
-    if (!trace_chunk_empty(&s->chunk)) {
-        size_t len = trace_chunk_finish(&s->chunk);
-        const uint8_t *p = s->buffer;
-        while (len) {
-            ssize_t n = write(s->fd, p, len);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break; /* a full disk: the samples are lost, the profiled command goes on */
-            p += n;
-            len -= (size_t)n;
-        }
-    }
     s->flushed_ns = gpu_metrics_mono_ns();
-    trace_chunk_begin(&s->chunk, s->buffer, SINK_BUFFER_BYTES, s->flushed_ns);
+    launcher_flush_chunk(s->fd, &s->chunk, s->buffer, SINK_BUFFER_BYTES, s->flushed_ns);
 }
 
 /* Appends one record with put (flushing first when the chunk is half full or old). */

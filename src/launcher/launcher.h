@@ -45,7 +45,7 @@ struct launcher_options {
     const char *gpu_metrics_devices; /* --gpu-metrics-devices: CUDA indices or UUIDs (NULL: all
                                         GPUs the program can see) */
     const char *gpu_metrics_source;  /* --gpu-metrics-source: auto, pm, gpm (NULL: auto) */
-    char **command;             /* the program and its arguments, NULL-terminated */
+    char **command;                  /* the program and its arguments, NULL-terminated */
 };
 
 #define LAUNCHER_MAX_SAMPLERS 8
@@ -84,21 +84,21 @@ int launcher_open(struct launcher *l);
  * warning, the run goes on. */
 int launcher_start_samplers(struct launcher *l);
 
-/* Sets the agent's environment, runs the command and waits for it, forwarding to it the INT, TERM and HUP signals sent to
- * the launcher (kill(2); a Ctrl-C reaches it directly), then waits for the traced processes
- * that still write (launcher_wait_writers), then stops the samplers. Returns the command's
- * status as a shell reports it (128+N when killed by signal N), or -1 when it could not be
- * started (the error says why, with what to type instead where that can be told).
- * Returns with those signals held: one sent from here on acts at launcher_release. */
+/* Sets the agent's environment, runs the command and waits for it, forwarding to it the INT, TERM
+ * and HUP signals sent to the launcher (kill(2); a Ctrl-C reaches it directly), then waits for the
+ * traced processes that still write (launcher_wait_writers), then stops the samplers. Returns the
+ * command's status as a shell reports it (128+N when killed by signal N), or -1 when it could not
+ * be started (the error says why, with what to type instead where that can be told). Returns with
+ * those signals held: one sent from here on acts at launcher_release. */
 int launcher_run(struct launcher *l);
 
 /* After the command (wait.c): waits until no traced process still writes its raw file (no
  * TRACE_PROCESS_END yet, and its pid alive, not a zombie, not reused, still mapping the agent)
  * and no process of the session that maps the agent is yet to make its file (forked an
  * instant ago), polling from 1 ms apart up to 100 ms apart, for at most o->wait_timeout_s
- * (not at all with o->wait_primary), or until an INT, TERM or HUP is pending. Sets l->still_writing and
- * l->running to those still writing at the end, whose files must then be kept. Returns 0,
- * or -1 when the session folder cannot be read. */
+ * (not at all with o->wait_primary), or until an INT, TERM or HUP is pending. Sets l->still_writing
+ * and l->running to those still writing at the end, whose files must then be kept. Returns 0, or -1
+ * when the session folder cannot be read. */
 int launcher_wait_writers(struct launcher *l);
 
 /* Writes launcher.lrt's TRACE_PROCESS_END record with the command's exit status, and closes

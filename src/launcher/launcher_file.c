@@ -2,11 +2,13 @@
  * (the profiled command, the -t list, the host) and, at the end, the command's exit status.
  * The launcher's samplers append their records to it between the two (sampler.c). */
 #include "launcher/launcher_internal.h"
+#include "launcher/samplers.h"
 #include "trace/codec.h"
 #include "trace/format.h"
 #include "trace/process.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include <time.h>
@@ -72,4 +74,23 @@ int launcher_write_end(int fd, int exit_status)
         return -1;
     size_t len = trace_chunk_finish(&b);
     return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+void launcher_flush_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buffer, size_t size,
+                          uint64_t base_ts)
+{
+    if (!trace_chunk_empty(b)) {
+        size_t len = trace_chunk_finish(b);
+        const uint8_t *p = buffer;
+        while (len) {
+            ssize_t n = write(fd, p, len);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            p += n;
+            len -= (size_t)n;
+        }
+    }
+    trace_chunk_begin(b, buffer, size, base_ts);
 }

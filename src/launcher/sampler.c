@@ -60,20 +60,7 @@ struct nvml_sampler {
 /* Writes the chunk out and starts the next one (lock held). */
 static void flush_locked(struct nvml_sampler *s)
 {
-    if (trace_chunk_empty(&s->chunk))
-        return;
-    size_t len = trace_chunk_finish(&s->chunk);
-    const uint8_t *p = s->buffer;
-    while (len) {
-        ssize_t n = write(s->fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break; /* a full disk: the samples are lost, the profiled command goes on */
-        p += n;
-        len -= (size_t)n;
-    }
-    trace_chunk_begin(&s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
+    launcher_flush_chunk(s->fd, &s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
 }
 
 /* Record builders: each appends one record (lock held), flushing and retrying once if the

@@ -6,6 +6,7 @@
 #define LANTERN_LAUNCHER_SAMPLERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "launcher/launcher.h"
 
@@ -22,6 +23,13 @@ struct launcher_sampler {
 
 extern const struct launcher_sampler launcher_sampler_nvml;        /* sampler.c */
 extern const struct launcher_sampler launcher_sampler_gpu_metrics; /* gpu_metrics_sampler.c */
+
+/* Writes a sampler's chunk (the builder's buffer, finished) to fd, whole, and begins the next
+ * one at base_ts in the same buffer; nothing when it holds no record. A write that fails (a
+ * full disk) loses the chunk: the profiled command goes on (launcher_file.c). */
+struct trace_chunk_builder;
+void launcher_flush_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buffer, size_t size,
+                          uint64_t base_ts);
 
 /* The row for a source's name, or NULL (the source is not sampled by the launcher). */
 const struct launcher_sampler *launcher_sampler_find(const char *source);
