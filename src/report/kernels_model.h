@@ -73,11 +73,13 @@ enum kernels_tc kernels_name_tensor_cores(const char *kernel_name);
 /* Tensor Core activity measured by the GPU metrics (docs/kernels.md, "Measured columns"): a
  * mean tensor_active over a kernel below KERNELS_TENSOR_IDLE_PERCENT is none at all (the
  * counters are exact: a kernel without MMA adds nothing, while a one-block HMMA kernel on a
- * 132-SM GPU still reads ~0.7 %). Above it, the activity may be other kernels' (the samples
- * are GPU-wide): it counts as the kernel's own when others overlapped it for less than
- * KERNELS_MEASURED_OWN_SHARE of its time and its execution filled at least that share of the
- * samples it overlapped. */
+ * 132-SM GPU still reads ~0.7 %). From KERNELS_TENSOR_BUSY_PERCENT on, the activity may be
+ * other kernels' (the samples are GPU-wide): it counts as the kernel's own when others
+ * overlapped it for less than KERNELS_MEASURED_OWN_SHARE of its time and its execution filled
+ * at least that share of the samples it overlapped. In between the name decides: on an H200
+ * PyTorch's randn kernels read 1.0-1.4 %, the edges of samples shared with the next GEMM. */
 #define KERNELS_TENSOR_IDLE_PERCENT 0.1
+#define KERNELS_TENSOR_BUSY_PERCENT 5.0
 #define KERNELS_MEASURED_OWN_SHARE 0.5
 /* NO below the idle threshold; YES when the activity is the kernel's own (overlapped and
  * filled: shares in [0, 1]; filled < 0 skips its test, for a kernel name whose executions

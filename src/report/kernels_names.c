@@ -228,7 +228,7 @@ enum kernels_tc kernels_measured_tensor_cores(double tensor_percent, double over
 {
     if (tensor_percent < KERNELS_TENSOR_IDLE_PERCENT)
         return KERNELS_TC_NO;
-    if (overlapped < KERNELS_MEASURED_OWN_SHARE &&
+    if (tensor_percent >= KERNELS_TENSOR_BUSY_PERCENT && overlapped < KERNELS_MEASURED_OWN_SHARE &&
         (filled < 0 || filled >= KERNELS_MEASURED_OWN_SHARE))
         return KERNELS_TC_YES;
     return KERNELS_TC_UNKNOWN;
