@@ -208,8 +208,8 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         }
         case OPT_GPU_METRICS: {
             const char *bad;
-            o->gpu_metrics = optarg ? optarg : "all";
-            if (!gpu_metrics_parse(o->gpu_metrics, &bad))
+            o->gpu_metrics = gpu_metrics_parse(optarg ? optarg : "all", &bad);
+            if (!o->gpu_metrics)
                 return cli_usage_error("profile",
                                        "--gpu-metrics: unknown metric '%.*s' (known: %s)",
                                        (int)strcspn(bad, ","), bad, gpu_metric_columns());

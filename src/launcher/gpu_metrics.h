@@ -41,6 +41,7 @@ struct gpu_metrics_target {
  * memory stays bounded whatever the run's length. */
 struct gpu_metrics_backend {
     const char *name;    /* "CUPTI PM sampling" */
+    const char *option;  /* its --gpu-metrics-source name: "pm" */
     unsigned int source; /* TRACE_GPU_METRICS_* */
     /* Starts sampling t (copied) on a thread of its own, and returns once samples are being
      * taken: a handle, or NULL with *code (TRACE_GPU_METRICS_UNAVAILABLE, _NOT_PERMITTED,
@@ -78,6 +79,5 @@ void gpu_metrics_thread_count(struct gpu_metrics_thread *th, uint64_t start, uin
  * footprint record. */
 void gpu_metrics_thread_finish(struct gpu_metrics_thread *th, const struct gpu_metrics_target *t,
                                unsigned int source, const char *lost_reason);
-uint64_t gpu_metrics_mono_ns(void);
 
 #endif

@@ -35,9 +35,9 @@ struct gpm_gpu {
 /* Takes a snapshot into samples[slot]; its time in *at. An NVML code. */
 static nvml_return_t snapshot(struct gpm_gpu *g, int slot, uint64_t *at)
 {
-    uint64_t t0 = gpu_metrics_mono_ns();
+    uint64_t t0 = nvml_now_ns();
     nvml_return_t rc = g->api->gpm_sample_get(g->device, g->samples[slot]);
-    uint64_t t1 = gpu_metrics_mono_ns();
+    uint64_t t1 = nvml_now_ns();
     g->th.reads++;
     g->th.read_ns += t1 - t0;
     *at = t0 + (t1 - t0) / 2;
@@ -97,7 +97,7 @@ static void *gpm_loop(void *arg)
         rc = sample_once(g, m); /* at the stop too: a last sample up to it */
         if (stopped)
             break;
-        uint64_t now = gpu_metrics_mono_ns();
+        uint64_t now = nvml_now_ns();
         if (next + g->period_ns < now)
             next = now; /* late: keep the period from here, the gap counts as lost */
     }
@@ -235,6 +235,7 @@ static void gpm_stop(void *handle)
 
 const struct gpu_metrics_backend gpu_metrics_gpm_backend = {
     .name = "NVML GPM",
+    .option = "gpm",
     .source = TRACE_GPU_METRICS_GPM,
     .start = gpm_start,
     .stop = gpm_stop,

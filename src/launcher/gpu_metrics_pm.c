@@ -336,7 +336,6 @@ struct pm_gpu {
     double *values; /* per hardware name, for one sample */
     struct gpu_metrics_thread th;
     int64_t offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, this decode's */
-    uint64_t zero_length;
     int overflowed;
 };
 
@@ -452,10 +451,8 @@ static CUptiResult put_samples(struct pm_gpu *g, size_t completed)
         CUptiResult rc = g->api->sample_info(&si);
         if (rc != CUPTI_SUCCESS)
             return rc;
-        if (si.endTimestamp <= si.startTimestamp) {
-            g->zero_length++; /* no time, no weight: seen at the start and at buffer wraps */
-            continue;
-        }
+        if (si.endTimestamp <= si.startTimestamp)
+            continue; /* no time, no weight: seen at the start and at buffer wraps */
         HOST_PARAMS(pm_host_evaluate, ev);
         ev.host = g->host.object;
         ev.counter_data = g->data;
@@ -495,9 +492,9 @@ static CUptiResult drain(struct pm_gpu *g, int final)
         dd.pPmSamplingObject = g->object;
         dd.pCounterDataImage = g->data;
         dd.counterDataImageSize = g->data_size;
-        uint64_t t0 = gpu_metrics_mono_ns();
+        uint64_t t0 = nvml_now_ns();
         CUptiResult rc = g->api->decode(&dd);
-        g->th.read_ns += gpu_metrics_mono_ns() - t0;
+        g->th.read_ns += nvml_now_ns() - t0;
         g->th.reads++;
         if (rc != CUPTI_SUCCESS)
             return rc;
@@ -521,7 +518,7 @@ static void *pm_loop(void *arg)
     struct pm_gpu *g = arg;
     CUptiResult rc = CUPTI_SUCCESS;
     while (rc == CUPTI_SUCCESS &&
-           !gpu_metrics_thread_sleep(&g->th, gpu_metrics_mono_ns() + DECODE_PERIOD_NS))
+           !gpu_metrics_thread_sleep(&g->th, nvml_now_ns() + DECODE_PERIOD_NS))
         rc = drain(g, 0);
     PARAMS(CUpti_PmSampling_Stop_Params, sp);
     sp.pPmSamplingObject = g->object;
@@ -753,6 +750,7 @@ static void pm_stop(void *handle)
 
 const struct gpu_metrics_backend gpu_metrics_pm_backend = {
     .name = "CUPTI PM sampling",
+    .option = "pm",
     .source = TRACE_GPU_METRICS_PM_SAMPLING,
     .start = pm_start,
     .stop = pm_stop,

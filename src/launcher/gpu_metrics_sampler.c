@@ -35,11 +35,6 @@ struct gpu_metrics_sink {
     uint64_t flushed_ns;
 };
 
-uint64_t gpu_metrics_mono_ns(void)
-{
-    return nvml_now_ns();
-}
-
 /* ---- a backend's thread ------------------------------------------------------------------ */
 
 void gpu_metrics_thread_init(struct gpu_metrics_thread *th)
@@ -64,7 +59,7 @@ int gpu_metrics_thread_sleep(struct gpu_metrics_thread *th, uint64_t until)
     struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
                           .tv_nsec = (long)(until % 1000000000u)};
     pthread_mutex_lock(&th->lock);
-    while (!th->stop && gpu_metrics_mono_ns() < until)
+    while (!th->stop && nvml_now_ns() < until)
         pthread_cond_timedwait(&th->wake, &th->lock, &ts);
     int stopped = th->stop;
     pthread_mutex_unlock(&th->lock);
@@ -120,7 +115,7 @@ void gpu_metrics_thread_finish(struct gpu_metrics_thread *th, const struct gpu_m
 
 static void flush_locked(struct gpu_metrics_sink *s)
 {
-    s->flushed_ns = gpu_metrics_mono_ns();
+    s->flushed_ns = nvml_now_ns();
     launcher_flush_chunk(s->fd, &s->chunk, s->buffer, SINK_BUFFER_BYTES, s->flushed_ns);
 }
 
@@ -129,7 +124,7 @@ static void flush_locked(struct gpu_metrics_sink *s)
     do {                                                                                           \
         pthread_mutex_lock(&(s)->lock);                                                            \
         if ((s)->chunk.len > SINK_BUFFER_BYTES / 2 ||                                              \
-            gpu_metrics_mono_ns() - (s)->flushed_ns > SINK_FLUSH_NS)                               \
+            nvml_now_ns() - (s)->flushed_ns > SINK_FLUSH_NS)                                       \
             flush_locked(s);                                                                       \
         if (put(&(s)->chunk, record) != 0) {                                                       \
             flush_locked(s);                                                                       \
@@ -186,8 +181,7 @@ static void *start_gpu(void *arg)
     size_t len = 0;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         const struct gpu_metrics_backend *b = order[i];
-        int wanted = !strcmp(g->source_option, "auto") ||
-                     !strcmp(g->source_option, b == &gpu_metrics_pm_backend ? "pm" : "gpm");
+        int wanted = !strcmp(g->source_option, "auto") || !strcmp(g->source_option, b->option);
         unsigned int code = 0;
         char why[256];
         if (!wanted)
@@ -230,21 +224,6 @@ static void sampler_free(struct gpu_metrics_sampler *s)
     free(s);
 }
 
-/* The options as a target template: the mask and period, or -1 with why[] set. */
-static int parse_options(const struct launcher_options *o, struct gpu_metrics_target *t, char *why,
-                         size_t why_len)
-{
-    const char *bad;
-    t->mask = gpu_metrics_parse(o->gpu_metrics, &bad);
-    if (!t->mask) {
-        snprintf(why, why_len, "--gpu-metrics: unknown metric '%.*s'", (int)strcspn(bad, ","), bad);
-        return -1;
-    }
-    double hz = o->gpu_metrics_hz > 0 ? o->gpu_metrics_hz : DEFAULT_HZ;
-    t->period_ns = (uint64_t)(1e9 / hz + 0.5);
-    return 0;
-}
-
 static int sampler_row_start(int fd, const struct launcher_options *o, void **state, char *why,
                              size_t why_len)
 {
@@ -257,19 +236,22 @@ static int sampler_row_start(int fd, const struct launcher_options *o, void **st
     }
     s->sink.fd = fd;
     pthread_mutex_init(&s->sink.lock, NULL);
-    s->sink.flushed_ns = gpu_metrics_mono_ns();
+    s->sink.flushed_ns = nvml_now_ns();
     trace_chunk_begin(&s->sink.chunk, s->sink.buffer, SINK_BUFFER_BYTES, s->sink.flushed_ns);
 
-    struct gpu_metrics_target template = {.sink = &s->sink, .nvml = &s->nvml};
+    double hz = o->gpu_metrics_hz > 0 ? o->gpu_metrics_hz : DEFAULT_HZ;
+    struct gpu_metrics_target template = {
+        .sink = &s->sink,
+        .nvml = &s->nvml,
+        .mask = o->gpu_metrics ? o->gpu_metrics : (1u << GPU_METRIC_COUNT) - 1,
+        .period_ns = (uint64_t)(1e9 / hz + 0.5),
+    };
     unsigned int chosen[NVML_MAX_GPUS];
     int count = -1;
-    if (parse_options(o, &template, why, why_len) == 0) {
-        if (nvml_open(&s->nvml) != 0)
-            snprintf(why, why_len, "%s", s->nvml.disabled_reason);
-        else
-            count =
-                nvml_select(&s->nvml, o->gpu_metrics_devices, chosen, NVML_MAX_GPUS, why, why_len);
-    }
+    if (nvml_open(&s->nvml) != 0)
+        snprintf(why, why_len, "%s", s->nvml.disabled_reason);
+    else
+        count = nvml_select(&s->nvml, o->gpu_metrics_devices, chosen, NVML_MAX_GPUS, why, why_len);
     if (count <= 0) {
         if (count == 0)
             snprintf(why, why_len, "no GPU to sample");

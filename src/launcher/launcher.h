@@ -24,6 +24,7 @@
 #define LANTERN_LAUNCHER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* What `lantern profile` was asked to do (its options, parsed and checked). */
 struct launcher_options {
@@ -40,7 +41,7 @@ struct launcher_options {
     const char *py_functions;   /* --python-functions: the patterns of functions (or NULL) */
     int wait_primary;           /* --wait=primary: wait for the command only, not its daemons */
     double wait_timeout_s;      /* --wait-timeout: the longest wait for them after the command */
-    const char *gpu_metrics;    /* --gpu-metrics=LIST: gpu_metrics.def columns (NULL: all) */
+    uint32_t gpu_metrics;       /* --gpu-metrics=LIST: bits of gpu_metrics.def (0: all) */
     double gpu_metrics_hz;      /* --gpu-metrics-frequency (0: 5 kHz) */
     const char *gpu_metrics_devices; /* --gpu-metrics-devices: CUDA indices or UUIDs (NULL: all
                                         GPUs the program can see) */
