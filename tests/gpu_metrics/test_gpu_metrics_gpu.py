@@ -23,6 +23,8 @@ import tempfile
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
+from test_cuda_gpu import gpu_missing_reason  # noqa: E402 (the one check of a usable GPU)
 failures = []
 
 
@@ -30,18 +32,6 @@ def expect(cond, what):
     print(("ok:   " if cond else "FAIL: ") + what)
     if not cond:
         failures.append(what)
-
-
-def gpu_missing_reason():
-    if not os.path.exists("/dev/nvidiactl"):
-        return "no NVIDIA GPU (no /dev/nvidiactl)"
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-        if out.returncode != 0 or "GPU" not in out.stdout:
-            return "nvidia-smi lists no GPU"
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"nvidia-smi failed: {e}"
-    return None
 
 
 def profile(db, command, metrics=True):
