@@ -121,7 +121,7 @@ struct timeline_rank {
     int64_t first_start, last_end; /* of its work on this GPU */
     struct timeline_union all;     /* kernels, copies and memsets: busy time */
     struct timeline_union kernels, nccl, compute; /* all kernels, NCCL ones, the others */
-    int64_t gaps, gap_ns;          /* gaps >= the gpu_idle threshold in its own work */
+    int64_t gaps;                  /* gaps >= the gpu_idle threshold in its own work */
     struct timeline_collective *collectives; /* its NCCL kernels, in start order */
     size_t collective_count, collective_cap;
 };

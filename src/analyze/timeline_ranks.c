@@ -74,14 +74,9 @@ static int rank_eq(const void *array, size_t pos, const void *key)
 
 static int add_collective(struct timeline_rank *r, int64_t id, int64_t start, int64_t end, int type)
 {
-    if (r->collective_count == r->collective_cap) {
-        size_t cap = r->collective_cap ? 2 * r->collective_cap : 64;
-        struct timeline_collective *grown = realloc(r->collectives, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        r->collectives = grown;
-        r->collective_cap = cap;
-    }
+    if (index_reserve((void **)&r->collectives, &r->collective_cap, r->collective_count,
+                      sizeof *r->collectives) < 0)
+        return -1;
     r->collectives[r->collective_count++] =
         (struct timeline_collective){.id = id, .start = start, .end = end, .type = type};
     return 0;
@@ -108,10 +103,8 @@ int timeline_ranks_op(struct analyze_timeline *t, struct index_map *index, int64
     }
     if (end > r->last_end)
         r->last_end = end;
-    if (r->all.open && start - r->all.end >= t->gap_threshold_ns) {
+    if (r->all.open && start - r->all.end >= t->gap_threshold_ns)
         r->gaps++;
-        r->gap_ns += start - r->all.end;
-    }
     timeline_union_add(&r->all, start, end);
     if (!is_kernel)
         return 0;
