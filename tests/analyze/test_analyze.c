@@ -726,6 +726,35 @@ static void rank_idle_names_the_rank_whose_gpu_waits_most(void)
     sqlite3_close(db);
 }
 
+/* Processes without a rank (not started by torchrun or mpirun) are named by their pid, in the
+ * summary and in the evidence rows: rank 2's 40 % idle of the test above, against the median
+ * of 5 % and 2 % (3.5 %), is flagged as pid 300's. */
+static void rank_idle_names_a_process_without_a_rank_by_its_pid(void)
+{
+    sqlite3 *db = ranks_session(
+        "UPDATE processes SET rank = NULL;"
+        KERNELS KERNEL(1, 1, 0, 100, 2) "," KERNEL(2, 1, 150, 1000, 1) "," KERNEL(3, 2, 0, 500, 2)
+        "," KERNEL(4, 2, 520, 1000, 1) "," KERNEL(5, 3, 0, 200, 2) "," KERNEL(6, 3, 600, 1000, 1)
+        ";");
+    struct analyze_run run;
+    run_rule(db, "rank_idle", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    ASSERT(strstr(f->summary, "pid 300 (b, GPU 0): its GPU was idle 40.0 % of its span, against "
+                              "a median of 3.5 % on the other ranks"));
+    ASSERT_EQ(f->evidence_count, 3);
+    ASSERT_STR_EQ(f->evidence[0].name, "pid 300");
+    ASSERT_EQ(f->evidence[0].start_ns, 0);
+    ASSERT_EQ(f->evidence[0].duration_ns, 400000);
+    ASSERT_EQ(f->evidence[0].gpu, 0);
+    ASSERT_STR_EQ(f->evidence[1].name, "pid 100");
+    ASSERT_STR_EQ(f->evidence[2].name, "pid 200");
+    ASSERT_EQ(f->evidence[2].gpu, 1);
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* One process with NCCL kernels on one GPU (the session of the other tests): the cross-rank
  * rules find nothing, raise no error and say why. */
 static void cross_rank_rules_are_silent_on_one_process(void)
@@ -837,6 +866,8 @@ int main(int argc, char **argv)
          comm_overlap_measures_exposed_nccl_time_per_rank},
         {"rank_idle_names_the_rank_whose_gpu_waits_most",
          rank_idle_names_the_rank_whose_gpu_waits_most},
+        {"rank_idle_names_a_process_without_a_rank_by_its_pid",
+         rank_idle_names_a_process_without_a_rank_by_its_pid},
         {"cross_rank_rules_are_silent_on_one_process", cross_rank_rules_are_silent_on_one_process},
         {"nccl_kernels_are_recognised_by_name", nccl_kernels_are_recognised_by_name},
         {"every_rule_runs_on_an_nvtx_only_session", every_rule_runs_on_an_nvtx_only_session},
