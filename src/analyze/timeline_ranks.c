@@ -186,3 +186,30 @@ int timeline_several_ranks(const struct analyze_timeline *t, struct analyze_resu
                  t->rank_processes);
     return 0;
 }
+
+int timeline_rank_by_share(const void *a, const void *b)
+{
+    const struct timeline_rank_share *x = a, *y = b;
+    if (x->share != y->share)
+        return x->share < y->share ? 1 : -1;
+    return (x->r->process_id > y->r->process_id) - (x->r->process_id < y->r->process_id);
+}
+
+void timeline_rank_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
+                            const struct timeline_rank *r, int64_t duration_ns, char *detail)
+{
+    char name[32];
+    if (r->rank >= 0)
+        snprintf(name, sizeof name, "rank %lld", (long long)r->rank);
+    else
+        snprintf(name, sizeof name, "pid %lld", (long long)r->pid);
+    struct analyze_evidence row = {.start_ns = r->first_start - ctx->start_ns,
+                                   .duration_ns = duration_ns,
+                                   .pid = r->pid,
+                                   .tid = -1,
+                                   .gpu = r->gpu_label,
+                                   .stream = -1,
+                                   .name = name,
+                                   .detail = detail};
+    analyze_add_evidence(f, &row);
+}
