@@ -649,6 +649,39 @@ static void stragglers_names_the_rank_last_at_most_collectives(void)
     sqlite3_close(db);
 }
 
+/* Steps [0, 400], [400, 800] and [800, 1000] µs on every rank, all-reduces arriving (µs)
+ * k=0: 100 110 150   k=1: 300 305 360 (step 1: rank 2 last, 40 + 55)   k=2: 500 540 510
+ * k=3: 700 702 720 (step 2: rank 1 last by 30, rank 2 by 18). Rank 2, last 3 times with
+ * 113 µs, is flagged; it cost step 1 only (rank 1 lagged more in step 2), and the steps counted
+ * end with the last one in which a rank was last: step 3 ran no collective. */
+static void stragglers_counts_the_steps_a_rank_cost_most(void)
+{
+    sqlite3 *db = ranks_session(
+        KERNELS KERNEL(1, 1, 100, 200, 1) "," KERNEL(2, 2, 110, 200, 1) "," KERNEL(3, 3, 150, 200, 1)
+        "," KERNEL(4, 1, 300, 400, 1) "," KERNEL(5, 2, 305, 400, 1) "," KERNEL(6, 3, 360, 400, 1)
+        "," KERNEL(7, 1, 500, 600, 1) "," KERNEL(8, 2, 540, 600, 1) "," KERNEL(9, 3, 510, 600, 1)
+        "," KERNEL(10, 1, 700, 800, 1) "," KERNEL(11, 2, 702, 800, 1) "," KERNEL(12, 3, 720, 800, 1)
+        ";"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, start_ns,"
+        " end_ns) VALUES(1, 1, 4, 0, 0, 1, 0, 400000), (2, 1, 4, 0, 0, 1, 400000, 800000),"
+        " (3, 1, 4, 0, 0, 1, 800000, 1000000), (4, 2, 4, 0, 0, 2, 0, 400000),"
+        " (5, 2, 4, 0, 0, 2, 400000, 800000), (6, 2, 4, 0, 0, 2, 800000, 1000000),"
+        " (7, 3, 4, 0, 0, 3, 0, 400000), (8, 3, 4, 0, 0, 3, 400000, 800000),"
+        " (9, 3, 4, 0, 0, 3, 800000, 1000000);");
+    struct analyze_run run;
+    run_rule(db, "stragglers", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    expect_cost(f, 113000);
+    ASSERT(strstr(f->summary, "rank 2 (pid 300, b, GPU 0) arrived last at 3 of the 4 collectives"));
+    ASSERT(strstr(f->summary, "; the last in 1 of 2 steps of 'step' (56.500 µs per step)"));
+    ASSERT_EQ(f->evidence_count, 3);
+    ASSERT(strstr(f->evidence[2].detail, "AllReduce #4, step 2: rank 2"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* Per rank, NCCL and other kernels (µs): rank 0 NCCL [100, 300], compute [0, 150] and
  * [250, 400]: half its 200 µs of NCCL overlapped, 100 exposed = 25 % of its 400 µs span;
  * rank 1 NCCL [100, 200], compute [0, 190] and [300, 1000]: 10 exposed = 1 % of 1000 (under
@@ -862,6 +895,8 @@ int main(int argc, char **argv)
          energy_flags_idle_burning_ranges_and_throttling},
         {"stragglers_names_the_rank_last_at_most_collectives",
          stragglers_names_the_rank_last_at_most_collectives},
+        {"stragglers_counts_the_steps_a_rank_cost_most",
+         stragglers_counts_the_steps_a_rank_cost_most},
         {"comm_overlap_measures_exposed_nccl_time_per_rank",
          comm_overlap_measures_exposed_nccl_time_per_rank},
         {"rank_idle_names_the_rank_whose_gpu_waits_most",
