@@ -220,45 +220,23 @@ static void energy_sql_free(void *p)
 
 enum energy_sql_result { RESULT_JOULES, RESULT_ERROR };
 
-/* Shared by the per-GPU functions: sqlite3_user_data says which result is wanted. */
-static void gpu_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
-                          enum energy_sql_result what)
+/* Shared by the SQL functions (first argument a GPU's id, or a process's id for its GPUs; then
+ * start and end): the energy of those GPUs summed, NULL when none has data there. */
+static void energy_fn(sqlite3_context *ctx, sqlite3_value **argv, enum energy_sql_result what,
+                      int of_process)
 {
     const struct energy_sql *e = sqlite3_user_data(ctx);
-    (void)argc;
     if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL ||
         sqlite3_value_type(argv[2]) == SQLITE_NULL)
         return;
-    const struct energy_db_gpu *g = find(e->gpus, e->count, sqlite3_value_int64(argv[0]));
-    if (!g)
-        return;
-    struct energy_interval r = energy_track_between(
-        &g->track, (uint64_t)sqlite3_value_int64(argv[1]), (uint64_t)sqlite3_value_int64(argv[2]));
-    if (r.flags & ENERGY_NO_DATA)
-        return;
-    sqlite3_result_double(ctx, (what == RESULT_JOULES ? r.mj : r.error_mj) / 1000);
-}
-
-static void gpu_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
-{
-    gpu_energy_fn(c, n, v, RESULT_JOULES);
-}
-static void gpu_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
-{
-    gpu_energy_fn(c, n, v, RESULT_ERROR);
-}
-
-/* Shared by the per-process functions: the energy of each of the process's GPUs, summed. */
-static void process_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
-                              enum energy_sql_result what)
-{
-    const struct energy_sql *e = sqlite3_user_data(ctx);
-    (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL ||
-        sqlite3_value_type(argv[2]) == SQLITE_NULL)
-        return;
-    size_t n;
-    const int *gpus = energy_db_users_of(&e->users, sqlite3_value_int64(argv[0]), &n);
+    int64_t id = sqlite3_value_int64(argv[0]);
+    size_t n = 0;
+    int one = -1;
+    const int *gpus = &one;
+    if (of_process)
+        gpus = energy_db_users_of(&e->users, id, &n);
+    else if ((one = find_index(e->gpus, e->count, id)) >= 0)
+        n = 1;
     double mj = 0;
     int any = 0;
     for (size_t i = 0; i < n; i++) {
@@ -274,13 +252,25 @@ static void process_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **ar
         sqlite3_result_double(ctx, mj / 1000);
 }
 
+static void gpu_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
+{
+    (void)n;
+    energy_fn(c, v, RESULT_JOULES, 0);
+}
+static void gpu_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
+{
+    (void)n;
+    energy_fn(c, v, RESULT_ERROR, 0);
+}
 static void process_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
 {
-    process_energy_fn(c, n, v, RESULT_JOULES);
+    (void)n;
+    energy_fn(c, v, RESULT_JOULES, 1);
 }
 static void process_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
 {
-    process_energy_fn(c, n, v, RESULT_ERROR);
+    (void)n;
+    energy_fn(c, v, RESULT_ERROR, 1);
 }
 
 /* temp.energy_process_gpus: the pairs of e->users, for the reports' joins. */
