@@ -12,45 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct comm {
-    const struct timeline_rank *r;
-    int64_t span, nccl, exposed;
-    double share; /* exposed, percent of span */
-};
-
-static int by_share(const void *a, const void *b)
+/* The evidence row of a rank; c->ns is its exposed time. */
+static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f,
+                     const struct timeline_rank_share *c)
 {
-    const struct comm *x = a, *y = b;
-    if (x->share != y->share)
-        return x->share < y->share ? 1 : -1;
-    return (x->r->process_id > y->r->process_id) - (x->r->process_id < y->r->process_id);
-}
-
-static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f, const struct comm *c)
-{
-    char label[160], nccl[32], exposed[32], span[32], detail[320], name[32];
-    double overlapped = (double)(c->nccl - c->exposed);
+    char label[160], nccl[32], exposed[32], span[32], detail[320];
+    int64_t total = c->r->nccl.total;
     snprintf(detail, sizeof detail,
              "%s: NCCL %s, %.1f %% of it overlapped by other kernels, %s exposed = %.1f %% of "
              "its %s on the GPU",
              timeline_rank_label(c->r, label, sizeof label),
-             analyze_fmt_ns(nccl, sizeof nccl, (double)c->nccl),
-             c->nccl > 0 ? 100.0 * overlapped / (double)c->nccl : 0,
-             analyze_fmt_ns(exposed, sizeof exposed, (double)c->exposed), c->share,
+             analyze_fmt_ns(nccl, sizeof nccl, (double)total),
+             total > 0 ? 100.0 * (double)(total - c->ns) / (double)total : 0,
+             analyze_fmt_ns(exposed, sizeof exposed, (double)c->ns), c->share,
              analyze_fmt_ns(span, sizeof span, (double)c->span));
-    if (c->r->rank >= 0)
-        snprintf(name, sizeof name, "rank %lld", (long long)c->r->rank);
-    else
-        snprintf(name, sizeof name, "pid %lld", (long long)c->r->pid);
-    struct analyze_evidence row = {.start_ns = c->r->first_start - ctx->start_ns,
-                                   .duration_ns = c->exposed,
-                                   .pid = c->r->pid,
-                                   .tid = -1,
-                                   .gpu = c->r->gpu_label,
-                                   .stream = -1,
-                                   .name = name,
-                                   .detail = detail};
-    analyze_add_evidence(f, &row);
+    timeline_rank_evidence(ctx, f, c->r, c->ns, detail);
 }
 
 int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res)
@@ -59,32 +35,30 @@ int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res)
     struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t || !timeline_several_ranks(t, res))
         return rc;
-    struct comm *v = calloc(t->rank_count, sizeof *v);
+    struct timeline_rank_share *v = calloc(t->rank_count, sizeof *v);
     if (!v) {
         snprintf(ctx->error, sizeof ctx->error, "comm_overlap: out of memory");
         return -1;
     }
     size_t n = 0, flagged = 0;
     int64_t least = -1;
-    const struct comm *least_rank = NULL;
+    const struct timeline_rank_share *least_rank = NULL;
     for (size_t i = 0; i < t->rank_count; i++) {
         const struct timeline_rank *r = &t->ranks[i];
         int64_t span = r->last_end - r->first_start;
         if (r->nccl.total <= 0 || span <= 0)
             continue;
-        struct comm *c = &v[n++];
-        *c = (struct comm){.r = r,
-                           .span = span,
-                           .nccl = r->nccl.total,
-                           .exposed = r->kernels.total - r->compute.total};
-        c->share = 100.0 * (double)c->exposed / (double)span;
+        struct timeline_rank_share *c = &v[n++];
+        *c = (struct timeline_rank_share){
+            .r = r, .span = span, .ns = r->kernels.total - r->compute.total};
+        c->share = 100.0 * (double)c->ns / (double)span;
         flagged += c->share >= COMM_EXPOSED_MIN_SHARE;
     }
     if (n)
-        qsort(v, n, sizeof *v, by_share);
+        qsort(v, n, sizeof *v, timeline_rank_by_share);
     for (size_t i = 0; i < n; i++)
-        if (least < 0 || v[i].exposed < least) {
-            least = v[i].exposed;
+        if (least < 0 || v[i].ns < least) {
+            least = v[i].ns;
             least_rank = &v[i];
         }
     if (n == 0)

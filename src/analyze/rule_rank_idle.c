@@ -10,54 +10,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A rank's idle time and share of its span (first to last work on its GPU). */
-struct idle {
-    const struct timeline_rank *r;
-    int64_t span, idle;
-    double share; /* percent */
-};
-
-static int by_share(const void *a, const void *b)
-{
-    const struct idle *x = a, *y = b;
-    if (x->share != y->share)
-        return x->share < y->share ? 1 : -1;
-    return (x->r->process_id > y->r->process_id) - (x->r->process_id < y->r->process_id);
-}
-
 /* Median share of v[0..n) without v[skip] (v sorted, most idle first). */
-static double median_without(const struct idle *v, size_t n, size_t skip)
+static double median_without(const struct timeline_rank_share *v, size_t n, size_t skip)
 {
     size_t m = n - 1, lo = (m - 1) / 2, hi = m / 2; /* middle positions among the others */
     double a = v[lo + (lo >= skip)].share, b = v[hi + (hi >= skip)].share;
     return (a + b) / 2;
 }
 
-static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f, const struct idle *e,
-                     double others)
+/* The evidence row of a rank; e->ns is its idle time. */
+static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f,
+                     const struct timeline_rank_share *e, double others)
 {
     char label[160], idle[32], span[32], detail[320];
     snprintf(detail, sizeof detail,
              "%s: GPU idle %s of its %s (%.1f %%; the other ranks' median %.1f %%), %lld gaps "
              ">= 100 us",
              timeline_rank_label(e->r, label, sizeof label),
-             analyze_fmt_ns(idle, sizeof idle, (double)e->idle),
+             analyze_fmt_ns(idle, sizeof idle, (double)e->ns),
              analyze_fmt_ns(span, sizeof span, (double)e->span), e->share, others,
              (long long)e->r->gaps);
-    char name[32];
-    if (e->r->rank >= 0)
-        snprintf(name, sizeof name, "rank %lld", (long long)e->r->rank);
-    else
-        snprintf(name, sizeof name, "pid %lld", (long long)e->r->pid);
-    struct analyze_evidence row = {.start_ns = e->r->first_start - ctx->start_ns,
-                                   .duration_ns = e->idle,
-                                   .pid = e->r->pid,
-                                   .tid = -1,
-                                   .gpu = e->r->gpu_label,
-                                   .stream = -1,
-                                   .name = name,
-                                   .detail = detail};
-    analyze_add_evidence(f, &row);
+    timeline_rank_evidence(ctx, f, e->r, e->ns, detail);
 }
 
 int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
@@ -66,7 +39,7 @@ int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
     struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t || !timeline_several_ranks(t, res))
         return rc;
-    struct idle *v = calloc(t->rank_count, sizeof *v);
+    struct timeline_rank_share *v = calloc(t->rank_count, sizeof *v);
     if (!v) {
         snprintf(ctx->error, sizeof ctx->error, "rank_idle: out of memory");
         return -1;
@@ -77,13 +50,12 @@ int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
         int64_t span = r->last_end - r->first_start;
         if (span <= 0)
             continue;
-        v[n++] = (struct idle){.r = r,
-                               .span = span,
-                               .idle = span - r->all.total,
-                               .share = 100.0 * (double)(span - r->all.total) / (double)span};
+        struct timeline_rank_share *e = &v[n++];
+        *e = (struct timeline_rank_share){.r = r, .span = span, .ns = span - r->all.total};
+        e->share = 100.0 * (double)e->ns / (double)span;
     }
     if (n >= 2) {
-        qsort(v, n, sizeof *v, by_share);
+        qsort(v, n, sizeof *v, timeline_rank_by_share);
         analyze_note(res,
                      "%zu ranks: GPU idle between each rank's first and last work from "
                      "%.1f %% to %.1f %% of it (median %.1f %%)",

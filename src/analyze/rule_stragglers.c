@@ -26,13 +26,19 @@ struct late {
     size_t first, second; /* the first and the second-last rank (lanes) */
 };
 
+/* An instance of the step range on a lane, and the lags of the collectives the lane was last
+ * at during it. */
+struct step {
+    int64_t start, end, lag;
+};
+
 struct lane {
     const struct timeline_rank *r;
     int64_t took_part, last, lag_ns, waited_ns, steps_last;
     struct late top[ANALYZE_MAX_EVIDENCE]; /* longest lag first */
     int top_count;
-    int64_t *step_start, *step_end; /* its instances of the step range, in start order */
-    size_t steps;
+    struct step *steps; /* its process's instances of the step range, in start order */
+    size_t step_count, step_cap;
 };
 
 struct straggle {
@@ -43,9 +49,6 @@ struct straggle {
     char types[256];    /* "AllReduce 100, AllGather 20" */
     char mismatch[512]; /* types not matched, with counts */
     char step_name[128];
-    struct u64_map step_lag; /* (step, lane) -> index into steps_* */
-    int64_t *sl_step, *sl_lag;
-    size_t *sl_lane, sl_count, sl_cap;
 };
 
 static void keep_late(struct lane *l, const struct late *e)
@@ -66,49 +69,20 @@ static void keep_late(struct lane *l, const struct late *e)
 /* The step instance of lane l holding instant ts, or -1. */
 static int64_t step_of(const struct lane *l, int64_t ts)
 {
-    size_t lo = 0, hi = l->steps;
+    size_t lo = 0, hi = l->step_count;
     while (lo < hi) { /* first instance starting after ts */
         size_t mid = lo + (hi - lo) / 2;
-        if (l->step_start[mid] <= ts)
+        if (l->steps[mid].start <= ts)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo > 0 && l->step_end[lo - 1] >= ts ? (int64_t)lo - 1 : -1;
-}
-
-/* Adds a lag to (step, lane). */
-static int add_step_lag(struct straggle *s, int64_t step, size_t lane, int64_t lag)
-{
-    uint64_t key = ((uint64_t)step << 20 | lane) + 1; /* lanes < 2^20 */
-    uint64_t *at = u64_map_find(&s->step_lag, key);
-    if (at) {
-        s->sl_lag[*at] += lag;
-        return 0;
-    }
-    if (s->sl_count == s->sl_cap) {
-        size_t cap = s->sl_cap ? 2 * s->sl_cap : 256;
-        int64_t *a = realloc(s->sl_step, cap * sizeof *a);
-        if (a)
-            s->sl_step = a;
-        int64_t *b = a ? realloc(s->sl_lag, cap * sizeof *b) : NULL;
-        if (b)
-            s->sl_lag = b;
-        size_t *c = b ? realloc(s->sl_lane, cap * sizeof *c) : NULL;
-        if (!c)
-            return -1;
-        s->sl_lane = c;
-        s->sl_cap = cap;
-    }
-    s->sl_step[s->sl_count] = step;
-    s->sl_lane[s->sl_count] = lane;
-    s->sl_lag[s->sl_count] = lag;
-    return u64_map_put(&s->step_lag, key, s->sl_count++);
+    return lo > 0 && l->steps[lo - 1].end >= ts ? (int64_t)lo - 1 : -1;
 }
 
 /* One collective: each lane's arrival given by its cursor. */
-static int match_one(struct straggle *s, const size_t *cursor, const int *in, int type,
-                     int64_t index)
+static void match_one(struct straggle *s, const size_t *cursor, const int *in, int type,
+                      int64_t index)
 {
     size_t last = SIZE_MAX, second = SIZE_MAX, first = SIZE_MAX;
     int64_t a_last = 0, a_second = 0, a_first = 0;
@@ -136,7 +110,7 @@ static int match_one(struct straggle *s, const size_t *cursor, const int *in, in
     if (a_last - a_first > s->spread_max)
         s->spread_max = a_last - a_first;
     if (a_last == a_second)
-        return 0; /* a tie: no rank was the last alone */
+        return; /* a tie: no rank was the last alone */
     s->distinct++;
     struct lane *l = &s->lanes[last];
     l->last++;
@@ -149,12 +123,13 @@ static int match_one(struct straggle *s, const size_t *cursor, const int *in, in
                      .id = l->r->collectives[cursor[last]].id,
                      .arrival = a_last,
                      .index = index,
-                     .step = l->steps ? step_of(l, a_last) : -1,
+                     .step = step_of(l, a_last),
                      .type = type,
                      .first = first,
                      .second = second};
     keep_late(l, &e);
-    return e.step >= 0 ? add_step_lag(s, e.step, last, e.lag) : 0;
+    if (e.step >= 0)
+        l->steps[e.step].lag += e.lag;
 }
 
 static void append(char *buf, size_t size, const char *fmt, const char *text, long long n)
@@ -199,14 +174,14 @@ static int match_type(struct straggle *s, int type, const char *name)
                  name, counted, participants > 4 ? ", ..." : "");
     } else if (rc == 0 && participants >= 2) {
         append(s->types, sizeof s->types, "%s%s %lld", name, (long long)n);
-        for (int64_t k = 0; rc == 0 && k < n; k++) {
+        for (int64_t k = 0; k < n; k++) {
             for (size_t l = 0; l < s->count; l++) { /* each cursor to its next of this type */
                 if (!in[l])
                     continue;
                 while (s->lanes[l].r->collectives[cursor[l]].type != type)
                     cursor[l]++;
             }
-            rc = match_one(s, cursor, in, type, k);
+            match_one(s, cursor, in, type, k);
             for (size_t l = 0; l < s->count; l++)
                 cursor[l] += in[l];
         }
@@ -261,6 +236,70 @@ static const char step_query[] =
     " JOIN strings s ON s.id = r.name_id WHERE r.depth = 0 AND r.style = 0"
     " AND r.end_ns IS NOT NULL ORDER BY r.process_id, r.start_ns";
 
+struct stems {
+    struct stem *v;
+    size_t count, cap;
+    struct index_map index;
+};
+
+/* Each stem of the lanes' processes' top-level push/pop ranges (step_query's rows): its time,
+ * and in how many processes it repeats. 0 or -1 (memory). */
+static int count_stems(struct straggle *s, sqlite3_stmt *st, struct stems *m)
+{
+    int added;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t p = sqlite3_column_int64(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        size_t len = step_stem(name);
+        if (!lane_of_process(s, p) || len == 0)
+            continue;
+        struct stem key = {.name = (char *)name, .len = len};
+        long pos =
+            index_reserve((void **)&m->v, &m->cap, m->count, sizeof *m->v) < 0
+                ? -1
+                : index_get(&m->index, stem_hash(name, len), m->v, stem_eq, &key, m->count, &added);
+        if (pos < 0 || (added && !(key.name = strndup(name, len))))
+            return -1;
+        if (added) {
+            key.last_process = -1;
+            m->v[m->count++] = key;
+        }
+        struct stem *e = &m->v[pos];
+        e->ns += sqlite3_column_int64(st, 3) - sqlite3_column_int64(st, 2);
+        if (e->last_process != p) {
+            e->last_process = p;
+            e->in_process = 0;
+        }
+        if (++e->in_process == 2) /* repeated in this process */
+            e->processes++;
+    }
+    return 0;
+}
+
+/* The instances of the step (step_query's rows named by that stem), on each lane of their
+ * process. 0 or -1 (memory). */
+static int load_steps(struct straggle *s, sqlite3_stmt *st, const struct stem *step)
+{
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t p = sqlite3_column_int64(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (step_stem(name) != step->len || memcmp(name, step->name, step->len) != 0)
+            continue;
+        struct step instance = {.start = sqlite3_column_int64(st, 2),
+                                .end = sqlite3_column_int64(st, 3)};
+        for (size_t k = 0; k < s->count; k++) {
+            struct lane *l = &s->lanes[k];
+            if (l->r->process_id != p)
+                continue;
+            if (index_reserve((void **)&l->steps, &l->step_cap, l->step_count, sizeof *l->steps) <
+                0)
+                return -1;
+            l->steps[l->step_count++] = instance;
+        }
+    }
+    return 0;
+}
+
 /* The step range: the top-level push/pop range name (stem) that every lane's process runs at
  * least twice, with the most time; then each lane's instances of it. 0 or -1. */
 static int find_steps(struct straggle *s)
@@ -268,105 +307,51 @@ static int find_steps(struct straggle *s)
     sqlite3_stmt *st = analyze_prepare(s->ctx, "stragglers", step_query);
     if (!st)
         return -1;
-    struct stem *stems = NULL;
-    size_t count = 0, cap = 0;
-    struct index_map index = {0};
-    int rc = 0, added;
-    for (int pass = 0; rc == 0 && pass < 2; pass++) {
-        const struct stem *chosen = NULL;
-        if (pass == 1) { /* the name every lane's process repeats, with the most time */
-            for (size_t i = 0; i < count; i++)
-                if (stems[i].processes == (int64_t)s->processes &&
-                    (!chosen || stems[i].ns > chosen->ns))
-                    chosen = &stems[i];
-            if (!chosen)
-                break;
-            snprintf(s->step_name, sizeof s->step_name, "%.*s", (int)chosen->len, chosen->name);
-            sqlite3_reset(st);
-        }
-        while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-            int64_t p = sqlite3_column_int64(st, 0);
-            struct lane *l = lane_of_process(s, p);
-            const char *name = (const char *)sqlite3_column_text(st, 1);
-            size_t len = step_stem(name);
-            if (!l || len == 0)
-                continue;
-            int64_t start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
-            if (pass == 1) {
-                if (len != chosen->len || memcmp(name, chosen->name, len) != 0)
-                    continue;
-                for (size_t k = 0; k < s->count; k++) { /* each lane of the process */
-                    struct lane *m = &s->lanes[k];
-                    if (m->r->process_id != p)
-                        continue;
-                    int64_t *a = realloc(m->step_start, (m->steps + 1) * sizeof *a);
-                    if (a)
-                        m->step_start = a;
-                    int64_t *b = a ? realloc(m->step_end, (m->steps + 1) * sizeof *b) : NULL;
-                    if (!b) {
-                        rc = -1;
-                        break;
-                    }
-                    m->step_end = b;
-                    m->step_start[m->steps] = start;
-                    m->step_end[m->steps++] = end;
-                }
-                continue;
-            }
-            struct stem key = {.name = (char *)name, .len = len};
-            long pos =
-                index_reserve((void **)&stems, &cap, count, sizeof *stems) < 0
-                    ? -1
-                    : index_get(&index, stem_hash(name, len), stems, stem_eq, &key, count, &added);
-            if (pos < 0 || (added && !(key.name = strndup(name, len)))) {
-                rc = -1;
-                break;
-            }
-            if (added) {
-                key.last_process = -1;
-                stems[count++] = key;
-            }
-            struct stem *m = &stems[pos];
-            m->ns += end - start;
-            if (m->last_process != p) {
-                m->last_process = p;
-                m->in_process = 0;
-            }
-            if (++m->in_process == 2) /* repeated in this process */
-                m->processes++;
-        }
+    struct stems stems = {0};
+    int rc = count_stems(s, st, &stems);
+    const struct stem *chosen = NULL;
+    for (size_t i = 0; rc == 0 && i < stems.count; i++)
+        if (stems.v[i].processes == (int64_t)s->processes &&
+            (!chosen || stems.v[i].ns > chosen->ns))
+            chosen = &stems.v[i];
+    if (chosen) {
+        snprintf(s->step_name, sizeof s->step_name, "%.*s", (int)chosen->len, chosen->name);
+        sqlite3_reset(st);
+        rc = load_steps(s, st, chosen);
     }
     sqlite3_finalize(st);
-    for (size_t i = 0; i < count; i++)
-        free(stems[i].name);
-    free(stems);
-    index_release(&index);
+    for (size_t i = 0; i < stems.count; i++)
+        free(stems.v[i].name);
+    free(stems.v);
+    index_release(&stems.index);
     if (rc)
         snprintf(s->ctx->error, sizeof s->ctx->error, "stragglers: out of memory");
     return rc;
 }
 
-/* For each step, the lane whose lags in it add up most: it "cost" that step. */
-static void steps_last(struct straggle *s, int64_t *steps)
+/* For each step, the lane whose lags in it add up most: it "cost" that step. Returns the
+ * number of steps: up to the last one in which a lane was last. */
+static int64_t steps_last(struct straggle *s)
 {
-    int64_t max_step = -1;
-    for (size_t i = 0; i < s->sl_count; i++)
-        if (s->sl_step[i] > max_step)
-            max_step = s->sl_step[i];
-    *steps = max_step + 1;
-    for (int64_t j = 0; j <= max_step; j++) {
+    size_t steps = 0;
+    for (size_t l = 0; l < s->count; l++)
+        for (size_t j = s->lanes[l].step_count; j > steps; j--)
+            if (s->lanes[l].steps[j - 1].lag > 0) {
+                steps = j;
+                break;
+            }
+    for (size_t j = 0; j < steps; j++) {
         size_t best = SIZE_MAX;
         int64_t lag = 0;
-        for (size_t l = 0; l < s->count; l++) {
-            uint64_t *at = u64_map_find(&s->step_lag, ((uint64_t)j << 20 | l) + 1);
-            if (at && s->sl_lag[*at] > lag) {
-                lag = s->sl_lag[*at];
+        for (size_t l = 0; l < s->count; l++)
+            if (j < s->lanes[l].step_count && s->lanes[l].steps[j].lag > lag) {
+                lag = s->lanes[l].steps[j].lag;
                 best = l;
             }
-        }
         if (best != SIZE_MAX)
             s->lanes[best].steps_last++;
     }
+    return (int64_t)steps;
 }
 
 static int report_lane(struct straggle *s, struct analyze_result *res, struct lane *l,
@@ -482,7 +467,7 @@ int rule_stragglers(struct analyze_ctx *ctx, struct analyze_result *res)
             rc = match_type(&s, type, t->nccl_types[type]);
         int64_t steps = 0;
         if (rc == 0) {
-            steps_last(&s, &steps);
+            steps = steps_last(&s);
             note(&s, res, hosts);
         }
         for (size_t l = 0; l < s.count; l++)
@@ -500,15 +485,9 @@ int rule_stragglers(struct analyze_ctx *ctx, struct analyze_result *res)
         if (rc && !ctx->error[0])
             snprintf(ctx->error, sizeof ctx->error, "stragglers: out of memory");
     }
-    for (size_t l = 0; l < s.count; l++) {
-        free(s.lanes[l].step_start);
-        free(s.lanes[l].step_end);
-    }
+    for (size_t l = 0; l < s.count; l++)
+        free(s.lanes[l].steps);
     free(s.lanes);
     free(order);
-    u64_map_release(&s.step_lag);
-    free(s.sl_step);
-    free(s.sl_lag);
-    free(s.sl_lane);
     return rc;
 }

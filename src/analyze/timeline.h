@@ -121,7 +121,7 @@ struct timeline_rank {
     int64_t first_start, last_end; /* of its work on this GPU */
     struct timeline_union all;     /* kernels, copies and memsets: busy time */
     struct timeline_union kernels, nccl, compute; /* all kernels, NCCL ones, the others */
-    int64_t gaps, gap_ns;          /* gaps >= the gpu_idle threshold in its own work */
+    int64_t gaps;                  /* gaps >= the gpu_idle threshold in its own work */
     struct timeline_collective *collectives; /* its NCCL kernels, in start order */
     size_t collective_count, collective_cap;
 };
@@ -227,6 +227,19 @@ void timeline_union_close(struct timeline_union *u);
 const char *timeline_rank_label(const struct timeline_rank *r, char *buf, size_t size);
 /* Whether the cross-rank rules can compare ranks: work of >= 2 processes; else a note in res. */
 int timeline_several_ranks(const struct analyze_timeline *t, struct analyze_result *res);
+/* A rank's time of one kind (exposed communication, idle) as a share of its span (first to
+ * last work on its GPU), for the rules that compare ranks by it. */
+struct timeline_rank_share {
+    const struct timeline_rank *r;
+    int64_t span, ns;
+    double share; /* ns, percent of span */
+};
+/* qsort order: the largest share first, then by process id. */
+int timeline_rank_by_share(const void *a, const void *b);
+/* An evidence row for a rank, named "rank 3" (else "pid 4242"): from its first work on its
+ * GPU, lasting duration_ns, with detail. */
+void timeline_rank_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
+                            const struct timeline_rank *r, int64_t duration_ns, char *detail);
 
 /* Evidence row for one piece of GPU work (kind, id), with detail. */
 int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,

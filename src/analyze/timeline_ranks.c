@@ -74,14 +74,9 @@ static int rank_eq(const void *array, size_t pos, const void *key)
 
 static int add_collective(struct timeline_rank *r, int64_t id, int64_t start, int64_t end, int type)
 {
-    if (r->collective_count == r->collective_cap) {
-        size_t cap = r->collective_cap ? 2 * r->collective_cap : 64;
-        struct timeline_collective *grown = realloc(r->collectives, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        r->collectives = grown;
-        r->collective_cap = cap;
-    }
+    if (index_reserve((void **)&r->collectives, &r->collective_cap, r->collective_count,
+                      sizeof *r->collectives) < 0)
+        return -1;
     r->collectives[r->collective_count++] =
         (struct timeline_collective){.id = id, .start = start, .end = end, .type = type};
     return 0;
@@ -108,10 +103,8 @@ int timeline_ranks_op(struct analyze_timeline *t, struct index_map *index, int64
     }
     if (end > r->last_end)
         r->last_end = end;
-    if (r->all.open && start - r->all.end >= t->gap_threshold_ns) {
+    if (r->all.open && start - r->all.end >= t->gap_threshold_ns)
         r->gaps++;
-        r->gap_ns += start - r->all.end;
-    }
     timeline_union_add(&r->all, start, end);
     if (!is_kernel)
         return 0;
@@ -192,4 +185,31 @@ int timeline_several_ranks(const struct analyze_timeline *t, struct analyze_resu
                  "(lantern merge their databases, docs/multi-rank.md)",
                  t->rank_processes);
     return 0;
+}
+
+int timeline_rank_by_share(const void *a, const void *b)
+{
+    const struct timeline_rank_share *x = a, *y = b;
+    if (x->share != y->share)
+        return x->share < y->share ? 1 : -1;
+    return (x->r->process_id > y->r->process_id) - (x->r->process_id < y->r->process_id);
+}
+
+void timeline_rank_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
+                            const struct timeline_rank *r, int64_t duration_ns, char *detail)
+{
+    char name[32];
+    if (r->rank >= 0)
+        snprintf(name, sizeof name, "rank %lld", (long long)r->rank);
+    else
+        snprintf(name, sizeof name, "pid %lld", (long long)r->pid);
+    struct analyze_evidence row = {.start_ns = r->first_start - ctx->start_ns,
+                                   .duration_ns = duration_ns,
+                                   .pid = r->pid,
+                                   .tid = -1,
+                                   .gpu = r->gpu_label,
+                                   .stream = -1,
+                                   .name = name,
+                                   .detail = detail};
+    analyze_add_evidence(f, &row);
 }

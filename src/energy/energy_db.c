@@ -117,38 +117,25 @@ static const char users_query[] =
     " ORDER BY 1, 2";
 /* Rule 3: no known user at all, and one host (NULL hosts count as that one). */
 static const char every_process_query[] =
-    "SELECT id, (SELECT count(DISTINCT host) FROM processes) <= 1 FROM processes ORDER BY id";
+    "SELECT id FROM processes WHERE (SELECT count(DISTINCT host) FROM processes) <= 1"
+    " ORDER BY id";
 
-static int users_push(struct energy_db_users *u, size_t *cap, size_t *gpu_cap, int64_t process,
-                      int gpu)
+/* Appends the pair (process, gpu); pairs come in (process, gpu) order. */
+static int users_push(struct energy_db_users *u, size_t *cap, int64_t process, int gpu)
 {
-    if (!u->count || u->process_id[u->count - 1] != process) {
-        if (u->count + 1 >= *cap) {
-            size_t bigger = *cap ? 2 * *cap : 64;
-            int64_t *ids = realloc(u->process_id, bigger * sizeof *ids);
-            if (ids)
-                u->process_id = ids;
-            size_t *first = ids ? realloc(u->first, (bigger + 1) * sizeof *first) : NULL;
-            if (!first)
-                return -1;
-            u->first = first;
-            *cap = bigger;
-        }
-        u->process_id[u->count] = process;
-        u->first[u->count + 1] = u->first[u->count];
-        u->count++;
-    }
-    size_t used = u->first[u->count];
-    if (used == *gpu_cap) {
-        size_t bigger = *gpu_cap ? 2 * *gpu_cap : 64;
-        int *grown = realloc(u->gpu, bigger * sizeof *grown);
+    if (u->count == *cap) {
+        size_t bigger = *cap ? 2 * *cap : 64;
+        int64_t *ids = realloc(u->process_id, bigger * sizeof *ids);
+        if (ids)
+            u->process_id = ids;
+        int *grown = ids ? realloc(u->gpu, bigger * sizeof *grown) : NULL;
         if (!grown)
             return -1;
         u->gpu = grown;
-        *gpu_cap = bigger;
+        *cap = bigger;
     }
-    u->gpu[used] = gpu;
-    u->first[u->count]++;
+    u->process_id[u->count] = process;
+    u->gpu[u->count++] = gpu;
     return 0;
 }
 
@@ -158,16 +145,15 @@ int energy_db_users_load(sqlite3 *db, const struct energy_db_gpu *gpus, int coun
     memset(out, 0, sizeof *out);
     if (count <= 0)
         return 0;
-    size_t cap = 0, gpu_cap = 0;
+    size_t cap = 0;
     int known = 0, rc = 0, step;
     sqlite3_stmt *st = NULL;
-    if (!(out->first = calloc(1, sizeof *out->first)) ||
-        sqlite3_prepare_v2(db, users_query, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, users_query, -1, &st, NULL) != SQLITE_OK)
         goto fail;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         known = 1; /* a known user, sampled or not: rule 3 is off */
         int g = find_index(gpus, count, sqlite3_column_int64(st, 1));
-        if (g >= 0 && users_push(out, &cap, &gpu_cap, sqlite3_column_int64(st, 0), g) < 0)
+        if (g >= 0 && users_push(out, &cap, sqlite3_column_int64(st, 0), g) < 0)
             goto fail;
     }
     if (step != SQLITE_DONE)
@@ -177,11 +163,11 @@ int energy_db_users_load(sqlite3 *db, const struct energy_db_gpu *gpus, int coun
     if (!known) {
         if (sqlite3_prepare_v2(db, every_process_query, -1, &st, NULL) != SQLITE_OK)
             goto fail;
-        while ((step = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_int(st, 1))
+        while ((step = sqlite3_step(st)) == SQLITE_ROW)
             for (int g = 0; g < count; g++)
-                if (users_push(out, &cap, &gpu_cap, sqlite3_column_int64(st, 0), g) < 0)
+                if (users_push(out, &cap, sqlite3_column_int64(st, 0), g) < 0)
                     goto fail;
-        if (step != SQLITE_DONE && step != SQLITE_ROW)
+        if (step != SQLITE_DONE)
             goto fail;
     }
     goto done;
@@ -195,25 +181,23 @@ done:
 const int *energy_db_users_of(const struct energy_db_users *u, int64_t process_id, size_t *n)
 {
     size_t lo = 0, hi = u->count;
-    while (lo < hi) {
+    while (lo < hi) { /* the process's first pair */
         size_t mid = lo + (hi - lo) / 2;
         if (u->process_id[mid] < process_id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == u->count || u->process_id[lo] != process_id) {
-        *n = 0;
-        return NULL;
-    }
-    *n = u->first[lo + 1] - u->first[lo];
-    return &u->gpu[u->first[lo]];
+    size_t end = lo;
+    while (end < u->count && u->process_id[end] == process_id)
+        end++;
+    *n = end - lo;
+    return *n ? &u->gpu[lo] : NULL;
 }
 
 void energy_db_users_release(struct energy_db_users *u)
 {
     free(u->process_id);
-    free(u->first);
     free(u->gpu);
     memset(u, 0, sizeof *u);
 }
@@ -236,45 +220,23 @@ static void energy_sql_free(void *p)
 
 enum energy_sql_result { RESULT_JOULES, RESULT_ERROR };
 
-/* Shared by the per-GPU functions: sqlite3_user_data says which result is wanted. */
-static void gpu_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
-                          enum energy_sql_result what)
+/* Shared by the SQL functions (first argument a GPU's id, or a process's id for its GPUs; then
+ * start and end): the energy of those GPUs summed, NULL when none has data there. */
+static void energy_fn(sqlite3_context *ctx, sqlite3_value **argv, enum energy_sql_result what,
+                      int of_process)
 {
     const struct energy_sql *e = sqlite3_user_data(ctx);
-    (void)argc;
     if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL ||
         sqlite3_value_type(argv[2]) == SQLITE_NULL)
         return;
-    const struct energy_db_gpu *g = find(e->gpus, e->count, sqlite3_value_int64(argv[0]));
-    if (!g)
-        return;
-    struct energy_interval r = energy_track_between(
-        &g->track, (uint64_t)sqlite3_value_int64(argv[1]), (uint64_t)sqlite3_value_int64(argv[2]));
-    if (r.flags & ENERGY_NO_DATA)
-        return;
-    sqlite3_result_double(ctx, (what == RESULT_JOULES ? r.mj : r.error_mj) / 1000);
-}
-
-static void gpu_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
-{
-    gpu_energy_fn(c, n, v, RESULT_JOULES);
-}
-static void gpu_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
-{
-    gpu_energy_fn(c, n, v, RESULT_ERROR);
-}
-
-/* Shared by the per-process functions: the energy of each of the process's GPUs, summed. */
-static void process_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv,
-                              enum energy_sql_result what)
-{
-    const struct energy_sql *e = sqlite3_user_data(ctx);
-    (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL ||
-        sqlite3_value_type(argv[2]) == SQLITE_NULL)
-        return;
-    size_t n;
-    const int *gpus = energy_db_users_of(&e->users, sqlite3_value_int64(argv[0]), &n);
+    int64_t id = sqlite3_value_int64(argv[0]);
+    size_t n = 0;
+    int one = -1;
+    const int *gpus = &one;
+    if (of_process)
+        gpus = energy_db_users_of(&e->users, id, &n);
+    else if ((one = find_index(e->gpus, e->count, id)) >= 0)
+        n = 1;
     double mj = 0;
     int any = 0;
     for (size_t i = 0; i < n; i++) {
@@ -290,13 +252,25 @@ static void process_energy_fn(sqlite3_context *ctx, int argc, sqlite3_value **ar
         sqlite3_result_double(ctx, mj / 1000);
 }
 
+static void gpu_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
+{
+    (void)n;
+    energy_fn(c, v, RESULT_JOULES, 0);
+}
+static void gpu_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
+{
+    (void)n;
+    energy_fn(c, v, RESULT_ERROR, 0);
+}
 static void process_joules_fn(sqlite3_context *c, int n, sqlite3_value **v)
 {
-    process_energy_fn(c, n, v, RESULT_JOULES);
+    (void)n;
+    energy_fn(c, v, RESULT_JOULES, 1);
 }
 static void process_error_fn(sqlite3_context *c, int n, sqlite3_value **v)
 {
-    process_energy_fn(c, n, v, RESULT_ERROR);
+    (void)n;
+    energy_fn(c, v, RESULT_ERROR, 1);
 }
 
 /* temp.energy_process_gpus: the pairs of e->users, for the reports' joins. */
@@ -308,18 +282,17 @@ static int fill_process_gpus(sqlite3 *db, const struct energy_sql *e)
                           " gpu_id INTEGER, PRIMARY KEY(process_id, gpu_id)) WITHOUT ROWID;"
                           "DELETE FROM temp.energy_process_gpus",
                           NULL, NULL, NULL) == SQLITE_OK &&
-                     sqlite3_prepare_v2(db, "INSERT INTO temp.energy_process_gpus VALUES(?, ?)",
-                                        -1, &st, NULL) == SQLITE_OK
+                     sqlite3_prepare_v2(db, "INSERT INTO temp.energy_process_gpus VALUES(?, ?)", -1,
+                                        &st, NULL) == SQLITE_OK
                  ? 0
                  : -1;
-    for (size_t p = 0; rc == 0 && p < e->users.count; p++)
-        for (size_t i = e->users.first[p]; rc == 0 && i < e->users.first[p + 1]; i++) {
-            sqlite3_bind_int64(st, 1, e->users.process_id[p]);
-            sqlite3_bind_int64(st, 2, e->gpus[e->users.gpu[i]].gpu_id);
-            if (sqlite3_step(st) != SQLITE_DONE)
-                rc = -1;
-            sqlite3_reset(st);
-        }
+    for (size_t i = 0; rc == 0 && i < e->users.count; i++) {
+        sqlite3_bind_int64(st, 1, e->users.process_id[i]);
+        sqlite3_bind_int64(st, 2, e->gpus[e->users.gpu[i]].gpu_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = -1;
+        sqlite3_reset(st);
+    }
     sqlite3_finalize(st);
     return rc;
 }
@@ -334,7 +307,8 @@ int energy_db_register_sql(sqlite3 *db)
         free(e);
         return -1;
     }
-    if (energy_db_users_load(db, e->gpus, e->count, &e->users) < 0 || fill_process_gpus(db, e) < 0) {
+    if (energy_db_users_load(db, e->gpus, e->count, &e->users) < 0 ||
+        fill_process_gpus(db, e) < 0) {
         energy_sql_free(e);
         return -1;
     }

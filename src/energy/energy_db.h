@@ -30,10 +30,9 @@ void energy_db_free(struct energy_db_gpu *gpus, int count);
  * otherwise none: a process that used no GPU, or one of several hosts without CUDA, is
  * charged nothing rather than another process's GPUs. */
 struct energy_db_users {
-    size_t count;        /* processes with at least one sampled GPU */
-    int64_t *process_id; /* ascending */
-    size_t *first;       /* count + 1 offsets into gpu */
-    int *gpu;            /* indices into the energy_db_gpu array given to the load */
+    size_t count;        /* (process, GPU) pairs, in process then GPU order */
+    int64_t *process_id; /* of each pair */
+    int *gpu;            /* of each pair: an index into the energy_db_gpu array given to the load */
 };
 /* Returns 0 or -1 (SQLite error or no memory); release *out in both cases. */
 int energy_db_users_load(sqlite3 *db, const struct energy_db_gpu *gpus, int count,

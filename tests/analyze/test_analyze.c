@@ -649,6 +649,39 @@ static void stragglers_names_the_rank_last_at_most_collectives(void)
     sqlite3_close(db);
 }
 
+/* Steps [0, 400], [400, 800] and [800, 1000] µs on every rank, all-reduces arriving (µs)
+ * k=0: 100 110 150   k=1: 300 305 360 (step 1: rank 2 last, 40 + 55)   k=2: 500 540 510
+ * k=3: 700 702 720 (step 2: rank 1 last by 30, rank 2 by 18). Rank 2, last 3 times with
+ * 113 µs, is flagged; it cost step 1 only (rank 1 lagged more in step 2), and the steps counted
+ * end with the last one in which a rank was last: step 3 ran no collective. */
+static void stragglers_counts_the_steps_a_rank_cost_most(void)
+{
+    sqlite3 *db = ranks_session(
+        KERNELS KERNEL(1, 1, 100, 200, 1) "," KERNEL(2, 2, 110, 200, 1) "," KERNEL(3, 3, 150, 200, 1)
+        "," KERNEL(4, 1, 300, 400, 1) "," KERNEL(5, 2, 305, 400, 1) "," KERNEL(6, 3, 360, 400, 1)
+        "," KERNEL(7, 1, 500, 600, 1) "," KERNEL(8, 2, 540, 600, 1) "," KERNEL(9, 3, 510, 600, 1)
+        "," KERNEL(10, 1, 700, 800, 1) "," KERNEL(11, 2, 702, 800, 1) "," KERNEL(12, 3, 720, 800, 1)
+        ";"
+        "INSERT INTO ranges(id, process_id, name_id, style, depth, start_thread_id, start_ns,"
+        " end_ns) VALUES(1, 1, 4, 0, 0, 1, 0, 400000), (2, 1, 4, 0, 0, 1, 400000, 800000),"
+        " (3, 1, 4, 0, 0, 1, 800000, 1000000), (4, 2, 4, 0, 0, 2, 0, 400000),"
+        " (5, 2, 4, 0, 0, 2, 400000, 800000), (6, 2, 4, 0, 0, 2, 800000, 1000000),"
+        " (7, 3, 4, 0, 0, 3, 0, 400000), (8, 3, 4, 0, 0, 3, 400000, 800000),"
+        " (9, 3, 4, 0, 0, 3, 800000, 1000000);");
+    struct analyze_run run;
+    run_rule(db, "stragglers", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    expect_cost(f, 113000);
+    ASSERT(strstr(f->summary, "rank 2 (pid 300, b, GPU 0) arrived last at 3 of the 4 collectives"));
+    ASSERT(strstr(f->summary, "; the last in 1 of 2 steps of 'step' (56.500 µs per step)"));
+    ASSERT_EQ(f->evidence_count, 3);
+    ASSERT(strstr(f->evidence[2].detail, "AllReduce #4, step 2: rank 2"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* Per rank, NCCL and other kernels (µs): rank 0 NCCL [100, 300], compute [0, 150] and
  * [250, 400]: half its 200 µs of NCCL overlapped, 100 exposed = 25 % of its 400 µs span;
  * rank 1 NCCL [100, 200], compute [0, 190] and [300, 1000]: 10 exposed = 1 % of 1000 (under
@@ -722,6 +755,35 @@ static void rank_idle_names_the_rank_whose_gpu_waits_most(void)
     ASSERT_EQ(f->evidence[3].duration_ns, 0);
     ASSERT(strstr(res->note, "4 ranks: GPU idle between each rank's first and last work from "
                              "0.0 % to 40.0 % of it (median 3.5 %)"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* Processes without a rank (not started by torchrun or mpirun) are named by their pid, in the
+ * summary and in the evidence rows: rank 2's 40 % idle of the test above, against the median
+ * of 5 % and 2 % (3.5 %), is flagged as pid 300's. */
+static void rank_idle_names_a_process_without_a_rank_by_its_pid(void)
+{
+    sqlite3 *db = ranks_session(
+        "UPDATE processes SET rank = NULL;"
+        KERNELS KERNEL(1, 1, 0, 100, 2) "," KERNEL(2, 1, 150, 1000, 1) "," KERNEL(3, 2, 0, 500, 2)
+        "," KERNEL(4, 2, 520, 1000, 1) "," KERNEL(5, 3, 0, 200, 2) "," KERNEL(6, 3, 600, 1000, 1)
+        ";");
+    struct analyze_run run;
+    run_rule(db, "rank_idle", &run);
+    const struct analyze_result *res = &run.results[0];
+    ASSERT_EQ(res->count, 1);
+    const struct analyze_finding *f = &res->findings[0];
+    ASSERT(strstr(f->summary, "pid 300 (b, GPU 0): its GPU was idle 40.0 % of its span, against "
+                              "a median of 3.5 % on the other ranks"));
+    ASSERT_EQ(f->evidence_count, 3);
+    ASSERT_STR_EQ(f->evidence[0].name, "pid 300");
+    ASSERT_EQ(f->evidence[0].start_ns, 0);
+    ASSERT_EQ(f->evidence[0].duration_ns, 400000);
+    ASSERT_EQ(f->evidence[0].gpu, 0);
+    ASSERT_STR_EQ(f->evidence[1].name, "pid 100");
+    ASSERT_STR_EQ(f->evidence[2].name, "pid 200");
+    ASSERT_EQ(f->evidence[2].gpu, 1);
     analyze_run_release(&run);
     sqlite3_close(db);
 }
@@ -833,10 +895,14 @@ int main(int argc, char **argv)
          energy_flags_idle_burning_ranges_and_throttling},
         {"stragglers_names_the_rank_last_at_most_collectives",
          stragglers_names_the_rank_last_at_most_collectives},
+        {"stragglers_counts_the_steps_a_rank_cost_most",
+         stragglers_counts_the_steps_a_rank_cost_most},
         {"comm_overlap_measures_exposed_nccl_time_per_rank",
          comm_overlap_measures_exposed_nccl_time_per_rank},
         {"rank_idle_names_the_rank_whose_gpu_waits_most",
          rank_idle_names_the_rank_whose_gpu_waits_most},
+        {"rank_idle_names_a_process_without_a_rank_by_its_pid",
+         rank_idle_names_a_process_without_a_rank_by_its_pid},
         {"cross_rank_rules_are_silent_on_one_process", cross_rank_rules_are_silent_on_one_process},
         {"nccl_kernels_are_recognised_by_name", nccl_kernels_are_recognised_by_name},
         {"every_rule_runs_on_an_nvtx_only_session", every_rule_runs_on_an_nvtx_only_session},

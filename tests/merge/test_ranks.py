@@ -46,7 +46,6 @@ def analysis(path, rules):
 def busy_and_span(db_path):
     """Per rank, from the merged kernels (one GPU each): the union of its kernels' intervals
     and its span, computed here."""
-    import sqlite3
     db = sqlite3.connect(db_path)
     out = {}
     for rank, in db.execute("SELECT rank FROM processes ORDER BY rank"):
