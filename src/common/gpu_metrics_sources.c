@@ -82,16 +82,16 @@ static int asked_for(sqlite3 *db)
                          0) > 0;
 }
 
-/* One line per GPU with metrics or a status (its label as gpu_metrics_sum's GPU column:
- * NVML's index, else the lowest CUDA ordinal, else its uuid), then the statuses of no GPU.
+/* One line per GPU with metrics or a status (GPU_METRICS_SQL_GPU_INDEX, else its uuid), then
+ * the statuses of no GPU.
  * 0, or -1 when the database cannot say. */
 static int put_lines(FILE *out, sqlite3 *db)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(
             db,
-            "SELECT g.id, COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus p"
-            " WHERE p.gpu_id = g.id)) AS idx, COALESCE(g.name, 'unknown GPU'), g.uuid FROM gpus g"
+            "SELECT g.id, " GPU_METRICS_SQL_GPU_INDEX " AS idx, COALESCE(g.name, 'unknown GPU'),"
+            " g.uuid FROM gpus g"
             " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets UNION SELECT gpu_id FROM"
             " gpu_metric_status) ORDER BY idx IS NULL, idx, g.id",
             -1, &st, NULL) != SQLITE_OK)

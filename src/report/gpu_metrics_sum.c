@@ -7,6 +7,7 @@
  * samples by start (common/gpu_metrics_series.h) against kernels, then projections, by start.
  * docs/gpu-metrics.md, "Attribution", explains the weighting. */
 #include "common/gpu_metrics_series.h"
+#include "common/gpu_metrics_sources.h"
 #include "report/cuda_report.h"
 #include "report/gpu_metrics_kernels.h"
 
@@ -26,11 +27,10 @@ static const char projections_sql[] =
     " ORDER BY r.domain_id, r.name_id, r.style";
 // clang-format on
 
-/* The GPUs with metrics, labelled as the session header labels them (gpu_metrics_sources.h):
- * NVML's index, else the lowest CUDA ordinal a process gave it. */
+/* The GPUs with metrics, numbered and ordered as the session header's lines
+ * (gpu_metrics_sources.h). */
 static const char gpus_sql[] =
-    "SELECT g.id, COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus p"
-    " WHERE p.gpu_id = g.id)) AS idx FROM gpus g"
+    "SELECT g.id, " GPU_METRICS_SQL_GPU_INDEX " AS idx FROM gpus g"
     " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets) ORDER BY idx IS NULL, idx, g.id";
 
 static const struct table_column columns[] = {
