@@ -207,8 +207,7 @@ static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result
 
 /* Each kernel name's Tensor Core activity, measured over its executions on every GPU with
  * metrics (report/gpu_metrics_kernels.h): groups by name_id, empty without metrics. */
-static int measure_names(struct analyze_ctx *ctx, struct gpu_metrics_kernel_groups *groups,
-                         int *gpus)
+static int measure_names(struct analyze_ctx *ctx, struct gpu_metrics_groups *groups, int *gpus)
 {
     *gpus = 0;
     sqlite3_stmt *st = analyze_prepare(ctx, "tensor_cores",
@@ -241,13 +240,12 @@ static int measure_names(struct analyze_ctx *ctx, struct gpu_metrics_kernel_grou
 /* The measured answer for a name: NO or YES where the metrics decide, else UNKNOWN
  * (kernels_measured_tensor_cores; a name's executions may share samples, so only the overlap
  * with other kernels counts against it). *tensor receives the mean. */
-static enum kernels_tc measured_name(const struct gpu_metrics_kernel_groups *groups,
-                                     int64_t name_id, double *tensor)
+static enum kernels_tc measured_name(const struct gpu_metrics_groups *groups, int64_t name_id,
+                                     double *tensor)
 {
-    uint64_t *at = u64_map_find(&groups->index, (uint64_t)name_id + 1);
-    if (!at)
+    const struct gpu_metrics_group *g = gpu_metrics_group_find(groups, name_id);
+    if (!g)
         return KERNELS_TC_UNKNOWN;
-    const struct gpu_metrics_kernel_group *g = &groups->v[*at - 1];
     *tensor = gpu_metric_acc_mean(&g->acc[GPU_METRIC_TENSOR_ACTIVE]);
     if (*tensor < 0 || g->time_ns <= 0)
         return KERNELS_TC_UNKNOWN;
@@ -260,23 +258,23 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
         return -1;
-    struct gpu_metrics_kernel_groups groups = {0};
+    struct gpu_metrics_groups groups = {0};
     int gpus;
     if (measure_names(ctx, &groups, &gpus) < 0) {
-        gpu_metrics_kernel_groups_release(&groups);
+        gpu_metrics_groups_release(&groups);
         return -1;
     }
     if (t->kernels == 0) {
         analyze_note(res, gpus ? "no kernels to judge"
                                : "measured Tensor Core activity needs GPU hardware metrics "
                                  "(lantern profile --gpu-metrics): kernels are judged by name");
-        gpu_metrics_kernel_groups_release(&groups);
+        gpu_metrics_groups_release(&groups);
         return 0;
     }
     sqlite3_stmt *name =
         analyze_prepare(ctx, "tensor_cores", "SELECT value FROM strings WHERE id = ?");
     if (!name) {
-        gpu_metrics_kernel_groups_release(&groups);
+        gpu_metrics_groups_release(&groups);
         return -1;
     }
     double gain = tensor_core_gain(ctx);
@@ -329,7 +327,7 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
         }
     }
     sqlite3_finalize(name);
-    gpu_metrics_kernel_groups_release(&groups);
+    gpu_metrics_groups_release(&groups);
     if (gpus)
         analyze_note(res,
                      "Tensor Core activity measured (GPU metrics, tensor_active) for %d of %zu "

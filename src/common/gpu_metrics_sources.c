@@ -1,53 +1,27 @@
 /* gpu_metrics_sources.h: one line per GPU from gpu_metric_sets (the source, its rate and how
- * many metrics) and gpu_metric_status (samples lost, or why nothing was recorded). */
+ * many metrics) and gpu_metric_status (samples lost, or why nothing was recorded), written to
+ * a memory stream as session_losses.c writes its line. */
 #include "common/gpu_metrics_sources.h"
 #include "common/sql_query.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct text {
-    char *s;
-    size_t len;
-    int failed;
-};
-
-static void add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *piece = NULL;
-    int n = vasprintf(&piece, fmt, ap);
-    va_end(ap);
-    char *grown = n < 0 ? NULL : realloc(t->s, t->len + (size_t)n + 1);
-    if (!grown) {
-        free(piece);
-        t->failed = 1;
-        return;
-    }
-    memcpy(grown + t->len, piece, (size_t)n + 1);
-    t->s = grown;
-    t->len += (size_t)n;
-    free(piece);
-}
-
 /* "10 kHz", "100 Hz", "1.5 Hz" from the period asked for; "?" when unknown. */
-static void add_rate(struct text *t, int64_t period_ns)
+static void put_rate(FILE *out, int64_t period_ns)
 {
     if (period_ns <= 0)
-        add(t, "? Hz");
+        fputs("? Hz", out);
     else if (period_ns <= 1000000)
-        add(t, "%g kHz", 1e6 / (double)period_ns);
+        fprintf(out, "%g kHz", 1e6 / (double)period_ns);
     else
-        add(t, "%g Hz", 1e9 / (double)period_ns);
+        fprintf(out, "%g Hz", 1e9 / (double)period_ns);
 }
 
 /* The sets of gpu_id: "CUPTI PM sampling, 10 kHz, 15 metrics" (several joined by " + ").
  * Returns how many. */
-static int add_sets(struct text *t, sqlite3 *db, int64_t gpu_id)
+static int put_sets(FILE *out, sqlite3 *db, int64_t gpu_id)
 {
     sqlite3_stmt *st;
     int n = 0;
@@ -62,9 +36,9 @@ static int add_sets(struct text *t, sqlite3 *db, int64_t gpu_id)
         int count = metrics && *metrics;
         for (const char *p = metrics; p && (p = strchr(p, ',')); p++)
             count++;
-        add(t, "%s%s, ", n++ ? " + " : "", (const char *)sqlite3_column_text(st, 0));
-        add_rate(t, sqlite3_column_int64(st, 1));
-        add(t, ", %d metric%s", count, count == 1 ? "" : "s");
+        fprintf(out, "%s%s, ", n++ ? " + " : "", (const char *)sqlite3_column_text(st, 0));
+        put_rate(out, sqlite3_column_int64(st, 1));
+        fprintf(out, ", %d metric%s", count, count == 1 ? "" : "s");
     }
     sqlite3_finalize(st);
     return n;
@@ -72,7 +46,7 @@ static int add_sets(struct text *t, sqlite3 *db, int64_t gpu_id)
 
 /* The statuses of gpu_id (gpu_id 0: those that name no GPU): "; 7 samples lost (buffer
  * full)", "; not permitted: ...". */
-static void add_statuses(struct text *t, sqlite3 *db, int64_t gpu_id, int first)
+static void put_statuses(FILE *out, sqlite3 *db, int64_t gpu_id, int first)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
@@ -86,14 +60,15 @@ static void add_statuses(struct text *t, sqlite3 *db, int64_t gpu_id, int first)
         const char *code = (const char *)sqlite3_column_text(st, 0);
         const char *reason = (const char *)sqlite3_column_text(st, 2);
         const char *source = (const char *)sqlite3_column_text(st, 3);
-        add(t, "%s", first ? "" : "; ");
+        fputs(first ? "" : "; ", out);
         first = 0;
         if (code && !strcmp(code, "lost"))
-            add(t, "%lld samples lost", (long long)sqlite3_column_int64(st, 1));
+            fprintf(out, "%lld samples lost", (long long)sqlite3_column_int64(st, 1));
         else
-            add(t, "%s%s%s", source ? source : "", source ? ": " : "", code ? code : "failed");
+            fprintf(out, "%s%s%s", source ? source : "", source ? ": " : "",
+                    code ? code : "failed");
         if (reason && *reason)
-            add(t, code && !strcmp(code, "lost") ? " (%s)" : ": %s", reason);
+            fprintf(out, code && !strcmp(code, "lost") ? " (%s)" : ": %s", reason);
     }
     sqlite3_finalize(st);
 }
@@ -107,43 +82,56 @@ static int asked_for(sqlite3 *db)
                          0) > 0;
 }
 
+/* One line per GPU with metrics or a status (GPU_METRICS_SQL_GPU_INDEX, else its uuid), then
+ * the statuses of no GPU.
+ * 0, or -1 when the database cannot say. */
+static int put_lines(FILE *out, sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT g.id, " GPU_METRICS_SQL_GPU_INDEX " AS idx, COALESCE(g.name, 'unknown GPU'),"
+            " g.uuid FROM gpus g"
+            " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets UNION SELECT gpu_id FROM"
+            " gpu_metric_status) ORDER BY idx IS NULL, idx, g.id",
+            -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            fprintf(out, "GPU %lld ", (long long)sqlite3_column_int64(st, 1));
+        else
+            fprintf(out, "GPU %s ", (const char *)sqlite3_column_text(st, 3));
+        fprintf(out, "%s: ", (const char *)sqlite3_column_text(st, 2));
+        int sets = put_sets(out, db, sqlite3_column_int64(st, 0));
+        if (!sets)
+            fputs("not recorded: ", out);
+        put_statuses(out, db, sqlite3_column_int64(st, 0), !sets);
+        fputc('\n', out);
+    }
+    sqlite3_finalize(st);
+    if (sql_query_int(db, "SELECT count(*) FROM gpu_metric_status WHERE gpu_id IS NULL", 0)) {
+        fputs("every GPU: ", out);
+        put_statuses(out, db, 0, 1);
+        fputc('\n', out);
+    }
+    return 0;
+}
+
 char *gpu_metrics_sources_lines(sqlite3 *db)
 {
     if (!asked_for(db))
         return NULL;
-    struct text t = {0};
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT g.id, COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus p"
-            " WHERE p.gpu_id = g.id)) AS idx, COALESCE(g.name, 'unknown GPU'), g.uuid FROM gpus g"
-            " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets UNION SELECT gpu_id FROM"
-            " gpu_metric_status) ORDER BY idx IS NULL, idx, g.id",
-            -1, &st, NULL) != SQLITE_OK)
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
         return NULL;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-            add(&t, "GPU %lld ", (long long)sqlite3_column_int64(st, 1));
-        else
-            add(&t, "GPU %s ", (const char *)sqlite3_column_text(st, 3));
-        add(&t, "%s: ", (const char *)sqlite3_column_text(st, 2));
-        int sets = add_sets(&t, db, sqlite3_column_int64(st, 0));
-        if (!sets)
-            add(&t, "not recorded: ");
-        add_statuses(&t, db, sqlite3_column_int64(st, 0), !sets);
-        add(&t, "\n");
-    }
-    sqlite3_finalize(st);
-    if (sql_query_int(db, "SELECT count(*) FROM gpu_metric_status WHERE gpu_id IS NULL", 0)) {
-        add(&t, "every GPU: ");
-        add_statuses(&t, db, 0, 1);
-        add(&t, "\n");
-    }
-    if (!t.len)
-        add(&t, "none recorded (see the lantern: lines printed when it ran)\n");
-    if (t.failed) {
-        free(t.s);
+    int rc = put_lines(out, db);
+    if (rc == 0 && fflush(out) == 0 && len == 0)
+        fputs("none recorded (see the lantern: lines printed when it ran)\n", out);
+    if (fclose(out) != 0 || rc < 0) {
+        free(text);
         return NULL;
     }
-    return t.s;
+    return text;
 }

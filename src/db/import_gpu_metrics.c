@@ -156,8 +156,8 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
     return 0;
 }
 
-/* The set a sample names: the latest set of that id in the file (a sampler that restarts
- * may define an id again), or -1. */
+/* The set a sample or a sampler record names: the latest set of that id in the file (a
+ * sampler that restarts may define an id again), or -1. */
 static int set_index(const struct gpu_metrics_file *g, uint64_t file_id)
 {
     for (size_t i = g->count; i-- > 0;)
@@ -232,30 +232,23 @@ static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
     return import_step(g->f, st, "cannot store a GPU metric status: ");
 }
 
-/* The set's row of a file's set id, or 0. */
-static int64_t set_row(struct gpu_metrics_file *g, uint64_t file_id)
-{
-    for (size_t i = 0; i < g->count; i++)
-        if (g->sets[i].file_id == file_id)
-            return g->sets[i].row;
-    return 0;
-}
-
 static int import_sampler(struct gpu_metrics_file *g, struct trace_fields *fl)
 {
     struct trace_gpu_metric_sampler r;
     trace_get_gpu_metric_sampler(fl, &r);
-    int64_t row = set_row(g, r.set_id);
+    int set = set_index(g, r.set_id); /* the latest set of that id, as a sample's */
+    if (set < 0)
+        return 0;
     sqlite3_stmt *st = import_stmt(g->f, SLOT_SAMPLER,
                                    "UPDATE gpu_metric_sets SET samples = ?, lost_samples = ?,"
                                    " duration_ns = ?, sampler_cpu_ns = ?, sampler_reads = ?,"
                                    " sampler_read_ns = ? WHERE id = ?");
-    if (!row || !st)
-        return row ? -1 : 0;
+    if (!st)
+        return -1;
     const uint64_t v[] = {r.samples, r.lost, r.duration_ns, r.cpu_ns, r.reads, r.read_ns};
     for (int i = 0; i < 6; i++)
         sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
-    sqlite3_bind_int64(st, 7, row);
+    sqlite3_bind_int64(st, 7, g->sets[set].row);
     return import_step(g->f, st, "cannot store a GPU metric sampler: ");
 }
 

@@ -22,21 +22,29 @@
 extern const char import_merge_maps_sql[];
 extern const char import_merge_meta_sql[];
 
+/* The renumbered tables: each input's ids move past the merged database's last one, so a
+ * column that points at one of them adds the table's offset, bound as param. One row each:
+ * the reference kind, the offset and its parameter follow from it. */
+#define MERGE_RENUMBERED(X)                                                                        \
+    X(PROCESS, "processes", ":process")                                                            \
+    X(THREAD, "threads", ":thread")                                                                \
+    X(RANGE, "ranges", ":range")                                                                   \
+    X(API, "cuda_api", ":api")                                                                     \
+    X(MARK, "marks", ":mark")                                                                      \
+    X(SCHEMA, "nvtx_payload_schemas", ":schema")                                                   \
+    X(PAYLOAD, "nvtx_payloads", ":payload")                                                        \
+    X(METRIC_SET, "gpu_metric_sets", ":metric_set")
+
 /* What a column refers to, hence how its value is rewritten. */
 enum merge_ref {
-    REF_PROCESS,    /* processes.id: + :process */
-    REF_THREAD,     /* threads.id: + :thread */
-    REF_RANGE,      /* ranges.id: + :range */
-    REF_API,        /* cuda_api.id: + :api */
-    REF_MARK,       /* marks.id: + :mark */
-    REF_SCHEMA,     /* nvtx_payload_schemas.id: + :schema */
-    REF_PAYLOAD,    /* nvtx_payloads.id: + :payload */
-    REF_METRIC_SET, /* gpu_metric_sets.id: + :metric_set */
-    REF_STRING,     /* strings.id: through temp.string_map */
-    REF_DOMAIN,     /* domains.id: through temp.domain_map */
-    REF_GPU,        /* gpus.id: through temp.gpu_map */
-    REF_TIME,       /* a time on the input's clock: + :shift */
-    REF_DROP,       /* a table's own id that nothing points at: numbered afresh */
+#define X(ID, table, param) REF_##ID, /* table.id: + param */
+    MERGE_RENUMBERED(X)
+#undef X
+    REF_STRING, /* strings.id: through temp.string_map */
+    REF_DOMAIN, /* domains.id: through temp.domain_map */
+    REF_GPU,    /* gpus.id: through temp.gpu_map */
+    REF_TIME,   /* a time on the input's clock: + :shift */
+    REF_DROP,   /* a table's own id that nothing points at: numbered afresh */
 };
 
 /* Every column that is an id of another row or a time. table NULL: in every table; the first
@@ -45,15 +53,14 @@ static const struct merge_rule {
     const char *table, *column;
     enum merge_ref ref;
 } merge_rules[] = {
-    {"processes", "id", REF_PROCESS},  {"processes", "parent_id", REF_PROCESS},
-    {"threads", "id", REF_THREAD},     {"ranges", "id", REF_RANGE},
-    {"ranges", "parent_id", REF_RANGE}, {"cuda_api", "id", REF_API},
-    {"marks", "id", REF_MARK},         {"nvtx_payload_schemas", "id", REF_SCHEMA},
-    {"nvtx_payloads", "id", REF_PAYLOAD}, {NULL, "range_id", REF_RANGE},
-    {NULL, "mark_id", REF_MARK},       {NULL, "schema_row", REF_SCHEMA},
-    {NULL, "payload_id", REF_PAYLOAD}, {NULL, "enum_name_id", REF_STRING},
-    {NULL, "description_id", REF_STRING},
-    {"gpu_metric_sets", "id", REF_METRIC_SET}, {"gpu_metric_samples", "set_id", REF_METRIC_SET},
+#define X(ID, table, param) {table, "id", REF_##ID},
+    MERGE_RENUMBERED(X)
+#undef X
+    {"processes", "parent_id", REF_PROCESS}, {"ranges", "parent_id", REF_RANGE},
+    {NULL, "range_id", REF_RANGE},       {NULL, "mark_id", REF_MARK},
+    {NULL, "schema_row", REF_SCHEMA},    {NULL, "payload_id", REF_PAYLOAD},
+    {NULL, "enum_name_id", REF_STRING},  {NULL, "description_id", REF_STRING},
+    {"gpu_metric_samples", "set_id", REF_METRIC_SET},
     {NULL, "id", REF_DROP},            {NULL, "process_id", REF_PROCESS},
     {NULL, "thread_id", REF_THREAD},   {NULL, "start_thread_id", REF_THREAD},
     {NULL, "end_thread_id", REF_THREAD}, {NULL, "nvtx_range_id", REF_RANGE},
@@ -68,28 +75,22 @@ static const struct merge_rule {
 
 /* The SQL expression of each kind of reference (%s: the quoted column). */
 static const char *const merge_ref_expr[] = {
-    [REF_PROCESS] = "(%s + :process)",
-    [REF_THREAD] = "(%s + :thread)",
-    [REF_RANGE] = "(%s + :range)",
-    [REF_API] = "(%s + :api)",
-    [REF_MARK] = "(%s + :mark)",
-    [REF_SCHEMA] = "(%s + :schema)",
-    [REF_PAYLOAD] = "(%s + :payload)",
-    [REF_METRIC_SET] = "(%s + :metric_set)",
+#define X(ID, table, param) [REF_##ID] = "(%s + " param ")",
+    MERGE_RENUMBERED(X)
+#undef X
     [REF_STRING] = "(SELECT new FROM temp.string_map WHERE old = %s)",
     [REF_DOMAIN] = "(SELECT new FROM temp.domain_map WHERE old = %s)",
     [REF_GPU] = "(SELECT new FROM temp.gpu_map WHERE old = %s)",
     [REF_TIME] = "(%s + :shift)",
 };
 
-/* The renumbered tables: each input's ids move past the merged database's last one. */
+/* The renumbered tables and their offsets' parameters, in merge_ref's order. */
 static const struct {
     const char *table, *param;
 } merge_offsets[] = {
-    {"processes", ":process"}, {"threads", ":thread"}, {"ranges", ":range"}, {"cuda_api", ":api"},
-    {"marks", ":mark"},         {"nvtx_payload_schemas", ":schema"},
-    {"nvtx_payloads", ":payload"},
-    {"gpu_metric_sets", ":metric_set"},
+#define X(ID, table, param) {table, param},
+    MERGE_RENUMBERED(X)
+#undef X
 };
 #define MERGE_OFFSETS (sizeof merge_offsets / sizeof merge_offsets[0])
 

@@ -51,28 +51,19 @@ static void write_track(struct chrome_writer *w, const struct gpu_metrics_tracks
     }
 }
 
+/* The GPU's row name, then its tracks. */
+static int draw(void *writer, const struct gpu_metrics_tracks *t)
+{
+    struct chrome_writer *w = writer;
+    if (write_gpu_name(w, t->gpu_id) < 0)
+        return -1;
+    for (int m = 0; m < GPU_METRIC_COUNT; m++)
+        write_track(w, t, m);
+    return 0;
+}
+
 int chrome_gpu_metrics_events(struct chrome_writer *w)
 {
-    sqlite3_stmt *gpus = gpu_metrics_tracks_gpus(w->db);
-    if (!gpus)
-        return -1;
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(gpus)) == SQLITE_ROW) {
-        struct gpu_metrics_tracks t;
-        int64_t gpu = sqlite3_column_int64(gpus, 0);
-        if (write_gpu_name(w, gpu) < 0 ||
-            gpu_metrics_tracks_build(w->db, gpu, CHROME_GPU_METRIC_POINTS, &t) < 0) {
-            rc = -1;
-            break;
-        }
-        if (t.bucket_ns > w->gpu_metrics_bucket_ns)
-            w->gpu_metrics_bucket_ns = t.bucket_ns;
-        for (int m = 0; m < GPU_METRIC_COUNT; m++)
-            write_track(w, &t, m);
-        gpu_metrics_tracks_release(&t);
-    }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = -1;
-    sqlite3_finalize(gpus);
-    return rc;
+    return gpu_metrics_tracks_each(w->db, CHROME_GPU_METRIC_POINTS, draw, w,
+                                   &w->gpu_metrics_bucket_ns);
 }

@@ -6,6 +6,7 @@
 #define LANTERN_EXPORT_CHROME_WRITER_H
 
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct chrome_writer {
@@ -14,7 +15,7 @@ struct chrome_writer {
     long long start_ns;    /* meta start_ns: the time every ts is relative to */
     long long session_end; /* meta end_ns: where a range of a process without an end ends */
     unsigned long long events;
-    long long gpu_metrics_bucket_ns; /* the widest GPU metrics thinning (gpu_metrics_tracks.h) */
+    int64_t gpu_metrics_bucket_ns; /* the widest GPU metrics thinning (gpu_metrics_tracks.h) */
 };
 
 /* GPU rows need pids no OS pid can take (Linux caps pids at 2^22): 1e9 + gpus.id, and 1e9

@@ -9,19 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-sqlite3_stmt *gpu_metrics_tracks_gpus(sqlite3 *db)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT DISTINCT m.gpu_id FROM gpu_metric_sets m WHERE EXISTS"
-                           " (SELECT 1 FROM gpu_metric_samples s WHERE s.set_id = m.id)"
-                           " ORDER BY m.gpu_id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    return st;
-}
-
-void gpu_metrics_tracks_release(struct gpu_metrics_tracks *t)
+static void tracks_release(struct gpu_metrics_tracks *t)
 {
     for (int m = 0; m < GPU_METRIC_COUNT; m++) {
         free(t->metric[m].ts);
@@ -104,15 +92,15 @@ static void build_track(const struct gpu_metrics_series *s, int m, int64_t bucke
         point(b, last_end, 0); /* nothing measured after the last sample */
 }
 
-int gpu_metrics_tracks_build(sqlite3 *db, int64_t gpu_id, size_t max_points,
-                             struct gpu_metrics_tracks *t)
+/* Builds gpu_id's tracks. 0, -ENOMEM or -EIO. */
+static int tracks_build(sqlite3 *db, int64_t gpu_id, size_t max_points,
+                        struct gpu_metrics_tracks *t)
 {
     struct gpu_metrics_series s;
     *t = (struct gpu_metrics_tracks){.gpu_id = gpu_id};
     int rc = gpu_metrics_series_load(db, gpu_id, &s);
     if (rc < 0)
         return rc;
-    t->samples = s.count;
     if (s.count > max_points) {
         /* a whole number of samples a bucket (k x their mean spacing): a width between two
          * would average one sample here and two there */
@@ -130,7 +118,36 @@ int gpu_metrics_tracks_build(sqlite3 *db, int64_t gpu_id, size_t max_points,
     }
     gpu_metrics_series_release(&s);
     if (rc < 0)
-        gpu_metrics_tracks_release(t);
+        tracks_release(t);
+    return rc;
+}
+
+int gpu_metrics_tracks_each(sqlite3 *db, size_t max_points,
+                            int (*draw)(void *arg, const struct gpu_metrics_tracks *t), void *arg,
+                            int64_t *widest_bucket_ns)
+{
+    sqlite3_stmt *gpus;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT m.gpu_id FROM gpu_metric_sets m WHERE EXISTS"
+                           " (SELECT 1 FROM gpu_metric_samples s WHERE s.set_id = m.id)"
+                           " ORDER BY m.gpu_id",
+                           -1, &gpus, NULL) != SQLITE_OK)
+        return -1;
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(gpus)) == SQLITE_ROW) {
+        struct gpu_metrics_tracks t;
+        if (tracks_build(db, sqlite3_column_int64(gpus, 0), max_points, &t) < 0) {
+            rc = -1;
+            break;
+        }
+        if (t.bucket_ns > *widest_bucket_ns)
+            *widest_bucket_ns = t.bucket_ns;
+        rc = draw(arg, &t) ? -1 : 0;
+        tracks_release(&t);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = -1;
+    sqlite3_finalize(gpus);
     return rc;
 }
 

@@ -24,19 +24,16 @@ struct gpu_metric_track {
 struct gpu_metrics_tracks {
     int64_t gpu_id;
     int64_t bucket_ns; /* 0: a point per sample; else the width each point is the mean over */
-    size_t samples;
     struct gpu_metric_track metric[GPU_METRIC_COUNT];
 };
 
-/* The GPUs with metric samples, in gpus.id order: a prepared statement whose rows' first
- * column is the gpu_id (NULL: SQLite error). */
-sqlite3_stmt *gpu_metrics_tracks_gpus(sqlite3 *db);
-
-/* Builds gpu_id's tracks, each of at most max_points points (plus two per gap). Returns 0,
- * -ENOMEM or -EIO (the database's message says why). */
-int gpu_metrics_tracks_build(sqlite3 *db, int64_t gpu_id, size_t max_points,
-                             struct gpu_metrics_tracks *t);
-void gpu_metrics_tracks_release(struct gpu_metrics_tracks *t);
+/* Builds the tracks of each GPU with metric samples in turn, in gpus.id order, each track of
+ * at most max_points points (plus two per gap), and hands them to draw(arg, tracks);
+ * *widest_bucket_ns becomes the widest bucket, if wider. Returns 0, or -1: SQLite's error (the
+ * database's message says why), out of memory, or a draw that returned nonzero. */
+int gpu_metrics_tracks_each(sqlite3 *db, size_t max_points,
+                            int (*draw)(void *arg, const struct gpu_metrics_tracks *t), void *arg,
+                            int64_t *widest_bucket_ns);
 
 /* The track's name: "sm_active (%)", "pcie_rx (GB/s)", and when thinned
  * "sm_active (%, mean per 6.4 ms)". */

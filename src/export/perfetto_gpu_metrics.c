@@ -8,38 +8,34 @@
 /* 20 s of 10 kHz samples drawn one by one; ~15 bytes a point: 45 MB a GPU at most. */
 #define PERFETTO_GPU_METRIC_POINTS 200000
 
+struct drawing {
+    struct perfetto_writer *w;
+    unsigned metric[GPU_METRIC_COUNT]; /* the writer's counter numbers */
+};
+
+/* A counter track per recorded metric under the GPU's track, and its points. */
+static int draw(void *drawing, const struct gpu_metrics_tracks *t)
+{
+    struct drawing *d = drawing;
+    for (int m = 0; m < GPU_METRIC_COUNT; m++) {
+        const struct gpu_metric_track *k = &t->metric[m];
+        if (!k->count)
+            continue;
+        char name[96];
+        gpu_metrics_track_name(t, m, name, sizeof name);
+        perfetto_gpu_counter_track(d->w, t->gpu_id, d->metric[m], name);
+        for (size_t i = 0; i < k->count && !d->w->write_failed; i++)
+            perfetto_gpu_counter_value(d->w, t->gpu_id, d->metric[m], (uint64_t)k->ts[i],
+                                       k->value[i]);
+    }
+    return 0;
+}
+
 int perfetto_gpu_metrics_counters(struct perfetto_writer *w)
 {
-    unsigned metric[GPU_METRIC_COUNT];
+    struct drawing d = {.w = w};
     for (int m = 0; m < GPU_METRIC_COUNT; m++)
-        metric[m] = perfetto_gpu_counter_metric(w);
-    sqlite3_stmt *gpus = gpu_metrics_tracks_gpus(w->db);
-    if (!gpus)
-        return -1;
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(gpus)) == SQLITE_ROW) {
-        struct gpu_metrics_tracks t;
-        if (gpu_metrics_tracks_build(w->db, sqlite3_column_int64(gpus, 0),
-                                     PERFETTO_GPU_METRIC_POINTS, &t) < 0) {
-            rc = -1;
-            break;
-        }
-        if (t.bucket_ns > w->gpu_metrics_bucket_ns)
-            w->gpu_metrics_bucket_ns = t.bucket_ns;
-        for (int m = 0; m < GPU_METRIC_COUNT; m++) {
-            const struct gpu_metric_track *k = &t.metric[m];
-            if (!k->count)
-                continue;
-            char name[96];
-            gpu_metrics_track_name(&t, m, name, sizeof name);
-            perfetto_gpu_counter_track(w, t.gpu_id, metric[m], name);
-            for (size_t i = 0; i < k->count && !w->write_failed; i++)
-                perfetto_gpu_counter_value(w, t.gpu_id, metric[m], (uint64_t)k->ts[i], k->value[i]);
-        }
-        gpu_metrics_tracks_release(&t);
-    }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = -1;
-    sqlite3_finalize(gpus);
-    return rc;
+        d.metric[m] = perfetto_gpu_counter_metric(w);
+    return gpu_metrics_tracks_each(w->db, PERFETTO_GPU_METRIC_POINTS, draw, &d,
+                                   &w->gpu_metrics_bucket_ns);
 }

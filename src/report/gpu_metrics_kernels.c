@@ -45,31 +45,66 @@ int gpu_metrics_kernels_load(sqlite3 *db, struct gpu_metrics_kernel **out, size_
     return rc;
 }
 
-static struct gpu_metrics_kernel_group *group_of(struct gpu_metrics_kernel_groups *g,
-                                                 int64_t name_id)
+struct gpu_metrics_group *gpu_metrics_group_of(struct gpu_metrics_groups *groups, int64_t key)
 {
-    uint64_t *at = u64_map_find(&g->index, (uint64_t)name_id + 1);
+    uint64_t *at = u64_map_find(&groups->index, (uint64_t)key + 1);
     if (at)
-        return &g->v[*at - 1];
-    if (g->count == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 64;
-        struct gpu_metrics_kernel_group *v = realloc(g->v, cap * sizeof *v);
+        return &groups->v[*at - 1];
+    if (groups->count == groups->cap) {
+        size_t cap = groups->cap ? 2 * groups->cap : 64;
+        struct gpu_metrics_group *v = realloc(groups->v, cap * sizeof *v);
         if (!v)
             return NULL;
-        g->v = v;
-        g->cap = cap;
+        groups->v = v;
+        groups->cap = cap;
     }
-    if (u64_map_put(&g->index, (uint64_t)name_id + 1, g->count + 1) < 0)
+    if (u64_map_put(&groups->index, (uint64_t)key + 1, groups->count + 1) < 0)
         return NULL;
-    struct gpu_metrics_kernel_group *n = &g->v[g->count++];
-    memset(n, 0, sizeof *n);
-    n->name_id = name_id;
-    return n;
+    struct gpu_metrics_group *g = &groups->v[groups->count++];
+    memset(g, 0, sizeof *g);
+    g->key = key;
+    return g;
+}
+
+const struct gpu_metrics_group *gpu_metrics_group_find(const struct gpu_metrics_groups *groups,
+                                                       int64_t key)
+{
+    uint64_t *at = u64_map_find(&groups->index, (uint64_t)key + 1);
+    return at ? &groups->v[*at - 1] : NULL;
+}
+
+void gpu_metrics_group_add(struct gpu_metrics_group *g, const struct gpu_metrics_series *s,
+                           struct gpu_metrics_cursor *c, int64_t start, int64_t end)
+{
+    g->instances++;
+    g->time_ns += end - start;
+    if (end > start)
+        gpu_metrics_series_add(s, c, start, end, g->acc);
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct gpu_metrics_group *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? 1 : -1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+void gpu_metrics_groups_sort(struct gpu_metrics_groups *groups)
+{
+    if (groups->count) /* qsort's base must not be NULL, even for 0 rows */
+        qsort(groups->v, groups->count, sizeof *groups->v, by_time);
+}
+
+void gpu_metrics_groups_release(struct gpu_metrics_groups *groups)
+{
+    free(groups->v);
+    u64_map_release(&groups->index);
+    memset(groups, 0, sizeof *groups);
 }
 
 int gpu_metrics_kernels_sweep(const struct gpu_metrics_kernel *k, size_t n,
-                              const struct gpu_metrics_series *s,
-                              struct gpu_metrics_kernel_groups *groups)
+                              const struct gpu_metrics_series *s, struct gpu_metrics_groups *groups)
 {
     size_t mine = 0;
     for (size_t i = 0; i < n; i++)
@@ -89,27 +124,17 @@ int gpu_metrics_kernels_sweep(const struct gpu_metrics_kernel *k, size_t n,
         rc = overlap_with_others(start, end, mine, shared);
     struct gpu_metrics_cursor c = {0};
     for (size_t j = 0; rc == 0 && j < mine; j++) {
-        struct gpu_metrics_kernel_group *g = group_of(groups, of[j]->name_id);
+        struct gpu_metrics_group *g = gpu_metrics_group_of(groups, of[j]->name_id);
         if (!g) {
             rc = -ENOMEM;
             break;
         }
-        g->instances++;
-        g->time_ns += end[j] - start[j];
         g->overlapped_ns += shared[j];
-        if (end[j] > start[j])
-            gpu_metrics_series_add(s, &c, start[j], end[j], g->acc);
+        gpu_metrics_group_add(g, s, &c, start[j], end[j]);
     }
     free(start);
     free(end);
     free(shared);
     free(of);
     return rc;
-}
-
-void gpu_metrics_kernel_groups_release(struct gpu_metrics_kernel_groups *groups)
-{
-    free(groups->v);
-    u64_map_release(&groups->index);
-    memset(groups, 0, sizeof *groups);
 }

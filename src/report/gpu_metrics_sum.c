@@ -7,7 +7,7 @@
  * samples by start (common/gpu_metrics_series.h) against kernels, then projections, by start.
  * docs/gpu-metrics.md, "Attribution", explains the weighting. */
 #include "common/gpu_metrics_series.h"
-#include "common/u64_map.h"
+#include "common/gpu_metrics_sources.h"
 #include "report/cuda_report.h"
 #include "report/gpu_metrics_kernels.h"
 
@@ -27,11 +27,10 @@ static const char projections_sql[] =
     " ORDER BY r.domain_id, r.name_id, r.style";
 // clang-format on
 
-/* The GPUs with metrics, labelled as the session header labels them (gpu_metrics_sources.h):
- * NVML's index, else the lowest CUDA ordinal a process gave it. */
+/* The GPUs with metrics, numbered and ordered as the session header's lines
+ * (gpu_metrics_sources.h). */
 static const char gpus_sql[] =
-    "SELECT g.id, COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus p"
-    " WHERE p.gpu_id = g.id)) AS idx FROM gpus g"
+    "SELECT g.id, " GPU_METRICS_SQL_GPU_INDEX " AS idx FROM gpus g"
     " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets) ORDER BY idx IS NULL, idx, g.id";
 
 static const struct table_column columns[] = {
@@ -44,27 +43,14 @@ static const struct table_column columns[] = {
 };
 #define NCOLUMNS ((int)(sizeof columns / sizeof columns[0]))
 
-/* A range name on one GPU, and what the samples say over its instances' projections. */
-struct group {
-    int64_t key; /* index into the labels */
-    int64_t instances, time_ns;
-    struct gpu_metric_acc acc[GPU_METRIC_COUNT];
-};
-
-struct groups {
-    struct group *v;
-    size_t count, cap;
-    struct u64_map index; /* key + 1 -> position + 1 */
-};
-
 /* One GPU's results. */
 struct gpu_result {
     int64_t gpu_id, label; /* label -1: unknown */
     int present[GPU_METRIC_COUNT];
     int64_t first_ns, last_ns;
     struct gpu_metric_acc run[GPU_METRIC_COUNT];
-    struct groups ranges;
-    struct gpu_metrics_kernel_groups kernels;
+    struct gpu_metrics_groups ranges; /* by label: a range name's projections on the GPU */
+    struct gpu_metrics_groups kernels;
 };
 
 struct projection {
@@ -87,33 +73,6 @@ static int fail(struct state *st, const char *what)
 {
     snprintf(st->ctx->error, sizeof st->ctx->error, "gpu_metrics_sum: %s", what);
     return -1;
-}
-
-static struct group *group_of(struct groups *g, int64_t key)
-{
-    uint64_t *at = u64_map_find(&g->index, (uint64_t)key + 1);
-    if (at)
-        return &g->v[*at - 1];
-    if (g->count == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 64;
-        struct group *v = realloc(g->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        g->v = v;
-        g->cap = cap;
-    }
-    if (u64_map_put(&g->index, (uint64_t)key + 1, g->count + 1) < 0)
-        return NULL;
-    struct group *n = &g->v[g->count++];
-    memset(n, 0, sizeof *n);
-    n->key = key;
-    return n;
-}
-
-static void groups_release(struct groups *g)
-{
-    free(g->v);
-    u64_map_release(&g->index);
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
@@ -205,13 +164,10 @@ static int sweep_projections(struct state *st, struct gpu_result *g,
         const struct projection *p = &st->projections[i];
         if (p->gpu_id != g->gpu_id)
             continue;
-        struct group *grp = group_of(&g->ranges, p->label);
+        struct gpu_metrics_group *grp = gpu_metrics_group_of(&g->ranges, p->label);
         if (!grp)
             return fail(st, "out of memory");
-        grp->instances++;
-        grp->time_ns += p->end - p->start;
-        if (p->end > p->start)
-            gpu_metrics_series_add(s, &c, p->start, p->end, grp->acc);
+        gpu_metrics_group_add(grp, s, &c, p->start, p->end);
     }
     return 0;
 }
@@ -240,22 +196,6 @@ static int sweep_gpu(struct state *st, struct gpu_result *g)
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
-
-static int by_time(const void *a, const void *b)
-{
-    const struct group *x = a, *y = b;
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? 1 : -1;
-    return (x->key > y->key) - (x->key < y->key);
-}
-
-static int kernels_by_time(const void *a, const void *b)
-{
-    const struct gpu_metrics_kernel_group *x = a, *y = b;
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? 1 : -1;
-    return (x->name_id > y->name_id) - (x->name_id < y->name_id);
-}
 
 /* One row per metric the GPU has. overlapped < 0: not a kernel row (empty cell). */
 static void put_rows(struct table *t, const struct gpu_result *g, const char *scope,
@@ -307,21 +247,19 @@ static int write_rows(struct state *st, struct table *t)
     }
     for (size_t i = 0; i < st->gpu_count; i++) {
         struct gpu_result *g = &st->gpus[i];
-        if (g->ranges.count)
-            qsort(g->ranges.v, g->ranges.count, sizeof *g->ranges.v, by_time);
+        gpu_metrics_groups_sort(&g->ranges);
         for (size_t k = 0; k < g->ranges.count; k++) {
-            const struct group *r = &g->ranges.v[k];
+            const struct gpu_metrics_group *r = &g->ranges.v[k];
             put_rows(t, g, "nvtx", st->labels[r->key], r->instances, r->time_ns, -1, r->acc);
         }
     }
     for (size_t i = 0; i < st->gpu_count; i++) {
         struct gpu_result *g = &st->gpus[i];
-        if (g->kernels.count)
-            qsort(g->kernels.v, g->kernels.count, sizeof *g->kernels.v, kernels_by_time);
+        gpu_metrics_groups_sort(&g->kernels);
         for (size_t k = 0; k < g->kernels.count; k++) {
-            const struct gpu_metrics_kernel_group *r = &g->kernels.v[k];
+            const struct gpu_metrics_group *r = &g->kernels.v[k];
             sqlite3_reset(name);
-            sqlite3_bind_int64(name, 1, r->name_id);
+            sqlite3_bind_int64(name, 1, r->key);
             const char *text = sqlite3_step(name) == SQLITE_ROW
                                    ? (const char *)sqlite3_column_text(name, 0)
                                    : NULL;
@@ -354,8 +292,8 @@ static int no_metrics(struct state *st)
 static void state_release(struct state *st)
 {
     for (size_t i = 0; i < st->gpu_count; i++) {
-        groups_release(&st->gpus[i].ranges);
-        gpu_metrics_kernel_groups_release(&st->gpus[i].kernels);
+        gpu_metrics_groups_release(&st->gpus[i].ranges);
+        gpu_metrics_groups_release(&st->gpus[i].kernels);
     }
     for (size_t i = 0; i < st->label_count; i++)
         free(st->labels[i]);

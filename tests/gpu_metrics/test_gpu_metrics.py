@@ -44,6 +44,19 @@ def session(tmp_path_factory):
     return d / "run.db"
 
 
+def copy_without(db, plain, *tables):
+    """A copy of db at plain, with the rows of tables deleted."""
+    con = sqlite3.connect(db)
+    con.execute(f"VACUUM INTO '{plain}'")
+    con.close()
+    con = sqlite3.connect(plain)
+    for table in tables:
+        con.execute(f"DELETE FROM {table}")
+    con.commit()
+    con.close()
+    return plain
+
+
 def report_rows(db, fmt="csv"):
     r = ok(lantern("stats", db, "--report", "gpu_metrics_sum", "--format", fmt))
     if fmt == "json":
@@ -128,22 +141,14 @@ def test_report_json_and_table(session):
 
 
 def test_report_without_metrics_says_why(session, tmp_path):
-    plain = tmp_path / "plain.db"
-    db = sqlite3.connect(session)
-    db.execute(f"VACUUM INTO '{plain}'")
-    db.close()
-    db = sqlite3.connect(plain)
-    db.execute("DELETE FROM gpu_metric_samples")
-    db.execute("DELETE FROM gpu_metric_sets")
-    db.commit()
+    plain = copy_without(session, tmp_path / "plain.db", "gpu_metric_samples", "gpu_metric_sets")
     r = lantern("stats", plain, "--report", "gpu_metrics_sum")
     assert r.returncode == 1
     assert r.stderr.strip().splitlines()[-1] == \
         f"lantern: {plain}: gpu_metrics_sum: no GPU hardware metrics in this database: " \
         "not permitted: needs admin"
-    db.execute("DELETE FROM gpu_metric_status")
-    db.commit()
-    r = lantern("stats", plain, "--report", "gpu_metrics_sum")
+    bare = copy_without(plain, tmp_path / "bare.db", "gpu_metric_status")
+    r = lantern("stats", bare, "--report", "gpu_metrics_sum")
     assert r.returncode == 1 and "(profile with --gpu-metrics)" in r.stderr
 
 
@@ -266,13 +271,7 @@ def test_kernels_measured_columns(session, tmp_path):
     header = ok(lantern("kernels", session, "--csv")).stdout.splitlines()[0]
     assert header == ("idx,dir,layer,op,kernel,params,sil,tc,tcby,grid,block,occupancy,achieved,"
                       "tensor,flops,tflops,gbps,peak%")
-    plain = tmp_path / "plain.db"
-    db = sqlite3.connect(session)
-    db.execute(f"VACUUM INTO '{plain}'")
-    db.close()
-    db = sqlite3.connect(plain)
-    db.execute("DELETE FROM gpu_metric_sets")
-    db.commit()
+    plain = copy_without(session, tmp_path / "plain.db", "gpu_metric_sets")
     r = ok(lantern("kernels", plain, "--csv", "-c", "kernel,tc,tcby,tensor"))
     assert r.stdout.splitlines()[0:3] == ["kernel,tc,tcby,tensor", "early,na,name,na",
                                           "ampere_fp16_s16816gemm_fp16_64x64_nn,yes,name,na"]
@@ -295,13 +294,7 @@ def test_tensor_cores_rule_believes_the_measurement(session, tmp_path):
     assert rule["note"].startswith("Tensor Core activity measured (GPU metrics, tensor_active) "
                                    "for 5 of 6 kernel names")
     # without the metrics, the names alone: the SIMT-looking fp16 GEMM is the finding
-    plain = tmp_path / "plain.db"
-    db = sqlite3.connect(session)
-    db.execute(f"VACUUM INTO '{plain}'")
-    db.close()
-    db = sqlite3.connect(plain)
-    db.execute("DELETE FROM gpu_metric_sets")
-    db.commit()
+    plain = copy_without(session, tmp_path / "plain.db", "gpu_metric_sets")
     rule = json.loads(ok(lantern("analyze", plain, "--rule", "tensor_cores", "--format",
                                  "json")).stdout)["analysis"]["rules"][0]
     assert [f["summary"].split(" ran ")[0] for f in rule["findings"]] == [

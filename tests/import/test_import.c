@@ -583,6 +583,41 @@ static void gpu_metric_records_become_sets_samples_and_status(void)
     sqlite3_close(db);
 }
 
+/* A sampler that restarts defines its set id again: its samples and its footprint record
+ * (TRACE_GPU_METRIC_SAMPLER) go to the latest set of that id, never to the earlier one. */
+static void gpu_metric_sampler_fills_the_latest_set_of_its_id(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/launcher.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 500);
+    raw_process(&w, 99, 500, "app", 3, TRACE_FLAG_LAUNCHER, "gpu_metrics");
+    RAW(&w, gpu_metric_set, .set_id = 1, .gpu_uuid = trace_cstr("GPU-a"),
+        .source = TRACE_GPU_METRICS_GPM, .period_ns = 1000, .metrics = 1u << GPU_METRIC_SM_ACTIVE);
+    RAW(&w, gpu_metric_sampler, .set_id = 1, .samples = 3, .duration_ns = 3000);
+    RAW(&w, gpu_metric_set, .set_id = 1, .gpu_uuid = trace_cstr("GPU-a"),
+        .source = TRACE_GPU_METRICS_GPM, .period_ns = 1000, .metrics = 1u << GPU_METRIC_SM_ACTIVE);
+    RAW(&w, gpu_metric_sample, .set_id = 1, .start = 5000, .end = 6000,
+        .values = {.count = 1, .values = {5000}});
+    RAW(&w, gpu_metric_sampler, .set_id = 1, .samples = 1, .lost = 2, .duration_ns = 1000,
+        .cpu_ns = 40, .reads = 1, .read_ns = 7);
+    RAW(&w, gpu_metric_sampler, .set_id = 9, .samples = 8); /* no such set: nothing */
+    RAW(&w, process_end, .end = 9000, .clean = 1, .exit_status = 0);
+    raw_flush(&w, 0);
+    raw_close(&w);
+
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 0);
+    ASSERT_STR_EQ(rows(db, "SELECT id, samples, lost_samples, duration_ns, sampler_cpu_ns,"
+                           " sampler_reads, sampler_read_ns FROM gpu_metric_sets ORDER BY id"),
+                  "1|3|0|3000|0|0|0;2|1|2|1000|40|1|7");
+    ASSERT_STR_EQ(rows(db, "SELECT set_id, start_ns, sm_active FROM gpu_metric_samples"),
+                  "2|5000|50.0");
+    sqlite3_close(db);
+}
+
 static const struct test_case tests[] = {
     {"names_ranks_and_parents_come_from_their_records",
      names_ranks_and_parents_come_from_their_records},
@@ -600,6 +635,8 @@ static const struct test_case tests[] = {
      gpu_metric_samples_columns_are_gpu_metrics_def_rows},
     {"gpu_metric_records_become_sets_samples_and_status",
      gpu_metric_records_become_sets_samples_and_status},
+    {"gpu_metric_sampler_fills_the_latest_set_of_its_id",
+     gpu_metric_sampler_fills_the_latest_set_of_its_id},
     {NULL, NULL},
 };
 

@@ -3,6 +3,7 @@
  * measured the GPU), and the run's min / mean / max of every recorded metric. The samples go
  * through common/gpu_metrics_series.h, as gpu_metrics_sum's, so the numbers agree. */
 #include "common/gpu_metrics_series.h"
+#include "common/gpu_metrics_sources.h"
 #include "output/table.h"
 #include "report/html/html_internal.h"
 
@@ -108,9 +109,9 @@ int html_section_gpu_metrics(struct html_page *page)
 {
     FILE *out = page->out;
     sqlite3_stmt *gpus = html_prepare(
-        page, "SELECT g.id, 'GPU ' || COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus"
-              " p WHERE p.gpu_id = g.id), g.uuid) || ': ' || COALESCE(g.name, 'unknown GPU')"
-              " FROM gpus g WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets) ORDER BY g.id");
+        page, "SELECT g.id, 'GPU ' || COALESCE(" GPU_METRICS_SQL_GPU_INDEX ", g.uuid) || ': ' ||"
+              " COALESCE(g.name, 'unknown GPU') FROM gpus g"
+              " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets) ORDER BY g.id");
     if (!gpus)
         return -1;
     fputs("<section id=\"gpu-metrics\"><h2>GPU metrics</h2>\n", out);
