@@ -295,19 +295,19 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
  * copied as they are. A size of SIZE_MAX ("the tool finds out") copies nothing: the agent
  * never follows a pointer, in the payload or to find its end. */
 static __attribute__((noinline)) uint8_t *nvtx_put_payloads(uint8_t *p,
-                                                            const struct nvtx_payloads *ext)
+                                                            struct nvtx_payloads ext)
 {
     size_t budget = TRACE_EV_PAYLOAD_BYTES;
-    size_t n = ext->count < TRACE_EV_PAYLOADS_MAX ? ext->count : TRACE_EV_PAYLOADS_MAX;
+    size_t n = ext.count < TRACE_EV_PAYLOADS_MAX ? ext.count : TRACE_EV_PAYLOADS_MAX;
     for (size_t i = 0; i < n; i++) {
-        const nvtxPayloadData_t *d = &ext->data[i];
+        const nvtxPayloadData_t *d = &ext.data[i];
         size_t len = d->payload && d->size != SIZE_MAX ? d->size : 0;
         if (len > budget)
             len = budget;
         budget -= len;
         *p++ = TRACE_EV_PAYLOAD;
         p = trace_ev_u(p, i);
-        p = trace_ev_u(p, ext->count);
+        p = trace_ev_u(p, ext.count);
         p = trace_ev_u(p, d->schemaId);
         p = trace_ev_u(p, d->size);
         p = trace_ev_u(p, len);
@@ -345,7 +345,7 @@ static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thr
         p = trace_ev_u(p, ev->payload);
     }
     if (__builtin_expect(ev->ext.count != 0, 0))
-        p = nvtx_put_payloads(p, &ev->ext);
+        p = nvtx_put_payloads(p, ev->ext);
     ring_commit(t, p, ticks);
 }
 
@@ -404,7 +404,7 @@ nvtx_put_short(struct agent_thread *t, unsigned kind, uint64_t ticks, uint32_t d
     if (has_arg)
         p = trace_ev_u(p, arg);
     if (ext)
-        p = nvtx_put_payloads(p, ext);
+        p = nvtx_put_payloads(p, *ext);
     ring_commit(t, p, ticks);
 }
 
