@@ -187,10 +187,12 @@ static const struct {
     {"ncclKernel_", nccl_parse_old},
 };
 
-/* The function's identifier: a demangled name up to its '(', a mangled one (_Z<len><id>...)
- * its <id>. NULL when there is none. */
+/* The function's identifier: a demangled name up to its '(' (after a return type "void "), a
+ * mangled one (_Z<len><id>...) its <id>. NULL when there is none. */
 static const char *nccl_identifier(const char *name, size_t *len)
 {
+    if (strncmp(name, "void ", 5) == 0)
+        name += 5;
     if (name[0] == '_' && name[1] == 'Z') {
         char *end;
         unsigned long n = strtoul(name + 2, &end, 10);

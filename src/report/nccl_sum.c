@@ -45,7 +45,7 @@ static const char nccl_sum_setup_sql[] =
     " lantern_nccl_kernel(k.name, 'spec') AS spec, CAST(NULL AS INTEGER) AS group_ns"
     " FROM kernel_ops k LEFT JOIN cuda_api a ON a.id = k.api_id"
     " AND (SELECT graph_id FROM kernels WHERE id = k.id) IS NULL"
-    " WHERE k.name LIKE '%nccl%Kernel%' AND lantern_nccl_kernel(k.name, 'collective') IS NOT NULL;"
+    " WHERE k.name LIKE " NCCL_KERNEL_LIKE " AND lantern_nccl_kernel(k.name, 'collective') IS NOT NULL;"
     "CREATE INDEX temp.nccl_kernels_by_launch ON nccl_kernels(thread_id, launch_ns);"
     "CREATE INDEX temp.nccl_calls_by_start ON nccl_calls(thread_id, start_ns);"
     /* a call's group: the first NCCL launch of its thread from its start on; a kernel's: the
