@@ -120,7 +120,7 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
     char *name = nvtx_utf8_dup(ascii, wide, &len);
     if (!name)
         return NULL;
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     struct nvtx_domain *d;
     for (d = nvtx_domains; d; d = d->next)
         if (strcmp(d->name, name) == 0)
@@ -140,7 +140,7 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
     nvtx_domains = d;
     nvtx_emit_registry_locked();
 out:
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     free(name);
     return (nvtxDomainHandle_t)d;
 }
@@ -153,7 +153,7 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
     if (!name)
         return;
     uint32_t domain_id = domain ? ((struct nvtx_domain *)domain)->id : 0;
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     struct nvtx_category *c;
     for (c = nvtx_categories; c; c = c->next)
         if (c->domain == domain_id && c->category == category)
@@ -171,7 +171,7 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
         name = NULL;
         nvtx_emit_registry_locked();
     }
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     free(name);
 }
 
@@ -185,10 +185,10 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
         free(r);
         return NULL;
     }
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     r->next = nvtx_strings;
     nvtx_strings = r;
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     return (nvtxStringHandle_t)r;
 }
 
@@ -872,19 +872,19 @@ InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 
 static int nvtx_source_init(void)
 {
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     nvtx_emit_registry_locked();
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     return 0;
 }
 
 static void nvtx_fork_prepare(void)
 {
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
 }
 static void nvtx_fork_parent(void)
 {
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
 }
 
 static void nvtx_fork_child(void)
