@@ -22,14 +22,8 @@
 #include <string.h>
 #include <wchar.h>
 
-/* ---- the registry: domains, categories (not on the hot path; re-emitted in a fork child) ---- */
-
-struct nvtx_domain {
-    uint32_t id;
-    int emitted; /* TRACE_DOMAIN is in the current file */
-    char *name;  /* UTF-8 */
-    struct nvtx_domain *next;
-};
+/* ---- the registry: domains (struct nvtx_domain: nvtx.h), categories (not on the hot path;
+ * re-emitted in a fork child) ---- */
 
 struct nvtx_category {
     uint32_t domain, category;
@@ -152,7 +146,7 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
     char *name = nvtx_utf8_dup(ascii, wide, NULL);
     if (!name)
         return;
-    uint32_t domain_id = domain ? ((struct nvtx_domain *)domain)->id : 0;
+    uint32_t domain_id = nvtx_domain_id(domain);
     nvtx_registry_lock();
     struct nvtx_category *c;
     for (c = nvtx_categories; c; c = c->next)
@@ -193,16 +187,6 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
 }
 
 /* ---- the hot path ---- */
-
-static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
-{
-    return domain ? ((const struct nvtx_domain *)domain)->id : 0;
-}
-
-uint32_t nvtx_domain_id_of(nvtxDomainHandle_t domain)
-{
-    return nvtx_domain_id(domain);
-}
 
 /* An event's extended payloads (NVTX_PAYLOAD_TYPE_EXT): the program's nvtxPayloadData_t
  * array, read during the call and never kept. */

@@ -105,7 +105,7 @@ static uint64_t nvtx_payload_schema_register(nvtxDomainHandle_t domain,
     struct nvtx_schema *s = calloc(1, sizeof(*s));
     if (!s)
         return 0;
-    s->domain = nvtx_domain_id_of(domain);
+    s->domain = nvtx_domain_id(domain);
     s->name = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NAME) ? nvtx_strdup_or_null(attr->name) : NULL;
     s->schema_type = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE) ? attr->type : 0;
     s->flags = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_FLAGS) ? attr->flags : 0;
@@ -145,7 +145,7 @@ static uint64_t nvtx_payload_enum_register(nvtxDomainHandle_t domain,
     if (!s)
         return 0;
     s->is_enum = 1;
-    s->domain = nvtx_domain_id_of(domain);
+    s->domain = nvtx_domain_id(domain);
     s->name = (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NAME) ? nvtx_strdup_or_null(attr->name) : NULL;
     s->static_size = (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : 0;
     s->count = has_entries ? attr->numEntries : 0;
