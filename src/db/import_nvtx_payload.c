@@ -201,15 +201,25 @@ static int on_enum(struct nvtx_payloads *p, struct trace_fields *fl)
     return schema_add(p, s, r.name, 0, r.entry_count);
 }
 
+/* The registration (a schema, or with is_enum an enumeration) whose entry or value at index a
+ * record gives; NULL, the record counted malformed, when there is no such registration or room. */
+static struct file_schema *item_owner(struct nvtx_payloads *p, uint64_t domain, uint64_t id,
+                                      int is_enum, uint64_t index)
+{
+    struct file_schema *fs = schema_find(p, domain, id);
+    if (fs && fs->s.is_enum == is_enum && index < fs->s.count)
+        return fs;
+    import_malformed(p->file);
+    return NULL;
+}
+
 static int on_entry(struct nvtx_payloads *p, struct trace_fields *fl)
 {
     struct trace_payload_entry r;
     trace_get_payload_entry(fl, &r);
-    struct file_schema *fs = schema_find(p, r.domain, r.schema_id);
-    if (!fs || fs->s.is_enum || r.index >= fs->s.count) {
-        import_malformed(p->file);
+    struct file_schema *fs = item_owner(p, r.domain, r.schema_id, 0, r.index);
+    if (!fs)
         return 0;
-    }
     int64_t name_id = import_string(p->file, r.name),
             description_id = import_string(p->file, r.description);
     fs->s.entries[r.index] = (struct payload_entry){.name_id = name_id,
@@ -239,11 +249,9 @@ static int on_enum_value(struct nvtx_payloads *p, struct trace_fields *fl)
 {
     struct trace_payload_enum_value r;
     trace_get_payload_enum_value(fl, &r);
-    struct file_schema *fs = schema_find(p, r.domain, r.schema_id);
-    if (!fs || !fs->s.is_enum || r.index >= fs->s.count) {
-        import_malformed(p->file);
+    struct file_schema *fs = item_owner(p, r.domain, r.schema_id, 1, r.index);
+    if (!fs)
         return 0;
-    }
     int64_t name_id = import_string(p->file, r.name);
     fs->s.values[r.index] = (struct payload_enum_value){.value = r.value, .name_id = name_id};
     sqlite3_stmt *st = import_stmt(p->file, SLOT_ENUM_VALUE,
