@@ -22,14 +22,8 @@
 #include <string.h>
 #include <wchar.h>
 
-/* ---- the registry: domains, categories (not on the hot path; re-emitted in a fork child) ---- */
-
-struct nvtx_domain {
-    uint32_t id;
-    int emitted; /* TRACE_DOMAIN is in the current file */
-    char *name;  /* UTF-8 */
-    struct nvtx_domain *next;
-};
+/* ---- the registry: domains (struct nvtx_domain: nvtx.h), categories (not on the hot path;
+ * re-emitted in a fork child) ---- */
 
 struct nvtx_category {
     uint32_t domain, category;
@@ -120,7 +114,7 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
     char *name = nvtx_utf8_dup(ascii, wide, &len);
     if (!name)
         return NULL;
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     struct nvtx_domain *d;
     for (d = nvtx_domains; d; d = d->next)
         if (strcmp(d->name, name) == 0)
@@ -140,7 +134,7 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
     nvtx_domains = d;
     nvtx_emit_registry_locked();
 out:
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     free(name);
     return (nvtxDomainHandle_t)d;
 }
@@ -152,8 +146,8 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
     char *name = nvtx_utf8_dup(ascii, wide, NULL);
     if (!name)
         return;
-    uint32_t domain_id = domain ? ((struct nvtx_domain *)domain)->id : 0;
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    uint32_t domain_id = nvtx_domain_id(domain);
+    nvtx_registry_lock();
     struct nvtx_category *c;
     for (c = nvtx_categories; c; c = c->next)
         if (c->domain == domain_id && c->category == category)
@@ -171,7 +165,7 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
         name = NULL;
         nvtx_emit_registry_locked();
     }
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     free(name);
 }
 
@@ -185,24 +179,14 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
         free(r);
         return NULL;
     }
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     r->next = nvtx_strings;
     nvtx_strings = r;
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     return (nvtxStringHandle_t)r;
 }
 
 /* ---- the hot path ---- */
-
-static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
-{
-    return domain ? ((const struct nvtx_domain *)domain)->id : 0;
-}
-
-uint32_t nvtx_domain_id_of(nvtxDomainHandle_t domain)
-{
-    return nvtx_domain_id(domain);
-}
 
 /* An event's extended payloads (NVTX_PAYLOAD_TYPE_EXT): the program's nvtxPayloadData_t
  * array, read during the call and never kept. */
@@ -295,19 +279,19 @@ static struct nvtx_event nvtx_event_from_attributes(const nvtxEventAttributes_t 
  * copied as they are. A size of SIZE_MAX ("the tool finds out") copies nothing: the agent
  * never follows a pointer, in the payload or to find its end. */
 static __attribute__((noinline)) uint8_t *nvtx_put_payloads(uint8_t *p,
-                                                            const struct nvtx_payloads *ext)
+                                                            struct nvtx_payloads ext)
 {
     size_t budget = TRACE_EV_PAYLOAD_BYTES;
-    size_t n = ext->count < TRACE_EV_PAYLOADS_MAX ? ext->count : TRACE_EV_PAYLOADS_MAX;
+    size_t n = ext.count < TRACE_EV_PAYLOADS_MAX ? ext.count : TRACE_EV_PAYLOADS_MAX;
     for (size_t i = 0; i < n; i++) {
-        const nvtxPayloadData_t *d = &ext->data[i];
+        const nvtxPayloadData_t *d = &ext.data[i];
         size_t len = d->payload && d->size != SIZE_MAX ? d->size : 0;
         if (len > budget)
             len = budget;
         budget -= len;
         *p++ = TRACE_EV_PAYLOAD;
         p = trace_ev_u(p, i);
-        p = trace_ev_u(p, ext->count);
+        p = trace_ev_u(p, ext.count);
         p = trace_ev_u(p, d->schemaId);
         p = trace_ev_u(p, d->size);
         p = trace_ev_u(p, len);
@@ -345,7 +329,7 @@ static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thr
         p = trace_ev_u(p, ev->payload);
     }
     if (__builtin_expect(ev->ext.count != 0, 0))
-        p = nvtx_put_payloads(p, &ev->ext);
+        p = nvtx_put_payloads(p, ev->ext);
     ring_commit(t, p, ticks);
 }
 
@@ -404,7 +388,7 @@ nvtx_put_short(struct agent_thread *t, unsigned kind, uint64_t ticks, uint32_t d
     if (has_arg)
         p = trace_ev_u(p, arg);
     if (ext)
-        p = nvtx_put_payloads(p, ext);
+        p = nvtx_put_payloads(p, *ext);
     ring_commit(t, p, ticks);
 }
 
@@ -872,19 +856,19 @@ InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 
 static int nvtx_source_init(void)
 {
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
     nvtx_emit_registry_locked();
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
     return 0;
 }
 
 static void nvtx_fork_prepare(void)
 {
-    pthread_mutex_lock(&nvtx_registry_mutex);
+    nvtx_registry_lock();
 }
 static void nvtx_fork_parent(void)
 {
-    pthread_mutex_unlock(&nvtx_registry_mutex);
+    nvtx_registry_unlock();
 }
 
 static void nvtx_fork_child(void)

@@ -19,8 +19,19 @@ void nvtx_registry_lock(void);
 void nvtx_registry_unlock(void);
 /* Writes every registry entry not yet in the current file (registry lock held). */
 void nvtx_emit_registry_locked(void);
+/* A domain: what an nvtxDomainHandle_t points to (nvtx.c's registry). */
+struct nvtx_domain {
+    uint32_t id;
+    int emitted; /* TRACE_DOMAIN is in the current file */
+    char *name;  /* UTF-8 */
+    struct nvtx_domain *next;
+};
+
 /* A domain handle's id in the trace (0: NVTX's default domain, a NULL handle). */
-uint32_t nvtx_domain_id_of(nvtxDomainHandle_t domain);
+static inline uint32_t nvtx_domain_id(nvtxDomainHandle_t domain)
+{
+    return domain ? ((const struct nvtx_domain *)domain)->id : 0;
+}
 
 /* nvtx_payload.c, called by nvtx_emit_registry_locked with the writer lock held: writes the
  * schemas and enumerations not yet in the current file. */

@@ -45,9 +45,33 @@ static char *nvtx_strdup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The entries (values) of s that are kept: at most TRACE_PAYLOAD_ENTRIES_MAX. */
+static size_t nvtx_schema_kept(const struct nvtx_schema *s)
+{
+    return s->count < TRACE_PAYLOAD_ENTRIES_MAX ? (size_t)s->count : TRACE_PAYLOAD_ENTRIES_MAX;
+}
+
+/* A registration of count entries (values) in domain, its kept items zeroed for the caller to
+ * fill; NULL when out of memory. Without memory for the items it is recorded without its
+ * entries (count 0): its payloads stay raw bytes. */
+static struct nvtx_schema *nvtx_schema_new(nvtxDomainHandle_t domain, int is_enum, const char *name,
+                                           uint64_t count)
+{
+    struct nvtx_schema *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->is_enum = is_enum;
+    s->domain = nvtx_domain_id(domain);
+    s->name = nvtx_strdup_or_null(name);
+    s->count = count;
+    if (count && !(s->items = calloc(nvtx_schema_kept(s), sizeof(*s->items))))
+        s->count = 0;
+    return s;
+}
+
 static void nvtx_schema_free(struct nvtx_schema *s)
 {
-    for (uint64_t i = 0; s->items && i < s->count && i < TRACE_PAYLOAD_ENTRIES_MAX; i++) {
+    for (size_t i = 0; i < nvtx_schema_kept(s); i++) {
         free(s->items[i].name);
         free(s->items[i].description);
     }
@@ -66,7 +90,7 @@ static uint64_t nvtx_schema_id(int given, uint64_t id)
     return nvtx_next_dynamic_id++;
 }
 
-/* Appends s (allocated by the caller) and writes it to the file; returns its id. A static id
+/* Appends s (from nvtx_schema_new) and writes it to the file; returns its id. A static id
  * registered again in its domain (NCCL registers its enumeration per communicator) keeps its
  * first registration. */
 static uint64_t nvtx_schema_add(struct nvtx_schema *s, int id_given, uint64_t id)
@@ -102,23 +126,17 @@ static uint64_t nvtx_payload_schema_register(nvtxDomainHandle_t domain,
     uint64_t mask = attr->fieldMask;
     int has_entries = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES) &&
                       (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) && attr->entries;
-    struct nvtx_schema *s = calloc(1, sizeof(*s));
+    struct nvtx_schema *s =
+        nvtx_schema_new(domain, 0, (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NAME) ? attr->name : NULL,
+                        has_entries ? attr->numEntries : 0);
     if (!s)
         return 0;
-    s->domain = nvtx_domain_id_of(domain);
-    s->name = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NAME) ? nvtx_strdup_or_null(attr->name) : NULL;
     s->schema_type = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE) ? attr->type : 0;
     s->flags = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_FLAGS) ? attr->flags : 0;
     s->static_size =
         (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE) ? attr->payloadStaticSize : 0;
     s->pack_align = (mask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ALIGNMENT) ? attr->packAlign : 0;
-    s->count = has_entries ? attr->numEntries : 0;
-    size_t kept = s->count < TRACE_PAYLOAD_ENTRIES_MAX ? s->count : TRACE_PAYLOAD_ENTRIES_MAX;
-    if (kept && !(s->items = calloc(kept, sizeof(*s->items)))) {
-        s->count = 0; /* recorded without its entries: its payloads stay raw bytes */
-        kept = 0;
-    }
-    for (size_t i = 0; i < kept; i++) {
+    for (size_t i = 0; i < nvtx_schema_kept(s); i++) {
         const nvtxPayloadSchemaEntry_t *e = &attr->entries[i];
         s->items[i] = (struct nvtx_payload_item){
             .name = nvtx_strdup_or_null(e->name),
@@ -141,20 +159,13 @@ static uint64_t nvtx_payload_enum_register(nvtxDomainHandle_t domain,
     uint64_t mask = attr->fieldMask;
     int has_entries = (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES) &&
                       (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES) && attr->entries;
-    struct nvtx_schema *s = calloc(1, sizeof(*s));
+    struct nvtx_schema *s =
+        nvtx_schema_new(domain, 1, (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NAME) ? attr->name : NULL,
+                        has_entries ? attr->numEntries : 0);
     if (!s)
         return 0;
-    s->is_enum = 1;
-    s->domain = nvtx_domain_id_of(domain);
-    s->name = (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NAME) ? nvtx_strdup_or_null(attr->name) : NULL;
     s->static_size = (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : 0;
-    s->count = has_entries ? attr->numEntries : 0;
-    size_t kept = s->count < TRACE_PAYLOAD_ENTRIES_MAX ? s->count : TRACE_PAYLOAD_ENTRIES_MAX;
-    if (kept && !(s->items = calloc(kept, sizeof(*s->items)))) {
-        s->count = 0;
-        kept = 0;
-    }
-    for (size_t i = 0; i < kept; i++)
+    for (size_t i = 0; i < nvtx_schema_kept(s); i++)
         s->items[i] = (struct nvtx_payload_item){
             .name = nvtx_strdup_or_null(attr->entries[i].name),
             .type = attr->entries[i].value,
@@ -172,7 +183,7 @@ static uint64_t nvtx_intern(const char *s)
 /* One schema's records: the schema, then its entries (or the enumeration, then its values). */
 static void nvtx_schema_emit(struct trace_chunk_builder *b, const struct nvtx_schema *s)
 {
-    size_t kept = s->count < TRACE_PAYLOAD_ENTRIES_MAX ? s->count : TRACE_PAYLOAD_ENTRIES_MAX;
+    size_t kept = nvtx_schema_kept(s);
     if (s->is_enum) {
         struct trace_payload_enum r = {.domain = s->domain,
                                        .schema_id = s->id,

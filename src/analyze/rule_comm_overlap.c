@@ -62,7 +62,8 @@ int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res)
             least_rank = &v[i];
         }
     if (n == 0)
-        analyze_note(res, "no NCCL kernels (ncclDevKernel_*, ncclKernel_*) in this database");
+        analyze_note(res, "no NCCL kernels (ncclDevKernel_*, ncclSymkDevKernel_*, ncclKernel_*) in "
+                          "this database");
     else if (n < 2)
         analyze_note(res, "NCCL kernels on 1 rank only: nothing to compare");
     else {

@@ -458,8 +458,8 @@ int rule_stragglers(struct analyze_ctx *ctx, struct analyze_result *res)
     s.processes = processes;
     if (processes < 2) {
         analyze_note(res,
-                     "NCCL kernels (ncclDevKernel_*, ncclKernel_*) in %zu process: nothing "
-                     "to compare",
+                     "NCCL kernels (ncclDevKernel_*, ncclSymkDevKernel_*, ncclKernel_*) in %zu "
+                     "process: nothing to compare",
                      processes);
     } else {
         rc = find_steps(&s);

@@ -4,9 +4,9 @@
  * comm_overlap, rank_idle) need no pass of their own. The unions need the work in start order,
  * which the pass gives; memory grows with the ranks and their NCCL kernels only. */
 #include "analyze/findings.h"
-#include "analyze/nccl.h"
 #include "analyze/timeline.h"
 #include "common/index_map.h"
+#include "report/nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +32,10 @@ void timeline_union_close(struct timeline_union *u)
     u->open = 0;
 }
 
+_Static_assert(sizeof((struct analyze_timeline *)0)->nccl_types[0] >=
+                   sizeof((struct nccl_kernel *)0)->collective,
+               "a collective's name fits its type slot whole");
+
 /* The type index of a collective, added to the list if new (-1 when the list is full). */
 static int nccl_type(struct analyze_timeline *t, const char *type)
 {
@@ -46,16 +50,16 @@ static int nccl_type(struct analyze_timeline *t, const char *type)
 
 int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t)
 {
-    sqlite3_stmt *st =
-        analyze_prepare(ctx, "timeline", "SELECT id, value FROM strings WHERE " NCCL_NAME_FILTER);
+    sqlite3_stmt *st = analyze_prepare(
+        ctx, "timeline", "SELECT id, value FROM strings WHERE value LIKE " NCCL_KERNEL_LIKE);
     if (!st)
         return -1;
     int rc = 0, step;
     while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        char type[sizeof t->nccl_types[0]];
-        if (!nccl_collective((const char *)sqlite3_column_text(st, 1), type, sizeof type))
+        struct nccl_kernel kernel;
+        if (!nccl_parse_kernel((const char *)sqlite3_column_text(st, 1), &kernel))
             continue;
-        int k = nccl_type(t, type);
+        int k = nccl_type(t, kernel.collective);
         if (k >= 0 &&
             u64_map_put(&t->nccl_names, (uint64_t)sqlite3_column_int64(st, 0), (uint64_t)k + 1) < 0)
             rc = -1;

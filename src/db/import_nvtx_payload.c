@@ -6,6 +6,7 @@
  * registered keeps its bytes only, with one warning per schema. */
 #include "db/import_nvtx_payload.h"
 
+#include "common/index_map.h"
 #include "common/u64_map.h"
 #include "db/payload_decode.h"
 #include "trace/records.h"
@@ -116,51 +117,6 @@ static int64_t domain_row(struct nvtx_payloads *p, uint64_t file_domain)
     return file_domain ? id_vec_get(p->domains, file_domain) : 0;
 }
 
-/* A new registration: its row, then the file's latest one of its id (the list owns fs from
- * then on; on failure the caller frees it). Every layout is redone at its next use, since an
- * enumeration or a nested schema may be what was missing. */
-static int schema_add(struct nvtx_payloads *p, struct file_schema *fs, int64_t name_id,
-                      uint64_t flags, uint64_t entry_count)
-{
-    if (p->nschemas == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        struct file_schema **grown = realloc(p->schemas, cap * sizeof *grown);
-        if (!grown)
-            return -ENOMEM;
-        p->schemas = grown;
-        p->cap = cap;
-    }
-    sqlite3_stmt *st = import_stmt(
-        p->file, SLOT_SCHEMA,
-        "INSERT INTO nvtx_payload_schemas(process_id, domain_id, schema_id, is_enum, name_id,"
-        " schema_type, flags, static_size, pack_align, entry_count)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!st)
-        return -EIO;
-    sqlite3_bind_int64(st, 1, import_process(p->file));
-    sqlite3_bind_int64(st, 2, domain_row(p, fs->s.domain));
-    sqlite3_bind_int64(st, 3, (int64_t)fs->s.id);
-    sqlite3_bind_int(st, 4, fs->s.is_enum);
-    import_bind_nonzero(st, 5, name_id);
-    if (fs->s.is_enum)
-        sqlite3_bind_null(st, 6);
-    else
-        sqlite3_bind_int64(st, 6, (int64_t)fs->s.schema_type);
-    sqlite3_bind_int64(st, 7, (int64_t)flags);
-    sqlite3_bind_int64(st, 8, (int64_t)fs->s.static_size);
-    sqlite3_bind_int64(st, 9, (int64_t)fs->s.pack_align);
-    sqlite3_bind_int64(st, 10, (int64_t)entry_count);
-    int rc = import_step(p->file, st, "NVTX payload schema: ");
-    if (rc < 0)
-        return rc;
-    fs->row = sqlite3_last_insert_rowid(import_db(p->file));
-    p->schemas[p->nschemas++] = fs;
-    for (size_t i = 0; i < p->nschemas; i++)
-        p->schemas[i]->s.laid_out = 0;
-    u64_map_put(&p->by_key, schema_key(fs->s.domain, fs->s.id), p->nschemas); /* else: a walk */
-    return 0;
-}
-
 /* A registration's entries (or values), as many as recorded, at most the agent's limit: a
  * damaged count must not allocate more. */
 static size_t kept_count(uint64_t entry_count)
@@ -169,64 +125,101 @@ static size_t kept_count(uint64_t entry_count)
                                                    : TRACE_PAYLOAD_ENTRIES_MAX;
 }
 
+/* A new registration, a schema or an enumeration as s says (its entries or values to come in
+ * the records after it): its row, then the file's latest one of its id. Every layout is redone
+ * at its next use, since an enumeration or a nested schema may be what was missing. */
+static int schema_add(struct nvtx_payloads *p, struct payload_schema s, uint64_t name,
+                      uint64_t flags, uint64_t entry_count)
+{
+    int rc = -ENOMEM;
+    struct file_schema *fs = calloc(1, sizeof *fs);
+    s.count = kept_count(entry_count);
+    if (!fs || index_reserve((void **)&p->schemas, &p->cap, p->nschemas, sizeof *p->schemas) < 0)
+        goto fail;
+    if (s.count && s.is_enum)
+        s.values = calloc(s.count, sizeof *s.values);
+    else if (s.count)
+        s.entries = calloc(s.count, sizeof *s.entries);
+    if (s.count && !s.values && !s.entries)
+        goto fail;
+    fs->s = s;
+    rc = -EIO;
+    sqlite3_stmt *st = import_stmt(
+        p->file, SLOT_SCHEMA,
+        "INSERT INTO nvtx_payload_schemas(process_id, domain_id, schema_id, is_enum, name_id,"
+        " schema_type, flags, static_size, pack_align, entry_count)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!st)
+        goto fail;
+    sqlite3_bind_int64(st, 1, import_process(p->file));
+    sqlite3_bind_int64(st, 2, domain_row(p, s.domain));
+    sqlite3_bind_int64(st, 3, (int64_t)s.id);
+    sqlite3_bind_int(st, 4, s.is_enum);
+    import_bind_nonzero(st, 5, import_string(p->file, name));
+    if (s.is_enum)
+        sqlite3_bind_null(st, 6);
+    else
+        sqlite3_bind_int64(st, 6, (int64_t)s.schema_type);
+    sqlite3_bind_int64(st, 7, (int64_t)flags);
+    sqlite3_bind_int64(st, 8, (int64_t)s.static_size);
+    sqlite3_bind_int64(st, 9, (int64_t)s.pack_align);
+    sqlite3_bind_int64(st, 10, (int64_t)entry_count);
+    rc = import_step(p->file, st, "NVTX payload schema: ");
+    if (rc < 0)
+        goto fail;
+    fs->row = sqlite3_last_insert_rowid(import_db(p->file));
+    p->schemas[p->nschemas++] = fs;
+    for (size_t i = 0; i < p->nschemas; i++)
+        p->schemas[i]->s.laid_out = 0;
+    u64_map_put(&p->by_key, schema_key(s.domain, s.id), p->nschemas); /* else: a walk */
+    return 0;
+fail:
+    free(s.entries);
+    free(s.values);
+    free(fs);
+    return rc;
+}
+
 static int on_schema(struct nvtx_payloads *p, struct trace_fields *fl)
 {
     struct trace_payload_schema r;
     trace_get_payload_schema(fl, &r);
-    struct file_schema *fs = calloc(1, sizeof *fs);
-    size_t n = kept_count(r.entry_count);
-    if (!fs || (n && !(fs->s.entries = calloc(n, sizeof *fs->s.entries)))) {
-        free(fs);
-        return -ENOMEM;
-    }
-    fs->s = (struct payload_schema){.domain = r.domain,
-                                    .id = r.schema_id,
-                                    .schema_type = r.schema_type,
-                                    .static_size = r.static_size,
-                                    .pack_align = r.pack_align,
-                                    .count = n,
-                                    .entries = fs->s.entries};
-    int rc = schema_add(p, fs, import_string(p->file, r.name), r.flags, r.entry_count);
-    if (rc < 0) {
-        free(fs->s.entries);
-        free(fs);
-    }
-    return rc;
+    struct payload_schema s = {.domain = r.domain,
+                               .id = r.schema_id,
+                               .schema_type = r.schema_type,
+                               .static_size = r.static_size,
+                               .pack_align = r.pack_align};
+    return schema_add(p, s, r.name, r.flags, r.entry_count);
 }
 
 static int on_enum(struct nvtx_payloads *p, struct trace_fields *fl)
 {
     struct trace_payload_enum r;
     trace_get_payload_enum(fl, &r);
-    struct file_schema *fs = calloc(1, sizeof *fs);
-    size_t n = kept_count(r.entry_count);
-    if (!fs || (n && !(fs->s.values = calloc(n, sizeof *fs->s.values)))) {
-        free(fs);
-        return -ENOMEM;
-    }
-    fs->s = (struct payload_schema){.domain = r.domain,
-                                    .id = r.schema_id,
-                                    .is_enum = 1,
-                                    .static_size = r.size,
-                                    .count = n,
-                                    .values = fs->s.values};
-    int rc = schema_add(p, fs, import_string(p->file, r.name), 0, r.entry_count);
-    if (rc < 0) {
-        free(fs->s.values);
-        free(fs);
-    }
-    return rc;
+    struct payload_schema s = {
+        .domain = r.domain, .id = r.schema_id, .is_enum = 1, .static_size = r.size};
+    return schema_add(p, s, r.name, 0, r.entry_count);
+}
+
+/* The registration (a schema, or with is_enum an enumeration) whose entry or value at index a
+ * record gives; NULL, the record counted malformed, when there is no such registration or room. */
+static struct file_schema *item_owner(struct nvtx_payloads *p, uint64_t domain, uint64_t id,
+                                      int is_enum, uint64_t index)
+{
+    struct file_schema *fs = schema_find(p, domain, id);
+    if (fs && fs->s.is_enum == is_enum && index < fs->s.count)
+        return fs;
+    import_malformed(p->file);
+    return NULL;
 }
 
 static int on_entry(struct nvtx_payloads *p, struct trace_fields *fl)
 {
     struct trace_payload_entry r;
     trace_get_payload_entry(fl, &r);
-    struct file_schema *fs = schema_find(p, r.domain, r.schema_id);
-    if (!fs || fs->s.is_enum || r.index >= fs->s.count) {
-        import_malformed(p->file);
+    struct file_schema *fs = item_owner(p, r.domain, r.schema_id, 0, r.index);
+    if (!fs)
         return 0;
-    }
     int64_t name_id = import_string(p->file, r.name),
             description_id = import_string(p->file, r.description);
     fs->s.entries[r.index] = (struct payload_entry){.name_id = name_id,
@@ -256,11 +249,9 @@ static int on_enum_value(struct nvtx_payloads *p, struct trace_fields *fl)
 {
     struct trace_payload_enum_value r;
     trace_get_payload_enum_value(fl, &r);
-    struct file_schema *fs = schema_find(p, r.domain, r.schema_id);
-    if (!fs || !fs->s.is_enum || r.index >= fs->s.count) {
-        import_malformed(p->file);
+    struct file_schema *fs = item_owner(p, r.domain, r.schema_id, 1, r.index);
+    if (!fs)
         return 0;
-    }
     int64_t name_id = import_string(p->file, r.name);
     fs->s.values[r.index] = (struct payload_enum_value){.value = r.value, .name_id = name_id};
     sqlite3_stmt *st = import_stmt(p->file, SLOT_ENUM_VALUE,

@@ -1,7 +1,8 @@
 /* What the nccl_sum report knows of NCCL (nccl_collectives.c): its collectives (the NVTX range
  * NCCL names each call by, the kernel names it launches, nccl-tests' size and bus-bandwidth
  * conventions) and the parsing of its kernel names. nccl_sum.c uses them through SQL
- * functions; the unit tests call them directly. */
+ * functions; lantern analyze's timeline (src/analyze/timeline_ranks.c) and the unit tests call
+ * them directly. */
 #ifndef LANTERN_REPORT_NCCL_H
 #define LANTERN_REPORT_NCCL_H
 
@@ -49,15 +50,21 @@ struct nccl_kernel {
     char type[24];       /* f32, bf16, ... (NCCL < 2.19: float, __nv_bfloat16, ...) */
 };
 
-/* Parses an NCCL kernel's name, demangled ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)") or
- * mangled ("_Z39ncclDevKernel_..."): ncclDevKernel_* (NCCL 2.19+), ncclSymkDevKernel_*
- * (symmetric kernels, 2.27+), ncclKernel_* (2.12-2.18). Returns 1 and fills *k for an NCCL
- * kernel, 0 for any other name.
+/* Parses an NCCL kernel's name, plain, demangled ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)",
+ * "void ncclKernel_...(...)") or mangled ("_Z39ncclDevKernel_..."): ncclDevKernel_* (NCCL
+ * 2.19+), ncclSymkDevKernel_* (symmetric kernels, 2.27+), ncclKernel_* (2.12-2.18). Returns 1
+ * and fills *k for an NCCL kernel, 0 for any other name. The one definition of which kernels
+ * are NCCL's: nccl_sum and the cross-rank rules of lantern analyze both ask it.
  * NCCL launches the kernel specialised for its call's collective and type with the RING or
  * TREE algorithm and the LL protocol (its generate.py's best_kernel): another algorithm,
  * protocol or reduction runs inside that kernel. So the name says the collective and the type;
  * the algorithm and protocol are the kernel's, not always those the call used. */
 int nccl_parse_kernel(const char *name, struct nccl_kernel *k);
+
+/* An SQL LIKE pattern that every name nccl_parse_kernel accepts matches (each of its prefixes
+ * has "nccl", then "Kernel"): a cheap filter over names before it parses each,
+ * `name LIKE " NCCL_KERNEL_LIKE "`. */
+#define NCCL_KERNEL_LIKE "'%nccl%Kernel%'"
 
 /* Registers on db: lantern_nccl_kernel(name, field) (field "collective", "algo", "proto",
  * "redop", "type" or "spec": "RING_LL f32"; NULL for a name that is no NCCL kernel),

@@ -109,20 +109,19 @@ static void nccl_copy(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src);
 }
 
+/* Each form's parser is given the words after its prefix and k with its collective, the one
+ * the first word names (nccl_parse_kernel); it fills in the rest. */
+
 /* ncclDevKernel_<Coll>[_<redop>_<type>]_<ALGO>_<PROTO>, ncclDevKernel_SendRecv,
  * ncclDevKernel_Generic[_N] (NCCL 2.19+). */
-static int nccl_parse_dev(char **w, int n, struct nccl_kernel *k)
+static void nccl_parse_dev(char **w, int n, struct nccl_kernel *k)
 {
-    const char *collective = nccl_kernel_collective(w[0]);
-    if (!collective)
-        return 0;
-    nccl_copy(k->collective, sizeof k->collective, collective);
-    if (!strcmp(collective, "SendRecv") || !strcmp(collective, "Generic"))
-        return 1;
+    if (!strcmp(k->collective, "SendRecv") || !strcmp(k->collective, "Generic"))
+        return;
     int first = 1;
-    if (nccl_is_reduction(collective)) {
+    if (nccl_is_reduction(k->collective)) {
         if (n < 3)
-            return 1;
+            return;
         nccl_copy(k->redop, sizeof k->redop, w[1]);
         nccl_copy(k->type, sizeof k->type, w[2]);
         first = 3;
@@ -131,66 +130,57 @@ static int nccl_parse_dev(char **w, int n, struct nccl_kernel *k)
     if (n > first && nccl_is_proto(w[n - 1]))
         nccl_copy(k->proto, sizeof k->proto, w[--last]);
     nccl_join(k->algo, sizeof k->algo, w, first, last);
-    return 1;
 }
 
 /* ncclSymkDevKernel_<Coll>_<algo>[_<red>_<type>][_profile] (symmetric kernels, NCCL 2.27+). */
-static int nccl_parse_symmetric(char **w, int n, struct nccl_kernel *k)
+static void nccl_parse_symmetric(char **w, int n, struct nccl_kernel *k)
 {
-    const char *collective = nccl_kernel_collective(w[0]);
-    if (!collective)
-        return 0;
-    nccl_copy(k->collective, sizeof k->collective, collective);
     if (n > 1 && !strcmp(w[n - 1], "profile"))
         n--;
     int last = n;
-    if (nccl_is_reduction(collective) && n >= 4) {
+    if (nccl_is_reduction(k->collective) && n >= 4) {
         nccl_copy(k->type, sizeof k->type, w[n - 1]);
         nccl_copy(k->redop, sizeof k->redop, w[n - 2]);
         last = n - 2;
     }
     nccl_join(k->algo, sizeof k->algo, w, 1, last);
-    return 1;
 }
 
 /* ncclKernel_<Coll>_<ALGO>_<PROTO>_<redop>_<type> (NCCL 2.12-2.18), the type a C name
  * (float, int8_t, __nv_bfloat16). */
-static int nccl_parse_old(char **w, int n, struct nccl_kernel *k)
+static void nccl_parse_old(char **w, int n, struct nccl_kernel *k)
 {
-    const char *collective = nccl_kernel_collective(w[0]);
-    if (!collective)
-        return 0;
-    nccl_copy(k->collective, sizeof k->collective, collective);
     int proto = 1;
     while (proto < n && !nccl_is_proto(w[proto]))
         proto++;
     if (proto == n)
-        return 1;
-    if (strcmp(collective, "SendRecv") != 0) {
+        return;
+    if (strcmp(k->collective, "SendRecv") != 0) {
         nccl_join(k->algo, sizeof k->algo, w, 1, proto);
         nccl_copy(k->proto, sizeof k->proto, w[proto]);
     }
-    if (nccl_is_reduction(collective) && proto + 1 < n)
+    if (nccl_is_reduction(k->collective) && proto + 1 < n)
         nccl_copy(k->redop, sizeof k->redop, w[proto + 1]);
     /* a type may hold '_' (int8_t, __nv_bfloat16): its words rejoined, empty ones too */
     if (proto + 2 < n)
         nccl_join(k->type, sizeof k->type, w, proto + 2, n);
-    return 1;
 }
 
 static const struct {
     const char *prefix;
-    int (*parse)(char **words, int n, struct nccl_kernel *k);
+    void (*parse)(char **words, int n, struct nccl_kernel *k);
 } nccl_kernel_forms[] = {
     {"ncclDevKernel_", nccl_parse_dev},
     {"ncclSymkDevKernel_", nccl_parse_symmetric},
     {"ncclKernel_", nccl_parse_old},
 };
 
-/* The function's identifier: a demangled name up to its '(', a mangled one (_Z<len><id>...)
- * its <id>. NULL when there is none. */
+/* The function's identifier: a demangled name up to its '(' (after a return type "void "), a
+ * mangled one (_Z<len><id>...) its <id>. NULL when there is none. */
 static const char *nccl_identifier(const char *name, size_t *len)
 {
+    if (strncmp(name, "void ", 5) == 0)
+        name += 5;
     if (name[0] == '_' && name[1] == 'Z') {
         char *end;
         unsigned long n = strtoul(name + 2, &end, 10);
@@ -225,7 +215,12 @@ int nccl_parse_kernel(const char *name, struct nccl_kernel *k)
                 break;
             *p = 0;
         }
-        return words[0][0] && nccl_kernel_forms[f].parse(words, n, k);
+        const char *collective = nccl_kernel_collective(words[0]);
+        if (!collective)
+            return 0;
+        nccl_copy(k->collective, sizeof k->collective, collective);
+        nccl_kernel_forms[f].parse(words, n, k);
+        return 1;
     }
     return 0;
 }

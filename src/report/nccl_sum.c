@@ -7,6 +7,7 @@
  * those of the group, launched at the group's end and shared by the group's calls in
  * proportion to their bytes. Kernels without a recorded call (NCCL_NVTX_DISABLE=1, NCCL before
  * 2.19, no API tracing) count on their own, by their name's collective, size unknown. */
+#include "common/sql_query.h"
 #include "report/cuda_report.h"
 #include "report/nccl.h"
 #include "report/stats_sql.h"
@@ -45,7 +46,7 @@ static const char nccl_sum_setup_sql[] =
     " lantern_nccl_kernel(k.name, 'spec') AS spec, CAST(NULL AS INTEGER) AS group_ns"
     " FROM kernel_ops k LEFT JOIN cuda_api a ON a.id = k.api_id"
     " AND (SELECT graph_id FROM kernels WHERE id = k.id) IS NULL"
-    " WHERE k.name LIKE '%nccl%Kernel%' AND lantern_nccl_kernel(k.name, 'collective') IS NOT NULL;"
+    " WHERE k.name LIKE " NCCL_KERNEL_LIKE " AND lantern_nccl_kernel(k.name, 'collective') IS NOT NULL;"
     "CREATE INDEX temp.nccl_kernels_by_launch ON nccl_kernels(thread_id, launch_ns);"
     "CREATE INDEX temp.nccl_calls_by_start ON nccl_calls(thread_id, start_ns);"
     /* a call's group: the first NCCL launch of its thread from its start on; a kernel's: the
@@ -168,21 +169,11 @@ static int nccl_fill_api(sqlite3 *db)
     return rc;
 }
 
-static int64_t nccl_count(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t n = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
 /* What the output lacks, said on stderr (CSV and JSON stay clean). */
 static void nccl_note(struct report_ctx *ctx)
 {
-    int64_t calls = nccl_count(ctx->db, "SELECT count(*) FROM temp.nccl_calls"),
-            kernels = nccl_count(ctx->db, "SELECT count(*) FROM temp.nccl_kernels");
+    int64_t calls = sql_query_int(ctx->db, "SELECT count(*) FROM temp.nccl_calls", 0),
+            kernels = sql_query_int(ctx->db, "SELECT count(*) FROM temp.nccl_kernels", 0);
     if (!calls && !kernels)
         snprintf(ctx->note, sizeof ctx->note,
                  "no NCCL activity: no NVTX range of the domain NCCL (nvtx in -t, NCCL 2.19+ "

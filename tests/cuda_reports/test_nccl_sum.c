@@ -64,6 +64,36 @@ static void kernel_names_of_every_nccl_generation_are_parsed(void)
     ASSERT(!nccl_parse_kernel("", &k));
 }
 
+/* NCCL_KERNEL_LIKE, the SQL filter before the parser (nccl_sum, lantern analyze), lets every
+ * form of name the parser accepts through. */
+static void every_nccl_kernel_name_passes_the_sql_filter(void)
+{
+    static const char *const names[] = {
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+        "ncclSymkDevKernel_AllReduce_AGxLLMC_R_sum_bf16(ncclSymkDevWorkArgs4K)",
+        "void ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)",
+    };
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    ASSERT(sqlite3_prepare_v2(db, "SELECT ?1 LIKE " NCCL_KERNEL_LIKE, -1, &st, NULL) == SQLITE_OK);
+    struct nccl_kernel k;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ASSERT(nccl_parse_kernel(names[i], &k));
+        sqlite3_bind_text(st, 1, names[i], -1, SQLITE_STATIC);
+        ASSERT(sqlite3_step(st) == SQLITE_ROW);
+        ASSERT_EQ(sqlite3_column_int(st, 0), 1);
+        sqlite3_reset(st);
+    }
+    sqlite3_bind_text(st, 1, "void gemm<float>(float*)", -1, SQLITE_STATIC);
+    ASSERT(sqlite3_step(st) == SQLITE_ROW);
+    ASSERT_EQ(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 static void near(double a, double b)
 {
     if (fabs(a - b) > 1e-12) {
@@ -213,6 +243,8 @@ int main(int argc, char **argv)
     static const struct test_case tests[] = {
         {"kernel_names_of_every_nccl_generation_are_parsed",
          kernel_names_of_every_nccl_generation_are_parsed},
+        {"every_nccl_kernel_name_passes_the_sql_filter",
+         every_nccl_kernel_name_passes_the_sql_filter},
         {"bus_bandwidth_factors_are_nccl_tests", bus_bandwidth_factors_are_nccl_tests},
         {"rows_match_the_hand_computed_session", rows_match_the_hand_computed_session},
         {"json_gives_exact_bandwidths", json_gives_exact_bandwidths},
