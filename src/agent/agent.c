@@ -7,7 +7,9 @@
 #include "agent/writer.h"
 #include "trace/list.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -138,6 +140,39 @@ static void agent_start_sources(void)
         *agent_source_state(s) = 0;
 }
 
+/* Whether the program is a static executable (no PT_INTERP, and not the dynamic loader run as
+ * a command, which has a DT_SONAME). NVTX's header dlopens the agent even there, which brings
+ * a second C library into the process: a thread it starts crashes. */
+static int agent_program_is_static(void)
+{
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    Elf64_Ehdr eh;
+    int is_static = 0;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        int interp = 0, soname = 0;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+                break;
+            interp |= ph.p_type == PT_INTERP;
+            for (uint64_t off = 0; ph.p_type == PT_DYNAMIC && off + sizeof(Elf64_Dyn) <= ph.p_filesz;
+                 off += sizeof(Elf64_Dyn)) {
+                Elf64_Dyn dyn;
+                if (pread(fd, &dyn, sizeof dyn, (off_t)(ph.p_offset + off)) != (ssize_t)sizeof dyn ||
+                    dyn.d_tag == DT_NULL)
+                    break;
+                soname |= dyn.d_tag == DT_SONAME;
+            }
+        }
+        is_static = !interp && !soname;
+    }
+    close(fd);
+    return is_static;
+}
+
 int agent_init(uint32_t loaded_for)
 {
     int expected = AGENT_FRESH;
@@ -148,6 +183,11 @@ int agent_init(uint32_t loaded_for)
     const char *dir = getenv("LANTERN_SESSION_DIR");
     if (!dir || !*dir) {
         agent_warn("LANTERN_SESSION_DIR is not set; running untraced");
+        goto inert;
+    }
+    if (agent_program_is_static()) {
+        agent_warn("the program is statically linked: Lantern cannot run inside it safely (its "
+                   "NVTX calls load a second C library); running untraced");
         goto inert;
     }
     if (writer_start(dir, agent_choose_sources(loaded_for)) < 0)

@@ -105,7 +105,7 @@ void nvtx_emit_registry_locked(void)
         c->emitted = 1;
     }
     nvtx_payload_emit_locked(b);
-    writer_unlock();
+    writer_unlock_durable();
 }
 
 static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *wide)

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace/pool_file.h"
+
 #define RING_BLOCK_BYTES (32u << 10)
 /* The writer is woken after this many block switches of one thread (512 KiB of events). */
 #define RING_WAKE_BLOCKS 16u
@@ -41,7 +43,9 @@ struct ring_string_slot {
 };
 
 /* What the agent keeps per application thread. The producer's fields come first (written
- * only by the owning thread), then what the writer reads, then the writer's own. */
+ * only by the owning thread), then the writer's. What must outlive the process (the head of
+ * the stream, its drops, how far the trace file holds it) is in the thread's slot of the
+ * buffer file (trace/pool_file.h). */
 struct agent_thread {
     /* producer */
     uint8_t *data;      /* the current block's bytes; NULL before the first */
@@ -51,13 +55,11 @@ struct agent_thread {
     uint64_t last_ticks; /* the previous event's ticks (events carry deltas) */
     uint64_t next_range; /* per-thread range id counter */
     int inert;           /* the agent records nothing: events are not even counted */
+    struct pool_slot *slot; /* NULL: no slot was free (its events are counted as lost) */
     int32_t depth[AGENT_MAX_DOMAINS];
     struct ring_string_slot strings[RING_STRING_SLOTS];
     /* read by the writer */
-    _Alignas(64) _Atomic uint64_t head; /* (block + 1) << 32 | bytes written in it */
-    uint32_t first_block;               /* + 1, set before head first names a block */
-    _Atomic uint64_t dropped;           /* events dropped: the pool was empty */
-    _Atomic int exited;
+    _Alignas(64) _Atomic int exited;
     uint64_t thread_idx; /* per process, 1.., never reused */
     uint32_t os_tid;
     uint64_t first_ticks;
@@ -67,25 +69,25 @@ struct agent_thread {
     char exit_name[RING_THREAD_NAME_BYTES];
     struct agent_thread *next; /* the thread list; changed only by the writer once published */
     /* writer-owned */
-    _Alignas(64) uint32_t read_block; /* + 1; 0: none yet */
-    uint32_t read_pos;
-    uint64_t dropped_reported;
-    int announced;                             /* TRACE_THREAD written to the current file */
+    _Alignas(64) int drained_exited;           /* drained after it exited: nothing more comes */
     char name_written[RING_THREAD_NAME_BYTES]; /* last TRACE_THREAD_OS_NAME of this thread */
 };
 
 /* ---- the pool ---- */
 
 struct ring_pool {
-    uint8_t *base;              /* blocks * RING_BLOCK_BYTES, reserved, touched on use */
-    struct ring_block_meta *meta;
+    uint8_t *base; /* the blocks, in the buffer file's shared mapping (or anonymous memory) */
+    struct pool_header *header;
+    struct pool_slot *slots;
+    struct pool_block_meta *meta;
     uint32_t blocks;
+    void *map;
+    size_t map_bytes;
+    char path[4096]; /* the buffer file ("": anonymous memory, not durable) */
     _Alignas(64) _Atomic uint64_t free_head; /* tag << 32 | (block + 1) */
-};
-struct ring_block_meta {
-    _Atomic uint32_t next; /* the thread's next block + 1, set when the producer leaves it */
-    uint32_t end;          /* bytes written in it, set before next */
-    _Atomic uint32_t free_next;
+    _Atomic uint64_t free_slots;             /* tag << 32 | (slot + 1) */
+    _Atomic uint32_t backed;                 /* blocks with disk space (pushed on the free list) */
+    _Atomic int growing;
 };
 extern struct ring_pool ring_pool;
 
@@ -93,6 +95,8 @@ extern struct ring_pool ring_pool;
 
 /* Called by a thread that found the pool empty, before it drops: the writer's drain. */
 void ring_set_helper(void (*help)(void));
+/* Called by a thread after each block switch (the writer starts a fork child's thread). */
+void ring_set_block_hook(void (*hook)(void));
 
 /* Takes the next block (out of line): NULL when the pool is empty even after helping. */
 uint8_t *ring_next_block(struct agent_thread *t);
@@ -118,15 +122,21 @@ static inline __attribute__((always_inline)) void ring_commit(struct agent_threa
 {
     t->pos = (uint32_t)(end - t->data);
     t->last_ticks = ticks;
-    __atomic_store_n(&t->head, (uint64_t)t->block << 32 | t->pos, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->slot->head, pool_cursor(t->block, t->pos), __ATOMIC_RELEASE);
 }
 
-/* Per-thread drop counter, written only by its thread (no atomic read-modify-write). */
+/* Per-thread drop counter, written only by its thread (no atomic read-modify-write); a
+ * thread without a slot counts in the file's header. */
 static inline void ring_count_drop(struct agent_thread *t)
 {
-    if (!t->inert)
-        __atomic_store_n(&t->dropped, __atomic_load_n(&t->dropped, __ATOMIC_RELAXED) + 1,
+    if (t->inert)
+        return;
+    if (t->slot)
+        __atomic_store_n(&t->slot->dropped,
+                         __atomic_load_n(&t->slot->dropped, __ATOMIC_RELAXED) + 1,
                          __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(&ring_pool.header->lost, 1, __ATOMIC_RELAXED);
 }
 
 /* The calling thread's state, created on its first event (the only slow step), which
@@ -142,8 +152,10 @@ static inline struct agent_thread *ring_self(uint64_t now_ticks)
 
 /* Stops new threads from recording (the agent is inert). */
 void ring_disable(void);
-/* Sets up the pool from LANTERN_BUFFER_KB (idempotent); 0, or -1 without memory. */
-int ring_pool_init(void);
+/* Sets up the pool from LANTERN_BUFFER_KB in the buffer file `path` (created here, O_EXCL;
+ * NULL or a failure to make it: anonymous memory, events lost if the process ends without
+ * its exit hooks). Returns 0, or -1 without memory. Once per process. */
+int ring_pool_open(const char *path);
 
 /* ---- consumer (the writer, under the writer lock) ---- */
 
@@ -152,23 +164,30 @@ int ring_pool_init(void);
 uint32_t ring_wake_count(void);
 void ring_consumer_wait(uint32_t seen, uint64_t timeout_ns);
 
-/* Calls fn for every published span of the thread's events, in order, and gives the blocks
- * it has left back to the pool; returns how many. */
+/* Calls fn for every published span of the thread's events, in order, moving the slot's
+ * pending cursor past each span once fn has taken it; returns how many blocks it left
+ * behind. The blocks go back to the pool only at ring_durable(). */
 uint32_t ring_consume(struct agent_thread *t,
                       void (*fn)(struct agent_thread *, const uint8_t *, size_t, void *),
                       void *ctx);
 
-/* Walks every thread: threads that have exited are passed with exited = 1 and are freed after
- * fn returns (fn drains them). */
+/* The trace file now holds everything consumed so far (or it is counted as lost): the slots'
+ * durable cursors catch up, the blocks behind them go back to the pool, and threads that
+ * exited and are wholly drained are freed with their slots. */
+void ring_durable(void);
+
+/* Walks every thread that may still have events: exited = 1 for a thread that has exited
+ * (fn drains its last events; it is not passed again). */
 void ring_for_each_thread(void (*fn)(struct agent_thread *, int exited, void *), void *ctx);
 
 /* Free blocks in the pool (a walk: for tests), and whether there is one (one load). */
 uint32_t ring_pool_free_blocks(void);
 int ring_pool_has_free_block(void);
 
-/* In a fork child: the calling thread survives (new os tid, no block, fresh string cache);
- * every other thread's state is freed and the pool is whole again. */
-void ring_fork_child(void);
+/* In a fork child: the calling thread survives (new os tid, no block, fresh string cache)
+ * and the pool starts over in a buffer file of its own at `path` (as ring_pool_open); every
+ * other thread's state is freed. */
+void ring_fork_child(const char *path);
 
 uint32_t ring_gettid(void);
 

@@ -35,7 +35,7 @@ uint64_t thread_string_long(const char *s, size_t len)
     uint64_t id = 0;
     if (writer_lock()) {
         id = writer_intern(s, len);
-        writer_unlock();
+        writer_unlock_durable();
     }
     return id;
 }

@@ -1,8 +1,13 @@
 /* The writer thread and the trace file: every 10 ms (sooner when a thread has filled
  * RING_WAKE_BLOCKS blocks) it writes a calibration point (TRACE_CLOCK) and copies each
  * thread's new events into TRACE_THREAD_EVENTS records byte for byte (the threads encoded
- * them: trace/events.h), and write()s whole chunks at least every 50 ms, so a SIGKILL loses at
- * most ~60 ms of events. It interns the strings of the locked interface (CUPTI's records). */
+ * them: trace/events.h), and write()s whole chunks at least every 50 ms. The threads' buffers
+ * are a shared mapping of the buffer file (trace/pool_file.h): around each chunk it writes, the
+ * writer records there how far the file holds each thread's stream, so that whatever the
+ * process did not write when it ended (_exit, exec, a signal, events after its exit hooks) is
+ * appended after its death by the launcher. It interns the strings of the locked interface
+ * (CUPTI's records). The file's descriptor is kept high and checked before each use: a
+ * program that closes every descriptor and opens its own files never gets trace chunks. */
 #include "agent/writer.h"
 #include "agent/clock.h"
 #include "agent/names.h"
@@ -21,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <wchar.h>
@@ -51,7 +58,10 @@ static struct {
     int write_errno;     /* why the first failed write failed */
     uint64_t file_bytes; /* bytes of the file known whole: its header and whole chunks */
     char path[PATH_MAX + 64];
+    int opened; /* the file was made: fd (checked before each use) writes to it */
     int fd;
+    dev_t fd_dev; /* the file's identity: the descriptor is ours only while it names it */
+    ino_t fd_ino;
     uint32_t agent_flags;
     char session_dir[PATH_MAX];
     struct trace_chunk_builder chunk;
@@ -67,19 +77,67 @@ static struct {
     pthread_t thread;
 } writer = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
-static _Atomic uint64_t writer_next_string_id = 1;
 static _Atomic int writer_stop;
+static _Atomic int writer_thread_wanted; /* a fork child starts its thread on its next event */
 static _Atomic int writer_end_requested; /* by a signal handler: end the file now */
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
 
 static void writer_end(int clean);
+static size_t writer_read_file(const char *path, char *buf, size_t cap);
 
 /* ---- the file ---- */
 
+/* The lowest number the file's descriptor is moved to: far above the few a program that
+ * closed everything opens next, and below every usual RLIMIT_NOFILE. */
+#define WRITER_FD_FLOOR 800
+
+/* Moves fd to a high number (closing fd); returns the new one, or fd where none is free. */
+static int writer_fd_high(int fd)
+{
+    struct rlimit limit;
+    long floor = WRITER_FD_FLOOR;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        (long)limit.rlim_cur / 2 < floor)
+        floor = (long)limit.rlim_cur / 2;
+    if (fd >= floor)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
+/* The file's descriptor, checked: when the program closed it (close_range, a loop of
+ * close) or its number now names another file, the file is opened again by its path (never
+ * closing the program's descriptor) and must be the same file. -1 when that fails (then
+ * writing stops, as after a failed write). */
+static int writer_checked_fd(void)
+{
+    struct stat st;
+    if (writer.fd >= 0 && fstat(writer.fd, &st) == 0 && st.st_dev == writer.fd_dev &&
+        st.st_ino == writer.fd_ino)
+        return writer.fd;
+    writer.fd = -1; /* not ours any more: never closed here */
+    int fd = open(writer.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || st.st_dev != writer.fd_dev || st.st_ino != writer.fd_ino) {
+        close(fd);
+        errno = ESTALE;
+        return -1;
+    }
+    writer.fd = writer_fd_high(fd);
+    return writer.fd;
+}
+
 static int writer_write_all(const uint8_t *p, size_t len)
 {
+    int fd = writer_checked_fd();
+    if (fd < 0)
+        return -1;
     while (len) {
-        ssize_t n = write(writer.fd, p, len);
+        ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -134,7 +192,18 @@ static uint64_t writer_chunk_events(void)
 /* Keeps WRITER_END_RESERVE bytes allocated past the end of the file (where supported). */
 static void writer_keep_reserve(void)
 {
-    fallocate(writer.fd, FALLOC_FL_KEEP_SIZE, (off_t)writer.file_bytes, WRITER_END_RESERVE);
+    int fd = writer_checked_fd();
+    if (fd >= 0)
+        fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)writer.file_bytes, WRITER_END_RESERVE);
+}
+
+/* Cuts the file back to its whole chunks (after a failed write). */
+static void writer_truncate(void)
+{
+    int fd = writer_checked_fd();
+    if (fd >= 0 && ftruncate(fd, (off_t)writer.file_bytes) < 0) {
+        /* the reader then stops at the partial chunk, as after a kill */
+    }
 }
 
 /* A write failed (a full disk, a quota): the file is cut back to its last whole chunk, which
@@ -144,28 +213,49 @@ static void writer_write_failed(int err)
 {
     writer.write_failed = 1;
     writer.write_errno = err;
-    if (ftruncate(writer.fd, (off_t)writer.file_bytes) < 0) {
-        /* the reader then stops at the partial chunk, as after a kill */
-    }
+    writer_truncate();
     writer.dropped_total += writer_chunk_events();
     agent_warn("cannot write '%s': %s; tracing stops, later events are counted as dropped",
                writer.path, strerror(err));
 }
 
+/* Writes the finished chunk of len bytes: the buffer file says, while it is written, how
+ * long the trace file is once it is whole, and the threads' durable cursors catch up after
+ * (trace/pool_file.h). 0, or -1 with errno set. */
+static int writer_write_chunk(size_t len)
+{
+    struct pool_header *h = ring_pool.header;
+    if (h)
+        __atomic_store_n(&h->commit_end, writer.file_bytes + len, __ATOMIC_RELEASE);
+    int rc = writer_write_all(writer.chunk_buf, len);
+    int err = errno;
+    if (rc == 0) {
+        writer.file_bytes += len;
+        ring_durable();
+    }
+    if (h)
+        __atomic_store_n(&h->commit_end, 0, __ATOMIC_RELEASE);
+    errno = err;
+    return rc;
+}
+
 int writer_flush_locked(void)
 {
     int rc = 0;
-    if (!trace_chunk_empty(&writer.chunk) && writer.fd >= 0 && writer.write_failed) {
+    if (!trace_chunk_empty(&writer.chunk) && writer.opened && writer.write_failed) {
         writer.dropped_total += writer_chunk_events(); /* nothing more is written */
-    } else if (!trace_chunk_empty(&writer.chunk) && writer.fd >= 0) {
+        ring_durable();                                /* counted: not salvaged again */
+    } else if (!trace_chunk_empty(&writer.chunk) && writer.opened) {
         size_t len = trace_chunk_finish(&writer.chunk);
-        if (writer_write_all(writer.chunk_buf, len) < 0) {
+        if (writer_write_chunk(len) < 0) {
             writer_write_failed(errno);
+            ring_durable();
             rc = -1;
         } else {
-            writer.file_bytes += len;
             writer_keep_reserve();
         }
+    } else if (writer.opened) {
+        ring_durable(); /* nothing consumed since the last chunk: releases exited threads */
     }
     writer.last_flush_ns = clock_mono_ns();
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, writer.last_flush_ns);
@@ -289,12 +379,14 @@ static void writer_strings_clear(void)
     memset(writer.strings, 0, writer.strings_cap * sizeof(*writer.strings));
     writer.strings_used = 0;
     writer.strings_bytes = 0;
-    __atomic_store_n(&writer_next_string_id, 1, __ATOMIC_RELAXED);
 }
 
+/* Kept in the buffer file, so that the launcher's salvage continues the file's numbering. */
 uint64_t writer_new_string_id(void)
 {
-    return __atomic_fetch_add(&writer_next_string_id, 1, __ATOMIC_RELAXED);
+    static _Atomic uint64_t unmapped = 1; /* before the pool exists (never in practice) */
+    struct pool_header *h = __atomic_load_n(&ring_pool.header, __ATOMIC_ACQUIRE);
+    return __atomic_fetch_add(h ? &h->next_string_id : &unmapped, 1, __ATOMIC_RELAXED);
 }
 
 /* wchar_t is UTF-32 on Linux; invalid code points become U+FFFD. */
@@ -384,12 +476,15 @@ struct writer_drain {
 static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
 {
     struct writer_drain *d = ctx;
+    struct pool_slot *s = t->slot;
+    if (!s)
+        return; /* no slot: its events are counted in the header's lost */
     if (!exited && d->quota && d->freed >= d->quota)
         return; /* an exited thread is always drained: it is freed after this */
-    if (!t->announced) {
+    if (!s->pending_announced) {
         writer_put_thread(t->thread_idx, t->os_tid,
                           clock_ticks_to_ns(&writer.calibration, t->first_ticks));
-        t->announced = 1;
+        s->pending_announced = 1;
         names_put_os_name(&writer_names, t->os_tid, t->first_name, t->name_written);
     }
     d->freed += ring_consume(t, writer_put_events, NULL);
@@ -398,10 +493,10 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
         names_put_os_name(&writer_names, t->os_tid, t->exit_name, t->name_written);
     else if (d->final && names_read_comm(t->os_tid, comm))
         names_put_os_name(&writer_names, t->os_tid, comm, t->name_written);
-    uint64_t dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
-    if (dropped != t->dropped_reported) {
-        writer_put_dropped(t->thread_idx, dropped - t->dropped_reported);
-        t->dropped_reported = dropped;
+    uint64_t dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+    if (dropped != s->pending_dropped) {
+        writer_put_dropped(t->thread_idx, dropped - s->pending_dropped);
+        s->pending_dropped = dropped;
     }
 }
 
@@ -409,6 +504,13 @@ static void writer_drain_some_locked(int final, uint32_t quota)
 {
     clock_calibration_update(&writer.calibration);
     writer_put_clock();
+    /* events of threads that found no slot, counted in the buffer file's header */
+    struct pool_header *h = ring_pool.header;
+    uint64_t lost = h ? __atomic_load_n(&h->lost, __ATOMIC_RELAXED) : 0;
+    if (h && lost != h->lost_pending) {
+        writer_put_dropped(0, lost - h->lost_pending);
+        h->lost_pending = lost;
+    }
     names_drain_locked(&writer_names, final);
     struct writer_drain d = {final, quota, 0};
     ring_for_each_thread(writer_drain_thread, &d);
@@ -421,8 +523,11 @@ static void writer_drain_locked(int final)
 
 /* ---- the locked interface ---- */
 
+static void writer_start_wanted_thread(void);
+
 struct trace_chunk_builder *writer_lock(void)
 {
+    writer_start_wanted_thread();
     pthread_mutex_lock(&writer.lock);
     if (writer.open)
         return &writer.chunk;
@@ -434,6 +539,12 @@ void writer_unlock(void)
 {
     if (writer.chunk.len * 2 > writer.chunk_cap)
         writer_flush_locked();
+    pthread_mutex_unlock(&writer.lock);
+}
+
+void writer_unlock_durable(void)
+{
+    writer_flush_locked();
     pthread_mutex_unlock(&writer.lock);
 }
 
@@ -480,14 +591,44 @@ static void writer_help(void)
 
 /* ---- the thread ---- */
 
+/* How often the writer looks whether it is the process's last thread (main called
+ * pthread_exit and the others ended): then it ends too, and the process exits as it would
+ * without Lantern (status 0, atexit handlers run, the agent's among them). */
+#define WRITER_ALONE_CHECK_NS 100000000u /* 100 ms */
+
+/* Whether the writer is the process's last thread: /proc/self/stat counts one thread, or two
+ * with the leader (main) a zombie after its pthread_exit (it stays in the count until the
+ * whole group ends). */
+static int writer_alone(void)
+{
+    static char stat[1024];
+    size_t len = writer_read_file("/proc/self/stat", stat, sizeof stat - 1);
+    stat[len] = '\0';
+    char *close = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
+    char state = 0;
+    long threads = 0;
+    if (!close || sscanf(close + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                                    "%*d %*d %ld",
+                         &state, &threads) != 2)
+        return 0;
+    return threads == 1 || (threads == 2 && state == 'Z');
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "lantern-writer");
     uint32_t seen = ring_wake_count();
+    uint64_t alone_checked = clock_mono_ns();
     while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {
         ring_consumer_wait(seen, WRITER_DRAIN_PERIOD_NS);
         seen = ring_wake_count();
+        uint64_t now_ns = clock_mono_ns();
+        if (now_ns - alone_checked >= WRITER_ALONE_CHECK_NS) {
+            alone_checked = now_ns;
+            if (writer_alone())
+                break; /* the last thread: glibc's exit(0) follows, with agent_exit */
+        }
         if (__atomic_load_n(&writer_end_requested, __ATOMIC_ACQUIRE)) {
             writer_end(0); /* the process is being killed: not a clean exit */
             break;
@@ -519,6 +660,15 @@ static int writer_start_thread(void)
         return -1;
     pthread_detach(writer.thread);
     return 0;
+}
+
+/* A fork child's thread starts on its first block switch or locked write after the fork,
+ * never inside the atfork handler (a thread made there hangs sanitized programs). */
+static void writer_start_wanted_thread(void)
+{
+    if (__atomic_load_n(&writer_thread_wanted, __ATOMIC_ACQUIRE) &&
+        __atomic_exchange_n(&writer_thread_wanted, 0, __ATOMIC_ACQ_REL))
+        writer_run();
 }
 
 /* ---- the process record and the file ---- */
@@ -581,25 +731,62 @@ static void writer_put_process(uint64_t start_ns)
     writer_put_process_info();
 }
 
-/* Opens this process's file and writes its header and TRACE_PROCESS (lock held). */
-static int writer_open_file(void)
+/* Closes the file's descriptor if it is still ours. */
+static void writer_close(void)
+{
+    struct stat st;
+    if (writer.fd >= 0 && fstat(writer.fd, &st) == 0 && st.st_dev == writer.fd_dev &&
+        st.st_ino == writer.fd_ino)
+        close(writer.fd);
+    writer.fd = -1;
+    writer.opened = 0;
+}
+
+/* Opens this process's file "<pid>-<start_ns>.lrt" and its buffer file (.lrb) and writes the
+ * header and TRACE_PROCESS (lock held). In a fork child the buffer file replaces the parent's
+ * pool in place (ring_fork_child). */
+static int writer_open_file(int fork_child)
 {
     uint64_t start_ns = clock_mono_ns();
     char *path = writer.path;
-    snprintf(path, sizeof(writer.path), "%s/%d-%llu.lrt", writer.session_dir, (int)getpid(),
+    snprintf(path, sizeof(writer.path), "%s/%d-%llu.lrb", writer.session_dir, (int)getpid(),
              (unsigned long long)start_ns);
-    writer.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (writer.fd < 0) {
-        agent_warn("cannot create '%s': %s; tracing disabled", path, strerror(errno));
+    if (fork_child) {
+        ring_fork_child(path);
+    } else if (ring_pool_open(path) < 0) {
+        agent_warn("cannot reserve the event buffers (LANTERN_BUFFER_KB); tracing disabled");
         return -1;
     }
+    if (!ring_pool.path[0])
+        agent_warn("cannot make the buffer file '%s': events still buffered when the process "
+                   "ends without its exit hooks (_exit, a signal) are lost",
+                   path);
+    struct pool_header *h = ring_pool.header;
+    if (h) {
+        h->ticks_are_tsc = (uint32_t)clock_ticks_are_tsc;
+        h->first_ticks = writer.calibration.first_ticks;
+        h->first_ns = writer.calibration.first_ns;
+    }
+    path[strlen(path) - 1] = 't'; /* .lrb -> .lrt */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        agent_warn("cannot create '%s': %s; tracing disabled", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    writer.fd = writer_fd_high(fd);
+    writer.fd_dev = st.st_dev;
+    writer.fd_ino = st.st_ino;
+    writer.opened = 1;
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
     writer.write_failed = 0;
+    writer.file_bytes = 0;
     if (writer_write_all(header, sizeof(header)) < 0) {
         agent_warn("cannot write '%s': %s; tracing disabled", path, strerror(errno));
-        close(writer.fd);
-        writer.fd = -1;
+        writer_close();
         return -1;
     }
     writer.file_bytes = sizeof(header);
@@ -624,22 +811,14 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.chunk_buf = malloc(writer.chunk_cap);
     clock_calibration_start(&writer.calibration);
     ring_set_helper(writer_help);
-    if (!writer.chunk_buf || writer_open_file() < 0)
+    ring_set_block_hook(writer_start_wanted_thread);
+    if (!writer.chunk_buf || writer_open_file(0) < 0)
         goto fail;
-    if (ring_pool_init() < 0) {
-        agent_warn("cannot reserve the event buffers (LANTERN_BUFFER_KB); tracing disabled");
-        close(writer.fd); /* the file it just made holds nothing but its start: not kept */
-        writer.fd = -1;
-        unlink(writer.path);
-        goto fail;
-    }
     writer.open = 1;
     pthread_mutex_unlock(&writer.lock);
     return 0;
 fail:
-    if (writer.fd >= 0)
-        close(writer.fd);
-    writer.fd = -1;
+    writer_close();
     free(writer.chunk_buf);
     writer.chunk_buf = NULL;
     pthread_mutex_unlock(&writer.lock);
@@ -667,15 +846,12 @@ static void writer_put_end(int clean)
 static int writer_write_end_chunk(void)
 {
     size_t len = trace_chunk_finish(&writer.chunk);
-    if (writer_write_all(writer.chunk_buf, len) < 0) {
+    if (writer_write_chunk(len) < 0) {
         int err = errno;
-        if (ftruncate(writer.fd, (off_t)writer.file_bytes) < 0) {
-            /* nothing more to try: the reader stops at the partial chunk */
-        }
+        writer_truncate();
         errno = err;
         return -1;
     }
-    writer.file_bytes += len;
     return 0;
 }
 
@@ -695,11 +871,10 @@ static void writer_end(int clean)
         writer_write_end_chunk();
     }
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, clock_mono_ns());
-    if (ftruncate(writer.fd, (off_t)writer.file_bytes) < 0) {
-        /* the reserve past the end stays allocated: harmless */
-    }
-    close(writer.fd);
-    writer.fd = -1;
+    writer_truncate(); /* the reserve past the end goes */
+    if (ring_pool.header)
+        __atomic_store_n(&ring_pool.header->ended, 1, __ATOMIC_RELEASE);
+    writer_close();
     writer.open = 0;
 out:
     pthread_mutex_unlock(&writer.lock);
@@ -753,17 +928,19 @@ void writer_fork_child(void)
     __atomic_store_n(&writer_end_requested, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&writer_ended, 0, __ATOMIC_RELAXED);
     pthread_mutex_init(&writer.lock, NULL); /* held by the parent's thread at fork */
-    ring_fork_child();
     names_fork_child();
-    if (!writer.open)
+    if (!writer.open) {
+        ring_fork_child(NULL);
         return;
-    close(writer.fd);
-    writer.fd = -1;
+    }
+    writer_close(); /* the parent's */
     writer.open = 0;
     writer_strings_clear();
     clock_calibration_update(&writer.calibration);
-    if (writer_open_file() < 0)
+    if (writer_open_file(1) < 0) {
+        ring_disable();
         return;
+    }
     writer.open = 1;
-    writer_run();
+    __atomic_store_n(&writer_thread_wanted, 1, __ATOMIC_RELEASE);
 }

@@ -16,6 +16,10 @@
 
 struct trace_chunk_builder *writer_lock(void); /* takes the writer lock; NULL if inert */
 void writer_unlock(void);                      /* may write the chunk to the file */
+/* Writes the chunk before unlocking: for definitions the threads' events refer to (domains,
+ * categories, long strings), which must be in the file if the process ends without its exit
+ * hooks. */
+void writer_unlock_durable(void);
 /* Writes the chunk built so far and starts an empty one (lock held). 0 or -1. */
 int writer_flush_locked(void);
 /* Makes room for a record of up to `bytes` (lock held): flushes, grows the buffer if one
@@ -40,7 +44,8 @@ size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out);
 
 /* ---- for agent.c ---- */
 
-/* Opens <dir>/<pid>-<start_ns>.lrt and writes TRACE_PROCESS. 0 or -1. */
+/* Opens <dir>/<pid>-<start_ns>.lrt and its buffer file .lrb (the event pool) and writes
+ * TRACE_PROCESS. 0 or -1. */
 int writer_start(const char *session_dir, uint32_t agent_flags);
 /* Starts the thread that drains the threads' buffers: after the sources have written their
  * definitions (domains), so those precede every event that uses them. 0 or -1. */

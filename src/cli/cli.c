@@ -2,6 +2,8 @@
  * reason when it is not one, and running the importer with warnings and progress on stderr. */
 #include "cli/cli.h"
 #include "db/import.h"
+#include "trace/pool_file.h"
+#include "trace/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -150,6 +152,8 @@ int cli_import(const char *session_dir, const char *db_path, int force)
                                  .replace = force};
     sigset_t old;
     cli_hold_signals(&old);
+    /* first what the processes that are gone had buffered and not written (trace/pool_file.h) */
+    pool_salvage_session(session_dir, trace_process_alive);
     int rc = import_session(session_dir, db_path, &opt, NULL);
     if (progress.tty && progress.shown)
         fputc('\n', stderr);

@@ -69,6 +69,8 @@ struct import_file {
     void *source_ctx[IMPORT_SOURCES]; /* import_source.file_open's, once opened */
     uint64_t last_ts, end_ts, dropped_sum, dropped_total;
     int saw_end, clean, malformed;
+    int salvaged;           /* its end was appended from its buffer file (TRACE_PROCESS_END) */
+    uint64_t last_event_ns; /* the latest thread event */
     uint64_t cut_strings; /* TRACE_STRING records the agent cut to TRACE_STRING_MAX */
     char *warning;
     /* the thread event streams: the latest TRACE_CLOCK, each thread's running ticks */

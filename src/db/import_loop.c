@@ -56,6 +56,9 @@ static void import_thread_events(struct import_file *f, struct trace_fields *fl)
         if (event.bad)
             f->malformed++;
     }
+    uint64_t last = trace_clock_line_ns(&f->clock, *ticks);
+    if (last > f->last_event_ns)
+        f->last_event_ns = last;
     if (rc < 0)
         fl->bad = 1;
 }

@@ -234,8 +234,14 @@ static void on_process_end(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_process_end e;
     trace_get_process_end(fl, &e);
-    f->end_ts = e.end;
-    f->dropped_total = e.dropped_total;
+    if (e.salvaged) { /* after the agent's own end, if any: the process ends at its last event */
+        f->salvaged = 1;
+        f->end_ts = f->saw_end && f->end_ts > e.end ? f->end_ts : e.end;
+        f->dropped_total = f->dropped_total > e.dropped_total ? f->dropped_total : e.dropped_total;
+    } else {
+        f->end_ts = e.end;
+        f->dropped_total = e.dropped_total;
+    }
     f->clean = (int)e.clean;
     f->saw_end = 1;
     if (f->is_launcher) {
@@ -426,17 +432,22 @@ void import_process_finish(struct import_file *f)
     sqlite3_stmt *st =
         import_core_stmt(f, SLOT_PROCESS_END,
                     "UPDATE processes SET end_ns = ?, clean_exit = ?, dropped_events = ?, "
-                    "import_warning = ?, end_record = ? WHERE id = ?");
+                    "import_warning = ?, end_record = ?, salvaged = ? WHERE id = ?");
     if (!st)
         return;
     uint64_t end = f->saw_end ? f->end_ts : f->last_ts;
+    if (f->salvaged) {
+        end = end > f->last_ts ? end : f->last_ts;
+        end = end > f->last_event_ns ? end : f->last_event_ns;
+    }
     if (end)
         sqlite3_bind_int64(st, 1, (int64_t)end);
     sqlite3_bind_int(st, 2, f->saw_end && f->clean);
     sqlite3_bind_int64(st, 3, (int64_t)dropped);
     import_bind_text(st, 4, f->warning);
     sqlite3_bind_int(st, 5, f->saw_end);
-    sqlite3_bind_int64(st, 6, f->process_id);
+    sqlite3_bind_int(st, 6, f->salvaged);
+    sqlite3_bind_int64(st, 7, f->process_id);
     import_step(f, st, NULL);
 }
 

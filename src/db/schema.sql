@@ -21,8 +21,10 @@ CREATE TABLE processes(
   rank INTEGER, local_rank INTEGER,           -- from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, ...
   rank_variable TEXT,                         -- the variable the rank came from
   parent_id INTEGER REFERENCES processes(id),  -- the traced process that started this one
-  end_record INTEGER NOT NULL DEFAULT 1);     -- 0: no end in its raw file (killed before the
+  end_record INTEGER NOT NULL DEFAULT 1,      -- 0: no end in its raw file (killed before the
                                               -- agent wrote it, or running when imported)
+  salvaged INTEGER NOT NULL DEFAULT 0);       -- 1: events it had buffered when it ended were
+                                              -- appended from its buffer file afterwards
 
 CREATE TABLE threads(
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL REFERENCES processes(id),

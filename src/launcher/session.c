@@ -25,7 +25,7 @@ int launcher_remove_session(const char *dir)
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
         struct stat st;
-        if (len > 4 && !strcmp(e->d_name + len - 4, ".lrt") &&
+        if (len > 4 && (!strcmp(e->d_name + len - 4, ".lrt") || !strcmp(e->d_name + len - 4, ".lrb")) &&
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             unlinkat(fd, e->d_name, 0);
     }

@@ -11,6 +11,7 @@
 #include "launcher/launcher_internal.h"
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/process.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -65,34 +66,6 @@ static size_t read_small_file(const char *path, char *buf, size_t cap)
     fclose(f);
     buf[len] = '\0';
     return len;
-}
-
-/* Whether pid is the live process that created a file at start_ns (CLOCK_MONOTONIC):
- * /proc/<pid>/stat's state is not Z or X, and its start (clock ticks since boot, on the boot
- * clock) is no later than the file's, moved to the boot clock (a suspend moves them apart). */
-static int writer_alive(long pid, uint64_t start_ns)
-{
-    char path[64], stat[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    if (!read_small_file(path, stat, sizeof stat))
-        return 0;
-    char *close = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
-    char state = 0;
-    unsigned long long started = 0;
-    if (!close || sscanf(close + 1,
-                         " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-                         "%*d %llu",
-                         &state, &started) != 2)
-        return 0;
-    if (state == 'Z' || state == 'X')
-        return 0;
-    long hz = sysconf(_SC_CLK_TCK);
-    if (hz <= 0)
-        return 1;
-    uint64_t boot_offset = clock_ns(CLOCK_BOOTTIME) - clock_ns(CLOCK_MONOTONIC);
-    uint64_t started_ns = (uint64_t)(started * (1000000000.0 / (double)hz));
-    /* one tick of slack: a start time is rounded down to a tick */
-    return started_ns <= start_ns + boot_offset + 1000000000ull / (uint64_t)hz;
 }
 
 /* Whether /proc/<pid>/<file> has an entry (a line of maps: separator '\n'; a variable of
@@ -207,7 +180,7 @@ static size_t writer_set_poll(struct writer_set *set)
         struct writer_file *w = &set->v[i];
         if (w->done)
             continue;
-        if (!writer_alive(w->pid, w->start_ns) || !still_maps_agent(set, w)) {
+        if (!trace_process_alive(w->pid, w->start_ns) || !still_maps_agent(set, w)) {
             w->done = 1;
             continue;
         }
@@ -244,7 +217,7 @@ static size_t writer_set_unborn(struct writer_set *set)
         size_t i = 0;
         while (i < set->count && set->v[i].pid != pid)
             i++;
-        if (i < set->count || !writer_alive(pid, UINT64_MAX / 2) ||
+        if (i < set->count || !trace_process_alive(pid, UINT64_MAX / 2) ||
             !proc_file_has(pid, "environ", '\0', wanted, 1) || !maps_agent(set, pid))
             continue;
         if (set->unborn_count == set->unborn_cap) {

@@ -1,7 +1,10 @@
-/* TRACE_PROCESS for the calling process (process.h): the fields it reads about itself. */
+/* TRACE_PROCESS for the calling process (process.h): the fields it reads about itself; and
+ * whether another process that wrote a raw file still lives. */
 #include "trace/process.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,4 +34,44 @@ int trace_put_process_self(struct trace_chunk_builder *b, uint64_t start_ns, con
         .trace_list = trace_cstr(trace_list),
     };
     return trace_put_process(b, &r);
+}
+
+static uint64_t process_clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* /proc/<pid>/stat's state is not Z or X, and its start (clock ticks since boot, on the boot
+ * clock) is no later than the file's, moved to the boot clock (a suspend moves them apart). */
+int trace_process_alive(long pid, uint64_t start_ns)
+{
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t len = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (len <= 0)
+        return 0;
+    stat[len] = '\0';
+    char *close_paren = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
+    char state = 0;
+    unsigned long long started = 0;
+    if (!close_paren ||
+        sscanf(close_paren + 1,
+               " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &state, &started) != 2)
+        return 0;
+    if (state == 'Z' || state == 'X')
+        return 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        return 1;
+    uint64_t boot_offset = process_clock_ns(CLOCK_BOOTTIME) - process_clock_ns(CLOCK_MONOTONIC);
+    uint64_t started_ns = (uint64_t)(started * (1000000000.0 / (double)hz));
+    /* one tick of slack: a start time is rounded down to a tick */
+    return started_ns <= start_ns + boot_offset + 1000000000ull / (uint64_t)hz;
 }

@@ -16,4 +16,9 @@
 int trace_put_process_self(struct trace_chunk_builder *b, uint64_t start_ns, const char *cmdline,
                            size_t cmdline_len, uint32_t agent_flags, const char *trace_list);
 
+/* Whether pid is the live process that created a file at start_ns (CLOCK_MONOTONIC): it
+ * exists, is not a zombie, and started no later than the file (a later start is a reused
+ * pid). */
+int trace_process_alive(long pid, uint64_t start_ns);
+
 #endif

@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define RING_TEST_BLOCKS 8u
 
@@ -66,9 +68,12 @@ static void check(struct agent_thread *t, const uint8_t *p, size_t len, void *ct
     }
 }
 
+/* The consumer's side as the writer does it: the spans, then (the trace file holding them)
+ * the blocks go back. */
 static void consume_self(struct expect *e)
 {
     ring_consume(e->thread, check, e);
+    ring_durable();
 }
 
 static struct agent_thread *self(void)
@@ -155,6 +160,12 @@ static void drain(struct agent_thread *t, int exited, void *ctx)
     ring_consume(t, check, ctx);
 }
 
+static void drain_all(struct expect *e)
+{
+    ring_for_each_thread(drain, e);
+    ring_durable();
+}
+
 static void test_producer_and_consumer_threads_lose_nothing(void)
 {
     struct expect e = {0};
@@ -165,9 +176,9 @@ static void test_producer_and_consumer_threads_lose_nothing(void)
     struct expect mine = {self(), 0, 0, 0};
     consume_self(&mine); /* what earlier tests left */
     while (!__atomic_load_n(&spsc_done, __ATOMIC_ACQUIRE))
-        ring_for_each_thread(drain, &e);
+        drain_all(&e);
     pthread_join(producer, NULL);
-    ring_for_each_thread(drain, &e); /* the rest; the exited producer is freed */
+    drain_all(&e); /* the rest; the exited producer is freed */
     ASSERT_EQ(e.bad, 0);
     ASSERT_EQ(e.next_seq, SPSC_EVENTS);
     ASSERT_EQ(e.events, SPSC_EVENTS);
@@ -211,11 +222,12 @@ static void test_a_thousand_threads_come_and_go(void)
                                   (void *)(uintptr_t)(started + i)) == 0);
         /* together they want more blocks than the pool has: drain until they are done */
         while (__atomic_load_n(&churn_done, __ATOMIC_ACQUIRE) < started + CHURN_AT_ONCE)
-            ring_for_each_thread(drain, &e);
+            drain_all(&e);
         for (unsigned i = 0; i < CHURN_AT_ONCE; i++)
             pthread_join(threads[i], NULL);
+        drain_all(&e); /* their slots go back before the next ones start */
     }
-    ring_for_each_thread(drain, &e);
+    drain_all(&e);
     ASSERT_EQ(e.bad, 0);
     ASSERT_EQ(e.events, (uint64_t)CHURN_THREADS * CHURN_EVENTS);
     unsigned live = 0;
@@ -240,5 +252,15 @@ int main(int argc, char **argv)
     char kb[32];
     snprintf(kb, sizeof kb, "%u", RING_TEST_BLOCKS * RING_BLOCK_BYTES / 1024);
     setenv("LANTERN_BUFFER_KB", kb, 1);
-    return test_main(tests, argc, argv);
+    /* the pool in a buffer file, as in the agent */
+    char dir[] = "/tmp/lantern-test-ring-XXXXXX", path[64];
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(path, sizeof path, "%s/pool.lrb", dir);
+    if (ring_pool_open(path) < 0 || !ring_pool.path[0])
+        return 1;
+    int rc = test_main(tests, argc, argv);
+    unlink(path);
+    rmdir(dir);
+    return rc;
 }
