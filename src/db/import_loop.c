@@ -167,6 +167,11 @@ void import_file(struct import_session *s, const char *path, const char *name)
                 break;
         }
     }
+    import_lost(&f, IMPORT_LOST_DUPLICATE_CHUNKS, r.duplicate_chunks);
+    /* the launcher's file is written by several threads (the launcher's, each sampler's), which
+     * may write their chunks in another order than they numbered them: put right silently */
+    if (!f.is_launcher)
+        import_lost(&f, IMPORT_LOST_MISORDERED_CHUNKS, r.misordered_chunks);
     if (rc < 0) {
         import_process(&f);
         import_warn(&f, "%s: %s; %zu bytes lost", name, r.damage, r.bytes_lost);
