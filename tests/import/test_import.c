@@ -2,6 +2,7 @@
  * expected, dropped records leave unended ranges instead of mispaired ones, a truncated
  * file imports up to the damage with a warning, the launcher's file fills meta, and its GPU
  * metric records become their tables, damage skipped. */
+#include "common/session_losses.h"
 #include "db/import.h"
 #include "harness.h"
 #include "raw_writer.h"
@@ -372,6 +373,56 @@ static void nesting_200000_levels_deep_is_kept(void)
     deep_nesting_keeps_every_level(200000);
 }
 
+/* A chunk written twice and a chunk written before the one numbered below it: each chunk is
+ * imported once, in its numbers' order (no negative duration), each fault is said in a
+ * warning and counted in import_losses (the Lost events line); a chunk appended after the
+ * process's end (another process recovering its events) is imported like any other. */
+static void duplicated_misordered_and_appended_chunks(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/700-7.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 0);
+    raw_process(&w, 700, 0, "dup", 3, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 700, 0);
+    raw_string(&w, 1, "step");
+    raw_flush(&w, 0);
+    raw_chunk(&w, 100);
+    raw_push(&w, 1, 100, 0, 0, 1);
+    size_t first_len = trace_chunk_finish(&w.b);
+    uint8_t first[4096];
+    memcpy(first, w.buf, first_len); /* held back: written after the next chunk */
+    raw_chunk(&w, 200);
+    raw_pop(&w, 1, 200, 0, 0);
+    raw_push(&w, 1, 300, 0, 0, 1);
+    raw_pop(&w, 1, 400, 0, 0);
+    raw_flush(&w, 0);
+    fwrite(first, 1, first_len, w.file);
+    fwrite(w.buf, 1, w.b.len, w.file); /* the pop's chunk again */
+    raw_chunk(&w, 500);
+    RAW(&w, process_end, .end = 500, .clean = 1);
+    raw_flush(&w, 0);
+    raw_chunk(&w, 600); /* appended after the end */
+    raw_push(&w, 1, 600, 0, 0, 1);
+    raw_pop(&w, 1, 650, 0, 0);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 2);
+    ASSERT_STR_EQ(rows(db, "SELECT start_ns, end_ns FROM ranges ORDER BY start_ns"),
+                  "100|200;300|400;600|650");
+    ASSERT_STR_EQ(rows(db, "SELECT raw_file, count, reason FROM import_losses ORDER BY rowid"),
+                  "700-7.lrt|1|duplicated chunks skipped (each chunk is imported once);"
+                  "700-7.lrt|1|chunks out of order (imported in their sequence order)");
+    char *line = session_losses_line(db);
+    ASSERT_STR_EQ(line, "1 duplicated chunks skipped (each chunk is imported once) (pid 700 dup: 1); "
+                        "1 chunks out of order (imported in their sequence order) (pid 700 dup: 1)");
+    free(line);
+    sqlite3_close(db);
+}
+
 static void existing_database_is_not_overwritten(void)
 {
     fresh_session();
@@ -730,6 +781,7 @@ static const struct test_case tests[] = {
     {"range_ended_on_another_thread_before_its_start_in_the_file",
      range_ended_on_another_thread_before_its_start_in_the_file},
     {"nesting_10000_levels_deep_is_kept", nesting_10000_levels_deep_is_kept},
+    {"duplicated_misordered_and_appended_chunks", duplicated_misordered_and_appended_chunks},
     {"nesting_200000_levels_deep_is_kept", nesting_200000_levels_deep_is_kept},
     {"gpu_metric_samples_columns_are_gpu_metrics_def_rows",
      gpu_metric_samples_columns_are_gpu_metrics_def_rows},
