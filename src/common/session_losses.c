@@ -153,8 +153,8 @@ static char *import_losses_of(sqlite3 *db, int64_t process_id, char *text)
                            -1, &st, NULL) != SQLITE_OK)
         return text;
     sqlite3_bind_int64(st, 1, process_id);
-    const char *losses = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
-                                                        : NULL;
+    const char *losses =
+        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
     char *joined = NULL;
     if (losses && asprintf(&joined, "%s%s%s", text ? text : "", text ? "; " : "", losses) >= 0) {
         free(text);
