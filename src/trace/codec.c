@@ -441,7 +441,8 @@ static int reader_scan(struct trace_reader *r)
         r->chunks[r->nchunks++] = (struct trace_chunk_ref){pos, seq, r->chunk_index};
         pos += header_size + body_len;
     }
-    qsort(r->chunks, r->nchunks, sizeof *r->chunks, by_seq_then_offset);
+    if (r->nchunks) /* chunks is NULL without any: qsort(NULL) is undefined */
+        qsort(r->chunks, r->nchunks, sizeof *r->chunks, by_seq_then_offset);
     size_t kept = 0;
     uint64_t latest_index = 0;
     for (size_t i = 0; i < r->nchunks; i++) {
