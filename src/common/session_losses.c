@@ -89,6 +89,29 @@ static void put_unfinished(sqlite3 *db, FILE *out, int64_t unfinished)
     sqlite3_finalize(st);
 }
 
+/* The importer's losses (import_losses; absent from databases made before it), by reason:
+ * "3 duplicated chunks skipped (...) (pid 1234 train.py: 3)". Returns whether there were any. */
+static int put_import_losses(sqlite3 *db, FILE *out, int after)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT il.reason, sum(il.count), group_concat(CASE WHEN p.id IS NULL"
+                           " THEN il.raw_file ELSE 'pid ' || p.pid || " LOSSES_LABEL " END"
+                           " || ': ' || il.count, ', ') FROM import_losses il"
+                           " LEFT JOIN processes p ON p.id = il.process_id"
+                           " LEFT JOIN process_labels l ON l.id = p.id"
+                           " GROUP BY il.reason ORDER BY min(il.rowid)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    int n = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; n++)
+        fprintf(out, "%s%lld %s (%s)", after || n ? "; " : "",
+                (long long)sqlite3_column_int64(st, 1), (const char *)sqlite3_column_text(st, 0),
+                (const char *)sqlite3_column_text(st, 2));
+    sqlite3_finalize(st);
+    return n > 0;
+}
+
 int64_t session_losses_unfinished(sqlite3 *db)
 {
     return sql_query_int(db, "SELECT count(*) FROM processes WHERE end_record = 0", 0);
@@ -110,12 +133,34 @@ char *session_losses_line(sqlite3 *db)
             fputs("; ", out);
         put_unfinished(db, out, unfinished);
     }
-    if (!dropped && !unfinished)
+    int imported = put_import_losses(db, out, dropped || unfinished);
+    if (!dropped && !unfinished && !imported)
         fputs("none", out);
     if (fclose(out) != 0) {
         free(text);
         return NULL;
     }
+    return text;
+}
+
+/* text (malloc'd or NULL) with the process's import_losses after it, "; " between. */
+static char *import_losses_of(sqlite3 *db, int64_t process_id, char *text)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT group_concat(count || ' ' || reason, '; ') FROM import_losses"
+                           " WHERE process_id = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return text;
+    sqlite3_bind_int64(st, 1, process_id);
+    const char *losses =
+        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    char *joined = NULL;
+    if (losses && asprintf(&joined, "%s%s%s", text ? text : "", text ? "; " : "", losses) >= 0) {
+        free(text);
+        text = joined;
+    }
+    sqlite3_finalize(st);
     return text;
 }
 
@@ -142,5 +187,5 @@ char *session_losses_process(sqlite3 *db, int64_t process_id)
             text = NULL;
     }
     sqlite3_finalize(st);
-    return text;
+    return import_losses_of(db, process_id, text);
 }

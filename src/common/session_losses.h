@@ -3,7 +3,8 @@
  * a failed write: processes.dropped_events and threads.dropped_events) and the processes whose
  * raw file has no end (processes.end_record = 0: killed before the agent could write it, or
  * still running when imported), whose events after their last write are missing, in a number
- * no one can know. docs/schema.md describes the columns. */
+ * no one can know; and what the importer skipped or had to put right (import_losses:
+ * malformed records, duplicated or misordered chunks). docs/schema.md describes the columns. */
 #ifndef LANTERN_COMMON_SESSION_LOSSES_H
 #define LANTERN_COMMON_SESSION_LOSSES_H
 
@@ -21,7 +22,8 @@ char *session_losses_line(sqlite3 *db);
 int64_t session_losses_unfinished(sqlite3 *db);
 
 /* One process's losses, for its track in an export (malloc'd; NULL when it lost nothing):
- * "12 events dropped; did not end (...): events after the last write missing: unknown". */
+ * "12 events dropped; did not end (...): events after the last write missing: unknown", then
+ * its import_losses ("; 2 duplicated chunks skipped (...)"). */
 char *session_losses_process(sqlite3 *db, int64_t process_id);
 
 #endif

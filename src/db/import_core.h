@@ -68,9 +68,10 @@ struct import_file {
     struct u64_map thread_by_tid;
     void *source_ctx[IMPORT_SOURCES]; /* import_source.file_open's, once opened */
     uint64_t last_ts, end_ts, dropped_sum, dropped_total;
-    int saw_end, clean, malformed;
+    int saw_end, clean;
     int salvaged;           /* its end was appended from its buffer file (TRACE_PROCESS_END) */
     uint64_t last_event_ns; /* the latest thread event */
+    uint64_t lost[IMPORT_LOSS_KINDS]; /* import_lost's counts */
     uint64_t cut_strings; /* TRACE_STRING records the agent cut to TRACE_STRING_MAX */
     char *warning;
     /* the thread event streams: the latest TRACE_CLOCK, each thread's running ticks */
@@ -80,15 +81,21 @@ struct import_file {
 
 /* ---- import_file.c ------------------------------------------------------------------------ */
 
+/* The core's statement slot for import_losses rows (import_processes.c numbers its slots from
+ * 0, far below it). */
+#define IMPORT_CORE_SLOT_LOSS (IMPORT_SLOTS - 1)
 /* import_stmt for the core's own statements (bank 0), whichever source is being called. */
 sqlite3_stmt *import_core_stmt(struct import_file *f, int slot, const char *sql);
+/* End of the file: one warning and one import_losses row per kind of loss counted (before
+ * import_process_finish, which stores the warnings). */
+void import_losses_finish(struct import_file *f);
 
 /* ---- import_processes.c: the core's own records (types below the sources' ranges) -------- */
 
 /* One record of the core's types (process, threads, strings, drops, ...); a type no one knows
  * is counted in summary.skipped. */
 void import_core_record(struct import_file *f, unsigned type, struct trace_fields *fields);
-/* End of the file: the process row's end, exit, drops and warning. */
+/* End of the file: the process row's end, exit, drops and warning, and its import_losses. */
 void import_process_finish(struct import_file *f);
 /* Frees the session's interned strings. */
 void import_strings_release(struct import_session *s);

@@ -20,9 +20,39 @@ struct import_summary *import_summary_of(struct import_file *f)
     return &f->s->summary;
 }
 
+void import_lost(struct import_file *f, enum import_loss kind, uint64_t n)
+{
+    f->lost[kind] += n;
+}
+
+static const char *const loss_what[IMPORT_LOSS_KINDS] = {
+#define LOSS(ID, what) what,
+    IMPORT_LOSSES(LOSS)
+#undef LOSS
+};
+
+void import_losses_finish(struct import_file *f)
+{
+    for (int k = 0; k < IMPORT_LOSS_KINDS; k++) {
+        if (!f->lost[k])
+            continue;
+        import_warn(f, "%s: %llu %s", f->name, (unsigned long long)f->lost[k], loss_what[k]);
+        sqlite3_stmt *st = import_core_stmt(
+            f, IMPORT_CORE_SLOT_LOSS,
+            "INSERT INTO import_losses(process_id, raw_file, count, reason) VALUES(?, ?, ?, ?)");
+        if (!st)
+            return;
+        import_bind_nonzero(st, 1, f->process_id);
+        import_bind_text(st, 2, f->name);
+        sqlite3_bind_int64(st, 3, (int64_t)f->lost[k]);
+        import_bind_text(st, 4, loss_what[k]);
+        import_step(f, st, NULL);
+    }
+}
+
 void import_malformed(struct import_file *f)
 {
-    f->malformed++;
+    import_lost(f, IMPORT_LOST_MALFORMED, 1);
 }
 
 void import_warn(struct import_file *f, const char *fmt, ...)

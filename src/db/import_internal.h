@@ -60,7 +60,23 @@ sqlite3 *import_db(struct import_file *f);
 const char *import_file_name(struct import_file *f);
 /* The session's counters (a source adds its rows: ranges, marks). */
 struct import_summary *import_summary_of(struct import_file *f);
-/* Counts one malformed record of this file (said in one warning at the end of the file). */
+/* What the importer could not import or had to set right, by reason: at the end of the file
+ * each reason counted becomes one warning ("<file>: <count> <what>") and one row of
+ * import_losses, which the reports' "Lost events:" line shows (common/session_losses.c). */
+#define IMPORT_LOSSES(X)                                                                           \
+    X(MALFORMED, "malformed records skipped")                                                      \
+    X(MEMORY, "events skipped: the importer ran out of memory")                                    \
+    X(DUPLICATE_CHUNKS, "duplicated chunks skipped (each chunk is imported once)")                 \
+    X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")
+enum import_loss {
+#define LOSS(ID, what) IMPORT_LOST_##ID,
+    IMPORT_LOSSES(LOSS)
+#undef LOSS
+        IMPORT_LOSS_KINDS
+};
+/* Counts n of this file's losses of one kind. */
+void import_lost(struct import_file *f, enum import_loss kind, uint64_t n);
+/* Counts one malformed record of this file: import_lost(f, IMPORT_LOST_MALFORMED, 1). */
 void import_malformed(struct import_file *f);
 /* Records a warning about this file: stored in processes.import_warning, passed to
  * import_options.warn, counted in meta.import_warnings. */

@@ -54,7 +54,7 @@ static void import_thread_events(struct import_file *f, struct trace_fields *fl)
     while ((rc = trace_events_next(&reader, &type, &event)) == 1) {
         import_record(f, type, &event);
         if (event.bad)
-            f->malformed++;
+            import_malformed(f);
     }
     uint64_t last = trace_clock_line_ns(&f->clock, *ticks);
     if (last > f->last_event_ns)
@@ -161,7 +161,7 @@ void import_file(struct import_session *s, const char *path, const char *name)
     while (!s->cancelled && (rc = trace_reader_next(&r, &type, &fl)) == 1) {
         import_record(&f, type, &fl);
         if (fl.bad)
-            f.malformed++;
+            import_malformed(&f);
         if (r.prev_ts > f.last_ts)
             f.last_ts = r.prev_ts;
         if (++s->summary.records % PROGRESS_EVERY == 0) {
@@ -170,12 +170,15 @@ void import_file(struct import_session *s, const char *path, const char *name)
                 break;
         }
     }
+    import_lost(&f, IMPORT_LOST_DUPLICATE_CHUNKS, r.duplicate_chunks);
+    /* the launcher's file is written by several threads (the launcher's, each sampler's), which
+     * may write their chunks in another order than they numbered them: put right silently */
+    if (!f.is_launcher)
+        import_lost(&f, IMPORT_LOST_MISORDERED_CHUNKS, r.misordered_chunks);
     if (rc < 0) {
         import_process(&f);
         import_warn(&f, "%s: %s; %zu bytes lost", name, r.damage, r.bytes_lost);
     }
-    if (f.malformed)
-        import_warn(&f, "%s: %d malformed records skipped", name, f.malformed);
     if (f.cut_strings) {
         s->truncated_strings += f.cut_strings;
         import_warn(&f, "%s: %llu names longer than %u bytes were cut (they end with \"%s\")", name,
@@ -184,6 +187,7 @@ void import_file(struct import_session *s, const char *path, const char *name)
 done:
     trace_reader_close(&r);
     close_sources(&f);
+    import_losses_finish(&f);
     import_process_finish(&f);
     s->summary.files++;
     s->bytes_done += r.size;

@@ -13,9 +13,6 @@
 #include <errno.h>
 #include <stdio.h>
 
-/* A corrupt depth must not make the importer allocate gigabytes. */
-#define MAX_DEPTH 4096u
-
 enum {
     SLOT_DOMAIN,
     SLOT_CATEGORY,
@@ -46,10 +43,13 @@ struct finished_range {
 #define RANGE_BATCH 64
 _Static_assert(RANGE_BATCH <= 256, "flush_ranges orders a batch with uint8_t indexes");
 
-/* The open push/pop ranges of one (thread, domain), indexed by depth. */
+/* The open push/pop ranges of one (thread, domain), outermost first, in increasing depth.
+ * Only the levels whose push arrived are held (a dropped push leaves a gap in the depths), so
+ * memory follows the ranges actually open, never a depth number: any nesting is kept, and a
+ * corrupt depth cannot make the importer allocate gigabytes. */
 struct range_stack {
     struct open_range *levels;
-    uint32_t cap, top; /* top: one past the deepest level that may be occupied */
+    size_t cap, count;
 };
 
 /* Across the session: domains are merged by name, range ids count across files. */
@@ -68,8 +68,12 @@ struct nvtx_file {
     size_t nstacks, stacks_cap;
     uint64_t last_stack_key;
     struct range_stack *last_stack;
-    struct u64_map open_starts; /* range_id + 1 -> index in starts + 1 */
-    struct open_range *starts;
+    /* start/end ranges by the program's range id (range_id + 1 -> index in starts + 1): a START
+     * waiting for its END, or an END that came first (finished_range.end_thread_id set): the
+     * agent's writer drains thread after thread, so another thread's END of a range can precede
+     * its START in the file; range.thread_id is 0 until the START came */
+    struct u64_map open_starts;
+    struct finished_range *starts;
     size_t nstarts, starts_cap, free_start; /* free_start: head of the free list + 1 */
     struct finished_range finished[RANGE_BATCH];
     int nfinished;
@@ -302,55 +306,51 @@ static struct range_stack *stack_for(struct nvtx_file *f, uint64_t thread_idx, u
     return f->last_stack;
 }
 
-/* Levels from `from` up whose pops were lost (dropped records): they never ended. */
-static void stack_abandon_from(struct nvtx_file *f, struct range_stack *stack, uint32_t from)
+/* Levels at depth >= `from` whose pops were lost (dropped records): they never ended. */
+static void stack_abandon_from(struct nvtx_file *f, struct range_stack *stack, uint64_t from)
 {
-    for (uint32_t d = from; d < stack->top; d++) {
-        if (stack->levels[d].id)
-            insert_range(f, &stack->levels[d], IMPORT_RANGE_PUSH_POP, 0, 0);
-        stack->levels[d].id = 0;
-    }
-    if (stack->top > from)
-        stack->top = from;
+    while (stack->count && stack->levels[stack->count - 1].depth >= from)
+        insert_range(f, &stack->levels[--stack->count], IMPORT_RANGE_PUSH_POP, 0, 0);
 }
 
-static int stack_reserve(struct range_stack *stack, uint32_t depth)
+static struct open_range *stack_push(struct range_stack *stack)
 {
-    if (depth < stack->cap)
-        return 0;
-    uint32_t cap = stack->cap ? stack->cap : 16;
-    while (cap <= depth)
-        cap *= 2;
-    struct open_range *levels = realloc(stack->levels, cap * sizeof *levels);
-    if (!levels)
-        return -ENOMEM;
-    memset(levels + stack->cap, 0, (cap - stack->cap) * sizeof *levels);
-    stack->levels = levels;
-    stack->cap = cap;
-    return 0;
+    if (stack->count == stack->cap) {
+        size_t cap = stack->cap ? stack->cap * 2 : 16;
+        struct open_range *levels = realloc(stack->levels, cap * sizeof *levels);
+        if (!levels)
+            return NULL;
+        stack->levels = levels;
+        stack->cap = cap;
+    }
+    return &stack->levels[stack->count++];
 }
 
 static void on_push(struct nvtx_file *f, struct trace_fields *fl)
 {
     struct trace_push p;
     trace_get_push(fl, &p);
-    uint64_t depth = p.depth;
     struct range_stack *stack = stack_for(f, p.thread_idx, p.domain);
-    if (!stack || depth >= MAX_DEPTH || stack_reserve(stack, (uint32_t)depth) < 0) {
+    if (!stack || p.depth > UINT32_MAX) { /* the agent's depths are 32-bit */
         import_malformed(f->file);
         return;
     }
-    stack_abandon_from(f, stack, (uint32_t)depth);
-    struct open_range *r = &stack->levels[depth];
+    stack_abandon_from(f, stack, p.depth);
+    const struct open_range *outer = stack->count ? &stack->levels[stack->count - 1] : NULL;
+    int64_t parent_id = outer && outer->depth + 1 == p.depth ? outer->id : 0;
+    struct open_range *r = stack_push(stack);
+    if (!r) {
+        import_lost(f->file, IMPORT_LOST_MEMORY, 1);
+        return;
+    }
     SET_EVENT(f, r, p);
     r->id = ++f->session->next_range_id;
-    r->parent_id = depth && stack->levels[depth - 1].id ? stack->levels[depth - 1].id : 0;
+    r->parent_id = parent_id;
     r->domain_id = domain_of(f, p.domain);
     r->thread_id = import_thread(f->file, p.thread_idx);
     r->start_ns = p.ts;
-    r->depth = (uint32_t)depth;
+    r->depth = (uint32_t)p.depth;
     r->file_domain = (uint32_t)p.domain;
-    stack->top = (uint32_t)depth + 1;
     nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, r->id, 0);
 }
 
@@ -358,26 +358,58 @@ static void on_pop(struct nvtx_file *f, struct trace_fields *fl)
 {
     struct trace_pop p;
     trace_get_pop(fl, &p);
-    uint64_t depth = p.depth;
     struct range_stack *stack = stack_for(f, p.thread_idx, p.domain);
-    if (!stack || depth >= MAX_DEPTH) {
-        import_malformed(f->file);
+    if (!stack) {
+        import_lost(f->file, IMPORT_LOST_MEMORY, 1);
         return;
     }
-    stack_abandon_from(f, stack, (uint32_t)depth + 1);
-    if (depth < stack->top && stack->levels[depth].id) { /* else its push was dropped */
-        nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, stack->levels[depth].id, 0);
-        insert_range(f, &stack->levels[depth], IMPORT_RANGE_PUSH_POP,
-                     stack->levels[depth].thread_id, p.ts);
-        stack->levels[depth].id = 0;
-    }
-    if (stack->top > depth)
-        stack->top = (uint32_t)depth;
+    stack_abandon_from(f, stack, p.depth + 1);
+    struct open_range *top = stack->count ? &stack->levels[stack->count - 1] : NULL;
+    if (!top || top->depth != p.depth)
+        return; /* its push was dropped */
+    nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, top->id, 0);
+    insert_range(f, top, IMPORT_RANGE_PUSH_POP, top->thread_id, p.ts);
+    stack->count--;
 }
 
-static void free_start_slot(struct nvtx_file *f, size_t i)
+/* A slot of `starts` for the range id (created empty if new), or NULL without memory. */
+static struct finished_range *start_slot(struct nvtx_file *f, uint64_t range_id)
 {
-    f->starts[i].depth = (uint32_t)f->free_start; /* a free slot holds the next free index + 1 */
+    uint64_t *known = u64_map_find(&f->open_starts, range_id + 1);
+    if (known)
+        return &f->starts[*known - 1];
+    if (f->nstarts == f->starts_cap && !f->free_start) {
+        size_t cap = f->starts_cap ? f->starts_cap * 2 : 64;
+        struct finished_range *starts = realloc(f->starts, cap * sizeof *starts);
+        if (!starts)
+            return NULL;
+        f->starts = starts;
+        f->starts_cap = cap;
+    }
+    size_t slot;
+    if (f->free_start) {
+        slot = f->free_start - 1;
+        f->free_start = f->starts[slot].range.depth;
+    } else {
+        slot = f->nstarts++;
+    }
+    if (u64_map_put(&f->open_starts, range_id + 1, slot + 1) < 0) {
+        f->starts[slot].range.depth = (uint32_t)f->free_start;
+        f->free_start = slot + 1;
+        return NULL;
+    }
+    memset(&f->starts[slot], 0, sizeof f->starts[slot]);
+    f->starts[slot].style = IMPORT_RANGE_START_END;
+    return &f->starts[slot];
+}
+
+/* Writes the range of a slot and frees the slot (a free slot holds the next free index + 1). */
+static void start_finish(struct nvtx_file *f, uint64_t range_id, struct finished_range *row)
+{
+    insert_range(f, &row->range, IMPORT_RANGE_START_END, row->end_thread_id, row->end_ns);
+    size_t i = (size_t)(row - f->starts);
+    u64_map_remove(&f->open_starts, range_id + 1);
+    f->starts[i].range.depth = (uint32_t)f->free_start;
     f->free_start = i + 1;
 }
 
@@ -385,53 +417,51 @@ static void on_start(struct nvtx_file *f, struct trace_fields *fl)
 {
     struct trace_start p;
     trace_get_start(fl, &p);
-    uint64_t range_id = p.range_id;
-    uint64_t *prev = u64_map_find(&f->open_starts, range_id + 1);
-    if (prev) { /* the id was reused before its end arrived: the earlier range never ended */
-        insert_range(f, &f->starts[*prev - 1], IMPORT_RANGE_START_END, 0, 0);
-        free_start_slot(f, *prev - 1);
-        u64_map_remove(&f->open_starts, range_id + 1);
+    struct finished_range *row = start_slot(f, p.range_id);
+    if (row && row->range.thread_id && !row->end_thread_id) {
+        /* the id was reused before its end arrived: the earlier range never ended */
+        start_finish(f, p.range_id, row);
+        row = start_slot(f, p.range_id);
     }
-    if (f->nstarts == f->starts_cap && !f->free_start) {
-        size_t cap = f->starts_cap ? f->starts_cap * 2 : 64;
-        struct open_range *starts = realloc(f->starts, cap * sizeof *starts);
-        if (!starts)
-            return;
-        f->starts = starts;
-        f->starts_cap = cap;
+    if (!row) {
+        import_lost(f->file, IMPORT_LOST_MEMORY, 1);
+        return;
     }
-    size_t slot;
-    if (f->free_start) {
-        slot = f->free_start - 1;
-        f->free_start = f->starts[slot].depth;
-    } else {
-        slot = f->nstarts++;
-    }
-    struct open_range *r = &f->starts[slot];
-    memset(r, 0, sizeof *r);
+    struct open_range *r = &row->range;
     SET_EVENT(f, r, p);
-    r->id = ++f->session->next_range_id;
+    if (!r->id) /* an END that came first gave it its id already */
+        r->id = ++f->session->next_range_id;
     r->domain_id = domain_of(f, p.domain);
     r->thread_id = import_thread(f->file, p.thread_idx);
     r->start_ns = p.ts;
     r->file_domain = (uint32_t)p.domain;
-    u64_map_put(&f->open_starts, range_id + 1, slot + 1);
     nvtx_payloads_owner(f->payloads, p.thread_idx, p.domain, r->id, 0);
+    if (row->end_thread_id)
+        start_finish(f, p.range_id, row);
 }
 
+/* An END whose START is still to come (another thread's buffer, drained later) waits in its
+ * slot with its range's id, so its payloads are owned at once (decoded with the default
+ * domain's schemas: the domain comes with the START). An END whose START never comes (it was
+ * dropped, or it was started in the parent before a fork) writes nothing. */
 static void on_end(struct nvtx_file *f, struct trace_fields *fl)
 {
     struct trace_end e;
     trace_get_end(fl, &e);
-    uint64_t *slot = u64_map_find(&f->open_starts, e.range_id + 1);
-    if (!slot)
-        return; /* its start was dropped */
-    size_t i = *slot - 1;
-    nvtx_payloads_owner(f->payloads, e.thread_idx, f->starts[i].file_domain, f->starts[i].id, 0);
-    insert_range(f, &f->starts[i], IMPORT_RANGE_START_END, import_thread(f->file, e.thread_idx),
-                 e.ts);
-    u64_map_remove(&f->open_starts, e.range_id + 1);
-    free_start_slot(f, i);
+    struct finished_range *row = start_slot(f, e.range_id);
+    if (!row) {
+        import_lost(f->file, IMPORT_LOST_MEMORY, 1);
+        return;
+    }
+    if (row->end_thread_id)
+        return; /* a second END of the id: its START is still to come for the first */
+    if (!row->range.id)
+        row->range.id = ++f->session->next_range_id;
+    row->end_thread_id = import_thread(f->file, e.thread_idx);
+    row->end_ns = e.ts;
+    nvtx_payloads_owner(f->payloads, e.thread_idx, row->range.file_domain, row->range.id, 0);
+    if (row->range.thread_id) /* its START came first */
+        start_finish(f, e.range_id, row);
 }
 
 static void on_mark(struct nvtx_file *f, struct trace_fields *fl)
@@ -464,17 +494,22 @@ static void on_mark(struct nvtx_file *f, struct trace_fields *fl)
 
 
 
-/* Ranges still open at the end of the file never ended (exit inside a range, or a kill). */
+/* Ranges still open at the end of the file never ended (exit inside a range, or a kill);
+ * ENDs whose START never came are dropped. */
 static void close_open_ranges(struct nvtx_file *f)
 {
     for (size_t i = 0; i < f->nstacks; i++) {
         stack_abandon_from(f, &f->stacks[i], 0);
         free(f->stacks[i].levels);
     }
-    for (size_t i = 0; i < f->open_starts.cap; i++)
-        if (f->open_starts.keys[i])
-            insert_range(f, &f->starts[f->open_starts.values[i] - 1], IMPORT_RANGE_START_END, 0,
-                         0);
+    for (size_t i = 0; i < f->open_starts.cap; i++) {
+        struct finished_range *row;
+        if (!f->open_starts.keys[i])
+            continue;
+        row = &f->starts[f->open_starts.values[i] - 1];
+        if (!row->end_thread_id)
+            insert_range(f, &row->range, IMPORT_RANGE_START_END, 0, 0);
+    }
     flush_ranges(f);
 }
 

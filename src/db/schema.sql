@@ -26,6 +26,13 @@ CREATE TABLE processes(
   salvaged INTEGER NOT NULL DEFAULT 0);       -- 1: events it had buffered when it ended were
                                               -- appended from its buffer file afterwards
 
+-- What the importer could not import (or had to set right) in a raw file, one row per file
+-- and reason: malformed records, duplicated or misordered chunks. Reports show them in their
+-- "Lost events" line.
+CREATE TABLE import_losses(
+  process_id INTEGER REFERENCES processes(id),  -- NULL: the launcher's own file
+  raw_file TEXT NOT NULL, count INTEGER NOT NULL, reason TEXT NOT NULL);
+
 CREATE TABLE threads(
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL REFERENCES processes(id),
   tid INTEGER NOT NULL, name_id INTEGER REFERENCES strings(id), start_ns INTEGER,

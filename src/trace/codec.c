@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -102,25 +103,39 @@ void trace_chunk_begin(struct trace_chunk_builder *b, uint8_t *buf, size_t cap, 
     b->records = 0;
     b->base_ts = base_ts;
     b->prev_ts = base_ts;
+    b->seq = 0;
     b->overflow = 0;
 }
 
-/* The chunk CRC of format version 2: body_len, record_count and base_ts, then the body. */
-static uint32_t chunk_crc(const uint8_t *chunk, uint32_t body_len)
+/* The chunk header's size in a file of this version: seq came with version 5. */
+static size_t chunk_header_size(uint32_t version)
+{
+    return version >= 5 ? TRACE_CHUNK_HEADER_SIZE : TRACE_CHUNK_HEADER_SIZE_V4;
+}
+
+/* The chunk CRC of format version 2 on: the header after the crc (body_len, then
+ * record_count, base_ts and from version 5 seq), then the body. */
+static uint32_t chunk_crc(const uint8_t *chunk, size_t header_size, uint32_t body_len)
 {
     uint32_t crc = trace_crc32c(0, chunk + 4, 4);
-    crc = trace_crc32c(crc, chunk + 12, 12);
-    return trace_crc32c(crc, chunk + TRACE_CHUNK_HEADER_SIZE, body_len);
+    crc = trace_crc32c(crc, chunk + 12, header_size - 12);
+    return trace_crc32c(crc, chunk + header_size, body_len);
 }
+
+/* The process's last chunk number (codec.h: numbered in the order chunks are finished). */
+static uint64_t chunk_seq_last;
 
 size_t trace_chunk_finish(struct trace_chunk_builder *b)
 {
     uint32_t body_len = (uint32_t)(b->len - TRACE_CHUNK_HEADER_SIZE);
+    if (!b->seq)
+        b->seq = __atomic_add_fetch(&chunk_seq_last, 1, __ATOMIC_RELAXED);
     put_le32(b->buf, TRACE_CHUNK_MAGIC);
     put_le32(b->buf + 4, body_len);
     put_le32(b->buf + 12, b->records);
     put_le64(b->buf + 16, b->base_ts);
-    put_le32(b->buf + 8, chunk_crc(b->buf, body_len));
+    put_le64(b->buf + 24, b->seq);
+    put_le32(b->buf + 8, chunk_crc(b->buf, TRACE_CHUNK_HEADER_SIZE, body_len));
     return b->len;
 }
 
@@ -341,8 +356,44 @@ void trace_reader_close(struct trace_reader *r)
         munmap(r->map, r->size);
     if (r->fd >= 0)
         close(r->fd);
+    free(r->chunks);
+    r->chunks = NULL;
     r->map = NULL;
     r->fd = -1;
+}
+
+/* A whole chunk of the file, as the first scan found it. */
+struct trace_chunk_ref {
+    size_t offset;
+    uint64_t seq;   /* version 5: the header's; older files: the chunk's index */
+    uint64_t index; /* its place in the file, 0.. */
+};
+
+/* Whether the chunk at `start` is whole and valid: NULL and its body length, or what is
+ * wrong with it. */
+static const char *chunk_check(const uint8_t *data, size_t size, size_t start, uint32_t version,
+                               uint32_t *body_len)
+{
+    size_t header_size = chunk_header_size(version), left = size - start;
+    if (left < header_size)
+        return "truncated chunk header";
+    const uint8_t *h = data + start;
+    if (get_le32(h) != TRACE_CHUNK_MAGIC)
+        return "bad chunk magic";
+    *body_len = get_le32(h + 4);
+    if (*body_len > TRACE_CHUNK_MAX_BODY)
+        return "chunk length out of range";
+    if (*body_len > left - header_size)
+        return "truncated chunk (the writer was stopped mid-write, or its disk was full)";
+    uint32_t crc = version == 1 ? trace_crc32c(0, h + header_size, *body_len)
+                                : chunk_crc(h, header_size, *body_len);
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION /* fuzzing: reach the decoders past the CRC */
+    if (crc != get_le32(h + 8))
+        return "checksum mismatch (corrupt chunk)";
+#else
+    (void)crc;
+#endif
+    return NULL;
 }
 
 static int reader_fail(struct trace_reader *r, size_t chunk_start, const char *why)
@@ -350,51 +401,86 @@ static int reader_fail(struct trace_reader *r, size_t chunk_start, const char *w
     snprintf(r->damage, sizeof r->damage, "chunk %llu at offset %zu: %s",
              (unsigned long long)r->chunk_index, chunk_start, why);
     r->bytes_lost = r->size - chunk_start;
-    r->rec = r->rec_end = NULL;
-    r->pos = r->size;
     return -1;
 }
 
-static int reader_load_chunk(struct trace_reader *r)
+static int by_seq_then_offset(const void *pa, const void *pb)
 {
-    size_t start = r->pos;
-    size_t left = r->size - start;
-    if (left < TRACE_CHUNK_HEADER_SIZE)
-        return reader_fail(r, start, "truncated chunk header");
-    const uint8_t *h = r->data + start;
-    if (get_le32(h) != TRACE_CHUNK_MAGIC)
-        return reader_fail(r, start, "bad chunk magic");
-    uint32_t body_len = get_le32(h + 4);
-    if (body_len > TRACE_CHUNK_MAX_BODY)
-        return reader_fail(r, start, "chunk length out of range");
-    if (body_len > left - TRACE_CHUNK_HEADER_SIZE)
-        return reader_fail(
-            r, start, "truncated chunk (the writer was stopped mid-write, or its disk was full)");
-    const uint8_t *body = h + TRACE_CHUNK_HEADER_SIZE;
-    uint32_t crc = r->version == 1 ? trace_crc32c(0, body, body_len) : chunk_crc(h, body_len);
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION /* fuzzing: reach the decoders past the CRC */
-    if (crc != get_le32(h + 8))
-        return reader_fail(r, start, "checksum mismatch (corrupt chunk)");
-#else
-    (void)crc;
-#endif
-    r->rec = body;
-    r->rec_end = body + body_len;
-    r->prev_ts = get_le64(h + 16);
-    r->pos = start + TRACE_CHUNK_HEADER_SIZE + body_len;
+    const struct trace_chunk_ref *a = pa, *b = pb;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* The first read: the whole chunks up to the first damage, in seq order, each seq once (the
+ * first copy in the file); counts the duplicates and the chunks that lie before a chunk
+ * numbered lower. */
+static int reader_scan(struct trace_reader *r)
+{
+    size_t cap = 0, header_size = chunk_header_size(r->version);
+    r->scanned = 1;
+    for (size_t pos = r->pos; pos < r->size; r->chunk_index++) {
+        uint32_t body_len;
+        const char *why = chunk_check(r->data, r->size, pos, r->version, &body_len);
+        if (why) {
+            reader_fail(r, pos, why);
+            break;
+        }
+        if (r->nchunks == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct trace_chunk_ref *chunks = realloc(r->chunks, cap * sizeof *chunks);
+            if (!chunks) {
+                snprintf(r->damage, sizeof r->damage, "out of memory listing the chunks");
+                r->bytes_lost = r->size;
+                r->nchunks = 0;
+                return -1;
+            }
+            r->chunks = chunks;
+        }
+        uint64_t seq = r->version >= 5 ? get_le64(r->data + pos + 24) : r->chunk_index;
+        r->chunks[r->nchunks++] = (struct trace_chunk_ref){pos, seq, r->chunk_index};
+        pos += header_size + body_len;
+    }
+    if (r->nchunks) /* chunks is NULL without any: qsort(NULL) is undefined */
+        qsort(r->chunks, r->nchunks, sizeof *r->chunks, by_seq_then_offset);
+    size_t kept = 0;
+    uint64_t latest_index = 0;
+    for (size_t i = 0; i < r->nchunks; i++) {
+        if (kept && r->chunks[kept - 1].seq == r->chunks[i].seq) {
+            r->duplicate_chunks++;
+            continue;
+        }
+        if (kept && r->chunks[i].index < latest_index)
+            r->misordered_chunks++;
+        if (r->chunks[i].index > latest_index)
+            latest_index = r->chunks[i].index;
+        r->chunks[kept++] = r->chunks[i];
+    }
+    r->nchunks = kept;
     return 0;
+}
+
+static void reader_load_chunk(struct trace_reader *r, const struct trace_chunk_ref *c)
+{
+    size_t header_size = chunk_header_size(r->version);
+    const uint8_t *h = r->data + c->offset;
+    uint32_t body_len = get_le32(h + 4);
+    r->rec = h + header_size;
+    r->rec_end = r->rec + body_len;
+    r->prev_ts = get_le64(h + 16);
+    r->pos = c->offset + header_size + body_len;
+    r->chunk_index = c->index;
 }
 
 int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_fields *fields)
 {
+    if (!r->scanned && reader_scan(r) < 0)
+        return -1;
     while (!r->rec || r->rec >= r->rec_end) {
-        if (r->rec)
-            r->chunk_index++;
         r->rec = NULL;
-        if (r->pos >= r->size)
-            return 0;
-        if (reader_load_chunk(r) < 0)
-            return -1;
+        if (r->next_chunk == r->nchunks)
+            return r->damage[0] ? -1 : 0;
+        reader_load_chunk(r, &r->chunks[r->next_chunk++]);
     }
     uint64_t t, len;
     const uint8_t *p = r->rec;
@@ -404,7 +490,7 @@ int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_field
                  (unsigned long long)r->chunk_index, (size_t)(r->rec - r->data));
         r->bytes_lost = r->size - (size_t)(r->rec - r->data);
         r->rec = r->rec_end = NULL;
-        r->pos = r->size;
+        r->next_chunk = r->nchunks;
         return -1;
     }
     *type = (unsigned)t;
@@ -414,4 +500,36 @@ int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_field
     fields->bad = 0;
     r->rec = p + len;
     return 1;
+}
+
+int trace_file_last_chunk(int fd, uint64_t *whole_bytes, uint64_t *next_seq)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    size_t size = (size_t)st.st_size;
+    if (!S_ISREG(st.st_mode) || size < TRACE_FILE_HEADER_SIZE)
+        return -EPROTO;
+    uint8_t *data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED)
+        return -errno;
+    int rc = 0;
+    if (memcmp(data, TRACE_FILE_MAGIC, 8) != 0 || get_le32(data + 8) != TRACE_FORMAT_VERSION) {
+        rc = -EPROTO;
+        goto out;
+    }
+    size_t pos = TRACE_FILE_HEADER_SIZE;
+    uint64_t highest = 0;
+    uint32_t body_len;
+    while (pos < size && !chunk_check(data, size, pos, TRACE_FORMAT_VERSION, &body_len)) {
+        uint64_t seq = get_le64(data + pos + 24);
+        if (seq > highest)
+            highest = seq;
+        pos += TRACE_CHUNK_HEADER_SIZE + body_len;
+    }
+    *whole_bytes = pos;
+    *next_seq = highest + 1;
+out:
+    munmap(data, size);
+    return rc;
 }

@@ -12,7 +12,21 @@
 /* ---- encoding ---------------------------------------------------------------------- */
 
 /* A chunk under construction in caller-owned memory. Records are appended to the body;
- * trace_chunk_finish() fills the 24-byte header in front of it. */
+ * trace_chunk_finish() fills the 32-byte header in front of it.
+ *
+ * Chunk sequence numbers (the header's seq, format.h): a reader imports each seq of a file
+ * once, in increasing order, and counts a repeated seq as a duplicated chunk (skipped) and a
+ * seq below an earlier chunk's as a chunk out of order. trace_chunk_finish numbers a chunk
+ * from one counter per process (1, 2, ...: a fork child goes on from its parent's count),
+ * which suits a file written by one process: its numbers increase in the order the chunks
+ * are finished. A process that APPENDS to another process's file (recovering a dead
+ * process's unwritten events) continues that file's numbers instead:
+ *   1. trace_file_last_chunk(fd, &whole, &next_seq): where the last whole chunk ends and the
+ *      number after the highest seq of the file's whole chunks;
+ *   2. ftruncate(fd, whole) (drop a partial chunk the dead writer left, or the reader stops
+ *      there), then for each chunk: trace_chunk_begin, the records, b.seq = next_seq++,
+ *      trace_chunk_finish, write at the end of the file.
+ * Only a file of this format version (TRACE_FORMAT_VERSION) can be appended to. */
 struct trace_chunk_builder {
     uint8_t *buf;        /* TRACE_CHUNK_HEADER_SIZE bytes of header, then the body */
     size_t cap;          /* bytes available at buf */
@@ -20,12 +34,23 @@ struct trace_chunk_builder {
     uint32_t records;
     uint64_t base_ts;
     uint64_t prev_ts;
+    uint64_t seq;        /* 0 (trace_chunk_begin sets it): the process's next number; an
+                            appender sets its own before trace_chunk_finish */
     int overflow;        /* set when an append did not fit; the record was not added */
 };
 
 void trace_chunk_begin(struct trace_chunk_builder *b, uint8_t *buf, size_t cap, uint64_t base_ts);
-/* Writes the header; returns the total chunk size in bytes (header + body). */
+/* Writes the header, numbering the chunk (b->seq, else the process's next number); returns
+ * the total chunk size in bytes (header + body). */
 size_t trace_chunk_finish(struct trace_chunk_builder *b);
+
+/* Scans the whole, valid (length and CRC) chunks of an open raw file of this format version
+ * from its start, with pread (the file offset is not moved). Sets *whole_bytes to the offset
+ * where the last whole chunk ends (the header's 16 bytes when there is none; a partial or
+ * corrupt chunk and anything after it lie beyond) and *next_seq to one more than the highest
+ * seq among the whole chunks (1 when there is none). Returns 0, -EPROTO for a file that is not
+ * a raw trace of version TRACE_FORMAT_VERSION (so cannot be appended to), or -errno. */
+int trace_file_last_chunk(int fd, uint64_t *whole_bytes, uint64_t *next_seq);
 static inline int trace_chunk_empty(const struct trace_chunk_builder *b) { return b->records == 0; }
 
 /* A record is built field by field between record_begin and record_end. If the record does
@@ -60,11 +85,13 @@ uint64_t trace_get_ts(struct trace_fields *f);
 size_t trace_get_s(struct trace_fields *f, const uint8_t **bytes);
 double trace_get_f(struct trace_fields *f);
 
-/* A reader over a whole file held in memory (mapped read-only). */
+/* A reader over a whole file held in memory (mapped read-only). Its first
+ * trace_reader_next scans the file's chunk headers up to the first damage, then returns the
+ * chunks' records in seq order (version 5; older files: in file order), each seq once. */
 struct trace_reader {
     const uint8_t *data;
     size_t size;
-    size_t pos;               /* offset of the next chunk header */
+    size_t pos;               /* offset after the current chunk */
     int fd;
     void *map;
     uint32_t version;         /* the file's format version (what its chunk CRC covers) */
@@ -72,6 +99,12 @@ struct trace_reader {
     const uint8_t *rec, *rec_end;
     uint64_t prev_ts;
     uint64_t chunk_index;
+    /* the whole chunks, in the order they are read (the first scan) */
+    struct trace_chunk_ref *chunks;
+    size_t nchunks, next_chunk;
+    int scanned;
+    uint64_t duplicate_chunks;  /* chunks skipped: their seq came earlier in the file */
+    uint64_t misordered_chunks; /* chunks whose seq is below an earlier chunk's */
     /* when the reader stopped early: what went wrong and how many bytes were not read */
     char damage[200];
     size_t bytes_lost;
@@ -85,7 +118,8 @@ void trace_reader_close(struct trace_reader *r);
 
 /* Next record of the file: returns 1 and fills *type and *fields, 0 at a clean end of file,
  * -1 at damage (truncated or corrupt chunk, malformed record): damage[] and bytes_lost
- * describe it, and everything before the damaged chunk has been returned. */
+ * describe it, and every chunk before the damaged one has been returned (-ENOMEM: the chunk
+ * list could not be allocated, said in damage[]). */
 int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_fields *fields);
 
 #endif

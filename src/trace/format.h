@@ -9,18 +9,23 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 4u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 5u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 #define TRACE_FILE_HEADER_SIZE 16u           /* magic, u32 version, u32 flags (0) */
 
-/* Chunk header: 24 bytes little-endian, then body_len bytes of records.
- *   u32 magic  u32 body_len  u32 crc  u32 record_count  u64 base_ts
+/* Chunk header: 32 bytes little-endian, then body_len bytes of records.
+ *   u32 magic  u32 body_len  u32 crc  u32 record_count  u64 base_ts  u64 seq
  * base_ts seeds the timestamp deltas of the chunk's records, so each chunk decodes alone
- * (given the STRING/DOMAIN records of earlier chunks). Version 2: crc is the CRC32C of
- * body_len, record_count, base_ts (their 16 header bytes, in that order) and the body, so
- * every byte decoding depends on is covered; version 1 files: crc32c(body) only. */
+ * (given the STRING/DOMAIN records of earlier chunks). seq (version 5) numbers the file's
+ * chunks in the order they were made, increasing (not necessarily by 1): a reader imports
+ * each seq once, in seq order (codec.h says how a writer and an appender number them).
+ * Version 2: crc is the CRC32C of body_len, record_count, base_ts (and seq, version 5: the
+ * header bytes after crc, in order) and the body, so every byte decoding depends on is
+ * covered; version 1 files: crc32c(body) only. Versions 1 to 4 have 24-byte chunk headers
+ * (no seq). */
 #define TRACE_CHUNK_MAGIC 0x4B43484Cu        /* "LCHK" */
-#define TRACE_CHUNK_HEADER_SIZE 24u
+#define TRACE_CHUNK_HEADER_SIZE 32u
+#define TRACE_CHUNK_HEADER_SIZE_V4 24u       /* versions 1 to 4 */
 #define TRACE_CHUNK_MAX_BODY (64u << 20)     /* a reader rejects larger chunks as corrupt */
 
 /* A record: varint type, varint body_len, body. A body is a sequence of fields:

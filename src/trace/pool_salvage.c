@@ -3,7 +3,8 @@
  * however the process ended. For each thread slot in use, the stream from where the trace
  * file holds it (the durable cursor, or the pending one when the chunk in flight reached the
  * file) to the head the thread published; threads the file never announced are announced;
- * drops not yet reported are; then TRACE_PROCESS_END with salvaged = 1. Everything read from
+ * drops not yet reported are; then TRACE_PROCESS_END with salvaged = 1, in chunks numbered
+ * after the file's last (codec.h). Everything read from
  * the buffer file is checked against its bounds: a damaged one costs only its own events. */
 #include "trace/pool_file.h"
 #include "trace/codec.h"
@@ -30,8 +31,9 @@
 struct salvage {
     const struct pool_header *h;
     const uint8_t *map;
-    int fd;          /* the trace file, opened for appending */
-    uint64_t length; /* its whole chunks */
+    int fd;            /* the trace file, opened for appending */
+    uint64_t length;   /* its whole chunks */
+    uint64_t next_seq; /* the chunk number after its last (codec.h: how an appender numbers) */
     struct trace_chunk_builder chunk;
     uint8_t *buf;
     struct trace_clock_line clock;
@@ -53,6 +55,7 @@ static void salvage_flush(struct salvage *s)
         trace_chunk_begin(&s->chunk, s->buf, SALVAGE_CHUNK_BYTES, s->clock.ns);
         return;
     }
+    s->chunk.seq = s->next_seq++;
     size_t len = trace_chunk_finish(&s->chunk);
     if (pwrite(s->fd, s->buf, len, (off_t)s->length) != (ssize_t)len)
         s->failed = errno ? errno : EIO;
@@ -166,28 +169,6 @@ static void salvage_slot(struct salvage *s, const struct pool_slot *slot, int pe
     }
 }
 
-/* The end of the trace file's last whole chunk (a partial one, cut by the process's death,
- * is dropped: its threads' events come again from the buffer file); 0 if it is no trace. */
-static uint64_t salvage_whole_length(const char *path)
-{
-    struct trace_reader r;
-    if (trace_reader_open(&r, path) < 0) {
-        trace_reader_close(&r);
-        return 0;
-    }
-    unsigned type;
-    struct trace_fields f;
-    int rc;
-    while ((rc = trace_reader_next(&r, &type, &f)) == 1)
-        ;
-    uint64_t whole = rc == 0 ? r.size : r.size - r.bytes_lost;
-    /* a malformed record inside a whole chunk: nothing is appended after it */
-    if (rc < 0 && strstr(r.damage, "malformed"))
-        whole = 0;
-    trace_reader_close(&r);
-    return whole;
-}
-
 static int salvage_header_ok(const struct pool_header *h, uint64_t size)
 {
     struct pool_header layout = {0};
@@ -206,19 +187,21 @@ static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
 {
     const struct pool_header *h = (const struct pool_header *)map;
     struct salvage s = {.h = h, .map = map, .next_string_id = h->next_string_id};
-    uint64_t whole = salvage_whole_length(lrt);
-    if (!whole) {
-        fprintf(stderr, "lantern: %s: its trace file is missing or damaged; its buffered events "
-                        "are not recovered\n",
-                name);
-        return -1;
-    }
-    s.fd = open(lrt, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (s.fd < 0 || ftruncate(s.fd, (off_t)whole) < 0 || !(s.buf = malloc(SALVAGE_CHUNK_BYTES))) {
-        fprintf(stderr, "lantern: cannot recover the buffered events of %s: %s\n", name,
-                strerror(errno));
+    uint64_t whole = 0;
+    s.fd = open(lrt, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    int rc = s.fd < 0 ? -errno : trace_file_last_chunk(s.fd, &whole, &s.next_seq);
+    if (rc < 0) {
+        fprintf(stderr, "lantern: %s: its trace file is missing or not of this version (%s); its "
+                        "buffered events are not recovered\n",
+                name, strerror(-rc));
         if (s.fd >= 0)
             close(s.fd);
+        return -1;
+    }
+    if (ftruncate(s.fd, (off_t)whole) < 0 || !(s.buf = malloc(SALVAGE_CHUNK_BYTES))) {
+        fprintf(stderr, "lantern: cannot recover the buffered events of %s: %s\n", name,
+                strerror(errno));
+        close(s.fd);
         return -1;
     }
     s.length = whole;

@@ -114,6 +114,39 @@ static void scenario_cross_thread(void)
     printf("range %llu\n", (unsigned long long)id);
 }
 
+/* the main thread starts 1000 ranges, 1 ms apart in all, a second thread ends them 5 ms later
+ * (its buffer is drained before the main thread's: its ENDs precede their STARTs in the file) */
+#define HANDED_OVER 1000
+static nvtxRangeId_t handed_over[HANDED_OVER];
+
+static void *end_all_ranges(void *arg)
+{
+    (void)arg;
+    sleep_ms(5);
+    for (int i = 0; i < HANDED_OVER; i++)
+        nvtxRangeEnd(handed_over[i]);
+    return NULL;
+}
+
+static void scenario_cross_thread_many(void)
+{
+    for (int i = 0; i < HANDED_OVER; i++)
+        handed_over[i] = nvtxRangeStartA("handed over");
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, end_all_ranges, NULL) == 0);
+    pthread_join(t, NULL);
+}
+
+/* push/pop nesting 200000 levels deep, then popped back out */
+static void scenario_deep(void)
+{
+    enum { DEPTH = 200000 };
+    for (int d = 0; d < DEPTH; d++)
+        CHECK(nvtxRangePushA("level") == d);
+    for (int d = DEPTH; d-- > 0;)
+        CHECK(nvtxRangePop() == d);
+}
+
 static nvtxEventAttributes_t attributes(void)
 {
     nvtxEventAttributes_t a;
@@ -361,6 +394,8 @@ static const struct scenario scenarios[] = {
     {"threads", scenario_threads},
     {"thread_churn", scenario_thread_churn},
     {"cross_thread", scenario_cross_thread},
+    {"cross_thread_many", scenario_cross_thread_many},
+    {"deep", scenario_deep},
     {"attributes", scenario_attributes},
     {"big_names", scenario_big_names},
     {"fork", scenario_fork},

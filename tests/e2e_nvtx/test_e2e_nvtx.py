@@ -173,6 +173,45 @@ def test_shell_pipeline_of_two_nvtx_programs(tmp_path):
     assert sorted(by_process.values()) == [["handed over"], ["inner", "outer", "span"]]
 
 
+def stats_header(db_path):
+    """The stats report's header lines, as a dict."""
+    run = subprocess.run([LANTERN, "stats", "--report", "nvtx_sum", str(db_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout, {k.strip(): v.strip() for k, _, v in
+                        (line.partition(":") for line in run.stdout.splitlines() if ":" in line)}
+
+
+def test_ranges_ended_on_another_thread(tmp_path):
+    """1000 ranges started on the main thread, ended on another 5 ms later: all whole, with
+    both threads, in nvtx_sum; none unended, nothing lost."""
+    db = profile(tmp_path, WORKLOAD, "cross_thread_many")
+    (count, ended, starters, enders, crossed, shortest), = db.execute("""
+        SELECT count(*), count(end_ns), count(DISTINCT start_thread_id),
+               count(DISTINCT end_thread_id), sum(start_thread_id != end_thread_id),
+               min(end_ns - start_ns) FROM ranges WHERE style = 1""").fetchall()
+    assert (count, ended, starters, enders, crossed) == (1000, 1000, 1, 1, 1000)
+    assert shortest >= 5_000_000
+    (main_tid,), = db.execute("""SELECT t.tid FROM ranges r JOIN threads t
+                                 ON t.id = r.start_thread_id LIMIT 1""").fetchall()
+    (pid,), = db.execute("SELECT pid FROM processes").fetchall()
+    assert main_tid == pid
+    out, header = stats_header(tmp_path / "x.db")
+    assert header["Lost events"] == "none" and header["Unended ranges"] == "0", out
+    row = next(line for line in out.splitlines() if line.endswith(":handed over"))
+    assert row.split()[3] == "1000", out  # instances
+
+
+def test_nesting_200000_levels_deep(tmp_path):
+    """Every level of a 200000-deep push/pop nest is a range; nothing skipped or lost."""
+    db = profile(tmp_path, WORKLOAD, "deep")
+    assert db.execute("""SELECT count(*), count(end_ns), min(depth), max(depth),
+                         count(parent_id) FROM ranges""").fetchone() == (200000, 200000, 0, 199999, 199999)
+    assert db.execute("SELECT import_warning FROM processes").fetchall() == [(None,)]
+    out, header = stats_header(tmp_path / "x.db")
+    assert header["Lost events"] == "none" and header["Import warnings"] == "0", out
+
+
 def test_sigkill_keeps_the_flushed_events(tmp_path):
     """The program kills itself 300 ms after its last event: all events are in the file."""
     db = profile(tmp_path, WORKLOAD, "sigkill", expect_status=128 + signal.SIGKILL)

@@ -213,7 +213,7 @@ def test_flipped_bit_in_a_chunk_header_is_detected(tmp_path):
     assert r.returncode == 0, r.stderr
     (trace,) = [p for p in raw.iterdir() if p.name != "launcher.lrt"]
     data = bytearray(trace.read_bytes())
-    second_chunk = 16 + 24 + int.from_bytes(data[20:24], "little")  # after the PROCESS chunk
+    second_chunk = 16 + 32 + int.from_bytes(data[20:24], "little")  # after the PROCESS chunk
     data[second_chunk + 16 + 7] ^= 0x40  # base_ts, bit 62
     trace.write_bytes(bytes(data))
     r = lantern("import", raw, "-o", tmp_path / "flipped.db")
@@ -221,6 +221,47 @@ def test_flipped_bit_in_a_chunk_header_is_detected(tmp_path):
     assert "checksum mismatch (corrupt chunk)" in r.stderr
     assert query(tmp_path / "flipped.db", "SELECT value FROM meta WHERE key = 'import_warnings'") == [(1,)]
     assert query(tmp_path / "flipped.db", "SELECT count(*) FROM ranges") == [(0,)]
+
+
+def chunks_of(data):
+    """A raw file's chunks (format 5: 32-byte headers), as bytes, in file order."""
+    pos, chunks = 16, []
+    while pos < len(data):
+        end = pos + 32 + int.from_bytes(data[pos + 4:pos + 8], "little")
+        chunks.append(data[pos:end])
+        pos = end
+    return chunks
+
+
+def header_of(db):
+    r = lantern("stats", "--report", "nvtx_sum", db)
+    assert r.returncode == 0, r.stderr
+    parts = (line.partition(":") for line in r.stdout.splitlines() if ":" in line)
+    return {k.strip(): v.strip() for k, _, v in parts}
+
+
+@pytest.mark.parametrize("order", ["duplicated", "misordered"])
+def test_duplicated_or_misordered_chunk_is_imported_once_and_said(tmp_path, order):
+    """The events chunk written twice, or after the end chunk: 3000 ranges, none negative,
+    one warning, and the Lost events line says what the importer put right."""
+    raw = tmp_path / "d.db.raw"
+    r = lantern("profile", "--keep-raw", "-o", tmp_path / "d.db", "--", WORKLOAD, "pushes", 3000, 0)
+    assert r.returncode == 0, r.stderr
+    assert header_of(tmp_path / "d.db")["Lost events"] == "none"
+    (trace,) = [p for p in raw.iterdir() if p.name != "launcher.lrt"]
+    data = trace.read_bytes()
+    process, events, end = chunks_of(data)
+    body = [process, events, events, end] if order == "duplicated" else [process, end, events]
+    trace.write_bytes(data[:16] + b"".join(body))
+    r = lantern("import", raw, "-o", tmp_path / "again.db")
+    assert r.returncode == 0, r.stderr
+    what = {"duplicated": "1 duplicated chunks skipped (each chunk is imported once)",
+            "misordered": "1 chunks out of order (imported in their sequence order)"}[order]
+    assert what in r.stderr
+    assert query(tmp_path / "again.db", "SELECT count(*), min(end_ns - start_ns) >= 0 FROM ranges") == [(3000, 1)]
+    header = header_of(tmp_path / "again.db")
+    assert header["Import warnings"] == "1"
+    assert header["Lost events"].startswith(what + " (pid "), header
 
 
 def test_output_folder_is_refused_before_the_program_runs(tmp_path):

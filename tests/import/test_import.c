@@ -2,6 +2,7 @@
  * expected, dropped records leave unended ranges instead of mispaired ones, a truncated
  * file imports up to the damage with a warning, the launcher's file fills meta, and its GPU
  * metric records become their tables, damage skipped. */
+#include "common/session_losses.h"
 #include "db/import.h"
 #include "harness.h"
 #include "raw_writer.h"
@@ -245,8 +246,9 @@ static void truncated_file_imports_up_to_damage(void)
     sqlite3_close(db);
 }
 
-/* A file that is not a trace, and one whose records are nonsense (a depth no program
- * reaches): the import goes on, and each file says what was wrong with it. */
+/* A file that is not a trace, and one whose records are nonsense (a depth beyond the agent's
+ * 32-bit counters): the import goes on, each file says what was wrong with it, and the
+ * malformed record is counted in import_losses. */
 static void garbage_is_a_warning_not_a_failure(void)
 {
     fresh_session();
@@ -261,7 +263,7 @@ static void garbage_is_a_warning_not_a_failure(void)
     raw_chunk(&w, 100);
     raw_process(&w, 400, 100, "deep", 4, TRACE_FLAG_NVTX, NULL);
     raw_thread(&w, 1, 400, 100);
-    raw_push(&w, 1, 200, 0, 5000, 0);
+    raw_push(&w, 1, 200, 0, (uint64_t)1 << 40, 0);
     raw_push(&w, 1, 300, 0, 0, 0);
     raw_pop(&w, 1, 400, 0, 0);
     raw_flush(&w, 0);
@@ -273,6 +275,151 @@ static void garbage_is_a_warning_not_a_failure(void)
                   "400|400-4.lrt: 1 malformed records skipped");
     ASSERT_STR_EQ(rows(db, "SELECT depth, start_ns, end_ns FROM ranges"), "0|300|400");
     ASSERT_STR_EQ(rows(db, "SELECT value FROM meta WHERE key = 'import_warnings'"), "2");
+    ASSERT_STR_EQ(rows(db, "SELECT p.pid, l.raw_file, l.count, l.reason FROM import_losses l"
+                           " JOIN processes p ON p.id = l.process_id"),
+                  "400|400-4.lrt|1|malformed records skipped");
+    sqlite3_close(db);
+}
+
+/* Thread 2 ends the ranges thread 1 started, and the writer drained thread 2 first, so every
+ * END comes before its START in the file (the agent's writer drains thread after thread):
+ * each range is whole, with its start thread, its end thread and its duration. */
+static void range_ended_on_another_thread_before_its_start_in_the_file(void)
+{
+    enum { N = 1000 };
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/500-5.lrt", dir);
+    raw_open(&w, path, 1 << 20);
+    raw_chunk(&w, 100);
+    raw_process(&w, 500, 100, "cross", 5, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 2, 502, 100);
+    raw_thread(&w, 1, 501, 100);
+    raw_string(&w, 1, "handed over");
+    for (uint64_t i = 0; i < N; i++)
+        RAW(&w, end, .thread_idx = 2, .ts = 100000 + i * 10, .range_id = (1ull << 40) | (i + 1));
+    for (uint64_t i = 0; i < N; i++)
+        RAW(&w, start, .thread_idx = 1, .ts = 1000 + i, .range_id = (1ull << 40) | (i + 1),
+            .name = 1);
+    RAW(&w, end, .thread_idx = 2, .ts = 200000, .range_id = 99); /* its START was dropped */
+    RAW(&w, process_end, .end = 300000, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 0);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*), count(DISTINCT r.id), st.tid, et.tid, r.style,"
+                           " min(r.end_ns - r.start_ns), max(r.end_ns - r.start_ns),"
+                           " sum(r.end_ns - r.start_ns - (99000 + 9 * (r.start_ns - 1000)))"
+                           " FROM ranges r JOIN threads st ON st.id = r.start_thread_id"
+                           " JOIN threads et ON et.id = r.end_thread_id"),
+                  "1000|1000|501|502|1|99000|107991|0");
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL"), "0");
+    sqlite3_close(db);
+}
+
+/* Push/pop nesting as deep as a program makes it: every level is a range, with its depth and
+ * its parent, and nothing is counted lost. */
+static void deep_nesting_keeps_every_level(uint64_t depth)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/600-6.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, 0);
+    raw_process(&w, 600, 0, "deep", 4, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 600, 0);
+    raw_string(&w, 1, "level");
+    for (uint64_t d = 0; d < depth; d++) {
+        if (w.b.len + 64 > w.cap) {
+            raw_flush(&w, 0);
+            raw_chunk(&w, d);
+        }
+        raw_push(&w, 1, 1 + d, 0, d, 1);
+    }
+    for (uint64_t d = depth; d-- > 0;) {
+        if (w.b.len + 64 > w.cap) {
+            raw_flush(&w, 0);
+            raw_chunk(&w, 3 * depth - d);
+        }
+        raw_pop(&w, 1, 3 * depth - d, 0, d);
+    }
+    RAW(&w, process_end, .end = 4 * depth, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 0);
+    char want[200];
+    snprintf(want, sizeof want, "%llu|%llu|0|%llu|%llu", (unsigned long long)depth,
+             (unsigned long long)depth, (unsigned long long)depth - 1,
+             (unsigned long long)depth - 1);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*), count(end_ns), min(depth), max(depth),"
+                           " (SELECT count(*) FROM ranges r JOIN ranges p ON p.id = r.parent_id"
+                           "  AND p.depth = r.depth - 1 AND p.start_ns < r.start_ns"
+                           "  AND p.end_ns > r.end_ns) FROM ranges"),
+                  want);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM import_losses"), "0");
+    sqlite3_close(db);
+}
+
+static void nesting_10000_levels_deep_is_kept(void)
+{
+    deep_nesting_keeps_every_level(10000);
+}
+
+static void nesting_200000_levels_deep_is_kept(void)
+{
+    deep_nesting_keeps_every_level(200000);
+}
+
+/* A chunk written twice and a chunk written before the one numbered below it: each chunk is
+ * imported once, in its numbers' order (no negative duration), each fault is said in a
+ * warning and counted in import_losses (the Lost events line); a chunk appended after the
+ * process's end (another process recovering its events) is imported like any other. */
+static void duplicated_misordered_and_appended_chunks(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/700-7.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 0);
+    raw_process(&w, 700, 0, "dup", 3, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 700, 0);
+    raw_string(&w, 1, "step");
+    raw_flush(&w, 0);
+    raw_chunk(&w, 100);
+    raw_push(&w, 1, 100, 0, 0, 1);
+    size_t first_len = trace_chunk_finish(&w.b);
+    uint8_t first[4096];
+    memcpy(first, w.buf, first_len); /* held back: written after the next chunk */
+    raw_chunk(&w, 200);
+    raw_pop(&w, 1, 200, 0, 0);
+    raw_push(&w, 1, 300, 0, 0, 1);
+    raw_pop(&w, 1, 400, 0, 0);
+    raw_flush(&w, 0);
+    fwrite(first, 1, first_len, w.file);
+    fwrite(w.buf, 1, w.b.len, w.file); /* the pop's chunk again */
+    raw_chunk(&w, 500);
+    RAW(&w, process_end, .end = 500, .clean = 1);
+    raw_flush(&w, 0);
+    raw_chunk(&w, 600); /* appended after the end */
+    raw_push(&w, 1, 600, 0, 0, 1);
+    raw_pop(&w, 1, 650, 0, 0);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 2);
+    ASSERT_STR_EQ(rows(db, "SELECT start_ns, end_ns FROM ranges ORDER BY start_ns"),
+                  "100|200;300|400;600|650");
+    ASSERT_STR_EQ(rows(db, "SELECT raw_file, count, reason FROM import_losses ORDER BY rowid"),
+                  "700-7.lrt|1|duplicated chunks skipped (each chunk is imported once);"
+                  "700-7.lrt|1|chunks out of order (imported in their sequence order)");
+    char *line = session_losses_line(db);
+    ASSERT_STR_EQ(line, "1 duplicated chunks skipped (each chunk is imported once) (pid 700 dup: 1); "
+                        "1 chunks out of order (imported in their sequence order) (pid 700 dup: 1)");
+    free(line);
     sqlite3_close(db);
 }
 
@@ -631,6 +778,11 @@ static const struct test_case tests[] = {
     {"truncated_file_imports_up_to_damage", truncated_file_imports_up_to_damage},
     {"garbage_is_a_warning_not_a_failure", garbage_is_a_warning_not_a_failure},
     {"existing_database_is_not_overwritten", existing_database_is_not_overwritten},
+    {"range_ended_on_another_thread_before_its_start_in_the_file",
+     range_ended_on_another_thread_before_its_start_in_the_file},
+    {"nesting_10000_levels_deep_is_kept", nesting_10000_levels_deep_is_kept},
+    {"duplicated_misordered_and_appended_chunks", duplicated_misordered_and_appended_chunks},
+    {"nesting_200000_levels_deep_is_kept", nesting_200000_levels_deep_is_kept},
     {"gpu_metric_samples_columns_are_gpu_metrics_def_rows",
      gpu_metric_samples_columns_are_gpu_metrics_def_rows},
     {"gpu_metric_records_become_sets_samples_and_status",

@@ -5,6 +5,8 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 static char path[] = "/tmp/lantern-codec-XXXXXX";
@@ -128,27 +130,49 @@ static void every_chunk_bit_flip_is_detected(void)
     }
 }
 
-/* Files of the previous format version (CRC over the body only) still read. */
-static void version_1_files_still_read(void)
+/* A chunk as versions 1 to 4 wrote it: a 24-byte header (no seq); its CRC over the body
+ * alone (version 1) or over the header after the CRC and the body (2 to 4). */
+static size_t build_old_chunk(uint8_t *buf, size_t cap, uint64_t base, int n, unsigned version)
+{
+    size_t len = build_chunk(buf, cap, base, n);
+    memmove(buf + TRACE_CHUNK_HEADER_SIZE_V4, buf + TRACE_CHUNK_HEADER_SIZE,
+            len - TRACE_CHUNK_HEADER_SIZE);
+    len -= TRACE_CHUNK_HEADER_SIZE - TRACE_CHUNK_HEADER_SIZE_V4;
+    uint32_t crc = 0;
+    if (version > 1)
+        crc = trace_crc32c(trace_crc32c(0, buf + 4, 4), buf + 12, 12);
+    crc = trace_crc32c(crc, buf + TRACE_CHUNK_HEADER_SIZE_V4, len - TRACE_CHUNK_HEADER_SIZE_V4);
+    for (int i = 0; i < 4; i++)
+        buf[8 + i] = (uint8_t)(crc >> (8 * i));
+    return len;
+}
+
+/* Files of the previous format versions (24-byte chunk headers; version 1: CRC over the body
+ * only) still read, in file order. */
+static void version_1_and_4_files_still_read(void)
 {
     uint8_t header[16], chunk[4096];
-    trace_file_header(header);
-    header[8] = 1;
-    size_t len = build_chunk(chunk, sizeof chunk, 1000000, 10);
-    uint32_t crc = trace_crc32c(0, chunk + TRACE_CHUNK_HEADER_SIZE, len - TRACE_CHUNK_HEADER_SIZE);
-    for (int i = 0; i < 4; i++)
-        chunk[8 + i] = (uint8_t)(crc >> (8 * i));
-    FILE *f = fopen(path, "wb");
-    fwrite(header, 1, 16, f);
-    fwrite(chunk, 1, len, f);
-    fclose(f);
     struct trace_reader r;
-    ASSERT_EQ(trace_reader_open(&r, path), 0);
-    ASSERT_EQ(r.version, 1);
+    FILE *f;
     int n;
-    ASSERT_EQ(read_all(&r, &n), 0);
-    ASSERT_EQ(n, 10);
-    trace_reader_close(&r);
+    for (unsigned version = 1; version <= 4; version += 3) {
+        trace_file_header(header);
+        header[8] = (uint8_t)version;
+        f = fopen(path, "wb");
+        fwrite(header, 1, 16, f);
+        for (int c = 0; c < 2; c++) {
+            size_t len = build_old_chunk(chunk, sizeof chunk, 1000000 * (uint64_t)(c + 1), 10,
+                                         version);
+            fwrite(chunk, 1, len, f);
+        }
+        fclose(f);
+        ASSERT_EQ(trace_reader_open(&r, path), 0);
+        ASSERT_EQ(r.version, version);
+        ASSERT_EQ(read_all(&r, &n), 0);
+        ASSERT_EQ(n, 20);
+        ASSERT_EQ(r.duplicate_chunks + r.misordered_chunks, 0);
+        trace_reader_close(&r);
+    }
     /* ... and a newer version than this reader knows is refused, saying so */
     header[8] = TRACE_FORMAT_VERSION + 1;
     f = fopen(path, "wb");
@@ -160,6 +184,124 @@ static void version_1_files_still_read(void)
              TRACE_FORMAT_VERSION + 1);
     ASSERT(strstr(r.damage, expected) != NULL);
     trace_reader_close(&r);
+}
+
+/* Chunks 1, 2, 3 of a file and their numbers (build_chunk: the process's counter). */
+static size_t three_chunks(uint8_t chunks[3][4096], size_t len[3], uint64_t seq[3])
+{
+    for (int c = 0; c < 3; c++) {
+        len[c] = build_chunk(chunks[c], sizeof chunks[c], 1000000 * (uint64_t)(c + 1), 10);
+        memcpy(&seq[c], chunks[c] + 24, 8);
+    }
+    ASSERT(seq[0] < seq[1] && seq[1] < seq[2]);
+    return len[0] + len[1] + len[2];
+}
+
+static void write_chunks(uint8_t chunks[3][4096], const size_t len[3], const int *order, int n)
+{
+    uint8_t header[16];
+    trace_file_header(header);
+    FILE *f = fopen(path, "wb");
+    fwrite(header, 1, 16, f);
+    for (int i = 0; i < n; i++)
+        fwrite(chunks[order[i]], 1, len[order[i]], f);
+    fclose(f);
+}
+
+/* A chunk written twice (a writer's retry, an appender that wrote what was written): its
+ * records are read once, and the copy is counted. */
+static void duplicated_chunk_is_read_once(void)
+{
+    static uint8_t chunks[3][4096];
+    size_t len[3];
+    uint64_t seq[3];
+    three_chunks(chunks, len, seq);
+    write_chunks(chunks, len, (const int[]){0, 1, 1, 2, 1}, 5);
+    struct trace_reader r;
+    int n;
+    ASSERT_EQ(trace_reader_open(&r, path), 0);
+    ASSERT_EQ(read_all(&r, &n), 0);
+    ASSERT_EQ(n, 30);
+    ASSERT_EQ(r.duplicate_chunks, 2);
+    ASSERT_EQ(r.misordered_chunks, 0);
+    trace_reader_close(&r);
+}
+
+/* Chunks written in another order than numbered come back in their numbers' order (their
+ * timestamps, from read_all, say which is which), counted. */
+static void chunks_are_read_in_sequence_order(void)
+{
+    static uint8_t chunks[3][4096];
+    size_t len[3];
+    uint64_t seq[3];
+    three_chunks(chunks, len, seq);
+    write_chunks(chunks, len, (const int[]){0, 2, 1}, 3);
+    struct trace_reader r;
+    int n;
+    ASSERT_EQ(trace_reader_open(&r, path), 0);
+    ASSERT_EQ(read_all(&r, &n), 0);
+    ASSERT_EQ(n, 30);
+    ASSERT_EQ(r.duplicate_chunks, 0);
+    ASSERT_EQ(r.misordered_chunks, 1);
+    trace_reader_close(&r);
+}
+
+/* trace_file_last_chunk: the end of the last whole chunk (a partial one after it is not
+ * whole) and the number after the highest; an appender's chunks numbered from there are read
+ * after the file's own, and a file of another version cannot be appended to. */
+static void last_chunk_gives_where_an_appender_goes_on(void)
+{
+    static uint8_t chunks[3][4096];
+    size_t len[3];
+    uint64_t seq[3];
+    three_chunks(chunks, len, seq);
+    write_chunks(chunks, len, (const int[]){1, 0}, 2);
+    FILE *f = fopen(path, "ab");
+    fwrite(chunks[2], 1, len[2] - 5, f); /* a partial chunk: the writer was killed */
+    fclose(f);
+    int fd = open(path, O_RDWR);
+    ASSERT(fd >= 0);
+    uint64_t whole = 0, next = 0;
+    ASSERT_EQ(trace_file_last_chunk(fd, &whole, &next), 0);
+    ASSERT_EQ(whole, 16 + len[0] + len[1]);
+    ASSERT_EQ(next, seq[1] + 1);
+    ASSERT_EQ(ftruncate(fd, (off_t)whole), 0);
+    /* the appender: a chunk numbered next, as codec.h says */
+    uint8_t buf[4096];
+    struct trace_chunk_builder b;
+    trace_chunk_begin(&b, buf, sizeof buf, 3000000);
+    for (int i = 0; i < 10; i++) {
+        struct trace_record_mark m = trace_record_begin(&b, TRACE_PUSH);
+        trace_put_u(&b, 1);
+        trace_put_ts(&b, 3000000 + 100 * (uint64_t)i - (i % 2 ? 150 : 0));
+        trace_put_i(&b, -i);
+        trace_put_s(&b, "abc", 3);
+        trace_put_f(&b, 2.5);
+        ASSERT_EQ(trace_record_end(&b, m), 0);
+    }
+    b.seq = next;
+    size_t n_bytes = trace_chunk_finish(&b);
+    ASSERT_EQ(pwrite(fd, buf, n_bytes, (off_t)whole), (ssize_t)n_bytes);
+    ASSERT_EQ(trace_file_last_chunk(fd, &whole, &next), 0);
+    ASSERT_EQ(next, seq[1] + 2);
+    close(fd);
+    struct trace_reader r;
+    int n;
+    ASSERT_EQ(trace_reader_open(&r, path), 0);
+    ASSERT_EQ(read_all(&r, &n), 0);
+    ASSERT_EQ(n, 30);
+    ASSERT_EQ(r.misordered_chunks, 1); /* chunk 2 lies before chunk 1 */
+    trace_reader_close(&r);
+    /* a version 4 file: -EPROTO */
+    uint8_t header[16];
+    trace_file_header(header);
+    header[8] = 4;
+    f = fopen(path, "wb");
+    fwrite(header, 1, 16, f);
+    fclose(f);
+    fd = open(path, O_RDONLY);
+    ASSERT_EQ(trace_file_last_chunk(fd, &whole, &next), -EPROTO);
+    close(fd);
 }
 
 static void not_a_trace_is_refused(void)
@@ -208,7 +350,10 @@ int main(int argc, char **argv)
         { "truncated_file_reads_up_to_damage", truncated_file_reads_up_to_damage },
         { "corrupt_chunk_is_detected", corrupt_chunk_is_detected },
         { "every_chunk_bit_flip_is_detected", every_chunk_bit_flip_is_detected },
-        { "version_1_files_still_read", version_1_files_still_read },
+        { "version_1_and_4_files_still_read", version_1_and_4_files_still_read },
+        { "duplicated_chunk_is_read_once", duplicated_chunk_is_read_once },
+        { "chunks_are_read_in_sequence_order", chunks_are_read_in_sequence_order },
+        { "last_chunk_gives_where_an_appender_goes_on", last_chunk_gives_where_an_appender_goes_on },
         { "not_a_trace_is_refused", not_a_trace_is_refused },
         { "record_that_does_not_fit_is_rolled_back", record_that_does_not_fit_is_rolled_back },
         { 0, 0 },
