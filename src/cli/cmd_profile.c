@@ -276,8 +276,9 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
     return 0;
 }
 
-/* The one line naming the traced processes still running after the wait (--wait): their
- * events so far are imported, and the raw folder they may still write is kept. */
+/* The one line naming the processes still running after the wait (--wait): traced ones still
+ * writing, and the command's other descendants; their events so far are imported, and the raw
+ * folder they may still write is kept. */
 static void say_still_writing(const struct launcher *l)
 {
     const struct launcher_options *o = l->o;
@@ -292,10 +293,13 @@ static void say_still_writing(const struct launcher *l)
                   launcher_error(l), l->raw_dir, l->raw_dir, o->output);
         return;
     }
-    cli_error("%zu traced process%s still running (%s): %s; %s events so far are imported, and "
+    /* "traced" unless one of them is a descendant with no raw file being written (it may
+     * load the agent later) */
+    cli_error("%zu %sprocess%s still running (%s): %s; %s events so far are imported, and "
               "'%s' is kept, which %s may still write: once %s ended, 'lantern import %s -o %s "
               "--force' imports everything",
-              l->still_writing, l->still_writing == 1 ? "" : "es", waited, l->running,
+              l->still_writing, l->untraced_running ? "" : "traced ",
+              l->still_writing == 1 ? "" : "es", waited, l->running,
               l->still_writing == 1 ? "its" : "their", l->raw_dir,
               l->still_writing == 1 ? "it" : "they", l->still_writing == 1 ? "it has" : "they have",
               l->raw_dir, o->output);
