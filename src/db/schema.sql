@@ -21,8 +21,11 @@ CREATE TABLE processes(
   rank INTEGER, local_rank INTEGER,           -- from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, ...
   rank_variable TEXT,                         -- the variable the rank came from
   parent_id INTEGER REFERENCES processes(id),  -- the traced process that started this one
-  end_record INTEGER NOT NULL DEFAULT 1);     -- 0: no end in its raw file (killed before the
+  end_record INTEGER NOT NULL DEFAULT 1,      -- 0: no end in its raw file (killed before the
                                               -- agent wrote it, or running when imported)
+  exit_status INTEGER,                        -- as the launcher reaped it: exit(N)'s N, or
+  exit_signal INTEGER,                        -- the signal that ended it (both NULL: not seen)
+  core_dumped INTEGER);                       -- 1: that signal dumped core (NULL: not seen)
 
 CREATE TABLE threads(
   id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL REFERENCES processes(id),
