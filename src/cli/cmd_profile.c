@@ -77,14 +77,15 @@ static void print_help(void)
            "                      NVTX range (domain python), without changing the program:\n"
            "                      comma-separated module.qualname patterns, '*' any text\n"
            "                      ('mypkg.*,pandas.DataFrame.groupby')\n"
-           "      --wait=all|primary  after COMMAND ends, wait for the traced processes it\n"
-           "                      started that still run (daemons: all, the default), or not\n"
-           "                      (primary); those still running are named, their events so\n"
-           "                      far imported, and FILE.raw/ kept\n"
+           "      --wait=all|primary  after COMMAND ends, wait for the processes it started\n"
+           "                      that still run (daemons, traced or not yet: all, the\n"
+           "                      default), or not (primary); those still running are named,\n"
+           "                      their events so far imported, and FILE.raw/ kept\n"
            "      --wait-timeout SEC  wait at most SEC seconds for them (default %g)\n"
            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
-           "  -f, --force         replace FILE, and the raw files of an old FILE.raw/\n"
+           "  -f, --force         replace FILE, and the raw files of an old FILE.raw/ (never\n"
+           "                      those of a run still going on)\n"
            "  -h, --help          show this help\n\n"
            "Signals sent to lantern (kill: INT, TERM, HUP) are forwarded to COMMAND; a Ctrl-C\n"
            "reaches COMMAND directly. lantern exits with COMMAND's status (128+N if killed by\n"
@@ -276,8 +277,9 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
     return 0;
 }
 
-/* The one line naming the traced processes still running after the wait (--wait): their
- * events so far are imported, and the raw folder they may still write is kept. */
+/* The one line naming the processes still running after the wait (--wait): traced ones still
+ * writing, and the command's other descendants; their events so far are imported, and the raw
+ * folder they may still write is kept. */
 static void say_still_writing(const struct launcher *l)
 {
     const struct launcher_options *o = l->o;
@@ -292,10 +294,13 @@ static void say_still_writing(const struct launcher *l)
                   launcher_error(l), l->raw_dir, l->raw_dir, o->output);
         return;
     }
-    cli_error("%zu traced process%s still running (%s): %s; %s events so far are imported, and "
+    /* "traced" unless one of them is a descendant with no raw file being written (it may
+     * load the agent later) */
+    cli_error("%zu %sprocess%s still running (%s): %s; %s events so far are imported, and "
               "'%s' is kept, which %s may still write: once %s ended, 'lantern import %s -o %s "
               "--force' imports everything",
-              l->still_writing, l->still_writing == 1 ? "" : "es", waited, l->running,
+              l->still_writing, l->untraced_running ? "" : "traced ",
+              l->still_writing == 1 ? "" : "es", waited, l->running,
               l->still_writing == 1 ? "its" : "their", l->raw_dir,
               l->still_writing == 1 ? "it" : "they", l->still_writing == 1 ? "it has" : "they have",
               l->raw_dir, o->output);

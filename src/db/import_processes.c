@@ -1,5 +1,5 @@
 /* The importer core's own records (types 1-19: process, threads, strings, drops, write
- * errors) and what sources look up through import_internal.h: strings.id of a file's string
+ * errors, the launcher's reaped processes) and what sources look up through import_internal.h: strings.id of a file's string
  * id, processes.id, threads.id. Record layouts: src/trace/records.def (read with its
  * generated decoders). */
 #include "db/import_core.h"
@@ -20,6 +20,7 @@ enum {
     SLOT_THREAD_PYTHON_NAME,
     SLOT_PROCESS_INFO,
     SLOT_ANCESTOR,
+    SLOT_CHILD_EXIT,
 };
 
 /* ---- strings -------------------------------------------------------------------------- */
@@ -250,6 +251,28 @@ static void on_process_end(struct import_file *f, struct trace_fields *fl)
     }
 }
 
+/* TRACE_CHILD_EXIT (launcher.lrt only): kept until every process row exists; the session's
+ * end gives it to its process (import_session.c). */
+static void on_child_exit(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_child_exit c;
+    trace_get_child_exit(fl, &c);
+    if (!f->is_launcher || fl->bad)
+        return;
+    sqlite3_stmt *st = import_core_stmt(
+        f, SLOT_CHILD_EXIT,
+        "INSERT INTO temp.child_exits(pid, ts, exit_code, signal, core_dumped) "
+        "VALUES(?, ?, ?, ?, ?)");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, (int64_t)c.pid);
+    sqlite3_bind_int64(st, 2, (int64_t)c.ts);
+    sqlite3_bind_int64(st, 3, (int64_t)c.exit_code);
+    sqlite3_bind_int64(st, 4, (int64_t)c.signal);
+    sqlite3_bind_int(st, 5, c.core_dumped != 0);
+    import_step(f, st, NULL);
+}
+
 static void on_thread(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_thread t;
@@ -404,6 +427,9 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
         break;
     case TRACE_PROCESS_INFO:
         on_process_info(f, fl);
+        break;
+    case TRACE_CHILD_EXIT:
+        on_child_exit(f, fl);
         break;
     case TRACE_STRING:
         on_string(f, fl);

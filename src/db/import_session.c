@@ -151,6 +151,24 @@ static int link_parents(sqlite3 *db)
                         "DROP TABLE temp.ancestors;");
 }
 
+/* processes.exit_status, exit_signal, core_dumped: from the launcher's TRACE_CHILD_EXIT of the
+ * same pid, the first reaped after the process started and before a later process took the
+ * pid (an exec'd traced program is a later row of the same pid: the end is the last one's). */
+static int set_exits(sqlite3 *db)
+{
+    return exec_sql(db, "UPDATE processes SET (exit_status, exit_signal, core_dumped) = ("
+                        " SELECT CASE WHEN c.signal = 0 THEN c.exit_code END,"
+                        " nullif(c.signal, 0), c.core_dumped FROM temp.child_exits c"
+                        " WHERE c.pid = processes.pid AND c.ts >= coalesce(processes.start_ns, 0)"
+                        " AND NOT EXISTS (SELECT 1 FROM processes later"
+                        "  WHERE later.pid = processes.pid AND later.id != processes.id"
+                        "  AND later.start_ns > coalesce(processes.start_ns, 0)"
+                        "  AND later.start_ns <= c.ts)"
+                        " ORDER BY c.ts LIMIT 1)"
+                        " WHERE pid IN (SELECT pid FROM temp.child_exits);"
+                        "DROP TABLE temp.child_exits;");
+}
+
 /* Bulk load: no journal and no fsync while the new file fills (it is renamed into place
  * only when complete), then the normal settings for whoever opens it later. */
 static int import_all(struct import_session *s, const char *dir, char **names, size_t count)
@@ -160,7 +178,9 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
             0 ||
         exec_sql(s->db, "BEGIN") < 0 || exec_sql(s->db, import_schema_sql) < 0 ||
         exec_sql(s->db, "CREATE TEMP TABLE ancestors(process_id INTEGER, depth INTEGER, "
-                        "pid INTEGER)") < 0)
+                        "pid INTEGER);"
+                        "CREATE TEMP TABLE child_exits(pid INTEGER, ts INTEGER, "
+                        "exit_code INTEGER, signal INTEGER, core_dumped INTEGER)") < 0)
         return -EIO;
     for (int i = 0; i < IMPORT_SOURCES; i++) {
         const struct import_source *src = import_sources[i].source;
@@ -184,7 +204,7 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
             src->session_finish(s->db, s->source_state[i], s->source_records[i]) < 0)
             return -EIO;
     }
-    if (link_parents(s->db) < 0)
+    if (link_parents(s->db) < 0 || set_exits(s->db) < 0)
         return -EIO;
     if (write_meta(s) < 0 || exec_sql(s->db, import_indexes_sql) < 0 ||
         exec_sql(s->db, "COMMIT") < 0)

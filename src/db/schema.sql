@@ -23,8 +23,11 @@ CREATE TABLE processes(
   parent_id INTEGER REFERENCES processes(id),  -- the traced process that started this one
   end_record INTEGER NOT NULL DEFAULT 1,      -- 0: no end in its raw file (killed before the
                                               -- agent wrote it, or running when imported)
-  salvaged INTEGER NOT NULL DEFAULT 0);       -- 1: events it had buffered when it ended were
+  salvaged INTEGER NOT NULL DEFAULT 0,        -- 1: events it had buffered when it ended were
                                               -- appended from its buffer file afterwards
+  exit_status INTEGER,                        -- as the launcher reaped it: exit(N)'s N, or
+  exit_signal INTEGER,                        -- the signal that ended it (both NULL: not seen)
+  core_dumped INTEGER);                       -- 1: that signal dumped core (NULL: not seen)
 
 -- What the importer could not import (or had to set right) in a raw file, one row per file
 -- and reason: malformed records, duplicated or misordered chunks. Reports show them in their

@@ -1,14 +1,17 @@
 /* Running the profiled command: fork and exec, the signals sent to the launcher forwarded to
  * it, waiting for its end, and why an exec failed in words a user can act on (launcher.h,
- * launcher_run). */
+ * launcher_run). The launcher is its descendants' subreaper: every process it reaps (the
+ * command, and each orphan given to it) is recorded with how it ended. */
 #include "launcher/launcher_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t child_pid;
@@ -86,6 +89,49 @@ static int explain_exec_failure(struct launcher *l, const char *program, int err
     return launcher_fail(l, "cannot run '%s': %s", program, strerror(err));
 }
 
+/* Keeps how a reaped process ended (nothing when out of memory: its end goes unsaid). */
+static void record_exit(struct launcher *l, pid_t pid, int status)
+{
+    if (l->exit_count == l->exit_cap) {
+        size_t cap = l->exit_cap ? l->exit_cap * 2 : 16;
+        struct launcher_exit *grown = realloc(l->exits, cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->exits = grown;
+        l->exit_cap = cap;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    l->exits[l->exit_count++] = (struct launcher_exit){
+        .ts = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+        .pid = (int)pid,
+        .status = status};
+}
+
+/* waitpid(-1) (hang: until a child ends), recording the one reaped. Returns its pid, 0 when
+ * none has ended yet (not hang), or -1 (ECHILD: no child left). */
+static pid_t reap_one(struct launcher *l, int hang, int *status)
+{
+    pid_t pid;
+    int st = 0;
+    while ((pid = waitpid(-1, &st, hang ? 0 : WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (pid > 0) {
+        record_exit(l, pid, st);
+        *status = st;
+    }
+    return pid;
+}
+
+int child_reap_ended(struct launcher *l)
+{
+    pid_t pid;
+    int status;
+    while ((pid = reap_one(l, 0, &status)) > 0)
+        ;
+    return pid == 0;
+}
+
 int child_run(struct launcher *l)
 {
     char **command = l->o->command;
@@ -98,6 +144,9 @@ int child_run(struct launcher *l)
         sigaddset(&block, forwarded_signals[i]);
     sigprocmask(SIG_BLOCK, &block, &old); /* no forwarding before child_pid is known */
     install_forwarding();
+    /* Orphans of the command (a daemon's double fork) become the launcher's children rather
+     * than init's, so it can wait for them all (wait.c) and see how each ended. */
+    l->reaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
     pid_t pid = fork();
     if (pid == 0)
         exec_child(command, pipefd[1], &old);
@@ -114,7 +163,9 @@ int child_run(struct launcher *l)
     while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
         ;
     close(pipefd[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    /* the orphans that end meanwhile are reaped (and recorded) as they come */
+    pid_t reaped;
+    while ((reaped = reap_one(l, 1, &status)) != pid && reaped > 0)
         ;
     /* From here a signal is for lantern itself: held while the import runs (which stops
      * cleanly when one is pending, saying how to import the raw folder), then acting as usual

@@ -51,6 +51,14 @@ struct launcher_options {
 
 #define LAUNCHER_MAX_SAMPLERS 8
 
+/* A process the launcher reaped: the command, or a descendant orphaned to the launcher (its
+ * subreaper); launcher.lrt's TRACE_CHILD_EXIT records. */
+struct launcher_exit {
+    uint64_t ts; /* CLOCK_MONOTONIC when reaped */
+    int pid;
+    int status; /* waitpid(2)'s status */
+};
+
 struct launcher {
     const struct launcher_options *o;
     char *raw_dir;     /* OUTPUT.raw, as named (relative where OUTPUT is) */
@@ -60,8 +68,13 @@ struct launcher {
     int fd;            /* launcher.lrt, from launcher_open to launcher_finish (-1: closed) */
     void *sampler_state[LAUNCHER_MAX_SAMPLERS]; /* the running samplers, by launcher_samplers row */
     char *error;                                /* the last failure's line (see launcher_error) */
-    size_t still_writing; /* traced processes still writing when launcher_run returned */
+    size_t still_writing; /* processes still running when launcher_run returned: traced ones
+                             still writing, and the command's other descendants */
+    size_t untraced_running; /* of them, descendants with no raw file being written */
     char *running;        /* them, "pid 1234 (daemon --port 80), pid ..." (NULL: none) */
+    int reaper;           /* the command's descendants are the launcher's to reap (child.c) */
+    struct launcher_exit *exits; /* the processes reaped, in order */
+    size_t exit_count, exit_cap;
 };
 
 /* --wait-timeout's default, in seconds: long enough for a daemon's last work after the
@@ -87,23 +100,28 @@ int launcher_start_samplers(struct launcher *l);
 
 /* Sets the agent's environment, runs the command and waits for it, forwarding to it the INT, TERM
  * and HUP signals sent to the launcher (kill(2); a Ctrl-C reaches it directly), then waits for the
- * traced processes that still write (launcher_wait_writers), then stops the samplers. Returns the
+ * traced processes that still write and the command's descendants that still run
+ * (launcher_wait_writers), then stops the samplers. The launcher is the child subreaper
+ * (prctl(2) PR_SET_CHILD_SUBREAPER) of the command's descendants: one orphaned (a daemon, a
+ * double fork) becomes its child, is waited for, and reaped; how each process it reaped ended
+ * is kept in l->exits for launcher.lrt. Returns the
  * command's status as a shell reports it (128+N when killed by signal N), or -1 when it could not
  * be started (the error says why, with what to type instead where that can be told). Returns with
  * those signals held: one sent from here on acts at launcher_release. */
 int launcher_run(struct launcher *l);
 
 /* After the command (wait.c): waits until no traced process still writes its raw file (no
- * TRACE_PROCESS_END yet, and its pid alive, not a zombie, not reused, still mapping the agent)
- * and no process of the session that maps the agent is yet to make its file (forked an
- * instant ago), polling from 1 ms apart up to 100 ms apart, for at most o->wait_timeout_s
- * (not at all with o->wait_primary), or until an INT, TERM or HUP is pending. Sets l->still_writing
- * and l->running to those still writing at the end, whose files must then be kept. Returns 0, or -1
- * when the session folder cannot be read. */
+ * TRACE_PROCESS_END yet, and its pid alive, not a zombie, not reused, still mapping the agent),
+ * no process of the session that maps the agent is yet to make its file (forked an instant
+ * ago), and, when l->reaper, the launcher has no child left (every descendant of the command
+ * ended; each is reaped as it ends), polling from 1 ms apart up to 100 ms apart, for at most
+ * o->wait_timeout_s (not at all with o->wait_primary), or until an INT, TERM or HUP is pending.
+ * Sets l->still_writing, l->untraced_running and l->running to those still running at the end,
+ * whose raw folder must then be kept. Returns 0, or -1 when the session folder cannot be read. */
 int launcher_wait_writers(struct launcher *l);
 
-/* Writes launcher.lrt's TRACE_PROCESS_END record with the command's exit status, and closes
- * the file. Returns 0 or -1. */
+/* Writes launcher.lrt's TRACE_CHILD_EXIT records (l->exits) and its TRACE_PROCESS_END record
+ * with the command's exit status, and closes the file. Returns 0 or -1. */
 int launcher_finish(struct launcher *l, int exit_status);
 
 /* Closes and frees everything, and releases the signals launcher_run held (a pending one acts

@@ -1,5 +1,6 @@
 /* The launcher's own raw file, launcher.lrt, in the session folder: it describes the session
- * (the profiled command, the -t list, the host) and, at the end, the command's exit status.
+ * (the profiled command, the -t list, the host) and, at the end, how each process the
+ * launcher reaped ended and the command's exit status.
  * The launcher's samplers append their records to it between the two (sampler.c). */
 #include "launcher/launcher_internal.h"
 #include "launcher/samplers.h"
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,18 +61,50 @@ out:
     return rc;
 }
 
-int launcher_write_end(int fd, int exit_status)
+/* A reaped process's TRACE_CHILD_EXIT record. */
+static struct trace_child_exit child_exit_record(const struct launcher_exit *e)
 {
-    uint8_t buf[128];
+    int signaled = WIFSIGNALED(e->status);
+    return (struct trace_child_exit){
+        .pid = (uint64_t)e->pid,
+        .ts = e->ts,
+        .exit_code = WIFEXITED(e->status) ? (uint64_t)WEXITSTATUS(e->status) : 0,
+        .signal = signaled ? (uint64_t)WTERMSIG(e->status) : 0,
+        .core_dumped = signaled && WCOREDUMP(e->status)};
+}
+
+/* Writes the chunk being built (a failed write says -1) and begins the next at base_ts. */
+static int end_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buf, size_t size,
+                     uint64_t base_ts)
+{
+    size_t len = trace_chunk_finish(b);
+    if (write(fd, buf, len) != (ssize_t)len)
+        return -1;
+    trace_chunk_begin(b, buf, size, base_ts);
+    return 0;
+}
+
+/* The TRACE_CHILD_EXIT records, as many chunks as they need, then TRACE_PROCESS_END. */
+int launcher_write_end(int fd, int exit_status, const struct launcher_exit *exits, size_t count)
+{
+    uint8_t buf[4096];
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     struct trace_chunk_builder b;
-    trace_chunk_begin(&b, buf, sizeof buf, now);
+    trace_chunk_begin(&b, buf, sizeof buf, count ? exits[0].ts : now);
+    for (size_t i = 0; i < count; i++) {
+        struct trace_child_exit c = child_exit_record(&exits[i]);
+        if (trace_put_child_exit(&b, &c) < 0 &&
+            (end_chunk(fd, &b, buf, sizeof buf, exits[i].ts) < 0 ||
+             trace_put_child_exit(&b, &c) < 0))
+            return -1;
+    }
     struct trace_process_end r = {.end = now,
                                   .dropped_total = 0, /* the launcher drops nothing */
                                   .clean = 1,
                                   .exit_status = (uint64_t)exit_status,
                                   .optional_present = 1}; /* exit_status even when 0 */
-    if (trace_put_process_end(&b, &r) < 0)
+    if (trace_put_process_end(&b, &r) < 0 &&
+        (end_chunk(fd, &b, buf, sizeof buf, now) < 0 || trace_put_process_end(&b, &r) < 0))
         return -1;
     size_t len = trace_chunk_finish(&b);
     return write(fd, buf, len) == (ssize_t)len ? 0 : -1;

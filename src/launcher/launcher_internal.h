@@ -41,10 +41,13 @@ int child_run(struct launcher *l);
 /* child.c: holds (block = 1) or releases the signals forwarded to the command; released, a
  * pending one acts. */
 void child_hold_signals(int block);
+/* child.c: reaps every child of the launcher that has ended, keeping how each ended in
+ * l->exits. Returns 1 while a child still runs, 0 when none is left. */
+int child_reap_ended(struct launcher *l);
 
 /* launcher_file.c: launcher.lrt's first record and file header, and its end record
  * (docs/trace-format.md). Return 0, or -1 with errno set. */
 int launcher_write_start(int fd, char **command, const char *trace);
-int launcher_write_end(int fd, int exit_status);
+int launcher_write_end(int fd, int exit_status, const struct launcher_exit *exits, size_t count);
 
 #endif

@@ -125,7 +125,7 @@ int launcher_run(struct launcher *l)
 
 int launcher_finish(struct launcher *l, int exit_status)
 {
-    int end_written = launcher_write_end(l->fd, exit_status) == 0;
+    int end_written = launcher_write_end(l->fd, exit_status, l->exits, l->exit_count) == 0;
     if (close(l->fd) < 0)
         end_written = 0;
     l->fd = -1;
@@ -148,5 +148,8 @@ void launcher_release(struct launcher *l)
     free(l->agent);
     free(l->error);
     free(l->running);
+    free(l->exits);
     l->raw_dir = l->session_dir = l->agent = l->error = l->running = NULL;
+    l->exits = NULL;
+    l->exit_count = l->exit_cap = 0;
 }

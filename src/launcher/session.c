@@ -1,12 +1,16 @@
 /* The session folder OUTPUT.raw/ where every profiled process and the launcher write their raw
  * files: its creation after checking the outputs, its removal (launcher.h; OUTPUT's name is
- * output_name.c's). Nothing here follows a symbolic link it did not create. */
+ * output_name.c's). Nothing here follows a symbolic link it did not create. A run owns its
+ * folder, hence its output, from its creation to its removal: an exclusive flock(2) on the
+ * folder, held until launcher_release closes it, makes a second run on the same output refuse
+ * at once instead of replacing the first one's raw files (--force) and importing its own. */
 #include "launcher/launcher_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,8 +37,54 @@ int launcher_remove_session(const char *dir)
     return rmdir(dir);
 }
 
+/* Takes the lock of the session folder open as fd. Returns 0 (taken, or a file system without
+ * locks: no protection there), or 1 when another run holds it. */
+static int lock_session(int fd)
+{
+    return flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+}
+
+static int session_in_use(struct launcher *l)
+{
+    return launcher_fail(l,
+                         "session folder '%s' is in use by another 'lantern profile' run (wait "
+                         "for it to end, or use -o another name)",
+                         l->raw_dir);
+}
+
+/* An existing session folder: refused when it is a link or another run's; replaced with force
+ * when it holds only raw files (under its lock, so no run can take it meanwhile). */
+static int replace_old_session(struct launcher *l, const struct stat *st)
+{
+    const char *raw_dir = l->raw_dir;
+    if (S_ISLNK(st->st_mode))
+        return launcher_fail(l,
+                             "session folder '%s' is a symbolic link; not following it "
+                             "(remove it, or use -o another name)",
+                             raw_dir);
+    int fd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = 0;
+    if (fd >= 0 && lock_session(fd))
+        rc = session_in_use(l);
+    else if (!l->o->force)
+        rc = launcher_fail(
+            l, "session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
+            raw_dir);
+    else if (launcher_remove_session(raw_dir) < 0)
+        rc = launcher_fail(l, "cannot replace session folder '%s': %s", raw_dir,
+                           errno == ENOTEMPTY || errno == EEXIST
+                               ? "it holds files that are not Lantern raw traces"
+                               : strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* Before the program runs: the database must be a file that is free (or replaced with
- * force), and the session folder free, or replaced with force when it holds only raw files. */
+ * force), and the session folder free, or replaced with force when it holds only raw files
+ * and no run holds it. The folder is created (mkdir fails on an existing name: another run
+ * made it first), opened and locked; it must still be the folder at that name (another run
+ * may have replaced it between the mkdir and the lock). */
 int session_prepare(struct launcher *l)
 {
     const struct launcher_options *o = l->o;
@@ -48,26 +98,21 @@ int session_prepare(struct launcher *l)
             return launcher_fail(l, "'%s' exists (use --force to replace it, or -o another name)",
                                  o->output);
     }
-    if (lstat(raw_dir, &st) == 0) {
-        if (S_ISLNK(st.st_mode))
-            return launcher_fail(l,
-                                 "session folder '%s' is a symbolic link; not following it "
-                                 "(remove it, or use -o another name)",
-                                 raw_dir);
-        if (!o->force)
-            return launcher_fail(
-                l, "session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
-                raw_dir);
-        if (launcher_remove_session(raw_dir) < 0)
-            return launcher_fail(l, "cannot replace session folder '%s': %s", raw_dir,
-                                 errno == ENOTEMPTY || errno == EEXIST
-                                     ? "it holds files that are not Lantern raw traces"
-                                     : strerror(errno));
-    }
+    if (lstat(raw_dir, &st) == 0 && replace_old_session(l, &st) < 0)
+        return -1;
     if (mkdir(raw_dir, 0755) < 0)
-        return launcher_fail(l, "cannot create session folder '%s': %s", raw_dir, strerror(errno));
+        return errno == EEXIST ? session_in_use(l)
+                               : launcher_fail(l, "cannot create session folder '%s': %s", raw_dir,
+                                               strerror(errno));
     l->dir_fd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (l->dir_fd < 0)
         return launcher_fail(l, "cannot open session folder '%s': %s", raw_dir, strerror(errno));
+    struct stat opened;
+    if (lock_session(l->dir_fd) || fstat(l->dir_fd, &opened) < 0 || lstat(raw_dir, &st) < 0 ||
+        st.st_dev != opened.st_dev || st.st_ino != opened.st_ino) {
+        close(l->dir_fd);
+        l->dir_fd = -1;
+        return session_in_use(l);
+    }
     return 0;
 }

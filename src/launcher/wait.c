@@ -1,7 +1,10 @@
 /* After the profiled command ends: the traced processes that still write their raw files
- * (daemons, double forks, setsid children) are waited for, up to --wait-timeout, and those
- * still running at the end are named, so that nothing a writer may still write is removed
- * (launcher.h, launcher_wait_writers). A raw file "<pid>-<start_ns>.lrt" is still being
+ * (daemons, double forks, setsid children) and the command's descendants that still run are
+ * waited for, up to --wait-timeout, and those still running at the end are named, so that
+ * nothing a writer may still write is removed (launcher.h, launcher_wait_writers). The
+ * launcher is the descendants' subreaper (child.c): while one runs, the launcher has a child,
+ * and each is reaped as it ends; a daemon that has not loaded the agent yet is thus waited
+ * for too. A raw file "<pid>-<start_ns>.lrt" is still being
  * written while it has no TRACE_PROCESS_END and its process lives on with the agent: the pid
  * exists, is not a zombie, started no later than the file (a later start is a reused pid), and
  * still maps the agent library (one that exec'd an untraced program writes nothing more). A
@@ -66,6 +69,23 @@ static size_t read_small_file(const char *path, char *buf, size_t cap)
     fclose(f);
     buf[len] = '\0';
     return len;
+}
+
+/* /proc/<pid>/stat's state, parent and start (clock ticks since boot); 0, or -1 when the
+ * process is gone. */
+static int read_proc_stat(long pid, char *state, long *ppid, unsigned long long *started)
+{
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (!read_small_file(path, stat, sizeof stat))
+        return -1;
+    char *close = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
+    if (!close || sscanf(close + 1,
+                         " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                         "%*d %llu",
+                         state, ppid, started) != 3)
+        return -1;
+    return 0;
 }
 
 /* Whether /proc/<pid>/<file> has an entry (a line of maps: separator '\n'; a variable of
@@ -275,6 +295,41 @@ static void name_running(struct launcher *l, long pid)
     snprintf(l->running + used, add + 1, "%s%s", used ? ", " : "", one);
 }
 
+/* Whether pid is already named in the set: a writer still writing, or a process yet to make
+ * its file. */
+static int named_in_set(const struct writer_set *set, long pid)
+{
+    for (size_t i = 0; i < set->count; i++)
+        if (!set->v[i].done && set->v[i].pid == pid)
+            return 1;
+    for (size_t i = 0; i < set->unborn_count; i++)
+        if (set->unborn[i] == pid)
+            return 1;
+    return 0;
+}
+
+/* Names the launcher's children still running that the set does not name (descendants of the
+ * command with no raw file being written: not traced yet, or no more); returns how many. */
+static size_t name_live_children(struct launcher *l, const struct writer_set *set)
+{
+    size_t named = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end, state;
+        long pid = strtol(e->d_name, &end, 10), ppid;
+        unsigned long long started;
+        if (*end || pid <= 0 || read_proc_stat(pid, &state, &ppid, &started) < 0 ||
+            ppid != (long)getpid() || state == 'Z' || state == 'X' || named_in_set(set, pid))
+            continue;
+        name_running(l, pid);
+        named++;
+    }
+    if (d)
+        closedir(d);
+    return named;
+}
+
 int launcher_wait_writers(struct launcher *l)
 {
     const struct launcher_options *o = l->o;
@@ -292,9 +347,10 @@ int launcher_wait_writers(struct launcher *l)
             return launcher_fail(l, "cannot read the session folder '%s': %s", l->raw_dir,
                                  strerror(err));
         }
+        int children = l->reaper && child_reap_ended(l);
         writing = writer_set_poll(&set) + writer_set_unborn(&set);
         uint64_t waited = clock_ns(CLOCK_MONOTONIC) - start;
-        if (!writing || waited >= timeout_ns || ending_signal_pending())
+        if ((!writing && !children) || waited >= timeout_ns || ending_signal_pending())
             break;
         uint64_t nap = poll_ns < timeout_ns - waited ? poll_ns : timeout_ns - waited;
         struct timespec ts = {(time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull)};
@@ -309,7 +365,8 @@ int launcher_wait_writers(struct launcher *l)
             name_running(l, set.v[i].pid);
     for (size_t i = 0; i < set.unborn_count; i++)
         name_running(l, set.unborn[i]);
-    l->still_writing = writing;
+    l->untraced_running = l->reaper ? name_live_children(l, &set) : 0;
+    l->still_writing = writing + l->untraced_running;
     free(set.v);
     free(set.unborn);
     return 0;

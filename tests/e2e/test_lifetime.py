@@ -153,12 +153,13 @@ def test_sigkill_loses_at_most_the_flush_interval(tmp_path):
     assert len(recorded) >= must, (len(recorded), must, writer_waited_ns)
     if must == 0:  # the writer waited for a CPU most of the second: nothing left to check
         __import__("pytest").skip(f"the agent's writer waited {writer_waited_ns} ns for a CPU")
-    # the header says the process did not end and that what it lost cannot be known
+    # the header says how the process ended (lantern reaped it) and that what it lost cannot
+    # be known
     header = lantern(tmp_path, "stats", "x.db").stdout
     lost, = [l for l in header.splitlines() if l.startswith("Lost events:")]
-    assert lost == ("Lost events:     1 process did not end (no end record: killed, or still "
-                    "running when imported; events after the last write missing: unknown): "
-                    f"pid {pid_of(tmp_path)} lifetime_workload")
+    assert lost == ("Lost events:     1 process ended without its end record (events after the "
+                    f"last write missing: unknown): pid {pid_of(tmp_path)} lifetime_workload "
+                    "(ended by SIGKILL)")
 
 
 def pid_of(tmp_path):
@@ -178,11 +179,11 @@ def killed_session_with_drops(tmp_path):
         (pid, tid, thread), = db.execute("SELECT p.pid, t.tid, l.label FROM threads t"
                                          " JOIN processes p ON p.id = t.process_id"
                                          " JOIN thread_labels l ON l.id = t.id").fetchall()
-    unfinished = ("did not end (no end record: killed, or still running when imported; "
-                  "events after the last write missing: unknown)")
+    why = "events after the last write missing: unknown"
     line = (f"7 events dropped (pid {pid} lifetime_workload: 7 [tid {tid} {thread}: 7]); "
-            f"1 process {unfinished}: pid {pid} lifetime_workload")
-    return pid, line, "7 events dropped; " + unfinished
+            f"1 process ended without its end record ({why}): pid {pid} lifetime_workload "
+            "(ended by SIGKILL)")
+    return pid, line, f"7 events dropped; ended by SIGKILL without its end record ({why})"
 
 
 def test_every_report_header_and_export_shows_the_losses(tmp_path):
@@ -204,6 +205,12 @@ def test_every_report_header_and_export_shows_the_losses(tmp_path):
     labels = [(e["pid"], e["args"]["labels"]) for e in trace["traceEvents"]
               if e["name"] == "process_labels"]
     assert labels == [(pid, process_losses)]
+    # how it ended unknown (the launcher did not reap it): said not to have ended
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        db.execute("UPDATE processes SET exit_signal = NULL")
+    assert ("1 process did not end (no end record: killed, or still running when imported; "
+            f"events after the last write missing: unknown): pid {pid} lifetime_workload\n") \
+        in lantern(tmp_path, "stats", "x.db").stdout
 
 
 def test_perfetto_tracks_describe_the_losses(tmp_path):

@@ -4,13 +4,20 @@
  *   big_name BYTES    one range whose name is BYTES bytes ("é" repeated, then "x")
  *   wait              a range open until SIGTERM, SIGINT or SIGHUP arrives; prints "ready",
  *                     exits 40 + the number of signals received (one expected)
- *   fill FILE STATUS  one range, then fills the disk of FILE with zeros, exit(STATUS) */
+ *   fill FILE STATUS  one range, then fills the disk of FILE with zeros, exit(STATUS)
+ *   daemon STATUS PAIRS MS END CODE
+ *                     a daemon made before any NVTX call (fork, setsid, fork again), then
+ *                     exit(STATUS) at once; the daemon prints its pid, leaves the standard
+ *                     streams, sleeps MS ms, makes PAIRS push/pop pairs, and ends as END says:
+ *                     exit (exit(CODE)), _exit (_exit(CODE): no exit hooks) or signal
+ *                     (raise(CODE)) */
 #include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t signals_received;
@@ -95,6 +102,37 @@ static int fill(const char *path, int status)
     return status;
 }
 
+/* The daemon's life after the double fork (see the top of the file). */
+static void daemon_run(long pairs, long ms, const char *end, int code)
+{
+    printf("%ld\n", (long)getpid());
+    fflush(stdout);
+    int null_fd = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd <= 2; fd++)
+        dup2(null_fd, fd); /* the test reading our output sees its end */
+    usleep((useconds_t)ms * 1000);
+    pushes(pairs, 0);
+    if (!strcmp(end, "_exit"))
+        _exit(code);
+    if (!strcmp(end, "signal"))
+        raise(code);
+    exit(code);
+}
+
+static int daemonize(int status, long pairs, long ms, const char *end, int code)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        setsid();
+        if (fork() == 0)
+            daemon_run(pairs, ms, end, code);
+        _exit(0);
+    }
+    if (child > 0)
+        waitpid(child, NULL, 0);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "pushes"))
@@ -107,7 +145,9 @@ int main(int argc, char **argv)
         return wait_for_signal();
     if (argc >= 4 && !strcmp(argv[1], "fill"))
         return fill(argv[2], atoi(argv[3]));
+    if (argc >= 7 && !strcmp(argv[1], "daemon"))
+        return daemonize(atoi(argv[2]), atol(argv[3]), atol(argv[4]), argv[5], atoi(argv[6]));
     fprintf(stderr, "usage: fault_workload pushes N STATUS | no_message | big_name BYTES | wait | "
-                    "fill FILE STATUS\n");
+                    "fill FILE STATUS | daemon STATUS PAIRS MS END CODE\n");
     return 2;
 }

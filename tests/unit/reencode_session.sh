@@ -14,8 +14,9 @@ LANTERN_FAKE_NVML_SCRIPT="$dir/nvml.script" LANTERN_NVML_LIBRARY="$build/lib/lib
     "$build/bin/nvtx_workload" attributes >/dev/null
 "$build/bin/trace_reencode" "$dir"/s.db.raw/*.lrt >"$dir/out.txt"
 cat "$dir/out.txt"
-# launcher.lrt: process, end, and the sampler's gpu, power, state, footprint records
-grep -q "launcher.lrt: .* 0 differ, 0 of unknown types; types 1 2 80 81.* 83 85$" "$dir/out.txt"
+# launcher.lrt: process, end, the processes it reaped, and the sampler's gpu, power, state,
+# footprint records
+grep -q "launcher.lrt: .* 0 differ, 0 of unknown types; types 1 2 13 80 81.* 83 85$" "$dir/out.txt"
 # the agent's file: process, end, thread, string, names, clock, info, the thread event streams
 # and every NVTX record (from the streams)
 grep -q "[0-9]-[0-9]*.lrt: .* 0 differ, 0 of unknown types; types 1 2 3 4 5 7 9 11 12 20 21 22 23 24 25 26 27 28 29$" \
