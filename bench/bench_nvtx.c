@@ -4,8 +4,8 @@
  * blocks of BLOCK pairs; the figures are the median and p99 over all blocks of ns per pair.
  * Then the agent's trace file is read back: ranges recorded against ranges made, drops,
  * bytes per range, and the worker's peak RSS.
- * Usage: bench_nvtx [seconds (10)] [threads (1)] [baseline seconds (2)] [pairs per thread]
- *                   [mode (plain)]
+ * Usage: [BENCH_AGENT=other/liblantern-agent.so] bench_nvtx [seconds (10)] [threads (1)]
+ *        [baseline seconds (2)] [pairs per thread] [mode (plain)]
  * With pairs per thread (0: none), each thread makes exactly that many (all threads started
  * together) instead of running for the seconds. The mode is the pair (bench_modes below):
  * plain (nvtxRangePushA), ex (nvtxDomainRangePushEx of a registered string, as NCCL pushes)
@@ -247,17 +247,23 @@ static int run_worker(const char *self, const char *agent, const char *session, 
     return got == 4 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* Ranges, their payloads, drops and bytes in the agent's trace file; then removes the file. */
+/* Ranges, their payloads, drops and bytes in the agent's trace file; then removes it and the
+ * agent's buffer file. */
 static int read_trace(const char *session, uint64_t *pushes, uint64_t *payloads, uint64_t *dropped,
                       uint64_t *bytes)
 {
     DIR *d = opendir(session);
     if (!d)
         return -1;
-    char path[1024] = "";
-    for (struct dirent *e; (e = readdir(d));)
+    char path[1024] = "", pool[1024];
+    for (struct dirent *e; (e = readdir(d));) {
         if (strstr(e->d_name, ".lrt"))
             snprintf(path, sizeof(path), "%s/%s", session, e->d_name);
+        if (strstr(e->d_name, ".lrb")) {
+            snprintf(pool, sizeof(pool), "%s/%s", session, e->d_name);
+            unlink(pool);
+        }
+    }
     closedir(d);
     struct stat st;
     struct trace_reader r;
@@ -303,14 +309,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_nvtx: no mode '%s' (plain, ex, payload)\n", mode);
         return 2;
     }
+    /* BENCH_AGENT: another build's agent, for a before/after pair */
+    const char *agent_path = getenv("BENCH_AGENT") ? getenv("BENCH_AGENT") : LANTERN_AGENT_PATH;
     char session[] = "/tmp/lantern-bench-XXXXXX";
     if (!mkdtemp(session))
         return 1;
     struct result none_before, none_after, agent;
     if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, mode,
                    &none_before) ||
-        run_worker("/proc/self/exe", LANTERN_AGENT_PATH, session, seconds, threads, pairs, mode,
-                   &agent) ||
+        run_worker("/proc/self/exe", agent_path, session, seconds, threads, pairs, mode, &agent) ||
         run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, mode, &none_after)) {
         fprintf(stderr, "bench_nvtx: a worker failed\n");
         return 1;

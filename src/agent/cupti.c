@@ -151,7 +151,8 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
             dropped) {
             writer_put_dropped(0, dropped);
         }
-        writer_unlock();
+        /* in the file at once: what CUPTI delivered is kept however the process ends */
+        writer_unlock_durable();
     }
     cupti_buffer_release(buffer);
 }

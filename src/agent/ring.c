@@ -3,10 +3,12 @@
  * thread list the writer walks, reclamation when threads exit (a pthread key destructor, then
  * ring_durable once the trace file holds their last events), and the consumer side. */
 #include "agent/ring.h"
+#include "agent/clock.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -66,6 +68,9 @@ uint32_t ring_gettid(void)
 void ring_disable(void)
 {
     __atomic_store_n(&ring_disabled, 1, __ATOMIC_RELEASE);
+    if (ring_pool.path[0]) /* made by a thread's first event: nobody will write its trace */
+        unlink(ring_pool.path);
+    ring_pool.path[0] = '\0';
 }
 
 /* ---- tagged stacks (free blocks, free slots): the head is tag << 32 | (index + 1) ---- */
@@ -245,6 +250,7 @@ static int ring_pool_map(const char *path, void *at)
     memcpy(h->magic, POOL_FILE_MAGIC, sizeof h->magic);
     h->version = POOL_FILE_VERSION;
     h->pid = (uint32_t)getpid();
+    h->next_string_id = 1; /* 0 is "no string" */
     ring_pool.header = h;
     ring_pool.slots = (struct pool_slot *)((uint8_t *)map + layout.slot_offset);
     ring_pool.meta = (struct pool_block_meta *)((uint8_t *)map + layout.meta_offset);
@@ -260,9 +266,24 @@ static int ring_pool_map(const char *path, void *at)
     return 0;
 }
 
-int ring_pool_open(const char *path)
+static pthread_once_t ring_pool_once = PTHREAD_ONCE_INIT;
+static int ring_pool_failed;
+
+static void ring_pool_create(void)
 {
-    return ring_pool_map(path, NULL);
+    ring_pool.start_ns = clock_mono_ns();
+    const char *dir = getenv("LANTERN_SESSION_DIR");
+    char path[sizeof ring_pool.path];
+    int named = dir && *dir &&
+                snprintf(path, sizeof path, "%s/%d-%llu.lrb", dir, (int)getpid(),
+                         (unsigned long long)ring_pool.start_ns) < (int)sizeof path;
+    ring_pool_failed = ring_pool_map(named ? path : NULL, NULL) < 0;
+}
+
+int ring_pool_init(void)
+{
+    pthread_once(&ring_pool_once, ring_pool_create);
+    return ring_pool_failed ? -1 : 0;
 }
 
 uint8_t *ring_next_block(struct agent_thread *t)
@@ -362,8 +383,7 @@ struct agent_thread *ring_thread_attach(uint64_t now_ticks)
     t->os_tid = ring_gettid();
     t->first_ticks = now_ticks;
     prctl(PR_GET_NAME, t->first_name, 0, 0, 0);
-    t->inert = __atomic_load_n(&ring_disabled, __ATOMIC_ACQUIRE) ||
-               !__atomic_load_n(&ring_pool.header, __ATOMIC_ACQUIRE);
+    t->inert = __atomic_load_n(&ring_disabled, __ATOMIC_ACQUIRE) || ring_pool_init() < 0;
     if (!t->inert) {
         t->thread_idx = __atomic_fetch_add(&ring_next_thread_idx, 1, __ATOMIC_RELAXED);
         t->slot = ring_slot_take(t);

@@ -84,6 +84,7 @@ struct ring_pool {
     void *map;
     size_t map_bytes;
     char path[4096]; /* the buffer file ("": anonymous memory, not durable) */
+    uint64_t start_ns; /* CLOCK_MONOTONIC when the pool was made: the files' names */
     _Alignas(64) _Atomic uint64_t free_head; /* tag << 32 | (block + 1) */
     _Atomic uint64_t free_slots;             /* tag << 32 | (slot + 1) */
     _Atomic uint32_t backed;                 /* blocks with disk space (pushed on the free list) */
@@ -150,12 +151,14 @@ static inline struct agent_thread *ring_self(uint64_t now_ticks)
     return __builtin_expect(t != NULL, 1) ? t : ring_thread_attach(now_ticks);
 }
 
-/* Stops new threads from recording (the agent is inert). */
+/* Stops new threads from recording (the agent is inert); the buffer file goes. */
 void ring_disable(void);
-/* Sets up the pool from LANTERN_BUFFER_KB in the buffer file `path` (created here, O_EXCL;
- * NULL or a failure to make it: anonymous memory, events lost if the process ends without
- * its exit hooks). Returns 0, or -1 without memory. Once per process. */
-int ring_pool_open(const char *path);
+/* Sets up the pool once per process, from whichever thread comes first (a thread may record
+ * before the agent's start has finished): LANTERN_BUFFER_KB of blocks in the buffer file
+ * <LANTERN_SESSION_DIR>/<pid>-<start_ns>.lrb (created, O_EXCL; where it cannot be made,
+ * anonymous memory, whose events are lost if the process ends without its exit hooks).
+ * 0, or -1 without memory. */
+int ring_pool_init(void);
 
 /* ---- consumer (the writer, under the writer lock) ---- */
 

@@ -747,27 +747,14 @@ static void writer_close(void)
  * pool in place (ring_fork_child). */
 static int writer_open_file(int fork_child)
 {
-    uint64_t start_ns = clock_mono_ns();
-    char *path = writer.path;
-    snprintf(path, sizeof(writer.path), "%s/%d-%llu.lrb", writer.session_dir, (int)getpid(),
-             (unsigned long long)start_ns);
-    if (fork_child) {
-        ring_fork_child(path);
-    } else if (ring_pool_open(path) < 0) {
+    if (!fork_child && ring_pool_init() < 0) {
         agent_warn("cannot reserve the event buffers (LANTERN_BUFFER_KB); tracing disabled");
         return -1;
     }
-    if (!ring_pool.path[0])
-        agent_warn("cannot make the buffer file '%s': events still buffered when the process "
-                   "ends without its exit hooks (_exit, a signal) are lost",
-                   path);
-    struct pool_header *h = ring_pool.header;
-    if (h) {
-        h->ticks_are_tsc = (uint32_t)clock_ticks_are_tsc;
-        h->first_ticks = writer.calibration.first_ticks;
-        h->first_ns = writer.calibration.first_ns;
-    }
-    path[strlen(path) - 1] = 't'; /* .lrb -> .lrt */
+    uint64_t start_ns = fork_child ? clock_mono_ns() : ring_pool.start_ns; /* the pool's name */
+    char *path = writer.path;
+    snprintf(path, sizeof(writer.path), "%s/%d-%llu.lrt", writer.session_dir, (int)getpid(),
+             (unsigned long long)start_ns);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -780,6 +767,20 @@ static int writer_open_file(int fork_child)
     writer.fd_dev = st.st_dev;
     writer.fd_ino = st.st_ino;
     writer.opened = 1;
+    char pool[sizeof writer.path];
+    snprintf(pool, sizeof pool, "%.*sb", (int)strlen(path) - 1, path); /* .lrt -> .lrb */
+    if (fork_child)
+        ring_fork_child(pool);
+    if (!ring_pool.path[0])
+        agent_warn("cannot make the buffer file '%s': events still buffered when the process "
+                   "ends without its exit hooks (_exit, a signal) are lost",
+                   pool);
+    struct pool_header *h = ring_pool.header;
+    if (h) {
+        h->ticks_are_tsc = (uint32_t)clock_ticks_are_tsc;
+        h->first_ticks = writer.calibration.first_ticks;
+        h->first_ns = writer.calibration.first_ns;
+    }
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
     writer.write_failed = 0;

@@ -253,14 +253,14 @@ int main(int argc, char **argv)
     snprintf(kb, sizeof kb, "%u", RING_TEST_BLOCKS * RING_BLOCK_BYTES / 1024);
     setenv("LANTERN_BUFFER_KB", kb, 1);
     /* the pool in a buffer file, as in the agent */
-    char dir[] = "/tmp/lantern-test-ring-XXXXXX", path[64];
+    char dir[] = "/tmp/lantern-test-ring-XXXXXX";
     if (!mkdtemp(dir))
         return 1;
-    snprintf(path, sizeof path, "%s/pool.lrb", dir);
-    if (ring_pool_open(path) < 0 || !ring_pool.path[0])
+    setenv("LANTERN_SESSION_DIR", dir, 1);
+    if (ring_pool_init() < 0 || !ring_pool.path[0])
         return 1;
     int rc = test_main(tests, argc, argv);
-    unlink(path);
+    unlink(ring_pool.path);
     rmdir(dir);
     return rc;
 }

@@ -144,26 +144,26 @@ def test_program_exit_code_is_on_its_process_row(tmp_path):
     assert lost_events(db) == "Lost events:     none"
 
 
-def test_daemon_ended_by_exit_without_hooks_is_not_called_killed(tmp_path):
+def test_daemon_ended_by_exit_without_hooks_keeps_everything_and_its_status(tmp_path):
+    """_exit runs no exit hook: the launcher appends what the daemon had buffered (its buffer
+    file, salvaged = 1) and knows its exit code, since it reaped it."""
     db = tmp_path / "x.db"
     r = lantern("profile", "-o", db, "--", *daemon(0, 5, 0, "_exit", 5))
     assert r.returncode == 0, r.stderr
-    assert query(db, "SELECT pid, exit_status, exit_signal, end_record FROM processes") == \
-        [(int(r.stdout), 5, None, 0)]
-    line = lost_events(db)
-    assert "killed" not in line and "did not end" not in line
-    assert "1 process ended without its end record (events after the last write missing: " \
-        f"unknown): pid {r.stdout.strip()} fault_workload (exit code 5)" in line
+    assert query(db, "SELECT pid, exit_status, exit_signal, end_record, salvaged, clean_exit"
+                     " FROM processes") == [(int(r.stdout), 5, None, 1, 1, 0)]
+    assert query(db, "SELECT count(*) FROM ranges WHERE end_ns IS NOT NULL") == [(5,)]
+    assert lost_events(db) == "Lost events:     none"
 
 
-def test_daemon_ended_by_a_signal_says_which(tmp_path):
+def test_daemon_ended_by_a_signal_says_which_and_keeps_everything(tmp_path):
     db = tmp_path / "k.db"
     r = lantern("profile", "-o", db, "--", *daemon(0, 5, 0, "signal", signal.SIGKILL))
     assert r.returncode == 0, r.stderr
-    assert query(db, "SELECT exit_status, exit_signal, end_record FROM processes") == [(None, 9, 0)]
-    line = lost_events(db)
-    assert "did not end" not in line
-    assert f"pid {r.stdout.strip()} fault_workload (ended by SIGKILL)" in line
+    assert query(db, "SELECT exit_status, exit_signal, end_record, salvaged FROM processes") == \
+        [(None, 9, 1, 1)]
+    assert query(db, "SELECT count(*) FROM ranges WHERE end_ns IS NOT NULL") == [(5,)]
+    assert lost_events(db) == "Lost events:     none"
 
 
 # ---- concurrent runs on one output --------------------------------------------------------------
