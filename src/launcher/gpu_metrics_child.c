@@ -116,8 +116,9 @@ void gpu_metrics_thread_finish(struct gpu_metrics_thread *th, const struct gpu_m
 
 /* ---- test faults: LANTERN_TEST_SAMPLER_FAULT=segv|abort|hang[:N] ---------------------------- */
 
-/* What the child does after its Nth sample reached the launcher, to prove in CI (no GPU) that
- * a crash or hang of a vendor library costs only the metrics. Read only here, in the child. */
+/* What the child does after its Nth sample reached the launcher (N = 0: as it starts, before
+ * any backend), to prove in CI (no GPU) that a crash or hang of a vendor library costs only
+ * the metrics. Read only here, in the child. */
 enum fault_kind { FAULT_NONE, FAULT_SEGV, FAULT_ABORT, FAULT_HANG };
 static enum fault_kind fault_kind;
 static uint64_t fault_after, fault_samples;
@@ -188,7 +189,7 @@ void gpu_metrics_put_set(struct gpu_metrics_sink *s, const struct trace_gpu_metr
 void gpu_metrics_put_sample(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sample *r)
 {
     SINK_PUT(s, trace_put_gpu_metric_sample, r);
-    if (fault_kind != FAULT_NONE && ++fault_samples >= fault_after) {
+    if (fault_kind != FAULT_NONE && fault_after && ++fault_samples >= fault_after) {
         pthread_mutex_lock(&s->lock);
         flush_locked(s); /* the samples before the fault are in the launcher's hands */
         pthread_mutex_unlock(&s->lock);
@@ -433,6 +434,8 @@ int gpu_metrics_child_main(int argc, char **argv)
             .sink = &sink,
         };
         g.source_option = argv[5];
+        if (fault_kind != FAULT_NONE && !fault_after)
+            fault_strike();
         start_gpu(&g);
         pthread_mutex_lock(&sink.lock);
         flush_locked(&sink); /* the set, or why not, before the answer */
