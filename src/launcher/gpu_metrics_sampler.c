@@ -330,8 +330,9 @@ static unsigned int child_outcome(struct sampler_child *c, int reaped, int statu
     int sig = reaped && WIFSIGNALED(status) ? WTERMSIG(status) : c->crash_signal;
     if (sig) {
         const char *name = signal_name(sig, sig_buffer, sizeof sig_buffer);
-        snprintf(what, size, "the metric sampler crashed (%s%s%s) %s", name,
-                 c->library[0] ? " in " : "", c->library, when);
+        int core = reaped && WIFSIGNALED(status) && WCOREDUMP(status);
+        snprintf(what, size, "the metric sampler crashed (%s%s%s%s) %s", name,
+                 c->library[0] ? " in " : "", c->library, core ? ", core dumped" : "", when);
         return TRACE_GPU_METRICS_CRASHED;
     }
     int asked = c->stop_asked || c->state == CHILD_NOT_SAMPLING;
