@@ -265,7 +265,7 @@ static int import_relay(struct gpu_metrics_file *g, struct trace_fields *fl)
     sqlite3_stmt *st = import_stmt(g->f, SLOT_RELAY,
                                    "UPDATE gpu_metric_sets SET sampler_process_cpu_ns = ?,"
                                    " sampler_max_rss_kib = ?, delivery_mean_ns = ?,"
-                                   " delivery_max_ns = ? WHERE id = ?");
+                                   " delivery_max_ns = ?, relay_cpu_ns = ? WHERE id = ?");
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, (int64_t)r.cpu_ns);
@@ -274,7 +274,8 @@ static int import_relay(struct gpu_metrics_file *g, struct trace_fields *fl)
         sqlite3_bind_int64(st, 3, (int64_t)(r.delay_sum_ns / r.samples));
         sqlite3_bind_int64(st, 4, (int64_t)r.delay_max_ns);
     }
-    sqlite3_bind_int64(st, 5, g->sets[set].row);
+    sqlite3_bind_int64(st, 5, (int64_t)r.relay_cpu_ns);
+    sqlite3_bind_int64(st, 6, g->sets[set].row);
     return import_step(g->f, st, "cannot store a GPU metric sampler's cost: ");
 }
 

@@ -222,7 +222,8 @@ CREATE TABLE gpu_metric_sets(                   -- what was sampled on one GPU, 
   sampler_reads INTEGER, sampler_read_ns INTEGER, -- CPU time, decode calls or GPM reads;
   sampler_process_cpu_ns INTEGER,               -- the sampler child process: its CPU time,
   sampler_max_rss_kib INTEGER,                  -- peak memory, and the delay from a sample's
-  delivery_mean_ns INTEGER, delivery_max_ns INTEGER); -- end to the launcher (mean, max)
+  delivery_mean_ns INTEGER, delivery_max_ns INTEGER, -- end to the launcher (mean, max),
+  relay_cpu_ns INTEGER);                        -- and the launcher's relay thread's CPU
 
 CREATE TABLE gpu_metric_samples(                -- averages over [start_ns, end_ns) of one GPU;
   set_id INTEGER NOT NULL,                      -- NULL: not in the set. The columns are

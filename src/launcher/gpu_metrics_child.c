@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,9 +26,11 @@
 #include <unistd.h>
 
 #define SINK_BUFFER_BYTES GPU_METRICS_CHUNK_MAX
-/* A chunk goes down the pipe once it holds records older than this, so a crash loses at most
- * the records of the last ~10 ms (PM sampling puts a decode round's ~100 samples at once,
- * every 20 ms: those of the last round may be lost). */
+/* The chunk goes down the pipe every SINK_TICK_MS (the child's main thread), or at a put once
+ * its first record is SINK_FLUSH_NS old (should that thread be late) or it is half full; so a
+ * crash loses the records of the last ~5 ms (PM sampling puts a decode round's ~100 samples
+ * at once, every 20 ms). */
+#define SINK_TICK_MS 5
 #define SINK_FLUSH_NS 10000000ull
 
 struct gpu_metrics_sink {
@@ -383,12 +386,24 @@ static void control_say(const char *fmt, const char *a, const char *b)
     (void)unused;
 }
 
-/* Blocks until the launcher shuts its end of the control socket (or dies). */
-static void wait_for_stop(void)
+/* Until the launcher shuts its end of the control socket (or dies), sends what the sink holds
+ * every SINK_TICK_MS: a sample reaches the launcher within ~5 ms of its put whatever the rate,
+ * and a crash loses no more. */
+static void wait_for_stop(struct gpu_metrics_sink *s)
 {
-    char byte;
-    while (read(GPU_METRICS_CHILD_CONTROL_FD, &byte, 1) > 0 || errno == EINTR)
-        errno = 0;
+    for (;;) {
+        struct pollfd p = {GPU_METRICS_CHILD_CONTROL_FD, POLLIN, 0};
+        int n = poll(&p, 1, SINK_TICK_MS);
+        char byte;
+        if (n > 0 && read(GPU_METRICS_CHILD_CONTROL_FD, &byte, 1) <= 0 && errno != EINTR)
+            return;
+        if (n < 0 && errno != EINTR)
+            return;
+        pthread_mutex_lock(&s->lock);
+        if (!trace_chunk_empty(&s->chunk))
+            flush_locked(s);
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
 int gpu_metrics_child_main(int argc, char **argv)
@@ -442,7 +457,7 @@ int gpu_metrics_child_main(int argc, char **argv)
         pthread_mutex_unlock(&sink.lock);
         if (g.backend) {
             control_say("started %s%s", g.backend->option, "");
-            wait_for_stop();
+            wait_for_stop(&sink);
             g.backend->stop(g.handle);
         } else {
             control_say("failed %s%s", g.why, "");

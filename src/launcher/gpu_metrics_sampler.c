@@ -378,6 +378,9 @@ static void child_ended(struct sampler_child *c)
                      (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
     c->cost.max_rss_kib = (uint64_t)ru.ru_maxrss;
     c->cost.discarded_bytes = c->discarded;
+    struct timespec relay_cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &relay_cpu);
+    c->cost.relay_cpu_ns = (uint64_t)relay_cpu.tv_sec * 1000000000u + (uint64_t)relay_cpu.tv_nsec;
     write_own(s, c->uuid, c->source, code, what, c->started_ns ? &c->cost : NULL);
 
     pthread_mutex_lock(&s->lock);
