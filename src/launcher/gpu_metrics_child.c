@@ -258,6 +258,8 @@ static void note_library(uintptr_t pc, char *out, size_t size)
                 const char *name = nl;
                 while (name > p && name[-1] != ' ' && name[-1] != '/')
                     name--;
+                if (name[-1] != '/' && *name != '[')
+                    name = nl; /* anonymous memory (JIT code): its inode's "0", no name */
                 size_t len = (size_t)(nl - name) < size - 1 ? (size_t)(nl - name) : size - 1;
                 memcpy(out, name, len);
                 out[len] = 0;
