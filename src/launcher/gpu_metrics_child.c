@@ -117,12 +117,12 @@ void gpu_metrics_thread_finish(struct gpu_metrics_thread *th, const struct gpu_m
     gpu_metrics_put_sampler(t->sink, &f);
 }
 
-/* ---- test faults: LANTERN_TEST_SAMPLER_FAULT=segv|abort|hang[:N] ---------------------------- */
+/* ---- test faults: LANTERN_TEST_SAMPLER_FAULT=segv|segv-libc|abort|hang[:N] ------------------ */
 
 /* What the child does after its Nth sample reached the launcher (N = 0: as it starts, before
  * any backend), to prove in CI (no GPU) that a crash or hang of a vendor library costs only
  * the metrics. Read only here, in the child. */
-enum fault_kind { FAULT_NONE, FAULT_SEGV, FAULT_ABORT, FAULT_HANG };
+enum fault_kind { FAULT_NONE, FAULT_SEGV, FAULT_SEGV_LIBC, FAULT_ABORT, FAULT_HANG };
 static enum fault_kind fault_kind;
 static uint64_t fault_after, fault_samples;
 
@@ -132,8 +132,9 @@ static void fault_parse(void)
     if (!spec || !*spec)
         return;
     size_t n = strcspn(spec, ":");
-    fault_kind = !strncmp(spec, "segv", n) && n == 4    ? FAULT_SEGV
-                 : !strncmp(spec, "abort", n) && n == 5 ? FAULT_ABORT
+    fault_kind = !strncmp(spec, "segv", n) && n == 4        ? FAULT_SEGV
+                 : !strncmp(spec, "segv-libc", n) && n == 9 ? FAULT_SEGV_LIBC
+                 : !strncmp(spec, "abort", n) && n == 5     ? FAULT_ABORT
                  : !strncmp(spec, "hang", n) && n == 4  ? FAULT_HANG
                                                         : FAULT_NONE;
     fault_after = spec[n] == ':' ? strtoull(spec + n + 1, NULL, 10) : 0;
@@ -147,6 +148,13 @@ static void fault_strike(void)
         volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (page != MAP_FAILED)
             page[1] = 1;
+        abort();
+    }
+    case FAULT_SEGV_LIBC: {
+        /* the same, inside a shared library (libc's strlen), as libnvperf_host's would be */
+        const char *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        volatile size_t len = page != MAP_FAILED ? strlen(page) : 0; /* strlen is pure */
+        (void)len;
         abort();
     }
     case FAULT_ABORT:

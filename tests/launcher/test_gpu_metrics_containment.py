@@ -1,11 +1,12 @@
 """A GPU metric sampler that crashes or hangs costs only the metrics (docs/gpu-metrics.md,
 "Containment"): each GPU's sampler is a child process of the launcher, and the test-only
-LANTERN_TEST_SAMPLER_FAULT=segv|abort|hang:N makes that child crash or hang after its Nth
+LANTERN_TEST_SAMPLER_FAULT=segv|segv-libc|abort|hang:N makes that child crash or hang after its Nth
 sample (0: as it starts), as a vendor library (CUPTI's libnvperf_host, NVML) would. Against the fake NVML's GPM
 (src/nvml/fake), no GPU: the profiled program's exit status and NVTX ranges are intact, the
 database is written, the samples before the fault are kept and exact, and the status, the
 `lantern:` line and the report header say what happened. Needs $LANTERN_BUILD."""
 import os
+import re
 import sqlite3
 import subprocess
 import time
@@ -98,6 +99,16 @@ def test_a_sampler_crash_keeps_the_run_and_the_samples_before_it(tmp_path):
         "SELECT samples, sampler_process_cpu_ns, delivery_mean_ns, delivery_max_ns"
         " FROM gpu_metric_sets").fetchall()
     assert samples is None and cpu > 0 and 0 <= mean_delay <= max_delay < 1_000_000_000
+
+
+def test_a_crash_inside_a_library_names_the_library(tmp_path):
+    r, db, epoch, _ = profile(tmp_path, f"segv-libc:{AFTER}")  # in libc's strlen
+    con = check_the_run_is_intact(r, db)
+    check_samples_exact(con, epoch, AFTER)
+    [(source, code, reason)] = statuses(con)
+    assert (source, code) == ("NVML GPM", "crashed")
+    assert re.match(r"the metric sampler crashed \(SIGSEGV in lib[\w.+-]*\.so[\d.]*\) after ", reason), reason
+    assert said(r) == ["lantern: GPU 0 (Fake-H100): " + reason]
 
 
 def test_a_sampler_abort_is_said_with_its_signal(tmp_path):
