@@ -135,8 +135,8 @@ static void fault_parse(void)
     fault_kind = !strncmp(spec, "segv", n) && n == 4        ? FAULT_SEGV
                  : !strncmp(spec, "segv-libc", n) && n == 9 ? FAULT_SEGV_LIBC
                  : !strncmp(spec, "abort", n) && n == 5     ? FAULT_ABORT
-                 : !strncmp(spec, "hang", n) && n == 4  ? FAULT_HANG
-                                                        : FAULT_NONE;
+                 : !strncmp(spec, "hang", n) && n == 4      ? FAULT_HANG
+                                                            : FAULT_NONE;
     fault_after = spec[n] == ':' ? strtoull(spec + n + 1, NULL, 10) : 0;
 }
 

@@ -318,8 +318,10 @@ static unsigned int child_outcome(struct sampler_child *c, int reaped, int statu
         snprintf(when, sizeof when, "while starting");
     what[0] = 0;
     if (c->killed == KILLED_AT_STOP) {
-        snprintf(what, size, "the metric sampler did not stop within %.0f s: killed; metrics "
-                             "until then kept", STOP_DEADLINE_NS / 1e9);
+        snprintf(what, size,
+                 "the metric sampler did not stop within %.0f s: killed; metrics "
+                 "until then kept",
+                 STOP_DEADLINE_NS / 1e9);
         return TRACE_GPU_METRICS_HUNG;
     }
     if (c->killed == KILLED_AT_START) {
@@ -367,9 +369,10 @@ static void child_ended(struct sampler_child *c)
     unsigned int code = child_outcome(c, reaped, status, what, sizeof what);
     if (c->discarded) {
         size_t len = strlen(what);
-        snprintf(what + len, sizeof what - len, "%sa partial chunk of %llu bytes at its end "
-                 "discarded", len ? "; " : "the metric sampler ended: ",
-                 (unsigned long long)c->discarded);
+        snprintf(what + len, sizeof what - len,
+                 "%sa partial chunk of %llu bytes at its end "
+                 "discarded",
+                 len ? "; " : "the metric sampler ended: ", (unsigned long long)c->discarded);
         code = code ? code : TRACE_GPU_METRICS_FAILED;
     }
     c->cost.set_id = c->set_id;
@@ -405,7 +408,8 @@ static void *relay_main(void *arg)
     struct sampler_child *c = arg;
     int control_open = 1;
     for (;;) {
-        struct pollfd p[2] = {{c->records_fd, POLLIN, 0}, {control_open ? c->control_fd : -1, POLLIN, 0}};
+        struct pollfd p[2] = {{c->records_fd, POLLIN, 0},
+                              {control_open ? c->control_fd : -1, POLLIN, 0}};
         int n = poll(p, 2, POLL_MS);
         if (n < 0 && errno != EINTR)
             break;
@@ -425,8 +429,8 @@ static void *relay_main(void *arg)
  * itself), malloc'd; the strings are environ's. */
 static char **child_environment(void)
 {
-    static const char *const dropped[] = {"NVTX_INJECTION64_PATH=", "CUDA_INJECTION64_PATH=",
-                                          "LANTERN_SESSION_DIR="};
+    static const char *const dropped[] = {
+        "NVTX_INJECTION64_PATH=", "CUDA_INJECTION64_PATH=", "LANTERN_SESSION_DIR="};
     size_t n = 0;
     while (environ[n])
         n++;
@@ -581,10 +585,17 @@ static int sampler_row_start(int fd, const struct launcher_options *o, void **st
 
     double hz = o->gpu_metrics_hz > 0 ? o->gpu_metrics_hz : DEFAULT_HZ;
     char mask[16], period[24], set_id[24];
-    snprintf(mask, sizeof mask, "%u", o->gpu_metrics ? o->gpu_metrics : (1u << GPU_METRIC_COUNT) - 1);
+    snprintf(mask, sizeof mask, "%u",
+             o->gpu_metrics ? o->gpu_metrics : (1u << GPU_METRIC_COUNT) - 1);
     snprintf(period, sizeof period, "%llu", (unsigned long long)(1e9 / hz + 0.5));
-    char *argv[] = {"lantern", GPU_METRICS_CHILD_COMMAND, NULL /* uuid */, mask, period, set_id,
-                    (char *)(o->gpu_metrics_source ? o->gpu_metrics_source : "auto"), NULL};
+    char *argv[] = {"lantern",
+                    GPU_METRICS_CHILD_COMMAND,
+                    NULL /* uuid */,
+                    mask,
+                    period,
+                    set_id,
+                    (char *)(o->gpu_metrics_source ? o->gpu_metrics_source : "auto"),
+                    NULL};
     char **env = child_environment();
     for (unsigned int i = 0; i < s->count; i++) {
         struct sampler_child *c = &s->children[i];
