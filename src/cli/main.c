@@ -1,6 +1,7 @@
 /* The lantern command: one table maps each subcommand to its cmd_<name>() in cmd_<name>.c
  * (adding a subcommand is a file and a row). Also --help and --version. */
 #include "cli/cli.h"
+#include "launcher/samplers.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
+    if (!strcmp(name, GPU_METRICS_CHILD_COMMAND)) /* the launcher's own, not for users */
+        return gpu_metrics_child_main(argc - 1, argv + 1);
     if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
         print_usage(stdout);
         return CLI_EXIT_OK;

@@ -62,9 +62,13 @@ static void put_statuses(FILE *out, sqlite3 *db, int64_t gpu_id, int first)
         const char *source = (const char *)sqlite3_column_text(st, 3);
         fputs(first ? "" : "; ", out);
         first = 0;
+        int own_words = code && (!strcmp(code, "crashed") || !strcmp(code, "hung"));
         if (code && !strcmp(code, "lost"))
             fprintf(out, "%lld samples lost", (long long)sqlite3_column_int64(st, 1));
-        else
+        else if (own_words && reason && *reason) { /* "the metric sampler crashed (...) ..." */
+            fputs(reason, out);
+            continue;
+        } else
             fprintf(out, "%s%s%s", source ? source : "", source ? ": " : "",
                     code ? code : "failed");
         if (reason && *reason)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SLOT_GPU, SLOT_GPU_ID, SLOT_SET, SLOT_SAMPLE, SLOT_STATUS, SLOT_SAMPLER };
+enum { SLOT_GPU, SLOT_GPU_ID, SLOT_SET, SLOT_SAMPLE, SLOT_STATUS, SLOT_SAMPLER, SLOT_RELAY };
 
 #define SETS_MAX 256 /* sets per file: one per GPU and source; more is damage */
 
@@ -211,6 +211,8 @@ static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
         [TRACE_GPU_METRICS_BUSY] = "busy",
         [TRACE_GPU_METRICS_LOST] = "lost",
         [TRACE_GPU_METRICS_FAILED] = "failed",
+        [TRACE_GPU_METRICS_CRASHED] = "crashed",
+        [TRACE_GPU_METRICS_HUNG] = "hung",
     };
     struct trace_gpu_metric_status r;
     trace_get_gpu_metric_status(fl, &r);
@@ -252,6 +254,31 @@ static int import_sampler(struct gpu_metrics_file *g, struct trace_fields *fl)
     return import_step(g->f, st, "cannot store a GPU metric sampler: ");
 }
 
+/* The sampler child's cost, as the launcher measured it (gpu_metrics_sampler.c). */
+static int import_relay(struct gpu_metrics_file *g, struct trace_fields *fl)
+{
+    struct trace_gpu_metric_relay r;
+    trace_get_gpu_metric_relay(fl, &r);
+    int set = set_index(g, r.set_id);
+    if (set < 0)
+        return 0;
+    sqlite3_stmt *st = import_stmt(g->f, SLOT_RELAY,
+                                   "UPDATE gpu_metric_sets SET sampler_process_cpu_ns = ?,"
+                                   " sampler_max_rss_kib = ?, delivery_mean_ns = ?,"
+                                   " delivery_max_ns = ?, relay_cpu_ns = ? WHERE id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, (int64_t)r.cpu_ns);
+    sqlite3_bind_int64(st, 2, (int64_t)r.max_rss_kib);
+    if (r.samples) {
+        sqlite3_bind_int64(st, 3, (int64_t)(r.delay_sum_ns / r.samples));
+        sqlite3_bind_int64(st, 4, (int64_t)r.delay_max_ns);
+    }
+    sqlite3_bind_int64(st, 5, (int64_t)r.relay_cpu_ns);
+    sqlite3_bind_int64(st, 6, g->sets[set].row);
+    return import_step(g->f, st, "cannot store a GPU metric sampler's cost: ");
+}
+
 static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fields)
 {
     struct gpu_metrics_file *g = ctx;
@@ -264,6 +291,8 @@ static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fie
         return import_status(g, fields);
     case TRACE_GPU_METRIC_SAMPLER:
         return import_sampler(g, fields);
+    case TRACE_GPU_METRIC_RELAY:
+        return import_relay(g, fields);
     default:
         return IMPORT_RECORD_UNKNOWN; /* a newer launcher's record: skipped and counted */
     }

@@ -231,7 +231,11 @@ CREATE TABLE gpu_metric_sets(                   -- what was sampled on one GPU, 
   chip TEXT,                                    -- CUPTI's chip name (GH100); NULL for GPM
   samples INTEGER, lost_samples INTEGER,        -- the sampler's footprint, when it stopped:
   duration_ns INTEGER, sampler_cpu_ns INTEGER,  -- samples written, whole periods missing, its
-  sampler_reads INTEGER, sampler_read_ns INTEGER); -- CPU time, decode calls or GPM reads
+  sampler_reads INTEGER, sampler_read_ns INTEGER, -- CPU time, decode calls or GPM reads;
+  sampler_process_cpu_ns INTEGER,               -- the sampler child process: its CPU time,
+  sampler_max_rss_kib INTEGER,                  -- peak memory, and the delay from a sample's
+  delivery_mean_ns INTEGER, delivery_max_ns INTEGER, -- end to the launcher (mean, max),
+  relay_cpu_ns INTEGER);                        -- and the launcher's relay thread's CPU
 
 CREATE TABLE gpu_metric_samples(                -- averages over [start_ns, end_ns) of one GPU;
   set_id INTEGER NOT NULL,                      -- NULL: not in the set. The columns are
@@ -243,7 +247,7 @@ CREATE TABLE gpu_metric_samples(                -- averages over [start_ns, end_
 
 CREATE TABLE gpu_metric_status(                 -- why metrics are missing or incomplete
   gpu_id INTEGER,                               -- NULL: every GPU
-  source TEXT, code TEXT,                       -- unavailable, not permitted, busy, lost, failed
+  source TEXT, code TEXT,                       -- unavailable, not permitted, busy, lost, failed, crashed, hung
   count INTEGER,                                -- samples lost
   reason TEXT);
 

@@ -1,9 +1,11 @@
-/* Between the launcher's GPU metric sampler (gpu_metrics_sampler.c, its row of samplers.h)
- * and its two backends, one per TRACE_GPU_METRICS_* source: CUPTI PM sampling
- * (gpu_metrics_pm.c) and NVML GPM (gpu_metrics_gpm.c). A backend samples one GPU on a thread
- * of its own and hands its records to the sink, which writes them into launcher.lrt. Both run
- * in the launcher, never in the profiled program: no context, no GPU memory, no thread of
- * the program's, and one sampler per GPU however many processes use it. */
+/* Between the launcher's GPU metric sampler (gpu_metrics_sampler.c, its row of samplers.h),
+ * the sampler child process it runs per GPU (gpu_metrics_child.c) and the two backends, one
+ * per TRACE_GPU_METRICS_* source: CUPTI PM sampling (gpu_metrics_pm.c) and NVML GPM
+ * (gpu_metrics_gpm.c). A backend samples one GPU on a thread of its own in the child and hands
+ * its records to the sink, which sends them in chunks to the launcher, which writes them into
+ * launcher.lrt. Never in the profiled program: no context, no GPU memory, no thread of the
+ * program's, and one sampler per GPU however many processes use it; and never in the launcher
+ * itself: a vendor library's crash or hang costs only that GPU's metrics. */
 #ifndef LANTERN_LAUNCHER_GPU_METRICS_H
 #define LANTERN_LAUNCHER_GPU_METRICS_H
 
@@ -17,7 +19,15 @@
 struct nvml;
 struct nvml_gpu;
 
-/* The records' way out (gpu_metrics_sampler.c); every function is safe from any thread. */
+/* The sampler child's descriptors (gpu_metrics_child.c): the pipe its records go down, in
+ * whole chunks of at most GPU_METRICS_CHUNK_MAX bytes, and its control socket (one line
+ * each way: "started SOURCE", "failed WHY", "crash SIGNO LIBRARY"; the launcher shuts its
+ * end to stop it). */
+#define GPU_METRICS_CHILD_RECORDS_FD 3
+#define GPU_METRICS_CHILD_CONTROL_FD 4
+#define GPU_METRICS_CHUNK_MAX (1u << 20)
+
+/* The records' way out (gpu_metrics_child.c); every function is safe from any thread. */
 struct gpu_metrics_sink;
 void gpu_metrics_put_set(struct gpu_metrics_sink *s, const struct trace_gpu_metric_set *r);
 void gpu_metrics_put_sample(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sample *r);
@@ -55,7 +65,7 @@ struct gpu_metrics_backend {
 extern const struct gpu_metrics_backend gpu_metrics_pm_backend;  /* gpu_metrics_pm.c */
 extern const struct gpu_metrics_backend gpu_metrics_gpm_backend; /* gpu_metrics_gpm.c */
 
-/* The thread of one GPU's backend (gpu_metrics_sampler.c): it sleeps until a time or the
+/* The thread of one GPU's backend (gpu_metrics_child.c): it sleeps until a time or the
  * stop, and counts what it wrote for the footprint record. */
 struct gpu_metrics_thread {
     pthread_t thread;

@@ -31,6 +31,12 @@ struct trace_chunk_builder;
 void launcher_flush_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buffer, size_t size,
                           uint64_t base_ts);
 
+/* The GPU metric sampler's child process: `lantern GPU_METRICS_CHILD_COMMAND ...`, run by
+ * gpu_metrics_sampler.c only (gpu_metrics_child.c); main() hands it argv from the command's
+ * name on. Returns the exit status. */
+#define GPU_METRICS_CHILD_COMMAND "__gpu-metrics-sampler"
+int gpu_metrics_child_main(int argc, char **argv);
+
 /* The row for a source's name, or NULL (the source is not sampled by the launcher). */
 const struct launcher_sampler *launcher_sampler_find(const char *source);
 

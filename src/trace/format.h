@@ -139,6 +139,8 @@ enum trace_gpu_metrics_status {
     TRACE_GPU_METRICS_BUSY = 3,          /* another profiler holds the GPU's counters */
     TRACE_GPU_METRICS_LOST = 4,          /* count samples were lost (buffer overflow) */
     TRACE_GPU_METRICS_FAILED = 5,        /* sampling stopped on an error */
+    TRACE_GPU_METRICS_CRASHED = 6,       /* the sampler child died (a signal) or exited early */
+    TRACE_GPU_METRICS_HUNG = 7,          /* it did not start or stop in time: killed */
 };
 
 /* A GPU metric value in TRACE_GPU_METRIC_SAMPLE: percentages in hundredths of a percent,
