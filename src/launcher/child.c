@@ -4,9 +4,12 @@
  * command, and each orphan given to it) is recorded with how it ended. */
 #include "launcher/launcher_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -108,15 +111,99 @@ static void record_exit(struct launcher *l, pid_t pid, int status)
         .status = status};
 }
 
-/* waitpid(-1) (hang: until a child ends), recording the one reaped. Returns its pid, 0 when
- * none has ended yet (not hang), or -1 (ECHILD: no child left). */
+/* ---- the launcher's own helper processes (the GPU metric samplers) ----------------------- */
+
+/* Their ends are theirs: when the reaper of descendants below takes one, its status is kept
+ * here for its owner (child_helper_reaped), and it is not a process of the run. */
+#define HELPERS_MAX 64
+static struct helper {
+    pid_t pid; /* 0: free */
+    int ended, status;
+} helpers[HELPERS_MAX];
+static pthread_mutex_t helpers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct helper *helper_find(pid_t pid)
+{
+    for (size_t i = 0; i < HELPERS_MAX; i++)
+        if (helpers[i].pid == pid)
+            return &helpers[i];
+    return NULL;
+}
+
+void child_helper_add(pid_t pid)
+{
+    pthread_mutex_lock(&helpers_lock);
+    struct helper *h = helper_find(0);
+    if (h)
+        *h = (struct helper){.pid = pid};
+    pthread_mutex_unlock(&helpers_lock);
+}
+
+int child_helper_reaped(pid_t pid, int *status)
+{
+    pthread_mutex_lock(&helpers_lock);
+    struct helper *h = helper_find(pid);
+    int ended = h && h->ended;
+    if (ended)
+        *status = h->status;
+    if (h)
+        h->pid = 0;
+    pthread_mutex_unlock(&helpers_lock);
+    return ended;
+}
+
+/* Keeps a reaped helper's status; 1 when pid is a helper. */
+static int helper_ended(pid_t pid, int status)
+{
+    pthread_mutex_lock(&helpers_lock);
+    struct helper *h = helper_find(pid);
+    if (h) {
+        h->ended = 1;
+        h->status = status;
+    }
+    pthread_mutex_unlock(&helpers_lock);
+    return h != NULL;
+}
+
+/* Whether the launcher has a child that is not a helper, from /proc/self/task/<tid>/children
+ * (the children of each of its threads); -1 when the kernel does not list them. */
+static int others_alive(void)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks)
+        return -1;
+    int found = 0, listed = 0;
+    for (struct dirent *e; !found && (e = readdir(tasks));) {
+        char path[64];
+        if (e->d_name[0] == '.' ||
+            snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name) >= (int)sizeof path)
+            continue;
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        listed = 1;
+        long pid;
+        while (!found && fscanf(f, "%ld", &pid) == 1) {
+            pthread_mutex_lock(&helpers_lock);
+            found = helper_find((pid_t)pid) == NULL;
+            pthread_mutex_unlock(&helpers_lock);
+        }
+        fclose(f);
+    }
+    closedir(tasks);
+    return listed ? found : -1;
+}
+
+/* waitpid(-1) (hang: until a child ends), recording the one reaped (a helper's status goes to
+ * its owner). Returns its pid, 0 when none has ended yet (not hang), or -1 (ECHILD: no child
+ * left). */
 static pid_t reap_one(struct launcher *l, int hang, int *status)
 {
     pid_t pid;
     int st = 0;
     while ((pid = waitpid(-1, &st, hang ? 0 : WNOHANG)) < 0 && errno == EINTR)
         ;
-    if (pid > 0) {
+    if (pid > 0 && !helper_ended(pid, st)) {
         record_exit(l, pid, st);
         *status = st;
     }
@@ -129,7 +216,10 @@ int child_reap_ended(struct launcher *l)
     int status;
     while ((pid = reap_one(l, 0, &status)) > 0)
         ;
-    return pid == 0;
+    if (pid < 0)
+        return 0;
+    int others = others_alive();
+    return others != 0; /* unknown (-1): waited for, as any child */
 }
 
 int child_run(struct launcher *l)

@@ -15,6 +15,7 @@
  * (TRACE_GPU_METRICS_CRASHED, _HUNG) and one `lantern:` line; the program runs on. When a
  * child ends, its cost (CPU, memory, the delay of its samples) is a TRACE_GPU_METRIC_RELAY. */
 #include "launcher/gpu_metrics.h"
+#include "launcher/launcher_internal.h"
 #include "launcher/samplers.h"
 #include "nvml/nvml_iface.h"
 #include "trace/codec.h"
@@ -287,13 +288,20 @@ static const char *signal_name(int sig, char *buffer, size_t size)
 }
 
 /* Waits for the child (SIGKILL when it lingers a second after closing its pipe); its status
- * in *status, its resources in *ru; 0, or -1 when it is not ours to wait for any more. */
+ * in *status, its resources in *ru (zero when the launcher's reaper of descendants took its
+ * end: child.c); 0, or -1 when it is not ours to wait for any more. */
 static int reap(struct sampler_child *c, int *status, struct rusage *ru)
 {
     for (int tries = 0;; tries++) {
         pid_t w = wait4(c->pid, status, tries < 100 ? WNOHANG : 0, ru);
-        if (w == c->pid)
+        if (w == c->pid) {
+            child_helper_reaped(c->pid, status); /* forgotten */
             return 0;
+        }
+        if (w < 0 && errno == ECHILD && child_helper_reaped(c->pid, status)) {
+            memset(ru, 0, sizeof *ru);
+            return 0;
+        }
         if (w < 0 && errno != EINTR)
             return -1;
         if (tries == 100)
@@ -483,6 +491,7 @@ static int spawn(struct sampler_child *c, char **argv, char **env)
         goto fail;
     if (c->pid == 0)
         exec_child(records[1], control[1], argv, env);
+    child_helper_add(c->pid);
     close(records[1]);
     close(control[1]);
     c->records_fd = records[0];
@@ -493,7 +502,9 @@ static int spawn(struct sampler_child *c, char **argv, char **env)
         return 0;
     }
     kill(c->pid, SIGKILL);
-    waitpid(c->pid, NULL, 0);
+    int status;
+    waitpid(c->pid, &status, 0);
+    child_helper_reaped(c->pid, &status);
     close(c->records_fd);
     close(c->control_fd);
     c->records_fd = c->control_fd = -1;

@@ -42,8 +42,14 @@ int child_run(struct launcher *l);
  * pending one acts. */
 void child_hold_signals(int block);
 /* child.c: reaps every child of the launcher that has ended, keeping how each ended in
- * l->exits. Returns 1 while a child still runs, 0 when none is left. */
+ * l->exits. Returns 1 while a child still runs, 0 when none is left (the launcher's own
+ * helpers aside). */
 int child_reap_ended(struct launcher *l);
+/* child.c: the launcher's own helper processes (the GPU metric samplers), which the reaper of
+ * descendants leaves out: added once forked; child_helper_reaped says whether the reaper took
+ * its end (its wait status in *status) and forgets it. */
+void child_helper_add(pid_t pid);
+int child_helper_reaped(pid_t pid, int *status);
 
 /* launcher_file.c: launcher.lrt's first record and file header, and its end record
  * (docs/trace-format.md). Return 0, or -1 with errno set. */
