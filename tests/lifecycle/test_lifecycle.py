@@ -291,12 +291,12 @@ def test_row11_asan_program_that_forks_never_hangs(tmp_path):
             r = profile(run_dir, ASAN, "fork_exit", 96, 20, 4, "exit", timeout=15)
         except pytest.fail.Exception as e:
             hangs.append(f"run {i}: {str(e).splitlines()[0]}")
-            continue
+            break  # one hang is the failure; more would only cost CI time
         found = ranges_by_name(run_dir / "x.db") if (run_dir / "x.db").exists() else {}
         if r.returncode != 0 or r.stdout != "children 96 child 1920 parent 202\n" or \
                 (found.get("child"), found.get("parent")) != ((1920, 1920), (202, 202)):
             wrong.append(f"run {i}: status {r.returncode}, {r.stdout!r}, {found}, {r.stderr[-500:]!r}")
-    assert not hangs and not wrong, f"{len(hangs)} of 8 runs hung:\n" + "\n".join(hangs + wrong)
+    assert not hangs and not wrong, "\n".join(hangs + wrong)
 
 
 # ---- 12. two profiles onto one database at once ----------------------------------------------
