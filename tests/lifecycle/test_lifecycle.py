@@ -301,23 +301,32 @@ def test_row11_asan_program_that_forks_never_hangs(tmp_path):
 
 # ---- 12. two profiles onto one database at once ----------------------------------------------
 
-def two_profiles_at_once(tmp_path, runs):
-    """Both `lantern profile -f -o same.db` started at once; {name: (status, stderr)}."""
-    procs = {name: subprocess.Popen(
-        [str(LANTERN), "profile", "-f", "-t", "nvtx", "-o", "same.db", "--", WORKLOAD, "named",
-         name, str(n), "1000"], cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, start_new_session=True) for name, n in runs.items()}
-    results = {}
+def agent_file_exists(folder):
+    raw = folder / "same.db.raw"
+    return raw.is_dir() and any(p.name != "launcher.lrt" for p in raw.glob("*.lrt"))
+
+
+def two_profiles(tmp_path, runs, staggered):
+    """`lantern profile -f -o same.db` twice: at once, or the second once the first's program
+    records (its agent's raw file exists). {name: (status, stderr)}."""
+    procs = {}
     try:
-        for name, p in procs.items():
-            results[name] = (p.wait(timeout=60), p.stderr.read())
+        for name, n in runs.items():
+            if staggered and procs:
+                deadline = time.monotonic() + 30
+                while not agent_file_exists(tmp_path) and time.monotonic() < deadline:
+                    time.sleep(0.005)
+            procs[name] = subprocess.Popen(
+                [str(LANTERN), "profile", "-f", "-t", "nvtx", "-o", "same.db", "--", WORKLOAD,
+                 "named", name, str(n), "2000"], cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        return {name: (p.wait(timeout=60), p.stderr.read()) for name, p in procs.items()}
     except subprocess.TimeoutExpired:
         pytest.fail("hang: two lantern profile runs onto one database")
     finally:
         for p in procs.values():
             kill_group(p.pid)
             p.stderr.close()
-    return results
 
 
 def one_run_only(tmp_path, runs, results):
@@ -349,15 +358,16 @@ def one_run_only(tmp_path, runs, results):
 
 
 def test_row12_two_profiles_onto_one_database_never_mix(tmp_path):
-    """Three rounds (the runs race): each time, same.db holds exactly one run."""
-    runs = {"run-a": 300, "run-b": 400}
+    """The second started while the first's program records, then three rounds of both at
+    once (they race): each time, same.db holds exactly one run, and the other says so."""
+    runs = {"run-a": 200, "run-b": 250}  # ~0.5 s each
     problems = []
-    for round in range(3):
+    for round, staggered in enumerate([True, False, False, False]):
         folder = tmp_path / f"round{round}"
         folder.mkdir()
-        problem = one_run_only(folder, runs, two_profiles_at_once(folder, runs))
+        problem = one_run_only(folder, runs, two_profiles(folder, runs, staggered))
         if problem:
-            problems.append(f"round {round}: {problem}")
+            problems.append(f"round {round} ({'staggered' if staggered else 'at once'}): {problem}")
     assert not problems, "\n".join(problems)
 
 
