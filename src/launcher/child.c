@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -119,6 +120,7 @@ static void record_exit(struct launcher *l, pid_t pid, int status)
 static struct helper {
     pid_t pid; /* 0: free */
     int ended, status;
+    struct rusage ru;
 } helpers[HELPERS_MAX];
 static pthread_mutex_t helpers_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -139,27 +141,30 @@ void child_helper_add(pid_t pid)
     pthread_mutex_unlock(&helpers_lock);
 }
 
-int child_helper_reaped(pid_t pid, int *status)
+int child_helper_reaped(pid_t pid, int *status, struct rusage *ru)
 {
     pthread_mutex_lock(&helpers_lock);
     struct helper *h = helper_find(pid);
     int ended = h && h->ended;
-    if (ended)
+    if (ended) {
         *status = h->status;
+        *ru = h->ru;
+    }
     if (h)
         h->pid = 0;
     pthread_mutex_unlock(&helpers_lock);
     return ended;
 }
 
-/* Keeps a reaped helper's status; 1 when pid is a helper. */
-static int helper_ended(pid_t pid, int status)
+/* Keeps a reaped helper's status and resources; 1 when pid is a helper. */
+static int helper_ended(pid_t pid, int status, const struct rusage *ru)
 {
     pthread_mutex_lock(&helpers_lock);
     struct helper *h = helper_find(pid);
     if (h) {
         h->ended = 1;
         h->status = status;
+        h->ru = *ru;
     }
     pthread_mutex_unlock(&helpers_lock);
     return h != NULL;
@@ -194,16 +199,17 @@ static int others_alive(void)
     return listed ? found : -1;
 }
 
-/* waitpid(-1) (hang: until a child ends), recording the one reaped (a helper's status goes to
- * its owner). Returns its pid, 0 when none has ended yet (not hang), or -1 (ECHILD: no child
+/* wait4(-1) (hang: until a child ends), recording the one reaped (a helper's end goes to its
+ * owner). Returns its pid, 0 when none has ended yet (not hang), or -1 (ECHILD: no child
  * left). */
 static pid_t reap_one(struct launcher *l, int hang, int *status)
 {
     pid_t pid;
     int st = 0;
-    while ((pid = waitpid(-1, &st, hang ? 0 : WNOHANG)) < 0 && errno == EINTR)
+    struct rusage ru;
+    while ((pid = wait4(-1, &st, hang ? 0 : WNOHANG, &ru)) < 0 && errno == EINTR)
         ;
-    if (pid > 0 && !helper_ended(pid, st)) {
+    if (pid > 0 && !helper_ended(pid, st, &ru)) {
         record_exit(l, pid, st);
         *status = st;
     }

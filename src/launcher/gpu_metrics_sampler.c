@@ -140,8 +140,8 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /* A whole chunk from the child: checked as the importer will check it, its samples' delay
- * (from their end to now) counted, then written. */
-static void relay_chunk(struct sampler_child *c, const uint8_t *chunk, size_t len)
+ * (from their end to now) counted, then numbered as the launcher's own and written. */
+static void relay_chunk(struct sampler_child *c, uint8_t *chunk, size_t len)
 {
     struct trace_reader r;
     memset(&r, 0, sizeof r);
@@ -174,6 +174,7 @@ static void relay_chunk(struct sampler_child *c, const uint8_t *chunk, size_t le
     if (delay_max > c->cost.delay_max_ns)
         c->cost.delay_max_ns = delay_max;
     pthread_mutex_lock(&c->s->lock);
+    trace_chunk_renumber(chunk);
     write_locked(c->s, chunk, len);
     pthread_mutex_unlock(&c->s->lock);
 }
@@ -287,21 +288,20 @@ static const char *signal_name(int sig, char *buffer, size_t size)
     return buffer;
 }
 
-/* Waits for the child (SIGKILL when it lingers a second after closing its pipe); its status
- * in *status, its resources in *ru (zero when the launcher's reaper of descendants took its
- * end: child.c); 0, or -1 when it is not ours to wait for any more. */
+/* Waits for the child (SIGKILL when it lingers a second after closing its pipe), or takes its
+ * end from the launcher's reaper of descendants (child.c); its status in *status, its
+ * resources in *ru; 0, or -1 when it is not ours to wait for any more. */
 static int reap(struct sampler_child *c, int *status, struct rusage *ru)
 {
     for (int tries = 0;; tries++) {
         pid_t w = wait4(c->pid, status, tries < 100 ? WNOHANG : 0, ru);
         if (w == c->pid) {
-            child_helper_reaped(c->pid, status); /* forgotten */
+            struct rusage ignored;
+            child_helper_reaped(c->pid, status, &ignored); /* forgotten */
             return 0;
         }
-        if (w < 0 && errno == ECHILD && child_helper_reaped(c->pid, status)) {
-            memset(ru, 0, sizeof *ru);
+        if (w < 0 && errno == ECHILD && child_helper_reaped(c->pid, status, ru))
             return 0;
-        }
         if (w < 0 && errno != EINTR)
             return -1;
         if (tries == 100)
@@ -503,8 +503,9 @@ static int spawn(struct sampler_child *c, char **argv, char **env)
     }
     kill(c->pid, SIGKILL);
     int status;
-    waitpid(c->pid, &status, 0);
-    child_helper_reaped(c->pid, &status);
+    struct rusage ru;
+    wait4(c->pid, &status, 0, &ru);
+    child_helper_reaped(c->pid, &status, &ru);
     close(c->records_fd);
     close(c->control_fd);
     c->records_fd = c->control_fd = -1;

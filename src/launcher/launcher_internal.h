@@ -47,9 +47,10 @@ void child_hold_signals(int block);
 int child_reap_ended(struct launcher *l);
 /* child.c: the launcher's own helper processes (the GPU metric samplers), which the reaper of
  * descendants leaves out: added once forked; child_helper_reaped says whether the reaper took
- * its end (its wait status in *status) and forgets it. */
+ * its end (its wait status in *status, its resources in *ru) and forgets it. */
+struct rusage;
 void child_helper_add(pid_t pid);
-int child_helper_reaped(pid_t pid, int *status);
+int child_helper_reaped(pid_t pid, int *status, struct rusage *ru);
 
 /* launcher_file.c: launcher.lrt's first record and file header, and its end record
  * (docs/trace-format.md). Return 0, or -1 with errno set. */

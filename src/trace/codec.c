@@ -296,6 +296,13 @@ static uint64_t get_le64(const uint8_t *p)
     return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
+void trace_chunk_renumber(uint8_t *chunk)
+{
+    uint32_t body_len = get_le32(chunk + 4);
+    put_le64(chunk + 24, __atomic_add_fetch(&chunk_seq_last, 1, __ATOMIC_RELAXED));
+    put_le32(chunk + 8, chunk_crc(chunk, TRACE_CHUNK_HEADER_SIZE, body_len));
+}
+
 int trace_reader_open(struct trace_reader *r, const char *path)
 {
     memset(r, 0, sizeof *r);

@@ -52,6 +52,10 @@ size_t trace_chunk_finish(struct trace_chunk_builder *b);
  * a raw trace of version TRACE_FORMAT_VERSION (so cannot be appended to), or -errno. */
 int trace_file_last_chunk(int fd, uint64_t *whole_bytes, uint64_t *next_seq);
 static inline int trace_chunk_empty(const struct trace_chunk_builder *b) { return b->records == 0; }
+/* A whole chunk of this version that another process made, taken into this process's own
+ * file (the launcher relays its metric samplers' chunks): numbered as this process's next
+ * chunk, its CRC made anew. */
+void trace_chunk_renumber(uint8_t *chunk);
 
 /* A record is built field by field between record_begin and record_end. If the record does
  * not fit, record_end rolls the chunk back to where the record began and returns -1. */

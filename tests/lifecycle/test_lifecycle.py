@@ -374,10 +374,11 @@ def test_row12_two_profiles_onto_one_database_never_mix(tmp_path):
 # ---- 13. a raw file with a duplicated chunk --------------------------------------------------
 
 def chunks(data):
-    """(offset, length) of each chunk of a raw trace file (docs/trace-format.md)."""
+    """(offset, length) of each chunk of a raw trace file (docs/trace-format.md: a 32-byte
+    header from format version 5)."""
     offset, out = 16, []
-    while offset + 24 <= len(data):
-        length = 24 + int.from_bytes(data[offset + 4:offset + 8], "little")
+    while offset + 32 <= len(data):
+        length = 32 + int.from_bytes(data[offset + 4:offset + 8], "little")
         out.append((offset, length))
         offset += length
     return out
