@@ -83,6 +83,7 @@ static void agent_fork_child(void)
     FOR_EACH_ON_SOURCE(s)
     if (s->at_fork_child)
         s->at_fork_child();
+    writer_fork_child_done();
 }
 
 /* atexit and the library destructor both come here; only the first call works. */

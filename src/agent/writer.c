@@ -943,5 +943,9 @@ void writer_fork_child(void)
         return;
     }
     writer.open = 1;
-    __atomic_store_n(&writer_thread_wanted, 1, __ATOMIC_RELEASE);
+}
+
+void writer_fork_child_done(void)
+{
+    __atomic_store_n(&writer_thread_wanted, writer.open, __ATOMIC_RELEASE);
 }
