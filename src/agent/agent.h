@@ -16,8 +16,11 @@ void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs
- * before the writer lock is taken, child after the child's file is open) and at_exit runs
- * before the final drain. Any hook may be NULL. */
+ * before the writer lock is taken, child after the child's file is open), at_exit runs
+ * before the final drain, and periodic every AGENT_PERIOD_MS on the writer thread, without
+ * the writer lock (to hand over what the source holds, so that little is lost if the process
+ * ends without its exit hooks). Any hook may be NULL. */
+#define AGENT_PERIOD_MS 200u
 struct agent_source {
     const char *name;    /* as in LANTERN_TRACE: "nvtx", "cuda" */
     uint32_t trace_flag; /* TRACE_FLAG_* added to TRACE_PROCESS when enabled */
@@ -27,6 +30,7 @@ struct agent_source {
     void (*at_fork_parent)(void);
     void (*at_fork_child)(void);
     void (*at_exit)(void);
+    void (*periodic)(void);
 };
 
 /* Registers a source from its own file, with no edit elsewhere: the linker gathers these

@@ -21,9 +21,11 @@
  * that CUPTI drops records and counts them (reported as TRACE_DROPPED). */
 #define CUPTI_BUFFER_SIZE (8u << 20)
 #define CUPTI_BUFFER_COUNT 8u
-/* CUPTI hands buffers back only when full unless asked: a periodic flush bounds what a
- * SIGKILL can lose and keeps GPU events close behind their NVTX ranges in the file. */
-#define CUPTI_FLUSH_PERIOD_MS 200u
+/* CUPTI hands buffers back only when full unless asked (its own periodic flush returns full
+ * buffers only): the agent asks every AGENT_PERIOD_MS for the completed records (the
+ * source's periodic hook, on the writer thread), which bounds what a process that ends
+ * without its exit hooks (_exit, a crash, SIGKILL) loses to ~200 ms of CUDA records and
+ * keeps GPU events close behind their NVTX ranges in the file. */
 /* A translated record is < 200 bytes (names are string ids); room for one, generously. */
 #define CUPTI_RECORD_RESERVE 4096u
 
@@ -494,7 +496,6 @@ static int cupti_start(void)
                    rc != CUPTI_SUCCESS ? cupti_error(rc) : "API calls");
         return -1;
     }
-    cupti.api.activity_flush_period(CUPTI_FLUSH_PERIOD_MS);
     pytrace_start(&cupti.api, subscribed ? cupti.subscriber : NULL);
     cupti_put_capture();
     cupti.running = 1;
@@ -506,6 +507,14 @@ static void cupti_flush(void)
 {
     if (cupti.running)
         cupti.api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* The completed records CUPTI holds, in whatever buffers (not forced: records still being
+ * written stay). */
+static void cupti_hand_over(void)
+{
+    if (cupti.running)
+        cupti.api.activity_flush_all(0);
 }
 
 static void cupti_at_fork_child(void)
@@ -521,6 +530,7 @@ AGENT_SOURCE(cupti_source) = {
     .at_fork_prepare = cupti_flush,
     .at_fork_child = cupti_at_fork_child,
     .at_exit = cupti_flush,
+    .periodic = cupti_hand_over,
 };
 
 /* The CUDA driver calls this at cuInit when CUDA_INJECTION64_PATH names the agent. It may

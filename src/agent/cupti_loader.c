@@ -24,7 +24,6 @@ static const struct cupti_symbol cupti_symbols[] = {
     CUPTI_SYMBOL(activity_get_next_record, "cuptiActivityGetNextRecord"),
     CUPTI_SYMBOL(activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords"),
     CUPTI_SYMBOL(activity_flush_all, "cuptiActivityFlushAll"),
-    CUPTI_SYMBOL(activity_flush_period, "cuptiActivityFlushPeriod"),
     CUPTI_SYMBOL(activity_enable_runtime_api, "cuptiActivityEnableRuntimeApi"),
     CUPTI_SYMBOL(activity_enable_driver_api, "cuptiActivityEnableDriverApi"),
     CUPTI_SYMBOL(set_thread_id_type, "cuptiSetThreadIdType"),

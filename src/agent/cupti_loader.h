@@ -19,7 +19,6 @@ struct cupti_api {
     CUptiResult (*activity_get_num_dropped_records)(CUcontext context, uint32_t stream,
                                                     size_t *dropped);
     CUptiResult (*activity_flush_all)(uint32_t flag);
-    CUptiResult (*activity_flush_period)(uint32_t ms);
     CUptiResult (*activity_enable_runtime_api)(CUpti_CallbackId cbid, uint8_t enable);
     CUptiResult (*activity_enable_driver_api)(CUpti_CallbackId cbid, uint8_t enable);
     CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType type);

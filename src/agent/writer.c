@@ -78,6 +78,8 @@ static struct {
 } writer = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static _Atomic int writer_stop;
+static void (*writer_periodic)(void);
+static uint64_t writer_periodic_ns;
 static _Atomic int writer_thread_wanted; /* a fork child starts its thread on its next event */
 static _Atomic int writer_end_requested; /* by a signal handler: end the file now */
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
@@ -614,16 +616,26 @@ static int writer_alone(void)
     return threads == 1 || (threads == 2 && state == 'Z');
 }
 
+void writer_set_periodic(void (*fn)(void), unsigned period_ms)
+{
+    writer_periodic_ns = (uint64_t)period_ms * 1000000u;
+    writer_periodic = fn;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "lantern-writer");
     uint32_t seen = ring_wake_count();
-    uint64_t alone_checked = clock_mono_ns();
+    uint64_t alone_checked = clock_mono_ns(), periodic_ran = alone_checked;
     while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {
         ring_consumer_wait(seen, WRITER_DRAIN_PERIOD_NS);
         seen = ring_wake_count();
         uint64_t now_ns = clock_mono_ns();
+        if (writer_periodic && now_ns - periodic_ran >= writer_periodic_ns) {
+            periodic_ran = now_ns;
+            writer_periodic();
+        }
         if (now_ns - alone_checked >= WRITER_ALONE_CHECK_NS) {
             alone_checked = now_ns;
             if (writer_alone())

@@ -50,6 +50,9 @@ int writer_start(const char *session_dir, uint32_t agent_flags);
 /* Starts the thread that drains the threads' buffers: after the sources have written their
  * definitions (domains), so those precede every event that uses them. 0 or -1. */
 int writer_run(void);
+/* fn runs on the writer thread every period_ms, the writer lock not held (the sources'
+ * periodic hooks). */
+void writer_set_periodic(void (*fn)(void), unsigned period_ms);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
 /* The same from a signal handler about to let the process die: asks the writer thread and
