@@ -311,7 +311,10 @@ int main(int argc, char **argv)
     }
     /* BENCH_AGENT: another build's agent, for a before/after pair */
     const char *agent_path = getenv("BENCH_AGENT") ? getenv("BENCH_AGENT") : LANTERN_AGENT_PATH;
-    char session[] = "/tmp/lantern-bench-XXXXXX";
+    /* the session folder under $TMPDIR (default /tmp): the agent's files go to its disk */
+    char session[512];
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(session, sizeof session, "%s/lantern-bench-XXXXXX", tmp);
     if (!mkdtemp(session))
         return 1;
     struct result none_before, none_after, agent;

@@ -20,10 +20,10 @@
 __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-exec")));
 
 struct ring_pool ring_pool;
-static void (*ring_helper)(void);
+static int (*ring_helper)(void);
 static void (*ring_block_hook)(void);
 
-void ring_set_helper(void (*help)(void))
+void ring_set_helper(int (*help)(void))
 {
     ring_helper = help;
 }
@@ -292,15 +292,17 @@ uint8_t *ring_next_block(struct agent_thread *t)
         return NULL;
     if (!t->slot)
         return NULL; /* counted as lost by the caller */
-    uint32_t block = ring_pool_pop();
-    while (!block && ring_pool_grow())
-        block = ring_pool_pop();
-    if (!block && ring_helper) {
-        ring_helper();
-        block = ring_pool_pop();
+    uint32_t block;
+    uint64_t waiting_since = 0;
+    while (!(block = ring_pool_pop())) {
+        if (ring_pool_grow())
+            continue;
+        uint64_t now = clock_mono_ns();
+        if (!waiting_since)
+            waiting_since = now;
+        if (!ring_helper || now - waiting_since >= RING_HELP_WAIT_NS || !ring_helper())
+            return NULL; /* the current block stays: a smaller event may still fit */
     }
-    if (!block)
-        return NULL; /* the current block stays: a smaller event may still fit */
     if (t->block) {
         struct pool_block_meta *old = &ring_pool.meta[t->block - 1];
         old->end = t->pos;

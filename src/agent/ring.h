@@ -94,8 +94,10 @@ extern struct ring_pool ring_pool;
 
 /* ---- producer (the owning thread) ---- */
 
-/* Called by a thread that found the pool empty, before it drops: the writer's drain. */
-void ring_set_helper(void (*help)(void));
+/* Called by a thread that found the pool empty, before it drops: the writer's drain, again
+ * until a block is free or RING_HELP_WAIT_NS passed; it returns 0 when it cannot help. */
+#define RING_HELP_WAIT_NS 2000000000u /* 2 s */
+void ring_set_helper(int (*help)(void));
 /* Called by a thread after each block switch (the writer starts a fork child's thread). */
 void ring_set_block_hook(void (*hook)(void));
 

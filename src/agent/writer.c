@@ -502,7 +502,8 @@ static void writer_drain_thread(struct agent_thread *t, int exited, void *ctx)
     }
 }
 
-static void writer_drain_some_locked(int final, uint32_t quota)
+/* Returns how many blocks the drain left behind (they go back once the chunk is written). */
+static uint32_t writer_drain_some_locked(int final, uint32_t quota)
 {
     clock_calibration_update(&writer.calibration);
     writer_put_clock();
@@ -516,11 +517,12 @@ static void writer_drain_some_locked(int final, uint32_t quota)
     names_drain_locked(&writer_names, final);
     struct writer_drain d = {final, quota, 0};
     ring_for_each_thread(writer_drain_thread, &d);
+    return d.freed;
 }
 
-static void writer_drain_locked(int final)
+static uint32_t writer_drain_locked(int final)
 {
-    writer_drain_some_locked(final, 0);
+    return writer_drain_some_locked(final, 0);
 }
 
 /* ---- the locked interface ---- */
@@ -552,10 +554,9 @@ void writer_unlock_durable(void)
 
 /* ---- a thread that found the buffer pool empty ---- */
 
-/* A thread that finds the pool empty waits at most WRITER_HELP_WAIT_NS for a block to come
- * back before it drops an event (ring.h), looking again every WRITER_HELP_SLICE_NS. */
-#define WRITER_HELP_WAIT_NS 2000000000u /* 2 s */
-#define WRITER_HELP_SLICE_NS 50000000u  /* 50 ms */
+/* A thread that finds the pool empty tries the writer lock for at most WRITER_HELP_SLICE_NS
+ * at a time (ring.c calls again, up to RING_HELP_WAIT_NS, before it drops an event). */
+#define WRITER_HELP_SLICE_NS 50000000u /* 50 ms */
 
 static struct timespec writer_realtime_in(uint64_t ns)
 {
@@ -569,26 +570,22 @@ static struct timespec writer_realtime_in(uint64_t ns)
 
 /* The writer thread is behind (many threads at full speed starve it of CPU): the thread waits
  * for the writer lock, asleep, so that the CPU goes to whoever drains, then drains until a
- * sixteenth of the pool is back (unless the one before it left blocks), so that the lock is
- * held briefly. Between tries it looks whether another thread's drain gave blocks back (a
- * mutex is not fair: a waiter may lose it many times). The wait is bounded: a thread that holds
- * the lock already (a signal handler's NVTX call) or a disk that holds every drain gets drops. */
-static void writer_help(void)
+ * sixteenth of the pool is back (unless the one before it left blocks) and writes the chunk,
+ * which gives those blocks back, so that the lock is held briefly. A mutex is not fair: a
+ * waiter may lose it many times, and another thread may take the blocks it gave back; ring.c
+ * calls again until its wait is over. Returns 0 when helping cannot help: no file to write. */
+static int writer_help(void)
 {
-    uint64_t waited = 0;
-    while (!ring_pool_has_free_block() && waited < WRITER_HELP_WAIT_NS) {
-        struct timespec slice = writer_realtime_in(WRITER_HELP_SLICE_NS);
-        if (pthread_mutex_timedlock(&writer.lock, &slice) != 0) {
-            waited += WRITER_HELP_SLICE_NS;
-            continue;
-        }
-        if (!ring_pool_has_free_block() && writer.open && !writer.write_failed) {
-            writer_drain_some_locked(0, ring_pool.blocks / 16 + 1);
-            writer_flush_locked();
-        }
-        pthread_mutex_unlock(&writer.lock);
-        return;
+    struct timespec slice = writer_realtime_in(WRITER_HELP_SLICE_NS);
+    if (pthread_mutex_timedlock(&writer.lock, &slice) != 0)
+        return 1;
+    int open = writer.open && !writer.write_failed;
+    if (!ring_pool_has_free_block() && open) {
+        writer_drain_some_locked(0, ring_pool.blocks / 16 + 1);
+        writer_flush_locked();
     }
+    pthread_mutex_unlock(&writer.lock);
+    return open;
 }
 
 /* ---- the thread ---- */
@@ -647,11 +644,13 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&writer.lock);
         if (writer.open) {
-            writer_drain_locked(0);
+            /* blocks left behind go back to the pool only once the chunk holding their
+             * events is written: then it is written at once */
+            uint32_t passed = writer_drain_locked(0);
             uint64_t now = clock_mono_ns();
             int due = now - writer.last_flush_ns >= WRITER_FLUSH_PERIOD_NS;
             if (!trace_chunk_empty(&writer.chunk) &&
-                (due || writer.chunk.len * 2 > writer.chunk_cap))
+                (due || passed || writer.chunk.len * 2 > writer.chunk_cap))
                 writer_flush_locked();
         }
         pthread_mutex_unlock(&writer.lock);
