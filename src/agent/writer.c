@@ -573,19 +573,20 @@ static struct timespec writer_realtime_in(uint64_t ns)
  * sixteenth of the pool is back (unless the one before it left blocks) and writes the chunk,
  * which gives those blocks back, so that the lock is held briefly. A mutex is not fair: a
  * waiter may lose it many times, and another thread may take the blocks it gave back; ring.c
- * calls again until its wait is over. Returns 0 when helping cannot help: no file to write. */
+ * calls again until its wait is over. Returns 0 when helping cannot help: no file to write, or
+ * nothing to give back (every block is a live thread's current one). */
 static int writer_help(void)
 {
     struct timespec slice = writer_realtime_in(WRITER_HELP_SLICE_NS);
     if (pthread_mutex_timedlock(&writer.lock, &slice) != 0)
         return 1;
-    int open = writer.open && !writer.write_failed;
-    if (!ring_pool_has_free_block() && open) {
-        writer_drain_some_locked(0, ring_pool.blocks / 16 + 1);
+    int progress = ring_pool_has_free_block();
+    if (!progress && writer.open && !writer.write_failed) {
+        progress = writer_drain_some_locked(0, ring_pool.blocks / 16 + 1) > 0;
         writer_flush_locked();
     }
     pthread_mutex_unlock(&writer.lock);
-    return open;
+    return progress;
 }
 
 /* ---- the thread ---- */
