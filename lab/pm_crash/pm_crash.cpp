@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -377,6 +378,7 @@ static void run_load(void);
 static void load_child(void)
 {
     char go;
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a crashed sampler takes its load along */
     close(load_go[1]);
     if (read(load_go[0], &go, 1) != 1)
         _exit(0);
@@ -413,7 +415,7 @@ static void run_load(void)
         _exit(1);
     }
     uint64_t until = now_ns() + (uint64_t)(knob_l("PMC_DURATION_MS", 1500) +
-                                           (getenv("PMC_LOADONLY") ? 0 : 1000)) * 1000000u;
+                                           (getenv("PMC_LOADONLY") ? 0 : 300)) * 1000000u;
     unsigned long rounds = 0;
     while (now_ns() < until) {
         memset32(a, (unsigned)rounds, bytes / 4);

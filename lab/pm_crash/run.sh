@@ -36,6 +36,8 @@ variants=(
   "sample_load_before|PMC_LOAD_WHEN=before"
   "sample_no_load|PMC_LOAD=none"
   "sample_keep_latest|PMC_APPEND=latest"
+  "sample_small_hwbuf|PMC_HWBUF_MB=8"
+  "sample_1khz|PMC_INTERVAL_NS=1000000"
 )
 
 echo "== host: $(uname -r); driver $(cat /proc/driver/nvidia/version 2>/dev/null | head -1 | sed 's/.*Kernel Module *//;s/  .*//')"
@@ -44,13 +46,17 @@ echo "== LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} ulimit -s=$(ulimit -s)"
 nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader 2>/dev/null | head -8
 
 want=" $* "
+t0=$(date +%s)
 for v in "${variants[@]}"; do
   name=${v%%|*}
   settings=${v#*|}
   [ $# -gt 0 ] && [[ "$want" != *" $name "* ]] && continue
   log=$logs/$name.log
+  if [ $(( $(date +%s) - t0 )) -gt ${PMC_BUDGET_S:-165} ]; then
+    printf '%-26s skipped (the run is past %ss)\n' "$name" "${PMC_BUDGET_S:-165}"; continue
+  fi
   start=$(date +%s.%N)
-  env PMC_VARIANT="$name" $settings timeout -k 5 25 "$bin" >"$log" 2>&1
+  env PMC_VARIANT="$name" $settings timeout -k 3 15 "$bin" >"$log" 2>&1
   rc=$?
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   result=$(grep -a -m1 '^RESULT' "$log" | cut -c8-)
