@@ -150,21 +150,19 @@ static void host_close(struct pm_host *h)
     h->object = NULL;
 }
 
-/* The config image of names on a fresh host object; its passes in *passes. */
-static CUptiResult host_config(const struct pm_api *api, const char *chip,
-                               const uint8_t *availability, const char **names, size_t count,
-                               uint8_t **image, size_t *size, size_t *passes)
+/* Adds names to the open host object h and makes its config image (malloc'd, in *image);
+ * its passes in *passes. */
+static CUptiResult host_add_config(struct pm_host *h, const char **names, size_t count,
+                                   uint8_t **image, size_t *size, size_t *passes)
 {
-    struct pm_host h;
-    CUptiResult rc = host_open(&h, api, chip, availability);
+    const struct pm_api *api = h->api;
     HOST_PARAMS(pm_host_add_metrics, add);
     HOST_PARAMS(pm_host_config_size, cs);
     HOST_PARAMS(pm_host_config, cfg);
     HOST_PARAMS(pm_host_passes, np);
+    CUptiResult rc;
     *image = NULL;
-    if (rc != CUPTI_SUCCESS)
-        return rc;
-    add.host = cs.host = cfg.host = h.object;
+    add.host = cs.host = cfg.host = h->object;
     add.names = names;
     add.count = count;
     if ((rc = api->host_add_metrics(&add)) != CUPTI_SUCCESS ||
@@ -187,6 +185,20 @@ static CUptiResult host_config(const struct pm_api *api, const char *chip,
     cfg.image = NULL;
 out:
     free(cfg.image);
+    return rc;
+}
+
+/* The config image of names on a fresh host object; its passes in *passes. */
+static CUptiResult host_config(const struct pm_api *api, const char *chip,
+                               const uint8_t *availability, const char **names, size_t count,
+                               uint8_t **image, size_t *size, size_t *passes)
+{
+    struct pm_host h;
+    CUptiResult rc = host_open(&h, api, chip, availability);
+    *image = NULL;
+    if (rc != CUPTI_SUCCESS)
+        return rc;
+    rc = host_add_config(&h, names, count, image, size, passes);
     host_close(&h);
     return rc;
 }
@@ -330,7 +342,12 @@ struct pm_gpu {
     struct pm_choice choice;
     struct pm_host host;
     CUpti_PmSampling_Object *object;
-    uint8_t *availability; /* the counter availability image: CUPTI's host object keeps it */
+    /* What CUPTI was handed by pointer, alive until the object it was handed to is gone (the
+     * API promises no copy; NVIDIA's pm_sampling sample keeps all three for the whole run):
+     * the host object's chip name and counter availability image, the sampler's config. */
+    char chip[64];
+    uint8_t *availability;
+    uint8_t *config;
     uint8_t *data, *blank; /* the counter-data image, and a fresh one to reset it from */
     size_t data_size;
     double *values; /* per hardware name, for one sample */
@@ -545,6 +562,7 @@ static void pm_free(struct pm_gpu *g)
     }
     host_close(&g->host);
     free(g->values);
+    free(g->config);
     free(g->availability);
     free(g->data);
     free(g->blank);
@@ -570,16 +588,17 @@ static size_t hardware_names(const struct pm_choice *c, char *out, size_t size)
 
 /* Chooses the metrics, enables sampling and the images; 0, or a CUPTI error with what[] naming
  * the step. Under pm.setup. */
-static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out, size_t chip_len)
+static CUptiResult pm_setup(struct pm_gpu *g, const char **what)
 {
     const struct pm_api *api = g->api;
+    const char *chip_out = g->chip;
     CUptiResult rc;
     *what = "cuptiDeviceGetChipName";
     PARAMS(CUpti_Device_GetChipName_Params, cn);
     cn.deviceIndex = (size_t)g->t.cuda_index;
     if ((rc = api->chip_name(&cn)) != CUPTI_SUCCESS)
         return rc;
-    snprintf(chip_out, chip_len, "%s", cn.pChipName);
+    snprintf(g->chip, sizeof g->chip, "%s", cn.pChipName);
     *what = "cuptiPmSamplingGetCounterAvailability";
     PARAMS(CUpti_PmSampling_GetCounterAvailability_Params, ca);
     ca.deviceIndex = (size_t)g->t.cuda_index;
@@ -598,19 +617,14 @@ static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out,
         rc = CUPTI_ERROR_NOT_SUPPORTED;
         goto out;
     }
-    uint8_t *config;
-    size_t config_size, passes;
+    size_t config_size = 0, passes;
     *what = "the configuration";
-    if ((rc = host_config(api, chip_out, availability, g->choice.name_ptrs, g->choice.count,
-                          &config, &config_size, &passes)) != CUPTI_SUCCESS)
+    /* The host object that made the config image evaluates the samples, as in NVIDIA's
+     * pm_sampling sample (a second object with the metrics only added never made one). */
+    if ((rc = host_open(&g->host, api, chip_out, availability)) != CUPTI_SUCCESS ||
+        (rc = host_add_config(&g->host, g->choice.name_ptrs, g->choice.count, &g->config,
+                              &config_size, &passes)) != CUPTI_SUCCESS)
         goto out;
-    if ((rc = host_open(&g->host, api, chip_out, availability)) == CUPTI_SUCCESS) {
-        HOST_PARAMS(pm_host_add_metrics, add);
-        add.host = g->host.object;
-        add.names = g->choice.name_ptrs;
-        add.count = g->choice.count;
-        rc = api->host_add_metrics(&add);
-    }
     *what = "cuptiPmSamplingEnable";
     PARAMS(CUpti_PmSampling_Enable_Params, en);
     en.deviceIndex = (size_t)g->t.cuda_index;
@@ -619,7 +633,7 @@ static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out,
     PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
     sc.pPmSamplingObject = g->object;
     sc.configSize = config_size;
-    sc.pConfig = config;
+    sc.pConfig = g->config;
     sc.hardwareBufferSize = HW_BUFFER_BYTES;
     sc.samplingInterval = g->t.period_ns;
     sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
@@ -628,7 +642,6 @@ static CUptiResult pm_setup(struct pm_gpu *g, const char **what, char *chip_out,
         *what = "cuptiPmSamplingSetConfig";
         rc = api->set_config(&sc);
     }
-    free(config);
     /* room for 4 decode periods of samples, so a late decode loses none */
     uint64_t per_decode = DECODE_PERIOD_NS / g->t.period_ns + 1;
     PARAMS(CUpti_PmSampling_GetCounterDataSize_Params, ds);
@@ -702,7 +715,8 @@ static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, ch
     g->api = &pm.api;
     gpu_metrics_thread_init(&g->th);
 
-    char chip[64] = "", names[PM_NAMES_MAX * PM_NAME_LEN];
+    char names[PM_NAMES_MAX * PM_NAME_LEN];
+    const char *chip = g->chip;
     const char *what = "";
     device_support(g, why, why_len);
     if (why[0]) {
@@ -711,7 +725,7 @@ static void *pm_start(const struct gpu_metrics_target *t, unsigned int *code, ch
         return NULL;
     }
     pthread_mutex_lock(&pm.setup);
-    CUptiResult rc = pm_setup(g, &what, chip, sizeof chip);
+    CUptiResult rc = pm_setup(g, &what);
     pthread_mutex_unlock(&pm.setup);
     if (rc != CUPTI_SUCCESS) {
         *code = status_of(rc);

@@ -40,3 +40,22 @@ LAYOUT(pm_host_evaluate, sample, CUpti_Profiler_Host_EvaluateToGpuValues_Params,
 LAYOUT(pm_host_evaluate, names, CUpti_Profiler_Host_EvaluateToGpuValues_Params, ppMetricNames);
 LAYOUT(pm_host_evaluate, count, CUpti_Profiler_Host_EvaluateToGpuValues_Params, numMetrics);
 LAYOUT(pm_host_evaluate, values, CUpti_Profiler_Host_EvaluateToGpuValues_Params, pMetricValues);
+
+// The fields every struct shares, and the host handles, at the header's offsets too (with the
+// sizes above, the whole layout: every field is checked).
+#define COMMON(ours, theirs)                                                                       \
+    LAYOUT(ours, struct_size, theirs, structSize);                                              \
+    LAYOUT(ours, priv, theirs, pPriv)
+COMMON(pm_host_initialize, CUpti_Profiler_Host_Initialize_Params);
+COMMON(pm_host_deinitialize, CUpti_Profiler_Host_Deinitialize_Params);
+COMMON(pm_host_add_metrics, CUpti_Profiler_Host_ConfigAddMetrics_Params);
+COMMON(pm_host_config_size, CUpti_Profiler_Host_GetConfigImageSize_Params);
+COMMON(pm_host_config, CUpti_Profiler_Host_GetConfigImage_Params);
+COMMON(pm_host_passes, CUpti_Profiler_Host_GetNumOfPasses_Params);
+COMMON(pm_host_evaluate, CUpti_Profiler_Host_EvaluateToGpuValues_Params);
+LAYOUT(pm_host_add_metrics, host, CUpti_Profiler_Host_ConfigAddMetrics_Params, pHostObject);
+LAYOUT(pm_host_config_size, host, CUpti_Profiler_Host_GetConfigImageSize_Params, pHostObject);
+LAYOUT(pm_host_config, host, CUpti_Profiler_Host_GetConfigImage_Params, pHostObject);
+LAYOUT(pm_host_evaluate, host, CUpti_Profiler_Host_EvaluateToGpuValues_Params, pHostObject);
+static_assert(sizeof(((struct pm_host_initialize *)0)->profiler_type) ==
+                  sizeof(CUpti_ProfilerType), "profiler type's size");
