@@ -170,33 +170,40 @@ static int helper_ended(pid_t pid, int status, const struct rusage *ru)
     return h != NULL;
 }
 
-/* Whether the launcher has a child that is not a helper, from /proc/self/task/<tid>/children
- * (the children of each of its threads); -1 when the kernel does not list them. */
+int child_is_helper(pid_t pid)
+{
+    pthread_mutex_lock(&helpers_lock);
+    int is = helper_find(pid) != NULL;
+    pthread_mutex_unlock(&helpers_lock);
+    return is;
+}
+
+/* Whether the launcher has a live child that is not a helper: a walk of /proc for processes
+ * whose parent it is (/proc/<pid>/task/<tid>/children is not in every kernel). */
 static int others_alive(void)
 {
-    DIR *tasks = opendir("/proc/self/task");
-    if (!tasks)
-        return -1;
-    int found = 0, listed = 0;
-    for (struct dirent *e; !found && (e = readdir(tasks));) {
-        char path[64];
-        if (e->d_name[0] == '.' ||
-            snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name) >= (int)sizeof path)
+    DIR *d = opendir("/proc");
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        char *end, path[64], stat[512];
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
             continue;
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
         FILE *f = fopen(path, "re");
-        if (!f)
-            continue;
-        listed = 1;
-        long pid;
-        while (!found && fscanf(f, "%ld", &pid) == 1) {
-            pthread_mutex_lock(&helpers_lock);
-            found = helper_find((pid_t)pid) == NULL;
-            pthread_mutex_unlock(&helpers_lock);
-        }
-        fclose(f);
+        size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+        if (f)
+            fclose(f);
+        stat[len] = '\0';
+        char *close_paren = strrchr(stat, ')'), state = 0;
+        long ppid = 0;
+        if (close_paren && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
+            ppid == (long)getpid() && state != 'Z' && state != 'X')
+            found = !child_is_helper((pid_t)pid);
     }
-    closedir(tasks);
-    return listed ? found : -1;
+    if (d)
+        closedir(d);
+    return found;
 }
 
 /* wait4(-1) (hang: until a child ends), recording the one reaped (a helper's end goes to its
@@ -222,10 +229,7 @@ int child_reap_ended(struct launcher *l)
     int status;
     while ((pid = reap_one(l, 0, &status)) > 0)
         ;
-    if (pid < 0)
-        return 0;
-    int others = others_alive();
-    return others != 0; /* unknown (-1): waited for, as any child */
+    return pid == 0 && others_alive();
 }
 
 int child_run(struct launcher *l)

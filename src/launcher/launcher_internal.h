@@ -51,6 +51,7 @@ int child_reap_ended(struct launcher *l);
 struct rusage;
 void child_helper_add(pid_t pid);
 int child_helper_reaped(pid_t pid, int *status, struct rusage *ru);
+int child_is_helper(pid_t pid);
 
 /* launcher_file.c: launcher.lrt's first record and file header, and its end record
  * (docs/trace-format.md). Return 0, or -1 with errno set. */

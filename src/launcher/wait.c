@@ -320,7 +320,8 @@ static size_t name_live_children(struct launcher *l, const struct writer_set *se
         long pid = strtol(e->d_name, &end, 10), ppid;
         unsigned long long started;
         if (*end || pid <= 0 || read_proc_stat(pid, &state, &ppid, &started) < 0 ||
-            ppid != (long)getpid() || state == 'Z' || state == 'X' || named_in_set(set, pid))
+            ppid != (long)getpid() || state == 'Z' || state == 'X' || named_in_set(set, pid) ||
+            child_is_helper((pid_t)pid))
             continue;
         name_running(l, pid);
         named++;

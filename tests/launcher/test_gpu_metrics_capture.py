@@ -57,8 +57,12 @@ def statuses(db):
 
 
 def test_gpm_samples_are_the_scripted_means_over_each_interval(tmp_path):
+    started = time.monotonic()
     r, db, epoch = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-frequency", "50")
     assert r.returncode == 0, r.stderr
+    # the sampler process is the launcher's own: not a descendant of the program to wait for
+    assert "still running" not in r.stderr and not (tmp_path / "m.db.raw").exists(), r.stderr
+    assert time.monotonic() - started < 8, r.stderr
     [(source, period, metrics, hardware, n)] = db.execute(
         "SELECT source, period_ns, metrics, hardware, samples FROM gpu_metric_sets").fetchall()
     assert (source, period) == ("NVML GPM", 20_000_000)
