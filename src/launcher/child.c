@@ -178,8 +178,9 @@ int child_is_helper(pid_t pid)
     return is;
 }
 
-/* Whether the launcher has a live child that is not a helper: a walk of /proc for processes
- * whose parent it is (/proc/<pid>/task/<tid>/children is not in every kernel). */
+/* Whether the launcher has a child that is not a helper, a zombie included (one that ended
+ * since the last wait4 is reaped on the next round): a walk of /proc for processes whose
+ * parent it is (/proc/<pid>/task/<tid>/children is not in every kernel). */
 static int others_alive(void)
 {
     DIR *d = opendir("/proc");
@@ -198,7 +199,7 @@ static int others_alive(void)
         char *close_paren = strrchr(stat, ')'), state = 0;
         long ppid = 0;
         if (close_paren && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
-            ppid == (long)getpid() && state != 'Z' && state != 'X')
+            ppid == (long)getpid() && state != 'X')
             found = !child_is_helper((pid_t)pid);
     }
     if (d)

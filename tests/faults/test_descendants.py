@@ -7,40 +7,13 @@ and setsid before any NVTX call).
 """
 import os
 import signal
-import sqlite3
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
-LANTERN = BUILD / "bin" / "lantern"
-WORKLOAD = Path(os.environ.get("FAULT_WORKLOAD", BUILD / "bin" / "fault_workload"))
-
-# lantern and the workload are C programs: in the sanitized build they run with the full checks.
-ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
-
-
-def lantern(*args, cwd=None, timeout=120):
-    return subprocess.run([str(LANTERN), *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          errors="replace", timeout=timeout, env=ENV)
-
-
-def error_line(result, code):
-    """The exit code, and the last 'lantern:' line (the error, after any warnings)."""
-    assert result.returncode == code, result
-    lines = [l for l in result.stderr.splitlines() if l.startswith("lantern: ")]
-    assert lines, result.stderr
-    return lines[-1]
-
-
-def query(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+# the fault matrix's runner and readers (its module, beside this one)
+from test_faults import ENV, LANTERN, WORKLOAD, error_line, lantern, query
 
 
 def lost_events(db):
