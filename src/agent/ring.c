@@ -314,14 +314,39 @@ uint8_t *ring_next_block(struct agent_thread *t)
     t->data = ring_pool.base + (uint64_t)(block - 1) * RING_BLOCK_BYTES;
     t->pos = 0;
     __atomic_store_n(&t->slot->head, pool_cursor(block, 0), __ATOMIC_RELEASE);
-    if (++t->switches % RING_WAKE_BLOCKS == 0)
+    if (++t->switches % RING_WAKE_BLOCKS == 0) {
         ring_wake_consumer();
-    if (ring_block_hook)
-        ring_block_hook();
+        if (ring_block_hook)
+            ring_block_hook();
+    }
     return t->data;
 }
 
 /* ---- threads ---- */
+
+/* A thread's state is mapped, not taken from malloc: a fork child of a multithreaded program
+ * may find the allocator's lock held by a thread it does not have (AddressSanitizer's
+ * allocator takes no fork precautions), and its first NVTX call must not wait for it. */
+static size_t ring_thread_bytes(void)
+{
+    return (sizeof(struct agent_thread) + 4095) & ~(size_t)4095;
+}
+
+static struct agent_thread *ring_thread_map(void)
+{
+    void *p = mmap(NULL, ring_thread_bytes(), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Frees a thread's state; its long strings too unless in a fork child (where free() may
+ * wait for the lock of a thread that is not there: they stay, untouched copies). */
+static void ring_free_thread(struct agent_thread *t, int strings)
+{
+    for (unsigned i = 0; strings && i < RING_STRING_SLOTS; i++)
+        free(t->strings[i].heap);
+    munmap(t, ring_thread_bytes());
+}
 
 static void ring_thread_exit(void *arg)
 {
@@ -330,7 +355,7 @@ static void ring_thread_exit(void *arg)
     /* the name at the end: a thread often names itself after its first event */
     prctl(PR_GET_NAME, t->exit_name, 0, 0, 0);
     if (t->inert) {
-        free(t);
+        ring_free_thread(t, 1);
         return;
     }
     /* The writer drains what is left, then frees the thread (ring_durable). */
@@ -343,12 +368,6 @@ static void ring_key_create(void)
         ring_exit_key = (pthread_key_t)-1;
 }
 
-static void ring_free_thread(struct agent_thread *t)
-{
-    for (unsigned i = 0; i < RING_STRING_SLOTS; i++)
-        free(t->strings[i].heap);
-    free(t);
-}
 
 /* A slot for a new thread, its identity written before it is marked used. */
 static struct pool_slot *ring_slot_take(const struct agent_thread *t)
@@ -376,11 +395,9 @@ static void ring_slot_give_back(struct pool_slot *s)
 struct agent_thread *ring_thread_attach(uint64_t now_ticks)
 {
     pthread_once(&ring_key_once, ring_key_create);
-    size_t bytes = (sizeof(struct agent_thread) + 63) & ~(size_t)63;
-    struct agent_thread *t = aligned_alloc(_Alignof(struct agent_thread), bytes);
+    struct agent_thread *t = ring_thread_map(); /* zeroed */
     if (!t)
         return NULL;
-    memset(t, 0, sizeof(*t));
     t->pos = RING_BLOCK_BYTES; /* no block: the first event takes one */
     t->os_tid = ring_gettid();
     t->first_ticks = now_ticks;
@@ -497,7 +514,7 @@ void ring_durable(void)
                 ring_pool_push(last);
             ring_slot_give_back(s);
         }
-        ring_free_thread(t);
+        ring_free_thread(t, 1);
     }
 }
 
@@ -523,7 +540,7 @@ void ring_fork_child(const char *path)
          t = next) {
         next = t->next;
         if (t != self)
-            ring_free_thread(t);
+            ring_free_thread(t, 0);
     }
     __atomic_store_n(&ring_threads, NULL, __ATOMIC_RELAXED);
     if (ring_pool.header && ring_pool_map(path, ring_pool.map) < 0) {

@@ -98,7 +98,9 @@ extern struct ring_pool ring_pool;
  * until a block is free or RING_HELP_WAIT_NS passed; it returns 0 when it cannot help. */
 #define RING_HELP_WAIT_NS 2000000000u /* 2 s */
 void ring_set_helper(int (*help)(void));
-/* Called by a thread after each block switch (the writer starts a fork child's thread). */
+/* Called by a thread every RING_WAKE_BLOCKS block switches, with the wake (the writer starts
+ * a fork child's thread: a short-lived child never makes one; its events are in its buffer
+ * file all the same). */
 void ring_set_block_hook(void (*hook)(void));
 
 /* Takes the next block (out of line): NULL when the pool is empty even after helping. */

@@ -374,10 +374,10 @@ uint64_t writer_intern(const char *s, size_t len)
     return id;
 }
 
-static void writer_strings_clear(void)
+/* The string table forgotten for a fork child's new file: not freed (free() there may wait for
+ * the allocator lock of a parent thread that is not in the child; the copies stay untouched). */
+static void writer_strings_forget(void)
 {
-    for (size_t i = 0; i < writer.strings_cap; i++)
-        free(writer.strings[i].bytes);
     memset(writer.strings, 0, writer.strings_cap * sizeof(*writer.strings));
     writer.strings_used = 0;
     writer.strings_bytes = 0;
@@ -674,8 +674,9 @@ static int writer_start_thread(void)
     return 0;
 }
 
-/* A fork child's thread starts on its first block switch or locked write after the fork,
- * never inside the atfork handler (a thread made there hangs sanitized programs). */
+/* A fork child's thread starts once it has filled RING_WAKE_BLOCKS blocks, or at its first
+ * locked write (CUDA), never inside the atfork handler (a thread made there hangs sanitized
+ * programs); a short-lived child makes none. */
 static void writer_start_wanted_thread(void)
 {
     if (__atomic_load_n(&writer_thread_wanted, __ATOMIC_ACQUIRE) &&
@@ -948,7 +949,7 @@ void writer_fork_child(void)
     }
     writer_close(); /* the parent's */
     writer.open = 0;
-    writer_strings_clear();
+    writer_strings_forget();
     clock_calibration_update(&writer.calibration);
     if (writer_open_file(1) < 0) {
         ring_disable();

@@ -61,8 +61,9 @@ void writer_finish_from_signal(int timeout_ms);
 void writer_fork_prepare(void);
 void writer_fork_parent(void);
 void writer_fork_child(void);
-/* After every fork-child hook: the child's writer thread starts on its next block switch or
- * locked write, never inside the fork handler (a thread made there hangs sanitized programs). */
+/* After every fork-child hook: the child's writer thread starts once the child has filled
+ * RING_WAKE_BLOCKS blocks, or at its first locked write, never inside the fork handler (a
+ * thread made there hangs sanitized programs). */
 void writer_fork_child_done(void);
 
 #endif
