@@ -72,6 +72,9 @@ static struct {
     /* strings of the current file */
     struct writer_string *strings;
     size_t strings_cap, strings_used, strings_bytes;
+    /* fork children's forgotten tables, kept (reachable, untouched) rather than freed */
+    struct writer_string *strings_retired[8];
+    size_t strings_retired_cap[8];
     char *cut; /* a string cut to TRACE_STRING_MAX (allocated on first need) */
     uint64_t dropped_total;
     pthread_t thread;
@@ -81,6 +84,8 @@ static _Atomic int writer_stop;
 static void (*writer_periodic)(void);
 static uint64_t writer_periodic_ns;
 static _Atomic int writer_thread_wanted; /* a fork child starts its thread on its next event */
+/* 1 while a writer thread was created and has not yet reached writer_main (fork waits) */
+static _Atomic int writer_thread_starting;
 static _Atomic int writer_end_requested; /* by a signal handler: end the file now */
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
 
@@ -374,13 +379,25 @@ uint64_t writer_intern(const char *s, size_t len)
     return id;
 }
 
-/* The string table forgotten for a fork child's new file: not freed (free() there may wait for
- * the allocator lock of a parent thread that is not in the child; the copies stay untouched). */
+/* The string table forgotten for a fork child's new file: retired, not freed (free() there
+ * may wait for the allocator lock of a parent thread that is not in the child; the copies stay
+ * untouched and reachable); the next string makes a new table. Past 8 generations of forks
+ * the oldest is freed. */
 static void writer_strings_forget(void)
 {
-    memset(writer.strings, 0, writer.strings_cap * sizeof(*writer.strings));
-    writer.strings_used = 0;
-    writer.strings_bytes = 0;
+    size_t n = sizeof writer.strings_retired / sizeof writer.strings_retired[0];
+    struct writer_string *oldest = writer.strings_retired[n - 1];
+    for (size_t i = 0; oldest && i < writer.strings_retired_cap[n - 1]; i++)
+        free(oldest[i].bytes);
+    free(oldest);
+    memmove(writer.strings_retired + 1, writer.strings_retired,
+            (n - 1) * sizeof writer.strings_retired[0]);
+    memmove(writer.strings_retired_cap + 1, writer.strings_retired_cap,
+            (n - 1) * sizeof writer.strings_retired_cap[0]);
+    writer.strings_retired[0] = writer.strings;
+    writer.strings_retired_cap[0] = writer.strings_cap;
+    writer.strings = NULL;
+    writer.strings_cap = writer.strings_used = writer.strings_bytes = 0;
 }
 
 /* Kept in the buffer file, so that the launcher's salvage continues the file's numbering. */
@@ -623,6 +640,7 @@ void writer_set_periodic(void (*fn)(void), unsigned period_ms)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     prctl(PR_SET_NAME, "lantern-writer");
     uint32_t seen = ring_wake_count();
     uint64_t alone_checked = clock_mono_ns(), periodic_ran = alone_checked;
@@ -666,7 +684,10 @@ static int writer_start_thread(void)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     __atomic_store_n(&writer_stop, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&writer_thread_starting, 1, __ATOMIC_RELEASE);
     int rc = pthread_create(&writer.thread, NULL, writer_main, NULL);
+    if (rc != 0)
+        __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return -1;
@@ -922,9 +943,14 @@ void writer_finish_from_signal(int timeout_ms)
 }
 
 /* fork(): the parent's events so far go to the parent's file before the address space is
- * copied; the lock is held across fork() so the child never sees a half-built chunk. */
+ * copied; the lock is held across fork() so the child never sees a half-built chunk. A writer
+ * thread still starting (its C library's and a sanitizer's set-up allocate) is waited for, at
+ * most 100 ms: a fork in the middle of that would hand the child a held allocator lock. */
 void writer_fork_prepare(void)
 {
+    struct timespec pause = {0, 100000}; /* 0.1 ms */
+    for (int i = 0; i < 1000 && __atomic_load_n(&writer_thread_starting, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&pause, NULL);
     pthread_mutex_lock(&writer.lock);
     if (writer.open) {
         writer_drain_locked(0);
