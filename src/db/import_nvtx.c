@@ -4,6 +4,7 @@
  * importer's finish); extended payloads and their schemas through import_nvtx_payload.c, told
  * which range or mark each event made. Record layouts: src/trace/records.def (read with its
  * generated decoders); tables: src/db/schema.sql. */
+#include "common/index_map.h"
 #include "common/u64_map.h"
 #include "db/import_internal.h"
 #include "db/import_nvtx_payload.h"
@@ -288,14 +289,8 @@ static struct range_stack *stack_for(struct nvtx_file *f, uint64_t thread_idx, u
         return f->last_stack;
     uint64_t *index = u64_map_find(&f->stack_index, key);
     if (!index) {
-        if (f->nstacks == f->stacks_cap) {
-            size_t cap = f->stacks_cap ? f->stacks_cap * 2 : 16;
-            struct range_stack *stacks = realloc(f->stacks, cap * sizeof *stacks);
-            if (!stacks)
-                return NULL;
-            f->stacks = stacks;
-            f->stacks_cap = cap;
-        }
+        if (index_reserve((void **)&f->stacks, &f->stacks_cap, f->nstacks, sizeof *f->stacks) < 0)
+            return NULL;
         memset(&f->stacks[f->nstacks], 0, sizeof f->stacks[0]);
         if (u64_map_put(&f->stack_index, key, ++f->nstacks) < 0)
             return NULL;
@@ -315,14 +310,9 @@ static void stack_abandon_from(struct nvtx_file *f, struct range_stack *stack, u
 
 static struct open_range *stack_push(struct range_stack *stack)
 {
-    if (stack->count == stack->cap) {
-        size_t cap = stack->cap ? stack->cap * 2 : 16;
-        struct open_range *levels = realloc(stack->levels, cap * sizeof *levels);
-        if (!levels)
-            return NULL;
-        stack->levels = levels;
-        stack->cap = cap;
-    }
+    if (index_reserve((void **)&stack->levels, &stack->cap, stack->count, sizeof *stack->levels) <
+        0)
+        return NULL;
     return &stack->levels[stack->count++];
 }
 
