@@ -30,12 +30,12 @@ struct pool_header {
     uint64_t slot_offset, meta_offset, block_offset, file_bytes;
     uint32_t ticks_are_tsc; /* 0: the streams' ticks are CLOCK_MONOTONIC ns */
     uint32_t pid;
-    uint64_t first_ticks, first_ns; /* a (ticks, CLOCK_MONOTONIC ns) pair from the start */
+    uint64_t first_ticks, first_ns;  /* a (ticks, CLOCK_MONOTONIC ns) pair from the start */
     _Atomic uint64_t next_string_id; /* the file's string ids: threads and writer share them */
     /* While the writer writes a chunk: the .lrt's length once that chunk is whole; 0
      * otherwise. A salvager that finds the .lrt that long takes the slots' pending cursors. */
     _Atomic uint64_t commit_end;
-    _Atomic uint64_t lost;   /* events of threads that found no free slot */
+    _Atomic uint64_t lost;               /* events of threads that found no free slot */
     uint64_t lost_durable, lost_pending; /* ... that the .lrt reports (as the slots' drops) */
     _Atomic uint32_t ended;  /* TRACE_PROCESS_END is in the .lrt: the process ran its exit */
     _Atomic uint32_t backed; /* blocks whose disk space is allocated (the pool grows in steps) */
@@ -55,16 +55,16 @@ struct pool_slot {
     /* what the .lrt holds of the stream (durable) and what the chunk being written adds
      * (pending, valid while the header's commit_end is set and reached) */
     uint64_t durable, pending;
-    uint64_t durable_dropped, pending_dropped; /* drops the .lrt reports */
+    uint64_t durable_dropped, pending_dropped;     /* drops the .lrt reports */
     uint32_t durable_announced, pending_announced; /* TRACE_THREAD is in the .lrt */
-    char name[POOL_NAME_BYTES]; /* the OS name at the first event */
+    char name[POOL_NAME_BYTES];                    /* the OS name at the first event */
     uint8_t spare[POOL_SLOT_BYTES - 104];
 };
 _Static_assert(sizeof(struct pool_slot) == POOL_SLOT_BYTES, "pool_slot size");
 
 struct pool_block_meta {
-    _Atomic uint32_t next;     /* the thread's next block, set when the thread leaves it */
-    uint32_t end;              /* bytes written in it, set before next */
+    _Atomic uint32_t next;      /* the thread's next block, set when the thread leaves it */
+    uint32_t end;               /* bytes written in it, set before next */
     _Atomic uint32_t free_next; /* the free list (the agent's) */
 };
 

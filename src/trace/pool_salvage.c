@@ -6,10 +6,10 @@
  * drops not yet reported are; then TRACE_PROCESS_END with salvaged = 1, in chunks numbered
  * after the file's last (codec.h). Everything read from
  * the buffer file is checked against its bounds: a damaged one costs only its own events. */
-#include "trace/pool_file.h"
 #include "trace/codec.h"
 #include "trace/events.h"
 #include "trace/format.h"
+#include "trace/pool_file.h"
 #include "trace/records.h"
 
 #include <dirent.h>
@@ -116,8 +116,8 @@ static void salvage_span(struct salvage *s, uint64_t thread_idx, const uint8_t *
 /* A thread the trace file never announced: TRACE_THREAD and its OS name. */
 static void salvage_announce(struct salvage *s, const struct pool_slot *slot)
 {
-    uint64_t first = s->clock.set ? trace_clock_line_ns(&s->clock, slot->first_ticks)
-                                  : slot->first_ticks;
+    uint64_t first =
+        s->clock.set ? trace_clock_line_ns(&s->clock, slot->first_ticks) : slot->first_ticks;
     struct trace_thread t = {
         .thread_idx = slot->thread_idx, .os_tid = slot->os_tid, .first_seen = first};
     salvage_reserve(s, 64);
@@ -144,8 +144,7 @@ static void salvage_slot(struct salvage *s, const struct pool_slot *slot, int pe
     uint32_t head_block = (uint32_t)(head >> 32), head_pos = (uint32_t)head;
     if (!(pending ? slot->pending_announced : slot->durable_announced))
         salvage_announce(s, slot);
-    const struct pool_block_meta *meta =
-        (const struct pool_block_meta *)(s->map + h->meta_offset);
+    const struct pool_block_meta *meta = (const struct pool_block_meta *)(s->map + h->meta_offset);
     for (uint32_t steps = 0; head_block && block && steps <= h->blocks; steps++) {
         if (block > h->blocks || pos > h->block_bytes)
             break;
@@ -191,8 +190,9 @@ static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
     s.fd = open(lrt, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     int rc = s.fd < 0 ? -errno : trace_file_last_chunk(s.fd, &whole, &s.next_seq);
     if (rc < 0) {
-        fprintf(stderr, "lantern: %s: its trace file is missing or not of this version (%s); its "
-                        "buffered events are not recovered\n",
+        fprintf(stderr,
+                "lantern: %s: its trace file is missing or not of this version (%s); its "
+                "buffered events are not recovered\n",
                 name, strerror(-rc));
         if (s.fd >= 0)
             close(s.fd);
