@@ -3,6 +3,7 @@
  * launcher_run). The launcher is its descendants' subreaper: every process it reaps (the
  * command, and each orphan given to it) is recorded with how it ended. */
 #include "launcher/launcher_internal.h"
+#include "trace/process.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -186,19 +187,10 @@ static int others_alive(void)
     DIR *d = opendir("/proc");
     int found = 0;
     for (struct dirent *e; d && !found && (e = readdir(d));) {
-        char *end, path[64], stat[512];
-        long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "re");
-        size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-        if (f)
-            fclose(f);
-        stat[len] = '\0';
-        char *close_paren = strrchr(stat, ')'), state = 0;
-        long ppid = 0;
-        if (close_paren && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
+        char *end, state;
+        long pid = strtol(e->d_name, &end, 10), ppid;
+        unsigned long long started;
+        if (!*end && pid > 0 && trace_proc_stat(pid, &state, &ppid, &started) == 0 &&
             ppid == (long)getpid() && state != 'X')
             found = !child_is_helper((pid_t)pid);
     }

@@ -71,23 +71,6 @@ static size_t read_small_file(const char *path, char *buf, size_t cap)
     return len;
 }
 
-/* /proc/<pid>/stat's state, parent and start (clock ticks since boot); 0, or -1 when the
- * process is gone. */
-static int read_proc_stat(long pid, char *state, long *ppid, unsigned long long *started)
-{
-    char path[64], stat[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    if (!read_small_file(path, stat, sizeof stat))
-        return -1;
-    char *close = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
-    if (!close || sscanf(close + 1,
-                         " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-                         "%*d %llu",
-                         state, ppid, started) != 3)
-        return -1;
-    return 0;
-}
-
 /* Whether /proc/<pid>/<file> has an entry (a line of maps: separator '\n'; a variable of
  * environ: '\0') that holds text (whole: that is text); an unreadable file (another user's
  * process) has none. */
@@ -319,7 +302,7 @@ static size_t name_live_children(struct launcher *l, const struct writer_set *se
         char *end, state;
         long pid = strtol(e->d_name, &end, 10), ppid;
         unsigned long long started;
-        if (*end || pid <= 0 || read_proc_stat(pid, &state, &ppid, &started) < 0 ||
+        if (*end || pid <= 0 || trace_proc_stat(pid, &state, &ppid, &started) < 0 ||
             ppid != (long)getpid() || state == 'Z' || state == 'X' || named_in_set(set, pid) ||
             child_is_helper((pid_t)pid))
             continue;

@@ -43,29 +43,35 @@ static uint64_t process_clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* /proc/<pid>/stat's state is not Z or X, and its start (clock ticks since boot, on the boot
- * clock) is no later than the file's, moved to the boot clock (a suspend moves them apart). */
-int trace_process_alive(long pid, uint64_t start_ns)
+int trace_proc_stat(long pid, char *state, long *ppid, unsigned long long *started)
 {
     char path[64], stat[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return -1;
     ssize_t len = read(fd, stat, sizeof stat - 1);
     close(fd);
     if (len <= 0)
-        return 0;
+        return -1;
     stat[len] = '\0';
     char *close_paren = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
-    char state = 0;
-    unsigned long long started = 0;
     if (!close_paren ||
         sscanf(close_paren + 1,
-               " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               &state, &started) != 2)
-        return 0;
-    if (state == 'Z' || state == 'X')
+               " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               state, ppid, started) != 3)
+        return -1;
+    return 0;
+}
+
+/* Its state is not Z or X, and its start (clock ticks since boot, on the boot clock) is no
+ * later than the file's, moved to the boot clock (a suspend moves them apart). */
+int trace_process_alive(long pid, uint64_t start_ns)
+{
+    char state;
+    long ppid;
+    unsigned long long started;
+    if (trace_proc_stat(pid, &state, &ppid, &started) < 0 || state == 'Z' || state == 'X')
         return 0;
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)

@@ -16,6 +16,10 @@
 int trace_put_process_self(struct trace_chunk_builder *b, uint64_t start_ns, const char *cmdline,
                            size_t cmdline_len, uint32_t agent_flags, const char *trace_list);
 
+/* /proc/<pid>/stat's state, parent and start (clock ticks since boot); 0, or -1 when the
+ * process is gone. */
+int trace_proc_stat(long pid, char *state, long *ppid, unsigned long long *started);
+
 /* Whether pid is the live process that created a file at start_ns (CLOCK_MONOTONIC): it
  * exists, is not a zombie, and started no later than the file (a later start is a reused
  * pid). */
