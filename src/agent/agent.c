@@ -157,25 +157,27 @@ static int agent_program_is_static(void)
     if (fd < 0)
         return 0;
     Elf64_Ehdr eh;
+    Elf64_Phdr ph[64];
+    Elf64_Dyn dyn[128]; /* 2 KiB: the caller is the program's thread */
     int is_static = 0;
+    size_t n = 0;
     if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
         eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
-        int interp = 0, soname = 0;
-        for (unsigned i = 0; i < eh.e_phnum; i++) {
-            Elf64_Phdr ph;
-            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
-                break;
-            interp |= ph.p_type == PT_INTERP;
-            for (uint64_t off = 0; ph.p_type == PT_DYNAMIC && off + sizeof(Elf64_Dyn) <= ph.p_filesz;
-                 off += sizeof(Elf64_Dyn)) {
-                Elf64_Dyn dyn;
-                if (pread(fd, &dyn, sizeof dyn, (off_t)(ph.p_offset + off)) != (ssize_t)sizeof dyn ||
-                    dyn.d_tag == DT_NULL)
-                    break;
-                soname |= dyn.d_tag == DT_SONAME;
-            }
-        }
-        is_static = !interp && !soname;
+        size_t want = eh.e_phnum < 64 ? eh.e_phnum : 64;
+        ssize_t got = pread(fd, ph, want * sizeof ph[0], (off_t)eh.e_phoff);
+        n = got > 0 ? (size_t)got / sizeof ph[0] : 0;
+        is_static = n > 0;
+    }
+    for (size_t i = 0; i < n && is_static; i++) /* a program interpreter: dynamic */
+        is_static = ph[i].p_type != PT_INTERP;
+    for (size_t i = 0; i < n && is_static; i++) { /* a DT_SONAME: ld.so run as the command */
+        if (ph[i].p_type != PT_DYNAMIC)
+            continue;
+        size_t bytes = ph[i].p_filesz < sizeof dyn ? ph[i].p_filesz : sizeof dyn;
+        ssize_t got = pread(fd, dyn, bytes, (off_t)ph[i].p_offset);
+        for (size_t k = 0; got > 0 && k < (size_t)got / sizeof dyn[0] && dyn[k].d_tag != DT_NULL;
+             k++)
+            is_static = dyn[k].d_tag != DT_SONAME;
     }
     close(fd);
     return is_static;
