@@ -1,10 +1,18 @@
-/* NVML GPM sampling of one GPU from the launcher (gpu_metrics.h): where CUPTI PM sampling
- * cannot run, NVML's GPU Performance Monitoring (Hopper and later) gives most of the same
- * metrics from two snapshots of the GPU's counters. A thread per GPU takes a snapshot every
- * period (at most GPM_MAX_HZ: a snapshot costs ~0.1 ms of the driver's time) and writes the
- * metrics between it and the one before. The metrics GPM lacks (sm_issue, dram_read,
- * dram_write) are not in its set. */
+/* NVML GPM sampling of one GPU (gpu_metrics.h): where CUPTI PM sampling cannot run, NVML's GPU
+ * Performance Monitoring (Hopper and later) gives most of the same metrics from two snapshots
+ * of the GPU's counters. The driver refreshes what a snapshot returns only every 100 ms (NVML's
+ * documentation; on an H200, driver 580, snapshots 2 ms apart read identical counters for
+ * 98 ms, then all change at once), and a snapshot holds the driver ~2 ms. So the metrics
+ * between two snapshots describe the interval between the two refreshes they saw, not the
+ * interval between the calls: this sampler learns the refresh grid with the energy counter's
+ * reader (src/energy/counter_reader.h: about one snapshot per refresh, aimed reads narrow its
+ * time to ~2 ms) and writes one sample per refresh, placed from the refresh before to this
+ * one. A refresh shows as any metric changing; PCIe traffic, which the driver's own polling
+ * keeps above zero on an idle GPU, is asked for to see it then. The metrics GPM lacks
+ * (sm_issue, dram_read, dram_write) are not in its set; --gpu-metrics-frequency does not apply
+ * (the refresh sets the rate). */
 #include "launcher/gpu_metrics.h"
+#include "energy/counter_reader.h"
 #include "nvml/nvml_iface.h"
 #include "trace/format.h"
 #include "trace/gpu_metrics.h"
@@ -15,38 +23,49 @@
 #include <string.h>
 #include <time.h>
 
-#define GPM_MAX_HZ 1000.0
+/* The driver's refresh period, as announced in the set (the reader learns the real one). */
+#define GPM_REFRESH_NS 100000000ull
+/* Before the program starts, snapshots this far apart until two refreshes are seen (or
+ * GPM_ACQUIRE_MAX_NS passes), so that the first samples' edges are known within a few ms (the
+ * reader alone reads every 35 ms and takes several refreshes to narrow that). */
+#define GPM_ACQUIRE_GAP_NS 4000000ull
+#define GPM_ACQUIRE_MAX_NS 350000000ull
+/* The GPM metric ids that mark a refresh on an idle GPU (PCIe rx and tx per second). */
+static const unsigned int gpm_markers[] = {21, 20};
 
 struct gpm_gpu {
     struct gpu_metrics_target t;
     const struct nvml_api *api;
     nvml_device_t device;
     uint32_t mask; /* the metrics GPM gives on this GPU */
-    unsigned int ids[GPU_METRIC_COUNT];
-    int metric_of[GPU_METRIC_COUNT]; /* the gpu_metrics.def row of each id */
+    /* the ids asked for: the metrics, then markers not among them (metric_of -1) */
+    unsigned int ids[GPU_METRIC_COUNT + 2];
+    int metric_of[GPU_METRIC_COUNT + 2]; /* the gpu_metrics.def row of each id */
     unsigned int count;
     nvml_gpm_sample_t samples[2];
-    int newer;         /* the index of the last snapshot */
-    uint64_t newer_ns; /* when it was taken (the middle of the call) */
-    uint64_t period_ns;
+    int newer;                        /* the index of the last snapshot */
+    struct nvml_gpm_metrics_get *got; /* the metrics between the last two */
+    struct counter_reader reader; /* when to snapshot; when each refresh happened */
+    uint64_t refreshes;           /* refreshes seen: the reader's "counter" */
+    uint64_t refreshed_ns;        /* when the last one happened (0: none yet) */
     struct gpu_metrics_thread th;
 };
 
-/* Takes a snapshot into samples[slot]; its time in *at. An NVML code. */
-static nvml_return_t snapshot(struct gpm_gpu *g, int slot, uint64_t *at)
+/* Takes a snapshot into samples[slot]; when the call ran in *t0, *t1. An NVML code. */
+static nvml_return_t snapshot(struct gpm_gpu *g, int slot, uint64_t *t0, uint64_t *t1)
 {
-    uint64_t t0 = nvml_now_ns();
+    *t0 = nvml_now_ns();
     nvml_return_t rc = g->api->gpm_sample_get(g->device, g->samples[slot]);
-    uint64_t t1 = nvml_now_ns();
+    *t1 = nvml_now_ns();
     g->th.reads++;
-    g->th.read_ns += t1 - t0;
-    *at = t0 + (t1 - t0) / 2;
+    g->th.read_ns += *t1 - *t0;
     return rc;
 }
 
-/* The metrics between the two snapshots, older first. An NVML code. */
-static nvml_return_t metrics(struct gpm_gpu *g, struct nvml_gpm_metrics_get *m)
+/* The metrics between the two snapshots, older first, into g->got. An NVML code. */
+static nvml_return_t metrics(struct gpm_gpu *g)
 {
+    struct nvml_gpm_metrics_get *m = g->got;
     memset(m, 0, sizeof *m);
     m->version = NVML_GPM_METRICS_GET_VERSION;
     m->num_metrics = g->count;
@@ -57,20 +76,47 @@ static nvml_return_t metrics(struct gpm_gpu *g, struct nvml_gpm_metrics_get *m)
     return g->api->gpm_metrics_get(m);
 }
 
-/* Takes the next snapshot and writes the sample since the last one. An NVML code. */
-static nvml_return_t sample_once(struct gpm_gpu *g, struct nvml_gpm_metrics_get *m)
+/* Takes the next snapshot and the metrics since the one before; *seen = 1 with *u when the
+ * reader placed a refresh between them: any metric changed. An NVML code. */
+static nvml_return_t observe(struct gpm_gpu *g, int *seen, struct counter_update *u)
 {
-    uint64_t at;
+    uint64_t t0, t1;
     int slot = !g->newer;
-    nvml_return_t rc = snapshot(g, slot, &at);
+    *seen = 0;
+    nvml_return_t rc = snapshot(g, slot, &t0, &t1);
     if (rc != NVML_OK)
         return rc;
-    uint64_t start = g->newer_ns;
     g->newer = slot;
-    g->newer_ns = at;
-    if ((rc = metrics(g, m)) != NVML_OK)
+    if ((rc = metrics(g)) != NVML_OK)
         return rc;
-    struct trace_gpu_metric_sample r = {.set_id = g->t.set_id, .start = start, .end = at};
+    const struct nvml_gpm_metrics_get *m = g->got;
+    int changed = 0;
+    for (unsigned int i = 0; i < g->count; i++)
+        changed |= m->metrics[i].status == NVML_OK && m->metrics[i].value != 0;
+    g->refreshes += (uint64_t)changed;
+    *seen = counter_reader_feed(&g->reader, t0, t1, g->refreshes, u);
+    return NVML_OK;
+}
+
+/* Takes the next snapshot; when it saw a refresh, writes the metrics from the refresh before
+ * to this one. An NVML code. */
+static nvml_return_t sample_once(struct gpm_gpu *g)
+{
+    int seen;
+    struct counter_update u;
+    nvml_return_t rc = observe(g, &seen, &u);
+    if (rc != NVML_OK || !seen)
+        return rc;
+    const struct nvml_gpm_metrics_get *m = g->got;
+    uint64_t start = g->refreshed_ns, period = g->reader.period_ns;
+    g->refreshed_ns = u.ts;
+    if (!start)
+        return NVML_OK; /* the first refresh seen: what came before it is unknown */
+    /* refreshes between unseen (all zero: an idle GPU without PCIe traffic) leave this one's
+     * metrics to the last period alone */
+    if (u.ts - start > period + period / 2)
+        start = u.ts - period;
+    struct trace_gpu_metric_sample r = {.set_id = g->t.set_id, .start = start, .end = u.ts};
     for (int row = 0; row < GPU_METRIC_COUNT; row++) {
         if (!(g->mask & (1u << row)))
             continue;
@@ -80,7 +126,7 @@ static nvml_return_t sample_once(struct gpm_gpu *g, struct nvml_gpm_metrics_get 
                 v = m->metrics[i].value * gpu_metrics[row].gpm_scale;
         r.values.values[r.values.count++] = gpu_metric_encode(row, v);
     }
-    gpu_metrics_thread_count(&g->th, start, at, g->period_ns);
+    gpu_metrics_thread_count(&g->th, start, u.ts, period);
     gpu_metrics_put_sample(g->t.sink, &r);
     return NVML_OK;
 }
@@ -88,18 +134,12 @@ static nvml_return_t sample_once(struct gpm_gpu *g, struct nvml_gpm_metrics_get 
 static void *gpm_loop(void *arg)
 {
     struct gpm_gpu *g = arg;
-    struct nvml_gpm_metrics_get *m = malloc(sizeof *m);
-    nvml_return_t rc = m ? NVML_OK : NVML_ERR_UNKNOWN;
-    uint64_t next = g->newer_ns;
+    nvml_return_t rc = NVML_OK;
     while (rc == NVML_OK) {
-        next += g->period_ns;
-        int stopped = gpu_metrics_thread_sleep(&g->th, next);
-        rc = sample_once(g, m); /* at the stop too: a last sample up to it */
+        int stopped = gpu_metrics_thread_sleep(&g->th, counter_reader_next_start(&g->reader));
+        rc = sample_once(g); /* at the stop too: a refresh since the last snapshot */
         if (stopped)
             break;
-        uint64_t now = nvml_now_ns();
-        if (next + g->period_ns < now)
-            next = now; /* late: keep the period from here, the gap counts as lost */
     }
     if (rc != NVML_OK) {
         char why[256];
@@ -108,7 +148,6 @@ static void *gpm_loop(void *arg)
                                TRACE_GPU_METRICS_FAILED, 0, why);
     }
     gpu_metrics_thread_finish(&g->th, &g->t, TRACE_GPU_METRICS_GPM, NULL);
-    free(m);
     return NULL;
 }
 
@@ -118,6 +157,7 @@ static void gpm_free(struct gpm_gpu *g)
     for (int i = 0; i < 2; i++)
         if (g->samples[i].handle)
             g->api->gpm_sample_free(g->samples[i]);
+    free(g->got);
     free(g);
 }
 
@@ -141,7 +181,8 @@ static unsigned int gpm_support(struct gpm_gpu *g, char *why, size_t why_len)
                                         : TRACE_GPU_METRICS_UNAVAILABLE;
 }
 
-/* Takes the first two snapshots and keeps the metrics NVML answers for. An NVML code. */
+/* Asks for the metrics of the set and the refresh markers; takes the first two snapshots (the
+ * reader's first reads) and keeps the metrics NVML answers for. An NVML code. */
 static nvml_return_t gpm_first(struct gpm_gpu *g)
 {
     for (int row = 0; row < GPU_METRIC_COUNT; row++)
@@ -151,28 +192,52 @@ static nvml_return_t gpm_first(struct gpm_gpu *g)
         }
     if (!g->count)
         return NVML_ERR_NOT_SUPPORTED;
+    for (size_t k = 0; k < sizeof gpm_markers / sizeof gpm_markers[0]; k++) {
+        unsigned int i = 0;
+        while (i < g->count && g->ids[i] != gpm_markers[k])
+            i++;
+        if (i == g->count) {
+            g->ids[g->count] = gpm_markers[k];
+            g->metric_of[g->count++] = -1;
+        }
+    }
+    if (!(g->got = malloc(sizeof *g->got)))
+        return NVML_ERR_UNKNOWN;
     nvml_return_t rc = NVML_OK;
     for (int i = 0; i < 2 && rc == NVML_OK; i++)
         rc = g->api->gpm_sample_alloc(&g->samples[i]);
-    uint64_t at;
-    if (rc != NVML_OK || (rc = snapshot(g, 0, &at)) != NVML_OK)
+    uint64_t t0, t1;
+    if (rc != NVML_OK || (rc = snapshot(g, 0, &t0, &t1)) != NVML_OK)
         return rc;
+    counter_reader_init(&g->reader);
+    counter_reader_feed(&g->reader, t0, t1, 0, &(struct counter_update){0});
     struct timespec pause = {0, 1000000}; /* metrics need two distinct snapshots */
     nanosleep(&pause, NULL);
-    g->newer_ns = at;
-    if ((rc = snapshot(g, 1, &at)) != NVML_OK)
+    int seen;
+    struct counter_update u;
+    if ((rc = observe(g, &seen, &u)) != NVML_OK)
         return rc;
-    g->newer = 1;
-    g->newer_ns = at;
-    struct nvml_gpm_metrics_get *m = malloc(sizeof *m);
-    if (!m)
-        return NVML_ERR_UNKNOWN;
-    if ((rc = metrics(g, m)) == NVML_OK)
-        for (unsigned int i = 0; i < g->count; i++)
-            if (m->metrics[i].status == NVML_OK)
-                g->mask |= 1u << g->metric_of[i];
-    free(m);
-    return rc == NVML_OK && !g->mask ? NVML_ERR_NOT_SUPPORTED : rc;
+    if (seen)
+        g->refreshed_ns = u.ts;
+    for (unsigned int i = 0; i < g->count; i++)
+        if (g->got->metrics[i].status == NVML_OK && g->metric_of[i] >= 0)
+            g->mask |= 1u << g->metric_of[i];
+    return g->mask ? NVML_OK : NVML_ERR_NOT_SUPPORTED;
+}
+
+/* Snapshots GPM_ACQUIRE_GAP_NS apart until the reader has seen two refreshes, writing the
+ * sample between them. An NVML code. */
+static nvml_return_t gpm_acquire(struct gpm_gpu *g)
+{
+    uint64_t give_up = nvml_now_ns() + GPM_ACQUIRE_MAX_NS;
+    uint64_t before = g->refreshes;
+    nvml_return_t rc = NVML_OK;
+    while (rc == NVML_OK && g->refreshes < before + 2 && nvml_now_ns() < give_up) {
+        struct timespec gap = {0, (long)GPM_ACQUIRE_GAP_NS};
+        nanosleep(&gap, NULL);
+        rc = sample_once(g);
+    }
+    return rc;
 }
 
 static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, char *why,
@@ -187,8 +252,6 @@ static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, c
     g->t = *t;
     g->api = &t->nvml->api;
     g->device = t->gpu->device;
-    uint64_t min_period = (uint64_t)(1e9 / GPM_MAX_HZ);
-    g->period_ns = t->period_ns < min_period ? min_period : t->period_ns;
     gpu_metrics_thread_init(&g->th);
     if ((*code = gpm_support(g, why, why_len)) != 0) {
         gpm_free(g);
@@ -206,19 +269,25 @@ static void *gpm_start(const struct gpu_metrics_target *t, unsigned int *code, c
     char hardware[GPU_METRIC_COUNT * 8];
     size_t len = 0;
     for (unsigned int i = 0; i < g->count; i++)
-        if (g->mask & (1u << g->metric_of[i]))
+        if (g->metric_of[i] >= 0 && (g->mask & (1u << g->metric_of[i])))
             len += (size_t)snprintf(hardware + len, sizeof hardware - len, "%u", g->ids[i]) + 1;
     struct trace_gpu_metric_set set = {
         .set_id = t->set_id,
         .gpu_uuid = trace_cstr(t->uuid),
         .gpu_name = trace_cstr(t->name),
         .source = TRACE_GPU_METRICS_GPM,
-        .period_ns = g->period_ns,
+        .period_ns = GPM_REFRESH_NS,
         .metrics = g->mask,
         .hardware = {(const uint8_t *)hardware, len},
         .nvml_index = t->gpu->nvml_index + 1,
     };
     gpu_metrics_put_set(t->sink, &set);
+    if ((rc = gpm_acquire(g)) != NVML_OK) {
+        *code = TRACE_GPU_METRICS_FAILED;
+        snprintf(why, why_len, "NVML GPM: %s", g->api->error_string(rc));
+        gpm_free(g);
+        return NULL;
+    }
     if (gpu_metrics_thread_start(&g->th, gpm_loop, g) < 0) {
         *code = TRACE_GPU_METRICS_FAILED;
         snprintf(why, why_len, "cannot start a thread");

@@ -19,8 +19,11 @@
  *                              "driver calls" to measure how long it waits behind NVML
  *   gpm GPU METRIC T_MS VALUE  from T_MS on, GPM metric METRIC (nvmlGpmMetricId_t) of GPU
  *                              reads VALUE: nvmlGpmMetricsGet gives its exact time-weighted
- *                              mean between the two samples; metrics never scripted answer
+ *                              mean between the refreshes the two samples saw (0 when they
+ *                              saw the same one); metrics never scripted answer
  *                              NVML_ERROR_NOT_SUPPORTED
+ *   gpm_refresh_ms N           a GPM sample holds the counters of the last refresh, every N ms
+ *                              on a grid from time 0, like H100/H200's driver (default 100)
  *   gpm_unsupported GPU        nvmlGpmQueryDeviceSupport says GPU has no GPM */
 #include "nvml/nvml_iface.h"
 
@@ -79,6 +82,7 @@ struct fake_latency {
 static struct {
     uint64_t epoch_ns;
     double period_ms;
+    double gpm_refresh_ms;
     double start_mj;
     int init_error;
     struct fake_gpu gpus[8];
@@ -109,6 +113,8 @@ static void parse_line(char *line)
         fake.epoch_ns = n;
     else if (!strcmp(word, "energy_period_ms"))
         sscanf(line, "%*s %lf", &fake.period_ms);
+    else if (!strcmp(word, "gpm_refresh_ms"))
+        sscanf(line, "%*s %lf", &fake.gpm_refresh_ms);
     else if (!strcmp(word, "energy_start_mj"))
         sscanf(line, "%*s %lf", &fake.start_mj);
     else if (!strcmp(word, "init_error"))
@@ -160,6 +166,7 @@ static void load_script(void)
     fake.lock_fd = -1;
     fake.epoch_ns = loaded_at;
     fake.period_ms = 100;
+    fake.gpm_refresh_ms = 100;
     fake.start_mj = 1000000;
     const char *path = getenv("LANTERN_FAKE_NVML_SCRIPT");
     FILE *f = path ? fopen(path, "r") : NULL;
@@ -439,11 +446,13 @@ EXPORT nvml_return_t nvmlGpmSampleGet(nvml_device_t d, nvml_gpm_sample_t sample)
     if (!g || !s)
         return NVML_ERR_INVALID_ARGUMENT;
     s->gpu = g;
-    s->t_ms = now_ms();
+    double t = now_ms();
+    s->t_ms = t < 0 ? 0 : floor(t / fake.gpm_refresh_ms) * fake.gpm_refresh_ms;
     return NVML_OK;
 }
 
-/* The metric's exact mean over [a, b] ms; -1 when the script never sets it. */
+/* The metric's exact mean over [a, b] ms (0 when a = b: nothing counted between); -1 when the
+ * script never sets it. */
 static double gpm_mean(const struct fake_gpu *g, unsigned int metric, double a, double b)
 {
     double acc = 0, value = 0, at = a;
@@ -461,7 +470,7 @@ static double gpm_mean(const struct fake_gpu *g, unsigned int metric, double a, 
             value = st->value;
     }
     acc += value * (b - at);
-    return !seen ? -1 : b > a ? acc / (b - a) : value;
+    return !seen ? -1 : b > a ? acc / (b - a) : 0;
 }
 
 EXPORT nvml_return_t nvmlGpmMetricsGet(struct nvml_gpm_metrics_get *m)
