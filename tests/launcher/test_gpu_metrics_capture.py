@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
 LANTERN = BUILD / "bin" / "lantern"
 FAKE = BUILD / "lib" / "liblantern_fake_nvml.so"
@@ -76,9 +78,13 @@ def statuses(db):
     return db.execute("SELECT source, code, reason FROM gpu_metric_status").fetchall()
 
 
-def test_gpm_samples_are_the_scripted_means_over_each_interval(tmp_path):
+@pytest.mark.parametrize("stamps", ["stamped", "gpm_no_stamp"])
+def test_gpm_samples_are_the_scripted_means_over_each_interval(tmp_path, stamps):
+    """With the refresh's stamp in each snapshot (driver 580), and without (another driver:
+    the refreshes are then located from outside, by which snapshots saw the metrics change)."""
     started = time.monotonic()
-    r, db, epoch = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-frequency", "50")
+    r, db, epoch = profile(tmp_path, "--gpu-metrics", "--gpu-metrics-frequency", "50",
+                           extra_script=stamps + "\n" if stamps != "stamped" else "")
     assert r.returncode == 0, r.stderr
     # the sampler process is the launcher's own: not a descendant of the program to wait for
     assert "still running" not in r.stderr and not (tmp_path / "m.db.raw").exists(), r.stderr
@@ -132,9 +138,8 @@ def test_a_metric_list_samples_only_those(tmp_path):
 
 
 def test_a_gpm_failure_mid_run_keeps_what_was_sampled(tmp_path):
-    # the start takes a snapshot every 4 ms until two refreshes (at most ~50), the loop about
-    # one or two a refresh: the 60th comes mid-run
-    r, db, epoch = profile(tmp_path, "--gpu-metrics", extra_script="fail nvmlGpmSampleGet 60 15\n",
+    # the start takes two or three snapshots, then about one a refresh: the 15th comes mid-run
+    r, db, epoch = profile(tmp_path, "--gpu-metrics", extra_script="fail nvmlGpmSampleGet 15 15\n",
                            seconds=3)
     assert r.returncode == 0, r.stderr
     rows = db.execute("SELECT start_ns, end_ns, sm_active, warp_occupancy, tensor_active,"

@@ -23,7 +23,9 @@
  *                              saw the same one); metrics never scripted answer
  *                              NVML_ERROR_NOT_SUPPORTED
  *   gpm_refresh_ms N           a GPM sample holds the counters of the last refresh, every N ms
- *                              on a grid from time 0, like H100/H200's driver (default 100)
+ *                              on a grid from time 0, like H100/H200's driver (default 100),
+ *                              and at byte 8 the refresh's CLOCK_REALTIME ns, as driver 580
+ *   gpm_no_stamp               ... and 0 there instead (another driver)
  *   gpm_unsupported GPU        nvmlGpmQueryDeviceSupport says GPU has no GPM */
 #include "nvml/nvml_iface.h"
 
@@ -64,7 +66,8 @@ struct fake_gpu {
 
 struct fake_gpm_sample { /* what nvmlGpmSampleGet keeps */
     const struct fake_gpu *gpu;
-    double t_ms;
+    uint64_t stamp_ns; /* the refresh's CLOCK_REALTIME ns, where driver 580 keeps it */
+    double t_ms;       /* the refresh's time */
 };
 
 struct fake_fault {
@@ -83,6 +86,7 @@ static struct {
     uint64_t epoch_ns;
     double period_ms;
     double gpm_refresh_ms;
+    int gpm_no_stamp;
     double start_mj;
     int init_error;
     struct fake_gpu gpus[8];
@@ -113,6 +117,8 @@ static void parse_line(char *line)
         fake.epoch_ns = n;
     else if (!strcmp(word, "energy_period_ms"))
         sscanf(line, "%*s %lf", &fake.period_ms);
+    else if (!strcmp(word, "gpm_no_stamp"))
+        fake.gpm_no_stamp = 1;
     else if (!strcmp(word, "gpm_refresh_ms"))
         sscanf(line, "%*s %lf", &fake.gpm_refresh_ms);
     else if (!strcmp(word, "energy_start_mj"))
@@ -448,6 +454,13 @@ EXPORT nvml_return_t nvmlGpmSampleGet(nvml_device_t d, nvml_gpm_sample_t sample)
     s->gpu = g;
     double t = now_ms();
     s->t_ms = t < 0 ? 0 : floor(t / fake.gpm_refresh_ms) * fake.gpm_refresh_ms;
+    struct timespec mono, real;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    int64_t offset = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
+    s->stamp_ns = fake.gpm_no_stamp ? 0
+                                    : (uint64_t)((int64_t)fake.epoch_ns +
+                                                 (int64_t)(s->t_ms * 1e6) + offset);
     return NVML_OK;
 }
 
