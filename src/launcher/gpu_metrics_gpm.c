@@ -183,8 +183,10 @@ static nvml_return_t sample_once(struct gpm_gpu *g)
         return rc;
     const struct nvml_gpm_metrics_get *m = g->got;
     uint64_t start = g->refreshed_ns, period = g->stamped ? GPM_REFRESH_NS : g->reader.period_ns;
+    if (start && at < start + period / 2)
+        return NVML_OK; /* the same refresh, placed again (without stamps) */
     g->refreshed_ns = at;
-    if (!start || at <= start)
+    if (!start)
         return NVML_OK; /* the first refresh seen: what came before it is unknown */
     /* refreshes between unseen (without stamps, all zero: an idle GPU without PCIe traffic)
      * leave this one's metrics to the last period alone */

@@ -61,9 +61,11 @@ def check_samples_exact(con, epoch, count):
 
 
 def statuses(con):
-    """Those besides PM sampling's "unavailable" (no CUDA driver here), before GPM started."""
+    """Those besides PM sampling's "unavailable" (no CUDA driver here), before GPM started, and
+    GPM's "unaligned" (no kernels traced here to line its samples up with)."""
     return con.execute("SELECT source, code, reason FROM gpu_metric_status WHERE"
-                       " source IS NOT 'CUPTI PM sampling' OR code != 'unavailable'").fetchall()
+                       " (source IS NOT 'CUPTI PM sampling' OR code != 'unavailable')"
+                       " AND code != 'unaligned'").fetchall()
 
 
 def said(r):
@@ -89,7 +91,7 @@ def test_a_sampler_crash_keeps_the_run_and_the_samples_before_it(tmp_path):
     assert said(r) == ["lantern: GPU 0 (Fake-H100): " + reason]
     [line] = header(db)
     assert line.startswith("GPU metrics:     GPU 0 Fake-H100: NVML GPM, 10 Hz, 4 metrics; ")
-    assert line.endswith("; " + reason)
+    assert "; " + reason in line
     # its cost, as the launcher saw it end; no footprint from the child, which died first
     [(samples, cpu, mean_delay, max_delay)] = con.execute(
         "SELECT samples, sampler_process_cpu_ns, delivery_mean_ns, delivery_max_ns"

@@ -87,6 +87,8 @@ static struct {
     double period_ms;
     double gpm_refresh_ms;
     int gpm_no_stamp;
+    int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, once per script: the stamps'
+                                   clock, which stays put for one refresh */
     double start_mj;
     int init_error;
     struct fake_gpu gpus[8];
@@ -174,6 +176,11 @@ static void load_script(void)
     fake.period_ms = 100;
     fake.gpm_refresh_ms = 100;
     fake.start_mj = 1000000;
+    struct timespec mono, real;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    fake.realtime_offset_ns =
+        ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
     const char *path = getenv("LANTERN_FAKE_NVML_SCRIPT");
     FILE *f = path ? fopen(path, "r") : NULL;
     if (!f)
@@ -454,13 +461,9 @@ EXPORT nvml_return_t nvmlGpmSampleGet(nvml_device_t d, nvml_gpm_sample_t sample)
     s->gpu = g;
     double t = now_ms();
     s->t_ms = t < 0 ? 0 : floor(t / fake.gpm_refresh_ms) * fake.gpm_refresh_ms;
-    struct timespec mono, real;
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    clock_gettime(CLOCK_REALTIME, &real);
-    int64_t offset = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
     s->stamp_ns = fake.gpm_no_stamp ? 0
                                     : (uint64_t)((int64_t)fake.epoch_ns +
-                                                 (int64_t)(s->t_ms * 1e6) + offset);
+                                                 (int64_t)(s->t_ms * 1e6) + fake.realtime_offset_ns);
     return NVML_OK;
 }
 
