@@ -29,6 +29,11 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "lantern: <message>" and "Try 'lantern <cmd> --help'." and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The width text tables fit by default (`lantern kernels -w`, `lantern diff -w`): the
+ * terminal's columns when stdout is one, else $COLUMNS when set (a shell exports it only when
+ * asked), else 0: no limit, so a pipe into awk or a file gets every name whole. */
+int cli_terminal_width(void);
+
 /* Opens a Lantern database read-only. On failure prints the one-line reason
  * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */
 int cli_open_db(const char *path, sqlite3 **db);

@@ -43,6 +43,13 @@ void table_percent(struct table *t, double percent);
 void table_bytes(struct table *t, double bytes);
 void table_real(struct table *t, double v);
 
+/* Fits a text table in width columns (0, the default: no limit): drop[c] > 0 ranks column c
+ * for leaving out (drop may be NULL: none; the array must outlive the table), and the ranked
+ * columns are left out, highest first, while the lines are too long; then the widest text
+ * columns are cut (to no fewer than 12 columns), their cells ending with '~'. CSV and JSON are
+ * not affected. */
+void table_fit(struct table *t, int width, const int *drop);
+
 /* Writes what is held and frees the table; returns 0, or -1 if a write failed or a
  * cell could not be stored. */
 int table_finish(struct table *t);
