@@ -17,6 +17,7 @@ enum table_kind {
     TABLE_PERCENT, /* a percentage, one decimal */
     TABLE_BYTES,   /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
     TABLE_REAL,    /* a plain number: two decimals in tables, exact in CSV/JSON */
+    TABLE_FORMATTED, /* text the caller formatted as a number (table_text): aligned right */
 };
 
 struct table_column {
