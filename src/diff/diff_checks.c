@@ -43,7 +43,7 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size)
     f->gpus = sql_query_text(db, "SELECT group_concat(ifnull(name, 'GPU ' || id), '; ')" DIFF_USED_GPUS);
     f->gpu_uuids = sql_query_text(db, "SELECT group_concat(ifnull(uuid, '?'), '; ')" DIFF_USED_GPUS);
     f->power_limits = sql_query_text(
-        db, "SELECT group_concat(ifnull(round(power_limit_mw / 1000.0) || ' W', 'unknown'), '; ')"
+        db, "SELECT group_concat(ifnull(CAST(round(power_limit_mw / 1000.0) AS INTEGER) || ' W', 'unknown'), '; ')"
             DIFF_USED_GPUS);
     f->max_clocks = sql_query_text(
         db, "SELECT group_concat(ifnull((sm_clock_khz / 1000) || ' MHz', 'unknown'), '; ')"
@@ -288,8 +288,12 @@ int diff_checks(struct diff_run *const *base, int base_count, struct diff_run *c
 {
     const struct sides s = {{base, new}, {base_count, new_count}};
     int differs, uuids_differ, rc = 0;
-    char *gpus = compare_fact(&s, fact_gpus, &differs);
-    char *uuids = compare_fact(&s, fact_uuids, &uuids_differ);
+    int any_gpu = 0; /* a run without CUDA lists no GPU: nothing to compare then */
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < s.count[side]; i++)
+            any_gpu |= s.run[side][i]->facts.gpus != NULL;
+    char *gpus = any_gpu ? compare_fact(&s, fact_gpus, &differs) : NULL;
+    char *uuids = any_gpu ? compare_fact(&s, fact_uuids, &uuids_differ) : NULL;
     free(uuids);
     if (gpus) {
         if (!differs && uuids_differ)

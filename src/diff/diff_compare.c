@@ -182,14 +182,18 @@ static void percentile_interval(double *draws, size_t n, double *low, double *hi
     *high = diff_quantile_sorted(draws, kept, (1 + DIFF_CONFIDENCE) / 2);
 }
 
-/* One run per side: the instances. Mann-Whitney U for the p-value; the bootstrap of both
- * medians (diff_bootstrap_medians) for the intervals of the change and of its ratio. */
+/* One run per side: the instances. The p-value is Mann-Whitney U's for a change beyond the
+ * threshold: new above base x (1 + t), or below base x (1 - t), the smaller of the two
+ * one-sided p-values doubled; the bootstrap of both medians (diff_bootstrap_medians) gives the
+ * intervals of the change and of its ratio. */
 static void test_instances(struct diff_row *r, const double *a, size_t na, const double *b,
-                           size_t nb, struct diff_random *rng, struct scratch *w)
+                           size_t nb, double t, struct diff_random *rng, struct scratch *w)
 {
-    r->p = diff_mann_whitney_p(a, na, b, nb);
-    if (isnan(r->p))
+    double up = diff_mann_whitney_p(a, na, 1 + t, b, nb, 1);
+    double down = t < 1 ? diff_mann_whitney_p(a, na, 1 - t, b, nb, 0) : 1; /* no -100 % */
+    if (isnan(up))
         return;
+    r->p = fmin(1, 2 * fmin(up, down));
     r->test = "mann-whitney";
     diff_bootstrap_medians(a, na, rng, w->draws[0], DIFF_BOOTSTRAP_DRAWS);
     diff_bootstrap_medians(b, nb, rng, w->draws[1], DIFF_BOOTSTRAP_DRAWS);
@@ -258,10 +262,11 @@ static double sd_of(const double *v, size_t n)
 
 /* Several runs per side: each run is one value (its median), and the change is that of the
  * runs' mean. The bootstrap over runs gives the standard errors of the change and of its
- * ratio; Student's t with Welch's degrees of freedom turns them into intervals and a p-value,
- * as a percentile interval from three runs would be far too narrow (docs/diff.md). */
+ * ratio; Student's t with Welch's degrees of freedom turns them into intervals, as a
+ * percentile interval from three runs would be far too narrow, and into the p-value of a
+ * change beyond the threshold t (a fraction), (|ratio| - t) / its standard error (docs/diff.md). */
 static void test_runs(struct diff_row *r, const double *a, int na, const double *b, int nb,
-                      struct diff_random *rng, struct scratch *w)
+                      double threshold, struct diff_random *rng, struct scratch *w)
 {
     if (na < 2 || nb < 2)
         return;
@@ -281,14 +286,18 @@ static void test_runs(struct diff_row *r, const double *a, int na, const double 
     r->change_high = d + t * se;
     r->percent_low = r->percent - t * se_ratio;
     r->percent_high = r->percent + t * se_ratio;
-    if (se > 0)
-        r->p = diff_t_two_sided_p(d / se, df);
+    /* the distance beyond the threshold, in standard errors; without a percentage (a base of
+     * 0) the distance from no change */
+    double beyond = isnan(r->percent) ? fabs(d) : fabs(r->percent) - 100 * threshold;
+    double error = isnan(r->percent) ? se : se_ratio;
+    if (error > 0)
+        r->p = beyond > 0 ? diff_t_two_sided_p(beyond / error, df) : 1;
     else /* every run the same on each side: the change is exact */
-        r->p = d == 0 ? 1 : 0;
+        r->p = beyond > 0 ? 0 : 1;
 }
 
 static void measure_row(struct diff_row *r, const struct diff_series *const *s, int base_runs,
-                        int new_runs, enum diff_mode mode, struct scratch *w)
+                        int new_runs, const struct diff_result *res, struct scratch *w)
 {
     size_t n[2];
     const double *v[2];
@@ -307,6 +316,7 @@ static void measure_row(struct diff_row *r, const struct diff_series *const *s, 
     struct diff_random rng;
     diff_random_seed(&rng, DIFF_SEED ^ diff_row_hash(r->kind, r->scope, r->name));
     int present[2] = {0, 0};
+    enum diff_mode mode = res->mode;
     if (mode == DIFF_MODE_RUNS)
         for (int i = 0; i < 2; i++) {
             present[i] = run_medians(side[i], runs[i], w->medians[i]);
@@ -317,10 +327,12 @@ static void measure_row(struct diff_row *r, const struct diff_series *const *s, 
     int single = 0; /* a figure of the whole run: one value per run */
     for (int i = 0; i < base_runs + new_runs; i++)
         single |= s[i] && s[i]->single;
+    /* a base of 0 has no percentage: then the test is of any change */
+    double threshold = isnan(r->percent) ? 0 : res->options.threshold_percent / 100;
     if (mode == DIFF_MODE_RUNS)
-        test_runs(r, w->medians[0], present[0], w->medians[1], present[1], &rng, w);
+        test_runs(r, w->medians[0], present[0], w->medians[1], present[1], threshold, &rng, w);
     else if (!single)
-        test_instances(r, v[0], n[0], v[1], n[1], &rng, w);
+        test_instances(r, v[0], n[0], v[1], n[1], threshold, &rng, w);
 }
 
 /* Durations whose growth is "slower": not energy, metrics or the GPU's idle time. */
@@ -337,8 +349,8 @@ static enum diff_verdict verdict_of(const struct diff_row *r, const struct diff_
         return DIFF_GONE;
     if (isnan(r->q))
         return DIFF_UNTESTED;
-    /* !(x < threshold): a base median of 0 has no percentage, and any significant change of it
-     * counts */
+    /* the test is of a change beyond the threshold: significant means beyond it (a base of 0,
+     * without a percentage, tests any change) */
     if (r->q > o->alpha || !(r->change_low > 0 || r->change_high < 0) ||
         fabs(r->percent) < o->threshold_percent)
         return DIFF_SAME;
@@ -399,8 +411,7 @@ static int compare(struct diff_run *const *base, int base_count, struct diff_run
                 if (match_series(m, &runs[side][i]->series[k], at) < 0)
                     return -1;
     for (size_t i = 0; i < m->count; i++)
-        measure_row(&m->rows[i], m->series + i * (size_t)m->runs, base_count, new_count, res->mode,
-                    w);
+        measure_row(&m->rows[i], m->series + i * (size_t)m->runs, base_count, new_count, res, w);
     res->rows = m->rows;
     res->count = m->count;
     m->rows = NULL;

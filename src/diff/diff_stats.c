@@ -13,32 +13,33 @@ double diff_quantile_sorted(const double *sorted, size_t n, double q)
     return sorted[i] + (at - (double)i) * (sorted[i + 1] - sorted[i]);
 }
 
-double diff_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb)
+double diff_mann_whitney_p(const double *a, size_t na, double scale, const double *b, size_t nb,
+                           int greater)
 {
     if (na < 2 || nb < 2)
         return NAN;
-    /* one merge of the two sorted sides: the rank sum of a, ties given their mean rank */
-    double rank_sum_a = 0, ties = 0;
+    /* one merge of the two sorted sides: the rank sum of b, ties given their mean rank */
+    double rank_sum_b = 0, ties = 0;
     size_t i = 0, j = 0, rank = 0;
     while (i < na || j < nb) {
-        double v = j >= nb || (i < na && a[i] <= b[j]) ? a[i] : b[j];
+        double v = j >= nb || (i < na && a[i] * scale <= b[j]) ? a[i] * scale : b[j];
         size_t in_a = 0, in_b = 0;
-        while (i < na && a[i] == v)
+        while (i < na && a[i] * scale == v)
             i++, in_a++;
         while (j < nb && b[j] == v)
             j++, in_b++;
         double t = (double)(in_a + in_b), mean_rank = (double)rank + (t + 1) / 2;
-        rank_sum_a += mean_rank * (double)in_a;
+        rank_sum_b += mean_rank * (double)in_b;
         ties += t * t * t - t;
         rank += in_a + in_b;
     }
     double n1 = (double)na, n2 = (double)nb, n = n1 + n2;
-    double u = rank_sum_a - n1 * (n1 + 1) / 2, mean = n1 * n2 / 2;
+    double u = rank_sum_b - n2 * (n2 + 1) / 2, mean = n1 * n2 / 2;
     double variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)));
     if (variance <= 0)
         return 1;
-    double z = (fabs(u - mean) - 0.5) / sqrt(variance);
-    return z <= 0 ? 1 : erfc(z / M_SQRT2);
+    double z = greater ? (u - mean - 0.5) / sqrt(variance) : (mean - u - 0.5) / sqrt(variance);
+    return diff_normal_cdf(-z);
 }
 
 void diff_bootstrap_medians(const double *sorted, size_t n, struct diff_random *r, double *draws,

@@ -12,10 +12,13 @@
  * between the two nearest (Hyndman and Fan's type 7, R's and NumPy's default). */
 double diff_quantile_sorted(const double *sorted, size_t n, double q);
 
-/* Two-sided p-value of the Mann-Whitney U test (Wilcoxon rank-sum) of a against b, both
- * sorted ascending: the normal approximation with the tie correction and a continuity
- * correction. 1 when every value is equal; NaN when a side has fewer than 2 values. */
-double diff_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb);
+/* One-sided p-value of the Mann-Whitney U test (Wilcoxon rank-sum) that b is stochastically
+ * greater (greater = 1) or smaller (0) than a scaled by scale (> 0), a and b sorted ascending:
+ * the normal approximation with the tie correction and a continuity correction. Scaling a by
+ * 1 +- the threshold tests a change beyond it. 1 when every value is equal; NaN when a side
+ * has fewer than 2 values. */
+double diff_mann_whitney_p(const double *a, size_t na, double scale, const double *b, size_t nb,
+                           int greater);
 
 /* Fills draws[0..count) with medians of bootstrap resamples of sorted[0..n) (n > 0). A
  * resample's median is the m-th smallest of n indices drawn uniformly, and the m-th smallest

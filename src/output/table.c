@@ -243,7 +243,8 @@ static void print_cell(FILE *out, const char *s, size_t width, int right, int la
 }
 
 /* The columns a text table shows within t->width (0: every one, whole): columns with a drop
- * rank (t->drop) are left out, the highest rank first, while the lines are too long; then the widest
+ * rank (t->drop) are left out, the highest rank first (those of one rank together), while the
+ * lines are too long; then the widest
  * text column gives up a column at a time, down to TABLE_MIN_CUT, its cells cut with '~'. */
 #define TABLE_MIN_CUT 12
 static void fit_columns(const struct table *t, size_t *width, int *shown)
@@ -252,14 +253,17 @@ static void fit_columns(const struct table *t, size_t *width, int *shown)
     for (int c = 0; c < t->ncols; c++)
         total += width[c] + (c ? 2 : 0);
     while (t->width && total > t->width) {
-        int drop = -1;
+        int rank = 0;
         for (int c = 0; c < t->ncols; c++)
-            if (shown[c] && t->drop && t->drop[c] > 0 && (drop < 0 || t->drop[c] > t->drop[drop]))
-                drop = c;
-        if (drop < 0)
+            if (shown[c] && t->drop && t->drop[c] > rank)
+                rank = t->drop[c];
+        if (!rank)
             break;
-        shown[drop] = 0;
-        total -= width[drop] + 2;
+        for (int c = 0; c < t->ncols; c++) /* columns of one rank go together */
+            if (shown[c] && t->drop[c] == rank) {
+                shown[c] = 0;
+                total -= width[c] + 2;
+            }
     }
     while (t->width && total > t->width) {
         int widest = -1;

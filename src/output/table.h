@@ -46,7 +46,7 @@ void table_real(struct table *t, double v);
 
 /* Fits a text table in width columns (0, the default: no limit): drop[c] > 0 ranks column c
  * for leaving out (drop may be NULL: none; the array must outlive the table), and the ranked
- * columns are left out, highest first, while the lines are too long; then the widest text
+ * columns are left out, highest first (a rank's columns together), while the lines are too long; then the widest text
  * columns are cut (to no fewer than 12 columns), their cells ending with '~'. CSV and JSON are
  * not affected. */
 void table_fit(struct table *t, int width, const int *drop);

@@ -39,18 +39,21 @@ static void quantiles_interpolate_linearly(void)
     ASSERT_NEAR(diff_quantile_sorted(v, 1, 0.9), 1, 0);
 }
 
-/* The rank-sum's normal approximation with continuity and tie corrections: the textbook
- * case (U = 0 of 5 against 5: p = 0.01219), and one with ties across the sides. */
+/* The rank-sum's normal approximation with continuity and tie corrections (values computed
+ * independently in Python): the textbook case (U = 0 of 5 against 5: two-sided p = 0.01219,
+ * twice the one-sided 0.00609), the base scaled by 2 (a change beyond +100 %), and ties. */
 static void mann_whitney_matches_hand_computation(void)
 {
     const double a[] = {1, 2, 3, 4, 5}, b[] = {6, 7, 8, 9, 10};
-    ASSERT_NEAR(diff_mann_whitney_p(a, 5, b, 5), 0.012185780355, 1e-9);
-    ASSERT_NEAR(diff_mann_whitney_p(b, 5, a, 5), 0.012185780355, 1e-9);
+    ASSERT_NEAR(diff_mann_whitney_p(a, 5, 1, b, 5, 1), 0.006092890178, 1e-10);
+    ASSERT_NEAR(diff_mann_whitney_p(a, 5, 1, b, 5, 0), 0.996692324517, 1e-10);
+    ASSERT_NEAR(diff_mann_whitney_p(b, 5, 1, a, 5, 0), 0.006092890178, 1e-10);
+    ASSERT_NEAR(diff_mann_whitney_p(a, 5, 2, b, 5, 1), 0.171390855574, 1e-10);
     const double c[] = {1, 1, 2, 5}, d[] = {2, 3, 3, 4, 6};
-    ASSERT_NEAR(diff_mann_whitney_p(c, 4, d, 5), 0.214846947406, 1e-9);
+    ASSERT_NEAR(2 * diff_mann_whitney_p(c, 4, 1, d, 5, 1), 0.214846947406, 1e-9);
     const double same[] = {3, 3, 3};
-    ASSERT_NEAR(diff_mann_whitney_p(same, 3, same, 3), 1, 0);
-    ASSERT(isnan(diff_mann_whitney_p(a, 1, b, 5)));
+    ASSERT_NEAR(diff_mann_whitney_p(same, 3, 1, same, 3, 1), 1, 0);
+    ASSERT(isnan(diff_mann_whitney_p(a, 1, 1, b, 5, 1)));
 }
 
 /* n = 7: the resample's median is x_k with P(median <= x_k) = P(Bin(7, k/7) >= 4). */
