@@ -68,7 +68,8 @@ static int take_lists(int argc, char **argv, struct diff_args *a)
         }
         a->lists = 1;
         while (i + 1 < argc && (argv[i + 1][0] != '-' || !argv[i + 1][1])) {
-            const char **grown = realloc(a->files[side], (size_t)(a->count[side] + 1) * sizeof *grown);
+            const char **grown =
+                realloc(a->files[side], (size_t)(a->count[side] + 1) * sizeof *grown);
             if (!grown)
                 return -1;
             a->files[side] = grown;
@@ -155,8 +156,9 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
     }
     int positional = argc - optind;
     if (a->lists && positional)
-        return cli_usage_error("diff", "give the runs either as BASE.db NEW.db or with --base and "
-                                       "--new, not both ('%s')",
+        return cli_usage_error("diff",
+                               "give the runs either as BASE.db NEW.db or with --base and "
+                               "--new, not both ('%s')",
                                argv[optind]);
     if (!a->lists && positional != 2)
         return cli_usage_error("diff", "expected two databases, BASE.db NEW.db (or --base ... "

@@ -87,11 +87,11 @@ struct diff_side {
 
 /* What a changed NVTX range contains, per instance, on each side (runs averaged). */
 enum diff_part_kind {
-    DIFF_PART_KERNEL,     /* GPU time of a kernel launched from the range's thread inside it */
-    DIFF_PART_COPY,       /* the same for a copy or memset */
-    DIFF_PART_RANGE,      /* a nested NVTX range (a direct child) */
-    DIFF_PART_SYNC,       /* time the thread waited in CUDA synchronization inside it */
-    DIFF_PART_HOST,       /* host gaps: the range's time outside any CUDA API call */
+    DIFF_PART_KERNEL, /* GPU time of a kernel launched from the range's thread inside it */
+    DIFF_PART_COPY,   /* the same for a copy or memset */
+    DIFF_PART_RANGE,  /* a nested NVTX range (a direct child) */
+    DIFF_PART_SYNC,   /* time the thread waited in CUDA synchronization inside it */
+    DIFF_PART_HOST,   /* host gaps: the range's time outside any CUDA API call */
     DIFF_PART_COUNT
 };
 extern const char *const diff_part_names[DIFF_PART_COUNT];
@@ -106,13 +106,13 @@ struct diff_part {
 struct diff_row {
     enum diff_kind kind;
     enum diff_unit unit; /* the kind's, but the whole run's "GPU busy" is a percentage */
-    const char *scope; /* the range of a kernel in a range, the metric of a metric; else NULL */
+    const char *scope;   /* the range of a kernel in a range, the metric of a metric; else NULL */
     const char *name;
     struct diff_side base, new;
     double change, change_low, change_high;    /* new - base median, and its 95 % interval */
     double percent, percent_low, percent_high; /* the same relative to base; NaN if base is 0 */
-    double p, q;       /* the test's p-value and its Benjamini-Hochberg q; NaN when untested */
-    const char *test;  /* "mann-whitney", "bootstrap over runs"; NULL when untested */
+    double p, q;      /* the test's p-value and its Benjamini-Hochberg q; NaN when untested */
+    const char *test; /* "mann-whitney", "bootstrap over runs"; NULL when untested */
     enum diff_verdict verdict;
     struct diff_part *parts; /* a changed range: what changed inside, largest change first */
     size_t part_count;

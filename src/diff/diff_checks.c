@@ -40,21 +40,23 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size)
     f->command = sql_query_text(db, "SELECT value FROM meta WHERE key = 'command'");
     f->lantern_version = sql_query_text(db, "SELECT value FROM meta WHERE key = 'lantern_version'");
     f->host = sql_query_text(db, "SELECT value FROM meta WHERE key = 'host'");
-    f->gpus = sql_query_text(db, "SELECT group_concat(ifnull(name, 'GPU ' || id), '; ')" DIFF_USED_GPUS);
-    f->gpu_uuids = sql_query_text(db, "SELECT group_concat(ifnull(uuid, '?'), '; ')" DIFF_USED_GPUS);
-    f->power_limits = sql_query_text(
-        db, "SELECT group_concat(ifnull(CAST(round(power_limit_mw / 1000.0) AS INTEGER) || ' W', 'unknown'), '; ')"
-            DIFF_USED_GPUS);
-    f->max_clocks = sql_query_text(
-        db, "SELECT group_concat(ifnull((sm_clock_khz / 1000) || ' MHz', 'unknown'), '; ')"
-            DIFF_USED_GPUS);
+    f->gpus =
+        sql_query_text(db, "SELECT group_concat(ifnull(name, 'GPU ' || id), '; ')" DIFF_USED_GPUS);
+    f->gpu_uuids =
+        sql_query_text(db, "SELECT group_concat(ifnull(uuid, '?'), '; ')" DIFF_USED_GPUS);
+    f->power_limits =
+        sql_query_text(db, "SELECT group_concat(ifnull(CAST(round(power_limit_mw / 1000.0) AS "
+                           "INTEGER) || ' W', 'unknown'), '; ')" DIFF_USED_GPUS);
+    f->max_clocks = sql_query_text(db, "SELECT group_concat(ifnull((sm_clock_khz / 1000) || ' "
+                                       "MHz', 'unknown'), '; ')" DIFF_USED_GPUS);
     if (stats_sql_register(db) < 0) {
         snprintf(error, size, "%s", sqlite3_errmsg(db));
         return -1;
     }
     /* the clock while the GPU works: an idle GPU drops its clock, which says nothing */
-    f->sampled_clock = query_double(db, "SELECT lantern_median(sm_clock_mhz) FROM gpu_samples"
-                                        " WHERE sm_clock_mhz IS NOT NULL AND ifnull(gpu_util, 1) > 0");
+    f->sampled_clock =
+        query_double(db, "SELECT lantern_median(sm_clock_mhz) FROM gpu_samples"
+                         " WHERE sm_clock_mhz IS NOT NULL AND ifnull(gpu_util, 1) > 0");
     f->throttled = query_double(db, "SELECT 100.0 * sum((throttle_reasons & 236) != 0) / count(*)"
                                     " FROM gpu_samples WHERE throttle_reasons IS NOT NULL");
     f->throttle_reasons = (unsigned)sql_query_int(
@@ -237,8 +239,9 @@ static int sampled_checks(const struct sides *s, struct diff_result *res)
         rc = add_check(res, "SM clock sampled", clock, clocks_differ);
         clock = NULL;
         if (rc == 0 && clocks_differ)
-            rc = diff_warn(res, "the GPUs' sampled SM clocks differ by %.0f %% between runs: the "
-                                "clock, not the change, may explain a difference",
+            rc = diff_warn(res,
+                           "the GPUs' sampled SM clocks differ by %.0f %% between runs: the "
+                           "clock, not the change, may explain a difference",
                            100 * (high / low - 1));
     }
     if (rc == 0 && sampled)
@@ -300,8 +303,9 @@ int diff_checks(struct diff_run *const *base, int base_count, struct diff_run *c
             append(&gpus, " (the same model; other GPUs)");
         rc = add_check(res, "GPU", gpus, differs);
         if (rc == 0 && differs)
-            rc = diff_warn(res, "THE RUNS USED DIFFERENT GPUS (%s): a difference may be the "
-                                "hardware's, not the change's",
+            rc = diff_warn(res,
+                           "THE RUNS USED DIFFERENT GPUS (%s): a difference may be the "
+                           "hardware's, not the change's",
                            res->checks[res->check_count - 1].text);
         if (rc == 0)
             rc = add_check(res, "Power limit", compare_fact(&s, fact_power, &differs), differs);

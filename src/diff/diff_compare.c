@@ -30,8 +30,8 @@ const struct diff_kind_info diff_kinds[DIFF_KIND_COUNT] = {
 };
 
 const char *const diff_verdict_names[DIFF_VERDICT_COUNT] = {
-    [DIFF_SLOWER] = "slower", [DIFF_FASTER] = "faster", [DIFF_HIGHER] = "higher",
-    [DIFF_LOWER] = "lower",   [DIFF_NEW] = "new",       [DIFF_GONE] = "gone",
+    [DIFF_SLOWER] = "slower", [DIFF_FASTER] = "faster",     [DIFF_HIGHER] = "higher",
+    [DIFF_LOWER] = "lower",   [DIFF_NEW] = "new",           [DIFF_GONE] = "gone",
     [DIFF_SAME] = "same",     [DIFF_UNTESTED] = "untested",
 };
 
@@ -92,8 +92,8 @@ static int match_series(struct matching *m, const struct diff_series *s, int run
     if (pos < 0)
         return -1;
     if (added) {
-        m->rows[pos] = (struct diff_row){
-            .kind = s->kind, .unit = s->unit, .scope = s->scope, .name = s->name};
+        m->rows[pos] =
+            (struct diff_row){.kind = s->kind, .unit = s->unit, .scope = s->scope, .name = s->name};
         memset(&m->series[(size_t)pos * (size_t)m->runs], 0, (size_t)m->runs * sizeof *m->series);
         m->count++;
     }
@@ -277,7 +277,8 @@ static void test_runs(struct diff_row *r, const double *a, int na, const double 
         w->change[k] = xb - xa;
         w->ratio[k] = xa != 0 ? 100 * (xb / xa - 1) : NAN;
     }
-    double se = sd_of(w->change, DIFF_BOOTSTRAP_DRAWS), se_ratio = sd_of(w->ratio, DIFF_BOOTSTRAP_DRAWS);
+    double se = sd_of(w->change, DIFF_BOOTSTRAP_DRAWS),
+           se_ratio = sd_of(w->ratio, DIFF_BOOTSTRAP_DRAWS);
     double denominator = va * va / (na - 1) + vb * vb / (nb - 1);
     double df = denominator > 0 ? (va + vb) * (va + vb) / denominator : na + nb - 2;
     double t = diff_t_quantile((1 + DIFF_CONFIDENCE) / 2, df), d = mb - ma;
@@ -391,10 +392,11 @@ static int mode_warnings(struct diff_result *res)
                    ? 0
                    : diff_warn(res, "2 runs on a side give wide intervals (Student's t with few "
                                     "degrees of freedom): 3 or more per side are recommended");
-    return diff_warn(res, "%s: the instances of one run are correlated (the state of the process "
-                          "and machine slows or speeds them all), so a significant change may "
-                          "still be run-to-run noise; profile 3 or more runs per side "
-                          "(--base A1.db A2.db A3.db --new B1.db B2.db B3.db)",
+    return diff_warn(res,
+                     "%s: the instances of one run are correlated (the state of the process "
+                     "and machine slows or speeds them all), so a significant change may "
+                     "still be run-to-run noise; profile 3 or more runs per side "
+                     "(--base A1.db A2.db A3.db --new B1.db B2.db B3.db)",
                      res->base_runs == 1 && res->new_runs == 1
                          ? "one run per side"
                          : "one side has a single run, so the sides' instances are compared");

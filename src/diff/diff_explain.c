@@ -18,7 +18,7 @@
 #define DIFF_PART_MAX_SHOWN 6
 
 const char *const diff_part_names[DIFF_PART_COUNT] = {
-    [DIFF_PART_KERNEL] = "kernel", [DIFF_PART_COPY] = "copy",
+    [DIFF_PART_KERNEL] = "kernel",      [DIFF_PART_COPY] = "copy",
     [DIFF_PART_RANGE] = "nested range", [DIFF_PART_SYNC] = "sync waits",
     [DIFF_PART_HOST] = "host gaps",
 };
@@ -69,12 +69,13 @@ static int gather_instances(struct explain *e, struct diff_run *run)
 {
     sqlite3 *db = run->db;
     sqlite3_stmt *add = NULL;
-    if (sqlite3_exec(db,
-                     "DROP TABLE IF EXISTS temp.diff_wanted; DROP TABLE IF EXISTS temp.diff_instances;"
-                     "DROP TABLE IF EXISTS temp.diff_calls;"
-                     "CREATE TEMP TABLE diff_wanted(domain_id INTEGER, name_id INTEGER,"
-                     " label INTEGER, PRIMARY KEY(domain_id, name_id));",
-                     NULL, NULL, NULL) != SQLITE_OK ||
+    if (sqlite3_exec(
+            db,
+            "DROP TABLE IF EXISTS temp.diff_wanted; DROP TABLE IF EXISTS temp.diff_instances;"
+            "DROP TABLE IF EXISTS temp.diff_calls;"
+            "CREATE TEMP TABLE diff_wanted(domain_id INTEGER, name_id INTEGER,"
+            " label INTEGER, PRIMARY KEY(domain_id, name_id));",
+            NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.diff_wanted VALUES (?1, ?2, ?3)", -1, &add,
                            NULL) != SQLITE_OK)
         return fail(e, db);
@@ -193,8 +194,9 @@ static int explain_run(struct explain *e, struct diff_run *run, int side, int si
     double *scale = calloc(e->count, sizeof *scale); /* 1 / (instances x side's runs) */
     sqlite3_stmt *q = NULL;
     int rc = scale ? gather_instances(e, run) : -1;
-    if (rc == 0 && sqlite3_prepare_v2(db, "SELECT label, count(*) FROM temp.diff_instances"
-                                          " GROUP BY label",
+    if (rc == 0 && sqlite3_prepare_v2(db,
+                                      "SELECT label, count(*) FROM temp.diff_instances"
+                                      " GROUP BY label",
                                       -1, &q, NULL) != SQLITE_OK)
         rc = fail(e, db);
     while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
@@ -284,7 +286,8 @@ static char *explanation_line(const struct diff_row *row)
     for (size_t i = 0; i < row->part_count && shown < DIFF_PART_MAX_SHOWN; i++) {
         const struct diff_part *p = &row->parts[i];
         double d = p->new - p->base;
-        int gone = p->kind <= DIFF_PART_COPY && p->new == 0, added = p->kind <= DIFF_PART_COPY && p->base == 0;
+        int gone = p->kind <= DIFF_PART_COPY && p->new == 0,
+            added = p->kind <= DIFF_PART_COPY && p->base == 0;
         if (!gone && !added && fabs(d) < DIFF_PART_MIN_SHARE * whole)
             continue;
         fputs(shown++ ? ", " : "", out);

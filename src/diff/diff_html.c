@@ -90,8 +90,9 @@ static void pair(FILE *out, const struct diff_row *r)
 
 static void header(const struct diff_result *res, FILE *out)
 {
-    fprintf(out, "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>lantern diff"
-                 "</title><style>%s</style></head><body><h1>lantern diff</h1><table>",
+    fprintf(out,
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>lantern diff"
+            "</title><style>%s</style></head><body><h1>lantern diff</h1><table>",
             style);
     const char *const *paths[2] = {res->base_paths, res->new_paths};
     int counts[2] = {res->base_runs, res->new_runs};
@@ -103,8 +104,9 @@ static void header(const struct diff_result *res, FILE *out)
         }
         fputs("</td></tr>", out);
     }
-    fprintf(out, "<tr><th>Compared</th><td>%s; a change beyond %g %% at a false-discovery rate "
-                 "of %g %% counts; intervals at 95 %%</td></tr>",
+    fprintf(out,
+            "<tr><th>Compared</th><td>%s; a change beyond %g %% at a false-discovery rate "
+            "of %g %% counts; intervals at 95 %%</td></tr>",
             res->mode == DIFF_MODE_RUNS
                 ? "by the runs' medians (bootstrap over runs)"
                 : "by their instances (Mann-Whitney U, bootstrap of the medians)",

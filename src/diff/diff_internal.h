@@ -24,14 +24,14 @@ struct diff_series {
  * recorded. */
 struct diff_facts {
     char *command, *lantern_version, *host;
-    char *gpus;            /* "NVIDIA H100 80GB HBM3" per GPU, "; "-separated */
-    char *gpu_uuids;       /* the same GPUs' uuids */
-    char *power_limits;    /* "700 W" per GPU */
-    char *max_clocks;      /* the SM clock each GPU's CUDA reports, "1980 MHz" */
-    double sampled_clock;  /* median SM clock NVML sampled (MHz), -1: not sampled */
-    double throttled;      /* share of NVML samples with a slowdown reason (%), -1: not sampled */
+    char *gpus;           /* "NVIDIA H100 80GB HBM3" per GPU, "; "-separated */
+    char *gpu_uuids;      /* the same GPUs' uuids */
+    char *power_limits;   /* "700 W" per GPU */
+    char *max_clocks;     /* the SM clock each GPU's CUDA reports, "1980 MHz" */
+    double sampled_clock; /* median SM clock NVML sampled (MHz), -1: not sampled */
+    double throttled;     /* share of NVML samples with a slowdown reason (%), -1: not sampled */
     unsigned throttle_reasons;
-    char *losses;          /* the session's Lost events line */
+    char *losses; /* the session's Lost events line */
 };
 
 struct diff_run {

@@ -205,8 +205,9 @@ static long named_series(struct loader *l, struct id_cache *cache, enum diff_kin
         if (shown)
             kernels_name_short(name, shown, strlen(name) + 1);
     }
-    struct diff_series *s =
-        failed || (name && !shown) ? NULL : diff_run_series(l->run, kind, NULL, shown ? shown : unnamed);
+    struct diff_series *s = failed || (name && !shown)
+                                ? NULL
+                                : diff_run_series(l->run, kind, NULL, shown ? shown : unnamed);
     if (shown != name)
         free(shown);
     free(name);
@@ -388,10 +389,10 @@ static int load_metrics(struct loader *l)
             if (mean < 0)
                 continue;
             char *name = strdup(l->run->series[pos].name);
-            struct diff_series *s =
-                name ? diff_run_series(l->run, DIFF_KIND_METRIC,
-                                       gpu_metrics[diff_metrics[m]].column, name)
-                     : NULL;
+            struct diff_series *s = name
+                                        ? diff_run_series(l->run, DIFF_KIND_METRIC,
+                                                          gpu_metrics[diff_metrics[m]].column, name)
+                                        : NULL;
             free(name);
             if (!s || series_push(s, mean) < 0)
                 rc = -1;

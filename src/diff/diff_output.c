@@ -120,8 +120,9 @@ static const int text_drop[] = {0, 0, 0, 3, 0, 0, 6, 6, 2, 2, 5, 4, 0};
 
 static void mode_line(const struct diff_result *res, FILE *out)
 {
-    fprintf(out, "Compared:        %d base run%s with %d new run%s, %s; change beyond %g %% and "
-                 "false-discovery rate %g %%; 95 %% intervals\n",
+    fprintf(out,
+            "Compared:        %d base run%s with %d new run%s, %s; change beyond %g %% and "
+            "false-discovery rate %g %%; 95 %% intervals\n",
             res->base_runs, res->base_runs == 1 ? "" : "s", res->new_runs,
             res->new_runs == 1 ? "" : "s",
             res->mode == DIFF_MODE_RUNS
@@ -158,8 +159,8 @@ static int write_text(const struct diff_result *res, int width, int all, FILE *o
     if (diff_write_checks(res, out) < 0)
         return -1;
     putc('\n', out);
-    struct table *t =
-        table_new(out, TABLE_FORMAT_TABLE, text_columns, sizeof text_columns / sizeof *text_columns);
+    struct table *t = table_new(out, TABLE_FORMAT_TABLE, text_columns,
+                                sizeof text_columns / sizeof *text_columns);
     if (!t)
         return -1;
     table_fit(t, width, text_drop);
@@ -234,14 +235,18 @@ static int write_csv(const struct diff_result *res, FILE *out)
     for (size_t i = 0; i < res->count; i++) {
         const struct diff_row *r = &res->rows[i];
         const struct diff_side *sides[2] = {&r->base, &r->new};
-        const char *fields[] = {diff_verdict_names[r->verdict], diff_kinds[r->kind].name, r->scope,
-                                r->name, unit_names[r->unit], r->test};
+        const char *fields[] = {diff_verdict_names[r->verdict],
+                                diff_kinds[r->kind].name,
+                                r->scope,
+                                r->name,
+                                unit_names[r->unit],
+                                r->test};
         for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
             if (f)
                 putc(',', out);
             csv_write_field(out, fields[f]);
         }
-        const double numbers[] = {r->p,       r->q,       r->change,      r->change_low,
+        const double numbers[] = {r->p,           r->q,       r->change,      r->change_low,
                                   r->change_high, r->percent, r->percent_low, r->percent_high};
         for (size_t f = 0; f < sizeof numbers / sizeof *numbers; f++)
             csv_number(out, numbers[f]);
