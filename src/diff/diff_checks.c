@@ -202,57 +202,55 @@ static int add_check(struct diff_result *res, const char *what, char *text, int 
     return 0;
 }
 
-/* Each run's sampled clock and throttling, "base: 1755, 1760 MHz; new: 1410 MHz". */
+static char *fact_sampled_clock(const struct diff_run *r)
+{
+    char *text;
+    if (r->facts.sampled_clock < 0 || asprintf(&text, "%.0f MHz", r->facts.sampled_clock) < 0)
+        return NULL;
+    return text;
+}
+
+static char *fact_throttling(const struct diff_run *r)
+{
+    char reasons[128], *text;
+    if (r->facts.throttled <= 0)
+        return r->facts.throttled < 0 ? NULL : strdup("none");
+    throttle_text(r->facts.throttle_reasons, reasons, sizeof reasons);
+    return asprintf(&text, "%.1f %% of samples (%s)", r->facts.throttled, reasons) < 0 ? NULL
+                                                                                       : text;
+}
+
+/* The SM clock NVML sampled while the GPUs worked, and throttling, where power was sampled. */
 static int sampled_checks(const struct sides *s, struct diff_result *res)
 {
-    char *clock = NULL, *throttle = NULL;
     double low = INFINITY, high = 0;
-    int sampled = 0, throttled = 0;
-    for (int side = 0; side < 2; side++) {
-        append(&clock, "%s%s:", side ? "; " : "", side ? "new" : "base");
-        append(&throttle, "%s%s:", side ? "; " : "", side ? "new" : "base");
+    int throttled = 0, differs;
+    for (int side = 0; side < 2; side++)
         for (int i = 0; i < s->count[side]; i++) {
             const struct diff_facts *f = &s->run[side][i]->facts;
             if (f->sampled_clock >= 0) {
-                append(&clock, "%s %.0f MHz", i ? "," : "", f->sampled_clock);
                 low = fmin(low, f->sampled_clock);
                 high = fmax(high, f->sampled_clock);
-                sampled = 1;
-            } else {
-                append(&clock, "%s not sampled", i ? "," : "");
             }
-            if (f->throttled > 0) {
-                char reasons[128];
-                throttle_text(f->throttle_reasons, reasons, sizeof reasons);
-                append(&throttle, "%s %.1f %% of samples (%s)", i ? "," : "", f->throttled,
-                       reasons);
-                throttled = 1;
-            } else {
-                append(&throttle, "%s %s", i ? "," : "", f->throttled < 0 ? "not sampled" : "none");
-            }
+            throttled |= f->throttled > 0;
         }
-    }
-    int clocks_differ = sampled && high > low * (1 + DIFF_CLOCK_TOLERANCE_PERCENT / 100);
-    int rc = 0;
-    if (sampled) {
+    if (high <= 0) /* NVML did not sample: nothing to say */
+        return 0;
+    int clocks_differ = high > low * (1 + DIFF_CLOCK_TOLERANCE_PERCENT / 100);
+    char *clock = compare_fact(s, fact_sampled_clock, &differs);
+    if (clock)
         append(&clock, " (median while busy)");
-        rc = add_check(res, "SM clock sampled", clock, clocks_differ);
-        clock = NULL;
-        if (rc == 0 && clocks_differ)
-            rc = diff_warn(res,
-                           "the GPUs' sampled SM clocks differ by %.0f %% between runs: the "
-                           "clock, not the change, may explain a difference",
-                           100 * (high / low - 1));
-    }
-    if (rc == 0 && sampled)
-        rc = add_check(res, "Throttling", throttle, throttled);
-    else
-        free(throttle);
-    throttle = NULL;
+    int rc = add_check(res, "SM clock sampled", clock, clocks_differ);
+    if (rc == 0 && clocks_differ)
+        rc = diff_warn(res,
+                       "the GPUs' sampled SM clocks differ by %.0f %% between runs: the "
+                       "clock, not the change, may explain a difference",
+                       100 * (high / low - 1));
+    if (rc == 0)
+        rc = add_check(res, "Throttling", compare_fact(s, fact_throttling, &differs), throttled);
     if (rc == 0 && throttled)
         rc = diff_warn(res, "a GPU was throttled during a run (power or thermal slowdown): its "
                             "times are slower than the GPU can run");
-    free(clock);
     return rc;
 }
 
