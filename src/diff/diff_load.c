@@ -11,7 +11,7 @@
 #include "report/gpu_metrics_kernels.h"
 #include "report/kernels_model.h"
 
-#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,7 +123,13 @@ static void id_cache_release(struct id_cache *c)
     free(c->v);
 }
 
-/* What a load keeps between tables: the caches of names by id, the statement reading names. */
+/* A GPU operation's time, for the run's GPU busy share. */
+struct interval {
+    int64_t start, end;
+};
+
+/* What a load keeps between tables: the caches of names by id, the statement reading names,
+ * the GPU operations' intervals. */
 struct loader {
     struct diff_run *run;
     struct id_cache ranges;        /* (domain_id, name_id) -> range series */
@@ -131,6 +137,8 @@ struct loader {
     struct id_cache range_kernels; /* (kernel name_id, domain_id, name_id) -> series */
     struct id_cache apis;          /* (name_id) -> API series */
     sqlite3_stmt *string, *domain;
+    struct interval *busy; /* every kernel, copy and memset */
+    size_t busy_count, busy_cap;
     char *error;
     size_t error_size;
 };
@@ -238,6 +246,16 @@ static int each_row(struct loader *l, const char *sql, int (*row)(struct loader 
     return rc;
 }
 
+/* Keeps a GPU operation's interval (columns start and start + 1 of q). */
+static int busy_push(struct loader *l, sqlite3_stmt *q, int start)
+{
+    if (index_reserve((void **)&l->busy, &l->busy_cap, l->busy_count, sizeof *l->busy) < 0)
+        return -1;
+    l->busy[l->busy_count++] =
+        (struct interval){sqlite3_column_int64(q, start), sqlite3_column_int64(q, start + 1)};
+    return 0;
+}
+
 static int range_row(struct loader *l, sqlite3_stmt *q)
 {
     long pos = range_series(l, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
@@ -261,7 +279,7 @@ static int kernel_row(struct loader *l, sqlite3_stmt *q)
     int64_t name_id = sqlite3_column_int64(q, 0);
     double ns = (double)sqlite3_column_int64(q, 1);
     long pos = named_series(l, &l->kernels, DIFF_KIND_KERNEL, name_id, "(unnamed kernel)");
-    if (pos < 0 || series_push(&l->run->series[pos], ns) < 0)
+    if (pos < 0 || series_push(&l->run->series[pos], ns) < 0 || busy_push(l, q, 4) < 0)
         return -1;
     if (sqlite3_column_type(q, 2) == SQLITE_NULL) /* launched outside any NVTX range */
         return 0;
@@ -291,7 +309,7 @@ static int copy_row(struct loader *l, sqlite3_stmt *q)
 {
     const char *name = (const char *)sqlite3_column_text(q, 0);
     struct diff_series *s = diff_run_series(l->run, DIFF_KIND_COPY, NULL, name ? name : "?");
-    return s ? series_push(s, (double)sqlite3_column_int64(q, 1)) : -1;
+    return s && series_push(s, (double)sqlite3_column_int64(q, 1)) == 0 ? busy_push(l, q, 2) : -1;
 }
 
 static int api_row(struct loader *l, sqlite3_stmt *q)
@@ -311,6 +329,13 @@ static int run_figure(struct diff_run *run, const char *name, double v, enum dif
     return series_push(s, v);
 }
 
+static int compare_intervals(const void *a, const void *b)
+{
+    const struct interval *x = a, *y = b;
+    return x->start != y->start ? (x->start > y->start) - (x->start < y->start)
+                                : (x->end > y->end) - (x->end < y->end);
+}
+
 /* The run's duration, and where it had GPU work the share of it in which some GPU was busy
  * (the union of every kernel, copy and memset) and the rest, idle. */
 static int load_run_figures(struct loader *l)
@@ -323,18 +348,17 @@ static int load_run_figures(struct loader *l)
     double duration = (double)(end - start);
     if (run_figure(l->run, "duration", duration, DIFF_UNIT_NS) < 0)
         return -1;
-    if (sql_query_int(db, "SELECT EXISTS (SELECT 1 FROM gpu_ops)", 0) == 0)
+    if (!l->busy_count)
         return 0;
     /* sorted by start, an operation adds what it reaches past every earlier one's end */
-    int64_t busy = sql_query_int(
-        db,
-        "SELECT sum(max(0, end_ns - max(start_ns, ifnull(reach, start_ns)))) FROM (SELECT start_ns,"
-        " end_ns, max(end_ns) OVER (ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING"
-        " AND 1 PRECEDING) AS reach FROM gpu_ops)",
-        -1);
-    if (busy < 0) {
-        snprintf(l->error, l->error_size, "%s", sqlite3_errmsg(db));
-        return -1;
+    qsort(l->busy, l->busy_count, sizeof *l->busy, compare_intervals);
+    int64_t busy = 0, reach = INT64_MIN;
+    for (size_t i = 0; i < l->busy_count; i++) {
+        int64_t from = l->busy[i].start > reach ? l->busy[i].start : reach;
+        if (l->busy[i].end > from)
+            busy += l->busy[i].end - from;
+        if (l->busy[i].end > reach)
+            reach = l->busy[i].end;
     }
     if (run_figure(l->run, "GPU busy", 100.0 * (double)busy / duration, DIFF_UNIT_PERCENT) < 0 ||
         run_figure(l->run, "GPU idle", duration - (double)busy, DIFF_UNIT_NS) < 0)
@@ -442,11 +466,12 @@ static int load(struct loader *l)
                              energy_row) < 0) ||
         each_row(l,
                  "SELECT ifnull(k.demangled_id, ifnull(k.name_id, 0)), k.end_ns - k.start_ns,"
-                 " r.domain_id, ifnull(r.name_id, 0) FROM kernels k"
+                 " r.domain_id, ifnull(r.name_id, 0), k.start_ns, k.end_ns FROM kernels k"
                  " LEFT JOIN ranges r ON r.id = k.nvtx_range_id",
                  kernel_row) < 0 ||
         each_row(l,
-                 "SELECT name, end_ns - start_ns FROM gpu_ops WHERE kind IN ('memcpy', 'memset')",
+                 "SELECT name, end_ns - start_ns, start_ns, end_ns FROM gpu_ops"
+                 " WHERE kind IN ('memcpy', 'memset')",
                  copy_row) < 0 ||
         each_row(l, "SELECT ifnull(name_id, 0), end_ns - start_ns FROM cuda_api", api_row) < 0 ||
         load_metrics(l) < 0 || load_run_figures(l) < 0)
@@ -475,6 +500,7 @@ int diff_run_load(sqlite3 *db, const char *path, struct diff_run **out, char *er
     id_cache_release(&l.kernels);
     id_cache_release(&l.range_kernels);
     id_cache_release(&l.apis);
+    free(l.busy);
     if (rc < 0) {
         if (!error[0])
             snprintf(error, size, "out of memory");
