@@ -110,43 +110,35 @@ struct sides {
 typedef char *(*fact_text)(const struct diff_run *run);
 
 /* "value" when every run says the same, else "base: a, b; new: c" (each side's distinct
- * values in order); *differs when any two runs disagree. */
+ * values in order); *differs when any two runs disagree. NULL when out of memory. */
 static char *compare_fact(const struct sides *s, fact_text fact, int *differs)
 {
-    char *first = NULL;
+    int total = s->count[0] + s->count[1];
+    char **v = calloc((size_t)total, sizeof *v), *text = NULL;
+    int ok = v != NULL;
+    for (int k = 0; ok && k < total; k++) {
+        const struct diff_run *run = k < s->count[0] ? s->run[0][k] : s->run[1][k - s->count[0]];
+        v[k] = fact(run);
+        ok = v[k] || (v[k] = strdup("not recorded")) != NULL;
+    }
     *differs = 0;
-    for (int side = 0; side < 2; side++)
-        for (int i = 0; i < s->count[side]; i++) {
-            char *v = fact(s->run[side][i]);
-            const char *shown = v ? v : "not recorded";
-            if (!first)
-                first = strdup(shown);
-            else if (strcmp(first, shown))
-                *differs = 1;
-            free(v);
-        }
-    if (!first)
-        return NULL;
-    if (!*differs)
-        return first;
-    free(first);
-    char *text = NULL;
-    for (int side = 0; side < 2; side++) {
+    for (int k = 1; ok && k < total; k++)
+        *differs |= strcmp(v[k], v[0]) != 0;
+    if (ok && !*differs)
+        text = strdup(v[0]);
+    for (int side = 0, k = 0; ok && *differs && side < 2; side++) {
         append(&text, "%s%s:", side ? "; " : "", side ? "new" : "base");
-        for (int i = 0; i < s->count[side]; i++) {
-            char *v = fact(s->run[side][i]);
-            const char *shown = v ? v : "not recorded";
+        for (int i = 0, first = k; i < s->count[side]; i++, k++) {
             int repeated = 0;
-            for (int j = 0; j < i && !repeated; j++) {
-                char *w = fact(s->run[side][j]);
-                repeated = !strcmp(w ? w : "not recorded", shown);
-                free(w);
-            }
+            for (int j = first; j < k && !repeated; j++)
+                repeated = !strcmp(v[j], v[k]);
             if (!repeated)
-                append(&text, "%s %s", i ? "," : "", shown);
-            free(v);
+                append(&text, "%s %s", k > first ? "," : "", v[k]);
         }
     }
+    for (int k = 0; v && k < total; k++)
+        free(v[k]);
+    free(v);
     return text;
 }
 

@@ -59,7 +59,7 @@ struct matching {
     struct diff_row *rows;
     const struct diff_series **series; /* [row * runs + run] */
     size_t count, cap;
-    int runs, base_runs;
+    int runs; /* base and new together */
     struct index_map index;
 };
 
@@ -451,7 +451,7 @@ int diff_compare(struct diff_run *const *base, int base_count, struct diff_run *
     out->mode = base_count >= 2 && new_count >= 2 ? DIFF_MODE_RUNS : DIFF_MODE_INSTANCES;
     out->base_paths = malloc((size_t)base_count * sizeof *out->base_paths);
     out->new_paths = malloc((size_t)new_count * sizeof *out->new_paths);
-    struct matching m = {.runs = base_count + new_count, .base_runs = base_count};
+    struct matching m = {.runs = base_count + new_count};
     struct scratch *w = calloc(1, sizeof *w);
     if (w) {
         w->medians[0] = malloc((size_t)base_count * sizeof(double));

@@ -23,7 +23,7 @@ const char *const diff_part_names[DIFF_PART_COUNT] = {
     [DIFF_PART_HOST] = "host gaps",
 };
 
-/* The explained rows (the slower and faster ranges) and, per run, how many instances each has. */
+/* The rows explained: the slower and faster ranges. */
 struct explain {
     struct diff_result *res;
     size_t *rows; /* result rows explained, by label: label i is rows[i] */

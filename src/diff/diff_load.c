@@ -292,12 +292,10 @@ static int kernel_row(struct loader *l, sqlite3_stmt *q)
         long range = range_series(l, domain_id, range_name_id);
         if (range < 0)
             return -1;
-        /* the names are copied: the series array may move */
-        char *scope = strdup(l->run->series[range].name), *name = strdup(l->run->series[pos].name);
-        struct diff_series *s =
-            scope && name ? diff_run_series(l->run, DIFF_KIND_RANGE_KERNEL, scope, name) : NULL;
-        free(scope);
-        free(name);
+        /* the names are the series' own strings: they stay where they are when the series
+         * array grows */
+        struct diff_series *s = diff_run_series(
+            l->run, DIFF_KIND_RANGE_KERNEL, l->run->series[range].name, l->run->series[pos].name);
         if (!s)
             return -1;
         e->pos = (size_t)(s - l->run->series);
@@ -412,12 +410,9 @@ static int load_metrics(struct loader *l)
             double mean = gpu_metric_acc_mean(&acc[pos * DIFF_METRIC_COUNT + m]);
             if (mean < 0)
                 continue;
-            char *name = strdup(l->run->series[pos].name);
-            struct diff_series *s = name
-                                        ? diff_run_series(l->run, DIFF_KIND_METRIC,
-                                                          gpu_metrics[diff_metrics[m]].column, name)
-                                        : NULL;
-            free(name);
+            struct diff_series *s =
+                diff_run_series(l->run, DIFF_KIND_METRIC, gpu_metrics[diff_metrics[m]].column,
+                                l->run->series[pos].name);
             if (!s || series_push(s, mean) < 0)
                 rc = -1;
             else
