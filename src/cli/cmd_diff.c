@@ -59,10 +59,11 @@ struct diff_args {
  * of argv here, so that getopt sees the rest. Returns the new argc, or -1 (out of memory). */
 static int take_lists(int argc, char **argv, struct diff_args *a)
 {
-    int kept = 1;
+    int kept = 1, options_end = 0;
     for (int i = 1; i < argc; i++) {
         int side = !strcmp(argv[i], "--base") ? 0 : !strcmp(argv[i], "--new") ? 1 : -1;
-        if (side < 0 || (i > 1 && !strcmp(argv[i - 1], "--"))) {
+        options_end |= !strcmp(argv[i], "--"); /* what follows is files, for getopt too */
+        if (side < 0 || options_end) {
             argv[kept++] = argv[i];
             continue;
         }

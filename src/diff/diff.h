@@ -87,7 +87,7 @@ struct diff_side {
 
 /* What a changed NVTX range contains, per instance, on each side (runs averaged). */
 enum diff_part_kind {
-    DIFF_PART_KERNEL, /* GPU time of a kernel launched from the range's thread inside it */
+    DIFF_PART_KERNEL, /* GPU time of a kernel its process launched while it was open */
     DIFF_PART_COPY,   /* the same for a copy or memset */
     DIFF_PART_RANGE,  /* a nested NVTX range (a direct child) */
     DIFF_PART_SYNC,   /* time the thread waited in CUDA synchronization inside it */

@@ -1,9 +1,9 @@
 /* Why did a range get slower or faster? For each NVTX range the comparison found changed, what
  * its instances contain, per instance and averaged over each side's runs: the GPU time of the
- * kernels and copies launched from its thread inside it (by short name: new and gone ones
+ * kernels and copies its process launched while it was open (by short name: new and gone ones
  * stand out), its nested ranges, the time its thread waited in CUDA synchronization, and its
  * host gaps (its time outside any CUDA API call). The parts are listed largest change first
- * and written as one line (docs/diff.md, "Explanations"). Each run's instances of the changed
+ * and written as one line (docs/diff.md, "What changed inside a range"). Each run's instances of the changed
  * ranges are gathered once in a temporary table of its connection. */
 #include "diff/diff_internal.h"
 #include "report/kernels_model.h"
@@ -72,7 +72,7 @@ static int gather_instances(struct explain *e, struct diff_run *run)
     if (sqlite3_exec(
             db,
             "DROP TABLE IF EXISTS temp.diff_wanted; DROP TABLE IF EXISTS temp.diff_instances;"
-            "DROP TABLE IF EXISTS temp.diff_calls;"
+            "DROP TABLE IF EXISTS temp.diff_calls; DROP TABLE IF EXISTS temp.diff_launches;"
             "CREATE TEMP TABLE diff_wanted(domain_id INTEGER, name_id INTEGER,"
             " label INTEGER, PRIMARY KEY(domain_id, name_id));",
             NULL, NULL, NULL) != SQLITE_OK ||
@@ -98,17 +98,23 @@ static int gather_instances(struct explain *e, struct diff_run *run)
     sqlite3_finalize(add);
     if (sqlite3_exec(db,
                      "CREATE TEMP TABLE diff_instances(id INTEGER PRIMARY KEY, label INTEGER,"
-                     " thread_id INTEGER, start_ns INTEGER, end_ns INTEGER);"
-                     "INSERT INTO temp.diff_instances SELECT r.id, w.label, r.start_thread_id,"
-                     " r.start_ns, r.end_ns FROM ranges r JOIN temp.diff_wanted w"
-                     " ON w.domain_id = r.domain_id AND w.name_id = ifnull(r.name_id, 0)"
-                     " WHERE r.end_ns IS NOT NULL;"
-                     /* the CUDA calls each instance's thread made inside it */
+                     " process_id INTEGER, thread_id INTEGER, start_ns INTEGER, end_ns INTEGER);"
+                     "INSERT INTO temp.diff_instances SELECT r.id, w.label, r.process_id,"
+                     " r.start_thread_id, r.start_ns, r.end_ns FROM ranges r"
+                     " JOIN temp.diff_wanted w ON w.domain_id = r.domain_id"
+                     " AND w.name_id = ifnull(r.name_id, 0) WHERE r.end_ns IS NOT NULL;"
+                     /* the CUDA calls each instance's thread made inside it (its host gaps) */
                      "CREATE TEMP TABLE diff_calls AS SELECT i.label, i.id AS instance, a.id,"
                      " a.start_ns, min(a.end_ns, i.end_ns) AS end_ns FROM temp.diff_instances i"
                      " JOIN cuda_api a ON a.thread_id = i.thread_id AND a.start_ns >= i.start_ns"
                      " AND a.start_ns < i.end_ns;"
-                     "CREATE INDEX temp.diff_calls_by_id ON diff_calls(id);",
+                     /* and those of any thread of its process (its GPU work: PyTorch launches
+                      * the backward pass from the autograd engine's thread) */
+                     "CREATE TEMP TABLE diff_launches AS SELECT i.label, a.id"
+                     " FROM temp.diff_instances i JOIN threads t ON t.process_id = i.process_id"
+                     " JOIN cuda_api a ON a.thread_id = t.id AND a.start_ns >= i.start_ns"
+                     " AND a.start_ns < i.end_ns;"
+                     "CREATE INDEX temp.diff_launches_by_id ON diff_launches(id);",
                      NULL, NULL, NULL) != SQLITE_OK)
         return fail(e, db);
     return 0;
@@ -211,7 +217,7 @@ static int explain_run(struct explain *e, struct diff_run *run, int side, int si
     if (rc == 0)
         rc = add_query(e, db,
                        "SELECT c.label, o.name, sum(o.end_ns - o.start_ns), o.kind FROM gpu_ops o"
-                       " JOIN temp.diff_calls c ON c.id = o.api_id GROUP BY 1, 2, 4",
+                       " JOIN temp.diff_launches c ON c.id = o.api_id GROUP BY 1, 2, 4",
                        DIFF_PART_KERNEL, side, scale);
     if (rc == 0)
         rc = add_nested(e, run, side, scale);
