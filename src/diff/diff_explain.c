@@ -3,8 +3,8 @@
  * kernels and copies its process launched while it was open (by short name: new and gone ones
  * stand out), its nested ranges, the time its thread waited in CUDA synchronization, and its
  * host gaps (its time outside any CUDA API call). The parts are listed largest change first
- * and written as one line (docs/diff.md, "What changed inside a range"). Each run's instances of the changed
- * ranges are gathered once in a temporary table of its connection. */
+ * and written as one line (docs/diff.md, "What changed inside a range"). Each run's instances of
+ * the changed ranges are gathered once in a temporary table of its connection. */
 #include "diff/diff_internal.h"
 #include "report/kernels_model.h"
 
@@ -292,8 +292,8 @@ static char *explanation_line(const struct diff_row *row)
     for (size_t i = 0; i < row->part_count && shown < DIFF_PART_MAX_SHOWN; i++) {
         const struct diff_part *p = &row->parts[i];
         double d = p->new - p->base;
-        int gone = p->kind <= DIFF_PART_COPY && p->new == 0,
-            added = p->kind <= DIFF_PART_COPY && p->base == 0;
+        int work = p->kind == DIFF_PART_KERNEL || p->kind == DIFF_PART_COPY;
+        int gone = work && p->new == 0, added = work && p->base == 0;
         if (!gone && !added && fabs(d) < DIFF_PART_MIN_SHARE * whole)
             continue;
         fputs(shown++ ? ", " : "", out);

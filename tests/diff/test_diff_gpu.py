@@ -63,6 +63,13 @@ def diff(base, new, *options):
     return json.loads(run.stdout)
 
 
+def median(side, unit="ns"):
+    """A side's median and count as text ("-" where it has none)."""
+    if not side["count"]:
+        return "-"
+    return f"{side['median']:.0f} {unit} (n={side['count']})"
+
+
 def main():
     reason = skip_reason()
     if reason:
@@ -80,15 +87,16 @@ def main():
     gemms = [r for r in doc["rows"] if r["kind"] == "kernel" and GEMM.search(r["name"])]
     changed = [r for r in gemms if r["verdict"] in CHANGES]
     for r in changed:
-        print(f"  GEMM {r['verdict']}: {r['name']} base {r['base']['median']:.0f} ns x"
-              f" {r['base']['count']}, new {r['new']['median']:.0f} ns x {r['new']['count']}")
+        print(f"  GEMM {r['verdict']}: {r['name']}: base {median(r['base'])},"
+              f" new {median(r['new'])}")
     expect(len(changed) >= 1, f"the diff names the GEMM kernels that changed ({len(changed)})")
     expect(any(r["verdict"] in ("gone", "faster") for r in changed),
            "an fp32 GEMM is gone (or faster) in bf16")
     step = [r for r in doc["rows"] if r["kind"] == "range" and r["name"] == ":step"]
+    percent = step[0]["percent"] if step and step[0]["percent"] is not None else float("nan")
     expect(len(step) == 1 and step[0]["verdict"] == "faster",
            f":step is faster in bf16 ({step[0]['verdict'] if step else 'missing'},"
-           f" {step[0]['percent'] if step else float('nan'):+.1f} %)")
+           f" {percent:+.1f} %)")
     line = step[0]["explanation"] if step and step[0]["explanation"] else ""
     print("  :step", line)
     expect(bool(GEMM.search(line)), "the step's change is explained by GEMM kernels")
@@ -96,8 +104,8 @@ def main():
               and GEMM.search(r["name"])]
     if tensor:
         for r in tensor:
-            print(f"  tensor_active {r['verdict']}: {r['name']}: base {r['base']['median']},"
-                  f" new {r['new']['median']}")
+            print(f"  tensor_active {r['verdict']}: {r['name']}: base {median(r['base'], '%')},"
+                  f" new {median(r['new'], '%')}")
         expect(any(r["new"]["count"] and r["new"]["median"] > 10 for r in tensor),
                "a bf16 GEMM runs on the Tensor Cores (> 10 % tensor_active)")
         expect("Tensor Cores" in line, "the explanation gives the GEMMs' Tensor Core share")
