@@ -101,12 +101,6 @@ static int match_series(struct matching *m, const struct diff_series *s, int run
     return 0;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The values of one side's runs together, sorted: a run's own array when only one has any,
  * else *pool (grown as needed). */
 static const double *pool_side(const struct diff_series *const *s, int runs, double **pool,
@@ -136,7 +130,7 @@ static const double *pool_side(const struct diff_series *const *s, int runs, dou
             memcpy(*pool + at, s[i]->v, s[i]->n * sizeof(double));
             at += s[i]->n;
         }
-    qsort(*pool, *n, sizeof(double), compare_doubles);
+    qsort(*pool, *n, sizeof(double), diff_compare_doubles);
     return *pool;
 }
 
@@ -177,7 +171,7 @@ static void percentile_interval(double *draws, size_t n, double *low, double *hi
         *low = *high = NAN;
         return;
     }
-    qsort(draws, kept, sizeof *draws, compare_doubles);
+    qsort(draws, kept, sizeof *draws, diff_compare_doubles);
     *low = diff_quantile_sorted(draws, kept, (1 - DIFF_CONFIDENCE) / 2);
     *high = diff_quantile_sorted(draws, kept, (1 + DIFF_CONFIDENCE) / 2);
 }

@@ -7,6 +7,7 @@
 #include "common/sql_query.h"
 #include "diff/diff_internal.h"
 #include "diff/diff_random.h"
+#include "diff/diff_stats.h"
 #include "energy/energy_db.h"
 #include "report/gpu_metrics_kernels.h"
 #include "report/kernels_model.h"
@@ -427,12 +428,6 @@ static int load_metrics(struct loader *l)
     return rc;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int load(struct loader *l)
 {
     sqlite3 *db = l->run->db;
@@ -472,7 +467,7 @@ static int load(struct loader *l)
         load_metrics(l) < 0 || load_run_figures(l) < 0)
         return -1;
     for (size_t i = 0; i < l->run->count; i++)
-        qsort(l->run->series[i].v, l->run->series[i].n, sizeof(double), compare_doubles);
+        qsort(l->run->series[i].v, l->run->series[i].n, sizeof(double), diff_compare_doubles);
     return diff_facts_load(l->run, l->error, l->error_size);
 }
 

@@ -4,6 +4,12 @@
 #include <math.h>
 #include <stdlib.h>
 
+int diff_compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 double diff_quantile_sorted(const double *sorted, size_t n, double q)
 {
     double at = q * (double)(n - 1);

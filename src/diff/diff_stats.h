@@ -8,6 +8,9 @@
 
 #include "diff/diff_random.h"
 
+/* qsort's comparison of doubles, ascending (the values are never NaN). */
+int diff_compare_doubles(const void *a, const void *b);
+
 /* The q-quantile (0 <= q <= 1) of n > 0 values sorted ascending, interpolated linearly
  * between the two nearest (Hyndman and Fan's type 7, R's and NumPy's default). */
 double diff_quantile_sorted(const double *sorted, size_t n, double q);
