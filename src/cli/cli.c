@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     fprintf(stderr, "\nTry 'lantern %s --help'.\n", cmd);
     va_end(ap);
     return CLI_EXIT_USAGE;
+}
+
+int cli_terminal_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    char *end;
+    long n = columns && *columns ? strtol(columns, &end, 10) : 0;
+    return n > 0 && n < 100000 && !*end ? (int)n : 0;
 }
 
 int cli_open_db(const char *path, sqlite3 **out)

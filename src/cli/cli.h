@@ -1,6 +1,7 @@
 /* What the lantern subcommands share: their entry points (the table is in main.c), the
  * one-line error convention, opening a Lantern database, and running the importer. Exit
- * codes: 0 ok, 1 runtime error (bad file, failed import), 2 usage error. */
+ * codes: 0 ok, 1 runtime error (bad file, failed import), 2 usage error; `lantern diff
+ * --fail-on-regression` adds 3, a regression found. */
 #ifndef LANTERN_CLI_H
 #define LANTERN_CLI_H
 
@@ -13,6 +14,7 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_REGRESSION 3
 
 int cmd_profile(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
@@ -23,11 +25,17 @@ int cmd_energy(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Prints "lantern: <message>" on stderr and returns CLI_EXIT_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "lantern: <message>" and "Try 'lantern <cmd> --help'." and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The width text tables fit by default (`lantern kernels -w`, `lantern diff -w`): the
+ * terminal's columns when stdout is one, else $COLUMNS when set (a shell exports it only when
+ * asked), else 0: no limit, so a pipe into awk or a file gets every name whole. */
+int cli_terminal_width(void);
 
 /* Opens a Lantern database read-only. On failure prints the one-line reason
  * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */

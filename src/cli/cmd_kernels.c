@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 static void print_help(void)
@@ -38,20 +37,6 @@ static void print_help(void)
         "  -h, --help          show this help and the columns\n\nColumns:\n",
         kernels_default_columns, kernels_default_columns_measured);
     kernels_columns_help(stdout);
-}
-
-/* The default -w: the terminal's columns when stdout is one (TIOCGWINSZ), else $COLUMNS when
- * set (a shell exports it only when asked), else 0: no limit, so a pipe into awk or a file
- * gets every name whole. */
-static int default_width(void)
-{
-    struct winsize ws;
-    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    const char *columns = getenv("COLUMNS");
-    char *end;
-    long n = columns && *columns ? strtol(columns, &end, 10) : 0;
-    return n > 0 && n < 100000 && !*end ? (int)n : 0;
 }
 
 static int parse_format(const char *text, enum kernels_format *format)
@@ -146,7 +131,7 @@ int cmd_kernels(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage_error("kernels", "expected one database FILE");
     if (opt.width < 0)
-        opt.width = default_width();
+        opt.width = cli_terminal_width();
     opt.drop_columns = isatty(STDOUT_FILENO);
     const char *bad;
     if (kernels_columns_check(opt.columns, &bad) < 0)

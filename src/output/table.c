@@ -17,6 +17,8 @@ struct table {
     /* text format only: every cell formatted, row-major, until table_finish */
     char **cells;
     size_t ncells, cells_cap;
+    size_t width;    /* table_fit: the lines' most columns, 0 for no limit */
+    const int *drop; /* table_fit: each column's rank for leaving out (0: kept), or NULL */
     int failed;
 };
 
@@ -222,65 +224,126 @@ void table_real(struct table *t, double v)
     put_cell(t, human, exact, 0);
 }
 
-static void print_padded(FILE *out, const char *s, size_t width, int right)
+/* Writes s in width columns: padded (numbers on the right), or cut with a trailing '~' when
+ * longer (a table fitted to a width, table_fit). The last column of a line is not padded on the
+ * right: no trailing blanks. */
+static void print_cell(FILE *out, const char *s, size_t width, int right, int last)
 {
-    size_t pad = width - utf8_width(s);
+    size_t w = utf8_width(s);
+    if (w > width) {
+        fprintf(out, "%.*s~", (int)utf8_prefix(s, width ? width - 1 : 0), s);
+        return;
+    }
     if (right)
-        fprintf(out, "%*s%s", (int)pad, "", s);
+        fprintf(out, "%*s%s", (int)(width - w), "", s);
+    else if (last)
+        fputs(s, out);
     else
-        fprintf(out, "%s%*s", s, (int)pad, "");
+        fprintf(out, "%s%*s", s, (int)(width - w), "");
+}
+
+/* The columns a text table shows within t->width (0: every one, whole): columns with a drop
+ * rank (t->drop) are left out, the highest rank first (those of one rank together), while the
+ * lines are too long; then the widest
+ * text column gives up a column at a time, down to TABLE_MIN_CUT, its cells cut with '~'. */
+#define TABLE_MIN_CUT 12
+static void fit_columns(const struct table *t, size_t *width, int *shown)
+{
+    size_t total = 0;
+    for (int c = 0; c < t->ncols; c++)
+        total += width[c] + (c ? 2 : 0);
+    while (t->width && total > t->width) {
+        int rank = 0;
+        for (int c = 0; c < t->ncols; c++)
+            if (shown[c] && t->drop && t->drop[c] > rank)
+                rank = t->drop[c];
+        if (!rank)
+            break;
+        for (int c = 0; c < t->ncols; c++) /* columns of one rank go together */
+            if (shown[c] && t->drop[c] == rank) {
+                shown[c] = 0;
+                total -= width[c] + 2;
+            }
+    }
+    while (t->width && total > t->width) {
+        int widest = -1;
+        for (int c = 0; c < t->ncols; c++)
+            if (shown[c] && t->cols[c].kind == TABLE_TEXT && width[c] > TABLE_MIN_CUT &&
+                (widest < 0 || width[c] > width[widest]))
+                widest = c;
+        if (widest < 0)
+            break;
+        width[widest]--;
+        total--;
+    }
 }
 
 /* Percentages say so in the header ("Time (%)"); durations carry their unit in each cell. */
 static void print_text_table(struct table *t)
 {
     size_t *width = calloc((size_t)t->ncols, sizeof *width);
-    if (!width) {
-        t->failed = 1;
-        return;
-    }
+    int *shown = calloc((size_t)t->ncols, sizeof *shown);
     char **headers = calloc((size_t)t->ncols, sizeof *headers);
-    for (int c = 0; headers && c < t->ncols; c++)
+    if (!width || !shown || !headers) {
+        t->failed = 1;
+        goto done;
+    }
+    for (int c = 0; c < t->ncols; c++) {
         if (asprintf(&headers[c], "%s%s", t->cols[c].name,
-                     t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0)
+                     t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0) {
             headers[c] = NULL;
-    for (int c = 0; c < t->ncols; c++)
-        width[c] = utf8_width(headers && headers[c] ? headers[c] : t->cols[c].name);
+            t->failed = 1;
+            goto done;
+        }
+        width[c] = utf8_width(headers[c]);
+        shown[c] = 1;
+    }
     for (size_t i = 0; i < t->ncells; i++) {
         size_t w = t->cells[i] ? utf8_width(t->cells[i]) : 0;
         if (w > width[i % (size_t)t->ncols])
             width[i % (size_t)t->ncols] = w;
     }
+    fit_columns(t, width, shown);
+    int first = 0, last = t->ncols - 1;
+    while (first < last && !shown[first])
+        first++;
+    while (last > first && !shown[last])
+        last--;
     for (int pass = 0; pass < 2; pass++) { /* the header, then the rule under it */
-        for (int c = 0; c < t->ncols; c++) {
-            int right = t->cols[c].kind != TABLE_TEXT;
-            fputs(c ? "  " : "", t->out);
+        for (int c = first; c <= last; c++) {
+            if (!shown[c])
+                continue;
+            fputs(c == first ? "" : "  ", t->out);
             if (pass)
                 for (size_t k = 0; k < width[c]; k++)
                     putc('-', t->out);
-            else if (c == t->ncols - 1 && !right)
-                fputs(headers && headers[c] ? headers[c] : t->cols[c].name, t->out);
             else
-                print_padded(t->out, headers && headers[c] ? headers[c] : t->cols[c].name, width[c],
-                             right);
+                print_cell(t->out, headers[c], width[c], t->cols[c].kind != TABLE_TEXT, c == last);
         }
         putc('\n', t->out);
     }
     for (size_t i = 0; i < t->ncells; i++) {
         int c = (int)(i % (size_t)t->ncols);
-        fputs(c ? "  " : "", t->out);
-        const char *cell = t->cells[i] ? t->cells[i] : "";
-        if (c == t->ncols - 1 && t->cols[c].kind == TABLE_TEXT)
-            fputs(cell, t->out); /* no trailing blanks after the last column */
-        else
-            print_padded(t->out, cell, width[c], t->cols[c].kind != TABLE_TEXT);
+        if (shown[c]) {
+            fputs(c == first ? "" : "  ", t->out);
+            print_cell(t->out, t->cells[i] ? t->cells[i] : "", width[c],
+                       t->cols[c].kind != TABLE_TEXT, c == last);
+        }
         if (c == t->ncols - 1)
             putc('\n', t->out);
     }
+done:
     for (int c = 0; headers && c < t->ncols; c++)
         free(headers[c]);
     free(headers);
+    free(shown);
     free(width);
+}
+
+void table_fit(struct table *t, int width, const int *drop)
+{
+    t->width = width > 0 ? (size_t)width : 0;
+    t->drop = drop;
 }
 
 int table_finish(struct table *t)

@@ -11,12 +11,13 @@
 enum table_format { TABLE_FORMAT_TABLE, TABLE_FORMAT_CSV, TABLE_FORMAT_JSON };
 
 enum table_kind {
-    TABLE_TEXT,    /* left-aligned text */
-    TABLE_INT,     /* an integer count */
-    TABLE_NS,      /* a duration in ns: human units in tables, exact ns in CSV/JSON */
-    TABLE_PERCENT, /* a percentage, one decimal */
-    TABLE_BYTES,   /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
-    TABLE_REAL,    /* a plain number: two decimals in tables, exact in CSV/JSON */
+    TABLE_TEXT,      /* left-aligned text */
+    TABLE_INT,       /* an integer count */
+    TABLE_NS,        /* a duration in ns: human units in tables, exact ns in CSV/JSON */
+    TABLE_PERCENT,   /* a percentage, one decimal */
+    TABLE_BYTES,     /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
+    TABLE_REAL,      /* a plain number: two decimals in tables, exact in CSV/JSON */
+    TABLE_FORMATTED, /* text the caller formatted as a number (table_text): aligned right */
 };
 
 struct table_column {
@@ -42,6 +43,13 @@ void table_ns(struct table *t, double ns); /* whole ns print as integers */
 void table_percent(struct table *t, double percent);
 void table_bytes(struct table *t, double bytes);
 void table_real(struct table *t, double v);
+
+/* Fits a text table in width columns (0, the default: no limit): drop[c] > 0 ranks column c
+ * for leaving out (drop may be NULL: none; the array must outlive the table), and the ranked
+ * columns are left out, highest first (a rank's columns together), while the lines are too long;
+ * then the widest text columns are cut (to no fewer than 12 columns), their cells ending with '~'.
+ * CSV and JSON are not affected. */
+void table_fit(struct table *t, int width, const int *drop);
 
 /* Writes what is held and frees the table; returns 0, or -1 if a write failed or a
  * cell could not be stored. */

@@ -89,7 +89,47 @@ static void text_table_escapes_control_characters(void)
     ASSERT_STR_EQ(out, "Name\n--------------\n\\e]0;pwned\\x07\n");
 }
 
+/* table_fit: ranked columns go first (a rank's together), then the widest text column is cut
+ * with '~', by display columns (µ is one); without a width nothing changes. */
+static void text_table_fits_a_width(void)
+{
+    static const struct table_column cols[] = {
+        {"Name", "name", TABLE_TEXT},       {"A", "a", TABLE_INT}, {"B", "b", TABLE_INT},
+        {"Right", "right", TABLE_FORMATTED}, {"C", "c", TABLE_INT},
+    };
+    static const int drop[] = {0, 2, 2, 0, 1};
+    const int widths[] = {0, 30, 24, 21};
+    const char *expected[] = {
+        "Name                 A  B  Right  C\n"
+        "-------------------  -  -  -----  -\n"
+        "µµµµµµµµµµµµµµµµµµµ  1  2   +5 %  3\n",
+        "Name                 Right  C\n"
+        "-------------------  -----  -\n"
+        "µµµµµµµµµµµµµµµµµµµ   +5 %  3\n",
+        "Name               Right\n"
+        "-----------------  -----\n"
+        "µµµµµµµµµµµµµµµµ~   +5 %\n",
+        "Name            Right\n"
+        "--------------  -----\n"
+        "µµµµµµµµµµµµµ~   +5 %\n",
+    };
+    for (int i = 0; i < 4; i++) {
+        FILE *f = fmemopen(out, sizeof out, "w");
+        struct table *t = table_new(f, TABLE_FORMAT_TABLE, cols, 5);
+        table_fit(t, widths[i], drop);
+        table_text(t, "µµµµµµµµµµµµµµµµµµµ");
+        table_int(t, 1);
+        table_int(t, 2);
+        table_text(t, "+5 %");
+        table_int(t, 3);
+        ASSERT_EQ(table_finish(t), 0);
+        fclose(f);
+        ASSERT_STR_EQ(out, expected[i]);
+    }
+}
+
 static const struct test_case tests[] = {
+    {"text_table_fits_a_width", text_table_fits_a_width},
     {"text_table_escapes_control_characters", text_table_escapes_control_characters},
     {"durations_in_human_units", durations_in_human_units},
     {"text_table_is_aligned_with_units", text_table_is_aligned_with_units},

@@ -10,6 +10,7 @@
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
 #include "analyze/timeline.h"
+#include "output/html.h"
 
 #define HTML_TOP 15 /* rows of each "top" table and chart */
 
@@ -21,8 +22,6 @@ struct html_page {
     struct analyze_timeline *timeline; /* NULL when the run has no GPU work */
 };
 
-/* Text with &, <, >, " and ' escaped, control characters dropped (NULL writes nothing). */
-void html_text(FILE *out, const char *s);
 /* A prepared statement on page->db, or NULL with page->ctx->error set. */
 sqlite3_stmt *html_prepare(struct html_page *page, const char *sql);
 /* A duration in human units, escaped. */
