@@ -162,8 +162,19 @@ def torch_phases(tmp):
               f" ends {end_off} ns after it; period {period} ns")
         expect(b - a >= 5e6, f"the spin kernel ran {(b - a) / 1e6:.2f} ms >= 5 ms")
         expect(others == 0, "it ran alone")
-        expect(busy and abs(start_off) <= period and abs(end_off) <= period,
-               "its metric plateau lines up with it within one sample period")
+
+        def sampled(t):  # whether a sample covers t (lost samples leave gaps, counted)
+            return any(s <= t < e for s, e, _ in rows)
+
+        # each edge is checked where samples exist around it: a plateau edge inside a gap of
+        # lost samples says nothing about alignment
+        edges = [(a, start_off, "starts"), (b, end_off, "ends")]
+        for t, off, what in edges:
+            if not (sampled(t - period) and sampled(t + period)):
+                print(f"(its plateau {what} in a gap of lost samples: not checked)")
+                continue
+            expect(busy and abs(off) <= period,
+                   f"its metric plateau {what} within one sample period of it ({off} ns)")
 
     plain, _ = profile(os.path.join(tmp, "plain.db"), workload, metrics=False)
     count_sql = ("SELECT COALESCE(d.value, n.value), count(*) FROM kernels k"
