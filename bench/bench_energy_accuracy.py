@@ -95,7 +95,9 @@ def part_windows(seconds):
     torch.cuda.synchronize()
     counter_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[])
     power_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[], power_only=True)
-    time.sleep(0.3)  # both monitors have samples and one counter update at least
+    settle_end = time.time() + 0.3  # both monitors have samples and one counter update at least
+    while time.time() < settle_end:  # under the load: an idle pause would make the first
+        step()                       # windows' power ramp back, off the steady reference
     # the reference: the counter's average power over the whole stretch, from two reads only
     # (a reader of our own in this process would delay the monitor's reads)
     first = read_counter(nvml, handle)
@@ -140,7 +142,11 @@ def part_windows(seconds):
             bounds.append(m.gpu_energy_error[0] / ref * 100)
             short += bool(m.too_short)
             ups.append(m.gpu_counter_updates[0])
-        summary["windows"][ms] = {"n": len(rows), "lantern": error_stats(lantern_err),
+        summary["windows"][ms] = {"n": len(rows), "rows": [
+                                      [b - t_start, e - t_start, m.gpu_energy[0], ref_w * m.time,
+                                       m.gpu_energy_error[0], m.gpu_counter_updates[0]]
+                                      for b, e, m, _ in rows],
+                                  "lantern": error_stats(lantern_err),
                                   "power_only": error_stats(power_err),
                                   "bound_mean_pct": statistics.mean(bounds),
                                   "flagged_too_short": short,
