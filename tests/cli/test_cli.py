@@ -137,6 +137,29 @@ def test_usage_errors_exit_2(args, tmp_path):
     assert not list(tmp_path.iterdir())  # nothing was created
 
 
+# ---- -f is --force in every command (issue #28) -------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["profile", "stats", "export", "import", "report", "merge"])
+def test_f_means_force_in_every_command_that_writes(command):
+    help_text = run(command, "--help").stdout
+    assert "  -f, --force " in help_text, help_text
+
+
+def test_export_f_replaces_the_output_and_format_is_long_only(tmp_path, known_db):
+    out = tmp_path / "out.json"
+    out.write_text("mine")
+    assert one_error_line(run("export", known_db, "--format", "chrome", "-o", out), 1).endswith(
+        "exists (use --force to replace it)")
+    r = run("export", known_db, "--format", "chrome", "-o", out, "-f")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["traceEvents"]
+    r = run("export", known_db, "-f")  # a flag now, never "needs a value"
+    assert r.returncode == 2 and r.stderr.startswith("lantern: missing --format (chrome, perfetto)\n")
+    r = run("export", known_db, "-f", "perfetto")  # the old spelling gets the new one
+    assert r.returncode == 2 and r.stderr.startswith(
+        "lantern: '-f' means --force; give the format as --format perfetto\n")
+
+
 # ---- bad files --------------------------------------------------------------------------------------
 
 def bad_files(tmp_path, known_db):
