@@ -21,6 +21,7 @@ enum {
     SLOT_PROCESS_INFO,
     SLOT_ANCESTOR,
     SLOT_CHILD_EXIT,
+    SLOT_PROCESS_PYTHON_NAME,
 };
 
 /* ---- strings -------------------------------------------------------------------------- */
@@ -335,6 +336,34 @@ static void on_thread_python_name(struct import_file *f, struct trace_fields *fl
                 r.os_tid, r.name, fl->bad);
 }
 
+/* TRACE_PROCESS_PYTHON_NAME: a multiprocessing child is named after the program it runs and its
+ * Process.name (`train.py:loader-0`), not after the command line that started it (`python3
+ * -c from multiprocessing.spawn import ...`, or its parent's, for a fork). */
+static void on_process_python_name(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_process_python_name r;
+    trace_get_process_python_name(fl, &r);
+    if (fl->bad || f->is_launcher || !import_process(f) || !r.name.len)
+        return;
+    char *main = malloc(r.main.len + 1);
+    if (!main)
+        return;
+    memcpy(main, r.main.bytes, r.main.len);
+    main[r.main.len] = '\0';
+    char program[256], name[512];
+    import_process_name(main, r.main.len, program, sizeof program);
+    free(main);
+    snprintf(name, sizeof name, "%s%s%.*s", program, *program ? ":" : "", (int)r.name.len,
+             (const char *)r.name.bytes);
+    sqlite3_stmt *st =
+        import_core_stmt(f, SLOT_PROCESS_PYTHON_NAME, "UPDATE processes SET name = ? WHERE id = ?");
+    if (!st)
+        return;
+    import_bind_text(st, 1, name);
+    sqlite3_bind_int64(st, 2, f->process_id);
+    import_step(f, st, NULL);
+}
+
 /* TRACE_PROCESS_INFO: ranks, and the ancestors above the parent. */
 static void on_process_info(struct import_file *f, struct trace_fields *fl)
 {
@@ -424,6 +453,9 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
         break;
     case TRACE_THREAD_PYTHON_NAME:
         on_thread_python_name(f, fl);
+        break;
+    case TRACE_PROCESS_PYTHON_NAME:
+        on_process_python_name(f, fl);
         break;
     case TRACE_PROCESS_INFO:
         on_process_info(f, fl);

@@ -616,6 +616,17 @@ static void process_names_follow_the_interpreters_script(void)
         {ARGS("/opt/app/bin/trainer\0--python\0x.py"), "trainer"},
         {ARGS("pythonista\0x.py"), "pythonista"},
         {ARGS(""), ""},
+        /* Inductor's compile workers: a package's __main__.py is the package (issue #28) */
+        {ARGS("/usr/bin/python3\0/v/lib/python3.11/site-packages/torch/_inductor/compile_worker/"
+              "__main__.py\0--pickler=x\0--workers=32"),
+         "torch._inductor.compile_worker"},
+        {ARGS("python3\0tools/bench/__main__.py"), "bench"},
+        /* multiprocessing's own children, until their Process names them */
+        {ARGS("python3\0-B\0-c\0from multiprocessing.spawn import spawn_main; spawn_main(tracker_"
+              "fd=4, pipe_handle=6)\0--multiprocessing-fork"),
+         "multiprocessing.spawn"},
+        {ARGS("python3\0-c\0from multiprocessing.forkserver import main; main(3)"),
+         "multiprocessing.forkserver"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
