@@ -2,6 +2,7 @@
  * reason when it is not one, and running the importer with warnings and progress on stderr. */
 #include "cli/cli.h"
 #include "db/import.h"
+#include "output/fit.h"
 #include "trace/pool_file.h"
 #include "trace/process.h"
 
@@ -262,7 +263,7 @@ int cli_output_close(struct cli_output *o, int ok)
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
-int cli_parse_output_options(const char *name, void (*help)(void), int argc, char **argv,
+int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
                              const char **output, int *force, int *first)
 {
     static const struct option options[] = {
@@ -284,7 +285,7 @@ int cli_parse_output_options(const char *name, void (*help)(void), int argc, cha
             *force = 1;
             break;
         case 'h':
-            help();
+            output_print_wrapped(help, stdout);
             return -1;
         case ':':
             return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
@@ -296,8 +297,9 @@ int cli_parse_output_options(const char *name, void (*help)(void), int argc, cha
     return CLI_EXIT_OK;
 }
 
-int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
-                             char **argv, const char **output, int *force, const char **arg)
+int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out),
+                             int argc, char **argv, const char **output, int *force,
+                             const char **arg)
 {
     int first = 0, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
     if (rc != CLI_EXIT_OK)
@@ -306,4 +308,36 @@ int cli_parse_output_command(const char *name, const char *what, void (*help)(vo
         return cli_usage_error(name, "expected %s", what);
     *arg = argv[first];
     return CLI_EXIT_OK;
+}
+
+int cli_parse_width(const char *name, const char *value, int *width)
+{
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || end == value || n < 0 || n > 100000)
+        return cli_usage_error(name, "width must be a number >= 0, not '%s'", value);
+    *width = (int)n;
+    return CLI_EXIT_OK;
+}
+
+FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width)
+{
+    memset(f, 0, sizeof *f);
+    f->out = out;
+    f->width = width;
+    if (width > 0)
+        f->held = open_memstream(&f->text, &f->len);
+    return f->held ? f->held : out;
+}
+
+int cli_fit_end(struct cli_fit *f)
+{
+    if (!f->held) /* no limit, or nothing could be held: written as it came */
+        return 0;
+    int rc = fclose(f->held) == 0 ? 0 : -1;
+    if (rc == 0)
+        output_wrap(f->out, f->text, f->len, f->width);
+    free(f->text);
+    f->held = NULL;
+    return rc;
 }

@@ -36,15 +36,32 @@ int cli_open_db(const char *path, sqlite3 **db);
 /* Parses the options -o OUT, -f|--force and -h of a subcommand taking files after them
  * (`merge`): sets *output (NULL when not given), *force and *first (the index in argv of the
  * first file). Returns CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's code. */
-int cli_parse_output_options(const char *name, void (*help)(void), int argc, char **argv,
+int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
                              const char **output, int *force, int *first);
 
 /* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
  * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
  * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
  * ARG in the error ("one SESSION_DIR"). */
-int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
-                             char **argv, const char **output, int *force, const char **arg);
+int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out),
+                             int argc, char **argv, const char **output, int *force,
+                             const char **arg);
+
+/* Parses -w/--width's value N (>= 0) into *width. CLI_EXIT_OK or a usage error's code. */
+int cli_parse_width(const char *name, const char *value, int *width);
+
+/* Text for the terminal (output/fit.h): between cli_fit_begin and cli_fit_end what is written to
+ * the stream begin returns is held, then written to out with its long lines wrapped to width
+ * (tables were fitted as they were written). With width 0 it is out itself, nothing held. */
+struct cli_fit {
+    FILE *out, *held;
+    char *text;
+    size_t len;
+    int width;
+};
+FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width);
+/* Returns 0, or -1 if the held text could not be completed (then nothing was written). */
+int cli_fit_end(struct cli_fit *f);
 
 /* The signals that end lantern (SIGINT, SIGTERM, SIGHUP) held during a long write (import,
  * merge), which polls cli_signal_pending (non-zero: one is pending; ctx unused) and stops
@@ -74,9 +91,10 @@ int cli_output_open(struct cli_output *o, const char *path, int force);
 int cli_output_close(struct cli_output *o, int ok);
 
 /* Prints report r of the report table (src/report/reports.c) from a database file, in format,
- * with sort (report_ctx.sort, NULL: the report's default). Returns a CLI_EXIT_* code (errors
- * already printed, except a write error on out, which the caller names: see cli_output). */
+ * with sort (report_ctx.sort, NULL: the report's default), a text table fitted into width
+ * columns (0: no limit). Returns a CLI_EXIT_* code (errors already printed, except a write
+ * error on out, which the caller names: see cli_output). */
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, FILE *out);
+                     const char *sort, int width, FILE *out);
 
 #endif

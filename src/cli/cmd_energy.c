@@ -3,6 +3,7 @@
  * window around the whole command. The command's output is left alone; the summary goes to
  * stderr, like time(1). */
 #include "cli/cli.h"
+#include "output/fit.h"
 #include "lantern.h"
 
 #include <errno.h>
@@ -22,9 +23,9 @@ struct energy_options {
     char **command;
 };
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
+    fprintf(out, "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
            "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
            "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
            "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
@@ -59,7 +60,7 @@ static int parse_options(int argc, char **argv, struct energy_options *o)
             o->flags |= LANTERN_POWER_ONLY;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return -1;
         case ':':
             return cli_usage_error("energy", "option '%s' needs a value", argv[optind - 1]);

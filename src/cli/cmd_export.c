@@ -3,6 +3,7 @@
  * list and the errors' names; the output goes through cli_output (no overwrite without
  * --force, a temporary file renamed into place). */
 #include "cli/cli.h"
+#include "output/fit.h"
 #include "export/export.h"
 #include "output/table.h"
 
@@ -28,16 +29,16 @@ static const char *format_list(char *buf, size_t size, const char *sep, int exte
     return buf;
 }
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
     char list[256];
-    printf("Usage: lantern export FILE --format %s [-o OUT] [-f]\n\n"
+    fprintf(out, "Usage: lantern export FILE --format %s [-o OUT] [-f]\n\n"
            "Exports a Lantern database.\n\n"
            "      --format FMT    one of:\n",
            format_list(list, sizeof list, "|", 0));
     for (size_t i = 0; i < export_format_count; i++)
-        printf("                        %-9s %s\n", export_formats[i].name, export_formats[i].help);
-    printf("  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
+        fprintf(out, "                        %-9s %s\n", export_formats[i].name, export_formats[i].help);
+    fprintf(out, "  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
            "                      (%s) instead of .db; - for stdout)\n"
            "  -f, --force         replace OUT if it exists\n"
            "  -h, --help          show this help\n",
@@ -113,7 +114,7 @@ int cmd_export(int argc, char **argv)
             force = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return CLI_EXIT_OK;
         case ':':
             return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);

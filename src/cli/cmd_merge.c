@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
+    fprintf(out, "Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
            "Writes one database with every input's processes, threads, GPUs, strings, NVTX\n"
            "ranges, CUDA and NVML rows, as if one session had recorded them all. Strings and\n"
            "NVTX domains are shared by value, GPUs by uuid; times of inputs from other hosts\n"

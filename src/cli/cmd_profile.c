@@ -3,6 +3,7 @@
  * src/launcher/ (launcher.h), then the raw files are imported into the report database. */
 #include "cli/cli.h"
 #include "launcher/launcher.h"
+#include "output/fit.h"
 #include "trace/gpu_metrics.h"
 #include "trace/list.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct profile_options {
     struct launcher_options launch; /* what the launcher does (src/launcher/launcher.h) */
@@ -33,10 +35,10 @@ static const char *gpu_metric_columns(void)
     return list;
 }
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
     const struct launcher_trace_names *n = launcher_trace_names();
-    printf("Usage: lantern profile [options] [--] COMMAND [ARGS...]\n\n"
+    fprintf(out, "Usage: lantern profile [options] [--] COMMAND [ARGS...]\n\n"
            "Runs COMMAND under Lantern and writes a report database.\n\n"
            "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
            "                      in the current folder); raw files go to FILE.raw/ meanwhile;\n"
@@ -246,7 +248,7 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
             o->force = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return -1;
         case ':':
             return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
@@ -362,6 +364,7 @@ int cmd_profile(int argc, char **argv)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
     fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
+                                   output_width(STDOUT_FILENO),
                                     stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern report FILE [-o OUT.html] [--force]\n\n"
+    fprintf(out, "Usage: lantern report FILE [-o OUT.html] [--force]\n\n"
            "Writes one self-contained HTML page (no network needed to open it): the session,\n"
            "a timeline overview per GPU, where the time went, the `lantern analyze` findings\n"
            "most costly first with their evidence, and energy per range and kernel.\n\n"

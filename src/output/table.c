@@ -1,6 +1,7 @@
 /* The table/CSV/JSON writer behind every report, analyze and the HTML page (see table.h). */
 #include "output/table.h"
 #include "output/csv.h"
+#include "output/fit.h"
 #include "output/json.h"
 #include "output/utf8.h"
 
@@ -8,9 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Characters of a name a fitted table keeps before it leaves numbers out (output/fit.h) */
+#define TABLE_NAME_KEEP 20
+
 struct table {
     FILE *out;
     enum table_format format;
+    int width; /* text: fit into this many columns (0: no limit) */
     const struct table_column *cols;
     int ncols, col;
     size_t rows;
@@ -39,14 +44,15 @@ static const char *unit_suffix(enum table_kind kind)
                                    : "";
 }
 
-struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
-                        int ncols)
+struct table *table_new(FILE *out, enum table_format format, int width,
+                        const struct table_column *cols, int ncols)
 {
     struct table *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->out = out;
     t->format = format;
+    t->width = width;
     t->cols = cols;
     t->ncols = ncols;
     if (format == TABLE_FORMAT_CSV) {
@@ -222,62 +228,106 @@ void table_real(struct table *t, double v)
     put_cell(t, human, exact, 0);
 }
 
-static void print_padded(FILE *out, const char *s, size_t width, int right)
+/* s in width columns: padded (on the left when right), or cut to width - 1 of its
+ * characters and '~'. With last, no blanks after it. */
+static void print_padded(FILE *out, const char *s, int width, int right, int last)
 {
-    size_t pad = width - utf8_width(s);
-    if (right)
-        fprintf(out, "%*s%s", (int)pad, "", s);
-    else
-        fprintf(out, "%s%*s", s, (int)pad, "");
+    int w = (int)utf8_width(s);
+    if (w > width) {
+        size_t n = 0;
+        for (int cols = 0; s[n]; n++) {
+            if (((unsigned char)s[n] & 0xC0) == 0x80) /* a character's continuation */
+                continue;
+            if (cols++ == width - 1)
+                break;
+        }
+        fprintf(out, "%.*s~", (int)n, s);
+    } else if (right) {
+        fprintf(out, "%*s%s", width - w, "", s);
+    } else if (last) {
+        fputs(s, out); /* no trailing blanks after the last column */
+    } else {
+        fprintf(out, "%s%*s", s, width - w, "");
+    }
+}
+
+/* The columns that fit t->width (output/fit.h): text cut, numbers left out from the right
+ * (width 0). Returns how many were left out, or -1 if out of memory. */
+static int fit_widths(struct table *t, char **headers, int *width)
+{
+    unsigned *flags = calloc((size_t)t->ncols, sizeof *flags);
+    if (!flags)
+        return -1;
+    for (int c = 0; c < t->ncols; c++) {
+        width[c] = (int)utf8_width(headers[c]);
+        flags[c] = t->cols[c].kind == TABLE_TEXT ? OUTPUT_FIT_FLEXIBLE : OUTPUT_FIT_DROPPABLE;
+    }
+    for (size_t i = 0; i < t->ncells; i++) {
+        int w = t->cells[i] ? (int)utf8_width(t->cells[i]) : 0;
+        if (w > width[i % (size_t)t->ncols])
+            width[i % (size_t)t->ncols] = w;
+    }
+    int left_out = output_fit_columns(width, flags, t->ncols, 2, t->width, TABLE_NAME_KEEP);
+    free(flags);
+    return left_out;
 }
 
 /* Percentages say so in the header ("Time (%)"); durations carry their unit in each cell. */
 static void print_text_table(struct table *t)
 {
-    size_t *width = calloc((size_t)t->ncols, sizeof *width);
-    if (!width) {
-        t->failed = 1;
-        return;
-    }
-    char **headers = calloc((size_t)t->ncols, sizeof *headers);
-    for (int c = 0; headers && c < t->ncols; c++)
+    int ncols = t->ncols, *width = calloc((size_t)ncols, sizeof *width), left_out = -1;
+    char **headers = calloc((size_t)ncols, sizeof *headers);
+    int ok = width && headers;
+    for (int c = 0; ok && c < ncols; c++)
         if (asprintf(&headers[c], "%s%s", t->cols[c].name,
-                     t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0)
+                     t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0) {
             headers[c] = NULL;
-    for (int c = 0; c < t->ncols; c++)
-        width[c] = utf8_width(headers && headers[c] ? headers[c] : t->cols[c].name);
-    for (size_t i = 0; i < t->ncells; i++) {
-        size_t w = t->cells[i] ? utf8_width(t->cells[i]) : 0;
-        if (w > width[i % (size_t)t->ncols])
-            width[i % (size_t)t->ncols] = w;
+            ok = 0;
+        }
+    if (ok)
+        left_out = fit_widths(t, headers, width);
+    if (left_out < 0) {
+        t->failed = 1;
+        goto out;
     }
+    int first = 0, last = ncols - 1; /* the columns shown first and last */
+    while (first < last && !width[first])
+        first++;
+    while (last > first && !width[last])
+        last--;
     for (int pass = 0; pass < 2; pass++) { /* the header, then the rule under it */
-        for (int c = 0; c < t->ncols; c++) {
-            int right = t->cols[c].kind != TABLE_TEXT;
-            fputs(c ? "  " : "", t->out);
+        for (int c = first; c <= last; c++) {
+            if (!width[c])
+                continue;
+            fputs(c == first ? "" : "  ", t->out);
             if (pass)
-                for (size_t k = 0; k < width[c]; k++)
+                for (int k = 0; k < width[c]; k++)
                     putc('-', t->out);
-            else if (c == t->ncols - 1 && !right)
-                fputs(headers && headers[c] ? headers[c] : t->cols[c].name, t->out);
             else
-                print_padded(t->out, headers && headers[c] ? headers[c] : t->cols[c].name, width[c],
-                             right);
+                print_padded(t->out, headers[c], width[c], t->cols[c].kind != TABLE_TEXT,
+                             c == last);
         }
         putc('\n', t->out);
     }
     for (size_t i = 0; i < t->ncells; i++) {
-        int c = (int)(i % (size_t)t->ncols);
-        fputs(c ? "  " : "", t->out);
-        const char *cell = t->cells[i] ? t->cells[i] : "";
-        if (c == t->ncols - 1 && t->cols[c].kind == TABLE_TEXT)
-            fputs(cell, t->out); /* no trailing blanks after the last column */
-        else
-            print_padded(t->out, cell, width[c], t->cols[c].kind != TABLE_TEXT);
-        if (c == t->ncols - 1)
+        int c = (int)(i % (size_t)ncols);
+        if (width[c]) {
+            fputs(c == first ? "" : "  ", t->out);
+            print_padded(t->out, t->cells[i] ? t->cells[i] : "", width[c],
+                         t->cols[c].kind != TABLE_TEXT, c == last);
+        }
+        if (c == ncols - 1)
             putc('\n', t->out);
     }
-    for (int c = 0; headers && c < t->ncols; c++)
+    if (left_out > 0) { /* the columns left out, by name */
+        fputs("(left out to fit", t->out);
+        for (int c = 0, n = 0; c < ncols; c++)
+            if (!width[c])
+                fprintf(t->out, "%s %s", n++ ? "," : ":", headers[c]);
+        fputs("; -w 0 or a wider terminal shows them)\n", t->out);
+    }
+out:
+    for (int c = 0; headers && c < ncols; c++)
         free(headers[c]);
     free(headers);
     free(width);

@@ -31,9 +31,11 @@ struct table;
 /* Parses "table", "csv" or "json"; returns -1 for anything else. */
 int table_parse_format(const char *name, enum table_format *out);
 
-/* Starts a table of ncols columns (the array must outlive the table). NULL if out of memory. */
-struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
-                        int ncols);
+/* Starts a table of ncols columns (the array must outlive the table). A text table is fitted
+ * into width columns (0: no limit; output/fit.h): text columns cut with '~', then number
+ * columns left out from the right, named in a line after the table. NULL if out of memory. */
+struct table *table_new(FILE *out, enum table_format format, int width,
+                        const struct table_column *cols, int ncols);
 
 /* Cells of the current row, left to right; the row ends after its last column. */
 void table_text(struct table *t, const char *text); /* NULL: empty cell / JSON null */

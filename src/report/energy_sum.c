@@ -165,7 +165,7 @@ int report_energy_sum(struct report_ctx *ctx)
         return -1;
     }
     int ncols = (int)(sizeof energy_columns / sizeof energy_columns[0]);
-    struct table *t = table_new(ctx->out, ctx->format, energy_columns, ncols);
+    struct table *t = table_new(ctx->out, ctx->format, ctx->width, energy_columns, ncols);
     int step = SQLITE_DONE;
     while (t && (step = sqlite3_step(st)) == SQLITE_ROW)
         for (int col = 0; col < ncols; col++)

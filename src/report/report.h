@@ -14,6 +14,7 @@ struct report_ctx {
     enum table_format format;
     char error[256];  /* why a report returned non-zero */
     const char *sort; /* --sort: NULL for the report's own order, or a column ("duration") */
+    int width;        /* text tables fit this many columns (0: no limit; output/fit.h) */
     char note[256];   /* set by a report with an empty result that can say why (stderr) */
 };
 

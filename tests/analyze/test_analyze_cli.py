@@ -23,8 +23,13 @@ RULES = ["pageable_memcpy", "sync_memops", "sync_api", "gpu_idle", "gpu_utilizat
          "stragglers", "comm_overlap", "rank_idle"]
 
 
+# a pipe and no $COLUMNS (pytest may set it): no width limit, unless a test sets one
+PIPE_ENV = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
 def lantern(*args, check=True):
-    run = subprocess.run([LANTERN, *args], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([LANTERN, *args], capture_output=True, text=True, timeout=120,
+                         env=PIPE_ENV)
     if check and run.returncode != 0:
         raise AssertionError(f"lantern {args} exited {run.returncode}: {run.stderr}")
     return run
@@ -48,11 +53,37 @@ def session(tmp_path):
 
 
 def test_analyze_prints_every_rule_with_its_threshold(session):
-    out = lantern("analyze", str(session)).stdout
+    out = lantern("analyze", str(session), "--details").stdout
     assert out.startswith("Command:         app\n")
     assert re.findall(r"^== (\w+):", out, re.M) == RULES
-    assert "#1  1 HtoD copies with pageable host memory in pid 1000" in out
+    assert "#3  pageable_memcpy: 1 HtoD copies with pageable host memory in pid 1000" in out
     assert "advice: allocate the host buffers pinned" in out
+
+
+def test_analyze_starts_with_the_findings_most_costly_first_one_line_each(session):
+    """Issue #28: the 0.2 % pageable copy no longer comes before the finding that cost 43 %."""
+    out = lantern("analyze", str(session)).stdout
+    summary = out[out.index("Findings, most costly first"):]
+    rows = re.findall(r"^(\d+) +([\d.]+ [nµm]?s) +([\d.]+) +(\w+) +(.*)$", summary, re.M)
+    assert [(rank, rule) for rank, _, _, rule, _ in rows] == [
+        ("1", "gpu_utilization"), ("2", "stream_use"), ("3", "pageable_memcpy")]
+    assert rows[0][1:3] == ("21.700 µs", "43.4")
+    assert "advice:" not in out and "evidence" not in out.split("\n\n")[-1].split("(")[0]
+    assert "3 of 14 rules found something (--details:" in out
+    doc = json.loads(lantern("analyze", str(session), "--format", "json").stdout)
+    assert [(r["rule"], r["finding"]) for r in doc["analysis"]["ranked"]] == [
+        ("gpu_utilization", 1), ("stream_use", 1), ("pageable_memcpy", 1)]
+
+
+def test_analyze_fits_the_terminal_and_keeps_names_whole_in_a_pipe(session):
+    wide = {**PIPE_ENV, "COLUMNS": "72"}
+    for args in ([], ["--details"]):
+        out = subprocess.run([LANTERN, "analyze", str(session), *args], capture_output=True,
+                             text=True, env=wide, check=True).stdout
+        assert max(len(line) for line in out.splitlines()) <= 72, out
+    piped = lantern("analyze", str(session), "--details").stdout  # no terminal, no COLUMNS
+    assert "GPU 0 was busy < 50 % in 45 of the 52 windows of 500 ns in its active span" in piped
+    assert "-w 0" not in piped
 
 
 def test_analyze_json_gives_exact_costs_and_evidence(session):

@@ -30,7 +30,9 @@ needs_agent = pytest.mark.skipif(not AGENT.exists(), reason=f"agent not built: {
 # In the sanitized build scripts/test.sh preloads the sanitizer runtimes for tests hosted by
 # Python, with leak checks off (Python leaks at exit); lantern itself needs neither, so it
 # runs with the full checks.
-LANTERN_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+# No $COLUMNS either (pytest may set it): tables and help are not fitted to a width unless a test
+# asks for one.
+LANTERN_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "COLUMNS")}
 
 
 def run(*args, cwd=None, timeout=60, env=None):
@@ -261,6 +263,36 @@ def test_nvtx_sum_table_uses_human_units(known_db, tmp_path):
     row = next(line for line in text.splitlines() if line.endswith("io:a"))
     assert row.split() == ["97.8", "50.000", "µs", "1", "50.000", "µs", "50.000", "µs", "50.000", "µs",
                            "50.000", "µs", "0", "ns", "PushPop", "io:a"]
+
+
+# ---- output that fits the terminal (issue #28) ---------------------------------------------------------
+
+LONG_NAME = "data_loader_" + "x" * 200
+
+
+def test_stats_fits_the_terminal_and_keeps_names_whole_elsewhere(tmp_path):
+    path = tmp_path / "long.db"
+    make_db(path, [(LONG_NAME, 0, 0, START, START + 1000, {}), ("short", 0, 0, START, START + 10, {})])
+    narrow = {**LANTERN_ENV, "COLUMNS": "80"}
+    out = run("stats", path, env=narrow).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    row = next(line for line in out.splitlines() if ":data_loader_" in line)
+    assert row.endswith("~") and "(left out to fit: " in out
+    for args in (["-w", "0"], []):  # -w 0, or a pipe without $COLUMNS: every name whole
+        assert f":{LONG_NAME}" in run("stats", path, *args, env=narrow if args else None).stdout
+    assert f":{LONG_NAME}" in run("stats", path, "--format", "csv", env=narrow).stdout
+    rows = json.loads(run("stats", path, "--format", "json", env=narrow).stdout)["rows"]
+    assert rows[0]["range"] == f":{LONG_NAME}"
+    assert run("stats", path, "-w", "x").returncode == 2
+
+
+@pytest.mark.parametrize("command", ["profile", "stats", "export", "import", "kernels", "energy",
+                                     "analyze", "report", "merge"])
+def test_help_fits_80_columns_or_the_terminal(command):
+    for columns, width in ((None, 80), ("60", 60)):
+        env = {**LANTERN_ENV, "COLUMNS": columns} if columns else None
+        lines = run(command, "--help", env=env).stdout.splitlines()
+        assert max(len(line) for line in lines) <= width, [l for l in lines if len(l) > width]
 
 
 # ---- chrome export --------------------------------------------------------------------------------------

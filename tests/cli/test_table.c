@@ -35,7 +35,7 @@ static const struct table_column columns[] = {
 static const char *write_rows(enum table_format format)
 {
     FILE *f = fmemopen(out, sizeof out, "w");
-    struct table *t = table_new(f, format, columns, 4);
+    struct table *t = table_new(f, format, 0, columns, 4);
     table_text(t, "a,\"b\"");
     table_percent(t, 66.6666);
     table_ns(t, 1500.5);
@@ -82,7 +82,7 @@ static void text_table_escapes_control_characters(void)
     free(e);
     static const struct table_column name_only[] = {{"Name", "name", TABLE_TEXT}};
     FILE *f = fmemopen(out, sizeof out, "w");
-    struct table *t = table_new(f, TABLE_FORMAT_TABLE, name_only, 1);
+    struct table *t = table_new(f, TABLE_FORMAT_TABLE, 0, name_only, 1);
     table_text(t, "\x1b]0;pwned\x07");
     ASSERT_EQ(table_finish(t), 0);
     fclose(f);
