@@ -2,6 +2,7 @@
  * the session header, as an aligned table, CSV or JSON. */
 #include "cli/cli.h"
 #include "output/fit.h"
+#include "output/json.h"
 #include "report/report.h"
 
 #include <errno.h>
@@ -28,8 +29,9 @@ static void print_help(FILE *out)
         fprintf(out, "  %-22s %s\n", r->name, r->help);
 }
 
-/* JSON: {"report": NAME, "session": {...}, "rows": [...]}. Table: the header, then the
- * table. CSV: the header on stderr, so the CSV itself stays machine-readable. */
+/* JSON: {"report": NAME, "session": {...}, "rows": [...], "note": why the rows are empty or
+ * null}. Table: the header, then the table. CSV: the header on stderr, so the CSV itself stays
+ * machine-readable; the note goes to stderr (cli_print_report). */
 static int print_report(struct report_ctx *ctx, const struct report *r)
 {
     if (ctx->format == TABLE_FORMAT_JSON) {
@@ -43,8 +45,11 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
     }
     if (r->run(ctx) < 0)
         return -1;
-    if (ctx->format == TABLE_FORMAT_JSON)
+    if (ctx->format == TABLE_FORMAT_JSON) {
+        fputs(", \"note\": ", ctx->out);
+        json_write_cstring(ctx->out, ctx->note[0] ? ctx->note : NULL);
         fputs("}\n", ctx->out);
+    }
     return fflush(ctx->out) == 0 ? 0 : -1;
 }
 

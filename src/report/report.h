@@ -33,6 +33,10 @@ const struct report *report_find(const char *name);
  * CSV clean), a JSON object for JSON. Returns 0 or -1 with ctx->error set. */
 int report_session_header(struct report_ctx *ctx, FILE *out);
 
+/* A report with nothing to show (its reason already in ctx->note): its table without rows, so
+ * that JSON stays whole and CSV keeps its header. Returns 0, or -1 with ctx->error set. */
+int report_empty(struct report_ctx *ctx, const struct table_column *cols, int ncols);
+
 /* Why a database holds no CUDA activity (no API call, kernel, copy or set): writes the reason
  * ("-t cuda was off", "the host had no NVIDIA GPU", "the program made no CUDA call") into why
  * and returns 1; returns 0 when there is CUDA activity. */

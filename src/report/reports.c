@@ -3,6 +3,7 @@
 #include "report/cuda_report.h"
 #include "report/report.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const struct report report_table[] = {
@@ -34,4 +35,13 @@ const struct report *report_find(const char *name)
         if (!strcmp(r->name, name))
             return r;
     return NULL;
+}
+
+int report_empty(struct report_ctx *ctx, const struct table_column *cols, int ncols)
+{
+    struct table *t = table_new(ctx->out, ctx->format, ctx->width, cols, ncols);
+    if (t && table_finish(t) == 0)
+        return 0;
+    snprintf(ctx->error, sizeof ctx->error, "cannot write the table");
+    return -1;
 }

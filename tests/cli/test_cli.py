@@ -295,6 +295,26 @@ def test_help_fits_80_columns_or_the_terminal(command):
         assert max(len(line) for line in lines) <= width, [l for l in lines if len(l) > width]
 
 
+# ---- JSON is always whole (issue #28) -------------------------------------------------------------------
+
+def test_every_report_in_json_is_whole_with_the_reason_when_empty(known_db):
+    """energy_sum and gpu_metrics_sum on a session without GPU data stopped at "rows": ."""
+    listed = run("stats", "--help").stdout.split("Reports:\n")[1].splitlines()
+    reports = [line.split()[0] for line in listed if line[2:3] != " "]  # not a wrapped line
+    assert "energy_sum" in reports and "gpu_metrics_sum" in reports
+    for report in reports:
+        r = run("stats", known_db, "--report", report, "--format", "json")
+        assert r.returncode == 0, (report, r.stderr)
+        doc = json.loads(r.stdout)
+        assert doc["report"] == report and "session" in doc
+        if report != "nvtx_sum":  # nothing but NVTX ranges here: each says why it is empty
+            assert doc["rows"] == [] and doc["note"], report
+            assert r.stderr.strip() == f"lantern: {doc['note']}"
+    assert json.loads(run("stats", known_db, "--format", "json").stdout)["note"] is None
+    doc = json.loads(run("analyze", known_db, "--format", "json").stdout)
+    assert doc["analysis"]["ranked"] == [] and doc["analysis"]["rules"]
+
+
 # ---- chrome export --------------------------------------------------------------------------------------
 
 def test_chrome_export_events(tmp_path):

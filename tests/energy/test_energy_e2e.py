@@ -118,7 +118,7 @@ def test_unusable_nvml_is_one_line_and_the_rest_works(fake_env, tmp_path):
     assert r.stderr.splitlines()[0] == \
         "lantern: GPU power not sampled: no permission to use NVML (init: Insufficient Permissions)"
     r = lantern("stats", "p.db", "--report", "energy_sum", env=env, cwd=tmp_path)
-    assert r.returncode == 1
+    assert r.returncode == 0  # an empty table and why, as for the CUDA reports
     assert r.stderr.strip().splitlines()[-1].endswith(
         "no GPU power samples in this database: no permission to use NVML (init: Insufficient "
         "Permissions)")
