@@ -282,6 +282,17 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
 /* The one line naming the processes still running after the wait (--wait): traced ones still
  * writing, and the command's other descendants; their events so far are imported, and the raw
  * folder they may still write is kept. */
+/* An empty session says why nothing was recorded, and what to try. */
+static void say_why_nothing(const char *db_path)
+{
+    sqlite3 *db;
+    char why[1024];
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        report_why_nothing(db, why, sizeof why))
+        cli_error("%s", why);
+    sqlite3_close(db);
+}
+
 static void say_still_writing(const struct launcher *l)
 {
     const struct launcher_options *o = l->o;
@@ -363,6 +374,8 @@ int cmd_profile(int argc, char **argv)
     if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
     fprintf(stderr, "lantern: report written to %s\n", o->output);
+    if (!p.stats) /* --stats says it after the table */
+        say_why_nothing(o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
                                    output_width(STDOUT_FILENO),
                                     stdout) != CLI_EXIT_OK) {

@@ -194,6 +194,8 @@ int report_nvtx_sum(struct report_ctx *ctx)
             snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: cannot write the table");
             rc = -1;
         }
+        if (rc == 0 && !groups.n)
+            report_why_nothing(ctx->db, ctx->note, sizeof ctx->note);
     }
     for (size_t i = 0; i < groups.n; i++)
         free(groups.v[i].label);

@@ -15,7 +15,7 @@ struct report_ctx {
     char error[256];  /* why a report returned non-zero */
     const char *sort; /* --sort: NULL for the report's own order, or a column ("duration") */
     int width;        /* text tables fit this many columns (0: no limit; output/fit.h) */
-    char note[256];   /* set by a report with an empty result that can say why (stderr) */
+    char note[1024];  /* set by a report with an empty result that can say why (stderr) */
 };
 
 struct report {
@@ -32,6 +32,11 @@ const struct report *report_find(const char *name);
  * written to out: text lines for a table or CSV (the caller picks a stream that keeps the
  * CSV clean), a JSON object for JSON. Returns 0 or -1 with ctx->error set. */
 int report_session_header(struct report_ctx *ctx, FILE *out);
+
+/* Why a session recorded nothing at all (no process loaded the agent): the program used neither
+ * NVTX nor CUDA, or lost the injection variables, and what to try, written into why; returns 1,
+ * or 0 when a process was recorded. */
+int report_why_nothing(sqlite3 *db, char *why, size_t size);
 
 /* A report with nothing to show (its reason already in ctx->note): its table without rows, so
  * that JSON stays whole and CSV keeps its header. Returns 0, or -1 with ctx->error set. */

@@ -408,6 +408,25 @@ def test_session_without_ranges_reports_empty_tables(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["traceEvents"] == []
 
 
+@needs_agent
+def test_an_empty_run_says_why_nothing_was_recorded_and_what_to_try(tmp_path):
+    """Issue #28: `profile --stats -- /bin/true` printed `Processes: 0` and an empty table."""
+    r = run("profile", "-o", "none.db", "--stats", "--", "true", cwd=tmp_path)
+    assert r.returncode == 0 and "Processes:       0" in r.stdout
+    [why] = [line for line in r.stderr.splitlines() if "nothing was recorded" in line]
+    assert why.startswith("lantern: nothing was recorded: no process of the command made an NVTX call")
+    assert "NVTX_INJECTION64_PATH" in why and "; try NVTX ranges in the program" in why
+    assert json.loads(run("stats", "none.db", "--format", "json", cwd=tmp_path).stdout)["note"] == why[9:]
+    # a wrapper that sets the variable for itself: the program's NVTX calls never reach us
+    r = run("profile", "-o", "lost.db", "--", "sh", "-c",
+            f"NVTX_INJECTION64_PATH=/nonexistent {NVTX_DEMO} 1", cwd=tmp_path)
+    assert r.returncode == 0 and "nothing was recorded" in r.stderr and "environment lost" in r.stderr
+    r = run("profile", "-o", "py.db", "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    assert "try --python-functions 'mymodule.*'" in r.stderr
+    r = run("profile", "-o", "demo.db", "--", NVTX_DEMO, "1", cwd=tmp_path)  # a real one: no word
+    assert r.returncode == 0 and "nothing was recorded" not in r.stderr
+
+
 def test_command_that_cannot_run_exits_127(tmp_path):
     r = run("profile", "-o", "x.db", "--", "./no-such-program", cwd=tmp_path)
     assert one_error_line(r, 127) == "lantern: cannot run './no-such-program': No such file or directory"
