@@ -2,6 +2,7 @@
  * reason when it is not one, and running the importer with warnings and progress on stderr. */
 #include "cli/cli.h"
 #include "db/import.h"
+#include "db/upgrade.h"
 #include "output/fit.h"
 #include "trace/pool_file.h"
 #include "trace/process.h"
@@ -40,7 +41,19 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-int cli_open_db(const char *path, sqlite3 **out)
+/* Opens path read-only (one thread per connection: no mutex around every sqlite3_column_*
+ * call, 12 % of `lantern analyze` on a 10 M-event database, docs/benchmarks.md). */
+static int open_read_only(const char *path, sqlite3 **db)
+{
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
+        return CLI_EXIT_OK;
+    cli_error("cannot open '%s': %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+    sqlite3_close(*db);
+    *db = NULL;
+    return CLI_EXIT_ERROR;
+}
+
+int cli_schema_version(const char *path, int *version)
 {
     struct stat st;
     sqlite3 *db = NULL;
@@ -49,34 +62,59 @@ int cli_open_db(const char *path, sqlite3 **out)
         return cli_error("cannot open '%s': %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return cli_error("cannot open '%s': not a Lantern database (not a regular file)", path);
-    /* one thread per connection: no mutex around every sqlite3_column_* call (12 % of
-     * `lantern analyze` on a 10 M-event database, docs/benchmarks.md) */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        cli_error("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-        goto fail;
-    }
+    if (open_read_only(path, &db) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    int rc = CLI_EXIT_OK;
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q,
                            NULL) != SQLITE_OK ||
-        sqlite3_step(q) != SQLITE_ROW) {
-        cli_error("cannot open '%s': not a Lantern database", path);
-        goto fail;
-    }
-    int version = sqlite3_column_int(q, 0);
-    if (version != IMPORT_SCHEMA_VERSION) {
-        cli_error("cannot open '%s': schema version %d, this lantern reads version %d%s", path,
-                  version, IMPORT_SCHEMA_VERSION,
-                  version < IMPORT_SCHEMA_VERSION
-                      ? " (import its raw trace again with `lantern import`, or profile again)"
-                      : "");
-        goto fail;
-    }
-    sqlite3_finalize(q);
-    *out = db;
-    return CLI_EXIT_OK;
-fail:
+        sqlite3_step(q) != SQLITE_ROW || sqlite3_column_int(q, 0) < UPGRADE_OLDEST_SCHEMA)
+        rc = cli_error("cannot open '%s': not a Lantern database", path);
+    else if ((*version = sqlite3_column_int(q, 0)) > IMPORT_SCHEMA_VERSION)
+        rc = cli_error("cannot open '%s': schema version %d, this lantern reads versions %d to %d "
+                       "(a newer Lantern wrote it)",
+                       path, *version, UPGRADE_OLDEST_SCHEMA, IMPORT_SCHEMA_VERSION);
     sqlite3_finalize(q);
     sqlite3_close(db);
-    return CLI_EXIT_ERROR;
+    return rc;
+}
+
+/* A database of an older schema, read through an upgraded copy in $TMPDIR, gone once open (the
+ * file itself is left as it is). */
+static int open_upgraded(const char *path, int version, sqlite3 **db)
+{
+    const char *dir = getenv("TMPDIR");
+    char *copy = NULL, err[512];
+    if (asprintf(&copy, "%s/lantern-upgraded-XXXXXX", dir && *dir ? dir : "/tmp") < 0)
+        return cli_error("cannot open '%s': out of memory", path);
+    int fd = mkstemp(copy), rc = CLI_EXIT_ERROR;
+    if (fd < 0) {
+        cli_error("cannot open '%s': cannot make its upgraded copy '%s': %s", path, copy,
+                  strerror(errno));
+        goto out;
+    }
+    close(fd);
+    if (upgrade_database(path, version, copy, err, sizeof err) < 0)
+        cli_error("cannot open '%s': %s", path, err);
+    else if ((rc = open_read_only(copy, db)) == CLI_EXIT_OK)
+        fprintf(stderr,
+                "lantern: '%s' is of schema version %d (an older Lantern): reading an upgraded "
+                "copy ('lantern upgrade %s' upgrades the file itself)\n",
+                path, version, path);
+    unlink(copy); /* an open database stays readable */
+out:
+    free(copy);
+    return rc;
+}
+
+int cli_open_db(const char *path, sqlite3 **out)
+{
+    int version = 0;
+    *out = NULL;
+    if (cli_schema_version(path, &version) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    if (version < IMPORT_SCHEMA_VERSION)
+        return open_upgraded(path, version, out);
+    return open_read_only(path, out);
 }
 
 /* Progress of a long import: a live percentage on a terminal, else a line every few
@@ -217,8 +255,7 @@ fail:
     return CLI_EXIT_ERROR;
 }
 
-/* rename(2) that replaces an existing name only when asked to. */
-static int rename_output(const char *from, const char *to, int replace)
+int cli_rename_output(const char *from, const char *to, int replace)
 {
     if (replace)
         return rename(from, to);
@@ -247,7 +284,7 @@ int cli_output_close(struct cli_output *o, int ok)
             err = errno;
         if (fclose(o->file) != 0 && !err)
             err = errno;
-        if (!err && ok && rename_output(o->temp, o->path, o->force) < 0)
+        if (!err && ok && cli_rename_output(o->temp, o->path, o->force) < 0)
             err = errno;
         if (err || !ok)
             unlink(o->temp);

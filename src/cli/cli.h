@@ -23,15 +23,23 @@ int cmd_energy(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_upgrade(int argc, char **argv);
 
 /* Prints "lantern: <message>" on stderr and returns CLI_EXIT_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "lantern: <message>" and "Try 'lantern <cmd> --help'." and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Opens a Lantern database read-only. On failure prints the one-line reason
+/* Opens a Lantern database read-only; one of an older schema through an upgraded copy (src/db/
+ * upgrade.h), with one line on stderr saying so. On failure prints the one-line reason
  * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */
 int cli_open_db(const char *path, sqlite3 **db);
+/* The schema version of a Lantern database: CLI_EXIT_OK with *version (1 .. this one), or
+ * CLI_EXIT_ERROR with the reason printed (not one, a newer one). */
+int cli_schema_version(const char *path, int *version);
+/* rename(2) that replaces an existing name only when asked to (a file system without
+ * RENAME_NOREPLACE: link and unlink). 0, or -1 with errno. */
+int cli_rename_output(const char *from, const char *to, int replace);
 
 /* Parses the options -o OUT, -f|--force and -h of a subcommand taking files after them
  * (`merge`): sets *output (NULL when not given), *force and *first (the index in argv of the

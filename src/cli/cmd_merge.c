@@ -1,6 +1,7 @@
 /* lantern merge: several report databases (one per rank, process or host) into one, with
  * every process, thread, GPU and event, times on the first input's clock (src/db/merge.c). */
 #include "cli/cli.h"
+#include "db/import.h"
 #include "db/merge.h"
 
 #include <stdio.h>
@@ -29,12 +30,16 @@ int cmd_merge(int argc, char **argv)
         return cli_usage_error("merge", "missing -o OUT");
     if (first >= argc)
         return cli_usage_error("merge", "expected one or more databases to merge");
-    /* each input is checked as every command checks a database (a Lantern one, this schema) */
+    /* each input is checked as every command checks a database (a Lantern one), and must be
+     * of this schema: merge reads the files themselves */
     for (int i = first; i < argc; i++) {
-        sqlite3 *db = NULL;
-        if (cli_open_db(argv[i], &db) != CLI_EXIT_OK)
+        int version = 0;
+        if (cli_schema_version(argv[i], &version) != CLI_EXIT_OK)
             return CLI_EXIT_ERROR;
-        sqlite3_close(db);
+        if (version < IMPORT_SCHEMA_VERSION)
+            return cli_error("cannot merge '%s': schema version %d (an older Lantern): upgrade it "
+                             "first with 'lantern upgrade %s'",
+                             argv[i], version, argv[i]);
     }
     char err[1024];
     struct merge_options opt = {.force = force, .cancel = cli_signal_pending};

@@ -373,9 +373,9 @@ int cmd_profile(int argc, char **argv)
     /* nothing a process still running may write is removed */
     if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
-    fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (!p.stats) /* --stats says it after the table */
         say_why_nothing(o->output);
+    fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
                                    output_width(STDOUT_FILENO),
                                     stdout) != CLI_EXIT_OK) {
