@@ -153,6 +153,17 @@ def test_energy_command_prints_joules_per_gpu(fake_env, tmp_path):
     assert r.returncode == 3
 
 
+def test_energy_command_says_not_measured_rather_than_zero_joules(tmp_path):
+    """Issue #28: without NVML and RAPL it printed `Total: 0.000 J`."""
+    env = dict(os.environ, LANTERN_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
+    r = lantern("energy", "--cpus", "none", "--", "sleep", "0.2", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("lantern: GPU energy not measured: NVML not found (")
+    assert lines[1].startswith("Time:")
+    assert lines[2:] == ["Energy:         not measured (no GPU energy, no readable RAPL package)"]
+
+
 # ---- energy_sum on a database with known samples ---------------------------------------------
 
 SOURCE = Path(__file__).resolve().parents[2]
