@@ -297,10 +297,14 @@ static void on_thread(struct import_file *f, struct trace_fields *fl)
 }
 
 /* One of a thread's names (sql: "UPDATE threads SET <column> = ? WHERE id = ?"), the thread
- * found by OS tid (created if new); skip: the record was malformed (the row is still made). */
+ * found by OS tid (created if new); skip: the record was malformed (the row is still made).
+ * No Linux thread has tid 0: a name given to it (nvtxNameOsThreadA(0, ...)) names no thread,
+ * and makes none that the header would count. */
 static void name_thread(struct import_file *f, int slot, const char *sql, uint64_t os_tid,
                         uint64_t name, int skip)
 {
+    if (!os_tid)
+        return;
     int64_t thread_id = import_thread_by_tid(f, os_tid);
     sqlite3_stmt *st = import_core_stmt(f, slot, sql);
     if (!st || !thread_id || skip)

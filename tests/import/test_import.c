@@ -575,6 +575,7 @@ static void names_ranks_and_parents_come_from_their_records(void)
     RAW(&w, thread_python_name, .os_tid = 201, .name = 5);
     RAW(&w, thread_os_name, .os_tid = 201, .name = 2);
     RAW(&w, thread_os_name, .os_tid = 202, .name = 3); /* CUPTI's */
+    RAW(&w, thread_name, .os_tid = 0, .name = 2); /* nvtxNameOsThreadA(0, ...): no such thread */
     raw_flush(&w, 0);
     raw_close(&w);
     snprintf(path, sizeof path, "%s/300-2.lrt", dir);
