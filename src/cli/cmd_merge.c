@@ -15,7 +15,8 @@ static void print_help(FILE *out)
            "move onto the first input's clock by each host's wall-clock offset (error: the\n"
            "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n"
            "  -o, --output OUT    the merged database (required)\n"
-           "  -f, --force         replace OUT if it exists\n"
+           "  -f, --force         replace OUT if it exists; merge a database with its copy\n"
+           "                      (the same session, whose every event would count twice)\n"
            "  -h, --help          show this help\n");
 }
 

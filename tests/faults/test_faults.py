@@ -440,7 +440,7 @@ def test_import_on_a_full_disk_keeps_the_exit_status_and_the_raw_folder(tmp_path
 
 @needs_tmpfs
 @pytest.mark.parametrize("command", [["stats", "--format", "csv"], ["export", "--format", "chrome"],
-                                     ["report"]])
+                                     ["report"], ["merge"]])
 def test_full_disk_names_the_output_and_leaves_no_file(tmp_path, nvtx_db, command):
     r = on_small_disk(tmp_path, "64k", f'''
         dd if=/dev/zero of=filler bs=4k 2>/dev/null
