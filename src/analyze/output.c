@@ -204,12 +204,14 @@ static void csv_finding_cells(struct table *t, const struct analyze_run *run,
     table_text(t, f->advice);
 }
 
-static int write_csv(const struct analyze_run *run, FILE *out)
+static int write_csv(const struct analyze_run *run, int terminal, FILE *out)
 {
     struct table *t = table_new(out, TABLE_FORMAT_CSV, 0, csv_columns,
                                 (int)(sizeof csv_columns / sizeof csv_columns[0]));
     if (!t)
         return -1;
+    if (terminal)
+        table_escape_csv_controls(t);
     static const struct analyze_evidence none = {-1, -1, -1, -1, -1, -1, NULL, NULL, NULL};
     for (int i = 0; i < run->count; i++) {
         const struct analyze_result *res = &run->results[i];
@@ -304,7 +306,7 @@ static int write_json(const struct analyze_run *run, FILE *out)
 int analyze_write(const struct analyze_run *run, enum table_format format,
                   const struct analyze_write_options *opt, FILE *out)
 {
-    int rc = format == TABLE_FORMAT_CSV    ? write_csv(run, out)
+    int rc = format == TABLE_FORMAT_CSV    ? write_csv(run, opt->terminal, out)
              : format == TABLE_FORMAT_JSON ? write_json(run, out)
                                            : write_text(run, opt, out);
     return rc < 0 || ferror(out) ? -1 : 0;

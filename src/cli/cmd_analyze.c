@@ -124,6 +124,7 @@ int cmd_analyze(int argc, char **argv)
         return cli_usage_error("analyze", "unknown format '%s' (table, csv or json)", format);
     if (opt.width < 0)
         opt.width = output_width(STDOUT_FILENO);
+    opt.terminal = isatty(STDOUT_FILENO);
     int rc = print_analysis(argv[optind], rules, parsed, &opt, stdout);
     if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
         rc = cli_error("cannot write the analysis: %s", strerror(errno));

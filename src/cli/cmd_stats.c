@@ -61,6 +61,7 @@ int cli_print_report(const char *db_path, const struct report *r, enum table_for
         return CLI_EXIT_ERROR;
     struct cli_fit fit; /* the header's long lines wrapped, the tables fitted */
     ctx.width = format == TABLE_FORMAT_TABLE ? width : 0;
+    ctx.terminal = isatty(fileno(out));
     ctx.out = cli_fit_begin(&fit, out, ctx.width);
     int rc = print_report(&ctx, r);
     if (cli_fit_end(&fit) < 0)

@@ -15,7 +15,8 @@
 struct table {
     FILE *out;
     enum table_format format;
-    int width; /* text: fit into this many columns (0: no limit) */
+    int width;       /* text: fit into this many columns (0: no limit) */
+    int csv_escaped; /* CSV: control characters escaped (a terminal) */
     const struct table_column *cols;
     int ncols, col;
     size_t rows;
@@ -117,6 +118,21 @@ static void store_cell(struct table *t, const char *text)
     t->cells[t->ncells++] = copy;
 }
 
+void table_escape_csv_controls(struct table *t)
+{
+    t->csv_escaped = 1;
+}
+
+/* A CSV field, its control characters escaped for a terminal when asked. */
+static void put_csv_field(struct table *t, const char *exact)
+{
+    char *shown = t->csv_escaped && exact ? table_escape_controls(exact) : NULL;
+    if (t->csv_escaped && exact && !shown)
+        t->failed = 1;
+    csv_write_field(t->out, shown ? shown : exact);
+    free(shown);
+}
+
 /* Every cell passes here: text tables store it, CSV and JSON write it now. json_value is
  * the exact form (already JSON), text the human form. */
 static void put_cell(struct table *t, const char *text, const char *exact, int is_string)
@@ -129,7 +145,7 @@ static void put_cell(struct table *t, const char *text, const char *exact, int i
     case TABLE_FORMAT_CSV:
         if (t->col)
             putc(',', t->out);
-        csv_write_field(t->out, exact);
+        put_csv_field(t, exact);
         break;
     case TABLE_FORMAT_JSON:
         fputs(t->col ? ", " : t->rows ? ",\n {" : "\n {", t->out);

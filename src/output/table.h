@@ -37,6 +37,11 @@ int table_parse_format(const char *name, enum table_format *out);
 struct table *table_new(FILE *out, enum table_format format, int width,
                         const struct table_column *cols, int ncols);
 
+/* CSV for a terminal: each cell's control characters escaped as in text tables (\e, \r,
+ * \x07), so a recorded name cannot drive it; CSV elsewhere keeps them exact. Call before the
+ * first cell. */
+void table_escape_csv_controls(struct table *t);
+
 /* Cells of the current row, left to right; the row ends after its last column. */
 void table_text(struct table *t, const char *text); /* NULL: empty cell / JSON null */
 void table_int(struct table *t, int64_t v);

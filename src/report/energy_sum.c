@@ -166,7 +166,7 @@ int report_energy_sum(struct report_ctx *ctx)
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
         return -1;
     }
-    struct table *t = table_new(ctx->out, ctx->format, ctx->width, energy_columns, ncols);
+    struct table *t = report_table_new(ctx, energy_columns, ncols);
     int step = SQLITE_DONE;
     while (t && (step = sqlite3_step(st)) == SQLITE_ROW)
         for (int col = 0; col < ncols; col++)

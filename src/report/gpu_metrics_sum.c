@@ -318,7 +318,7 @@ int report_gpu_metrics_sum(struct report_ctx *ctx)
         rc = load_projections(&st);
     for (size_t i = 0; rc == 0 && i < st.gpu_count; i++)
         rc = sweep_gpu(&st, &st.gpus[i]);
-    struct table *t = rc == 0 ? table_new(ctx->out, ctx->format, ctx->width, columns, NCOLUMNS) : NULL;
+    struct table *t = rc == 0 ? report_table_new(ctx, columns, NCOLUMNS) : NULL;
     if (rc == 0 && !t)
         rc = fail(&st, "out of memory");
     if (rc == 0)

@@ -172,7 +172,7 @@ int report_nvtx_sum(struct report_ctx *ctx)
         for (size_t i = 0; i < groups.n; i++)
             all += groups.v[i].total;
         int ncols = (int)(sizeof columns / sizeof columns[0]) - (gpus_sampled ? 0 : 1);
-        struct table *t = table_new(ctx->out, ctx->format, ctx->width, columns, ncols);
+        struct table *t = report_table_new(ctx, columns, ncols);
         for (size_t i = 0; t && i < groups.n; i++) {
             const struct range_group *g = &groups.v[i];
             table_percent(t, all > 0 ? 100.0 * g->total / all : 0);

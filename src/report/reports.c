@@ -37,9 +37,17 @@ const struct report *report_find(const char *name)
     return NULL;
 }
 
-int report_empty(struct report_ctx *ctx, const struct table_column *cols, int ncols)
+struct table *report_table_new(struct report_ctx *ctx, const struct table_column *cols, int ncols)
 {
     struct table *t = table_new(ctx->out, ctx->format, ctx->width, cols, ncols);
+    if (t && ctx->terminal)
+        table_escape_csv_controls(t);
+    return t;
+}
+
+int report_empty(struct report_ctx *ctx, const struct table_column *cols, int ncols)
+{
+    struct table *t = report_table_new(ctx, cols, ncols);
     if (t && table_finish(t) == 0)
         return 0;
     snprintf(ctx->error, sizeof ctx->error, "cannot write the table");

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import terminal  # noqa: E402  (tests/terminal.py)
+
 BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
 SOURCE = Path(os.environ.get("LANTERN_SOURCE", Path(__file__).resolve().parents[2]))
 LANTERN = BUILD / "bin" / "lantern"
@@ -295,6 +298,22 @@ def test_help_fits_80_columns_or_the_terminal(command):
         env = {**LANTERN_ENV, "COLUMNS": columns} if columns else None
         lines = run(command, "--help", env=env).stdout.splitlines()
         assert max(len(line) for line in lines) <= width, [l for l in lines if len(l) > width]
+
+
+# ---- control characters never reach a terminal (issue #28) -----------------------------------------------
+
+def test_csv_escapes_control_bytes_on_a_terminal_only(tmp_path):
+    path = tmp_path / "ctl.db"
+    make_db(path, [("bell\x07 esc\x1b[2J cr\r", 0, 0, START, START + 10, {})])
+    out, stderr, status = terminal.run_in_terminal([str(LANTERN), "stats", str(path), "--format", "csv"], 200)
+    assert status == 0, stderr
+    assert b"\x07" not in out and b"\x1b" not in out and b"\r" not in out
+    assert b":bell\\x07 esc\\e[2J cr\\r" in out
+    piped = subprocess.run([str(LANTERN), "stats", str(path), "--format", "csv"], capture_output=True,
+                           env=LANTERN_ENV).stdout  # a pipe: the exact bytes
+    assert b":bell\x07 esc\x1b[2J cr\r" in piped
+    out, stderr, status = terminal.run_in_terminal([str(LANTERN), "analyze", str(path), "--format", "csv"], 200)
+    assert status == 0 and b"\x1b" not in out
 
 
 # ---- JSON is always whole (issue #28) -------------------------------------------------------------------
