@@ -98,8 +98,8 @@ static int write_summary(const struct analyze_ranked *ranked, size_t n,
 }
 
 /* One finding whole: what it could save, the advice and its evidence. */
-static int write_finding(const struct analyze_run *run, size_t rank,
-                         const struct analyze_ranked *r, int width, FILE *out)
+static int write_finding(const struct analyze_run *run, size_t rank, const struct analyze_ranked *r,
+                         int width, FILE *out)
 {
     const struct analyze_finding *f = r->finding;
     char cost[32];

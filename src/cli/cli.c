@@ -334,9 +334,8 @@ int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc
     return CLI_EXIT_OK;
 }
 
-int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out),
-                             int argc, char **argv, const char **output, int *force,
-                             const char **arg)
+int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
+                             char **argv, const char **output, int *force, const char **arg)
 {
     int first = 0, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
     if (rc != CLI_EXIT_OK)

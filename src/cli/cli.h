@@ -51,9 +51,8 @@ int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc
  * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
  * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
  * ARG in the error ("one SESSION_DIR"). */
-int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out),
-                             int argc, char **argv, const char **output, int *force,
-                             const char **arg);
+int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
+                             char **argv, const char **output, int *force, const char **arg);
 
 /* Parses -w/--width's value N (>= 0) into *width. CLI_EXIT_OK or a usage error's code. */
 int cli_parse_width(const char *name, const char *value, int *width);

@@ -85,9 +85,9 @@ static int print_analysis(const char *path, const char *rules, enum table_format
 int cmd_analyze(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"rule", required_argument, NULL, 'r'},  {"format", required_argument, NULL, 'F'},
-        {"details", no_argument, NULL, 'd'},     {"width", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"rule", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
+        {"details", no_argument, NULL, 'd'},    {"width", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     const char *rules = NULL, *format = "table";
     struct analyze_write_options opt = {.width = -1}; /* -1: not given */

@@ -3,8 +3,8 @@
  * window around the whole command. The command's output is left alone; the summary goes to
  * stderr, like time(1). */
 #include "cli/cli.h"
-#include "output/fit.h"
 #include "lantern.h"
+#include "output/fit.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -25,15 +25,16 @@ struct energy_options {
 
 static void print_help(FILE *out)
 {
-    fprintf(out, "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
-           "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
-           "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
-           "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
-           "      --cpus LIST     CPU packages, or 'none' (default: all with readable RAPL)\n"
-           "      --power-only    integrate power instead of reading the energy counter (the\n"
-           "                      method for GPUs older than Volta)\n"
-           "  -h, --help          show this help\n\n"
-           "lantern exits with COMMAND's status (128+N if killed by signal N).\n");
+    fprintf(out,
+            "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
+            "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
+            "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
+            "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
+            "      --cpus LIST     CPU packages, or 'none' (default: all with readable RAPL)\n"
+            "      --power-only    integrate power instead of reading the energy counter (the\n"
+            "                      method for GPUs older than Volta)\n"
+            "  -h, --help          show this help\n\n"
+            "lantern exits with COMMAND's status (128+N if killed by signal N).\n");
 }
 
 static int parse_options(int argc, char **argv, struct energy_options *o)

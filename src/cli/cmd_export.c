@@ -3,8 +3,8 @@
  * list and the errors' names; the output goes through cli_output (no overwrite without
  * --force, a temporary file renamed into place). */
 #include "cli/cli.h"
-#include "output/fit.h"
 #include "export/export.h"
+#include "output/fit.h"
 #include "output/table.h"
 
 #include <errno.h>
@@ -32,17 +32,20 @@ static const char *format_list(char *buf, size_t size, const char *sep, int exte
 static void print_help(FILE *out)
 {
     char list[256];
-    fprintf(out, "Usage: lantern export FILE --format %s [-o OUT] [-f]\n\n"
-           "Exports a Lantern database.\n\n"
-           "      --format FMT    one of:\n",
-           format_list(list, sizeof list, "|", 0));
+    fprintf(out,
+            "Usage: lantern export FILE --format %s [-o OUT] [-f]\n\n"
+            "Exports a Lantern database.\n\n"
+            "      --format FMT    one of:\n",
+            format_list(list, sizeof list, "|", 0));
     for (size_t i = 0; i < export_format_count; i++)
-        fprintf(out, "                        %-9s %s\n", export_formats[i].name, export_formats[i].help);
-    fprintf(out, "  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
-           "                      (%s) instead of .db; - for stdout)\n"
-           "  -f, --force         replace OUT if it exists\n"
-           "  -h, --help          show this help\n",
-           format_list(list, sizeof list, ", ", 1));
+        fprintf(out, "                        %-9s %s\n", export_formats[i].name,
+                export_formats[i].help);
+    fprintf(out,
+            "  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
+            "                      (%s) instead of .db; - for stdout)\n"
+            "  -f, --force         replace OUT if it exists\n"
+            "  -h, --help          show this help\n",
+            format_list(list, sizeof list, ", ", 1));
 }
 
 /* x.db -> x<extension>; anything else gets the extension appended. */

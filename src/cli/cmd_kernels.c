@@ -17,7 +17,8 @@
 
 static void print_help(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "Usage: lantern kernels FILE [-c COLS] [-w WIDTH] [--csv | --format FMT] [--no-memops]\n"
         "                       [--hints]\n\n"
         "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"

@@ -8,16 +8,17 @@
 
 static void print_help(FILE *out)
 {
-    fprintf(out, "Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
-           "Writes one database with every input's processes, threads, GPUs, strings, NVTX\n"
-           "ranges, CUDA and NVML rows, as if one session had recorded them all. Strings and\n"
-           "NVTX domains are shared by value, GPUs by uuid; times of inputs from other hosts\n"
-           "move onto the first input's clock by each host's wall-clock offset (error: the\n"
-           "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n"
-           "  -o, --output OUT    the merged database (required)\n"
-           "  -f, --force         replace OUT if it exists; merge a database with its copy\n"
-           "                      (the same session, whose every event would count twice)\n"
-           "  -h, --help          show this help\n");
+    fprintf(out,
+            "Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
+            "Writes one database with every input's processes, threads, GPUs, strings, NVTX\n"
+            "ranges, CUDA and NVML rows, as if one session had recorded them all. Strings and\n"
+            "NVTX domains are shared by value, GPUs by uuid; times of inputs from other hosts\n"
+            "move onto the first input's clock by each host's wall-clock offset (error: the\n"
+            "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n"
+            "  -o, --output OUT    the merged database (required)\n"
+            "  -f, --force         replace OUT if it exists; merge a database with its copy\n"
+            "                      (the same session, whose every event would count twice)\n"
+            "  -h, --help          show this help\n");
 }
 
 int cmd_merge(int argc, char **argv)

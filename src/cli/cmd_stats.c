@@ -13,18 +13,19 @@
 
 static void print_help(FILE *out)
 {
-    fprintf(out,
-            "Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-w N] [-o OUT]\n\n"
-            "Prints a report of a Lantern database, after a header describing the session.\n\n"
-            "  -r, --report NAME   the report (default nvtx_sum)\n"
-            "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
-            "  -w, --width N       fit a table in N characters: names cut ('~'), then numbers\n"
-            "                      left out from the right (named below it); default: the\n"
-            "                      terminal's width, else $COLUMNS, else no limit; 0: no limit\n"
-            "  -o, --output OUT    write to OUT instead of standard output (no width limit)\n"
-            "  -f, --force         replace OUT if it exists\n"
-            "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
-            "  -h, --help          show this help\n\nReports:\n");
+    fprintf(
+        out,
+        "Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-w N] [-o OUT]\n\n"
+        "Prints a report of a Lantern database, after a header describing the session.\n\n"
+        "  -r, --report NAME   the report (default nvtx_sum)\n"
+        "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
+        "  -w, --width N       fit a table in N characters: names cut ('~'), then numbers\n"
+        "                      left out from the right (named below it); default: the\n"
+        "                      terminal's width, else $COLUMNS, else no limit; 0: no limit\n"
+        "  -o, --output OUT    write to OUT instead of standard output (no width limit)\n"
+        "  -f, --force         replace OUT if it exists\n"
+        "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
+        "  -h, --help          show this help\n\nReports:\n");
     for (const struct report *r = report_table; r->name; r++)
         fprintf(out, "  %-22s %s\n", r->name, r->help);
 }

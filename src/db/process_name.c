@@ -62,7 +62,7 @@ static size_t package_name(const char *path, char *out, size_t cap)
         return copy_out(out, cap, base_name(path), NULL);
     for (const char *p = path; (p = strstr(p, "-packages/")) && p < end; p++)
         from = p + strlen("-packages/"); /* the last site-packages or dist-packages */
-    if (from == path) { /* no site-packages: the folder that holds __main__.py */
+    if (from == path) {                  /* no site-packages: the folder that holds __main__.py */
         from = end - 1;
         while (from > path && from[-1] != '/')
             from--;
@@ -107,7 +107,8 @@ size_t import_process_name(const char *args, size_t len, char *out, size_t cap)
         if (strcmp(a, "-c") == 0 || (!python && strcmp(a, "-e") == 0))
             return copy_out(out, cap, prog, strcmp(a, "-c") == 0 ? " -c" : " -e");
         if (strcmp(a, "--") == 0)
-            return i + 1 < argc ? script_name(argv[i + 1], out, cap) : copy_out(out, cap, prog, NULL);
+            return i + 1 < argc ? script_name(argv[i + 1], out, cap)
+                                : copy_out(out, cap, prog, NULL);
         if (python && (strcmp(a, "-W") == 0 || strcmp(a, "-X") == 0 ||
                        strcmp(a, "--check-hash-based-pycs") == 0)) {
             i++; /* the option's value */

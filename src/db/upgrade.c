@@ -85,11 +85,12 @@ static int shared_columns(sqlite3 *db, const char *table, char *out, size_t size
 static int copy_tables(sqlite3 *db, char *err, size_t err_len)
 {
     sqlite3_stmt *tables;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT m.name FROM main.sqlite_master m JOIN old.sqlite_master o"
-                           " ON o.name = m.name AND o.type = 'table'"
-                           " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.rowid",
-                           -1, &tables, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT m.name FROM main.sqlite_master m JOIN old.sqlite_master o"
+            " ON o.name = m.name AND o.type = 'table'"
+            " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.rowid",
+            -1, &tables, NULL) != SQLITE_OK)
         return fail(err, err_len, db, "cannot read the old schema");
     int rc = 0;
     while (rc == 0 && sqlite3_step(tables) == SQLITE_ROW) {

@@ -37,8 +37,7 @@ static int line_width(const int *widths, const unsigned *flags, int ncols, int s
     return total;
 }
 
-int output_fit_columns(int *widths, const unsigned *flags, int ncols, int sep, int limit,
-                       int keep)
+int output_fit_columns(int *widths, const unsigned *flags, int ncols, int sep, int limit, int keep)
 {
     int left_out = 0;
     if (limit <= 0)
@@ -193,7 +192,8 @@ void output_wrap(FILE *out, const char *text, size_t len, int width)
         }
         size_t j = 0;
         for (size_t c = at; c < end;) {
-            size_t after, m = next_line(text, c, len, &after), l = c == at ? 0 : lead_of(text + c, m);
+            size_t after, m = next_line(text, c, len, &after),
+                          l = c == at ? 0 : lead_of(text + c, m);
             if (c != at)
                 joined[j++] = ' ';
             memcpy(joined + j, text + c + l, m - l);

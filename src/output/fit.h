@@ -21,8 +21,7 @@ int output_width(int fd);
  * column cut to keep characters; then the widest flexible column loses a character, in turn,
  * until the line fits or none is above OUTPUT_FIT_MIN. widths[]: each column's width in, its
  * fitted width out (0: left out). Returns how many were left out. */
-int output_fit_columns(int *widths, const unsigned *flags, int ncols, int sep, int limit,
-                       int keep);
+int output_fit_columns(int *widths, const unsigned *flags, int ncols, int sep, int limit, int keep);
 
 /* Writes text (len bytes) with its lines fitted to width (<= 0: as it is). A line is an item
  * ("  -o, --output FILE   the database ...", "label: text") or a heading (ending with ':')

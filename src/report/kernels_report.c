@@ -42,8 +42,9 @@ int report_kernels(struct report_ctx *ctx)
     report_why_no_cuda(ctx->db, ctx->note, sizeof ctx->note);
     int rc = kernels_report(ctx->db, &opt, ctx->out);
     if (rc > 0 && !ctx->note[0])
-        snprintf(ctx->note, sizeof ctx->note, "%d column%s left out to fit %d characters (-w 0: all)",
-                 rc, rc == 1 ? "" : "s", ctx->width);
+        snprintf(ctx->note, sizeof ctx->note,
+                 "%d column%s left out to fit %d characters (-w 0: all)", rc, rc == 1 ? "" : "s",
+                 ctx->width);
     if (rc >= 0)
         return 0;
     snprintf(ctx->error, sizeof ctx->error, "kernels: %s",

@@ -208,7 +208,8 @@ int report_why_nothing(sqlite3 *db, char *why, size_t size)
     char *trace = sql_query_text(db, "SELECT value FROM meta WHERE key = 'trace'");
     char *command = sql_query_text(db, "SELECT value FROM meta WHERE key = 'command'");
     int cuda = trace && strstr(trace, "cuda") != NULL;
-    int no_gpu = sql_query_int(db, "SELECT value FROM meta WHERE key = 'nvidia_gpu_present'", 1) == 0;
+    int no_gpu =
+        sql_query_int(db, "SELECT value FROM meta WHERE key = 'nvidia_gpu_present'", 1) == 0;
     snprintf(why, size,
              "nothing was recorded: no process of the command made an NVTX call%s (a process is "
              "recorded from its first), or the program's environment lost %s (a wrapper that "

@@ -74,8 +74,9 @@ static int process_list(struct html_page *page)
 {
     FILE *out = page->out;
     int64_t count = query_int(page, "SELECT count(*) FROM processes");
-    sqlite3_stmt *st = html_prepare(page, "SELECT p.pid, l.label FROM processes p JOIN"
-                                          " process_labels l ON l.id = p.id ORDER BY p.id LIMIT ?1");
+    sqlite3_stmt *st =
+        html_prepare(page, "SELECT p.pid, l.label FROM processes p JOIN"
+                           " process_labels l ON l.id = p.id ORDER BY p.id LIMIT ?1");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, HTML_PROCESSES);
