@@ -371,10 +371,12 @@ int cmd_profile(int argc, char **argv)
                   l.raw_dir, l.raw_dir, o->output);
         goto out;
     }
+    /* a process that ran untraced said why when it ran */
+    int untraced = launcher_untraced_processes(l.raw_dir);
     /* nothing a process still running may write is removed */
     if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
-    if (!p.stats) /* --stats says it after the table */
+    if (!p.stats && !untraced) /* --stats says it after the table */
         say_why_nothing(o->output);
     fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,

@@ -468,16 +468,20 @@ static int check_paths(struct merge *m, const char *const *inputs, size_t n, con
     return 0;
 }
 
-/* What tells a session from another: its host, wall-clock and monotonic start and command, as
- * one string (malloc'd), or NULL when the file cannot be read (merge_one says why). */
+/* What tells a session from another: its host, wall-clock and monotonic start and command, and
+ * its processes (pid, start, rank: files written apart for each rank of one job may share the
+ * rest), as one string (malloc'd), or NULL when the file cannot be read (merge_one says why). */
 static char *session_key(const char *path)
 {
     sqlite3 *db = NULL;
     char *key = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
-        key = sql_query_text(db, "SELECT group_concat(coalesce(value, ''), char(10)) FROM"
-                                 " (SELECT value FROM meta WHERE key IN ('host', 'start_wall_ns',"
-                                 "  'start_ns', 'command') ORDER BY key)");
+        key = sql_query_text(
+            db, "SELECT (SELECT group_concat(coalesce(value, ''), char(10)) FROM (SELECT value"
+                "  FROM meta WHERE key IN ('host', 'start_wall_ns', 'start_ns', 'command')"
+                "  ORDER BY key)) || char(10) || coalesce((SELECT group_concat(pid || ' ' ||"
+                "  coalesce(start_ns, '') || ' ' || coalesce(rank, ''), ',') FROM"
+                "  (SELECT pid, start_ns, rank FROM processes ORDER BY id)), '')");
     sqlite3_close(db);
     return key;
 }

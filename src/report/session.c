@@ -213,7 +213,8 @@ int report_why_nothing(sqlite3 *db, char *why, size_t size)
     snprintf(why, size,
              "nothing was recorded: no process of the command made an NVTX call%s (a process is "
              "recorded from its first), or the program's environment lost %s (a wrapper that "
-             "clears or sets it); try %s%s",
+             "clears or sets it), or Lantern could not run in it (a lantern: line said why as it "
+             "ran); try %s%s",
              cuda ? " or a CUDA call" : "",
              cuda ? "NVTX_INJECTION64_PATH and CUDA_INJECTION64_PATH" : "NVTX_INJECTION64_PATH",
              runs_python(command) ? "--python-functions 'mymodule.*' (Python functions as ranges, "
