@@ -25,6 +25,10 @@ the window. The reference's own error is stated: its total over the whole square
 the counter's (by construction near 0: the bursts' power is fitted to the counter's total
 over the square wave, the idle power measured alone).
 
+--load add makes part 1's load an fp32 add (under the power cap, so the reference is sound);
+--square-live BUSY_MS:PERIOD_MS runs only the energy windows (lantern.Monitor, live) over a
+square wave in this process, against the idle power and the bursts' fitted power.
+
 Prints a table and writes everything to --out (JSON). Needs torch with a CUDA GPU and NVML.
 """
 
@@ -63,6 +67,20 @@ def read_counter(nvml, handle):
     return (t0 + monotonic_ns()) // 2, value.value
 
 
+def load_step():
+    """One step of the steady load (--load): a matmul of --dtype, or an fp32 elementwise add
+    over 1 GiB arrays, which is DRAM-bound and stays under the power cap (its counter power
+    moved 0.4 % per 100 ms on the H200, the bf16 matmul's 4.4 %: at the cap, power capping
+    swings the power, and a reference from the average is off by that much)."""
+    import torch
+    if os.environ.get("LANTERN_BENCH_LOAD") == "add":
+        x = torch.randn(1 << 28, device="cuda")
+        y = torch.randn(1 << 28, device="cuda")
+        return lambda: torch.add(x, y, out=x)
+    a = torch.randn(8192, 8192, device="cuda", dtype=load_dtype())
+    return lambda: a @ a
+
+
 def part_windows(seconds):
     import torch
     import lantern
@@ -70,10 +88,10 @@ def part_windows(seconds):
     assert nvml.nvmlInit_v2() == 0
     handle = ctypes.c_void_p()
     assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0
-    a = torch.randn(8192, 8192, device="cuda", dtype=load_dtype())
+    step = load_step()
     warm_end = time.time() + 3
     while time.time() < warm_end:  # reach steady power and clocks first
-        a @ a
+        step()
     torch.cuda.synchronize()
     counter_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[])
     power_mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[], power_only=True)
@@ -91,7 +109,7 @@ def part_windows(seconds):
         power_mon.begin_window(f"w{ms}", sync_execution=False)
     t_stop = t_start + int(seconds * 1e9)
     while True:
-        a @ a  # blocks once the launch queue is full: the GPU never idles
+        step()  # blocks once the launch queue is full: the GPU never idles
         now = monotonic_ns()
         if now >= t_stop:
             break
@@ -128,6 +146,77 @@ def part_windows(seconds):
                                   "flagged_too_short": short,
                                   "counter_updates_mean": statistics.mean(ups)}
     return summary
+
+
+def part_square_live(busy_ms, period_ms, seconds):
+    """The energy windows (lantern.Monitor) over a square wave: busy_ms of bf16 matmuls, then
+    idle, every period_ms. Reference: idle power from the counter over 2 s of idle, and the
+    bursts' power fitted so that the reference's total over the square wave equals the
+    counter's (two reads at its ends); then each window's reference is idle power x its idle
+    time + burst power x its busy time, the busy times taken from the bursts' own clock."""
+    import torch
+    import lantern
+    nvml = ctypes.CDLL(os.environ.get("LANTERN_NVML_LIBRARY") or "libnvidia-ml.so.1")
+    assert nvml.nvmlInit_v2() == 0
+    handle = ctypes.c_void_p()
+    assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    idle0 = read_counter(nvml, handle)
+    time.sleep(2.0)
+    idle1 = read_counter(nvml, handle)
+    p_idle = (idle1[1] - idle0[1]) / 1e3 / ((idle1[0] - idle0[0]) / 1e9)
+    mon = lantern.Monitor(gpu_indices=[0], cpu_indices=[])
+    time.sleep(0.3)
+    lengths = (50, 100, 200, 500)
+    bursts, windows = [], {ms: [] for ms in lengths}
+    first = read_counter(nvml, handle)
+    t = monotonic_ns()
+    begun = {}
+    for ms in lengths:
+        begun[ms] = t
+        mon.begin_window(f"w{ms}", sync_execution=False)
+    stop = t + int(seconds * 1e9)
+
+    def roll(now):
+        for ms in lengths:
+            if now - begun[ms] >= ms * 1_000_000:
+                m = mon.end_window(f"w{ms}", sync_execution=False)
+                end = monotonic_ns()
+                windows[ms].append((begun[ms], end, m))
+                begun[ms] = end
+                mon.begin_window(f"w{ms}", sync_execution=False)
+
+    while t < stop:
+        b0 = monotonic_ns()
+        while monotonic_ns() < t + busy_ms * 1_000_000:
+            a @ a
+            torch.cuda.synchronize()
+            roll(monotonic_ns())
+        bursts.append((b0, monotonic_ns()))
+        t += period_ms * 1_000_000
+        while monotonic_ns() < t:
+            time.sleep(0.001)
+            roll(monotonic_ns())
+    last = read_counter(nvml, handle)
+    mon.close()
+    busy_ns = sum(max(0, min(last[0], e) - max(first[0], b)) for b, e in bursts)
+    total_j = (last[1] - first[1]) / 1e3
+    p_busy = (total_j - p_idle * (last[0] - first[0] - busy_ns) / 1e9) / (busy_ns / 1e9)
+    out = {"busy_ms": busy_ms, "period_ms": period_ms, "idle_w": p_idle, "busy_w": p_busy,
+           "windows": {}}
+    for ms, rows in windows.items():
+        errs, bounds = [], []
+        for b, e, m in rows[1:]:
+            busy = sum(max(0, min(e, y) - max(b, x)) for x, y in bursts)
+            ref = (p_busy * busy + p_idle * (e - b - busy)) / 1e9
+            errs.append(abs(m.gpu_energy[0] - ref) / ref * 100)
+            bounds.append(m.gpu_energy_error[0] / ref * 100)
+        covered = sum(1 for x, bd in zip(errs, bounds) if x <= bd)
+        out["windows"][ms] = {"n": len(errs), "lantern": error_stats(errs),
+                              "bound_mean_pct": statistics.mean(bounds),
+                              "within_bound_pct": 100 * covered / len(errs)}
+    return out
 
 
 def phases_program():
@@ -338,10 +427,26 @@ def main():
     ap.add_argument("--replay-tool", help="build/bin/energy_replay, for part 3")
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"],
                     help="the matmul load's type (float32 stays under an H100's power cap)")
+    ap.add_argument("--load", default="matmul", choices=["matmul", "add"],
+                    help="part 1's steady load: matmuls of --dtype, or an fp32 add (under the cap)")
+    ap.add_argument("--square-live", metavar="BUSY_MS:PERIOD_MS",
+                    help="only the energy windows over a square wave, e.g. 30:60")
     ap.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--square", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ["LANTERN_BENCH_DTYPE"] = args.dtype
+    os.environ["LANTERN_BENCH_LOAD"] = args.load
+    if args.square_live:
+        busy, period = (int(x) for x in args.square_live.split(":"))
+        q = part_square_live(busy, period, max(args.seconds, 6.0))
+        Path(args.out).write_text(json.dumps({"square_live": q}, indent=1))
+        print(f"energy windows over a {busy}/{period} ms square wave: idle {q['idle_w']:.1f} W, "
+              f"bursts {q['busy_w']:.1f} W")
+        for ms, w in q["windows"].items():
+            print(f"{ms:>6}ms {w['n']:>5} median {w['lantern']['median']:.2f} % p95 "
+                  f"{w['lantern']['p95']:.2f} % max {w['lantern']['max']:.2f} %, bound mean "
+                  f"{w['bound_mean_pct']:.2f} %, error within bound in {w['within_bound_pct']:.0f} %")
+        return
     if args.phases:
         phases_program()
         return
@@ -369,12 +474,14 @@ def main():
                                        args.replay_tool)
     Path(args.out).write_text(json.dumps(result, indent=1))
     w = result["windows"]
-    print(f"energy windows (lantern.Monitor), steady {args.dtype} load {w['seconds']:.1f} s at "
+    load = args.dtype if args.load == "matmul" else "fp32 add"
+    print(f"energy windows (lantern.Monitor), steady {load} load {w['seconds']:.1f} s at "
           f"{w['reference_w']:.1f} W")
-    print(f"{'window':>8} {'n':>5} {'lantern median/p95 %':>22} "
+    print(f"{'window':>8} {'n':>5} {'lantern median/p95/max %':>26} "
           f"{'power-only median/p95 %':>24} {'bound %':>8} {'short':>6} {'updates':>8}")
     for ms, s in w["windows"].items():
-        print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['median']:>13.2f} /{s['lantern']['p95']:>6.2f}"
+        print(f"{ms:>6}ms {s['n']:>5} {s['lantern']['median']:>11.2f} /{s['lantern']['p95']:>6.2f}"
+              f" /{s['lantern']['max']:>6.2f}"
               f" {s['power_only']['median']:>15.2f} /{s['power_only']['p95']:>6.2f}"
               f" {s['bound_mean_pct']:>8.2f} {s['flagged_too_short']:>6} "
               f"{s['counter_updates_mean']:>8.2f}")

@@ -6,38 +6,11 @@
 #include "analyze/findings.h"
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
+#include "common/throttle.h"
 #include "energy/energy_db.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* NVML clock event reasons that mean a slowdown (nvml.h: SwPowerCap 0x4, HwSlowdown 0x8,
- * SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80); GpuIdle,
- * application clocks, sync boost and display clocks are not throttling. */
-#define THROTTLE_MASK 0xECu
-
-static const struct {
-    unsigned bit;
-    const char *name;
-} throttle_names[] = {{0x4, "SW power cap"},
-                      {0x8, "HW slowdown"},
-                      {0x20, "SW thermal"},
-                      {0x40, "HW thermal"},
-                      {0x80, "HW power brake"}};
-
-static void throttle_text(unsigned reasons, char *out, size_t size)
-{
-    size_t used = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < sizeof throttle_names / sizeof throttle_names[0]; i++) {
-        if (!(reasons & throttle_names[i].bit))
-            continue;
-        int n = snprintf(out + used, size - used, "%s%s", used ? ", " : "", throttle_names[i].name);
-        if (n < 0 || (size_t)n >= size - used)
-            break;
-        used += (size_t)n;
-    }
-}
 
 static int worst_ranges(struct analyze_ctx *ctx, struct analyze_result *res,
                         struct analyze_timeline *t)

@@ -1,6 +1,7 @@
 /* What the lantern subcommands share: their entry points (the table is in main.c), the
  * one-line error convention, opening a Lantern database, and running the importer. Exit
- * codes: 0 ok, 1 runtime error (bad file, failed import), 2 usage error. */
+ * codes: 0 ok, 1 runtime error (bad file, failed import), 2 usage error; `lantern diff
+ * --fail-on-regression` adds 3, a regression found. */
 #ifndef LANTERN_CLI_H
 #define LANTERN_CLI_H
 
@@ -13,6 +14,7 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_REGRESSION 3
 
 int cmd_profile(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
@@ -24,6 +26,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_upgrade(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Prints "lantern: <message>" on stderr and returns CLI_EXIT_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -298,8 +298,16 @@ static int gpu_metrics_record(void *ctx, unsigned type, struct trace_fields *fie
     }
 }
 
+/* After every file (the kernels are in): GPM's samples lined up with them. */
+static int gpu_metrics_session_finish(sqlite3 *db, void *state, uint64_t records)
+{
+    (void)state;
+    return records ? import_gpu_metrics_align(db) : 0;
+}
+
 const struct import_source import_source_GPU_METRICS = {
     .file_open = gpu_metrics_file_open,
     .record = gpu_metrics_record,
     .file_close = gpu_metrics_file_close,
+    .session_finish = gpu_metrics_session_finish,
 };

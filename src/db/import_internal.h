@@ -53,6 +53,10 @@ struct import_source {
 #include "trace/sources.def"
 #undef SOURCE
 
+/* Moves each NVML GPM set's samples to where they line up with the kernels of its GPU
+ * (import_gpu_metrics_align.c); 0 or -1. */
+int import_gpu_metrics_align(sqlite3 *db);
+
 /* ---- the file being imported ---------------------------------------------------------- */
 
 sqlite3 *import_db(struct import_file *f);

@@ -6,8 +6,10 @@
 
 #include <string.h>
 
-/* Before the first update: a read every 35 ms after the last one ended (about one read in
- * flight out of twelve, for the ~100 ms until the first update is seen). */
+/* Before the first update: by default a read every 35 ms after the last one ended (about one
+ * read in flight out of twelve, for the ~100 ms until the first update is seen); a caller that
+ * can afford reads back to back for that long sets acquire_gap_ns lower, and its first update's
+ * window is then about one read wide instead of 35 ms. */
 #define COUNTER_ACQUIRE_GAP_NS 35000000ull
 /* Never a read sooner than this after the last one (the worst case while bisecting). */
 #define COUNTER_MIN_GAP_NS 5000000ull
@@ -49,6 +51,7 @@ void counter_reader_init(struct counter_reader *r)
     r->period_ns = COUNTER_PRIOR_PERIOD_NS;
     r->period_err_ns = COUNTER_PRIOR_ERROR_NS;
     r->read_ns = 3000000; /* replaced by the first read's own duration */
+    r->acquire_gap_ns = COUNTER_ACQUIRE_GAP_NS;
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b)
@@ -102,7 +105,7 @@ uint64_t counter_reader_next_start(const struct counter_reader *r)
     uint64_t end; /* when the read should end */
     switch (r->mode) {
     case COUNTER_ACQUIRE:
-        return max_u64(earliest, r->last_end + COUNTER_ACQUIRE_GAP_NS);
+        return r->last_end + r->acquire_gap_ns;
     case COUNTER_FREE:
         end = r->last_end + COUNTER_FREE_PERIOD_NS;
         break;

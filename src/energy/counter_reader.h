@@ -24,7 +24,7 @@ struct counter_update {
 };
 
 enum counter_mode {
-    COUNTER_ACQUIRE, /* no update seen yet: a read every 35 ms */
+    COUNTER_ACQUIRE, /* no update seen yet: a read every acquire_gap_ns */
     COUNTER_LOCKED,  /* the grid is known: about one read per update */
     COUNTER_FREE,    /* no grid: one read every COUNTER_FREE_PERIOD_NS */
 };
@@ -52,12 +52,13 @@ struct counter_reader {
     uint64_t straddled;    /* aimed reads that saw their update (straddle_ns's samples) */
     uint64_t reset_index[COUNTER_FREE_RESETS]; /* index at the last resets (a ring) */
     uint64_t reads, resets;                    /* reads fed; reads that contradicted the window */
+    uint64_t acquire_gap_ns; /* between reads until the first update (init: 35 ms) */
 };
 
 void counter_reader_init(struct counter_reader *r);
 
 /* When the next read should start (CLOCK_MONOTONIC ns). Never earlier than the end of the last
- * read plus COUNTER_MIN_GAP_NS. */
+ * read plus COUNTER_MIN_GAP_NS, except while acquiring (acquire_gap_ns). */
 uint64_t counter_reader_next_start(const struct counter_reader *r);
 
 /* A read that ran from start to end returned mj. Returns 1 and fills *u when the value

@@ -65,6 +65,10 @@ struct gpu_metrics_backend {
 extern const struct gpu_metrics_backend gpu_metrics_pm_backend;  /* gpu_metrics_pm.c */
 extern const struct gpu_metrics_backend gpu_metrics_gpm_backend; /* gpu_metrics_gpm.c */
 
+/* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, from the closest of a few paired reads (the GPU's
+ * and the driver's stamps are on CLOCK_REALTIME; Lantern's times on CLOCK_MONOTONIC). */
+int64_t gpu_metrics_realtime_offset(void);
+
 /* The thread of one GPU's backend (gpu_metrics_child.c): it sleeps until a time or the
  * stop, and counts what it wrote for the footprint record. */
 struct gpu_metrics_thread {

@@ -43,6 +43,27 @@ struct gpu_metrics_sink {
 
 /* ---- a backend's thread ------------------------------------------------------------------ */
 
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the closest of a few paired reads. */
+int64_t gpu_metrics_realtime_offset(void)
+{
+    int64_t best = 0;
+    uint64_t best_width = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        struct timespec a, r, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ma = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
+        int64_t mb = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
+        int64_t rt = (int64_t)r.tv_sec * 1000000000 + r.tv_nsec;
+        if ((uint64_t)(mb - ma) < best_width) {
+            best_width = (uint64_t)(mb - ma);
+            best = rt - (ma + mb) / 2;
+        }
+    }
+    return best;
+}
+
 void gpu_metrics_thread_init(struct gpu_metrics_thread *th)
 {
     memset(th, 0, sizeof *th);

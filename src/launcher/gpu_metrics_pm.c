@@ -434,27 +434,6 @@ static void device_support(struct pm_gpu *g, char *why, size_t len)
                                                                : "the driver says so");
 }
 
-/* CLOCK_REALTIME - CLOCK_MONOTONIC, from the closest of a few paired reads. */
-static int64_t realtime_offset(void)
-{
-    int64_t best = 0;
-    uint64_t best_width = UINT64_MAX;
-    for (int i = 0; i < 3; i++) {
-        struct timespec a, r, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        clock_gettime(CLOCK_REALTIME, &r);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        int64_t ma = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
-        int64_t mb = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
-        int64_t rt = (int64_t)r.tv_sec * 1000000000 + r.tv_nsec;
-        if ((uint64_t)(mb - ma) < best_width) {
-            best_width = (uint64_t)(mb - ma);
-            best = rt - (ma + mb) / 2;
-        }
-    }
-    return best;
-}
-
 /* Evaluates and writes the image's completed samples. 0, or a CUPTI error. */
 static CUptiResult put_samples(struct pm_gpu *g, size_t completed)
 {
@@ -503,7 +482,7 @@ static CUptiResult put_samples(struct pm_gpu *g, size_t completed)
  * final). 0, or a CUPTI error. */
 static CUptiResult drain(struct pm_gpu *g, int final)
 {
-    g->offset_ns = realtime_offset();
+    g->offset_ns = gpu_metrics_realtime_offset();
     for (int round = 0; round < DECODE_ROUNDS_MAX; round++) {
         PARAMS(CUpti_PmSampling_DecodeData_Params, dd);
         dd.pPmSamplingObject = g->object;

@@ -37,17 +37,32 @@ static int line_width(const int *widths, const unsigned *flags, int ncols, int s
     return total;
 }
 
-int output_fit_columns(int *widths, const unsigned *flags, int ncols, int sep, int limit, int keep)
+/* The highest rank of a column still shown, 0 when none is ranked. */
+static int top_rank(const int *widths, const int *drop, int ncols)
+{
+    int rank = 0;
+    for (int c = 0; drop && c < ncols; c++)
+        if (widths[c] && drop[c] > rank)
+            rank = drop[c];
+    return rank;
+}
+
+int output_fit_columns(int *widths, const unsigned *flags, const int *drop, int ncols, int sep,
+                       int limit, int keep)
 {
     int left_out = 0;
     if (limit <= 0)
         return 0;
-    /* which columns to leave out: as few as fit with the text cut to `keep` */
-    for (int c = ncols - 1; c >= 0 && line_width(widths, flags, ncols, sep, keep) > limit; c--) {
-        if ((flags[c] & OUTPUT_FIT_DROPPABLE) && widths[c]) {
-            widths[c] = 0;
-            left_out++;
-        }
+    /* which columns to leave out: as few ranks as fit with the text cut to `keep` */
+    while (line_width(widths, flags, ncols, sep, keep) > limit) {
+        int rank = top_rank(widths, drop, ncols);
+        if (!rank)
+            break;
+        for (int c = 0; c < ncols; c++)
+            if (widths[c] && drop[c] == rank) {
+                widths[c] = 0;
+                left_out++;
+            }
     }
     /* then the widest text column loses a character, in turn, while the line is too long */
     for (int total = line_width(widths, flags, ncols, sep, INT_MAX); total > limit; total--) {

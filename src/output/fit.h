@@ -1,6 +1,6 @@
 /* Fitting text output to the terminal, one implementation for every command (stats, analyze,
- * kernels, the --help texts): the width to fit, table columns cut ('~') or left out, and prose
- * lines wrapped under their own indentation. CSV, JSON and a pipe get everything whole. */
+ * kernels, diff, the --help texts): the width to fit, table columns cut ('~') or left out, and
+ * prose lines wrapped under their own indentation. CSV, JSON and a pipe get everything whole. */
 #ifndef LANTERN_OUTPUT_FIT_H
 #define LANTERN_OUTPUT_FIT_H
 
@@ -12,16 +12,17 @@
  * so a pipe into awk or a file gets every name whole. */
 int output_width(int fd);
 
-#define OUTPUT_FIT_FLEXIBLE 1u  /* a column that may be cut, down to OUTPUT_FIT_MIN */
-#define OUTPUT_FIT_DROPPABLE 2u /* a column that may be left out, the rightmost first */
+#define OUTPUT_FIT_FLEXIBLE 1u /* a column that may be cut, down to OUTPUT_FIT_MIN */
 #define OUTPUT_FIT_MIN 4
 
-/* Fits columns separated by sep blanks into limit (<= 0: no limit). First as few droppable
- * columns as needed are left out, from the right, for the line to fit with each flexible
- * column cut to keep characters; then the widest flexible column loses a character, in turn,
+/* Fits columns separated by sep blanks into limit (<= 0: no limit). drop[c] > 0 lets column c
+ * be left out: the highest rank first, the columns of one rank together (drop NULL: none).
+ * First as few ranks as needed are left out for the line to fit with each flexible column
+ * (flags) cut to keep characters; then the widest flexible column loses a character, in turn,
  * until the line fits or none is above OUTPUT_FIT_MIN. widths[]: each column's width in, its
  * fitted width out (0: left out). Returns how many were left out. */
-int output_fit_columns(int *widths, const unsigned *flags, int ncols, int sep, int limit, int keep);
+int output_fit_columns(int *widths, const unsigned *flags, const int *drop, int ncols, int sep,
+                       int limit, int keep);
 
 /* Writes text (len bytes) with its lines fitted to width (<= 0: as it is). A line is an item
  * ("  -o, --output FILE   the database ...", "label: text") or a heading (ending with ':')

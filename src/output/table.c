@@ -23,6 +23,7 @@ struct table {
     /* text format only: every cell formatted, row-major, until table_finish */
     char **cells;
     size_t ncells, cells_cap;
+    const int *drop; /* text: each column's rank for leaving out (table_drop_ranks), or NULL */
     int failed;
 };
 
@@ -250,14 +251,7 @@ static void print_padded(FILE *out, const char *s, int width, int right, int las
 {
     int w = (int)utf8_width(s);
     if (w > width) {
-        size_t n = 0;
-        for (int cols = 0; s[n]; n++) {
-            if (((unsigned char)s[n] & 0xC0) == 0x80) /* a character's continuation */
-                continue;
-            if (cols++ == width - 1)
-                break;
-        }
-        fprintf(out, "%.*s~", (int)n, s);
+        fprintf(out, "%.*s~", (int)utf8_prefix(s, width > 0 ? (size_t)width - 1 : 0), s);
     } else if (right) {
         fprintf(out, "%*s%s", width - w, "", s);
     } else if (last) {
@@ -267,24 +261,31 @@ static void print_padded(FILE *out, const char *s, int width, int right, int las
     }
 }
 
-/* The columns that fit t->width (output/fit.h): text cut, numbers left out from the right
- * (width 0). Returns how many were left out, or -1 if out of memory. */
+/* The columns that fit t->width (output/fit.h): text cut; numbers left out from the right,
+ * or the columns the caller ranked (table_drop_ranks) in their order (width 0). Returns how
+ * many were left out, or -1 if out of memory. */
 static int fit_widths(struct table *t, char **headers, int *width)
 {
     unsigned *flags = calloc((size_t)t->ncols, sizeof *flags);
-    if (!flags)
+    int *drop = calloc((size_t)t->ncols, sizeof *drop);
+    if (!flags || !drop) {
+        free(flags);
+        free(drop);
         return -1;
+    }
     for (int c = 0; c < t->ncols; c++) {
         width[c] = (int)utf8_width(headers[c]);
-        flags[c] = t->cols[c].kind == TABLE_TEXT ? OUTPUT_FIT_FLEXIBLE : OUTPUT_FIT_DROPPABLE;
+        flags[c] = t->cols[c].kind == TABLE_TEXT ? OUTPUT_FIT_FLEXIBLE : 0;
+        drop[c] = t->drop ? t->drop[c] : t->cols[c].kind == TABLE_TEXT ? 0 : c + 1;
     }
     for (size_t i = 0; i < t->ncells; i++) {
         int w = t->cells[i] ? (int)utf8_width(t->cells[i]) : 0;
         if (w > width[i % (size_t)t->ncols])
             width[i % (size_t)t->ncols] = w;
     }
-    int left_out = output_fit_columns(width, flags, t->ncols, 2, t->width, TABLE_NAME_KEEP);
+    int left_out = output_fit_columns(width, flags, drop, t->ncols, 2, t->width, TABLE_NAME_KEEP);
     free(flags);
+    free(drop);
     return left_out;
 }
 
@@ -347,6 +348,11 @@ out:
         free(headers[c]);
     free(headers);
     free(width);
+}
+
+void table_drop_ranks(struct table *t, const int *drop)
+{
+    t->drop = drop;
 }
 
 int table_finish(struct table *t)

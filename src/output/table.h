@@ -11,12 +11,13 @@
 enum table_format { TABLE_FORMAT_TABLE, TABLE_FORMAT_CSV, TABLE_FORMAT_JSON };
 
 enum table_kind {
-    TABLE_TEXT,    /* left-aligned text */
-    TABLE_INT,     /* an integer count */
-    TABLE_NS,      /* a duration in ns: human units in tables, exact ns in CSV/JSON */
-    TABLE_PERCENT, /* a percentage, one decimal */
-    TABLE_BYTES,   /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
-    TABLE_REAL,    /* a plain number: two decimals in tables, exact in CSV/JSON */
+    TABLE_TEXT,      /* left-aligned text */
+    TABLE_INT,       /* an integer count */
+    TABLE_NS,        /* a duration in ns: human units in tables, exact ns in CSV/JSON */
+    TABLE_PERCENT,   /* a percentage, one decimal */
+    TABLE_BYTES,     /* a size: MB (10^6 bytes, as nsys) in tables, exact bytes in CSV/JSON */
+    TABLE_REAL,      /* a plain number: two decimals in tables, exact in CSV/JSON */
+    TABLE_FORMATTED, /* text the caller formatted as a number (table_text): aligned right */
 };
 
 struct table_column {
@@ -32,8 +33,9 @@ struct table;
 int table_parse_format(const char *name, enum table_format *out);
 
 /* Starts a table of ncols columns (the array must outlive the table). A text table is fitted
- * into width columns (0: no limit; output/fit.h): text columns cut with '~', then number
- * columns left out from the right, named in a line after the table. NULL if out of memory. */
+ * into width columns (0: no limit; output/fit.h): number columns left out from the right (or
+ * in table_drop_ranks' order), named in a line after the table, and text columns cut with
+ * '~'. NULL if out of memory. */
 struct table *table_new(FILE *out, enum table_format format, int width,
                         const struct table_column *cols, int ncols);
 
@@ -49,6 +51,12 @@ void table_ns(struct table *t, double ns); /* whole ns print as integers */
 void table_percent(struct table *t, double percent);
 void table_bytes(struct table *t, double bytes);
 void table_real(struct table *t, double v);
+
+/* The order in which a fitted text table (table_new's width) leaves columns out, instead of
+ * its number columns from the right: drop[c] > 0 ranks column c (the highest rank first, a
+ * rank's columns together), 0 keeps it (the array must outlive the table). Call before
+ * table_finish. */
+void table_drop_ranks(struct table *t, const int *drop);
 
 /* Writes what is held and frees the table; returns 0, or -1 if a write failed or a
  * cell could not be stored. */

@@ -39,3 +39,12 @@ size_t utf8_width(const char *s)
             w++;
     return w;
 }
+
+size_t utf8_prefix(const char *s, size_t columns)
+{
+    size_t w = 0, i = 0;
+    for (; s[i]; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && w++ == columns)
+            break;
+    return i;
+}

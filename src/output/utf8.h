@@ -25,4 +25,7 @@ static inline size_t utf8_control(const unsigned char *p)
 /* Columns NUL-terminated UTF-8 text takes: one per code point (µ is two bytes, one column). */
 size_t utf8_width(const char *s);
 
+/* Bytes of the longest start of NUL-terminated s that takes at most `columns` columns. */
+size_t utf8_prefix(const char *s, size_t columns);
+
 #endif

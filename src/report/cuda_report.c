@@ -64,6 +64,7 @@ static void put_cell(struct table *t, const struct table_column *col, sqlite3_st
     }
     switch (col->kind) {
     case TABLE_TEXT:
+    case TABLE_FORMATTED:
         table_text(t, (const char *)sqlite3_column_text(stmt, i));
         break;
     case TABLE_INT:

@@ -30,6 +30,7 @@ static int text_widths(const struct kernels_rows *rows, const struct kernels_opt
 {
     struct kernels_field f;
     unsigned flags[KERNELS_MAX_COLUMNS];
+    int drop[KERNELS_MAX_COLUMNS];
     for (int c = 0; c < ncols; c++) {
         int header = (int)strlen(cols[c]->name);
         widths[c] = cols[c]->width > header ? cols[c]->width : header;
@@ -43,10 +44,10 @@ static int text_widths(const struct kernels_rows *rows, const struct kernels_opt
                     widths[c] = len;
             }
         }
-        flags[c] = (cols[c]->flexible ? OUTPUT_FIT_FLEXIBLE : 0) |
-                   (opt->drop_columns && c > 0 ? OUTPUT_FIT_DROPPABLE : 0);
+        flags[c] = cols[c]->flexible ? OUTPUT_FIT_FLEXIBLE : 0;
+        drop[c] = opt->drop_columns ? c : 0; /* the rightmost first, never the first */
     }
-    return output_fit_columns(widths, flags, ncols, 1, opt->width, OUTPUT_FIT_MIN);
+    return output_fit_columns(widths, flags, drop, ncols, 1, opt->width, OUTPUT_FIT_MIN);
 }
 
 /* Appends one text field to line, padded to width (numbers on the right) or cut with a

@@ -25,7 +25,12 @@
  * "tail": axpy [T+5U/2, T+9U/2), which overlaps the second gemm for U/2.
  * Kernels on GPU-3, one per sample, alone: an fp16 GEMM whose name says Tensor Cores but
  * which measured none, an fp16 GEMM whose name says SIMT but which measured 90 %, and an
- * fp32-looking one that measured 70 % (TF32 on the Tensor Cores). */
+ * fp32-looking one that measured 70 % (TF32 on the Tensor Cores).
+ *
+ * gpu_metrics_session DIR --gpm-lag MS writes another session instead: GPU-4 (CUDA device 0),
+ * NVML GPM, 100 ms samples from 10 s to 14 s whose gr_active is the kernels' busy share of the
+ * 100 ms that ended MS before the sample's end (GPM's lag), over kernels of 10 to 90 ms, one
+ * every 150 ms. */
 #include "import/raw_writer.h"
 #include "trace/gpu_metrics.h"
 
@@ -175,10 +180,76 @@ static void process(const char *dir)
     raw_close(&w);
 }
 
+/* The --gpm-lag session: kernel k runs [K0 + k * 150 ms, + 10 + (k * 37 % 81) ms). */
+#define MS 1000000ull
+#define K0 (10000 * MS)
+
+static uint64_t lag_kernel_end(uint64_t k)
+{
+    return K0 + k * 150 * MS + (10 + (k * 37) % 81) * MS;
+}
+
+static double busy_share(uint64_t a, uint64_t b)
+{
+    uint64_t busy = 0;
+    for (uint64_t k = 0; k < 30; k++) {
+        uint64_t s = K0 + k * 150 * MS, e = lag_kernel_end(k);
+        uint64_t lo = s > a ? s : a, hi = e < b ? e : b;
+        busy += hi > lo ? hi - lo : 0;
+    }
+    return 100.0 * (double)busy / (double)(b - a);
+}
+
+static void gpm_lag(const char *dir, uint64_t lag)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/launcher.lrt", dir);
+    struct raw_writer w;
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, K0 - 500 * MS);
+    raw_process(&w, 99, K0 - 500 * MS, "app", 3, TRACE_FLAG_LAUNCHER, "cuda,gpu_metrics");
+    RAW(&w, gpu_metric_set, .set_id = 1, .gpu_uuid = trace_cstr("GPU-4"),
+        .gpu_name = trace_cstr("NVIDIA H200"), .source = TRACE_GPU_METRICS_GPM,
+        .period_ns = 100 * MS, .metrics = 1u << GPU_METRIC_GR_ACTIVE,
+        .hardware = trace_bytes("1", 2));
+    for (uint64_t i = 0; i < 40; i++) {
+        uint64_t a = K0 + i * 100 * MS, b = a + 100 * MS;
+        RAW(&w, gpu_metric_sample, .set_id = 1, .start = a, .end = b,
+            .values = {.count = 1,
+                       .values = {gpu_metric_encode(GPU_METRIC_GR_ACTIVE,
+                                                    busy_share(a - lag, b - lag))}});
+    }
+    RAW(&w, process_end, .end = K0 + 5000 * MS, .clean = 1, .exit_status = 0);
+    raw_flush(&w, 0);
+    raw_close(&w);
+
+    snprintf(path, sizeof path, "%s/100-1.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, K0 - 500 * MS);
+    raw_process(&w, 100, K0 - 500 * MS, "app", 3, TRACE_FLAG_CUDA, NULL);
+    raw_thread(&w, 1, 100, K0 - 500 * MS);
+    raw_string(&w, 1, "cudaLaunchKernel");
+    raw_string(&w, 2, "spin");
+    RAW(&w, cuda_device, .device = 0, .name = trace_cstr("NVIDIA H200"),
+        .uuid = trace_cstr("GPU-4"), .cc_major = 9, .cc_minor = 0, .sm_count = 132,
+        .max_threads_per_sm = 2048, .max_registers_per_sm = 65536, .max_smem_per_sm = 233472,
+        .max_blocks_per_sm = 32, .registers_per_block = 65536);
+    RAW(&w, cuda_context, .context = 1, .device = 0, .null_stream = 7);
+    for (uint64_t k = 0; k < 30; k++)
+        launch(&w, K0 + k * 150 * MS - MS, k + 1, K0 + k * 150 * MS, lag_kernel_end(k), 2);
+    RAW(&w, process_end, .end = K0 + 5000 * MS, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[2], "--gpm-lag")) {
+        gpm_lag(argv[1], strtoull(argv[3], NULL, 10) * MS);
+        return 0;
+    }
     if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: gpu_metrics_session DIR [LONG]\n");
+        fprintf(stderr, "usage: gpu_metrics_session DIR [LONG | --gpm-lag MS]\n");
         return 2;
     }
     if (argc == 3)

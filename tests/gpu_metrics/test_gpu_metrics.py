@@ -212,7 +212,8 @@ def test_chrome_has_a_counter_per_gpu_and_metric(session, tmp_path):
 
 HEADER = ["GPU 0 NVIDIA H200: CUPTI PM sampling, 10 kHz, 15 metrics; 3 samples lost (buffer full)",
           "GPU 1 NVIDIA A100: CUPTI PM sampling, 10 kHz, 3 metrics",
-          "GPU GPU-2 NVIDIA H100: NVML GPM, 10 kHz, 2 metrics",
+          "GPU GPU-2 NVIDIA H100: NVML GPM, 10 kHz, 2 metrics; NVML GPM: unaligned: no kernels on"
+          " this GPU to line the samples up with (they may lag by up to 100 ms)",
           "every GPU: NVML GPM: not permitted: needs admin"]
 
 
@@ -318,3 +319,23 @@ def test_metrics_without_gpu_work(tmp_path):
     means = sorted(values(r)[1] for r in rows if r["Metric"] == "sm_active")
     assert [r["GPU"] for r in rows if r["Metric"] == "sm_active"] == ["", "", ""]
     assert means == pytest.approx([38, 45, 70])
+
+
+@pytest.mark.parametrize("lag_ms", [0, 42, 90])
+def test_gpm_samples_are_moved_to_line_up_with_the_kernels(tmp_path, lag_ms):
+    """GPM's counters lag the refresh they are stamped with by a run's own offset (42-90 ms
+    measured): the importer finds it from the kernels, to the millisecond, and says so."""
+    raw = tmp_path / "lag.db.raw"
+    raw.mkdir()
+    subprocess.run([WRITER, str(raw), "--gpm-lag", str(lag_ms)], check=True)
+    db_path = tmp_path / "lag.db"
+    ok(lantern("import", str(raw), "-o", str(db_path)))
+    db = sqlite3.connect(db_path)
+    first = db.execute("SELECT min(start_ns) FROM gpu_metric_samples").fetchone()[0]
+    assert first == 10_000_000_000 - lag_ms * 1_000_000
+    status = db.execute("SELECT code, reason FROM gpu_metric_status").fetchall()
+    if lag_ms:
+        [(code, reason)] = status
+        assert code == "aligned" and reason.startswith(f"samples moved {lag_ms} ms earlier"), reason
+    else:
+        assert status == []  # already in line

@@ -735,10 +735,13 @@ static void gpu_metric_records_become_sets_samples_and_status(void)
     ASSERT_STR_EQ(rows(db, "SELECT start_ns, end_ns, sm_active, tensor_active, pcie_rx, gr_active"
                            " FROM gpu_metric_samples WHERE set_id = 2 ORDER BY start_ns"),
                   "1000|11000|99.5|0.0|58000000000.0|-;11000|11000|50.0|-|-|-");
+    /* GPU-b's GPM samples have no kernels to be lined up with (import_gpu_metrics_align.c) */
     ASSERT_STR_EQ(rows(db, "SELECT gpu_id, source, code, count, reason FROM gpu_metric_status"
                            " ORDER BY rowid"),
                   "1|CUPTI PM sampling|lost|7|buffer full;"
-                  "-|-|not permitted|0|profiling needs admin (NVreg_RestrictProfilingToAdminUsers)");
+                  "-|-|not permitted|0|profiling needs admin (NVreg_RestrictProfilingToAdminUsers);"
+                  "2|NVML GPM|unaligned|0|no kernels on this GPU to line the samples up with (they "
+                  "may lag by up to 100 ms)");
     sqlite3_close(db);
 }
 

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from test_gpu_metrics_capture import COLUMNS, MIB, SCRIPT, mean
+from test_gpu_metrics_capture import SCRIPT, check_sample
 
 BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
 LANTERN = BUILD / "bin" / "lantern"
@@ -37,7 +37,7 @@ def profile(tmp_path, fault=None, timeout=60):
     db = tmp_path / "m.db"
     began = time.monotonic()
     r = subprocess.run([str(LANTERN), "profile", "-f", "-t", "nvtx", "-o", str(db), "--gpu-metrics",
-                        "--gpu-metrics-frequency", "50", "--", *PROGRAM], env=env,
+                        "--", *PROGRAM], env=env,
                        capture_output=True, text=True, timeout=timeout)
     return r, db, epoch, time.monotonic() - began
 
@@ -57,17 +57,15 @@ def check_samples_exact(con, epoch, count):
                        " FROM gpu_metric_samples ORDER BY start_ns").fetchall()
     assert len(rows) == count
     for start, end, *values in rows:
-        a, b = (start - epoch) / 1e6, (end - epoch) / 1e6
-        for (metric, column), got in zip(COLUMNS.items(), values):
-            scale = MIB if metric == 21 else 1
-            want = mean(SCRIPT[metric], a, b) * scale
-            assert abs(got - want) <= 0.01 * scale + 1e-3 * want, (column, a, b, got, want)
+        check_sample(start, end, epoch, values)
 
 
 def statuses(con):
-    """Those besides PM sampling's "unavailable" (no CUDA driver here), before GPM started."""
+    """Those besides PM sampling's "unavailable" (no CUDA driver here), before GPM started, and
+    GPM's "unaligned" (no kernels traced here to line its samples up with)."""
     return con.execute("SELECT source, code, reason FROM gpu_metric_status WHERE"
-                       " source IS NOT 'CUPTI PM sampling' OR code != 'unavailable'").fetchall()
+                       " (source IS NOT 'CUPTI PM sampling' OR code != 'unavailable')"
+                       " AND code != 'unaligned'").fetchall()
 
 
 def said(r):
@@ -93,8 +91,8 @@ def test_a_sampler_crash_keeps_the_run_and_the_samples_before_it(tmp_path):
     assert reason.endswith(" s; metrics until then kept")
     assert said(r) == ["lantern: GPU 0 (Fake-H100): " + reason]
     [line] = header(db)
-    assert line.startswith("GPU metrics:     GPU 0 Fake-H100: NVML GPM, 50 Hz, 4 metrics; ")
-    assert line.endswith("; " + reason)
+    assert line.startswith("GPU metrics:     GPU 0 Fake-H100: NVML GPM, 10 Hz, 4 metrics; ")
+    assert "; " + reason in line
     # its cost, as the launcher saw it end; no footprint from the child, which died first
     [(samples, cpu, mean_delay, max_delay)] = con.execute(
         "SELECT samples, sampler_process_cpu_ns, delivery_mean_ns, delivery_max_ns"
@@ -149,7 +147,7 @@ def test_a_sampler_that_stops_as_asked_says_nothing_and_reports_its_cost(tmp_pat
     [(samples, n, cpu, rss, mean_delay, max_delay)] = con.execute(
         "SELECT samples, (SELECT count(*) FROM gpu_metric_samples), sampler_process_cpu_ns,"
         " sampler_max_rss_kib, delivery_mean_ns, delivery_max_ns FROM gpu_metric_sets").fetchall()
-    assert samples == n >= 40  # ~0.9 s at 50 Hz
+    assert samples == n >= 8  # ~0.9 s of the program and the start, a sample per 100 ms refresh
     check_samples_exact(con, epoch, n)
     assert cpu > 0 and rss > 0
     # a sample goes down the pipe when the next is put, or at once (SINK_FLUSH_NS < the period)

@@ -19,8 +19,13 @@
  *                              "driver calls" to measure how long it waits behind NVML
  *   gpm GPU METRIC T_MS VALUE  from T_MS on, GPM metric METRIC (nvmlGpmMetricId_t) of GPU
  *                              reads VALUE: nvmlGpmMetricsGet gives its exact time-weighted
- *                              mean between the two samples; metrics never scripted answer
+ *                              mean between the refreshes the two samples saw (0 when they
+ *                              saw the same one); metrics never scripted answer
  *                              NVML_ERROR_NOT_SUPPORTED
+ *   gpm_refresh_ms N           a GPM sample holds the counters of the last refresh, every N ms
+ *                              on a grid from time 0, like H100/H200's driver (default 100),
+ *                              and at byte 8 the refresh's CLOCK_REALTIME ns, as driver 580
+ *   gpm_no_stamp               ... and 0 there instead (another driver)
  *   gpm_unsupported GPU        nvmlGpmQueryDeviceSupport says GPU has no GPM */
 #include "nvml/nvml_iface.h"
 
@@ -61,7 +66,8 @@ struct fake_gpu {
 
 struct fake_gpm_sample { /* what nvmlGpmSampleGet keeps */
     const struct fake_gpu *gpu;
-    double t_ms;
+    uint64_t stamp_ns; /* the refresh's CLOCK_REALTIME ns, where driver 580 keeps it */
+    double t_ms;       /* the refresh's time */
 };
 
 struct fake_fault {
@@ -79,6 +85,10 @@ struct fake_latency {
 static struct {
     uint64_t epoch_ns;
     double period_ms;
+    double gpm_refresh_ms;
+    int gpm_no_stamp;
+    int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, once per script: the stamps'
+                                   clock, which stays put for one refresh */
     double start_mj;
     int init_error;
     struct fake_gpu gpus[8];
@@ -109,6 +119,10 @@ static void parse_line(char *line)
         fake.epoch_ns = n;
     else if (!strcmp(word, "energy_period_ms"))
         sscanf(line, "%*s %lf", &fake.period_ms);
+    else if (!strcmp(word, "gpm_no_stamp"))
+        fake.gpm_no_stamp = 1;
+    else if (!strcmp(word, "gpm_refresh_ms"))
+        sscanf(line, "%*s %lf", &fake.gpm_refresh_ms);
     else if (!strcmp(word, "energy_start_mj"))
         sscanf(line, "%*s %lf", &fake.start_mj);
     else if (!strcmp(word, "init_error"))
@@ -160,7 +174,13 @@ static void load_script(void)
     fake.lock_fd = -1;
     fake.epoch_ns = loaded_at;
     fake.period_ms = 100;
+    fake.gpm_refresh_ms = 100;
     fake.start_mj = 1000000;
+    struct timespec mono, real;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    fake.realtime_offset_ns =
+        ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
     const char *path = getenv("LANTERN_FAKE_NVML_SCRIPT");
     FILE *f = path ? fopen(path, "r") : NULL;
     if (!f)
@@ -439,11 +459,16 @@ EXPORT nvml_return_t nvmlGpmSampleGet(nvml_device_t d, nvml_gpm_sample_t sample)
     if (!g || !s)
         return NVML_ERR_INVALID_ARGUMENT;
     s->gpu = g;
-    s->t_ms = now_ms();
+    double t = now_ms();
+    s->t_ms = t < 0 ? 0 : floor(t / fake.gpm_refresh_ms) * fake.gpm_refresh_ms;
+    s->stamp_ns = fake.gpm_no_stamp ? 0
+                                    : (uint64_t)((int64_t)fake.epoch_ns +
+                                                 (int64_t)(s->t_ms * 1e6) + fake.realtime_offset_ns);
     return NVML_OK;
 }
 
-/* The metric's exact mean over [a, b] ms; -1 when the script never sets it. */
+/* The metric's exact mean over [a, b] ms (0 when a = b: nothing counted between); -1 when the
+ * script never sets it. */
 static double gpm_mean(const struct fake_gpu *g, unsigned int metric, double a, double b)
 {
     double acc = 0, value = 0, at = a;
@@ -461,7 +486,7 @@ static double gpm_mean(const struct fake_gpu *g, unsigned int metric, double a, 
             value = st->value;
     }
     acc += value * (b - at);
-    return !seen ? -1 : b > a ? acc / (b - a) : value;
+    return !seen ? -1 : b > a ? acc / (b - a) : 0;
 }
 
 EXPORT nvml_return_t nvmlGpmMetricsGet(struct nvml_gpm_metrics_get *m)

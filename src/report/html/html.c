@@ -8,58 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void html_text(FILE *out, const char *s)
-{
-    if (!s)
-        return;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        case '\'':
-            fputs("&#39;", out);
-            break;
-        default:
-            if (c >= 0x20 || c == '\n' || c == '\t')
-                putc(c, out);
-        }
-    }
-}
-
-void html_text_cut(FILE *out, const char *s, size_t max_chars)
-{
-    if (!s)
-        return;
-    size_t chars = 0, i = 0;
-    for (; s[i] && chars <= max_chars; i++)
-        chars += ((unsigned char)s[i] & 0xC0) != 0x80; /* a character's first byte */
-    if (chars <= max_chars) {
-        html_text(out, s);
-        return;
-    }
-    /* the first max_chars - 1 characters, then an ellipsis */
-    size_t keep = 0;
-    for (chars = 0; s[keep]; keep++) {
-        if (((unsigned char)s[keep] & 0xC0) != 0x80 && ++chars == max_chars)
-            break;
-    }
-    char *head = strndup(s, keep);
-    html_text(out, head);
-    free(head);
-    fputs("\u2026", out);
-}
-
 sqlite3_stmt *html_prepare(struct html_page *page, const char *sql)
 {
     sqlite3_stmt *st = NULL;

@@ -1,5 +1,6 @@
 /* Shared by the page's frame (html.c) and its sections (html_sections.c, html_timeline.c):
- * escaping, number formatting, queries and the SVG chart helpers. */
+ * escaping (output/html.h, shared with `lantern diff --html`), number formatting, queries and
+ * the SVG chart helpers. */
 #ifndef LANTERN_REPORT_HTML_INTERNAL_H
 #define LANTERN_REPORT_HTML_INTERNAL_H
 
@@ -10,6 +11,7 @@
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
 #include "analyze/timeline.h"
+#include "output/html.h"
 
 #define HTML_TOP 15 /* rows of each "top" table and chart */
 
@@ -21,11 +23,6 @@ struct html_page {
     struct analyze_timeline *timeline; /* NULL when the run has no GPU work */
 };
 
-/* Text with &, <, >, " and ' escaped, control characters dropped (NULL writes nothing). */
-void html_text(FILE *out, const char *s);
-/* html_text of at most max_chars characters (code points): longer text is cut to
- * max_chars - 1 of them and an ellipsis. */
-void html_text_cut(FILE *out, const char *s, size_t max_chars);
 /* A prepared statement on page->db, or NULL with page->ctx->error set. */
 sqlite3_stmt *html_prepare(struct html_page *page, const char *sql);
 /* A duration in human units, escaped. */

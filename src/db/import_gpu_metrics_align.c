@@ -1,0 +1,222 @@
+/* Lines NVML GPM's samples up with the kernels, at the end of an import. GPM's counters lag the
+ * refresh time each snapshot carries by an offset that is fixed within a run but differs
+ * between runs (42, 60 and 90 ms measured on H200s, driver 580): a GEMM's Tensor Core activity
+ * showed up in the samples of the phase after it. Where CUDA was traced, the kernels say when
+ * the GPU was busy, and the graphics engine's activity (gr_active: any kernel running) must
+ * follow them: the importer tries every lag from 0 to ALIGN_MAX_NS and moves the set's samples
+ * back by the one that fits best, when it fits clearly better than none. A run without
+ * kernels on that GPU, or without changes in activity to go by, keeps its samples where the
+ * refreshes put them, with a status saying so (docs/gpu-metrics.md, "NVML GPM"). */
+#include "db/import_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ALIGN_STEP_NS 1000000ll
+#define ALIGN_MAX_NS 150000000ll
+/* The best lag must explain the samples this much better than none (its mean squared
+ * misfit at most this share of no lag's), and by at least ALIGN_MIN_GAIN (%²): else the
+ * activity did not change enough to tell. */
+#define ALIGN_MAX_RATIO 0.5
+#define ALIGN_MIN_GAIN 4.0
+
+struct busy { /* the union of a GPU's kernels, and the busy time before each piece */
+    int64_t *start, *end, *before;
+    size_t n;
+};
+
+struct sample {
+    int64_t start, end;
+    double active; /* gr_active (or sm_active), % */
+};
+
+/* Busy nanoseconds before t. */
+static int64_t busy_until(const struct busy *b, int64_t t)
+{
+    size_t lo = 0, hi = b->n; /* the pieces starting at or before t: [0, lo) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->start[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return 0;
+    int64_t end = b->end[lo - 1] < t ? b->end[lo - 1] : t;
+    return b->before[lo - 1] + end - b->start[lo - 1];
+}
+
+/* Mean squared difference between the samples and the kernels' busy share, the samples
+ * taken to describe [start - lag, end - lag). */
+static double misfit(const struct sample *s, size_t n, const struct busy *b, int64_t lag)
+{
+    double acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = s[i].start - lag, e = s[i].end - lag;
+        double share = 100.0 * (double)(busy_until(b, e) - busy_until(b, a)) / (double)(e - a);
+        acc += (s[i].active - share) * (s[i].active - share);
+    }
+    return acc / (double)n;
+}
+
+static int load_busy(sqlite3 *db, int64_t gpu_id, struct busy *b)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT start_ns, end_ns FROM kernels WHERE gpu_id = ? AND"
+                           " end_ns > start_ns ORDER BY start_ns",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, gpu_id);
+    size_t cap = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t a = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
+        if (b->n && a <= b->end[b->n - 1]) { /* overlaps the last piece: extends it */
+            if (e > b->end[b->n - 1])
+                b->end[b->n - 1] = e;
+            continue;
+        }
+        if (b->n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            int64_t *s2 = realloc(b->start, cap * sizeof *s2), *e2 = NULL, *p2 = NULL;
+            if (s2)
+                b->start = s2;
+            if (s2 && (e2 = realloc(b->end, cap * sizeof *e2)) != NULL)
+                b->end = e2;
+            if (e2 && (p2 = realloc(b->before, cap * sizeof *p2)) != NULL)
+                b->before = p2;
+            if (!p2) {
+                rc = -1;
+                break;
+            }
+        }
+        b->before[b->n] = b->n ? b->before[b->n - 1] + b->end[b->n - 1] - b->start[b->n - 1] : 0;
+        b->start[b->n] = a;
+        b->end[b->n++] = e;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int load_samples(sqlite3 *db, int64_t set_id, struct sample **out, size_t *n)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT start_ns, end_ns, COALESCE(gr_active, sm_active) FROM"
+                           " gpu_metric_samples WHERE set_id = ? AND end_ns > start_ns AND"
+                           " COALESCE(gr_active, sm_active) IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, set_id);
+    size_t cap = 0;
+    int rc = 0;
+    *out = NULL;
+    *n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            struct sample *s = realloc(*out, cap * sizeof *s);
+            if (!s) {
+                rc = -1;
+                break;
+            }
+            *out = s;
+        }
+        (*out)[(*n)++] = (struct sample){sqlite3_column_int64(st, 0),
+                                         sqlite3_column_int64(st, 1),
+                                         sqlite3_column_double(st, 2)};
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int put_status(sqlite3 *db, int64_t gpu_id, const char *code, const char *reason)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO gpu_metric_status(gpu_id, source, code, count, reason)"
+                           " VALUES(?, 'NVML GPM', ?, 0, ?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, gpu_id);
+    sqlite3_bind_text(st, 2, code, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Aligns one set, saying what it did in gpu_metric_status; 0 or -1 (SQLite error or no
+ * memory). */
+static int align_set(sqlite3 *db, int64_t set_id, int64_t gpu_id)
+{
+    struct busy b = {0};
+    struct sample *s = NULL;
+    size_t n = 0;
+    int rc = load_busy(db, gpu_id, &b) < 0 || load_samples(db, set_id, &s, &n) < 0 ? -1 : 0;
+    if (rc == 0 && n && b.n) {
+        int64_t best_lag = 0;
+        double none = misfit(s, n, &b, 0), best = none;
+        for (int64_t lag = ALIGN_STEP_NS; lag <= ALIGN_MAX_NS; lag += ALIGN_STEP_NS) {
+            double m = misfit(s, n, &b, lag);
+            if (m < best) {
+                best = m;
+                best_lag = lag;
+            }
+        }
+        char reason[200];
+        if (best_lag && best <= ALIGN_MAX_RATIO * none && none - best >= ALIGN_MIN_GAIN) {
+            sqlite3_stmt *st;
+            rc = sqlite3_prepare_v2(db,
+                                    "UPDATE gpu_metric_samples SET start_ns = start_ns - ?1,"
+                                    " end_ns = end_ns - ?1 WHERE set_id = ?2",
+                                    -1, &st, NULL) == SQLITE_OK
+                     ? 0
+                     : -1;
+            if (rc == 0) {
+                sqlite3_bind_int64(st, 1, best_lag);
+                sqlite3_bind_int64(st, 2, set_id);
+                rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+                sqlite3_finalize(st);
+            }
+            snprintf(reason, sizeof reason,
+                     "samples moved %.0f ms earlier to line up with the kernels (GPM's counters"
+                     " lag their refresh; gr_active off by %.1f points rms before, %.1f after)",
+                     (double)best_lag / 1e6, sqrt(none), sqrt(best));
+            if (rc == 0)
+                rc = put_status(db, gpu_id, "aligned", reason);
+        } else if (best_lag) {
+            rc = put_status(db, gpu_id, "unaligned",
+                            "the kernels' activity changed too little to line the samples up"
+                            " with (they may lag by up to 100 ms)");
+        }
+    } else if (rc == 0 && n) {
+        rc = put_status(db, gpu_id, "unaligned",
+                        "no kernels on this GPU to line the samples up with (they may lag by up"
+                        " to 100 ms)");
+    }
+    free(b.start);
+    free(b.end);
+    free(b.before);
+    free(s);
+    return rc;
+}
+
+int import_gpu_metrics_align(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, gpu_id FROM gpu_metric_sets WHERE source = 'NVML GPM'"
+                           " AND gpu_id IS NOT NULL ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = align_set(db, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+    sqlite3_finalize(st);
+    return rc;
+}
