@@ -174,7 +174,8 @@ int main(int argc, char **argv)
     double c0 = cpu_s(), w0 = wall_s();
     int rc = analyze_run(db, NULL, 0, &run, &bad, error, sizeof error);
     if (rc == 0)
-        rc = analyze_write(&run, TABLE_FORMAT_TABLE, out);
+        rc = analyze_write(&run, TABLE_FORMAT_TABLE, &(struct analyze_write_options){.details = 1},
+                           out);
     double c1 = cpu_s(), w1 = wall_s();
     size_t findings = 0;
     free(analyze_rank(&run, &findings));

@@ -19,6 +19,7 @@ runs the lantern command.
 import ctypes
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -134,7 +135,8 @@ class Measurement:
     or None when RAPL is not readable here. gpu_energy_error: {gpu index: joules} bound;
     gpu_counter_updates: {gpu index: energy counter updates inside the window}; too_short:
     GPU indices whose window spans fewer than two counter updates (the value rests on the power
-    sensor); gpu_flags: the raw LANTERN_ENERGY_* bits."""
+    sensor); gpu_flags: the raw LANTERN_ENERGY_* bits; not_measured: None, or why no energy
+    at all was measured (no GPU with NVML, no readable RAPL), where total_energy reads 0."""
 
     time: float
     gpu_energy: Dict[int, float]
@@ -143,6 +145,7 @@ class Measurement:
     gpu_energy_error: Dict[int, float] = field(default_factory=dict)
     gpu_counter_updates: Dict[int, int] = field(default_factory=dict)
     gpu_flags: Dict[int, int] = field(default_factory=dict)
+    not_measured: Optional[str] = None  # why nothing was measured (then total_energy is 0)
 
     @property
     def total_energy(self) -> float:
@@ -164,8 +167,9 @@ def _read_rapl(lib, handle, count, getter) -> Optional[Dict[int, float]]:
     return values or None
 
 
-def _take_measurement(handle) -> Measurement:
-    """Copies a lantern_measurement into Python objects and frees it."""
+def _take_measurement(handle, reason: str) -> Measurement:
+    """Copies a lantern_measurement into Python objects and frees it; reason: why the GPUs
+    could not be measured (the monitor's), for a measurement of nothing."""
     lib = _lib()
     try:
         result = Measurement(time=lib.lantern_measurement_time(handle), gpu_energy={})
@@ -182,6 +186,9 @@ def _take_measurement(handle) -> Measurement:
         cpus = lib.lantern_measurement_cpu_count(handle)
         result.cpu_energy = _read_rapl(lib, handle, cpus, lib.lantern_measurement_cpu_energy)
         result.dram_energy = _read_rapl(lib, handle, cpus, lib.lantern_measurement_dram_energy)
+        if not result.gpu_energy and not result.cpu_energy and not result.dram_energy:
+            result.not_measured = (f"GPU energy: {reason}" if reason else "no GPU") + \
+                "; CPU energy: no readable RAPL package"
         return result
     finally:
         lib.lantern_measurement_free(handle)
@@ -239,6 +246,9 @@ class Monitor:
         self.gpu_indices = [self._lib.lantern_monitor_gpu_index(handle, i) for i in range(count)]
         count = self._lib.lantern_monitor_cpu_count(handle)
         self.cpu_indices = [self._lib.lantern_monitor_cpu_index(handle, i) for i in range(count)]
+        if not self.gpu_indices and self.disabled_reason:  # said once, as `lantern energy` does
+            warnings.warn(f"lantern: GPU energy not measured: {self.disabled_reason}",
+                          RuntimeWarning, stacklevel=2)
 
     @property
     def disabled_reason(self) -> str:
@@ -272,7 +282,7 @@ class Monitor:
             raise ValueError(f"measurement window '{key}' does not exist")
         if rc != _OK:
             raise LanternError(rc, f"cannot end window '{key}'")
-        measurement = _take_measurement(handle)
+        measurement = _take_measurement(handle, self.disabled_reason)
         return None if cancel else measurement
 
     def push_window(self, sync_execution: bool = True) -> None:
@@ -295,7 +305,7 @@ class Monitor:
             raise ValueError("no pushed window to pop")
         if rc != _OK:
             raise LanternError(rc, "cannot pop a window")
-        measurement = _take_measurement(handle)
+        measurement = _take_measurement(handle, self.disabled_reason)
         return measurement.time, measurement.gpu_energy
 
     def window(self, key: str, sync_execution: bool = True) -> "_Window":

@@ -5,6 +5,7 @@
 #include "agent/clock.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
+#include "trace/format.h"
 #include "trace/list.h"
 
 #include <elf.h>
@@ -183,6 +184,16 @@ static int agent_program_is_static(void)
     return is_static;
 }
 
+/* <dir>/<pid>.untraced (trace/format.h): this process runs untraced, and said why. */
+static void agent_mark_untraced(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%d" TRACE_UNTRACED_SUFFIX, dir, (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+}
+
 int agent_init(uint32_t loaded_for)
 {
     int expected = AGENT_FRESH;
@@ -198,6 +209,7 @@ int agent_init(uint32_t loaded_for)
     if (agent_program_is_static()) {
         agent_warn("the program is statically linked: Lantern cannot run inside it safely (its "
                    "NVTX calls load a second C library); running untraced");
+        agent_mark_untraced(dir);
         goto inert;
     }
     if (writer_start(dir, agent_choose_sources(loaded_for)) < 0)

@@ -2,9 +2,11 @@
  * only in CUPTI's records (read from /proc by the writer, off the program's threads), and
  * the Python names the bootstrap hands over (src/agent/python/lantern_threads.py calls
  * lantern_agent_python_thread_name when a threading.Thread starts or is renamed). Both
- * tables are fixed-size: no allocation, and a thread beyond them only goes unnamed. */
+ * tables are fixed-size: no allocation, and a thread beyond them only goes unnamed. And the
+ * process's own Python name, for a multiprocessing child (lantern_processes.py). */
 #include "agent/names.h"
 #include "agent/ring.h"
+#include "agent/writer.h"
 #include "trace/records.h"
 
 #include <fcntl.h>
@@ -19,6 +21,10 @@
 #define NAMES_PYTHON_SLOTS 256u
 #define NAMES_PYTHON_BYTES 128u /* longer names are cut (at a UTF-8 boundary) */
 
+/* The program a multiprocessing child runs (python PATH or python -m MODULE, NUL-separated),
+ * longer cut: a path of a few hundred bytes is the rule. */
+#define NAMES_PROCESS_MAIN_BYTES 1024u
+
 static struct {
     uint32_t tid[NAMES_TID_SLOTS]; /* 0: empty */
     char name[NAMES_TID_SLOTS][RING_THREAD_NAME_BYTES];
@@ -32,6 +38,22 @@ static struct {
     char name[NAMES_PYTHON_SLOTS][NAMES_PYTHON_BYTES];
     uint16_t len[NAMES_PYTHON_SLOTS];
 } names_python;
+
+static struct {
+    _Atomic int state;
+    char main[NAMES_PROCESS_MAIN_BYTES], name[NAMES_PYTHON_BYTES];
+    uint16_t main_len, name_len;
+} names_process;
+
+/* How much of name (len bytes) fits in cap bytes without cutting a UTF-8 character. */
+static size_t utf8_cut(const char *name, size_t len, size_t cap)
+{
+    if (len <= cap)
+        return len;
+    while (cap > 0 && ((uint8_t)name[cap] & 0xC0) == 0x80)
+        cap--; /* cut before a continuation byte, not inside a character */
+    return cap;
+}
 
 /* /proc/self/task/<tid>/comm without its newline; 0 when the thread is gone. */
 size_t names_read_comm(uint32_t tid, char out[RING_THREAD_NAME_BYTES])
@@ -82,6 +104,18 @@ void names_note_tid_locked(const struct names_out *out, uint32_t tid)
         names_put_os_name(out, tid, comm, names_tids.name[i]);
 }
 
+void names_put_process_locked(const struct names_out *out)
+{
+    if (__atomic_load_n(&names_process.state, __ATOMIC_ACQUIRE) != PY_READY)
+        return;
+    struct trace_process_python_name r = {
+        .main = trace_bytes(names_process.main, names_process.main_len),
+        .name = trace_bytes(names_process.name, names_process.name_len)};
+    out->reserve(names_process.main_len + names_process.name_len + 32u);
+    trace_put_process_python_name(out->chunk, &r);
+    __atomic_store_n(&names_process.state, PY_FREE, __ATOMIC_RELEASE);
+}
+
 void names_drain_locked(const struct names_out *out, int final)
 {
     for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++) {
@@ -94,6 +128,7 @@ void names_drain_locked(const struct names_out *out, int final)
         trace_put_thread_python_name(out->chunk, &r);
         __atomic_store_n(&names_python.state[i], PY_FREE, __ATOMIC_RELEASE);
     }
+    names_put_process_locked(out);
     if (!final)
         return;
     /* a thread may name itself after its first call: the name it has at the end wins */
@@ -109,6 +144,7 @@ void names_fork_child(void)
     memset(&names_tids, 0, sizeof names_tids);
     for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++)
         __atomic_store_n(&names_python.state[i], PY_FREE, __ATOMIC_RELAXED);
+    __atomic_store_n(&names_process.state, PY_FREE, __ATOMIC_RELAXED);
 }
 
 /* Called by the Python bootstrap through ctypes, on any thread, before or after the agent
@@ -124,9 +160,7 @@ __attribute__((visibility("default"))) int lantern_agent_python_thread_name(uint
             !__atomic_compare_exchange_n(&names_python.state[i], &expected, PY_WRITING, 0,
                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
             continue;
-        size_t len = strnlen(name, NAMES_PYTHON_BYTES);
-        while (len > 0 && len < strlen(name) && ((uint8_t)name[len] & 0xC0) == 0x80)
-            len--; /* cut before a continuation byte, not inside a character */
+        size_t len = utf8_cut(name, strlen(name), NAMES_PYTHON_BYTES);
         memcpy(names_python.name[i], name, len);
         names_python.len[i] = (uint16_t)len;
         names_python.tid[i] = tid;
@@ -134,4 +168,26 @@ __attribute__((visibility("default"))) int lantern_agent_python_thread_name(uint
         return 0;
     }
     return -1; /* the writer has not caught up (or never started): the name is lost */
+}
+
+/* Called by the Python bootstrap through ctypes in a multiprocessing child, as its Process
+ * starts: written at once where the agent runs (a fork child), else at the writer's first
+ * drain. The latest wins. */
+__attribute__((visibility("default"))) int
+lantern_agent_python_process_name(const char *main, size_t main_len, const char *name)
+{
+    int expected = PY_FREE;
+    if (!main || !name ||
+        !__atomic_compare_exchange_n(&names_process.state, &expected, PY_WRITING, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return -1;
+    main_len = main_len < NAMES_PROCESS_MAIN_BYTES ? main_len : NAMES_PROCESS_MAIN_BYTES;
+    memcpy(names_process.main, main, main_len);
+    names_process.main_len = (uint16_t)main_len;
+    size_t len = utf8_cut(name, strlen(name), NAMES_PYTHON_BYTES);
+    memcpy(names_process.name, name, len);
+    names_process.name_len = (uint16_t)len;
+    __atomic_store_n(&names_process.state, PY_READY, __ATOMIC_RELEASE);
+    writer_put_names();
+    return 0;
 }

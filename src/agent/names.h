@@ -26,6 +26,8 @@ void names_put_os_name(const struct names_out *out, uint32_t tid, const char *na
                        char written[RING_THREAD_NAME_BYTES]);
 /* A tid seen in a CUPTI record: its OS name is read and written the first time. */
 void names_note_tid_locked(const struct names_out *out, uint32_t tid);
+/* Writes the process's Python name if one is waiting (TRACE_PROCESS_PYTHON_NAME). */
+void names_put_process_locked(const struct names_out *out);
 /* Writes waiting Python names; with final set, re-reads the OS names of the noted tids. */
 void names_drain_locked(const struct names_out *out, int final);
 void names_fork_child(void);
@@ -33,5 +35,9 @@ void names_fork_child(void);
 /* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0, or -1
  * when the name could not be queued. */
 int lantern_agent_python_thread_name(uint32_t tid, const char *name);
+/* Exported for src/agent/python/lantern_processes.py (ctypes): a multiprocessing child's
+ * Process.name and the program it runs (main: main_len bytes, arguments separated by NUL; cut
+ * at 1 KiB), written as TRACE_PROCESS_PYTHON_NAME. 0, or -1 when one is already being queued. */
+int lantern_agent_python_process_name(const char *main, size_t main_len, const char *name);
 
 #endif

@@ -471,6 +471,14 @@ void writer_put_dropped(uint64_t thread_idx, uint64_t count)
 /* Where names.c writes thread names. */
 static const struct names_out writer_names = {&writer.chunk, writer_intern, writer_reserve_locked};
 
+void writer_put_names(void)
+{
+    if (!writer_lock())
+        return;
+    names_drain_locked(&writer_names, 0);
+    writer_unlock_durable();
+}
+
 void writer_note_tid_locked(uint32_t os_tid)
 {
     names_note_tid_locked(&writer_names, os_tid);
@@ -763,6 +771,9 @@ static void writer_put_process(uint64_t start_ns)
         cmd_len--; /* the format separates arguments by NUL; no terminator */
     trace_put_process_self(&writer.chunk, start_ns, cmdline, cmd_len, writer.agent_flags, "");
     writer_put_process_info();
+    /* a multiprocessing child named before its first event: in the first chunk, which is
+     * written at once (the child may _exit before any drain) */
+    names_put_process_locked(&writer_names);
 }
 
 /* Closes the file's descriptor if it is still ours. */

@@ -31,6 +31,11 @@ uint64_t writer_intern(const char *s,
  * count in TRACE_PROCESS_END's total too. */
 void writer_put_dropped(uint64_t thread_idx, uint64_t count);
 
+/* Writes the names waiting in names.c now, durably (any thread, lock not held): a fork child
+ * that ends by _exit, as multiprocessing's do, has no other drain, and the salvage of its
+ * buffer file brings back only its threads' events. Nothing while the agent is inert. */
+void writer_put_names(void);
+
 /* A thread known only by its OS tid (CUPTI's API records): its OS name is read and written
  * the first time (lock held). */
 void writer_note_tid_locked(uint32_t os_tid);

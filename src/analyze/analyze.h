@@ -42,7 +42,15 @@ struct analyze_ranked {
 };
 struct analyze_ranked *analyze_rank(const struct analyze_run *run, size_t *count);
 
-/* Prints a run: text (one section per rule), CSV (one line per evidence row) or JSON. */
-int analyze_write(const struct analyze_run *run, enum table_format format, FILE *out);
+/* How a text analysis is written: its tables fitted into width columns (0: no limit), and with
+ * details each finding's advice and evidence and every rule after the ranked summary; for a
+ * terminal (CSV: control characters escaped, table.h). */
+struct analyze_write_options {
+    int width, details, terminal;
+};
+/* Prints a run: text (the findings most costly first, one line each; opt), CSV (one line per
+ * evidence row) or JSON (the ranking, then rules > findings > evidence). */
+int analyze_write(const struct analyze_run *run, enum table_format format,
+                  const struct analyze_write_options *opt, FILE *out);
 
 #endif

@@ -1,6 +1,7 @@
-/* The three forms of `lantern analyze`'s output: a text section per rule (findings, advice,
- * an evidence table in human units), CSV (one line per evidence row, exact ns) and JSON (rules
- * > findings > evidence, exact ns). All go through the report table writer (table.h). */
+/* The three forms of `lantern analyze`'s output: text (the findings most costly first, one line
+ * each; with details, each finding's advice and evidence table in human units, then every
+ * rule), CSV (one line per evidence row, exact ns) and JSON (the ranking, then rules >
+ * findings > evidence, exact ns). All go through the report table writer (table.h). */
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
 #include "output/json.h"
@@ -48,9 +49,9 @@ static void evidence_cells(struct table *t, const struct analyze_evidence *e)
 }
 
 static int write_evidence_table(const struct analyze_finding *f, enum table_format format,
-                                FILE *out)
+                                int width, FILE *out)
 {
-    struct table *t = table_new(out, format, evidence_columns, EVIDENCE_COLUMNS);
+    struct table *t = table_new(out, format, width, evidence_columns, EVIDENCE_COLUMNS);
     if (!t)
         return -1;
     for (int e = 0; e < f->evidence_count; e++)
@@ -63,44 +64,106 @@ static double share(const struct analyze_run *run, double ns)
     return run->duration_ns > 0 ? 100.0 * ns / (double)run->duration_ns : 0;
 }
 
-static int write_text(const struct analyze_run *run, FILE *out)
+static const struct table_column summary_columns[] = {
+    {"#", "rank", TABLE_INT},
+    {"Could Save", "cost_ns", TABLE_NS},
+    {"Share", "share_percent", TABLE_PERCENT},
+    {"Rule", "rule", TABLE_TEXT},
+    {"Finding", "summary", TABLE_TEXT},
+};
+#define SUMMARY_COLUMNS (int)(sizeof summary_columns / sizeof summary_columns[0])
+
+/* The findings most costly first, one line each, as the HTML page ranks them. */
+static int write_summary(const struct analyze_ranked *ranked, size_t n,
+                         const struct analyze_run *run, int width, FILE *out)
 {
+    if (n == 0) {
+        fputs("No rule found anything to fix.\n", out);
+        return 0;
+    }
+    fputs("Findings, most costly first (the time each could save; the costs of different rules "
+          "can overlap):\n\n",
+          out);
+    struct table *t = table_new(out, TABLE_FORMAT_TABLE, width, summary_columns, SUMMARY_COLUMNS);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        table_int(t, (int64_t)i + 1);
+        table_ns(t, ranked[i].finding->cost_ns);
+        table_percent(t, share(run, ranked[i].finding->cost_ns));
+        table_text(t, ranked[i].result->rule->name);
+        table_text(t, ranked[i].finding->summary);
+    }
+    return table_finish(t);
+}
+
+/* One finding whole: what it could save, the advice and its evidence. */
+static int write_finding(const struct analyze_run *run, size_t rank, const struct analyze_ranked *r,
+                         int width, FILE *out)
+{
+    const struct analyze_finding *f = r->finding;
+    char cost[32];
+    fprintf(out, "#%zu  %s: %s\n    could save: %s (%.1f %% of the run)", rank,
+            r->result->rule->name, f->summary, analyze_fmt_ns(cost, sizeof cost, f->cost_ns),
+            share(run, f->cost_ns));
+    if (f->cost_j >= 0)
+        fprintf(out, ", %.3f J", f->cost_j);
+    fprintf(out, "\n    advice: %s\n", f->advice);
     int rc = 0;
+    if (f->evidence_count) {
+        fprintf(out, "    evidence (%d of %lld):\n", f->evidence_count,
+                (long long)(f->count > f->evidence_count ? f->count : f->evidence_count));
+        rc = write_evidence_table(f, TABLE_FORMAT_TABLE, width, out);
+    }
+    putc('\n', out);
+    return rc;
+}
+
+/* Every rule: what it looks for, its threshold, what it found or why it could not look. */
+static void write_rules(const struct analyze_run *run, FILE *out)
+{
+    fputs("Rules:\n", out);
     for (int i = 0; i < run->count; i++) {
         const struct analyze_result *res = &run->results[i];
-        double total = 0;
-        for (int k = 0; k < res->count; k++)
-            total += res->findings[k].cost_ns;
-        char cost[32];
         fprintf(out, "== %s: %s\n   threshold: %s\n", res->rule->name, res->rule->looks_for,
                 res->rule->threshold);
         if (res->note)
             fprintf(out, "   note: %s\n", res->note);
-        if (res->count == 0) {
-            fputs("   no finding\n\n", out);
-            continue;
-        }
-        fprintf(out, "   %d finding%s%s, could save up to %s (%.1f %% of the run)\n\n", res->count,
-                res->count == 1 ? "" : "s", res->more ? " shown" : "",
-                analyze_fmt_ns(cost, sizeof cost, total), share(run, total));
-        for (int k = 0; k < res->count; k++) {
-            const struct analyze_finding *f = &res->findings[k];
-            fprintf(out, "#%d  %s\n    cost: %s (%.1f %% of the run)", k + 1, f->summary,
-                    analyze_fmt_ns(cost, sizeof cost, f->cost_ns), share(run, f->cost_ns));
-            if (f->cost_j >= 0)
-                fprintf(out, ", %.3f J", f->cost_j);
-            fprintf(out, "\n    advice: %s\n", f->advice);
-            if (f->evidence_count) {
-                fprintf(out, "    evidence (%d of %lld):\n", f->evidence_count,
-                        (long long)(f->count > f->evidence_count ? f->count : f->evidence_count));
-                if (write_evidence_table(f, TABLE_FORMAT_TABLE, out) < 0)
-                    rc = -1;
-            }
-            putc('\n', out);
-        }
+        if (res->count)
+            fprintf(out, "   %d finding%s%s", res->count, res->count == 1 ? "" : "s",
+                    res->more ? " shown" : "");
+        else
+            fputs("   no finding", out);
         if (res->more)
-            fprintf(out, "   (%lld more findings not shown)\n\n", (long long)res->more);
+            fprintf(out, " (%lld more not shown)", (long long)res->more);
+        putc('\n', out);
     }
+}
+
+/* The summary; with details, each finding whole in the same order, then every rule. */
+static int write_text(const struct analyze_run *run, const struct analyze_write_options *opt,
+                      FILE *out)
+{
+    size_t n = 0;
+    struct analyze_ranked *ranked = analyze_rank(run, &n);
+    if (!ranked)
+        return -1;
+    int rc = write_summary(ranked, n, run, opt->width, out), found = 0;
+    for (int i = 0; i < run->count; i++)
+        found += run->results[i].count > 0;
+    if (!opt->details) {
+        fprintf(out,
+                "\n%d of %d rules found something (--details: each finding's advice and "
+                "evidence, and what every rule looks for, its threshold and notes)\n",
+                found, run->count);
+        free(ranked);
+        return rc;
+    }
+    putc('\n', out);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = write_finding(run, i + 1, &ranked[i], opt->width, out);
+    write_rules(run, out);
+    free(ranked);
     return rc;
 }
 
@@ -141,12 +204,14 @@ static void csv_finding_cells(struct table *t, const struct analyze_run *run,
     table_text(t, f->advice);
 }
 
-static int write_csv(const struct analyze_run *run, FILE *out)
+static int write_csv(const struct analyze_run *run, int terminal, FILE *out)
 {
-    struct table *t = table_new(out, TABLE_FORMAT_CSV, csv_columns,
+    struct table *t = table_new(out, TABLE_FORMAT_CSV, 0, csv_columns,
                                 (int)(sizeof csv_columns / sizeof csv_columns[0]));
     if (!t)
         return -1;
+    if (terminal)
+        table_escape_csv_controls(t);
     static const struct analyze_evidence none = {-1, -1, -1, -1, -1, -1, NULL, NULL, NULL};
     for (int i = 0; i < run->count; i++) {
         const struct analyze_result *res = &run->results[i];
@@ -169,10 +234,38 @@ static int write_csv(const struct analyze_run *run, FILE *out)
     return table_finish(t);
 }
 
+/* "ranked": the findings most costly first, each by its rule and place in the rule's list. */
+static int write_json_ranked(const struct analyze_run *run, FILE *out)
+{
+    size_t n = 0;
+    struct analyze_ranked *ranked = analyze_rank(run, &n);
+    if (!ranked)
+        return -1;
+    fputs("\"ranked\": [", out);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? ",\n {\"rule\": " : "\n {\"rule\": ", out);
+        json_write_cstring(out, ranked[i].result->rule->name);
+        fprintf(out, ", \"finding\": %lld, \"cost_ns\": ",
+                (long long)(ranked[i].finding - ranked[i].result->findings) + 1);
+        json_write_double(out, ranked[i].finding->cost_ns);
+        fputs(", \"share_percent\": ", out);
+        json_write_double(out, share(run, ranked[i].finding->cost_ns));
+        fputs(", \"summary\": ", out);
+        json_write_cstring(out, ranked[i].finding->summary);
+        putc('}', out);
+    }
+    fputs("], ", out);
+    free(ranked);
+    return 0;
+}
+
 static int write_json(const struct analyze_run *run, FILE *out)
 {
     int rc = 0;
-    fprintf(out, "{\"duration_ns\": %lld, \"rules\": [", (long long)run->duration_ns);
+    fprintf(out, "{\"duration_ns\": %lld, ", (long long)run->duration_ns);
+    if (write_json_ranked(run, out) < 0)
+        return -1;
+    fputs("\"rules\": [", out);
     for (int i = 0; i < run->count; i++) {
         const struct analyze_result *res = &run->results[i];
         fputs(i ? ",\n {\"name\": " : "\n {\"name\": ", out);
@@ -200,7 +293,7 @@ static int write_json(const struct analyze_run *run, FILE *out)
             else
                 fputs("null", out);
             fprintf(out, ", \"count\": %lld, \"evidence\": ", (long long)f->count);
-            if (write_evidence_table(f, TABLE_FORMAT_JSON, out) < 0)
+            if (write_evidence_table(f, TABLE_FORMAT_JSON, 0, out) < 0)
                 rc = -1;
             putc('}', out);
         }
@@ -210,10 +303,11 @@ static int write_json(const struct analyze_run *run, FILE *out)
     return rc;
 }
 
-int analyze_write(const struct analyze_run *run, enum table_format format, FILE *out)
+int analyze_write(const struct analyze_run *run, enum table_format format,
+                  const struct analyze_write_options *opt, FILE *out)
 {
-    int rc = format == TABLE_FORMAT_CSV    ? write_csv(run, out)
+    int rc = format == TABLE_FORMAT_CSV    ? write_csv(run, opt->terminal, out)
              : format == TABLE_FORMAT_JSON ? write_json(run, out)
-                                           : write_text(run, out);
+                                           : write_text(run, opt, out);
     return rc < 0 || ferror(out) ? -1 : 0;
 }

@@ -2,6 +2,8 @@
  * reason when it is not one, and running the importer with warnings and progress on stderr. */
 #include "cli/cli.h"
 #include "db/import.h"
+#include "db/upgrade.h"
+#include "output/fit.h"
 #include "trace/pool_file.h"
 #include "trace/process.h"
 
@@ -13,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,18 +41,19 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-int cli_terminal_width(void)
+/* Opens path read-only (one thread per connection: no mutex around every sqlite3_column_*
+ * call, 12 % of `lantern analyze` on a 10 M-event database, docs/benchmarks.md). */
+static int open_read_only(const char *path, sqlite3 **db)
 {
-    struct winsize ws;
-    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    const char *columns = getenv("COLUMNS");
-    char *end;
-    long n = columns && *columns ? strtol(columns, &end, 10) : 0;
-    return n > 0 && n < 100000 && !*end ? (int)n : 0;
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
+        return CLI_EXIT_OK;
+    cli_error("cannot open '%s': %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+    sqlite3_close(*db);
+    *db = NULL;
+    return CLI_EXIT_ERROR;
 }
 
-int cli_open_db(const char *path, sqlite3 **out)
+int cli_schema_version(const char *path, int *version)
 {
     struct stat st;
     sqlite3 *db = NULL;
@@ -60,34 +62,59 @@ int cli_open_db(const char *path, sqlite3 **out)
         return cli_error("cannot open '%s': %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return cli_error("cannot open '%s': not a Lantern database (not a regular file)", path);
-    /* one thread per connection: no mutex around every sqlite3_column_* call (12 % of
-     * `lantern analyze` on a 10 M-event database, docs/benchmarks.md) */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        cli_error("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-        goto fail;
-    }
+    if (open_read_only(path, &db) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    int rc = CLI_EXIT_OK;
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q,
                            NULL) != SQLITE_OK ||
-        sqlite3_step(q) != SQLITE_ROW) {
-        cli_error("cannot open '%s': not a Lantern database", path);
-        goto fail;
-    }
-    int version = sqlite3_column_int(q, 0);
-    if (version != IMPORT_SCHEMA_VERSION) {
-        cli_error("cannot open '%s': schema version %d, this lantern reads version %d%s", path,
-                  version, IMPORT_SCHEMA_VERSION,
-                  version < IMPORT_SCHEMA_VERSION
-                      ? " (import its raw trace again with `lantern import`, or profile again)"
-                      : "");
-        goto fail;
-    }
-    sqlite3_finalize(q);
-    *out = db;
-    return CLI_EXIT_OK;
-fail:
+        sqlite3_step(q) != SQLITE_ROW || sqlite3_column_int(q, 0) < UPGRADE_OLDEST_SCHEMA)
+        rc = cli_error("cannot open '%s': not a Lantern database", path);
+    else if ((*version = sqlite3_column_int(q, 0)) > IMPORT_SCHEMA_VERSION)
+        rc = cli_error("cannot open '%s': schema version %d, this lantern reads versions %d to %d "
+                       "(a newer Lantern wrote it)",
+                       path, *version, UPGRADE_OLDEST_SCHEMA, IMPORT_SCHEMA_VERSION);
     sqlite3_finalize(q);
     sqlite3_close(db);
-    return CLI_EXIT_ERROR;
+    return rc;
+}
+
+/* A database of an older schema, read through an upgraded copy in $TMPDIR, gone once open (the
+ * file itself is left as it is). */
+static int open_upgraded(const char *path, int version, sqlite3 **db)
+{
+    const char *dir = getenv("TMPDIR");
+    char *copy = NULL, err[512];
+    if (asprintf(&copy, "%s/lantern-upgraded-XXXXXX", dir && *dir ? dir : "/tmp") < 0)
+        return cli_error("cannot open '%s': out of memory", path);
+    int fd = mkstemp(copy), rc = CLI_EXIT_ERROR;
+    if (fd < 0) {
+        cli_error("cannot open '%s': cannot make its upgraded copy '%s': %s", path, copy,
+                  strerror(errno));
+        goto out;
+    }
+    close(fd);
+    if (upgrade_database(path, version, copy, err, sizeof err) < 0)
+        cli_error("cannot open '%s': %s", path, err);
+    else if ((rc = open_read_only(copy, db)) == CLI_EXIT_OK)
+        fprintf(stderr,
+                "lantern: '%s' is of schema version %d (an older Lantern): reading an upgraded "
+                "copy ('lantern upgrade %s' upgrades the file itself)\n",
+                path, version, path);
+    unlink(copy); /* an open database stays readable */
+out:
+    free(copy);
+    return rc;
+}
+
+int cli_open_db(const char *path, sqlite3 **out)
+{
+    int version = 0;
+    *out = NULL;
+    if (cli_schema_version(path, &version) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    if (version < IMPORT_SCHEMA_VERSION)
+        return open_upgraded(path, version, out);
+    return open_read_only(path, out);
 }
 
 /* Progress of a long import: a live percentage on a terminal, else a line every few
@@ -228,8 +255,7 @@ fail:
     return CLI_EXIT_ERROR;
 }
 
-/* rename(2) that replaces an existing name only when asked to. */
-static int rename_output(const char *from, const char *to, int replace)
+int cli_rename_output(const char *from, const char *to, int replace)
 {
     if (replace)
         return rename(from, to);
@@ -258,7 +284,7 @@ int cli_output_close(struct cli_output *o, int ok)
             err = errno;
         if (fclose(o->file) != 0 && !err)
             err = errno;
-        if (!err && ok && rename_output(o->temp, o->path, o->force) < 0)
+        if (!err && ok && cli_rename_output(o->temp, o->path, o->force) < 0)
             err = errno;
         if (err || !ok)
             unlink(o->temp);
@@ -274,7 +300,7 @@ int cli_output_close(struct cli_output *o, int ok)
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
-int cli_parse_output_options(const char *name, void (*help)(void), int argc, char **argv,
+int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
                              const char **output, int *force, int *first)
 {
     static const struct option options[] = {
@@ -296,7 +322,7 @@ int cli_parse_output_options(const char *name, void (*help)(void), int argc, cha
             *force = 1;
             break;
         case 'h':
-            help();
+            output_print_wrapped(help, stdout);
             return -1;
         case ':':
             return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
@@ -308,7 +334,7 @@ int cli_parse_output_options(const char *name, void (*help)(void), int argc, cha
     return CLI_EXIT_OK;
 }
 
-int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
+int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
                              char **argv, const char **output, int *force, const char **arg)
 {
     int first = 0, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
@@ -318,4 +344,36 @@ int cli_parse_output_command(const char *name, const char *what, void (*help)(vo
         return cli_usage_error(name, "expected %s", what);
     *arg = argv[first];
     return CLI_EXIT_OK;
+}
+
+int cli_parse_width(const char *name, const char *value, int *width)
+{
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || end == value || n < 0 || n > 100000)
+        return cli_usage_error(name, "width must be a number >= 0, not '%s'", value);
+    *width = (int)n;
+    return CLI_EXIT_OK;
+}
+
+FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width)
+{
+    memset(f, 0, sizeof *f);
+    f->out = out;
+    f->width = width;
+    if (width > 0)
+        f->held = open_memstream(&f->text, &f->len);
+    return f->held ? f->held : out;
+}
+
+int cli_fit_end(struct cli_fit *f)
+{
+    if (!f->held) /* no limit, or nothing could be held: written as it came */
+        return 0;
+    int rc = fclose(f->held) == 0 ? 0 : -1;
+    if (rc == 0)
+        output_wrap(f->out, f->text, f->len, f->width);
+    free(f->text);
+    f->held = NULL;
+    return rc;
 }

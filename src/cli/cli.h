@@ -25,6 +25,7 @@ int cmd_energy(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_upgrade(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
 /* Prints "lantern: <message>" on stderr and returns CLI_EXIT_ERROR. */
@@ -32,27 +33,45 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "lantern: <message>" and "Try 'lantern <cmd> --help'." and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The width text tables fit by default (`lantern kernels -w`, `lantern diff -w`): the
- * terminal's columns when stdout is one, else $COLUMNS when set (a shell exports it only when
- * asked), else 0: no limit, so a pipe into awk or a file gets every name whole. */
-int cli_terminal_width(void);
-
-/* Opens a Lantern database read-only. On failure prints the one-line reason
+/* Opens a Lantern database read-only; one of an older schema through an upgraded copy (src/db/
+ * upgrade.h), with one line on stderr saying so. On failure prints the one-line reason
  * ("cannot open 'x.db': not a Lantern database") and returns CLI_EXIT_ERROR. */
 int cli_open_db(const char *path, sqlite3 **db);
+/* The schema version of a Lantern database: CLI_EXIT_OK with *version (1 .. this one), or
+ * CLI_EXIT_ERROR with the reason printed (not one, a newer one). */
+int cli_schema_version(const char *path, int *version);
+/* rename(2) that replaces an existing name only when asked to (a file system without
+ * RENAME_NOREPLACE: link and unlink). 0, or -1 with errno. */
+int cli_rename_output(const char *from, const char *to, int replace);
 
 /* Parses the options -o OUT, -f|--force and -h of a subcommand taking files after them
  * (`merge`): sets *output (NULL when not given), *force and *first (the index in argv of the
  * first file). Returns CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's code. */
-int cli_parse_output_options(const char *name, void (*help)(void), int argc, char **argv,
+int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
                              const char **output, int *force, int *first);
 
 /* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
  * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
  * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
  * ARG in the error ("one SESSION_DIR"). */
-int cli_parse_output_command(const char *name, const char *what, void (*help)(void), int argc,
+int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
                              char **argv, const char **output, int *force, const char **arg);
+
+/* Parses -w/--width's value N (>= 0) into *width. CLI_EXIT_OK or a usage error's code. */
+int cli_parse_width(const char *name, const char *value, int *width);
+
+/* Text for the terminal (output/fit.h): between cli_fit_begin and cli_fit_end what is written to
+ * the stream begin returns is held, then written to out with its long lines wrapped to width
+ * (tables were fitted as they were written). With width 0 it is out itself, nothing held. */
+struct cli_fit {
+    FILE *out, *held;
+    char *text;
+    size_t len;
+    int width;
+};
+FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width);
+/* Returns 0, or -1 if the held text could not be completed (then nothing was written). */
+int cli_fit_end(struct cli_fit *f);
 
 /* The signals that end lantern (SIGINT, SIGTERM, SIGHUP) held during a long write (import,
  * merge), which polls cli_signal_pending (non-zero: one is pending; ctx unused) and stops
@@ -82,9 +101,10 @@ int cli_output_open(struct cli_output *o, const char *path, int force);
 int cli_output_close(struct cli_output *o, int ok);
 
 /* Prints report r of the report table (src/report/reports.c) from a database file, in format,
- * with sort (report_ctx.sort, NULL: the report's default). Returns a CLI_EXIT_* code (errors
- * already printed, except a write error on out, which the caller names: see cli_output). */
+ * with sort (report_ctx.sort, NULL: the report's default), a text table fitted into width
+ * columns (0: no limit). Returns a CLI_EXIT_* code (errors already printed, except a write
+ * error on out, which the caller names: see cli_output). */
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, FILE *out);
+                     const char *sort, int width, FILE *out);
 
 #endif

@@ -1,29 +1,60 @@
 /* lantern analyze: runs the expert rules of src/analyze (the table in rules.c) over a
- * database and prints their findings after the session header, as text, CSV or JSON. */
+ * database and prints their findings after the session header: as text, the most costly
+ * first, one line each (with --details, each one's advice and evidence, and every rule), as
+ * CSV or as JSON. */
 #include "analyze/analyze.h"
 #include "cli/cli.h"
+#include "output/fit.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern analyze FILE [--rule NAME,...] [--format table|csv|json]\n\n"
-           "Looks for what costs time or energy in a Lantern database: each rule prints its\n"
-           "findings with the rows that show them (evidence), the time that could be saved\n"
-           "(share of the run) and what to do. docs/analyze.md describes every rule.\n\n"
-           "  -r, --rule LIST     only these rules (comma-separated)\n"
-           "      --format FMT    table (human units), csv (one line per evidence row) or json\n"
-           "  -h, --help          show this help\n\nRules:\n");
+    fprintf(out,
+            "Usage: lantern analyze FILE [--rule NAME,...] [--details] [--format table|csv|json]\n"
+            "                       [-w N]\n\n"
+            "Looks for what costs time or energy in a Lantern database and lists the findings\n"
+            "most costly first, one line each: the time each could save (share of the run),\n"
+            "its rule and what it saw. docs/analyze.md describes every rule.\n\n"
+            "  -r, --rule LIST     only these rules (comma-separated)\n"
+            "  -d, --details       after the list, each finding's advice and the rows that\n"
+            "                      show it (evidence), then every rule's threshold and notes\n"
+            "      --format FMT    table (human units), csv (one line per evidence row) or\n"
+            "                      json (everything)\n"
+            "  -w, --width N       fit the text in N characters (tables cut names with '~');\n"
+            "                      default: the terminal's width, else $COLUMNS, else no limit\n"
+            "  -h, --help          show this help\n\nRules:\n");
     for (const struct analyze_rule *r = analyze_rules; r->name; r++)
-        printf("  %-16s %s\n", r->name, r->looks_for);
+        fprintf(out, "  %-16s %s\n", r->name, r->looks_for);
 }
 
-static int print_analysis(const char *path, const char *rules, enum table_format format, FILE *out)
+/* The session header and the run, to out (a table: the caller fits it to the terminal). */
+static int write_analysis(struct report_ctx *ctx, const struct analyze_run *run,
+                          const struct analyze_write_options *opt)
 {
-    struct report_ctx ctx = {.out = out, .format = format};
+    int rc;
+    if (ctx->format == TABLE_FORMAT_JSON) {
+        fputs("{\"session\": ", ctx->out);
+        rc = report_session_header(ctx, ctx->out);
+        fputs(", \"analysis\": ", ctx->out);
+    } else {
+        rc = report_session_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out);
+    }
+    if (rc == 0)
+        rc = analyze_write(run, ctx->format, opt, ctx->out);
+    if (ctx->format == TABLE_FORMAT_JSON)
+        fputs("}\n", ctx->out);
+    return rc;
+}
+
+static int print_analysis(const char *path, const char *rules, enum table_format format,
+                          const struct analyze_write_options *opt, FILE *out)
+{
+    struct report_ctx ctx = {.format = format};
     if (cli_open_db(path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     struct analyze_run run;
@@ -31,21 +62,16 @@ static int print_analysis(const char *path, const char *rules, enum table_format
     char error[256] = "";
     int rc = analyze_run(ctx.db, rules, 0, &run, &bad, error, sizeof error);
     if (rc == -EINVAL) {
+        analyze_run_release(&run);
         sqlite3_close(ctx.db);
         return cli_usage_error("analyze", "unknown rule '%.*s'", (int)strcspn(bad, ","), bad);
     }
     if (rc == 0) {
-        if (format == TABLE_FORMAT_JSON) {
-            fputs("{\"session\": ", out);
-            rc = report_session_header(&ctx, out);
-            fputs(", \"analysis\": ", out);
-        } else {
-            rc = report_session_header(&ctx, format == TABLE_FORMAT_CSV ? stderr : out);
-        }
-        if (rc == 0)
-            rc = analyze_write(&run, format, out);
-        if (format == TABLE_FORMAT_JSON)
-            fputs("}\n", out);
+        struct cli_fit fit;
+        ctx.out = cli_fit_begin(&fit, out, format == TABLE_FORMAT_TABLE ? opt->width : 0);
+        rc = write_analysis(&ctx, &run, opt);
+        if (cli_fit_end(&fit) < 0)
+            rc = -1;
         if (rc < 0)
             snprintf(error, sizeof error, "cannot write the analysis");
     }
@@ -59,15 +85,15 @@ static int print_analysis(const char *path, const char *rules, enum table_format
 int cmd_analyze(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"rule", required_argument, NULL, 'r'},
-        {"format", required_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"rule", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
+        {"details", no_argument, NULL, 'd'},    {"width", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     const char *rules = NULL, *format = "table";
+    struct analyze_write_options opt = {.width = -1}; /* -1: not given */
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":r:dw:h", options, NULL)) != -1) {
         switch (c) {
         case 'r':
             rules = optarg;
@@ -75,8 +101,15 @@ int cmd_analyze(int argc, char **argv)
         case 'F':
             format = optarg;
             break;
+        case 'd':
+            opt.details = 1;
+            break;
+        case 'w':
+            if (cli_parse_width("analyze", optarg, &opt.width) != CLI_EXIT_OK)
+                return CLI_EXIT_USAGE;
+            break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return CLI_EXIT_OK;
         case ':':
             return cli_usage_error("analyze", "option '%s' needs a value", argv[optind - 1]);
@@ -89,7 +122,10 @@ int cmd_analyze(int argc, char **argv)
     enum table_format parsed;
     if (table_parse_format(format, &parsed) < 0)
         return cli_usage_error("analyze", "unknown format '%s' (table, csv or json)", format);
-    int rc = print_analysis(argv[optind], rules, parsed, stdout);
+    if (opt.width < 0)
+        opt.width = output_width(STDOUT_FILENO);
+    opt.terminal = isatty(STDOUT_FILENO);
+    int rc = print_analysis(argv[optind], rules, parsed, &opt, stdout);
     if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
         rc = cli_error("cannot write the analysis: %s", strerror(errno));
     return rc;

@@ -5,44 +5,51 @@
  * threshold is found: a gate for CI. */
 #include "cli/cli.h"
 #include "diff/diff.h"
+#include "output/fit.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf(
-        "Usage: lantern diff BASE.db NEW.db [options]\n"
-        "       lantern diff --base A1.db A2.db ... --new B1.db B2.db ... [options]\n\n"
-        "Compares NVTX ranges, kernels (also per range), copies, CUDA API calls, energy per\n"
-        "range, GPU metrics per kernel and whole-run figures, matched by name, and says which\n"
-        "got slower or faster: the change of the median with a 95 %% confidence interval, a\n"
-        "test, and a verdict (slower, faster, higher, lower, new, gone, same, untested). With\n"
-        "one run per side the instances are compared (Mann-Whitney U); with 2 or more runs on\n"
-        "each side the runs' medians (bootstrap over runs): profile 3 or more per side for an\n"
-        "honest answer. Checks that the runs are comparable (GPU, clocks, throttling, command)\n"
-        "come first. docs/diff.md explains the statistics.\n\n"
-        "      --base FILE...      the base runs (the first positional FILE otherwise)\n"
-        "      --new FILE...       the new runs (the second positional FILE otherwise)\n"
-        "      --threshold PCT     a change of the median below PCT %% is 'same' (default 5)\n"
-        "      --alpha Q           the false-discovery rate over all rows (default 0.05)\n"
-        "      --format FMT        table (default), csv (every field; checks on stderr) or json\n"
-        "  -o, --output OUT        write the table, CSV or JSON to OUT\n"
-        "      --html OUT.html     also write a self-contained HTML page\n"
-        "  -f, --force             replace OUT and OUT.html if they exist\n"
-        "  -w, --width N           fit the table in N columns (default: the terminal's, else\n"
-        "                          $COLUMNS, else no limit: full names in a pipe)\n"
-        "      --all               every row in the table (default: changes, NVTX ranges and\n"
-        "                          whole-run figures)\n"
-        "      --fail-on-regression  exit 3 when a row is slower (significant, beyond the\n"
-        "                          threshold): a gate for CI\n"
-        "  -h, --help              show this help\n\n"
-        "Exit status: 0 compared (even with regressions, unless --fail-on-regression), 1 bad\n"
-        "input (not a Lantern database), 2 usage error, 3 a regression with\n"
-        "--fail-on-regression.\n");
+    fprintf(out,
+            "Usage: lantern diff BASE.db NEW.db [options]\n"
+            "   or: lantern diff --base A1.db A2.db ... --new B1.db B2.db ... [options]\n\n"
+            "Compares NVTX ranges, kernels (also per range), copies, CUDA API calls, energy\n"
+            "per range, GPU metrics per kernel and whole-run figures, matched by name, and\n"
+            "says which got slower or faster: the change of the median with a 95 %% confidence\n"
+            "interval, a test, and a verdict (slower, faster, higher, lower, new, gone, same,\n"
+            "untested). With one run per side the instances are compared (Mann-Whitney U);\n"
+            "with 2 or more runs on each side the runs' medians (bootstrap over runs):\n"
+            "profile 3 or more per side for an honest answer. Checks that the runs are\n"
+            "comparable (GPU, clocks, throttling, command) come first. docs/diff.md explains\n"
+            "the statistics.\n\n"
+
+            "      --base FILE...      the base runs (the first positional FILE otherwise)\n"
+            "      --new FILE...       the new runs (the second positional FILE otherwise)\n"
+            "      --threshold PCT     a change of the median below PCT %% is 'same'\n"
+            "                          (default 5)\n"
+            "      --alpha Q           the false-discovery rate over all rows (default 0.05)\n"
+            "      --format FMT        table (default), csv (every field; checks on stderr)\n"
+            "                          or json\n"
+            "  -o, --output OUT        write the table, CSV or JSON to OUT\n"
+            "      --html OUT.html     also write a self-contained HTML page\n"
+            "  -f, --force             replace OUT and OUT.html if they exist\n"
+            "  -w, --width N           fit the text in N columns, cutting names with '~'\n"
+            "                          (default: the terminal's, else $COLUMNS, else no\n"
+            "                          limit: full names in a pipe; 0: no limit)\n"
+            "      --all               every row in the table (default: changes, NVTX ranges\n"
+            "                          and whole-run figures)\n"
+            "      --fail-on-regression  exit 3 when a row is slower (significant, beyond the\n"
+            "                          threshold): a gate for CI\n"
+            "  -h, --help              show this help\n\n"
+            "Exit status: 0 compared (even with regressions, unless --fail-on-regression),\n"
+            "1 bad input (not a Lantern database), 2 usage error, 3 a regression with\n"
+            "--fail-on-regression.\n");
 }
 
 struct diff_args {
@@ -105,7 +112,6 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    char *end;
     int c;
     opterr = 0;
     optind = 1;
@@ -136,9 +142,8 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
             a->force = 1;
             break;
         case 'w':
-            a->width = (int)strtol(optarg, &end, 10);
-            if (*end || end == optarg || a->width < 0)
-                return cli_usage_error("diff", "width must be a number >= 0, not '%s'", optarg);
+            if (cli_parse_width("diff", optarg, &a->width) != CLI_EXIT_OK)
+                return CLI_EXIT_USAGE;
             break;
         case 'a':
             a->all = 1;
@@ -147,7 +152,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
             a->fail_on_regression = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return -1;
         case ':':
             return cli_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
@@ -195,17 +200,25 @@ static int load_runs(struct diff_args *a, sqlite3 **dbs[2], struct diff_run **ru
 }
 
 /* The result on out (and the page on html when asked); a failed write is kept in the
- * output's error, for cli_output_close to name. */
-static void write_result(const struct diff_args *a, const struct diff_result *res,
-                         struct cli_output *out, struct cli_output *html)
+ * output's error, for cli_output_close to name. Text fits the terminal (output/fit.h): the
+ * table fitted as it is written, the lines around it wrapped; a file gets everything whole.
+ * Returns CLI_EXIT_OK, or CLI_EXIT_ERROR (printed) when the text could not be held. */
+static int write_result(const struct diff_args *a, const struct diff_result *res,
+                        struct cli_output *out, struct cli_output *html)
 {
-    int width = a->width >= 0 ? a->width : out->path ? 0 : cli_terminal_width();
+    int width = a->width >= 0 ? a->width : out->path ? 0 : output_width(STDOUT_FILENO);
+    if (a->format != TABLE_FORMAT_TABLE)
+        width = 0;
     if (a->format == TABLE_FORMAT_CSV) /* the CSV stays machine-readable */
         diff_write_checks(res, stderr);
-    if (diff_write(res, a->format, width, a->all, out->file) < 0)
+    struct cli_fit fit;
+    if (diff_write(res, a->format, width, a->all, cli_fit_begin(&fit, out->file, width)) < 0)
         out->error = errno;
+    if (cli_fit_end(&fit) < 0)
+        return cli_error("cannot write the comparison: out of memory");
     if (html->file && diff_write_html(res, html->file) < 0)
         html->error = errno;
+    return CLI_EXIT_OK;
 }
 
 static int run_diff(struct diff_args *a, struct cli_output *out, struct cli_output *html)
@@ -223,7 +236,7 @@ static int run_diff(struct diff_args *a, struct cli_output *out, struct cli_outp
                          sizeof error) < 0)
             rc = cli_error("cannot compare: %s", error);
         else
-            write_result(a, &res, out, html);
+            rc = write_result(a, &res, out, html);
     }
     if (rc == CLI_EXIT_OK && a->fail_on_regression && diff_regressions(&res))
         rc = CLI_EXIT_REGRESSION;

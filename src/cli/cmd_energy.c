@@ -4,6 +4,7 @@
  * stderr, like time(1). */
 #include "cli/cli.h"
 #include "lantern.h"
+#include "output/fit.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,17 +23,18 @@ struct energy_options {
     char **command;
 };
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
-           "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
-           "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
-           "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
-           "      --cpus LIST     CPU packages, or 'none' (default: all with readable RAPL)\n"
-           "      --power-only    integrate power instead of reading the energy counter (the\n"
-           "                      method for GPUs older than Volta)\n"
-           "  -h, --help          show this help\n\n"
-           "lantern exits with COMMAND's status (128+N if killed by signal N).\n");
+    fprintf(out,
+            "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
+            "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
+            "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
+            "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
+            "      --cpus LIST     CPU packages, or 'none' (default: all with readable RAPL)\n"
+            "      --power-only    integrate power instead of reading the energy counter (the\n"
+            "                      method for GPUs older than Volta)\n"
+            "  -h, --help          show this help\n\n"
+            "lantern exits with COMMAND's status (128+N if killed by signal N).\n");
 }
 
 static int parse_options(int argc, char **argv, struct energy_options *o)
@@ -59,7 +61,7 @@ static int parse_options(int argc, char **argv, struct energy_options *o)
             o->flags |= LANTERN_POWER_ONLY;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return -1;
         case ':':
             return cli_usage_error("energy", "option '%s' needs a value", argv[optind - 1]);
@@ -94,8 +96,10 @@ static int run_to_end(char **command)
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-static void print_gpus(const lantern_measurement *r, double *total)
+/* Each GPU's energy; returns how many were measured. */
+static int print_gpus(const lantern_measurement *r, double *total)
 {
+    int measured = 0;
     for (int i = 0; i < lantern_measurement_gpu_count(r); i++) {
         double j, error;
         int index = lantern_measurement_gpu_index(r, i);
@@ -110,17 +114,22 @@ static void print_gpus(const lantern_measurement *r, double *total)
                 j, error, seconds > 0 ? j / seconds : 0, lantern_measurement_gpu_updates(r, i),
                 flags & LANTERN_ENERGY_POWER_ONLY ? ", power integrated" : "");
         *total += j;
+        measured++;
     }
+    return measured;
 }
 
-static void print_cpus(const lantern_measurement *r, double *total)
+/* Each CPU package's and DRAM's energy; returns how many were measured. */
+static int print_cpus(const lantern_measurement *r, double *total)
 {
+    int measured = 0;
     for (int i = 0; i < lantern_measurement_cpu_count(r); i++) {
         double j;
         int index = lantern_measurement_cpu_index(r, i);
         if (lantern_measurement_cpu_energy(r, i, &j) == LANTERN_OK) {
             fprintf(stderr, "CPU package %d:  %.3f J\n", index, j);
             *total += j;
+            measured++;
         } else {
             fprintf(stderr, "CPU package %d:  not readable (RAPL needs root on Linux >= 5.10)\n",
                     index);
@@ -128,8 +137,10 @@ static void print_cpus(const lantern_measurement *r, double *total)
         if (lantern_measurement_dram_energy(r, i, &j) == LANTERN_OK) {
             fprintf(stderr, "DRAM %d:         %.3f J\n", index, j);
             *total += j;
+            measured++;
         }
     }
+    return measured;
 }
 
 int cmd_energy(int argc, char **argv)
@@ -153,9 +164,13 @@ int cmd_energy(int argc, char **argv)
     if (status >= 0 && r) {
         double total = 0;
         fprintf(stderr, "Time:           %.3f s\n", lantern_measurement_time(r));
-        print_gpus(r, &total);
-        print_cpus(r, &total);
-        fprintf(stderr, "Total:          %.3f J\n", total);
+        int measured = print_gpus(r, &total);
+        measured += print_cpus(r, &total);
+        if (measured)
+            fprintf(stderr, "Total:          %.3f J\n", total);
+        else /* never "0 J": nothing was there to read */
+            fputs("Energy:         not measured (no GPU energy, no readable RAPL package)\n",
+                  stderr);
     }
     lantern_measurement_free(r);
     lantern_monitor_close(m);

@@ -4,6 +4,7 @@
  * --force, a temporary file renamed into place). */
 #include "cli/cli.h"
 #include "export/export.h"
+#include "output/fit.h"
 #include "output/table.h"
 
 #include <errno.h>
@@ -28,20 +29,23 @@ static const char *format_list(char *buf, size_t size, const char *sep, int exte
     return buf;
 }
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
     char list[256];
-    printf("Usage: lantern export FILE --format %s [-o OUT] [--force]\n\n"
-           "Exports a Lantern database.\n\n"
-           "  -f, --format FMT    one of:\n",
-           format_list(list, sizeof list, "|", 0));
+    fprintf(out,
+            "Usage: lantern export FILE --format %s [-o OUT] [-f]\n\n"
+            "Exports a Lantern database.\n\n"
+            "      --format FMT    one of:\n",
+            format_list(list, sizeof list, "|", 0));
     for (size_t i = 0; i < export_format_count; i++)
-        printf("                        %-9s %s\n", export_formats[i].name, export_formats[i].help);
-    printf("  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
-           "                      (%s) instead of .db; - for stdout)\n"
-           "      --force         replace OUT if it exists\n"
-           "  -h, --help          show this help\n",
-           format_list(list, sizeof list, ", ", 1));
+        fprintf(out, "                        %-9s %s\n", export_formats[i].name,
+                export_formats[i].help);
+    fprintf(out,
+            "  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
+            "                      (%s) instead of .db; - for stdout)\n"
+            "  -f, --force         replace OUT if it exists\n"
+            "  -h, --help          show this help\n",
+            format_list(list, sizeof list, ", ", 1));
 }
 
 /* x.db -> x<extension>; anything else gets the extension appended. */
@@ -92,28 +96,28 @@ static int write_export(sqlite3 *db, const struct export_format *format, const c
 int cmd_export(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"format", required_argument, NULL, 'f'},
+        {"format", required_argument, NULL, 'F'},
         {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'F'},
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *format_name = NULL, *output = NULL;
     int c, force = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
         switch (c) {
-        case 'f':
+        case 'F':
             format_name = optarg;
             break;
         case 'o':
             output = optarg;
             break;
-        case 'F':
+        case 'f':
             force = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return CLI_EXIT_OK;
         case ':':
             return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);
@@ -121,16 +125,18 @@ int cmd_export(int argc, char **argv)
             return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("export", "expected one database FILE");
     char names[256];
     format_list(names, sizeof names, ", ", 0);
+    /* `-f chrome`, as -f meant before it meant --force in every command (as in nsys) */
+    for (int i = optind; force && !format_name && optind == argc - 2 && i < argc; i++)
+        if (export_format_find(argv[i]))
+            return cli_usage_error("export", "'-f' means --force; give the format as --format %s",
+                                   argv[i]);
+    if (optind != argc - 1)
+        return cli_usage_error("export", "expected one database FILE");
     if (!format_name)
         return cli_usage_error("export", "missing --format (%s)", names);
-    const struct export_format *format = NULL;
-    for (size_t i = 0; i < export_format_count; i++)
-        if (!strcmp(format_name, export_formats[i].name))
-            format = &export_formats[i];
+    const struct export_format *format = export_format_find(format_name);
     if (!format)
         return cli_usage_error("export", "unknown format '%s' (%s)", format_name, names);
     const char *db_path = argv[optind];

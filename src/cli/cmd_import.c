@@ -5,15 +5,15 @@
 
 #include <stdio.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern import SESSION_DIR -o OUT.db [--force]\n\n"
-           "Imports the raw trace files (*.lrt) of a session folder into a report database:\n"
-           "one kept with 'profile --keep-raw', or kept because a traced process was still\n"
-           "running (then again with --force once it has ended, for all its events).\n\n"
-           "  -o, --output FILE   the database to write (required)\n"
-           "  -f, --force         replace FILE if it exists\n"
-           "  -h, --help          show this help\n");
+    fprintf(out, "Usage: lantern import SESSION_DIR -o OUT.db [--force]\n\n"
+                 "Imports the raw trace files (*.lrt) of a session folder into a report database:\n"
+                 "one kept with 'profile --keep-raw', or kept because a traced process was still\n"
+                 "running (then again with --force once it has ended, for all its events).\n\n"
+                 "  -o, --output FILE   the database to write (required)\n"
+                 "  -f, --force         replace FILE if it exists\n"
+                 "  -h, --help          show this help\n");
 }
 
 int cmd_import(int argc, char **argv)

@@ -3,6 +3,7 @@
  * itself is src/report/kernels.c; this file parses the options (PyProf's prof.py flags). */
 #include "cli/cli.h"
 #include "common/session_losses.h"
+#include "output/fit.h"
 #include "output/table.h"
 #include "report/kernels.h"
 
@@ -14,9 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf(
+    fprintf(
+        out,
         "Usage: lantern kernels FILE [-c COLS] [-w WIDTH] [--csv | --format FMT] [--no-memops]\n"
         "                       [--hints]\n\n"
         "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"
@@ -36,7 +38,7 @@ static void print_help(void)
         "      --hints         only rows with an optimisation hint, with the hints column\n"
         "  -h, --help          show this help and the columns\n\nColumns:\n",
         kernels_default_columns, kernels_default_columns_measured);
-    kernels_columns_help(stdout);
+    kernels_columns_help(out);
 }
 
 static int parse_format(const char *text, enum kernels_format *format)
@@ -93,7 +95,6 @@ int cmd_kernels(int argc, char **argv)
     };
     struct kernels_options opt = {.width = -1}; /* -1: not given */
     int c;
-    char *end;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":c:w:h", options, NULL)) != -1) {
         switch (c) {
@@ -101,9 +102,8 @@ int cmd_kernels(int argc, char **argv)
             opt.columns = optarg;
             break;
         case 'w':
-            opt.width = (int)strtol(optarg, &end, 10);
-            if (*end || end == optarg || opt.width < 0)
-                return cli_usage_error("kernels", "width must be a number >= 0, not '%s'", optarg);
+            if (cli_parse_width("kernels", optarg, &opt.width) != CLI_EXIT_OK)
+                return CLI_EXIT_USAGE;
             break;
         case 'C':
             opt.format = KERNELS_FORMAT_CSV;
@@ -120,7 +120,7 @@ int cmd_kernels(int argc, char **argv)
             opt.hints_only = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return CLI_EXIT_OK;
         case ':':
             return cli_usage_error("kernels", "option '%s' needs a value", argv[optind - 1]);
@@ -131,7 +131,7 @@ int cmd_kernels(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage_error("kernels", "expected one database FILE");
     if (opt.width < 0)
-        opt.width = cli_terminal_width();
+        opt.width = output_width(STDOUT_FILENO);
     opt.drop_columns = isatty(STDOUT_FILENO);
     const char *bad;
     if (kernels_columns_check(opt.columns, &bad) < 0)

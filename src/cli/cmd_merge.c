@@ -1,21 +1,24 @@
 /* lantern merge: several report databases (one per rank, process or host) into one, with
  * every process, thread, GPU and event, times on the first input's clock (src/db/merge.c). */
 #include "cli/cli.h"
+#include "db/import.h"
 #include "db/merge.h"
 
 #include <stdio.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
-           "Writes one database with every input's processes, threads, GPUs, strings, NVTX\n"
-           "ranges, CUDA and NVML rows, as if one session had recorded them all. Strings and\n"
-           "NVTX domains are shared by value, GPUs by uuid; times of inputs from other hosts\n"
-           "move onto the first input's clock by each host's wall-clock offset (error: the\n"
-           "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n"
-           "  -o, --output OUT    the merged database (required)\n"
-           "  -f, --force         replace OUT if it exists\n"
-           "  -h, --help          show this help\n");
+    fprintf(out,
+            "Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
+            "Writes one database with every input's processes, threads, GPUs, strings, NVTX\n"
+            "ranges, CUDA and NVML rows, as if one session had recorded them all. Strings and\n"
+            "NVTX domains are shared by value, GPUs by uuid; times of inputs from other hosts\n"
+            "move onto the first input's clock by each host's wall-clock offset (error: the\n"
+            "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n"
+            "  -o, --output OUT    the merged database (required)\n"
+            "  -f, --force         replace OUT if it exists; merge a database with its copy\n"
+            "                      (the same session, whose every event would count twice)\n"
+            "  -h, --help          show this help\n");
 }
 
 int cmd_merge(int argc, char **argv)
@@ -29,12 +32,16 @@ int cmd_merge(int argc, char **argv)
         return cli_usage_error("merge", "missing -o OUT");
     if (first >= argc)
         return cli_usage_error("merge", "expected one or more databases to merge");
-    /* each input is checked as every command checks a database (a Lantern one, this schema) */
+    /* each input is checked as every command checks a database (a Lantern one), and must be
+     * of this schema: merge reads the files themselves */
     for (int i = first; i < argc; i++) {
-        sqlite3 *db = NULL;
-        if (cli_open_db(argv[i], &db) != CLI_EXIT_OK)
+        int version = 0;
+        if (cli_schema_version(argv[i], &version) != CLI_EXIT_OK)
             return CLI_EXIT_ERROR;
-        sqlite3_close(db);
+        if (version < IMPORT_SCHEMA_VERSION)
+            return cli_error("cannot merge '%s': schema version %d (an older Lantern): upgrade it "
+                             "first with 'lantern upgrade %s'",
+                             argv[i], version, argv[i]);
     }
     char err[1024];
     struct merge_options opt = {.force = force, .cancel = cli_signal_pending};

@@ -3,6 +3,7 @@
  * src/launcher/ (launcher.h), then the raw files are imported into the report database. */
 #include "cli/cli.h"
 #include "launcher/launcher.h"
+#include "output/fit.h"
 #include "trace/gpu_metrics.h"
 #include "trace/list.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct profile_options {
     struct launcher_options launch; /* what the launcher does (src/launcher/launcher.h) */
@@ -33,67 +35,68 @@ static const char *gpu_metric_columns(void)
     return list;
 }
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
     const struct launcher_trace_names *n = launcher_trace_names();
-    printf("Usage: lantern profile [options] [--] COMMAND [ARGS...]\n\n"
-           "Runs COMMAND under Lantern and writes a report database.\n\n"
-           "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
-           "                      in the current folder); raw files go to FILE.raw/ meanwhile;\n"
-           "                      FILE may hold %%r the rank (RANK, OMPI_COMM_WORLD_RANK, ...),\n"
-           "                      %%h the host, %%p lantern's pid, %%q{VAR} the variable VAR,\n"
-           "                      %%n the first free number, %%%% a percent sign\n"
-           "  -t, --trace LIST    what to trace, comma-separated: %s (default\n"
-           "                      %s where an NVIDIA GPU is present, else %s; and %s\n"
-           "                      where it works)\n"
-           "      --nvml-rate HZ  GPU power samples per second (default 100)\n"
-           "      --gpu-metrics[=LIST]  sample GPU hardware metrics (-t gpu_metrics): SM\n"
-           "                      activity, warp occupancy, Tensor Cores, DRAM, PCIe, NVLink;\n"
-           "                      LIST picks some: %s\n"
-           "      --gpu-metrics-frequency HZ  samples per second (default 5000; above ~8000\n"
-           "                      CUPTI's decoding falls behind and samples are lost)\n"
-           "      --gpu-metrics-devices LIST  GPUs to sample: CUDA indices or UUIDs (default:\n"
-           "                      every GPU the program can see)\n"
-           "      --gpu-metrics-source auto|pm|gpm  CUPTI PM sampling, else NVML GPM (auto,\n"
-           "                      the default), or only one of them\n"
-           "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
-           "                      cudaProfilerStart/Stop (CUPTI paused outside them), or while\n"
-           "                      an NVTX range NAME is open\n"
-           "      --delay SEC     keep CUDA activity only from SEC seconds after the start\n"
-           "      --duration SEC  ... and for SEC seconds\n"
-           "      --cuda-memory-usage=true  record device allocations and frees, for memory in\n"
-           "                      use over time (off by default, as in nsys: it costs time)\n"
-           "      --cuda-api=all  record every CUDA API call (default: GPU work, copies, syncs,\n"
-           "                      allocations, streams, events, graphs; not queries)\n"
-           "      --cuda-api=none record no CUDA API call: GPU work only, the cheapest for\n"
-           "                      launch-bound programs, but kernels are then not attributed\n"
-           "                      to NVTX ranges or launching calls\n"
-           "      --python-backtrace  with -t cuda: record who launched each kernel (Python\n"
-           "                      file:line:function, library frames folded; native code:\n"
-           "                      the caller's symbol), shown by 'lantern kernels -c trace';\n"
-           "                      off by default: it adds about 5 us per kernel launch\n"
-           "                      (H200, PyTorch; cost measured in docs/benchmarks.md)\n"
-           "      --python-functions LIST  record each call of these Python functions as an\n"
-           "                      NVTX range (domain python), without changing the program:\n"
-           "                      comma-separated module.qualname patterns, '*' any text\n"
-           "                      ('mypkg.*,pandas.DataFrame.groupby')\n"
-           "      --wait=all|primary  after COMMAND ends, wait for the processes it started\n"
-           "                      that still run (daemons, traced or not yet: all, the\n"
-           "                      default), or not (primary); those still running are named,\n"
-           "                      their events so far imported, and FILE.raw/ kept\n"
-           "      --wait-timeout SEC  wait at most SEC seconds for them (default %g)\n"
-           "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
-           "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
-           "  -f, --force         replace FILE, and the raw files of an old FILE.raw/ (never\n"
-           "                      those of a run still going on)\n"
-           "  -h, --help          show this help\n\n"
-           "Signals sent to lantern (kill: INT, TERM, HUP) are forwarded to COMMAND; a Ctrl-C\n"
-           "reaches COMMAND directly. lantern exits with COMMAND's status (128+N if killed by\n"
-           "signal N), even when its own import fails: then FILE.raw/ is kept, and stderr says\n"
-           "how to import it.\n"
-           "Environment: LANTERN_AGENT overrides the agent library's path.\n",
-           n->known, n->default_gpu, n->default_no_gpu, n->sampled, gpu_metric_columns(),
-           LAUNCHER_WAIT_TIMEOUT_S);
+    fprintf(out,
+            "Usage: lantern profile [options] [--] COMMAND [ARGS...]\n\n"
+            "Runs COMMAND under Lantern and writes a report database.\n\n"
+            "  -o, --output FILE   the database to write (default: the first free lantern-N.db\n"
+            "                      in the current folder); raw files go to FILE.raw/ meanwhile;\n"
+            "                      FILE may hold %%r the rank (RANK, OMPI_COMM_WORLD_RANK, ...),\n"
+            "                      %%h the host, %%p lantern's pid, %%q{VAR} the variable VAR,\n"
+            "                      %%n the first free number, %%%% a percent sign\n"
+            "  -t, --trace LIST    what to trace, comma-separated: %s (default\n"
+            "                      %s where an NVIDIA GPU is present, else %s; and %s\n"
+            "                      where it works)\n"
+            "      --nvml-rate HZ  GPU power samples per second (default 100)\n"
+            "      --gpu-metrics[=LIST]  sample GPU hardware metrics (-t gpu_metrics): SM\n"
+            "                      activity, warp occupancy, Tensor Cores, DRAM, PCIe, NVLink;\n"
+            "                      LIST picks some: %s\n"
+            "      --gpu-metrics-frequency HZ  samples per second (default 5000; above ~8000\n"
+            "                      CUPTI's decoding falls behind and samples are lost)\n"
+            "      --gpu-metrics-devices LIST  GPUs to sample: CUDA indices or UUIDs (default:\n"
+            "                      every GPU the program can see)\n"
+            "      --gpu-metrics-source auto|pm|gpm  CUPTI PM sampling, else NVML GPM (auto,\n"
+            "                      the default), or only one of them\n"
+            "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
+            "                      cudaProfilerStart/Stop (CUPTI paused outside them), or while\n"
+            "                      an NVTX range NAME is open\n"
+            "      --delay SEC     keep CUDA activity only from SEC seconds after the start\n"
+            "      --duration SEC  ... and for SEC seconds\n"
+            "      --cuda-memory-usage=true  record device allocations and frees, for memory in\n"
+            "                      use over time (off by default, as in nsys: it costs time)\n"
+            "      --cuda-api=all  record every CUDA API call (default: GPU work, copies, syncs,\n"
+            "                      allocations, streams, events, graphs; not queries)\n"
+            "      --cuda-api=none record no CUDA API call: GPU work only, the cheapest for\n"
+            "                      launch-bound programs, but kernels are then not attributed\n"
+            "                      to NVTX ranges or launching calls\n"
+            "      --python-backtrace  with -t cuda: record who launched each kernel (Python\n"
+            "                      file:line:function, library frames folded; native code:\n"
+            "                      the caller's symbol), shown by 'lantern kernels -c trace';\n"
+            "                      off by default: it adds about 5 us per kernel launch\n"
+            "                      (H200, PyTorch; cost measured in docs/benchmarks.md)\n"
+            "      --python-functions LIST  record each call of these Python functions as an\n"
+            "                      NVTX range (domain python), without changing the program:\n"
+            "                      comma-separated module.qualname patterns, '*' any text\n"
+            "                      ('mypkg.*,pandas.DataFrame.groupby')\n"
+            "      --wait=all|primary  after COMMAND ends, wait for the processes it started\n"
+            "                      that still run (daemons, traced or not yet: all, the\n"
+            "                      default), or not (primary); those still running are named,\n"
+            "                      their events so far imported, and FILE.raw/ kept\n"
+            "      --wait-timeout SEC  wait at most SEC seconds for them (default %g)\n"
+            "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
+            "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
+            "  -f, --force         replace FILE, and the raw files of an old FILE.raw/ (never\n"
+            "                      those of a run still going on)\n"
+            "  -h, --help          show this help\n\n"
+            "Signals sent to lantern (kill: INT, TERM, HUP) are forwarded to COMMAND; a Ctrl-C\n"
+            "reaches COMMAND directly. lantern exits with COMMAND's status (128+N if killed by\n"
+            "signal N), even when its own import fails: then FILE.raw/ is kept, and stderr says\n"
+            "how to import it.\n"
+            "Environment: LANTERN_AGENT overrides the agent library's path.\n",
+            n->known, n->default_gpu, n->default_no_gpu, n->sampled, gpu_metric_columns(),
+            LAUNCHER_WAIT_TIMEOUT_S);
 }
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -246,7 +249,7 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
             o->force = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return -1;
         case ':':
             return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
@@ -280,6 +283,17 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
 /* The one line naming the processes still running after the wait (--wait): traced ones still
  * writing, and the command's other descendants; their events so far are imported, and the raw
  * folder they may still write is kept. */
+/* An empty session says why nothing was recorded, and what to try. */
+static void say_why_nothing(const char *db_path)
+{
+    sqlite3 *db;
+    char why[1024];
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        report_why_nothing(db, why, sizeof why))
+        cli_error("%s", why);
+    sqlite3_close(db);
+}
+
 static void say_still_writing(const struct launcher *l)
 {
     const struct launcher_options *o = l->o;
@@ -357,12 +371,16 @@ int cmd_profile(int argc, char **argv)
                   l.raw_dir, l.raw_dir, o->output);
         goto out;
     }
+    /* a process that ran untraced said why when it ran */
+    int untraced = launcher_untraced_processes(l.raw_dir);
     /* nothing a process still running may write is removed */
     if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
+    if (!p.stats && !untraced) /* --stats says it after the table */
+        say_why_nothing(o->output);
     fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
-                                    stdout) != CLI_EXIT_OK) {
+                                    output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");
         if (!status)

@@ -10,15 +10,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern report FILE [-o OUT.html] [--force]\n\n"
-           "Writes one self-contained HTML page (no network needed to open it): the session,\n"
-           "a timeline overview per GPU, where the time went, the `lantern analyze` findings\n"
-           "most costly first with their evidence, and energy per range and kernel.\n\n"
-           "  -o, --output OUT    the page (default: FILE with .html instead of .db)\n"
-           "  -f, --force         replace OUT if it exists\n"
-           "  -h, --help          show this help\n");
+    fprintf(out,
+            "Usage: lantern report FILE [-o OUT.html] [--force]\n\n"
+            "Writes one self-contained HTML page (no network needed to open it): the session,\n"
+            "a timeline overview per GPU, where the time went, the `lantern analyze` findings\n"
+            "most costly first with their evidence, and energy per range and kernel.\n\n"
+            "  -o, --output OUT    the page (default: FILE with .html instead of .db)\n"
+            "  -f, --force         replace OUT if it exists\n"
+            "  -h, --help          show this help\n");
 }
 
 /* x.db -> x.html; anything else gets .html appended. */

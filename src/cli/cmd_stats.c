@@ -1,29 +1,38 @@
 /* lantern stats: prints a report from the table of reports (src/report/reports.c) after
  * the session header, as an aligned table, CSV or JSON. */
 #include "cli/cli.h"
+#include "output/fit.h"
+#include "output/json.h"
 #include "report/report.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-static void print_help(void)
+static void print_help(FILE *out)
 {
-    printf("Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-o OUT]\n\n"
-           "Prints a report of a Lantern database, after a header describing the session.\n\n"
-           "  -r, --report NAME   the report (default nvtx_sum)\n"
-           "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
-           "  -o, --output OUT    write to OUT instead of standard output\n"
-           "  -f, --force         replace OUT if it exists\n"
-           "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
-           "  -h, --help          show this help\n\nReports:\n");
+    fprintf(
+        out,
+        "Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-w N] [-o OUT]\n\n"
+        "Prints a report of a Lantern database, after a header describing the session.\n\n"
+        "  -r, --report NAME   the report (default nvtx_sum)\n"
+        "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
+        "  -w, --width N       fit a table in N characters: names cut ('~'), then numbers\n"
+        "                      left out from the right (named below it); default: the\n"
+        "                      terminal's width, else $COLUMNS, else no limit; 0: no limit\n"
+        "  -o, --output OUT    write to OUT instead of standard output (no width limit)\n"
+        "  -f, --force         replace OUT if it exists\n"
+        "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
+        "  -h, --help          show this help\n\nReports:\n");
     for (const struct report *r = report_table; r->name; r++)
-        printf("  %-22s %s\n", r->name, r->help);
+        fprintf(out, "  %-22s %s\n", r->name, r->help);
 }
 
-/* JSON: {"report": NAME, "session": {...}, "rows": [...]}. Table: the header, then the
- * table. CSV: the header on stderr, so the CSV itself stays machine-readable. */
+/* JSON: {"report": NAME, "session": {...}, "rows": [...], "note": why the rows are empty or
+ * null}. Table: the header, then the table. CSV: the header on stderr, so the CSV itself stays
+ * machine-readable; the note goes to stderr (cli_print_report). */
 static int print_report(struct report_ctx *ctx, const struct report *r)
 {
     if (ctx->format == TABLE_FORMAT_JSON) {
@@ -37,18 +46,28 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
     }
     if (r->run(ctx) < 0)
         return -1;
-    if (ctx->format == TABLE_FORMAT_JSON)
+    if (ctx->format == TABLE_FORMAT_JSON) {
+        fputs(", \"note\": ", ctx->out);
+        json_write_cstring(ctx->out, ctx->note[0] ? ctx->note : NULL);
         fputs("}\n", ctx->out);
+    }
     return fflush(ctx->out) == 0 ? 0 : -1;
 }
 
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, FILE *out)
+                     const char *sort, int width, FILE *out)
 {
-    struct report_ctx ctx = {.out = out, .format = format, .sort = sort};
+    struct report_ctx ctx = {.format = format, .sort = sort};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
-    int rc = print_report(&ctx, r), err = errno;
+    struct cli_fit fit; /* the header's long lines wrapped, the tables fitted */
+    ctx.width = format == TABLE_FORMAT_TABLE ? width : 0;
+    ctx.terminal = isatty(fileno(out));
+    ctx.out = cli_fit_begin(&fit, out, ctx.width);
+    int rc = print_report(&ctx, r);
+    if (cli_fit_end(&fit) < 0)
+        rc = -1;
+    int err = errno;
     sqlite3_close(ctx.db);
     errno = err; /* a write error's, for the caller */
     if (rc == 0 && ctx.note[0])
@@ -66,13 +85,17 @@ int cmd_stats(int argc, char **argv)
         {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"sort", required_argument, NULL, 'S'},   {"force", no_argument, NULL, 'f'},
-        {NULL, 0, NULL, 0},
+        {"width", required_argument, NULL, 'w'},  {NULL, 0, NULL, 0},
     };
     const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL;
-    int c, force = 0;
+    int c, force = 0, width = -1; /* -1: not given */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:fh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":r:o:w:fh", options, NULL)) != -1) {
         switch (c) {
+        case 'w':
+            if (cli_parse_width("stats", optarg, &width) != CLI_EXIT_OK)
+                return CLI_EXIT_USAGE;
+            break;
         case 'r':
             report = optarg;
             break;
@@ -89,7 +112,7 @@ int cmd_stats(int argc, char **argv)
             force = 1;
             break;
         case 'h':
-            print_help();
+            output_print_wrapped(print_help, stdout);
             return CLI_EXIT_OK;
         case ':':
             return cli_usage_error("stats", "option '%s' needs a value", argv[optind - 1]);
@@ -108,7 +131,9 @@ int cmd_stats(int argc, char **argv)
     struct cli_output out;
     if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
-    int rc = cli_print_report(argv[optind], r, parsed, sort, out.file);
+    if (width < 0) /* a file gets every name whole */
+        width = out.file == stdout ? output_width(STDOUT_FILENO) : 0;
+    int rc = cli_print_report(argv[optind], r, parsed, sort, width, out.file);
     if (rc != CLI_EXIT_OK && ferror(out.file))
         out.error = errno;
     if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)

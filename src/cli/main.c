@@ -22,6 +22,7 @@ static const struct subcommand subcommands[] = {
     {"energy", cmd_energy, "Run a command and print its time and energy per GPU and CPU"},
     {"analyze", cmd_analyze, "Expert rules: what to fix, with evidence and estimated cost"},
     {"report", cmd_report, "Write one self-contained HTML page about a report database"},
+    {"upgrade", cmd_upgrade, "Upgrade a database written by an older Lantern to this schema"},
     {"diff", cmd_diff, "Compare runs: what got slower or faster, with confidence intervals"},
     {NULL, NULL, NULL},
 };

@@ -57,6 +57,10 @@ void import_malformed(struct import_file *f)
 
 void import_warn(struct import_file *f, const char *fmt, ...)
 {
+    /* a cancelled import keeps nothing: what fails after the stop (SQLite's interrupt rolled
+     * the tables back) is no warning about the files, and the CLI says it was interrupted */
+    if (f->s->cancelled)
+        return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);

@@ -21,6 +21,7 @@ enum {
     SLOT_PROCESS_INFO,
     SLOT_ANCESTOR,
     SLOT_CHILD_EXIT,
+    SLOT_PROCESS_PYTHON_NAME,
 };
 
 /* ---- strings -------------------------------------------------------------------------- */
@@ -296,10 +297,14 @@ static void on_thread(struct import_file *f, struct trace_fields *fl)
 }
 
 /* One of a thread's names (sql: "UPDATE threads SET <column> = ? WHERE id = ?"), the thread
- * found by OS tid (created if new); skip: the record was malformed (the row is still made). */
+ * found by OS tid (created if new); skip: the record was malformed (the row is still made).
+ * No Linux thread has tid 0: a name given to it (nvtxNameOsThreadA(0, ...)) names no thread,
+ * and makes none that the header would count. */
 static void name_thread(struct import_file *f, int slot, const char *sql, uint64_t os_tid,
                         uint64_t name, int skip)
 {
+    if (!os_tid)
+        return;
     int64_t thread_id = import_thread_by_tid(f, os_tid);
     sqlite3_stmt *st = import_core_stmt(f, slot, sql);
     if (!st || !thread_id || skip)
@@ -333,6 +338,34 @@ static void on_thread_python_name(struct import_file *f, struct trace_fields *fl
     trace_get_thread_python_name(fl, &r);
     name_thread(f, SLOT_THREAD_PYTHON_NAME, "UPDATE threads SET python_name_id = ? WHERE id = ?",
                 r.os_tid, r.name, fl->bad);
+}
+
+/* TRACE_PROCESS_PYTHON_NAME: a multiprocessing child is named after the program it runs and its
+ * Process.name (`train.py:loader-0`), not after the command line that started it (`python3
+ * -c from multiprocessing.spawn import ...`, or its parent's, for a fork). */
+static void on_process_python_name(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_process_python_name r;
+    trace_get_process_python_name(fl, &r);
+    if (fl->bad || f->is_launcher || !import_process(f) || !r.name.len)
+        return;
+    char *main = malloc(r.main.len + 1);
+    if (!main)
+        return;
+    memcpy(main, r.main.bytes, r.main.len);
+    main[r.main.len] = '\0';
+    char program[256], name[512];
+    import_process_name(main, r.main.len, program, sizeof program);
+    free(main);
+    snprintf(name, sizeof name, "%s%s%.*s", program, *program ? ":" : "", (int)r.name.len,
+             (const char *)r.name.bytes);
+    sqlite3_stmt *st =
+        import_core_stmt(f, SLOT_PROCESS_PYTHON_NAME, "UPDATE processes SET name = ? WHERE id = ?");
+    if (!st)
+        return;
+    import_bind_text(st, 1, name);
+    sqlite3_bind_int64(st, 2, f->process_id);
+    import_step(f, st, NULL);
 }
 
 /* TRACE_PROCESS_INFO: ranks, and the ancestors above the parent. */
@@ -424,6 +457,9 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
         break;
     case TRACE_THREAD_PYTHON_NAME:
         on_thread_python_name(f, fl);
+        break;
+    case TRACE_PROCESS_PYTHON_NAME:
+        on_process_python_name(f, fl);
         break;
     case TRACE_PROCESS_INFO:
         on_process_info(f, fl);

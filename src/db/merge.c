@@ -6,6 +6,7 @@
  * Times move onto the first input's clock by the inputs' wall<->monotonic offsets
  * (docs/schema.md). */
 #include "db/merge.h"
+#include "common/sql_query.h"
 #include "db/import.h"
 
 #include <errno.h>
@@ -104,6 +105,7 @@ struct merge {
     char *err;
     size_t err_len;
     const char *input; /* the input being merged, for messages */
+    const char *out;   /* the merged database, named when it cannot be written */
     int64_t offset[MERGE_OFFSETS], shift;
     char *first_host;
     int64_t first_clock; /* the first input's start_wall_ns - start_ns */
@@ -128,6 +130,8 @@ static int fail(struct merge *m, const char *fmt, ...)
 
 static int fail_sql(struct merge *m, const char *what)
 {
+    if (sqlite3_errcode(m->db) == SQLITE_FULL) /* the output's disk, whichever input is read */
+        return fail(m, "cannot write '%s': %s", m->out, strerror(ENOSPC));
     return fail(m, "%s '%s': %s", what, m->input, sqlite3_errmsg(m->db));
 }
 
@@ -464,12 +468,51 @@ static int check_paths(struct merge *m, const char *const *inputs, size_t n, con
     return 0;
 }
 
+/* What tells a session from another: its host, wall-clock and monotonic start and command, and
+ * its processes (pid, start, rank: files written apart for each rank of one job may share the
+ * rest), as one string (malloc'd), or NULL when the file cannot be read (merge_one says why). */
+static char *session_key(const char *path)
+{
+    sqlite3 *db = NULL;
+    char *key = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        key = sql_query_text(
+            db, "SELECT (SELECT group_concat(coalesce(value, ''), char(10)) FROM (SELECT value"
+                "  FROM meta WHERE key IN ('host', 'start_wall_ns', 'start_ns', 'command')"
+                "  ORDER BY key)) || char(10) || coalesce((SELECT group_concat(pid || ' ' ||"
+                "  coalesce(start_ns, '') || ' ' || coalesce(rank, ''), ',') FROM"
+                "  (SELECT pid, start_ns, rank FROM processes ORDER BY id)), '')");
+    sqlite3_close(db);
+    return key;
+}
+
+/* Two inputs of one session (a database and its copy) would count every event twice: refused
+ * unless forced. */
+static int check_sessions(struct merge *m, const char *const *inputs, size_t n, int force)
+{
+    char **keys = calloc(n ? n : 1, sizeof *keys);
+    int rc = keys ? 0 : fail(m, "out of memory");
+    for (size_t i = 0; rc == 0 && !force && i < n; i++) {
+        keys[i] = session_key(inputs[i]);
+        for (size_t j = 0; keys[i] && rc == 0 && j < i; j++)
+            if (keys[j] && !strcmp(keys[i], keys[j]))
+                rc = fail(m,
+                          "'%s' is the same session as '%s' (a copy of it?): merging them would "
+                          "count every event twice (use --force to merge them anyway)",
+                          inputs[i], inputs[j]);
+    }
+    for (size_t i = 0; keys && i < n; i++)
+        free(keys[i]);
+    free(keys);
+    return rc;
+}
+
 int merge_databases(const char *const *inputs, size_t n, const char *out,
                     const struct merge_options *opt, char *err, size_t err_len)
 {
-    struct merge m = {.opt = opt, .err = err, .err_len = err_len, .input = out};
+    struct merge m = {.opt = opt, .err = err, .err_len = err_len, .input = out, .out = out};
     int force = opt->force;
-    if (check_paths(&m, inputs, n, out, force) < 0)
+    if (check_paths(&m, inputs, n, out, force) < 0 || check_sessions(&m, inputs, n, force) < 0)
         return -1;
     char *temp = NULL;
     if (asprintf(&temp, "%s.XXXXXX", out) < 0)

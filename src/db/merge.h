@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 struct merge_options {
-    int force; /* replace an existing output */
+    int force; /* replace an existing output; merge inputs of one session (a copy) */
     /* Polled between statements and inside long ones: non-zero stops the merge, which fails
      * with "interrupted". NULL: never stop. */
     int (*cancel)(void *ctx);
@@ -15,7 +15,8 @@ struct merge_options {
 
 /* Merges the n databases at inputs (each already checked to be a Lantern database of this
  * schema version) into a new database at out, written as a temporary file in out's folder and
- * renamed into place when complete. An existing out is refused unless opt->force. Returns 0,
+ * renamed into place when complete. An existing out, and two inputs of one session (same host,
+ * start and command: a database and its copy), are refused unless opt->force. Returns 0,
  * or -1 with a one-line reason (no "lantern:" prefix) in err; nothing is left behind on
  * failure. */
 int merge_databases(const char *const *inputs, size_t n, const char *out,

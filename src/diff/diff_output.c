@@ -159,11 +159,11 @@ static int write_text(const struct diff_result *res, int width, int all, FILE *o
     if (diff_write_checks(res, out) < 0)
         return -1;
     putc('\n', out);
-    struct table *t = table_new(out, TABLE_FORMAT_TABLE, text_columns,
+    struct table *t = table_new(out, TABLE_FORMAT_TABLE, width, text_columns,
                                 sizeof text_columns / sizeof *text_columns);
     if (!t)
         return -1;
-    table_fit(t, width, text_drop);
+    table_drop_ranks(t, text_drop);
     size_t hidden = 0;
     for (size_t i = 0; i < res->count; i++) {
         const struct diff_row *r = &res->rows[i];
@@ -204,7 +204,7 @@ static int write_text(const struct diff_result *res, int width, int all, FILE *o
         if (!r->explanation)
             continue;
         char *name = table_escape_controls(r->name), *line = table_escape_controls(r->explanation);
-        fprintf(out, "%s  %s %s\n", explained++ ? "" : "\nWhat changed inside the ranges:\n",
+        fprintf(out, "%s  %s  %s\n", explained++ ? "" : "\nWhat changed inside the ranges:\n",
                 name ? name : "", line ? line : "");
         free(name);
         free(line);

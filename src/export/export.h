@@ -28,6 +28,8 @@ struct export_format {
 };
 extern const struct export_format export_formats[];
 extern const size_t export_format_count;
+/* The row named `name`, or NULL. */
+const struct export_format *export_format_find(const char *name);
 
 /* Chrome trace-event JSON (Perfetto, chrome://tracing; chrome.c): process/thread names, push/pop
  * ranges as complete events, start/end ranges as async events, marks as instant events, and

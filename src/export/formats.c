@@ -2,6 +2,8 @@
  * and names in its errors. A new format is its files and a row here. */
 #include "export/export.h"
 
+#include <string.h>
+
 const struct export_format export_formats[] = {
     {"chrome", ".json", "trace-event JSON for https://ui.perfetto.dev and chrome://tracing",
      export_chrome},
@@ -11,3 +13,11 @@ const struct export_format export_formats[] = {
      export_perfetto},
 };
 const size_t export_format_count = sizeof export_formats / sizeof export_formats[0];
+
+const struct export_format *export_format_find(const char *name)
+{
+    for (size_t i = 0; i < export_format_count; i++)
+        if (!strcmp(name, export_formats[i].name))
+            return &export_formats[i];
+    return NULL;
+}

@@ -103,7 +103,7 @@ static void perfetto_put_interned(struct perfetto_writer *w, unsigned field, uin
         w->interned_mark = pb_begin(&w->interned, PF_PACKET_INTERNED_DATA);
     size_t m = pb_begin(&w->interned, field);
     pb_uint(&w->interned, PF_INTERNED_IID, iid);
-    pb_bytes(&w->interned, PF_INTERNED_NAME, text, len);
+    pb_text(&w->interned, PF_INTERNED_NAME, text, len);
     pb_end(&w->interned, m);
 }
 
@@ -266,7 +266,7 @@ void perfetto_annotation_string(struct perfetto_writer *w, unsigned name_iid, co
 {
     size_t m = pb_begin(&w->event, PF_EVENT_DEBUG_ANNOTATIONS);
     perfetto_annotation_name(w, name_iid);
-    pb_bytes(&w->event, PF_ANNOTATION_STRING, s, len);
+    pb_text(&w->event, PF_ANNOTATION_STRING, s, len);
     pb_end(&w->event, m);
 }
 

@@ -1,6 +1,7 @@
-/* The out-of-line half of the protocol-buffers encoder (protobuf.h): growing the buffer and
- * closing a nested message. */
+/* The out-of-line half of the protocol-buffers encoder (protobuf.h): growing the buffer,
+ * closing a nested message, and string fields made valid UTF-8. */
 #include "export/protobuf.h"
+#include "output/utf8.h"
 
 #include <stdlib.h>
 
@@ -19,6 +20,32 @@ int pb_grow(struct pb_buf *b, size_t need)
     b->data = data;
     b->cap = cap;
     return 0;
+}
+
+void pb_text(struct pb_buf *b, unsigned field, const char *s, size_t len)
+{
+    static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t out = 0;
+    for (size_t i = 0; i < len;) { /* the field's length first: 3 bytes for each bad one */
+        size_t n = utf8_sequence(p + i, len - i);
+        out += n ? n : 3;
+        i += n ? n : 1;
+    }
+    if (out == len) {
+        pb_bytes(b, field, s, len);
+        return;
+    }
+    pb_tag(b, field, PB_LEN);
+    pb_raw_varint(b, out);
+    if (pb_room(b, out) < 0)
+        return;
+    for (; p < end;) {
+        size_t n = utf8_sequence(p, (size_t)(end - p));
+        memcpy(b->data + b->len, n ? (const char *)p : replacement, n ? n : 3);
+        b->len += n ? n : 3;
+        p += n ? n : 1;
+    }
 }
 
 /* The body after the reserved length byte is moved right by the extra bytes a length of 128

@@ -80,9 +80,14 @@ static inline void pb_bytes(struct pb_buf *b, unsigned field, const void *s, siz
     b->len += len;
 }
 
+/* A string field: valid UTF-8 as it is, each byte that does not start a valid sequence as
+ * U+FFFD, as the JSON export writes names (Perfetto's parsers expect UTF-8; names come from the
+ * program and may hold any byte). */
+void pb_text(struct pb_buf *b, unsigned field, const char *s, size_t len);
+
 static inline void pb_string(struct pb_buf *b, unsigned field, const char *s)
 {
-    pb_bytes(b, field, s, strlen(s));
+    pb_text(b, field, s, strlen(s));
 }
 
 /* A nested message: pb_begin returns a mark for pb_end. */

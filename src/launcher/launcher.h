@@ -148,10 +148,14 @@ int launcher_output_name(const char *pattern, char **name, char **error);
  * first; malloc'd, NULL when none is free. */
 char *launcher_default_output(void);
 
-/* Removes a session folder: the raw files Lantern writes there (regular files named *.lrt),
- * then the folder, which fails if anything else is in it (nothing else is ours). No symbolic
- * link is followed. Returns 0, or -1 with errno set (ENOTEMPTY: files that are not ours). */
+/* Removes a session folder: the raw files Lantern writes there (regular files named *.lrt,
+ * *.lrb, *.untraced), then the folder, which fails if anything else is in it (nothing else is
+ * ours). No symbolic link is followed. Returns 0, or -1 with errno set (ENOTEMPTY: files that
+ * are not ours). */
 int launcher_remove_session(const char *raw_dir);
+/* How many processes of the session loaded the agent but ran untraced, having said why
+ * (<pid>.untraced, trace/format.h). */
+int launcher_untraced_processes(const char *raw_dir);
 
 /* ---- the -t list, from src/trace/sources.def ---------------------------------------------- */
 

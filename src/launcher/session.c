@@ -5,6 +5,7 @@
  * folder, held until launcher_release closes it, makes a second run on the same output refuse
  * at once instead of replacing the first one's raw files (--force) and importing its own. */
 #include "launcher/launcher_internal.h"
+#include "trace/format.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,13 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Whether name ends with suffix, and has more before it. */
+static int has_suffix(const char *name, const char *suffix)
+{
+    size_t len = strlen(name), n = strlen(suffix);
+    return len > n && !strcmp(name + len - n, suffix);
+}
 
 /* The folder is opened with O_NOFOLLOW and its files are removed relative to that descriptor. */
 int launcher_remove_session(const char *dir)
@@ -27,14 +35,25 @@ int launcher_remove_session(const char *dir)
     }
     struct dirent *e;
     while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
         struct stat st;
-        if (len > 4 && (!strcmp(e->d_name + len - 4, ".lrt") || !strcmp(e->d_name + len - 4, ".lrb")) &&
+        if ((has_suffix(e->d_name, ".lrt") || has_suffix(e->d_name, ".lrb") ||
+             has_suffix(e->d_name, TRACE_UNTRACED_SUFFIX)) &&
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             unlinkat(fd, e->d_name, 0);
     }
     closedir(d);
     return rmdir(dir);
+}
+
+int launcher_untraced_processes(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += has_suffix(e->d_name, TRACE_UNTRACED_SUFFIX);
+    if (d)
+        closedir(d);
+    return n;
 }
 
 /* Takes the lock of the session folder open as fd. Returns 0 (taken, or a file system without

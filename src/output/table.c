@@ -1,6 +1,7 @@
 /* The table/CSV/JSON writer behind every report, analyze and the HTML page (see table.h). */
 #include "output/table.h"
 #include "output/csv.h"
+#include "output/fit.h"
 #include "output/json.h"
 #include "output/utf8.h"
 
@@ -8,17 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Characters of a name a fitted table keeps before it leaves numbers out (output/fit.h) */
+#define TABLE_NAME_KEEP 20
+
 struct table {
     FILE *out;
     enum table_format format;
+    int width;       /* text: fit into this many columns (0: no limit) */
+    int csv_escaped; /* CSV: control characters escaped (a terminal) */
     const struct table_column *cols;
     int ncols, col;
     size_t rows;
     /* text format only: every cell formatted, row-major, until table_finish */
     char **cells;
     size_t ncells, cells_cap;
-    size_t width;    /* table_fit: the lines' most columns, 0 for no limit */
-    const int *drop; /* table_fit: each column's rank for leaving out (0: kept), or NULL */
+    const int *drop; /* text: each column's rank for leaving out (table_drop_ranks), or NULL */
     int failed;
 };
 
@@ -41,14 +46,15 @@ static const char *unit_suffix(enum table_kind kind)
                                    : "";
 }
 
-struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
-                        int ncols)
+struct table *table_new(FILE *out, enum table_format format, int width,
+                        const struct table_column *cols, int ncols)
 {
     struct table *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->out = out;
     t->format = format;
+    t->width = width;
     t->cols = cols;
     t->ncols = ncols;
     if (format == TABLE_FORMAT_CSV) {
@@ -113,6 +119,21 @@ static void store_cell(struct table *t, const char *text)
     t->cells[t->ncells++] = copy;
 }
 
+void table_escape_csv_controls(struct table *t)
+{
+    t->csv_escaped = 1;
+}
+
+/* A CSV field, its control characters escaped for a terminal when asked. */
+static void put_csv_field(struct table *t, const char *exact)
+{
+    char *shown = t->csv_escaped && exact ? table_escape_controls(exact) : NULL;
+    if (t->csv_escaped && exact && !shown)
+        t->failed = 1;
+    csv_write_field(t->out, shown ? shown : exact);
+    free(shown);
+}
+
 /* Every cell passes here: text tables store it, CSV and JSON write it now. json_value is
  * the exact form (already JSON), text the human form. */
 static void put_cell(struct table *t, const char *text, const char *exact, int is_string)
@@ -125,7 +146,7 @@ static void put_cell(struct table *t, const char *text, const char *exact, int i
     case TABLE_FORMAT_CSV:
         if (t->col)
             putc(',', t->out);
-        csv_write_field(t->out, exact);
+        put_csv_field(t, exact);
         break;
     case TABLE_FORMAT_JSON:
         fputs(t->col ? ", " : t->rows ? ",\n {" : "\n {", t->out);
@@ -224,125 +245,113 @@ void table_real(struct table *t, double v)
     put_cell(t, human, exact, 0);
 }
 
-/* Writes s in width columns: padded (numbers on the right), or cut with a trailing '~' when
- * longer (a table fitted to a width, table_fit). The last column of a line is not padded on the
- * right: no trailing blanks. */
-static void print_cell(FILE *out, const char *s, size_t width, int right, int last)
+/* s in width columns: padded (on the left when right), or cut to width - 1 of its
+ * characters and '~'. With last, no blanks after it. */
+static void print_padded(FILE *out, const char *s, int width, int right, int last)
 {
-    size_t w = utf8_width(s);
+    int w = (int)utf8_width(s);
     if (w > width) {
-        fprintf(out, "%.*s~", (int)utf8_prefix(s, width ? width - 1 : 0), s);
-        return;
+        fprintf(out, "%.*s~", (int)utf8_prefix(s, width > 0 ? (size_t)width - 1 : 0), s);
+    } else if (right) {
+        fprintf(out, "%*s%s", width - w, "", s);
+    } else if (last) {
+        fputs(s, out); /* no trailing blanks after the last column */
+    } else {
+        fprintf(out, "%s%*s", s, width - w, "");
     }
-    if (right)
-        fprintf(out, "%*s%s", (int)(width - w), "", s);
-    else if (last)
-        fputs(s, out);
-    else
-        fprintf(out, "%s%*s", s, (int)(width - w), "");
 }
 
-/* The columns a text table shows within t->width (0: every one, whole): columns with a drop
- * rank (t->drop) are left out, the highest rank first (those of one rank together), while the
- * lines are too long; then the widest
- * text column gives up a column at a time, down to TABLE_MIN_CUT, its cells cut with '~'. */
-#define TABLE_MIN_CUT 12
-static void fit_columns(const struct table *t, size_t *width, int *shown)
+/* The columns that fit t->width (output/fit.h): text cut; numbers left out from the right,
+ * or the columns the caller ranked (table_drop_ranks) in their order (width 0). Returns how
+ * many were left out, or -1 if out of memory. */
+static int fit_widths(struct table *t, char **headers, int *width)
 {
-    size_t total = 0;
-    for (int c = 0; c < t->ncols; c++)
-        total += width[c] + (c ? 2 : 0);
-    while (t->width && total > t->width) {
-        int rank = 0;
-        for (int c = 0; c < t->ncols; c++)
-            if (shown[c] && t->drop && t->drop[c] > rank)
-                rank = t->drop[c];
-        if (!rank)
-            break;
-        for (int c = 0; c < t->ncols; c++) /* columns of one rank go together */
-            if (shown[c] && t->drop[c] == rank) {
-                shown[c] = 0;
-                total -= width[c] + 2;
-            }
+    unsigned *flags = calloc((size_t)t->ncols, sizeof *flags);
+    int *drop = calloc((size_t)t->ncols, sizeof *drop);
+    if (!flags || !drop) {
+        free(flags);
+        free(drop);
+        return -1;
     }
-    while (t->width && total > t->width) {
-        int widest = -1;
-        for (int c = 0; c < t->ncols; c++)
-            if (shown[c] && t->cols[c].kind == TABLE_TEXT && width[c] > TABLE_MIN_CUT &&
-                (widest < 0 || width[c] > width[widest]))
-                widest = c;
-        if (widest < 0)
-            break;
-        width[widest]--;
-        total--;
+    for (int c = 0; c < t->ncols; c++) {
+        width[c] = (int)utf8_width(headers[c]);
+        flags[c] = t->cols[c].kind == TABLE_TEXT ? OUTPUT_FIT_FLEXIBLE : 0;
+        drop[c] = t->drop ? t->drop[c] : t->cols[c].kind == TABLE_TEXT ? 0 : c + 1;
     }
+    for (size_t i = 0; i < t->ncells; i++) {
+        int w = t->cells[i] ? (int)utf8_width(t->cells[i]) : 0;
+        if (w > width[i % (size_t)t->ncols])
+            width[i % (size_t)t->ncols] = w;
+    }
+    int left_out = output_fit_columns(width, flags, drop, t->ncols, 2, t->width, TABLE_NAME_KEEP);
+    free(flags);
+    free(drop);
+    return left_out;
 }
 
 /* Percentages say so in the header ("Time (%)"); durations carry their unit in each cell. */
 static void print_text_table(struct table *t)
 {
-    size_t *width = calloc((size_t)t->ncols, sizeof *width);
-    int *shown = calloc((size_t)t->ncols, sizeof *shown);
-    char **headers = calloc((size_t)t->ncols, sizeof *headers);
-    if (!width || !shown || !headers) {
-        t->failed = 1;
-        goto done;
-    }
-    for (int c = 0; c < t->ncols; c++) {
+    int ncols = t->ncols, *width = calloc((size_t)ncols, sizeof *width), left_out = -1;
+    char **headers = calloc((size_t)ncols, sizeof *headers);
+    int ok = width && headers;
+    for (int c = 0; ok && c < ncols; c++)
         if (asprintf(&headers[c], "%s%s", t->cols[c].name,
                      t->cols[c].kind == TABLE_PERCENT ? " (%)" : "") < 0) {
             headers[c] = NULL;
-            t->failed = 1;
-            goto done;
+            ok = 0;
         }
-        width[c] = utf8_width(headers[c]);
-        shown[c] = 1;
+    if (ok)
+        left_out = fit_widths(t, headers, width);
+    if (left_out < 0) {
+        t->failed = 1;
+        goto out;
     }
-    for (size_t i = 0; i < t->ncells; i++) {
-        size_t w = t->cells[i] ? utf8_width(t->cells[i]) : 0;
-        if (w > width[i % (size_t)t->ncols])
-            width[i % (size_t)t->ncols] = w;
-    }
-    fit_columns(t, width, shown);
-    int first = 0, last = t->ncols - 1;
-    while (first < last && !shown[first])
+    int first = 0, last = ncols - 1; /* the columns shown first and last */
+    while (first < last && !width[first])
         first++;
-    while (last > first && !shown[last])
+    while (last > first && !width[last])
         last--;
     for (int pass = 0; pass < 2; pass++) { /* the header, then the rule under it */
         for (int c = first; c <= last; c++) {
-            if (!shown[c])
+            if (!width[c])
                 continue;
             fputs(c == first ? "" : "  ", t->out);
             if (pass)
-                for (size_t k = 0; k < width[c]; k++)
+                for (int k = 0; k < width[c]; k++)
                     putc('-', t->out);
             else
-                print_cell(t->out, headers[c], width[c], t->cols[c].kind != TABLE_TEXT, c == last);
+                print_padded(t->out, headers[c], width[c], t->cols[c].kind != TABLE_TEXT,
+                             c == last);
         }
         putc('\n', t->out);
     }
     for (size_t i = 0; i < t->ncells; i++) {
-        int c = (int)(i % (size_t)t->ncols);
-        if (shown[c]) {
+        int c = (int)(i % (size_t)ncols);
+        if (width[c]) {
             fputs(c == first ? "" : "  ", t->out);
-            print_cell(t->out, t->cells[i] ? t->cells[i] : "", width[c],
-                       t->cols[c].kind != TABLE_TEXT, c == last);
+            print_padded(t->out, t->cells[i] ? t->cells[i] : "", width[c],
+                         t->cols[c].kind != TABLE_TEXT, c == last);
         }
-        if (c == t->ncols - 1)
+        if (c == ncols - 1)
             putc('\n', t->out);
     }
-done:
-    for (int c = 0; headers && c < t->ncols; c++)
+    if (left_out > 0) { /* the columns left out, by name */
+        fputs("(left out to fit", t->out);
+        for (int c = 0, n = 0; c < ncols; c++)
+            if (!width[c])
+                fprintf(t->out, "%s %s", n++ ? "," : ":", headers[c]);
+        fputs("; -w 0 or a wider terminal shows them)\n", t->out);
+    }
+out:
+    for (int c = 0; headers && c < ncols; c++)
         free(headers[c]);
     free(headers);
-    free(shown);
     free(width);
 }
 
-void table_fit(struct table *t, int width, const int *drop)
+void table_drop_ranks(struct table *t, const int *drop)
 {
-    t->width = width > 0 ? (size_t)width : 0;
     t->drop = drop;
 }
 

@@ -32,9 +32,17 @@ struct table;
 /* Parses "table", "csv" or "json"; returns -1 for anything else. */
 int table_parse_format(const char *name, enum table_format *out);
 
-/* Starts a table of ncols columns (the array must outlive the table). NULL if out of memory. */
-struct table *table_new(FILE *out, enum table_format format, const struct table_column *cols,
-                        int ncols);
+/* Starts a table of ncols columns (the array must outlive the table). A text table is fitted
+ * into width columns (0: no limit; output/fit.h): number columns left out from the right (or
+ * in table_drop_ranks' order), named in a line after the table, and text columns cut with
+ * '~'. NULL if out of memory. */
+struct table *table_new(FILE *out, enum table_format format, int width,
+                        const struct table_column *cols, int ncols);
+
+/* CSV for a terminal: each cell's control characters escaped as in text tables (\e, \r,
+ * \x07), so a recorded name cannot drive it; CSV elsewhere keeps them exact. Call before the
+ * first cell. */
+void table_escape_csv_controls(struct table *t);
 
 /* Cells of the current row, left to right; the row ends after its last column. */
 void table_text(struct table *t, const char *text); /* NULL: empty cell / JSON null */
@@ -44,12 +52,11 @@ void table_percent(struct table *t, double percent);
 void table_bytes(struct table *t, double bytes);
 void table_real(struct table *t, double v);
 
-/* Fits a text table in width columns (0, the default: no limit): drop[c] > 0 ranks column c
- * for leaving out (drop may be NULL: none; the array must outlive the table), and the ranked
- * columns are left out, highest first (a rank's columns together), while the lines are too long;
- * then the widest text columns are cut (to no fewer than 12 columns), their cells ending with '~'.
- * CSV and JSON are not affected. */
-void table_fit(struct table *t, int width, const int *drop);
+/* The order in which a fitted text table (table_new's width) leaves columns out, instead of
+ * its number columns from the right: drop[c] > 0 ranks column c (the highest rank first, a
+ * rank's columns together), 0 keeps it (the array must outlive the table). Call before
+ * table_finish. */
+void table_drop_ranks(struct table *t, const int *drop);
 
 /* Writes what is held and frees the table; returns 0, or -1 if a write failed or a
  * cell could not be stored. */

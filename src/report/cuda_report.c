@@ -97,7 +97,7 @@ int cuda_report_query(struct report_ctx *ctx, const char *name, const struct tab
         snprintf(ctx->error, sizeof ctx->error, "%s: %s", name, sqlite3_errmsg(ctx->db));
         goto fail;
     }
-    t = table_new(ctx->out, ctx->format, cols, ncols);
+    t = report_table_new(ctx, cols, ncols);
     if (!t) {
         snprintf(ctx->error, sizeof ctx->error, "%s: out of memory", name);
         goto fail;

@@ -82,7 +82,7 @@ static const struct table_column energy_columns[] = {
     {"Processes", "processes", TABLE_INT}, /* > 1 on a process row: the GPU was shared */
 };
 
-/* Why there is nothing to show: the sampler's reason when it recorded one. */
+/* Why there is nothing to show (ctx->note): the sampler's reason when it recorded one. */
 static void no_samples(struct report_ctx *ctx)
 {
     sqlite3_stmt *st;
@@ -91,7 +91,7 @@ static void no_samples(struct report_ctx *ctx)
                            &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         reason = (const char *)sqlite3_column_text(st, 0);
-    snprintf(ctx->error, sizeof ctx->error, "energy_sum: no GPU power samples in this database%s%s",
+    snprintf(ctx->note, sizeof ctx->note, "energy_sum: no GPU power samples in this database%s%s",
              reason ? ": " : " (profile with -t nvml)", reason ? reason : "");
     sqlite3_finalize(st);
 }
@@ -152,20 +152,21 @@ static void print_footprint(struct report_ctx *ctx)
 int report_energy_sum(struct report_ctx *ctx)
 {
     int gpus = energy_db_register_sql(ctx->db);
-    if (gpus <= 0) {
-        if (gpus < 0)
-            snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
-        else
-            no_samples(ctx);
+    int ncols = (int)(sizeof energy_columns / sizeof energy_columns[0]);
+    if (gpus < 0) {
+        snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
         return -1;
+    }
+    if (gpus == 0) {
+        no_samples(ctx);
+        return report_empty(ctx, energy_columns, ncols);
     }
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(ctx->db, energy_query, -1, &st, NULL) != SQLITE_OK) {
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
         return -1;
     }
-    int ncols = (int)(sizeof energy_columns / sizeof energy_columns[0]);
-    struct table *t = table_new(ctx->out, ctx->format, energy_columns, ncols);
+    struct table *t = report_table_new(ctx, energy_columns, ncols);
     int step = SQLITE_DONE;
     while (t && (step = sqlite3_step(st)) == SQLITE_ROW)
         for (int col = 0; col < ncols; col++)

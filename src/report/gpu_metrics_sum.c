@@ -271,8 +271,9 @@ static int write_rows(struct state *st, struct table *t)
     return 0;
 }
 
-/* Why there is nothing to show: the status lines when there are, else how to record them. */
-static int no_metrics(struct state *st)
+/* Why there is nothing to show (ctx->note): the status lines when there are, else how to
+ * record them. */
+static void no_metrics(struct state *st)
 {
     sqlite3_stmt *q;
     char why[160] = "";
@@ -283,10 +284,9 @@ static int no_metrics(struct state *st)
         sqlite3_step(q) == SQLITE_ROW)
         snprintf(why, sizeof why, ": %s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
-    snprintf(st->ctx->error, sizeof st->ctx->error,
+    snprintf(st->ctx->note, sizeof st->ctx->note,
              "gpu_metrics_sum: no GPU hardware metrics in this database%s",
              why[0] ? why : " (profile with --gpu-metrics)");
-    return -1;
 }
 
 static void state_release(struct state *st)
@@ -307,15 +307,18 @@ int report_gpu_metrics_sum(struct report_ctx *ctx)
 {
     struct state st = {.ctx = ctx};
     int rc = load_gpus(&st);
-    if (rc == 0 && st.gpu_count == 0)
-        rc = no_metrics(&st);
+    if (rc == 0 && st.gpu_count == 0) {
+        no_metrics(&st);
+        state_release(&st);
+        return report_empty(ctx, columns, NCOLUMNS);
+    }
     if (rc == 0 && gpu_metrics_kernels_load(ctx->db, &st.kernels, &st.kernel_count) < 0)
         rc = fail(&st, sqlite3_errmsg(ctx->db));
     if (rc == 0)
         rc = load_projections(&st);
     for (size_t i = 0; rc == 0 && i < st.gpu_count; i++)
         rc = sweep_gpu(&st, &st.gpus[i]);
-    struct table *t = rc == 0 ? table_new(ctx->out, ctx->format, columns, NCOLUMNS) : NULL;
+    struct table *t = rc == 0 ? report_table_new(ctx, columns, NCOLUMNS) : NULL;
     if (rc == 0 && !t)
         rc = fail(&st, "out of memory");
     if (rc == 0)

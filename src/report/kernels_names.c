@@ -4,6 +4,7 @@
  * scudnn, implicit_convolve_sgemm), CUTLASS (tensorop/wmma/simt), FlashAttention and PyTorch's
  * own kernels; a name no rule recognises is "unknown", never a guess (docs/kernels.md). And
  * what the measured Tensor Core activity says instead, where GPU metrics were recorded. */
+#include "output/kernel_name.h"
 #include "report/kernels_model.h"
 
 #include <ctype.h>
@@ -166,51 +167,14 @@ static int is_word_char(char c)
     return isalnum((unsigned char)c) || c == '_';
 }
 
-static const char anonymous_namespace[] = "(anonymous namespace)";
-
-/* Length of "(anonymous namespace)" at p, which is part of a name, not a parameter list. */
-static size_t anonymous_at(const char *p)
-{
-    size_t n = sizeof anonymous_namespace - 1;
-    return strncmp(p, anonymous_namespace, n) == 0 ? n : 0;
-}
-
-/* Start of the function name: after the return type, i.e. after the last space that is
- * outside template brackets and before the parameter list. */
-static const char *skip_return_type(const char *name)
-{
-    int depth = 0;
-    const char *start = name;
-    for (const char *p = name; *p; p++) {
-        size_t anonymous = anonymous_at(p);
-        if (anonymous)
-            p += anonymous - 1;
-        else if (*p == '<')
-            depth++;
-        else if (*p == '>')
-            depth--;
-        else if (*p == '(' && depth == 0)
-            break;
-        else if (*p == ' ' && depth == 0)
-            start = p + 1;
-    }
-    return start;
-}
-
 char *kernels_name_short(const char *name, char *out, size_t size)
 {
     if (size == 0)
         return out;
-    const char *p = skip_return_type(name);
+    /* the parameter list repeats the template's types */
+    const char *p = kernel_name_start(name), *end = kernel_name_parameters(p);
     size_t n = 0;
-    int depth = 0;
-    for (; *p && n + 1 < size; p++) {
-        if (*p == '<')
-            depth++;
-        else if (*p == '>')
-            depth--;
-        else if (*p == '(' && depth == 0 && !anonymous_at(p))
-            break; /* the parameter list repeats the template's types */
+    for (; p < end && n + 1 < size; p++) {
         if (*p == ' ') {
             /* "unsigned int" -> "unsigned_int"; "a, b" -> "a,b" */
             if (n > 0 && is_word_char(out[n - 1]) && is_word_char(p[1]))

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "output/csv.h"
+#include "output/fit.h"
 #include "output/json.h"
 #include "output/utf8.h"
 #include "report/kernels.h"
@@ -21,13 +22,15 @@ static int row_selected(const struct kernels_row *row, const struct kernels_opti
 }
 
 /* Text widths: fixed columns keep theirs; flexible ones take their longest value and, with
- * -w, the widest are cut down in turn until the line fits (never below 4). Returns the line's
- * length. */
+ * -w, the widest are cut down in turn until the line fits (never below 4); in a terminal,
+ * columns that still do not fit are left out from the right (output_fit_columns). Returns how
+ * many were left out. */
 static int text_widths(const struct kernels_rows *rows, const struct kernels_options *opt,
                        const struct kernels_column **cols, int ncols, int *widths)
 {
     struct kernels_field f;
-    int total = 0;
+    unsigned flags[KERNELS_MAX_COLUMNS];
+    int drop[KERNELS_MAX_COLUMNS];
     for (int c = 0; c < ncols; c++) {
         int header = (int)strlen(cols[c]->name);
         widths[c] = cols[c]->width > header ? cols[c]->width : header;
@@ -41,19 +44,10 @@ static int text_widths(const struct kernels_rows *rows, const struct kernels_opt
                     widths[c] = len;
             }
         }
-        total += widths[c] + (c ? 1 : 0);
+        flags[c] = cols[c]->flexible ? OUTPUT_FIT_FLEXIBLE : 0;
+        drop[c] = opt->drop_columns ? c : 0; /* the rightmost first, never the first */
     }
-    while (opt->width > 0 && total > opt->width) {
-        int widest = -1;
-        for (int c = 0; c < ncols; c++)
-            if (cols[c]->flexible && widths[c] > 4 && (widest < 0 || widths[c] > widths[widest]))
-                widest = c;
-        if (widest < 0)
-            break;
-        widths[widest]--;
-        total--;
-    }
-    return total;
+    return output_fit_columns(widths, flags, drop, ncols, 1, opt->width, OUTPUT_FIT_MIN);
 }
 
 /* Appends one text field to line, padded to width (numbers on the right) or cut with a
@@ -88,12 +82,10 @@ static size_t append_text_field(char *line, size_t at, const char *text, int wid
 static int write_text(const struct kernels_rows *rows, const struct kernels_options *opt,
                       const struct kernels_column **cols, int ncols, FILE *out)
 {
-    int widths[KERNELS_MAX_COLUMNS], total = 0, all = ncols;
-    int length = text_widths(rows, opt, cols, ncols, widths);
-    /* In a terminal, columns that still do not fit are left out from the right (the caller
-     * says how many), rather than every line wrapping. */
-    while (opt->drop_columns && opt->width > 0 && length > opt->width && ncols > 1)
-        length -= widths[--ncols] + 1;
+    int widths[KERNELS_MAX_COLUMNS], total = 0;
+    /* in a terminal, rather than every line wrapping (the caller says how many) */
+    int left_out = text_widths(rows, opt, cols, ncols, widths);
+    ncols -= left_out; /* from the right */
     for (int c = 0; c < ncols; c++)
         total += (widths[c] > KERNELS_FIELD_SIZE ? widths[c] : KERNELS_FIELD_SIZE) + 1;
     char *line = malloc((size_t)total + 1);
@@ -123,7 +115,7 @@ static int write_text(const struct kernels_rows *rows, const struct kernels_opti
         fwrite(line, 1, at, out);
     }
     free(line);
-    return all - ncols;
+    return left_out;
 }
 
 /* CSV and JSON lines are built in a buffer and written with one fwrite, like text lines. */

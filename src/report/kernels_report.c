@@ -33,12 +33,18 @@ int kernels_report(sqlite3 *db, const struct kernels_options *opt, FILE *out)
     return rc;
 }
 
-/* The default columns, every row, no width limit: what `lantern kernels FILE | cat` prints. */
+/* The default columns, every row, fitted to ctx->width as `lantern kernels` fits them. */
 int report_kernels(struct report_ctx *ctx)
 {
-    struct kernels_options opt = {.format = (enum kernels_format)ctx->format};
+    struct kernels_options opt = {.format = (enum kernels_format)ctx->format,
+                                  .width = ctx->width,
+                                  .drop_columns = ctx->width > 0};
     report_why_no_cuda(ctx->db, ctx->note, sizeof ctx->note);
     int rc = kernels_report(ctx->db, &opt, ctx->out);
+    if (rc > 0 && !ctx->note[0])
+        snprintf(ctx->note, sizeof ctx->note,
+                 "%d column%s left out to fit %d characters (-w 0: all)", rc, rc == 1 ? "" : "s",
+                 ctx->width);
     if (rc >= 0)
         return 0;
     snprintf(ctx->error, sizeof ctx->error, "kernels: %s",

@@ -172,7 +172,7 @@ int report_nvtx_sum(struct report_ctx *ctx)
         for (size_t i = 0; i < groups.n; i++)
             all += groups.v[i].total;
         int ncols = (int)(sizeof columns / sizeof columns[0]) - (gpus_sampled ? 0 : 1);
-        struct table *t = table_new(ctx->out, ctx->format, columns, ncols);
+        struct table *t = report_table_new(ctx, columns, ncols);
         for (size_t i = 0; t && i < groups.n; i++) {
             const struct range_group *g = &groups.v[i];
             table_percent(t, all > 0 ? 100.0 * g->total / all : 0);
@@ -194,6 +194,8 @@ int report_nvtx_sum(struct report_ctx *ctx)
             snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: cannot write the table");
             rc = -1;
         }
+        if (rc == 0 && !groups.n)
+            report_why_nothing(ctx->db, ctx->note, sizeof ctx->note);
     }
     for (size_t i = 0; i < groups.n; i++)
         free(groups.v[i].label);

@@ -14,7 +14,9 @@ struct report_ctx {
     enum table_format format;
     char error[256];  /* why a report returned non-zero */
     const char *sort; /* --sort: NULL for the report's own order, or a column ("duration") */
-    char note[256];   /* set by a report with an empty result that can say why (stderr) */
+    int width;        /* text tables fit this many columns (0: no limit; output/fit.h) */
+    int terminal;     /* out is a terminal: CSV escapes control characters (table.h) */
+    char note[1024];  /* set by a report with an empty result that can say why (stderr) */
 };
 
 struct report {
@@ -31,6 +33,19 @@ const struct report *report_find(const char *name);
  * written to out: text lines for a table or CSV (the caller picks a stream that keeps the
  * CSV clean), a JSON object for JSON. Returns 0 or -1 with ctx->error set. */
 int report_session_header(struct report_ctx *ctx, FILE *out);
+
+/* Why a session recorded nothing at all (no process loaded the agent): the program used neither
+ * NVTX nor CUDA, or lost the injection variables, and what to try, written into why; returns 1,
+ * or 0 when a process was recorded. */
+int report_why_nothing(sqlite3 *db, char *why, size_t size);
+
+/* A report's table on ctx->out in its format, fitted to ctx->width, its CSV escaped for a
+ * terminal (table.h). NULL if out of memory. */
+struct table *report_table_new(struct report_ctx *ctx, const struct table_column *cols, int ncols);
+
+/* A report with nothing to show (its reason already in ctx->note): its table without rows, so
+ * that JSON stays whole and CSV keeps its header. Returns 0, or -1 with ctx->error set. */
+int report_empty(struct report_ctx *ctx, const struct table_column *cols, int ncols);
 
 /* Why a database holds no CUDA activity (no API call, kernel, copy or set): writes the reason
  * ("-t cuda was off", "the host had no NVIDIA GPU", "the program made no CUDA call") into why

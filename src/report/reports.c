@@ -3,6 +3,7 @@
 #include "report/cuda_report.h"
 #include "report/report.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const struct report report_table[] = {
@@ -34,4 +35,21 @@ const struct report *report_find(const char *name)
         if (!strcmp(r->name, name))
             return r;
     return NULL;
+}
+
+struct table *report_table_new(struct report_ctx *ctx, const struct table_column *cols, int ncols)
+{
+    struct table *t = table_new(ctx->out, ctx->format, ctx->width, cols, ncols);
+    if (t && ctx->terminal)
+        table_escape_csv_controls(t);
+    return t;
+}
+
+int report_empty(struct report_ctx *ctx, const struct table_column *cols, int ncols)
+{
+    struct table *t = report_table_new(ctx, cols, ncols);
+    if (t && table_finish(t) == 0)
+        return 0;
+    snprintf(ctx->error, sizeof ctx->error, "cannot write the table");
+    return -1;
 }

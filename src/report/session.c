@@ -189,3 +189,43 @@ int report_session_header(struct report_ctx *ctx, FILE *out)
     }
     return 0;
 }
+
+/* Whether the session's command runs Python (its first word is python*, pypy*). */
+static int runs_python(const char *command)
+{
+    size_t n = command ? strcspn(command, " ") : 0;
+    const char *base = command;
+    for (size_t i = 0; i < n; i++)
+        if (command[i] == '/')
+            base = command + i + 1;
+    return base && (!strncmp(base, "python", 6) || !strncmp(base, "pypy", 4));
+}
+
+int report_why_nothing(sqlite3 *db, char *why, size_t size)
+{
+    if (sql_query_int(db, "SELECT count(*) FROM processes", 0) > 0)
+        return 0;
+    char *trace = sql_query_text(db, "SELECT value FROM meta WHERE key = 'trace'");
+    char *command = sql_query_text(db, "SELECT value FROM meta WHERE key = 'command'");
+    int cuda = trace && strstr(trace, "cuda") != NULL;
+    int no_gpu =
+        sql_query_int(db, "SELECT value FROM meta WHERE key = 'nvidia_gpu_present'", 1) == 0;
+    snprintf(why, size,
+             "nothing was recorded: no process of the command made an NVTX call%s (a process is "
+             "recorded from its first), or the program's environment lost %s (a wrapper that "
+             "clears or sets it), or Lantern could not run in it (a lantern: line said why as it "
+             "ran); try %s%s",
+             cuda ? " or a CUDA call" : "",
+             cuda ? "NVTX_INJECTION64_PATH and CUDA_INJECTION64_PATH" : "NVTX_INJECTION64_PATH",
+             runs_python(command) ? "--python-functions 'mymodule.*' (Python functions as ranges, "
+                                    "with no change to the program), or NVTX ranges (pip install "
+                                    "nvtx)"
+                                  : "NVTX ranges in the program (nvtxRangePushA/nvtxRangePop, "
+                                    "nvtx3/nvToolsExt.h)",
+             no_gpu  ? "; this host has no NVIDIA GPU, so there was no CUDA to trace"
+             : !cuda ? "; -t cuda,nvtx traces CUDA too"
+                     : "");
+    free(trace);
+    free(command);
+    return 1;
+}

@@ -11,6 +11,10 @@
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
 #define TRACE_FORMAT_VERSION 5u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
+/* A process that loaded the agent but runs untraced for a reason it printed (a static
+ * executable) leaves an empty <pid>.untraced in the session folder, so that the launcher knows
+ * why nothing was recorded without saying it a second time. */
+#define TRACE_UNTRACED_SUFFIX ".untraced"
 #define TRACE_FILE_HEADER_SIZE 16u           /* magic, u32 version, u32 flags (0) */
 
 /* Chunk header: 32 bytes little-endian, then body_len bytes of records.

@@ -57,7 +57,7 @@ def profile_and_analyze(build, out, name, command):
     with open(os.path.join(out, f"{name}.analysis.json"), "w") as f:
         f.write(analysis.stdout)
     with open(os.path.join(out, f"{name}.analysis.txt"), "w") as f:
-        f.write(lantern(build, "analyze", db).stdout)
+        f.write(lantern(build, "analyze", db, "--details").stdout)
     page = lantern(build, "report", db, "-f", "-o", os.path.join(out, f"{name}.html"))
     if page.returncode != 0:
         print(page.stderr)

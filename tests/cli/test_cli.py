@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import terminal  # noqa: E402  (tests/terminal.py)
+
 BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
 SOURCE = Path(os.environ.get("LANTERN_SOURCE", Path(__file__).resolve().parents[2]))
 LANTERN = BUILD / "bin" / "lantern"
@@ -30,7 +33,9 @@ needs_agent = pytest.mark.skipif(not AGENT.exists(), reason=f"agent not built: {
 # In the sanitized build scripts/test.sh preloads the sanitizer runtimes for tests hosted by
 # Python, with leak checks off (Python leaks at exit); lantern itself needs neither, so it
 # runs with the full checks.
-LANTERN_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+# No $COLUMNS either (pytest may set it): tables and help are not fitted to a width unless a test
+# asks for one.
+LANTERN_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "COLUMNS")}
 
 
 def run(*args, cwd=None, timeout=60, env=None):
@@ -137,6 +142,29 @@ def test_usage_errors_exit_2(args, tmp_path):
     assert not list(tmp_path.iterdir())  # nothing was created
 
 
+# ---- -f is --force in every command (issue #28) -------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["profile", "stats", "export", "import", "report", "merge"])
+def test_f_means_force_in_every_command_that_writes(command):
+    help_text = run(command, "--help").stdout
+    assert "  -f, --force " in help_text, help_text
+
+
+def test_export_f_replaces_the_output_and_format_is_long_only(tmp_path, known_db):
+    out = tmp_path / "out.json"
+    out.write_text("mine")
+    assert one_error_line(run("export", known_db, "--format", "chrome", "-o", out), 1).endswith(
+        "exists (use --force to replace it)")
+    r = run("export", known_db, "--format", "chrome", "-o", out, "-f")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["traceEvents"]
+    r = run("export", known_db, "-f")  # a flag now, never "needs a value"
+    assert r.returncode == 2 and r.stderr.startswith("lantern: missing --format (chrome, perfetto)\n")
+    r = run("export", known_db, "-f", "perfetto")  # the old spelling gets the new one
+    assert r.returncode == 2 and r.stderr.startswith(
+        "lantern: '-f' means --force; give the format as --format perfetto\n")
+
+
 # ---- bad files --------------------------------------------------------------------------------------
 
 def bad_files(tmp_path, known_db):
@@ -170,16 +198,18 @@ def test_newer_schema_is_refused(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert line.endswith("schema version 99, this lantern reads version 6")
+    assert line.endswith("schema version 99, this lantern reads versions 1 to 6 (a newer Lantern wrote it)")
 
 
-def test_older_schema_is_refused_with_advice(tmp_path, known_db):
+def test_older_schema_is_read_through_an_upgraded_copy(tmp_path, known_db):
+    """Databases of each real older schema: tests/upgrade/."""
     db = sqlite3.connect(known_db)
     db.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    line = one_error_line(run("stats", known_db), 1)
-    assert "schema version 2, this lantern reads version 6 (import its raw trace again" in line
+    r = run("stats", known_db)
+    assert r.returncode == 0 and ":a" in r.stdout
+    assert r.stderr.startswith(f"lantern: '{known_db}' is of schema version 2 (an older Lantern)")
 
 
 # ---- nvtx_sum -----------------------------------------------------------------------------------------
@@ -238,6 +268,72 @@ def test_nvtx_sum_table_uses_human_units(known_db, tmp_path):
     row = next(line for line in text.splitlines() if line.endswith("io:a"))
     assert row.split() == ["97.8", "50.000", "µs", "1", "50.000", "µs", "50.000", "µs", "50.000", "µs",
                            "50.000", "µs", "0", "ns", "PushPop", "io:a"]
+
+
+# ---- output that fits the terminal (issue #28) ---------------------------------------------------------
+
+LONG_NAME = "data_loader_" + "x" * 200
+
+
+def test_stats_fits_the_terminal_and_keeps_names_whole_elsewhere(tmp_path):
+    path = tmp_path / "long.db"
+    make_db(path, [(LONG_NAME, 0, 0, START, START + 1000, {}), ("short", 0, 0, START, START + 10, {})])
+    narrow = {**LANTERN_ENV, "COLUMNS": "80"}
+    out = run("stats", path, env=narrow).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    row = next(line for line in out.splitlines() if ":data_loader_" in line)
+    assert row.endswith("~") and "(left out to fit: " in out
+    for args in (["-w", "0"], []):  # -w 0, or a pipe without $COLUMNS: every name whole
+        assert f":{LONG_NAME}" in run("stats", path, *args, env=narrow if args else None).stdout
+    assert f":{LONG_NAME}" in run("stats", path, "--format", "csv", env=narrow).stdout
+    rows = json.loads(run("stats", path, "--format", "json", env=narrow).stdout)["rows"]
+    assert rows[0]["range"] == f":{LONG_NAME}"
+    assert run("stats", path, "-w", "x").returncode == 2
+
+
+@pytest.mark.parametrize("command", ["profile", "stats", "export", "import", "kernels", "energy",
+                                     "analyze", "report", "merge"])
+def test_help_fits_80_columns_or_the_terminal(command):
+    for columns, width in ((None, 80), ("60", 60)):
+        env = {**LANTERN_ENV, "COLUMNS": columns} if columns else None
+        lines = run(command, "--help", env=env).stdout.splitlines()
+        assert max(len(line) for line in lines) <= width, [l for l in lines if len(l) > width]
+
+
+# ---- control characters never reach a terminal (issue #28) -----------------------------------------------
+
+def test_csv_escapes_control_bytes_on_a_terminal_only(tmp_path):
+    path = tmp_path / "ctl.db"
+    make_db(path, [("bell\x07 esc\x1b[2J cr\r", 0, 0, START, START + 10, {})])
+    out, stderr, status = terminal.run_in_terminal([str(LANTERN), "stats", str(path), "--format", "csv"], 200)
+    assert status == 0, stderr
+    assert b"\x07" not in out and b"\x1b" not in out and b"\r" not in out
+    assert b":bell\\x07 esc\\e[2J cr\\r" in out
+    piped = subprocess.run([str(LANTERN), "stats", str(path), "--format", "csv"], capture_output=True,
+                           env=LANTERN_ENV).stdout  # a pipe: the exact bytes
+    assert b":bell\x07 esc\x1b[2J cr\r" in piped
+    out, stderr, status = terminal.run_in_terminal([str(LANTERN), "analyze", str(path), "--format", "csv"], 200)
+    assert status == 0 and b"\x1b" not in out
+
+
+# ---- JSON is always whole (issue #28) -------------------------------------------------------------------
+
+def test_every_report_in_json_is_whole_with_the_reason_when_empty(known_db):
+    """energy_sum and gpu_metrics_sum on a session without GPU data stopped at "rows": ."""
+    listed = run("stats", "--help").stdout.split("Reports:\n")[1].splitlines()
+    reports = [line.split()[0] for line in listed if line[2:3] != " "]  # not a wrapped line
+    assert "energy_sum" in reports and "gpu_metrics_sum" in reports
+    for report in reports:
+        r = run("stats", known_db, "--report", report, "--format", "json")
+        assert r.returncode == 0, (report, r.stderr)
+        doc = json.loads(r.stdout)
+        assert doc["report"] == report and "session" in doc
+        if report != "nvtx_sum":  # nothing but NVTX ranges here: each says why it is empty
+            assert doc["rows"] == [] and doc["note"], report
+            assert r.stderr.strip() == f"lantern: {doc['note']}"
+    assert json.loads(run("stats", known_db, "--format", "json").stdout)["note"] is None
+    doc = json.loads(run("analyze", known_db, "--format", "json").stdout)
+    assert doc["analysis"]["ranked"] == [] and doc["analysis"]["rules"]
 
 
 # ---- chrome export --------------------------------------------------------------------------------------
@@ -331,6 +427,25 @@ def test_session_without_ranges_reports_empty_tables(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["rows"] == []
     r = run("export", "none.db", "--format", "chrome", "-o", "-", cwd=tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["traceEvents"] == []
+
+
+@needs_agent
+def test_an_empty_run_says_why_nothing_was_recorded_and_what_to_try(tmp_path):
+    """Issue #28: `profile --stats -- /bin/true` printed `Processes: 0` and an empty table."""
+    r = run("profile", "-o", "none.db", "--stats", "--", "true", cwd=tmp_path)
+    assert r.returncode == 0 and "Processes:       0" in r.stdout
+    [why] = [line for line in r.stderr.splitlines() if "nothing was recorded" in line]
+    assert why.startswith("lantern: nothing was recorded: no process of the command made an NVTX call")
+    assert "NVTX_INJECTION64_PATH" in why and "; try NVTX ranges in the program" in why
+    assert json.loads(run("stats", "none.db", "--format", "json", cwd=tmp_path).stdout)["note"] == why[9:]
+    # a wrapper that sets the variable for itself: the program's NVTX calls never reach us
+    r = run("profile", "-o", "lost.db", "--", "sh", "-c",
+            f"NVTX_INJECTION64_PATH=/nonexistent {NVTX_DEMO} 1", cwd=tmp_path)
+    assert r.returncode == 0 and "nothing was recorded" in r.stderr and "environment lost" in r.stderr
+    r = run("profile", "-o", "py.db", "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    assert "try --python-functions 'mymodule.*'" in r.stderr
+    r = run("profile", "-o", "demo.db", "--", NVTX_DEMO, "1", cwd=tmp_path)  # a real one: no word
+    assert r.returncode == 0 and "nothing was recorded" not in r.stderr
 
 
 def test_command_that_cannot_run_exits_127(tmp_path):

@@ -1,8 +1,10 @@
 /* The shared output helpers of src/output/ besides JSON (test_json.c) and the table
  * (test_table.c): CSV quoting per RFC 4180, in its buffer and stream forms, and the UTF-8
- * facts the writers rely on (valid sequences per RFC 3629, control characters, width). */
+ * facts the writers rely on (valid sequences per RFC 3629, control characters, width), and
+ * kernel names' base names as Nsight Systems shows them. */
 #include "harness.h"
 #include "output/csv.h"
+#include "output/kernel_name.h"
 #include "output/utf8.h"
 
 #include <string.h>
@@ -86,7 +88,43 @@ static void utf8_controls_and_width(void)
     ASSERT_EQ(utf8_width(""), (size_t)0);
 }
 
+static const char *base(const char *name)
+{
+    return kernel_name_base(name, out, sizeof out);
+}
+
+static void kernel_names_shorten_to_their_base_name_as_nsys_does(void)
+{
+    /* Numba (the example): ABI tags and the parameter list go, and the namespace */
+    ASSERT_STR_EQ(base("kernels::divide_by[abi:v3][abi:cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA"
+                       "9duC0hkwnNGiHEkYkrqQBFBTDEwCyQeA](Array<float, 1, C, mutable, aligned>, "
+                       "Array<float, 1, C, mutable, aligned>, float)"),
+                  "divide_by");
+    ASSERT_STR_EQ(base("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor"
+                       "<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>"
+                       ", at::detail::Array<char*, 1>)"),
+                  "vectorized_elementwise_kernel");
+    ASSERT_STR_EQ(base("void (anonymous namespace)::softmax_warp_forward<float, float, 8>(float*, "
+                       "float const*, int)"),
+                  "softmax_warp_forward");
+    ASSERT_STR_EQ(base("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<"
+                       "{lambda(int)#1}>(at::TensorIteratorBase&)::{lambda(int)#1}>(int, "
+                       "{lambda(int)#1})"),
+                  "elementwise_kernel");
+    ASSERT_STR_EQ(base("axpy(float*, float*, float)"), "axpy");
+    /* nothing to strip */
+    ASSERT_STR_EQ(base("volta_sgemm_128x64_nn"), "volta_sgemm_128x64_nn");
+    ASSERT_STR_EQ(base("[CUDA memcpy Host-to-Device]"), "[CUDA memcpy Host-to-Device]");
+    ASSERT_STR_EQ(base(""), "");
+    ASSERT_STR_EQ(base("step 3 of train"), "step 3 of train"); /* no signature: not a type */
+    ASSERT_STR_EQ(base("AllReduce (1.0 MB)"), "AllReduce (1.0 MB)");
+    char small[6];
+    ASSERT_STR_EQ(kernel_name_base("kernels::divide_by(float)", small, sizeof small), "divid");
+}
+
 static const struct test_case tests[] = {
+    {"kernel_names_shorten_to_their_base_name_as_nsys_does",
+     kernel_names_shorten_to_their_base_name_as_nsys_does},
     {"csv_quotes_only_fields_that_need_it", csv_quotes_only_fields_that_need_it},
     {"csv_long_field_is_quoted_whole", csv_long_field_is_quoted_whole},
     {"utf8_sequences_are_validated", utf8_sequences_are_validated},

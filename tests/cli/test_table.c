@@ -35,7 +35,7 @@ static const struct table_column columns[] = {
 static const char *write_rows(enum table_format format)
 {
     FILE *f = fmemopen(out, sizeof out, "w");
-    struct table *t = table_new(f, format, columns, 4);
+    struct table *t = table_new(f, format, 0, columns, 4);
     table_text(t, "a,\"b\"");
     table_percent(t, 66.6666);
     table_ns(t, 1500.5);
@@ -82,21 +82,41 @@ static void text_table_escapes_control_characters(void)
     free(e);
     static const struct table_column name_only[] = {{"Name", "name", TABLE_TEXT}};
     FILE *f = fmemopen(out, sizeof out, "w");
-    struct table *t = table_new(f, TABLE_FORMAT_TABLE, name_only, 1);
+    struct table *t = table_new(f, TABLE_FORMAT_TABLE, 0, name_only, 1);
     table_text(t, "\x1b]0;pwned\x07");
     ASSERT_EQ(table_finish(t), 0);
     fclose(f);
     ASSERT_STR_EQ(out, "Name\n--------------\n\\e]0;pwned\\x07\n");
 }
 
-/* table_fit: ranked columns go first (a rank's together), then the widest text column is cut
- * with '~', by display columns (µ is one); without a width nothing changes. */
+/* A table fitted to a width (table_new's, output/fit.h): the ranked columns (table_drop_ranks)
+ * are left out, the highest rank first and a rank's columns together, as few as fit with names
+ * cut to 20 characters, and named after the table; then the widest text column is cut with
+ * '~', by display columns (µ is one). Without ranks numbers leave from the right; without a
+ * width nothing changes. */
+static const struct table_column fitted_columns[] = {
+    {"Name", "name", TABLE_TEXT},        {"A", "a", TABLE_INT}, {"B", "b", TABLE_INT},
+    {"Right", "right", TABLE_FORMATTED}, {"C", "c", TABLE_INT},
+};
+
+static const char *write_fitted(int width, const int *drop)
+{
+    FILE *f = fmemopen(out, sizeof out, "w");
+    struct table *t = table_new(f, TABLE_FORMAT_TABLE, width, fitted_columns, 5);
+    if (drop)
+        table_drop_ranks(t, drop);
+    table_text(t, "µµµµµµµµµµµµµµµµµµµ");
+    table_int(t, 1);
+    table_int(t, 2);
+    table_text(t, "+5 %");
+    table_int(t, 3);
+    ASSERT_EQ(table_finish(t), 0);
+    fclose(f);
+    return out;
+}
+
 static void text_table_fits_a_width(void)
 {
-    static const struct table_column cols[] = {
-        {"Name", "name", TABLE_TEXT},       {"A", "a", TABLE_INT}, {"B", "b", TABLE_INT},
-        {"Right", "right", TABLE_FORMATTED}, {"C", "c", TABLE_INT},
-    };
     static const int drop[] = {0, 2, 2, 0, 1};
     const int widths[] = {0, 30, 24, 21};
     const char *expected[] = {
@@ -105,27 +125,24 @@ static void text_table_fits_a_width(void)
         "µµµµµµµµµµµµµµµµµµµ  1  2   +5 %  3\n",
         "Name                 Right  C\n"
         "-------------------  -----  -\n"
-        "µµµµµµµµµµµµµµµµµµµ   +5 %  3\n",
+        "µµµµµµµµµµµµµµµµµµµ   +5 %  3\n"
+        "(left out to fit: A, B; -w 0 or a wider terminal shows them)\n",
         "Name               Right\n"
         "-----------------  -----\n"
-        "µµµµµµµµµµµµµµµµ~   +5 %\n",
+        "µµµµµµµµµµµµµµµµ~   +5 %\n"
+        "(left out to fit: A, B, C; -w 0 or a wider terminal shows them)\n",
         "Name            Right\n"
         "--------------  -----\n"
-        "µµµµµµµµµµµµµ~   +5 %\n",
+        "µµµµµµµµµµµµµ~   +5 %\n"
+        "(left out to fit: A, B, C; -w 0 or a wider terminal shows them)\n",
     };
-    for (int i = 0; i < 4; i++) {
-        FILE *f = fmemopen(out, sizeof out, "w");
-        struct table *t = table_new(f, TABLE_FORMAT_TABLE, cols, 5);
-        table_fit(t, widths[i], drop);
-        table_text(t, "µµµµµµµµµµµµµµµµµµµ");
-        table_int(t, 1);
-        table_int(t, 2);
-        table_text(t, "+5 %");
-        table_int(t, 3);
-        ASSERT_EQ(table_finish(t), 0);
-        fclose(f);
-        ASSERT_STR_EQ(out, expected[i]);
-    }
+    for (int i = 0; i < 4; i++)
+        ASSERT_STR_EQ(write_fitted(widths[i], drop), expected[i]);
+    ASSERT_STR_EQ(write_fitted(24, NULL),
+                  "Name                 A\n"
+                  "-------------------  -\n"
+                  "µµµµµµµµµµµµµµµµµµµ  1\n"
+                  "(left out to fit: B, Right, C; -w 0 or a wider terminal shows them)\n");
 }
 
 static const struct test_case tests[] = {

@@ -286,7 +286,7 @@ static void near_whole_averages_print_as_valid_numbers(void)
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     ASSERT(out);
-    struct table *t = table_new(out, TABLE_FORMAT_JSON, cols, 2);
+    struct table *t = table_new(out, TABLE_FORMAT_JSON, 0, cols, 2);
     ASSERT(t);
     table_real(t, 3001.0 / 3000.0);
     table_ns(t, 1000.0002);

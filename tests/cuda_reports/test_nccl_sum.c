@@ -176,7 +176,7 @@ static char *run_nccl_sum(const char *fixture, enum table_format format, char *n
  * a CUDA graph (700 ns): avg 550, stddev sqrt(2 x 150^2). Time % of all 9200 ns. */
 static void rows_match_the_hand_computed_session(void)
 {
-    char note[256];
+    char note[1024];
     char *csv = run_nccl_sum(SESSION, TABLE_FORMAT_CSV, note, sizeof note);
     ASSERT_STR_EQ(csv,
                   "Time (%),Total Time (ns),Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),"
@@ -201,7 +201,7 @@ static void rows_match_the_hand_computed_session(void)
 
 static void json_gives_exact_bandwidths(void)
 {
-    char note[256];
+    char note[1024];
     char *json = run_nccl_sum(SESSION, TABLE_FORMAT_JSON, note, sizeof note);
     ASSERT(strstr(json, "\"size_bytes\": 1000000, \"algbw_gbps\": 500, \"busbw_gbps\": 750, "
                         "\"ranks\": 4, \"ranks_from\": \"communicator\", \"op\": \"Sum\"") != NULL);
@@ -231,7 +231,7 @@ static void without_kernels_the_calls_keep_their_sizes(void)
 
 static void a_session_without_nccl_is_empty_and_says_why(void)
 {
-    char note[256];
+    char note[1024];
     char *csv = run_nccl_sum(NULL, TABLE_FORMAT_CSV, note, sizeof note);
     ASSERT(strchr(csv, '\n') == csv + strlen(csv) - 1); /* the header alone */
     ASSERT(strstr(note, "no NCCL activity") == note);

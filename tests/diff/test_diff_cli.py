@@ -8,6 +8,7 @@ errors 2, a regression with --fail-on-regression 3; JSON is one valid document; 
 is written and never overwritten without --force."""
 import csv
 import io
+import gzip
 import json
 import os
 import random
@@ -25,6 +26,9 @@ CHANGES = {"slower", "faster", "higher", "lower", "new", "gone"}
 
 
 def lantern(*args, env=None):
+    """The command with stdout a pipe and no $COLUMNS unless env gives one (pytest's process
+    may have set one that os.environ does not show), so text is what a pipe gets."""
+    env = dict(os.environ) if env is None else env
     return subprocess.run([LANTERN, *args], capture_output=True, text=True, timeout=300,
                           env=env)
 
@@ -324,19 +328,31 @@ def test_bad_input_exits_1(gemm_swap, tmp_path):
     text.write_text("not a database\n")
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t(x)").connection.close()
-    old = tmp_path / "old.db"
-    db = sqlite3.connect(old)
+    newer = tmp_path / "newer.db"
+    db = sqlite3.connect(newer)
     db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value)")
-    db.execute("INSERT INTO meta VALUES ('schema_version', 5)")
+    db.execute("INSERT INTO meta VALUES ('schema_version', 99)")
     db.commit()
     db.close()
     for bad, reason in [(text, "not a Lantern database"), (other, "not a Lantern database"),
-                        (old, "schema version 5"), (tmp_path / "missing.db", "No such file"),
+                        (newer, "schema version 99"), (tmp_path / "missing.db", "No such file"),
                         (tmp_path, "not a regular file")]:
         run = lantern("diff", base, str(bad))
         assert run.returncode == 1, (bad, run.stderr)
         assert run.stderr.startswith("lantern: ") and reason in run.stderr, run.stderr
         assert run.stdout == ""
+
+
+def test_older_schema_is_read_through_an_upgraded_copy(gemm_swap, tmp_path):
+    """A database of schema 5, as its Lantern wrote it (tests/upgrade/)."""
+    base, _, _ = gemm_swap
+    old = tmp_path / "old.db"
+    with gzip.open(os.path.join(SOURCE, "tests", "upgrade", "schema-v5.db.gz")) as f:
+        old.write_bytes(f.read())
+    run = lantern("diff", base, str(old))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith(f"lantern: '{old}' is of schema version 5 (an older Lantern)")
+    assert run.stdout.startswith("Base:")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -13,9 +13,13 @@ LANTERN = os.path.join(BUILD, "bin", "lantern")
 WORKLOAD = os.environ.get("LIFETIME_WORKLOAD", os.path.join(BUILD, "bin", "lifetime_workload"))
 
 
+# whole lines: no $COLUMNS to fit them to (pytest's children may inherit one)
+PIPE_ENV = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
 def lantern(tmp_path, *args, expect_status=0):
     run = subprocess.run([LANTERN, *args], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env=PIPE_ENV)
     assert run.returncode == expect_status, run.stderr
     return run
 
@@ -184,7 +188,8 @@ def test_every_report_header_and_export_shows_the_losses(tmp_path):
     pid, line, process_losses = killed_session_with_drops(tmp_path)
     for command in (["stats", "x.db"], ["stats", "x.db", "--report", "energy_sum"],
                     ["analyze", "x.db"]):
-        run = subprocess.run([LANTERN, *command], cwd=tmp_path, capture_output=True, text=True)
+        run = subprocess.run([LANTERN, *command], cwd=tmp_path, capture_output=True, text=True,
+                             env=PIPE_ENV)
         assert f"Lost events:     {line}\n" in run.stdout, (command, run.stdout)
     doc = __import__("json").loads(lantern(tmp_path, "stats", "x.db", "--format", "json").stdout)
     assert doc["session"]["lost_events"] == line

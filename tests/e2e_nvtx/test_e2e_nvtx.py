@@ -175,8 +175,9 @@ def test_shell_pipeline_of_two_nvtx_programs(tmp_path):
 
 def stats_header(db_path):
     """The stats report's header lines, as a dict."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # whole lines, not fitted
     run = subprocess.run([LANTERN, "stats", "--report", "nvtx_sum", str(db_path)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, env=env)
     assert run.returncode == 0, run.stderr
     return run.stdout, {k.strip(): v.strip() for k, _, v in
                         (line.partition(":") for line in run.stdout.splitlines() if ":" in line)}

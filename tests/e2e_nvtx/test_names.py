@@ -156,3 +156,42 @@ def test_nvtx_thread_names_win_over_os_names(tmp_path):
                        text=True)
     events = json.loads((tmp_path / "x.json").read_text())["traceEvents"]
     assert sorted(e["args"]["name"] for e in events if e["name"] == "thread_name") == ["main", "worker 0", "worker 1"]
+
+
+MP_PROGRAM = textwrap.dedent("""
+    import multiprocessing as mp, os, sys
+    import nvtx
+
+    def work(out):
+        nvtx.mark("child")
+        with open(os.path.join(out, f"{os.getpid()}.name"), "w") as f:
+            f.write(mp.current_process().name)
+
+    if __name__ == "__main__":
+        for method in ("spawn", "fork", "forkserver"):
+            p = mp.get_context(method).Process(target=work, args=(sys.argv[1],), name=f"{method}-loader")
+            p.start(); p.join()
+        with mp.get_context("spawn").Pool(1) as pool:  # named by multiprocessing: SpawnPoolWorker-N
+            pool.apply(work, (sys.argv[1],))
+""")
+
+
+@needs_nvtx
+def test_multiprocessing_children_are_named_after_the_script_and_their_process_name(tmp_path):
+    """Issue #28: a spawn child was `python3 -c`; every start method's children are now named
+    `script:Process.name`, also run as `python -m`."""
+    (tmp_path / "mp_names.py").write_text(MP_PROGRAM)
+    for command, program in (([sys.executable, "mp_names.py"], "mp_names.py"),
+                             ([sys.executable, "-m", "mp_names"], "mp_names")):
+        out = tmp_path / ("out-" + program)
+        out.mkdir()
+        db = profile(tmp_path, *command, str(out))
+        names = dict(db.execute("SELECT pid, name FROM processes"))
+        children = {int(f.stem): f.read_text() for f in out.glob("*.name")}
+        assert len(children) == 4
+        for pid, process_name in children.items():
+            assert names[pid] == f"{program}:{process_name}", names
+        assert {children[pid] for pid in children} >= {"spawn-loader", "fork-loader",
+                                                         "forkserver-loader"}
+        db.close()
+        (tmp_path / "x.db").unlink()

@@ -118,6 +118,19 @@ def test_unusable_nvml_gives_a_reason_and_cpu_only_windows(fake_gpus, monkeypatc
     assert err.value.code == lantern.ERR_NO_NVML
 
 
+def test_a_monitor_without_gpus_says_not_measured(monkeypatch):
+    """Issue #28: it returned an empty Measurement silently."""
+    monkeypatch.setenv("LANTERN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    with pytest.warns(RuntimeWarning, match=r"^lantern: GPU energy not measured: NVML not found"):
+        monitor = lantern.Monitor(cpu_indices=[])
+    with monitor:
+        monitor.begin_window("nothing")
+        m = monitor.end_window("nothing")
+    assert m.gpu_energy == {} and m.total_energy == 0
+    assert m.not_measured.startswith("GPU energy: NVML not found (")
+    assert m.not_measured.endswith("; CPU energy: no readable RAPL package")
+
+
 def test_missing_nvml_and_missing_gpu_are_told_apart(fake_gpus, monkeypatch):
     monkeypatch.setenv("LANTERN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
     with pytest.raises(lantern.LanternError) as err:

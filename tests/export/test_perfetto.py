@@ -197,3 +197,29 @@ def test_a_failed_export_leaves_nothing(nvtx_session, tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("lantern: cannot write")
     r = lantern("export", str(path), "--format", "protobuf")
     assert r.returncode == 2 and "unknown format 'protobuf' (chrome, perfetto)" in r.stderr
+
+
+def test_names_that_are_not_utf8_are_replaced_as_in_the_json(nvtx_session, tmp_path):
+    """Issue #28: invalid UTF-8 went raw into protobuf string fields; now each bad byte is
+    U+FFFD, as the Chrome JSON export writes it."""
+    db, _ = nvtx_session
+    bad = tmp_path / "bad.db"
+    con = sqlite3.connect(db)
+    con.backup(sqlite3.connect(bad))
+    con.close()
+    con = sqlite3.connect(bad)
+    name = con.execute("SELECT s.id, s.value FROM ranges r JOIN strings s ON s.id = r.name_id"
+                       " ORDER BY r.id LIMIT 1").fetchone()
+    con.execute("UPDATE strings SET value = CAST(X'6261642DFF2DC3' AS TEXT) WHERE id = ?", (name[0],))
+    con.execute("INSERT INTO strings(id, value) VALUES(99999, CAST(X'74FE6872656164' AS TEXT))")
+    con.execute("UPDATE threads SET name_id = 99999")
+    con.commit()
+    con.close()
+    out = export(bad, tmp_path / "bad.perfetto-trace")
+    data = out.read_bytes()
+    assert b"bad-\xff-" not in data and b"t\xfehread" not in data
+    decoded = perfetto_check.decode(out)
+    assert "bad-\ufffd-\ufffd" in {s["name"] for s in decoded.slices} | {i["name"] for i in decoded.instants}
+    assert "t\ufffdhread" in {decoded.track_name(u) for u in decoded.tracks}
+    chrome = export(bad, tmp_path / "bad.json", "chrome").read_text(encoding="utf-8")
+    assert "bad-\ufffd-\ufffd" in chrome and "t\ufffdhread" in chrome

@@ -575,6 +575,7 @@ static void names_ranks_and_parents_come_from_their_records(void)
     RAW(&w, thread_python_name, .os_tid = 201, .name = 5);
     RAW(&w, thread_os_name, .os_tid = 201, .name = 2);
     RAW(&w, thread_os_name, .os_tid = 202, .name = 3); /* CUPTI's */
+    RAW(&w, thread_name, .os_tid = 0, .name = 2); /* nvtxNameOsThreadA(0, ...): no such thread */
     raw_flush(&w, 0);
     raw_close(&w);
     snprintf(path, sizeof path, "%s/300-2.lrt", dir);
@@ -616,6 +617,17 @@ static void process_names_follow_the_interpreters_script(void)
         {ARGS("/opt/app/bin/trainer\0--python\0x.py"), "trainer"},
         {ARGS("pythonista\0x.py"), "pythonista"},
         {ARGS(""), ""},
+        /* Inductor's compile workers: a package's __main__.py is the package (issue #28) */
+        {ARGS("/usr/bin/python3\0/v/lib/python3.11/site-packages/torch/_inductor/compile_worker/"
+              "__main__.py\0--pickler=x\0--workers=32"),
+         "torch._inductor.compile_worker"},
+        {ARGS("python3\0tools/bench/__main__.py"), "bench"},
+        /* multiprocessing's own children, until their Process names them */
+        {ARGS("python3\0-B\0-c\0from multiprocessing.spawn import spawn_main; spawn_main(tracker_"
+              "fd=4, pipe_handle=6)\0--multiprocessing-fork"),
+         "multiprocessing.spawn"},
+        {ARGS("python3\0-c\0from multiprocessing.forkserver import main; main(3)"),
+         "multiprocessing.forkserver"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
@@ -723,10 +735,13 @@ static void gpu_metric_records_become_sets_samples_and_status(void)
     ASSERT_STR_EQ(rows(db, "SELECT start_ns, end_ns, sm_active, tensor_active, pcie_rx, gr_active"
                            " FROM gpu_metric_samples WHERE set_id = 2 ORDER BY start_ns"),
                   "1000|11000|99.5|0.0|58000000000.0|-;11000|11000|50.0|-|-|-");
+    /* GPU-b's GPM samples have no kernels to be lined up with (import_gpu_metrics_align.c) */
     ASSERT_STR_EQ(rows(db, "SELECT gpu_id, source, code, count, reason FROM gpu_metric_status"
                            " ORDER BY rowid"),
                   "1|CUPTI PM sampling|lost|7|buffer full;"
-                  "-|-|not permitted|0|profiling needs admin (NVreg_RestrictProfilingToAdminUsers)");
+                  "-|-|not permitted|0|profiling needs admin (NVreg_RestrictProfilingToAdminUsers);"
+                  "2|NVML GPM|unaligned|0|no kernels on this GPU to line the samples up with (they "
+                  "may lag by up to 100 ms)");
     sqlite3_close(db);
 }
 

@@ -3,17 +3,17 @@
 # unaligned fp16 GEMM that missed the Tensor Cores, a plain C kernel, a copy), checked
 # through each output format and flag, and its errors.
 import csv
-import fcntl
 import io
 import json
 import os
-import pty
 import sqlite3
-import struct
 import subprocess
-import termios
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import terminal  # noqa: E402  (tests/terminal.py)
 
 BUILD = os.environ.get("LANTERN_BUILD", os.path.join(os.path.dirname(__file__), "../../build"))
 LANTERN = os.path.join(BUILD, "bin", "lantern")
@@ -34,29 +34,9 @@ def run(*args, env=None):
 
 def run_in_terminal(columns, *args, env=None):
     """The lantern command with stdout a pseudo-terminal `columns` wide: (lines, stderr)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST  # no "\n" -> "\r\n"
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    p = subprocess.Popen([LANTERN, *args], stdout=slave, stderr=subprocess.PIPE,
-                         env={**base, **(env or {})})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the terminal's other side is closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    stderr = p.stderr.read().decode()
-    p.stderr.close()
-    assert p.wait(timeout=60) == 0, stderr
-    return b"".join(chunks).decode().splitlines(), stderr
+    out, stderr, status = terminal.run_in_terminal([LANTERN, *args], columns, env)
+    assert status == 0, stderr
+    return out.decode().splitlines(), stderr
 
 
 @pytest.fixture(scope="module")

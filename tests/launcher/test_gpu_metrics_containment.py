@@ -73,8 +73,9 @@ def said(r):
 
 
 def header(db):
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # whole lines, not fitted
     out = subprocess.run([str(LANTERN), "stats", str(db)], capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     return [line for line in out.stdout.splitlines() if line.startswith("GPU metrics:")]
 

@@ -338,3 +338,16 @@ def test_merge_interrupted_writes_nothing(ranks, tmp_path):
                        preexec_fn=pending_sigint)
     assert "interrupted; nothing written" in one_error(r)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r0.db", "r1.db"]
+
+
+def test_a_database_and_its_copy_are_refused_without_force(ranks):
+    """Issue #28: merging a database with a copy of itself doubled every count silently."""
+    d = ranks
+    shutil.copy(d / "r0.db", d / "copy.db")
+    line = one_error(lantern("merge", "r0.db", "copy.db", "-o", "twice.db", cwd=d))
+    assert line == ("lantern: 'copy.db' is the same session as 'r0.db' (a copy of it?): merging "
+                    "them would count every event twice (use --force to merge them anyway)")
+    assert not (d / "twice.db").exists()
+    r = lantern("merge", "r0.db", "copy.db", "-o", "twice.db", "--force", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert count(sqlite3.connect(d / "twice.db"), "ranges") == 2 * count(sqlite3.connect(d / "r0.db"), "ranges")

@@ -1,6 +1,7 @@
 """Put first on PYTHONPATH by `lantern profile` (src/cli/cmd_profile.c): Python imports this
 module at start-up (the site module's sitecustomize hook). It names threads from
-threading.Thread.name (lantern_threads.py, beside it), starts the function recording of
+threading.Thread.name (lantern_threads.py, beside it) and multiprocessing's children from their
+Process.name (lantern_processes.py), starts the function recording of
 --python-functions when asked (lantern_pyfunctions.py), then imports the sitecustomize this
 one hides, if the installation or the environment has one, so that its behaviour is kept.
 Its folder is then taken off sys.path: the program sees the path it would see without us (the
@@ -33,6 +34,12 @@ try:
         lantern_threads.install()
     except Exception:
         pass  # thread names are a nicety: never an error in the program
+    try:
+        import lantern_processes
+
+        lantern_processes.install()
+    except Exception:
+        pass  # so are multiprocessing children's names
     if os.environ.get("LANTERN_PYTHON_FUNCTIONS"):
         import lantern_pyfunctions
 

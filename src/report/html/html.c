@@ -76,13 +76,33 @@ static void format_value(char *buf, size_t size, double v, const char *unit)
         snprintf(buf, size, "%.3f %s", v, unit);
 }
 
-void html_bar_chart(FILE *out, const char *const *labels, const double *values, int n,
-                    const char *unit)
+void html_nvtx_color(int has_color, int64_t color, const char *label, char out[8])
+{
+    if (has_color)
+        snprintf(out, 8, "#%06x", (unsigned)(color & 0xFFFFFF));
+    else
+        html_color(label, out);
+}
+
+void html_short_name(FILE *out, const char *full, const char *shown)
+{
+    if (!shown || !full || !strcmp(shown, full)) {
+        html_text(out, full);
+        return;
+    }
+    fputs("<span title=\"", out);
+    html_text(out, full);
+    fputs("\">", out);
+    html_text(out, shown);
+    fputs("</span>", out);
+}
+
+void html_bar_chart(FILE *out, const struct html_bar *bars, int n, const char *unit)
 {
     double max = 0;
     for (int i = 0; i < n; i++)
-        if (values[i] > max)
-            max = values[i];
+        if (bars[i].value > max)
+            max = bars[i].value;
     if (n == 0 || max <= 0)
         return;
     const int row = 18, label_w = 330, bar_w = 520, width = label_w + bar_w + 110;
@@ -91,22 +111,20 @@ void html_bar_chart(FILE *out, const char *const *labels, const double *values, 
             "role=\"img\">\n",
             width, n * row + 4, width, n * row + 4);
     for (int i = 0; i < n; i++) {
+        const struct html_bar *b = &bars[i];
         char color[8], value[48];
-        html_color(labels[i], color);
-        format_value(value, sizeof value, values[i], unit);
-        double w = (double)bar_w * values[i] / max;
+        if (b->color[0])
+            memcpy(color, b->color, sizeof color);
+        else
+            html_color(b->label, color);
+        format_value(value, sizeof value, b->value, unit);
+        double w = (double)bar_w * b->value / max;
         fprintf(out, "<g><title>");
-        html_text(out, labels[i]);
+        html_text(out, b->label);
         fprintf(out, ": %s</title><text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"lbl\">",
                 value, label_w - 6, i * row + 13);
-        /* long labels (C++ kernel names) are cut for the chart; the table has them whole */
-        char cut[56];
-        const char *l = labels[i] ? labels[i] : "";
-        if (strlen(l) > 50)
-            snprintf(cut, sizeof cut, "%.47s...", l);
-        else
-            snprintf(cut, sizeof cut, "%s", l);
-        html_text(out, cut);
+        /* long labels (C++ kernel names) are cut for the chart; the tooltip has them whole */
+        html_text_cut(out, b->shown ? b->shown : b->label, 50);
         fprintf(out,
                 "</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
                 "<text x=\"%.1f\" y=\"%d\" class=\"val\">%s</text></g>\n",
@@ -118,7 +136,7 @@ void html_bar_chart(FILE *out, const char *const *labels, const double *values, 
 
 static const char page_style[] =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"
-    "max-width:1180px;padding:0 20px 40px;color:#1d232b;background:#fff}"
+    "max-width:1260px;padding:0 20px 40px;color:#1d232b;background:#fff}"
     "h1{font-size:24px;margin:22px 0 2px}h2{font-size:19px;margin:34px 0 8px;"
     "border-bottom:1px solid #d8dde3;padding-bottom:4px}h3{font-size:15px;margin:20px 0 6px}"
     "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}"
@@ -128,7 +146,8 @@ static const char page_style[] =
     "th,td{border:1px solid #d8dde3;padding:3px 7px;text-align:left;vertical-align:top}"
     "th{background:#f1f4f7;cursor:pointer;white-space:nowrap}td.num{text-align:right;"
     "white-space:nowrap;font-variant-numeric:tabular-nums}"
-    "td.name{max-width:460px;overflow-wrap:anywhere}"
+    "td.name{max-width:460px;overflow-wrap:anywhere}td.rule{white-space:nowrap}"
+    "svg{max-width:100%;height:auto}"
     "table.kv th{cursor:default;text-align:right;width:190px}"
     ".finding{border-left:4px solid #c4472d;padding:2px 12px;margin:14px 0;background:#fbfbfc}"
     ".finding .cost{font-weight:600}.advice{color:#1f6b35}.note{color:#6b7480}"

@@ -1,5 +1,6 @@
 /* Shared by the page's frame (html.c) and its sections (html_sections.c, html_timeline.c):
- * escaping, number formatting, queries and the SVG chart helpers. */
+ * escaping (output/html.h, shared with `lantern diff --html`), number formatting, queries and
+ * the SVG chart helpers. */
 #ifndef LANTERN_REPORT_HTML_INTERNAL_H
 #define LANTERN_REPORT_HTML_INTERNAL_H
 
@@ -29,10 +30,24 @@ void html_ns(FILE *out, double ns);
 /* A stable color (#rrggbb) for a name. */
 void html_color(const char *name, char out[8]);
 
-/* A horizontal bar chart of n labelled values (values >= 0), formatted by `unit`
- * ("ns" durations, "B" bytes, "J" joules). */
-void html_bar_chart(FILE *out, const char *const *labels, const double *values, int n,
-                    const char *unit);
+/* The color of an NVTX range or mark: the program's (color: 0xAARRGGBB, as in ranges.color)
+ * when it gave one (has_color), else html_color(label). */
+void html_nvtx_color(int has_color, int64_t color, const char *label, char out[8]);
+/* A name shown short with the whole name as its tooltip (title), both escaped: a kernel's base
+ * name (output/kernel_name.h) with its demangled name. Writes the whole name alone when shown
+ * is NULL or the same. */
+void html_short_name(FILE *out, const char *full, const char *shown);
+
+/* One bar of a chart: label (its tooltip, whole), shown (its text; NULL: label, cut to fit),
+ * color ("": html_color(label)), value (>= 0). */
+struct html_bar {
+    const char *label, *shown;
+    char color[8];
+    double value;
+};
+/* A horizontal bar chart of n bars, values formatted by `unit` ("ns" durations, "B" bytes, "J"
+ * joules). */
+void html_bar_chart(FILE *out, const struct html_bar *bars, int n, const char *unit);
 
 /* Sections, in page order. Each returns 0 or -1 (SQLite error: page->ctx->error set). */
 int html_section_summary(struct html_page *page);

@@ -5,6 +5,7 @@
 #include "common/gpu_metrics_sources.h"
 #include "common/session_losses.h"
 #include "energy/energy_db.h"
+#include "output/kernel_name.h"
 #include "output/table.h"
 #include "report/html/html_internal.h"
 
@@ -64,6 +65,31 @@ static void meta_text(struct html_page *page, const char *key, const char *fallb
     }
     html_text(page->out, v ? v : fallback);
     sqlite3_finalize(st);
+}
+
+#define HTML_PROCESSES 16 /* named in the Session table, then "and N more" */
+
+/* The Processes row: how many, and each by its pid and name (process_labels). */
+static int process_list(struct html_page *page)
+{
+    FILE *out = page->out;
+    int64_t count = query_int(page, "SELECT count(*) FROM processes");
+    sqlite3_stmt *st =
+        html_prepare(page, "SELECT p.pid, l.label FROM processes p JOIN"
+                           " process_labels l ON l.id = p.id ORDER BY p.id LIMIT ?1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, HTML_PROCESSES);
+    fprintf(out, "<tr><th>Processes</th><td id=\"processes\">%lld", (long long)count);
+    for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+        fprintf(out, "%spid %lld ", i ? ", " : ": ", (long long)sqlite3_column_int64(st, 0));
+        html_text(out, (const char *)sqlite3_column_text(st, 1));
+    }
+    if (count > HTML_PROCESSES)
+        fprintf(out, " and %lld more", (long long)(count - HTML_PROCESSES));
+    fputs("</td></tr>\n", out);
+    sqlite3_finalize(st);
+    return 0;
 }
 
 int html_section_summary(struct html_page *page)
@@ -126,9 +152,9 @@ int html_section_summary(struct html_page *page)
         fputs("</td></tr>\n", out);
         free(metrics);
     }
-    fprintf(out,
-            "<tr><th>Processes</th><td>%lld</td></tr>\n<tr><th>Threads</th><td>%lld</td></tr>\n",
-            (long long)query_int(page, "SELECT count(*) FROM processes"),
+    if (process_list(page) < 0)
+        return -1;
+    fprintf(out, "<tr><th>Threads</th><td>%lld</td></tr>\n",
             (long long)query_int(page, "SELECT count(*) FROM threads"));
     fprintf(out,
             "<tr><th>Events</th><td>%lld NVTX ranges, %lld marks, %lld CUDA API calls, %lld "
@@ -172,17 +198,74 @@ int html_section_summary(struct html_page *page)
 
 /* ---- where the time went ------------------------------------------------------------------ */
 
+/* The rows of a "top" chart and table: each label (owned), what is shown of it (owned; NULL:
+ * the label) and its bar. */
 struct top_rows {
-    char *labels[HTML_TOP];
-    double values[HTML_TOP];
+    char *labels[HTML_TOP], *shown[HTML_TOP];
+    struct html_bar bars[HTML_TOP];
     int n;
 };
 
+/* Adds a row (label copied; NULL: fallback) colored color ("" or NULL: by its label). */
+static void top_add(struct top_rows *t, const char *label, const char *fallback, const char *color,
+                    double value)
+{
+    char *copy = strdup(label ? label : fallback); /* NULL (out of memory): shown empty */
+    struct html_bar *b = &t->bars[t->n];
+    memset(b, 0, sizeof *b);
+    t->labels[t->n] = copy;
+    t->shown[t->n] = NULL;
+    b->label = copy;
+    b->value = value;
+    if (color)
+        snprintf(b->color, sizeof b->color, "%s", color);
+    t->n++;
+}
+
+/* Adds a kernel's row, shown by its base name (the whole name in the tooltip). */
+static void top_add_kernel(struct top_rows *t, const char *name, double value)
+{
+    top_add(t, name, "(unnamed kernel)", NULL, value);
+    const char *full = t->labels[t->n - 1];
+    char *shown = malloc(strlen(full) + 1);
+    if (shown)
+        kernel_name_base(full, shown, strlen(full) + 1);
+    t->shown[t->n - 1] = shown;
+    t->bars[t->n - 1].shown = shown;
+}
+
 static void top_release(struct top_rows *t)
 {
-    for (int i = 0; i < t->n; i++)
+    for (int i = 0; i < t->n; i++) {
         free(t->labels[i]);
+        free(t->shown[i]);
+    }
     t->n = 0;
+}
+
+/* The label and color of a range: a statement from range_statement. */
+#define RANGE_LABEL_SQL                                                                            \
+    "SELECT " ANALYZE_RANGE_LABEL ", r.color FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id")
+
+/* Adds the row of the range example_id (its label, and the color the program gave it). */
+static void top_add_range(struct top_rows *t, sqlite3_stmt *st, int64_t example_id, double value)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, example_id);
+    int row = sqlite3_step(st) == SQLITE_ROW;
+    const char *label = row ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    char color[8];
+    html_nvtx_color(row && sqlite3_column_type(st, 1) != SQLITE_NULL, sqlite3_column_int64(st, 1),
+                    label, color);
+    top_add(t, label, "(unnamed)", color, value);
+}
+
+/* A table cell with a name shown short (its whole name in the tooltip). */
+static void short_name_cell(FILE *out, const char *full, const char *shown)
+{
+    fputs("<td class=\"name\">", out);
+    html_short_name(out, full, shown);
+    fputs("</td>", out);
 }
 
 static int by_range_time(const void *a, const void *b)
@@ -206,9 +289,7 @@ static int top_ranges(struct html_page *page)
         return 0;
     }
     const struct timeline_range_energy **v = calloc(t->range_energy_count, sizeof *v);
-    sqlite3_stmt *label =
-        html_prepare(page, "SELECT " ANALYZE_RANGE_LABEL
-                           " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *label = html_prepare(page, RANGE_LABEL_SQL);
     if (!v || !label) {
         free(v);
         sqlite3_finalize(label);
@@ -218,15 +299,9 @@ static int top_ranges(struct html_page *page)
         v[i] = &t->range_energy[i];
     qsort(v, t->range_energy_count, sizeof *v, by_range_time);
     struct top_rows top = {0};
-    for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++) {
-        sqlite3_reset(label);
-        sqlite3_bind_int64(label, 1, v[i]->example_id);
-        const char *l =
-            sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0) : NULL;
-        top.labels[top.n] = strdup(l ? l : "(unnamed)");
-        top.values[top.n++] = v[i]->ns;
-    }
-    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+    for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++)
+        top_add_range(&top, label, v[i]->example_id, v[i]->ns);
+    html_bar_chart(out, top.bars, top.n, "ns");
     fputs("<table class=\"sortable\" id=\"top-ranges\"><thead><tr><th>Range</th>"
           "<th>Instances</th><th>Total</th><th>Average</th></tr></thead><tbody>\n",
           out);
@@ -272,13 +347,13 @@ static const struct timeline_kernel_name **sorted_names(const struct analyze_tim
     return v;
 }
 
-static char *string_of(sqlite3_stmt *st, int64_t id)
+/* The string id of st ("SELECT value FROM strings WHERE id = ?1"), valid until its next step;
+ * NULL when there is none. */
+static const char *string_of(sqlite3_stmt *st, int64_t id)
 {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, id);
-    const char *v =
-        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-    return strdup(v ? v : "(unnamed kernel)");
+    return sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
 }
 
 static int top_kernels(struct html_page *page)
@@ -301,11 +376,9 @@ static int top_kernels(struct html_page *page)
     int64_t all = 0;
     for (size_t i = 0; i < t->name_count; i++)
         all += t->names[i].kernel_ns;
-    for (size_t i = 0; i < t->name_count && top.n < HTML_TOP; i++) {
-        top.labels[top.n] = string_of(st, v[i]->name_id);
-        top.values[top.n++] = (double)v[i]->kernel_ns;
-    }
-    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+    for (size_t i = 0; i < t->name_count && top.n < HTML_TOP; i++)
+        top_add_kernel(&top, string_of(st, v[i]->name_id), (double)v[i]->kernel_ns);
+    html_bar_chart(out, top.bars, top.n, "ns");
     fputs("<table class=\"sortable\" id=\"top-kernels\"><thead><tr><th>Kernel</th><th>Instances"
           "</th><th>Total</th><th>Share of kernel time</th><th>Average</th></tr></thead><tbody>\n",
           out);
@@ -314,7 +387,7 @@ static int top_kernels(struct html_page *page)
         snprintf(pct, sizeof pct, "%.1f %%",
                  all ? 100.0 * (double)v[i]->kernel_ns / (double)all : 0);
         fputs("<tr>", out);
-        text_cell(out, top.labels[i]);
+        short_name_cell(out, top.labels[i], top.shown[i]);
         int_cell(out, v[i]->count);
         ns_cell(out, (double)v[i]->kernel_ns);
         num_cell(out, all ? (double)v[i]->kernel_ns / (double)all : 0, pct);
@@ -355,10 +428,9 @@ static int copies(struct html_page *page)
             snprintf(label, sizeof label, "%s %s -> %s", v[i]->kind, v[i]->src, v[i]->dst);
         else
             snprintf(label, sizeof label, "%s", v[i]->kind);
-        top.labels[top.n] = strdup(label);
-        top.values[top.n++] = (double)v[i]->ns;
+        top_add(&top, label, label, NULL, (double)v[i]->ns);
     }
-    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "ns");
+    html_bar_chart(out, top.bars, top.n, "ns");
     fputs("<table class=\"sortable\" id=\"copies\"><thead><tr><th>Kind (source -&gt; destination)"
           "</th><th>Count</th><th>Total time</th><th>Bytes</th><th>Throughput</th></tr></thead>"
           "<tbody>\n",
@@ -392,6 +464,15 @@ int html_section_time(struct html_page *page)
 
 /* ---- findings ------------------------------------------------------------------------------ */
 
+/* An evidence row's name (a kernel's, an API call's): its base name, whole in the tooltip. */
+static void evidence_name_cell(FILE *out, const char *name)
+{
+    char shown[256];
+    if (name)
+        kernel_name_base(name, shown, sizeof shown);
+    short_name_cell(out, name, name ? shown : NULL);
+}
+
 static void evidence_table(FILE *out, const struct analyze_finding *f, int index)
 {
     fprintf(out,
@@ -418,7 +499,7 @@ static void evidence_table(FILE *out, const struct analyze_finding *f, int index
                 fputs("<td></td>", out);
         }
         text_cell(out, ev->range);
-        text_cell(out, ev->name);
+        evidence_name_cell(out, ev->name);
         text_cell(out, ev->detail);
         fputs("</tr>\n", out);
     }
@@ -484,8 +565,9 @@ int html_section_findings(struct html_page *page)
           out);
     for (int r = 0; r < run->count; r++) {
         const struct analyze_result *res = &run->results[r];
-        fputs("<tr>", out);
-        text_cell(out, res->rule->name);
+        fputs("<tr><td class=\"rule\"><code>", out);
+        html_text(out, res->rule->name);
+        fputs("</code></td>", out);
         text_cell(out, res->rule->looks_for);
         text_cell(out, res->rule->threshold);
         int_cell(out, res->count + res->more);
@@ -498,12 +580,12 @@ int html_section_findings(struct html_page *page)
 
 /* ---- energy -------------------------------------------------------------------------------- */
 
-static void energy_row(FILE *out, const char *label, int64_t instances, double ns, double j,
-                       double err)
+static void energy_row(FILE *out, const char *label, const char *shown, int64_t instances,
+                       double ns, double j, double err)
 {
     char buf[64];
     fputs("<tr>", out);
-    text_cell(out, label);
+    short_name_cell(out, label, shown);
     int_cell(out, instances);
     ns_cell(out, ns);
     snprintf(buf, sizeof buf, "%.3f", j);
@@ -545,15 +627,13 @@ int html_section_energy(struct html_page *page)
             if (t->gpus[k].gpu_id == t->energy[g].gpu_id)
                 shown = t->gpus[k].label;
         snprintf(label, sizeof label, "whole run, GPU %lld", (long long)shown);
-        energy_row(out, label, 1, (double)page->ctx->duration_ns, iv.mj / 1000.0,
+        energy_row(out, label, NULL, 1, (double)page->ctx->duration_ns, iv.mj / 1000.0,
                    iv.error_mj / 1000.0);
     }
     fputs("</tbody></table>\n", out);
     if (timeline_ranges(page->ctx, t) < 0)
         return -1;
-    sqlite3_stmt *label =
-        html_prepare(page, "SELECT " ANALYZE_RANGE_LABEL
-                           " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
+    sqlite3_stmt *label = html_prepare(page, RANGE_LABEL_SQL);
     sqlite3_stmt *name = html_prepare(page, "SELECT value FROM strings WHERE id = ?1");
     const struct timeline_kernel_name **v = sorted_names(t, by_kernel_energy);
     if (!label || !name || !v) {
@@ -563,35 +643,27 @@ int html_section_energy(struct html_page *page)
         return -1;
     }
     struct top_rows top = {0};
-    for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++) {
-        sqlite3_reset(label);
-        sqlite3_bind_int64(label, 1, t->range_energy[i].example_id);
-        const char *l =
-            sqlite3_step(label) == SQLITE_ROW ? (const char *)sqlite3_column_text(label, 0) : NULL;
-        top.labels[top.n] = strdup(l ? l : "(unnamed)");
-        top.values[top.n++] = t->range_energy[i].joules;
-    }
+    for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++)
+        top_add_range(&top, label, t->range_energy[i].example_id, t->range_energy[i].joules);
     fputs("<h3>Per NVTX range</h3>\n", out);
-    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "J");
+    html_bar_chart(out, top.bars, top.n, "J");
     fputs("<table class=\"sortable\" id=\"energy-ranges\">", out);
     fputs(energy_head, out);
     for (int i = 0; i < top.n; i++) {
         const struct timeline_range_energy *r = &t->range_energy[i];
-        energy_row(out, top.labels[i], r->instances, r->ns, r->joules, r->error_j);
+        energy_row(out, top.labels[i], NULL, r->instances, r->ns, r->joules, r->error_j);
     }
     fputs("</tbody></table>\n", out);
     top_release(&top);
-    for (size_t i = 0; i < t->name_count && top.n < HTML_TOP; i++) {
-        top.labels[top.n] = string_of(name, v[i]->name_id);
-        top.values[top.n++] = v[i]->joules;
-    }
+    for (size_t i = 0; i < t->name_count && top.n < HTML_TOP; i++)
+        top_add_kernel(&top, string_of(name, v[i]->name_id), v[i]->joules);
     fputs("<h3>Per kernel</h3>\n", out);
-    html_bar_chart(out, (const char *const *)top.labels, top.values, top.n, "J");
+    html_bar_chart(out, top.bars, top.n, "J");
     fputs("<table class=\"sortable\" id=\"energy-kernels\">", out);
     fputs(energy_head, out);
     for (int i = 0; i < top.n; i++)
-        energy_row(out, top.labels[i], v[i]->count, (double)v[i]->kernel_ns, v[i]->joules,
-                   v[i]->error_j);
+        energy_row(out, top.labels[i], top.shown[i], v[i]->count, (double)v[i]->kernel_ns,
+                   v[i]->joules, v[i]->error_j);
     fputs("</tbody></table></section>\n", out);
     top_release(&top);
     free(v);

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PLOT_LEFT 70
+#define PLOT_LEFT 190 /* the lanes' names: 30 characters */
+#define LANE_NAME_CHARS 30
 #define PLOT_WIDTH 1000
 #define MAX_LANES 6 /* of TIMELINE_MAX_LANES threads */
 #define MAX_RANGE_RECTS 1500
@@ -35,6 +36,29 @@ static void time_axis(FILE *out, const struct analyze_ctx *ctx, int y)
                          : "middle",
                 label);
     }
+}
+
+/* A lane's name: its thread's and its process's (`loader-0 \u00b7 train.py`), cut to fit,
+ * whole with the tid and pid in the tooltip. names: thread_labels, tid, process_labels, pid. */
+static void lane_name(FILE *out, sqlite3_stmt *names, int64_t thread_id, int y)
+{
+    sqlite3_reset(names);
+    sqlite3_bind_int64(names, 1, thread_id);
+    if (sqlite3_step(names) != SQLITE_ROW)
+        return;
+    const char *thread = (const char *)sqlite3_column_text(names, 0),
+               *process = (const char *)sqlite3_column_text(names, 2);
+    fprintf(out, "<text class=\"lane\" x=\"2\" y=\"%d\"><title>thread ", y);
+    html_text(out, thread);
+    fprintf(out, " (tid %lld) of process ", (long long)sqlite3_column_int64(names, 1));
+    html_text(out, process);
+    fprintf(out, " (pid %lld)</title>", (long long)sqlite3_column_int64(names, 3));
+    char *name = NULL;
+    if (asprintf(&name, "%s \u00b7 %s", thread ? thread : "", process ? process : "") >= 0) {
+        html_text_cut(out, name, LANE_NAME_CHARS);
+        free(name);
+    }
+    fputs("</text>\n", out);
 }
 
 static int by_lane_time(const void *a, const void *b)
@@ -65,16 +89,20 @@ static int range_lanes(struct html_page *page)
     if (nlanes == 0)
         return 0;
     sqlite3_stmt *st = html_prepare(
-        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, " ANALYZE_RANGE_LABEL
-              " FROM (SELECT id, start_thread_id, start_ns, end_ns, name_id, domain_id FROM ranges"
+        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, r.color, " ANALYZE_RANGE_LABEL
+              " FROM (SELECT id, start_thread_id, start_ns, end_ns, name_id, domain_id, color"
+              "  FROM ranges"
               "  WHERE end_ns IS NOT NULL AND (depth = 0 OR style = 1)"
               "  ORDER BY end_ns - start_ns DESC LIMIT 1500) r"
               " LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON rd.id ="
               " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id");
-    sqlite3_stmt *tid = html_prepare(page, "SELECT tid FROM threads WHERE id = ?1");
-    if (!st || !tid) {
+    sqlite3_stmt *names = html_prepare(
+        page, "SELECT tl.label, t.tid, pl.label, p.pid FROM threads t"
+              " JOIN thread_labels tl ON tl.id = t.id JOIN processes p ON p.id = t.process_id"
+              " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?1");
+    if (!st || !names) {
         sqlite3_finalize(st);
-        sqlite3_finalize(tid);
+        sqlite3_finalize(names);
         return -1;
     }
     const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
@@ -84,10 +112,7 @@ static int range_lanes(struct html_page *page)
             PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
     for (int i = 0; i < nlanes; i++) { /* coverage: grey, as dense as the ranges */
         int y = top + i * lane_h;
-        sqlite3_reset(tid);
-        sqlite3_bind_int64(tid, 1, lanes[i]->thread_id);
-        fprintf(out, "<text x=\"2\" y=\"%d\">tid %lld</text>\n", y + 11,
-                sqlite3_step(tid) == SQLITE_ROW ? (long long)sqlite3_column_int64(tid, 0) : -1LL);
+        lane_name(out, names, lanes[i]->thread_id, y + 11);
         const float *cover = lanes[i]->cover;
         for (int x = 0; x < TIMELINE_LANE_PX;) {
             float c = cover[x] > 1 ? 1 : cover[x];
@@ -116,9 +141,10 @@ static int range_lanes(struct html_page *page)
         double x0 = x_of(page->ctx, s), x1 = x_of(page->ctx, e);
         if (lane < 0 || x1 - x0 < 0.3) /* under a third of a pixel: the coverage shows it */
             continue;
-        const char *label = (const char *)sqlite3_column_text(st, 3);
+        const char *label = (const char *)sqlite3_column_text(st, 4);
         char color[8];
-        html_color(label, color);
+        html_nvtx_color(sqlite3_column_type(st, 3) != SQLITE_NULL, sqlite3_column_int64(st, 3),
+                        label, color);
         fprintf(out,
                 "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                 "<title>",
@@ -130,12 +156,13 @@ static int range_lanes(struct html_page *page)
         drawn++;
     }
     sqlite3_finalize(st);
-    sqlite3_finalize(tid);
+    sqlite3_finalize(names);
     time_axis(out, page->ctx, top + nlanes * lane_h + 2);
     fprintf(out,
-            "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most: grey "
-            "where they cover the time (darker: denser), in color the %d longest (hover for "
-            "names).</figcaption></figure>\n",
+            "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most (named "
+            "thread \u00b7 process): grey where they cover the time (darker: denser), in color "
+            "the %d longest, in the colors the program gave them (hover for names).</figcaption>"
+            "</figure>\n",
             nlanes, nlanes == 1 ? "" : "s", drawn);
     return 0;
 }
