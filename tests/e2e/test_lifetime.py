@@ -43,7 +43,7 @@ def wait_until_gone(pid, seconds=60):
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
                     return
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while we read
             return
         if time.monotonic() >= deadline:
             raise AssertionError(f"pid {pid} still running after {seconds} s")

@@ -211,7 +211,7 @@ def wait_until_gone(pid, seconds):
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while we read
             return True
         time.sleep(0.05)
     return False
