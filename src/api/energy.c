@@ -29,8 +29,8 @@
  * inside lantern_monitor_open, which waits for that update anyway): the first update's time
  * is then known within about one read, where the reader's default 35 ms skewed the sensor's
  * gain over the first intervals and with it the windows of the monitor's first second
- * (measured on an H200 under load: the first 50 ms window +15 %, +8 % with this; against the
- * fake NVML with 8 ms reads, +13 % and -3 %). */
+ * (against the fake NVML with 8 ms reads: the first windows +13 % without, -3 % with this; on
+ * an H200 under load the first 50 ms window still reads +8 %, docs/benchmarks.md). */
 #define API_ACQUIRE_GAP_NS 500000ull
 /* How long lantern_monitor_open waits for each GPU's first sample. */
 #define API_FIRST_SAMPLE_TIMEOUT_NS 500000000ull
