@@ -2,7 +2,7 @@
  * sleeps STEP_MS and a range "steady" that sleeps STEADY_MS, each with uniform jitter of
  * +-JITTER % (default 10) drawn from a seed of the process's own (its pid and the clock), so
  * that two runs differ as two real runs do. Prints each "step" range's length as the program
- * measured it (CLOCK_MONOTONIC around the push and the pop, ns, one per line): the truth the
+ * measured it (CLOCK_MONOTONIC around its sleep, inside the range, ns, one per line): the truth the
  * tests hold the diff to, whatever a loaded machine does to the sleeps.
  * Usage: diff_workload STEP_MS STEADY_MS INSTANCES [JITTER_PERCENT] */
 #include <nvtx3/nvToolsExt.h>
@@ -33,11 +33,11 @@ int main(int argc, char **argv)
     unsigned seed = (unsigned)getpid() ^ (unsigned)now.tv_nsec;
     for (int i = 0; i < instances; i++) {
         struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
         nvtxRangePushA("step");
+        clock_gettime(CLOCK_MONOTONIC, &a);
         sleep_jittered(step, jitter, &seed);
-        nvtxRangePop();
         clock_gettime(CLOCK_MONOTONIC, &b);
+        nvtxRangePop();
         printf("%lld\n", (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
         nvtxRangePushA("steady");
         sleep_jittered(steady, jitter, &seed);
