@@ -2,8 +2,8 @@
  * sleeps STEP_MS and a range "steady" that sleeps STEADY_MS, each with uniform jitter of
  * +-JITTER % (default 10) drawn from a seed of the process's own (its pid and the clock), so
  * that two runs differ as two real runs do. Prints each "step" range's length as the program
- * measured it (CLOCK_MONOTONIC around its sleep, inside the range, ns, one per line): the truth the
- * tests hold the diff to, whatever a loaded machine does to the sleeps.
+ * measured it (CLOCK_MONOTONIC around its sleep, inside the range, ns, one per line): the
+ * truth the tests hold the diff to, whatever a loaded machine does to the sleeps.
  * Usage: diff_workload STEP_MS STEADY_MS INSTANCES [JITTER_PERCENT] */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
