@@ -22,8 +22,12 @@
 #define ALIGN_MAX_RATIO 0.5
 #define ALIGN_MIN_GAIN 4.0
 
-struct busy { /* the union of a GPU's kernels, and the busy time before each piece */
-    int64_t *start, *end, *before;
+struct piece { /* of the union of a GPU's kernels, with the busy time before it */
+    int64_t start, end, before;
+};
+
+struct busy {
+    struct piece *p;
     size_t n;
 };
 
@@ -38,15 +42,15 @@ static int64_t busy_until(const struct busy *b, int64_t t)
     size_t lo = 0, hi = b->n; /* the pieces starting at or before t: [0, lo) */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (b->start[mid] <= t)
+        if (b->p[mid].start <= t)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (!lo)
         return 0;
-    int64_t end = b->end[lo - 1] < t ? b->end[lo - 1] : t;
-    return b->before[lo - 1] + end - b->start[lo - 1];
+    const struct piece *p = &b->p[lo - 1];
+    return p->before + (p->end < t ? p->end : t) - p->start;
 }
 
 /* Mean squared difference between the samples and the kernels' busy share, the samples
@@ -75,28 +79,23 @@ static int load_busy(sqlite3 *db, int64_t gpu_id, struct busy *b)
     int rc = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t a = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
-        if (b->n && a <= b->end[b->n - 1]) { /* overlaps the last piece: extends it */
-            if (e > b->end[b->n - 1])
-                b->end[b->n - 1] = e;
+        struct piece *last = b->n ? &b->p[b->n - 1] : NULL;
+        if (last && a <= last->end) { /* overlaps the last piece: extends it */
+            if (e > last->end)
+                last->end = e;
             continue;
         }
         if (b->n == cap) {
             cap = cap ? 2 * cap : 1024;
-            int64_t *s2 = realloc(b->start, cap * sizeof *s2), *e2 = NULL, *p2 = NULL;
-            if (s2)
-                b->start = s2;
-            if (s2 && (e2 = realloc(b->end, cap * sizeof *e2)) != NULL)
-                b->end = e2;
-            if (e2 && (p2 = realloc(b->before, cap * sizeof *p2)) != NULL)
-                b->before = p2;
-            if (!p2) {
+            struct piece *grown = realloc(b->p, cap * sizeof *grown);
+            if (!grown) {
                 rc = -1;
                 break;
             }
+            b->p = grown;
+            last = b->n ? &b->p[b->n - 1] : NULL;
         }
-        b->before[b->n] = b->n ? b->before[b->n - 1] + b->end[b->n - 1] - b->start[b->n - 1] : 0;
-        b->start[b->n] = a;
-        b->end[b->n++] = e;
+        b->p[b->n++] = (struct piece){a, e, last ? last->before + last->end - last->start : 0};
     }
     sqlite3_finalize(st);
     return rc;
@@ -199,9 +198,7 @@ static int align_set(sqlite3 *db, int64_t set_id, int64_t gpu_id)
                         "no kernels on this GPU to line the samples up with (they may lag by up"
                         " to 100 ms)");
     }
-    free(b.start);
-    free(b.end);
-    free(b.before);
+    free(b.p);
     free(s);
     return rc;
 }
