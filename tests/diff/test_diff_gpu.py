@@ -21,6 +21,8 @@ BUILD = os.environ.get("LANTERN_BUILD", os.path.join(HERE, "..", "..", "build"))
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CHANGES = {"slower", "faster", "higher", "lower", "new", "gone"}
 GEMM = re.compile(r"gemm|nvjet|xmma|cutlass|matmul", re.I)
+sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
+from test_cuda_gpu import gpu_missing_reason  # noqa: E402 (the one check of a usable GPU)
 failures = []
 
 
@@ -31,8 +33,9 @@ def expect(cond, what):
 
 
 def skip_reason():
-    if not os.path.exists("/dev/nvidiactl"):
-        return "no NVIDIA GPU (no /dev/nvidiactl)"
+    reason = gpu_missing_reason()
+    if reason:
+        return reason
     probe = subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
