@@ -247,7 +247,8 @@ CREATE TABLE gpu_metric_samples(                -- averages over [start_ns, end_
 
 CREATE TABLE gpu_metric_status(                 -- why metrics are missing or incomplete
   gpu_id INTEGER,                               -- NULL: every GPU
-  source TEXT, code TEXT,                       -- unavailable, not permitted, busy, lost, failed, crashed, hung
+  source TEXT, code TEXT,                       -- unavailable, not permitted, busy, lost, failed, crashed, hung;
+                                                -- GPM: aligned (samples moved), unaligned
   count INTEGER,                                -- samples lost
   reason TEXT);
 
