@@ -17,6 +17,8 @@ static void print_help(void)
            "  -o, --output OUT    write to OUT instead of standard output\n"
            "  -f, --force         replace OUT if it exists\n"
            "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
+           "      --filter-nvtx RANGE  cpu_sample_sum: only samples taken on a thread\n"
+           "                      while it was inside an NVTX range named RANGE\n"
            "  -h, --help          show this help\n\nReports:\n");
     for (const struct report *r = report_table; r->name; r++)
         printf("  %-22s %s\n", r->name, r->help);
@@ -43,9 +45,9 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
 }
 
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, FILE *out)
+                     const char *sort, const char *filter_nvtx, FILE *out)
 {
-    struct report_ctx ctx = {.out = out, .format = format, .sort = sort};
+    struct report_ctx ctx = {.out = out, .format = format, .sort = sort, .filter_nvtx = filter_nvtx};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     int rc = print_report(&ctx, r), err = errno;
@@ -66,9 +68,11 @@ int cmd_stats(int argc, char **argv)
         {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"sort", required_argument, NULL, 'S'},   {"force", no_argument, NULL, 'f'},
+        {"filter-nvtx", required_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
-    const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL;
+    const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL,
+               *filter_nvtx = NULL;
     int c, force = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":r:o:fh", options, NULL)) != -1) {
@@ -84,6 +88,9 @@ int cmd_stats(int argc, char **argv)
             break;
         case 'S':
             sort = optarg; /* for the reports that offer more than one order */
+            break;
+        case 'N':
+            filter_nvtx = optarg;
             break;
         case 'f':
             force = 1;
@@ -108,7 +115,7 @@ int cmd_stats(int argc, char **argv)
     struct cli_output out;
     if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
-    int rc = cli_print_report(argv[optind], r, parsed, sort, out.file);
+    int rc = cli_print_report(argv[optind], r, parsed, sort, filter_nvtx, out.file);
     if (rc != CLI_EXIT_OK && ferror(out.file))
         out.error = errno;
     if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)

@@ -15,6 +15,7 @@ struct report_ctx {
     char error[256];  /* why a report returned non-zero */
     const char *sort; /* --sort: NULL for the report's own order, or a column ("duration") */
     char note[256];   /* set by a report with an empty result that can say why (stderr) */
+    const char *filter_nvtx; /* --filter-nvtx: only what happened inside ranges of this name */
 };
 
 struct report {
@@ -41,6 +42,7 @@ int report_nvtx_sum(struct report_ctx *ctx);
 int report_energy_sum(struct report_ctx *ctx);      /* energy_sum.c */
 int report_nccl_sum(struct report_ctx *ctx);        /* nccl_sum.c */
 int report_gpu_metrics_sum(struct report_ctx *ctx); /* gpu_metrics_sum.c */
-int report_kernels(struct report_ctx *ctx); /* kernels_report.c: `lantern kernels`' defaults */
+int report_kernels(struct report_ctx *ctx);
+int report_cpu_sample_sum(struct report_ctx *ctx); /* cpu_sample_sum.c */ /* kernels_report.c: `lantern kernels`' defaults */
 
 #endif
