@@ -55,7 +55,7 @@ def make_db(path, ranges, marks=(), strings=None):
     """ranges: (name, domain_id, style, start_ns, end_ns or None, extra dict) on pid 4242."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 6, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
+    meta = {"schema_version": 7, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
             "start_wall_ns": 0, "start_ns": START, "end_ns": START + 5_000_000, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx", "exit_status": 0, "dropped_events": 2, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -170,7 +170,7 @@ def test_newer_schema_is_refused(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert line.endswith("schema version 99, this lantern reads version 6")
+    assert line.endswith("schema version 99, this lantern reads version 7")
 
 
 def test_older_schema_is_refused_with_advice(tmp_path, known_db):
@@ -179,7 +179,7 @@ def test_older_schema_is_refused_with_advice(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert "schema version 2, this lantern reads version 6 (import its raw trace again" in line
+    assert "schema version 2, this lantern reads version 7 (import its raw trace again" in line
 
 
 # ---- nvtx_sum -----------------------------------------------------------------------------------------
@@ -309,7 +309,7 @@ def test_profile_nvtx_demo_with_stats(tmp_path):
         ("start",), ("done",)]
     assert query(db, "SELECT s.value FROM threads t JOIN strings s ON s.id = t.name_id ORDER BY 1") == [
         ("main",), ("worker 0",), ("worker 1",)]
-    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx",)]
+    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx,cpu",)]
 
 
 def test_exit_status_is_the_childs(tmp_path):

@@ -41,6 +41,7 @@ struct work {
     int share; /* percent */
     long long hot_ns, total_ns;
     unsigned seed;
+    double iterations; /* work done: the overhead bench's rate */
 };
 
 /* Alternates short calls so that each takes its share of the thread's time, adjusting the
@@ -56,6 +57,7 @@ static void *run(void *arg)
         long long t1 = thread_cpu_ns();
         warm_loop(warm_iter);
         long long t2 = thread_cpu_ns();
+        w->iterations += (double)hot_iter + (double)warm_iter;
         w->hot_ns += t1 - t0;
         w->total_ns += t2 - t0;
         /* aim: hot / (hot + warm) = share, over a cycle of random length (1-9 ms): a
@@ -75,8 +77,8 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     const char *share_text = getenv("HOT_SHARE"), *threads_text = getenv("CPU_HOT_THREADS");
     int threads = threads_text ? atoi(threads_text) : 1;
-    struct work w[2] = {{seconds, share_text ? atoi(share_text) : 70, 0, 0, 1},
-                        {seconds, share_text ? atoi(share_text) : 70, 0, 0, 2}};
+    struct work w[2] = {{seconds, share_text ? atoi(share_text) : 70, 0, 0, 1, 0},
+                        {seconds, share_text ? atoi(share_text) : 70, 0, 0, 2, 0}};
     nvtxRangePushA("setup");
     warm_loop(2000000);
     nvtxRangePop();
@@ -90,6 +92,7 @@ int main(int argc, char **argv)
         pthread_join(other, NULL);
     long long cpu = thread_cpu_ns() - t0;
     nvtxRangePop();
-    printf("hot_share %.2f\ncpu_ns %lld\n", 100.0 * (double)w[0].hot_ns / (double)cpu, cpu);
+    printf("hot_share %.2f\ncpu_ns %lld\niterations_per_cpu_s %.0f\n",
+           100.0 * (double)w[0].hot_ns / (double)cpu, cpu, w[0].iterations * 1e9 / (double)cpu);
     return 0;
 }
