@@ -42,6 +42,7 @@
 struct cpu_ring {
     uint32_t tid;  /* 0: a free slot */
     uint32_t seen; /* the scan that last listed it */
+    int named;     /* its OS name was written (TRACE_THREAD_OS_NAME) */
     struct perf_event_mmap_page *page;
 };
 
@@ -114,6 +115,7 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
     r->tid = tid;
     r->page = map;
     r->seen = cpu.scan;
+    r->named = 0;
     return 0;
 }
 
@@ -391,9 +393,16 @@ static void cpu_drain(int final)
     }
     if (clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
         cpu_scan();
-    for (uint32_t i = 0; i < cpu.rings_used; i++)
-        if (cpu_rings[i].tid)
-            cpu_ring_read(&cpu_rings[i]);
+    for (uint32_t i = 0; i < cpu.rings_used; i++) {
+        struct cpu_ring *r = &cpu_rings[i];
+        if (!r->tid)
+            continue;
+        if (!r->named) { /* a thread that never made an NVTX event has no name otherwise */
+            writer_note_tid_locked(r->tid);
+            r->named = 1;
+        }
+        cpu_ring_read(r);
+    }
     /* a new library's addresses: its mapping before the file can end (rate: one read per
      * scan period, as a broken frame-pointer chain yields addresses in no mapping) */
     uint64_t now = clock_mono_ns();
@@ -489,6 +498,9 @@ static void cpu_at_fork_child(void)
     cpu.samples = cpu.lost = cpu.threads = cpu.threads_unsampled = cpu.cpu_ns = 0;
     cpu.status_pending = 1;
     cpu_thread_add(ring_gettid());
+    /* the child's writer thread (which reads the ring) starts at the child's first event,
+     * not after 16 blocks: a ring holds ~0.5 s of samples (docs/cpu.md) */
+    ring_hook_at_next_block();
     cpu.last_scan_ns = clock_mono_ns();
 }
 

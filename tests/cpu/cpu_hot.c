@@ -3,12 +3,15 @@
  * with CLOCK_THREAD_CPUTIME_ID around each call. Prints "hot_share PCT" (the measured share)
  * and "cpu_ns NS". Runs inside an NVTX range "work" (for --filter-nvtx) after a short range
  * "setup" that does only warm_loop. Built with frame pointers (docs/cpu.md). Optional: a
- * second thread doing the same (CPU_HOT_THREADS=2). */
+ * second thread doing the same (CPU_HOT_THREADS=2), or a fork child doing the same alongside
+ * (CPU_HOT_FORK=1: the agent's fork path). */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile double sink;
 
@@ -82,6 +85,8 @@ int main(int argc, char **argv)
     nvtxRangePushA("setup");
     warm_loop(2000000);
     nvtxRangePop();
+    const char *fork_text = getenv("CPU_HOT_FORK");
+    pid_t child = fork_text && atoi(fork_text) ? fork() : -1;
     nvtxRangePushA("work");
     long long t0 = thread_cpu_ns();
     pthread_t other;
@@ -92,6 +97,12 @@ int main(int argc, char **argv)
         pthread_join(other, NULL);
     long long cpu = thread_cpu_ns() - t0;
     nvtxRangePop();
+    if (child == 0) { /* the fork child: its share on one line of its own */
+        printf("child_hot_share %.2f\n", 100.0 * (double)w[0].hot_ns / (double)cpu);
+        return 0;
+    }
+    if (child > 0)
+        waitpid(child, NULL, 0);
     printf("hot_share %.2f\ncpu_ns %lld\niterations_per_cpu_s %.0f\n",
            100.0 * (double)w[0].hot_ns / (double)cpu, cpu, w[0].iterations * 1e9 / (double)cpu);
     return 0;

@@ -136,3 +136,31 @@ def test_refused_sampling_says_one_line_and_keeps_the_rest(tmp_path):
     assert "CPU sampling:    off in pid" in header and "not permitted" in header
     empty = run(tmp_path, "stats", "x.db", "-r", "cpu_sample_sum")
     assert "not permitted" in empty.stderr
+
+
+@needs_perf
+def test_a_fork_child_is_sampled_in_its_own_file(tmp_path):
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "1",
+               env={"CPU_HOT_FORK": "1"})
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        statuses = db.execute("SELECT p.pid, c.status, c.samples FROM cpu_sampling c"
+                              " JOIN processes p ON p.id = c.process_id ORDER BY p.start_ns").fetchall()
+        assert [s[1] for s in statuses] == ["on", "on"], statuses
+        assert all(600 <= s[2] <= 1400 for s in statuses), statuses  # ~1 s of CPU each
+    rows = cpu_rows(tmp_path, "--filter-nvtx", "work")["rows"]
+    firsts = {}
+    for r in rows:  # the first row of each thread
+        firsts.setdefault(r["thread"], r)
+    assert len(firsts) == 2, rows
+    assert all(r["function"] == "hot_loop" and 60 <= r["self_percent"] <= 80
+               for r in firsts.values()), firsts
+
+
+@needs_perf
+def test_ten_kilohertz_loses_nothing(tmp_path):
+    run(tmp_path, "profile", "-t", "nvtx,cpu", "--sampling-frequency", "10000", "-o", "x.db",
+        CPU_HOT, "0.5")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
+        stored = db.execute("SELECT count(*) FROM cpu_samples").fetchone()[0]
+    assert lost == 0 and stored == samples and samples >= 4000, (samples, lost, stored)
