@@ -169,8 +169,8 @@ static void cpu_put_mappings(void)
                 continue;
             cpu_mappings[cpu.mappings++] = (struct cpu_mapping){start, end};
             const char *path = path_at ? line + path_at : "";
-            struct trace_cpu_mapping rec = {.start = start, .end = end, .file_offset = offset,
-                                            .path = trace_cstr(path)};
+            struct trace_cpu_mapping rec = {
+                .start = start, .end = end, .file_offset = offset, .path = trace_cstr(path)};
             writer_reserve_locked(64 + strlen(path));
             trace_put_cpu_mapping(writer_chunk_locked(), &rec);
         }

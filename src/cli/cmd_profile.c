@@ -410,8 +410,8 @@ int cmd_profile(int argc, char **argv)
     if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
         cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
     fprintf(stderr, "lantern: report written to %s\n", o->output);
-    if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, NULL,
-                                    stdout) != CLI_EXIT_OK) {
+    if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
+                                    NULL, stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");
         if (!status)

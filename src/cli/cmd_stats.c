@@ -47,7 +47,8 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
                      const char *sort, const char *filter_nvtx, FILE *out)
 {
-    struct report_ctx ctx = {.out = out, .format = format, .sort = sort, .filter_nvtx = filter_nvtx};
+    struct report_ctx ctx = {
+        .out = out, .format = format, .sort = sort, .filter_nvtx = filter_nvtx};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     int rc = print_report(&ctx, r), err = errno;
@@ -65,11 +66,10 @@ int cli_print_report(const char *db_path, const struct report *r, enum table_for
 int cmd_stats(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
-        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        {"sort", required_argument, NULL, 'S'},   {"force", no_argument, NULL, 'f'},
-        {"filter-nvtx", required_argument, NULL, 'N'},
-        {NULL, 0, NULL, 0},
+        {"report", required_argument, NULL, 'r'},      {"format", required_argument, NULL, 'F'},
+        {"output", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
+        {"sort", required_argument, NULL, 'S'},        {"force", no_argument, NULL, 'f'},
+        {"filter-nvtx", required_argument, NULL, 'N'}, {NULL, 0, NULL, 0},
     };
     const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL,
                *filter_nvtx = NULL;

@@ -171,7 +171,8 @@ static int import_stack(struct cpu_file *c, struct trace_fields *fl)
         import_malformed(c->f);
         return 0;
     }
-    sqlite3_stmt *st = import_stmt(c->f, SLOT_STACK, "INSERT INTO cpu_stacks(process_id) VALUES(?)");
+    sqlite3_stmt *st =
+        import_stmt(c->f, SLOT_STACK, "INSERT INTO cpu_stacks(process_id) VALUES(?)");
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, import_process(c->f));
@@ -312,9 +313,9 @@ static int64_t callsite_id(struct cpu_file *c, int64_t parent, int64_t frame, in
     uint64_t *known = u64_map_find(&c->s->callsites, key);
     if (known)
         return (int64_t)*known;
-    sqlite3_stmt *st = import_stmt(
-        c->f, SLOT_CALLSITE,
-        "INSERT INTO cpu_callsites(parent_id, frame_id, depth) VALUES(?, ?, ?)");
+    sqlite3_stmt *st =
+        import_stmt(c->f, SLOT_CALLSITE,
+                    "INSERT INTO cpu_callsites(parent_id, frame_id, depth) VALUES(?, ?, ?)");
     if (!st)
         return 0;
     import_bind_nonzero(st, 1, parent);

@@ -50,9 +50,8 @@ static int load_callsites(struct report_ctx *ctx, struct cpu_sum *s)
     s->parent = calloc(s->callsites, sizeof *s->parent);
     s->frame = calloc(s->callsites, sizeof *s->frame);
     if (!s->parent || !s->frame ||
-        sqlite3_prepare_v2(ctx->db,
-                           "SELECT id, ifnull(parent_id, 0), frame_id FROM cpu_callsites", -1, &st,
-                           NULL) != SQLITE_OK)
+        sqlite3_prepare_v2(ctx->db, "SELECT id, ifnull(parent_id, 0), frame_id FROM cpu_callsites",
+                           -1, &st, NULL) != SQLITE_OK)
         goto out;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
@@ -204,10 +203,11 @@ static int collect(struct report_ctx *ctx, struct cpu_sum *s)
     sqlite3_stmt *st = NULL;
     int rc = -1;
     if (load_callsites(ctx, s) < 0 ||
-        sqlite3_prepare_v2(ctx->db,
-                           "SELECT s.thread_id, s.ts_ns, ifnull(k.callsite_id, 0) FROM cpu_samples s"
-                           " LEFT JOIN cpu_stacks k ON k.id = s.stack_id ORDER BY 1, 2",
-                           -1, &st, NULL) != SQLITE_OK)
+        sqlite3_prepare_v2(
+            ctx->db,
+            "SELECT s.thread_id, s.ts_ns, ifnull(k.callsite_id, 0) FROM cpu_samples s"
+            " LEFT JOIN cpu_stacks k ON k.id = s.stack_id ORDER BY 1, 2",
+            -1, &st, NULL) != SQLITE_OK)
         goto out;
     s->filter_thread = -1;
     int step;
@@ -266,8 +266,8 @@ static int write_rows(struct report_ctx *ctx, struct cpu_sum *s)
 {
     sqlite3_stmt *frame = NULL, *thread = NULL;
     int rc = -1;
-    if (sqlite3_prepare_v2(ctx->db, "SELECT name, module FROM cpu_frames WHERE id = ?", -1,
-                           &frame, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(ctx->db, "SELECT name, module FROM cpu_frames WHERE id = ?", -1, &frame,
+                           NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(ctx->db,
                            "SELECT t.tid || ' (' || tl.label || ')', p.pid || ' (' || pl.label"
                            " || ')' FROM threads t JOIN thread_labels tl ON tl.id = t.id"
@@ -275,8 +275,8 @@ static int write_rows(struct report_ctx *ctx, struct cpu_sum *s)
                            " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?",
                            -1, &thread, NULL) != SQLITE_OK)
         goto out;
-    struct table *t = table_new(ctx->out, ctx->format, columns,
-                                (int)(sizeof columns / sizeof columns[0]));
+    struct table *t =
+        table_new(ctx->out, ctx->format, columns, (int)(sizeof columns / sizeof columns[0]));
     for (size_t i = 0; t && i < s->nrows; i++) {
         const struct cpu_row *r = &s->rows[i];
         double all = (double)thread_samples(s, r->thread_id);

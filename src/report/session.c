@@ -12,8 +12,8 @@
 
 struct session_info {
     char *command;
-    char *losses;      /* the shared line of what was lost (common/session_losses.h) */
-    char *gpu_metrics; /* what recorded them, per GPU (common/gpu_metrics_sources.h), or NULL */
+    char *losses;       /* the shared line of what was lost (common/session_losses.h) */
+    char *gpu_metrics;  /* what recorded them, per GPU (common/gpu_metrics_sources.h), or NULL */
     char *cpu_sampling; /* "on, 1000 Hz: ..." or why not, or NULL: -t cpu was off */
     int64_t unfinished;
     int64_t duration_ns, processes, threads, dropped, warnings, unended, exit_status;
@@ -42,9 +42,10 @@ static char *cpu_sampling_line(sqlite3 *db)
         const char *why = (const char *)sqlite3_column_text(st, 7);
         int n;
         if (on == processes)
-            n = asprintf(&line, "on, %lld Hz: %lld samples of %lld threads (%lld lost)",
-                         (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
-                         (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4));
+            n = asprintf(
+                &line, "on, %lld Hz: %lld samples of %lld threads (%lld lost)",
+                (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+                (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4));
         else
             n = asprintf(&line, "off in %s: %s%s", off_pids ? off_pids : "?", why ? why : "",
                          on ? " (the other processes were sampled)" : "");

@@ -65,7 +65,8 @@ static void *run(void *arg)
         w->total_ns += t2 - t0;
         /* aim: hot / (hot + warm) = share, over a cycle of random length (1-9 ms): a
          * period in step with the sampler's would bias the samples */
-        double ns_per_hot = (double)(t1 - t0) / hot_iter, ns_per_warm = (double)(t2 - t1) / warm_iter;
+        double ns_per_hot = (double)(t1 - t0) / hot_iter,
+               ns_per_warm = (double)(t2 - t1) / warm_iter;
         double cycle_ns = 1e6 + (double)(rand_r(&w->seed) % 8000) * 1e3;
         if (ns_per_hot > 0 && ns_per_warm > 0) {
             hot_iter = (long)(cycle_ns * w->share / 100 / ns_per_hot) + 1;
