@@ -9,7 +9,7 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 5u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 6u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 #define TRACE_FILE_HEADER_SIZE 16u           /* magic, u32 version, u32 flags (0) */
 
