@@ -68,6 +68,7 @@ static struct {
     uint32_t stack_generation, next_stack_id, stacks_in_generation;
     uint32_t mappings;
     uint64_t samples, lost, threads, threads_unsampled, cpu_ns;
+    int map_errno; /* the last ring that could not be mapped (the locked-memory limit) */
 } cpu;
 
 static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
@@ -110,8 +111,10 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
     void *map = mmap(NULL, cpu.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
     int err = errno;
     close((int)fd);
-    if (map == MAP_FAILED)
+    if (map == MAP_FAILED) {
+        cpu.map_errno = err;
         return -err;
+    }
     r->tid = tid;
     r->page = map;
     r->seen = cpu.scan;
@@ -391,7 +394,10 @@ static void cpu_drain(int final)
         cpu_put_status(TRACE_CPU_SAMPLING_ON, "");
         cpu.status_pending = 0;
     }
-    if (clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
+    /* listing threads and reading maps allocate (opendir): only on the writer thread or at the
+     * end, never in a program thread that helps the writer (writer_help) or forks */
+    int may_allocate = final || ring_gettid() == writer_thread_tid();
+    if (may_allocate && clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
         cpu_scan();
     for (uint32_t i = 0; i < cpu.rings_used; i++) {
         struct cpu_ring *r = &cpu_rings[i];
@@ -406,7 +412,7 @@ static void cpu_drain(int final)
     /* a new library's addresses: its mapping before the file can end (rate: one read per
      * scan period, as a broken frame-pointer chain yields addresses in no mapping) */
     uint64_t now = clock_mono_ns();
-    if (cpu.maps_stale && (final || now - cpu.last_maps_ns >= CPU_SCAN_NS)) {
+    if (cpu.maps_stale && may_allocate && (final || now - cpu.last_maps_ns >= CPU_SCAN_NS)) {
         cpu.last_maps_ns = now;
         cpu_put_mappings();
     }
@@ -429,7 +435,13 @@ static unsigned cpu_ring_pages(unsigned hz)
 static const char *cpu_refusal(int err, unsigned *status)
 {
     static char reason[256];
-    if (err == -EACCES || err == -EPERM) {
+    if (cpu.map_errno) {
+        *status = TRACE_CPU_SAMPLING_FAILED;
+        snprintf(reason, sizeof reason,
+                 "the sample ring could not be mapped (%s: the locked-memory limits "
+                 "kernel.perf_event_mlock_kb and ulimit -l)",
+                 strerror(cpu.map_errno));
+    } else if (err == -EACCES || err == -EPERM) {
         *status = TRACE_CPU_SAMPLING_NOT_PERMITTED;
         int paranoid = -9;
         FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");

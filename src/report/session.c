@@ -33,7 +33,7 @@ static char *cpu_sampling_line(sqlite3 *db)
             " (SELECT group_concat('pid ' || p.pid, ', ') FROM cpu_sampling c2"
             "  JOIN processes p ON p.id = c2.process_id WHERE c2.status <> 'on'),"
             " (SELECT status || ': ' || ifnull(reason, '') FROM cpu_sampling"
-            "  WHERE status <> 'on' LIMIT 1) FROM cpu_sampling",
+            "  WHERE status <> 'on' LIMIT 1), ifnull(sum(threads_unsampled), 0) FROM cpu_sampling",
             -1, &st, NULL) != SQLITE_OK)
         return NULL;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0) {
@@ -41,11 +41,13 @@ static char *cpu_sampling_line(sqlite3 *db)
         const char *off_pids = (const char *)sqlite3_column_text(st, 6);
         const char *why = (const char *)sqlite3_column_text(st, 7);
         int n;
+        long long unsampled = sqlite3_column_int64(st, 8);
         if (on == processes)
             n = asprintf(
-                &line, "on, %lld Hz: %lld samples of %lld threads (%lld lost)",
+                &line, "on, %lld Hz: %lld samples of %lld threads (%lld lost)%s%.0lld%s",
                 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
-                (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4));
+                (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4),
+                unsampled ? "; " : "", unsampled, unsampled ? " threads not sampled" : "");
         else
             n = asprintf(&line, "off in %s: %s%s", off_pids ? off_pids : "?", why ? why : "",
                          on ? " (the other processes were sampled)" : "");
