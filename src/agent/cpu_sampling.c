@@ -516,6 +516,14 @@ static void cpu_at_fork_child(void)
     cpu.last_scan_ns = clock_mono_ns();
 }
 
+/* Starts the agent in a process that may never call NVTX or CUDA, for its CPU samples: Python's
+ * start-up calls it (src/agent/python/sitecustomize.py) when LANTERN_TRACE names cpu, so a
+ * Python program is sampled from its first line. 0 recording, -1 inert. */
+__attribute__((visibility("default"))) int lantern_agent_start_cpu_sampling(void)
+{
+    return agent_init(TRACE_FLAG_CPU);
+}
+
 AGENT_SOURCE(cpu_source) = {
     .name = "cpu",
     .trace_flag = TRACE_FLAG_CPU,

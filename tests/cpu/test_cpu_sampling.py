@@ -5,6 +5,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 
 import pytest
 
@@ -164,3 +165,31 @@ def test_ten_kilohertz_loses_nothing(tmp_path):
         samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
         stored = db.execute("SELECT count(*) FROM cpu_samples").fetchone()[0]
     assert lost == 0 and stored == samples and samples >= 4000, (samples, lost, stored)
+
+
+PYTHON_HOT = """
+import time
+def hot(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+t0 = time.process_time()
+while time.process_time() - t0 < 0.5:
+    hot(30000)
+"""
+
+
+@needs_perf
+def test_a_python_program_without_nvtx_is_sampled_from_its_start(tmp_path):
+    run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", sys.executable, "-c", PYTHON_HOT)
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        status, samples = db.execute("SELECT status, samples FROM cpu_sampling").fetchone()
+        assert status == "on" and samples >= 300, samples  # 0.5 s of CPU, and start-up
+        # the interpreter's own functions are named (native frames; Python frames: docs/cpu.md)
+        named = db.execute("SELECT count(*) FROM cpu_frames WHERE name LIKE '%Eval%'").fetchone()[0]
+        assert named >= 1
+    # without -t cpu the bootstrap starts nothing: no raw file, no process
+    run(tmp_path, "profile", "-t", "nvtx", "-f", "-o", "x.db", sys.executable, "-c", "pass")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        assert db.execute("SELECT count(*) FROM processes").fetchone()[0] == 0
