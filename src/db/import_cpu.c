@@ -6,6 +6,7 @@
  * (import_symbols.c); frames and callsites are shared by the whole session. Layouts:
  * src/trace/records.def; the tables: docs/schema.md. */
 #include "common/u64_map.h"
+#include "db/import_demangle.h"
 #include "db/import_internal.h"
 #include "db/import_symbols.h"
 #include "trace/format.h"
@@ -298,7 +299,9 @@ static int64_t address_frame(struct cpu_file *c, uint64_t address, int leaf)
             snprintf(unknown, sizeof unknown, "%s+0x%llx", module, (unsigned long long)offset);
             name = unknown;
         }
-        id = frame_id(c, name, module);
+        char *demangled = import_demangle(name); /* C++: "at::native::add_kernel(...)" */
+        id = frame_id(c, demangled ? demangled : name, module);
+        free(demangled);
     } else {
         c->unsymbolized++;
     }

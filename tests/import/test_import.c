@@ -773,6 +773,13 @@ __attribute__((noinline, used)) void cpu_test_marker(void)
     __asm__ volatile("" ::: "memory");
 }
 
+/* A C function under a C++ name: its frame is named demangled. */
+__attribute__((noinline, used)) void cpu_test_cxx_marker(void) __asm__("_ZN3lab6markerEv");
+__attribute__((noinline, used)) void cpu_test_cxx_marker(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+
 /* The executable mapping of this program that holds address (from /proc/self/maps). */
 static void mapping_of(uint64_t address, uint64_t *start, uint64_t *end, uint64_t *offset,
                        char *path, size_t size)
@@ -823,6 +830,10 @@ static void cpu_records_become_samples_stacks_and_frames(void)
         p = trace_ev_u(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
     }
     RAW(&w, cpu_stack, .stack_id = 1, .frames = trace_bytes(frames, (size_t)(p - frames)));
+    uint8_t cxx[16];
+    size_t cxx_len = (size_t)(trace_ev_u(cxx, (uint64_t)(uintptr_t)&cpu_test_cxx_marker) - cxx);
+    RAW(&w, cpu_stack, .stack_id = 2, .frames = trace_bytes(cxx, cxx_len));
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 1900, .stack_id = 2);
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 2000, .stack_id = 1);
     RAW(&w, cpu_sample, .os_tid = 301, .ts = 2100, .stack_id = 1);
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 2200, .stack_id = 0); /* in the kernel */
@@ -841,10 +852,10 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     ASSERT_STR_EQ(rows(db, "SELECT status, period_ns, reason, samples, lost, threads,"
                            " threads_unsampled, cpu_ns, addresses, unsymbolized, truncated_stacks"
                            " FROM cpu_sampling"),
-                  "on|1000000|-|4|2|2|0|70|3|2|1");
+                  "on|1000000|-|4|2|2|0|70|4|2|1");
     ASSERT_STR_EQ(rows(db, "SELECT t.tid, s.ts_ns, s.stack_id FROM cpu_samples s"
                            " JOIN threads t ON t.id = s.thread_id ORDER BY s.ts_ns"),
-                  "300|2000|1;301|2100|1;300|2200|-");
+                  "300|1900|2;300|2000|1;301|2100|1;300|2200|-");
     /* the stack, outermost first: libfake.so's address (one byte back: inside its call) under
      * nothing, the marker under it */
     ASSERT_STR_EQ(rows(db,
@@ -854,8 +865,9 @@ static void cpu_records_become_samples_stacks_and_frames(void)
                        " UNION ALL SELECT p.depth, f.name, f.module, ifnull(p.parent_id, 0)"
                        " FROM cpu_stacks k JOIN cpu_callsites c ON c.id = k.callsite_id"
                        " JOIN cpu_callsites p ON p.id = c.parent_id"
-                       " JOIN cpu_frames f ON f.id = p.frame_id ORDER BY 1"),
-                  "0|libfake.so+0x3234|libfake.so|0;1|cpu_test_marker|test_import|1");
+                       " JOIN cpu_frames f ON f.id = p.frame_id ORDER BY 1, 2"),
+                  "0|lab::marker()|test_import|0;0|libfake.so+0x3234|libfake.so|0;"
+                  "1|cpu_test_marker|test_import|1");
     sqlite3_close(db);
 }
 
