@@ -25,6 +25,7 @@ enum {
     SLOT_CALLSITE,
     SLOT_STACK_CALLSITE,
     SLOT_QUALITY,
+    SLOT_PID,
 };
 
 #define CPU_MAX_FRAMES 128u
@@ -47,8 +48,17 @@ struct cpu_stack {
     size_t len;
 };
 
+/* A perf map file's entry (/tmp/perf-PID.map: "START SIZE name", hex): code a JIT made. */
+struct cpu_jit_symbol {
+    uint64_t start, end;
+    char *name;
+};
+
 struct cpu_file {
     struct import_file *f;
+    struct cpu_jit_symbol *jit; /* the process's perf map, sorted (read on first need) */
+    size_t jit_count;
+    int jit_read;
     struct cpu_session *s;
     struct cpu_mapping *maps;
     size_t map_count, map_cap;
@@ -273,6 +283,69 @@ static const struct cpu_mapping *mapping_of(const struct cpu_file *c, uint64_t a
     return NULL;
 }
 
+static int jit_order(const void *a, const void *b)
+{
+    const struct cpu_jit_symbol *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The process's perf map file (LANTERN_PERF_MAP_DIR, else /tmp: perf-PID.map), which JITs
+ * write for perf (python -X perf, node --perf-basic-prof, Java's perf-map-agent). */
+static void jit_read(struct cpu_file *c)
+{
+    c->jit_read = 1;
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_PID, "SELECT pid FROM processes WHERE id = ?");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, import_process(c->f));
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return;
+    const char *folder = getenv("LANTERN_PERF_MAP_DIR");
+    char path[4096], line[4096];
+    snprintf(path, sizeof path, "%s/perf-%lld.map", folder && *folder ? folder : "/tmp",
+             (long long)sqlite3_column_int64(st, 0));
+    FILE *map = fopen(path, "re");
+    size_t cap = 0;
+    while (map && fgets(line, sizeof line, map)) {
+        unsigned long long start, size;
+        int at = 0;
+        if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at || !size)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        if (c->jit_count == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct cpu_jit_symbol *grown = realloc(c->jit, cap * sizeof *grown);
+            if (!grown)
+                break;
+            c->jit = grown;
+        }
+        char *name = strdup(line + at);
+        if (!name)
+            break;
+        c->jit[c->jit_count++] = (struct cpu_jit_symbol){start, start + size, name};
+    }
+    if (map)
+        fclose(map);
+    if (c->jit_count)
+        qsort(c->jit, c->jit_count, sizeof *c->jit, jit_order);
+}
+
+/* The JIT's name of an address, or NULL. */
+static const char *jit_name(struct cpu_file *c, uint64_t address)
+{
+    if (!c->jit_read)
+        jit_read(c);
+    size_t lo = 0, hi = c->jit_count; /* the last entry starting at or below the address */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->jit[mid].start <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && address < c->jit[lo - 1].end ? c->jit[lo - 1].name : NULL;
+}
+
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -288,8 +361,11 @@ static int64_t address_frame(struct cpu_file *c, uint64_t address, int leaf)
         return (int64_t)*known - 1;
     c->addresses++;
     const struct cpu_mapping *m = mapping_of(c, address);
+    const char *jit = !m || !*m->path ? jit_name(c, address - (leaf ? 0 : 1)) : NULL;
     int64_t id = -1;
-    if (m) {
+    if (jit) {
+        id = frame_id(c, jit, "[jit]");
+    } else if (m) {
         uint64_t offset = address - m->start + m->offset - (leaf ? 0 : 1);
         const char *name = symbol_lookup(c->s->symbols, m->path, offset);
         const char *module = *m->path ? base_name(m->path) : "[anon]";
@@ -400,6 +476,9 @@ static void cpu_file_close(void *ctx)
         free(c->maps[i].path);
     for (size_t i = 0; i < c->stack_count; i++)
         free(c->stacks[i].frames);
+    for (size_t i = 0; i < c->jit_count; i++)
+        free(c->jit[i].name);
+    free(c->jit);
     free(c->maps);
     free(c->stacks);
     free(c->stack_index.v);

@@ -834,6 +834,18 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     size_t cxx_len = (size_t)(trace_ev_u(cxx, (uint64_t)(uintptr_t)&cpu_test_cxx_marker) - cxx);
     RAW(&w, cpu_stack, .stack_id = 2, .frames = trace_bytes(cxx, cxx_len));
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 1900, .stack_id = 2);
+    /* JIT code in an anonymous mapping, named by the process's perf map file */
+    char perf_map[400];
+    snprintf(perf_map, sizeof perf_map, "%s/perf-300.map", dir);
+    FILE *jit = fopen(perf_map, "w");
+    ASSERT_EQ(jit != NULL, 1);
+    fputs("7e0000001000 100 py::hot:app.py\nnot a line\n", jit);
+    fclose(jit);
+    ASSERT_EQ(setenv("LANTERN_PERF_MAP_DIR", dir, 1), 0);
+    RAW(&w, cpu_mapping, .start = 0x7e0000000000u, .end = 0x7e0000010000u, .path = trace_cstr(""));
+    size_t jit_len = (size_t)(trace_ev_u(cxx, 0x7e0000001010u) - cxx);
+    RAW(&w, cpu_stack, .stack_id = 3, .frames = trace_bytes(cxx, jit_len));
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 1950, .stack_id = 3);
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 2000, .stack_id = 1);
     RAW(&w, cpu_sample, .os_tid = 301, .ts = 2100, .stack_id = 1);
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 2200, .stack_id = 0); /* in the kernel */
@@ -852,10 +864,10 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     ASSERT_STR_EQ(rows(db, "SELECT status, period_ns, reason, samples, lost, threads,"
                            " threads_unsampled, cpu_ns, addresses, unsymbolized, truncated_stacks"
                            " FROM cpu_sampling"),
-                  "on|1000000|-|4|2|2|0|70|4|2|1");
+                  "on|1000000|-|4|2|2|0|70|5|2|1");
     ASSERT_STR_EQ(rows(db, "SELECT t.tid, s.ts_ns, s.stack_id FROM cpu_samples s"
                            " JOIN threads t ON t.id = s.thread_id ORDER BY s.ts_ns"),
-                  "300|1900|2;300|2000|1;301|2100|1;300|2200|-");
+                  "300|1900|2;300|1950|3;300|2000|1;301|2100|1;300|2200|-");
     /* the stack, outermost first: libfake.so's address (one byte back: inside its call) under
      * nothing, the marker under it */
     ASSERT_STR_EQ(rows(db,
@@ -867,6 +879,7 @@ static void cpu_records_become_samples_stacks_and_frames(void)
                        " JOIN cpu_callsites p ON p.id = c.parent_id"
                        " JOIN cpu_frames f ON f.id = p.frame_id ORDER BY 1, 2"),
                   "0|lab::marker()|test_import|0;0|libfake.so+0x3234|libfake.so|0;"
+                  "0|py::hot:app.py|[jit]|0;"
                   "1|cpu_test_marker|test_import|1");
     sqlite3_close(db);
 }
