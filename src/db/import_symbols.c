@@ -99,7 +99,7 @@ static int elf_read_symbols(struct elf_file *e, const Elf64_Shdr *sections, size
  * no symbols (every lookup fails). */
 static void elf_load(struct elf_file *e)
 {
-    int fd = open(e->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(e->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
     struct stat st;
     if (fd < 0)
         return;
