@@ -846,6 +846,15 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     size_t jit_len = (size_t)(trace_ev_u(cxx, 0x7e0000001010u) - cxx);
     RAW(&w, cpu_stack, .stack_id = 3, .frames = trace_bytes(cxx, jit_len));
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 1950, .stack_id = 3);
+    /* a mapping that names a FIFO: never opened for its symbols in a way that blocks */
+    char fifo[400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    ASSERT_EQ(mkfifo(fifo, 0600), 0);
+    RAW(&w, cpu_mapping, .start = 0x6e0000000000u, .end = 0x6e0000001000u,
+        .path = trace_cstr(fifo));
+    size_t fifo_len = (size_t)(trace_ev_u(cxx, 0x6e0000000010u) - cxx);
+    RAW(&w, cpu_stack, .stack_id = 4, .frames = trace_bytes(cxx, fifo_len));
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 1960, .stack_id = 4);
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 2000, .stack_id = 1);
     RAW(&w, cpu_sample, .os_tid = 301, .ts = 2100, .stack_id = 1);
     RAW(&w, cpu_sample, .os_tid = 300, .ts = 2200, .stack_id = 0); /* in the kernel */
@@ -864,10 +873,10 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     ASSERT_STR_EQ(rows(db, "SELECT status, period_ns, reason, samples, lost, threads,"
                            " threads_unsampled, cpu_ns, addresses, unsymbolized, truncated_stacks"
                            " FROM cpu_sampling"),
-                  "on|1000000|-|4|2|2|0|70|5|2|1");
+                  "on|1000000|-|4|2|2|0|70|6|3|1");
     ASSERT_STR_EQ(rows(db, "SELECT t.tid, s.ts_ns, s.stack_id FROM cpu_samples s"
                            " JOIN threads t ON t.id = s.thread_id ORDER BY s.ts_ns"),
-                  "300|1900|2;300|1950|3;300|2000|1;301|2100|1;300|2200|-");
+                  "300|1900|2;300|1950|3;300|1960|4;300|2000|1;301|2100|1;300|2200|-");
     /* the stack, outermost first: libfake.so's address (one byte back: inside its call) under
      * nothing, the marker under it */
     ASSERT_STR_EQ(rows(db,
@@ -878,8 +887,8 @@ static void cpu_records_become_samples_stacks_and_frames(void)
                        " FROM cpu_stacks k JOIN cpu_callsites c ON c.id = k.callsite_id"
                        " JOIN cpu_callsites p ON p.id = c.parent_id"
                        " JOIN cpu_frames f ON f.id = p.frame_id ORDER BY 1, 2"),
-                  "0|lab::marker()|test_import|0;0|libfake.so+0x3234|libfake.so|0;"
-                  "0|py::hot:app.py|[jit]|0;"
+                  "0|fifo+0x10|fifo|0;0|lab::marker()|test_import|0;"
+                  "0|libfake.so+0x3234|libfake.so|0;0|py::hot:app.py|[jit]|0;"
                   "1|cpu_test_marker|test_import|1");
     sqlite3_close(db);
 }
