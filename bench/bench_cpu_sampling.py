@@ -3,6 +3,7 @@ second of its own CPU time under `lantern profile -t nvtx --sample=none` and `--
 in alternating rounds (bench/alternate.py's habit: each pair ran under the same machine
 conditions); the ratio per pair, its median and range; plus the agent's writer thread's time
 reading the rings (cpu_sampling.cpu_ns) per second of run, and storage per sample.
+HZ 0 is the A/A run: both arms unsampled, the ratio's spread is the machine's noise.
 Usage: python3 bench/bench_cpu_sampling.py BUILD [ROUNDS] [SECONDS] [HZ]"""
 import os
 import sqlite3
@@ -12,8 +13,9 @@ import sys
 import tempfile
 
 
-def rate(build, sample, seconds, hz, folder):
-    db = os.path.join(folder, f"{sample}.db")
+def rate(build, arm, seconds, hz, folder):
+    sample = "cpu" if arm == "cpu" and hz else "none"
+    db = os.path.join(folder, f"{arm}.db")
     args = [os.path.join(build, "bin", "lantern"), "profile", "-f", "-t", "nvtx",
             f"--sample={sample}", "-o", db]
     if sample == "cpu":
@@ -42,16 +44,18 @@ def main():
             order = ["none", "cpu"] if i % 2 == 0 else ["cpu", "none"]
             got = {s: rate(build, s, seconds, hz, folder) for s in order}
             ratios.append(got["none"][0] / got["cpu"][0])
-            samples, cpu_ns, size = got["cpu"][1]
-            writer.append(cpu_ns / 1e9 / seconds * 100)
-            base_size = os.path.getsize(os.path.join(folder, "none.db"))
-            stored.append((size - base_size) / samples)
+            if got["cpu"][1]:
+                samples, cpu_ns, size = got["cpu"][1]
+                writer.append(cpu_ns / 1e9 / seconds * 100)
+                base_size = os.path.getsize(os.path.join(folder, "none.db"))
+                stored.append((size - base_size) / samples)
     med = statistics.median(ratios)
     print(f"rounds {rounds} x {seconds} s at {hz} Hz")
     print(f"slowdown (unsampled rate / sampled rate): median x{med:.4f} "
           f"({(med - 1) * 100:+.2f} %), range x{min(ratios):.4f}-x{max(ratios):.4f}")
-    print(f"writer reading the rings: median {statistics.median(writer):.3f} % of one CPU")
-    print(f"database bytes per sample: median {statistics.median(stored):.1f}")
+    if writer:
+        print(f"writer reading the rings: median {statistics.median(writer):.3f} % of one CPU")
+        print(f"database bytes per sample: median {statistics.median(stored):.1f}")
 
 
 if __name__ == "__main__":
