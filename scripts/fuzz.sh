@@ -38,6 +38,10 @@ session big_name "$build/bin/fault_workload" big_name 5000
 for scenario in basic attributes cross_thread fork; do
     session "$scenario" "$build/bin/nvtx_workload" "$scenario"
 done
+# CPU samples, stacks and mappings (records 120-124), from a short sampled run
+"$build/bin/lantern" profile -t nvtx,cpu --keep-raw -o "$fuzz/sessions/cpu.db" -- \
+    "$build/bin/cpu_hot" 0.1 >/dev/null 2>&1
+for f in "$fuzz/sessions/cpu.db.raw"/*.lrt; do cp "$f" "$seeds/cpu-$(basename "$f")"; done
 # NVTX payload schemas, enumerations and extended payloads (records 30-34), as NCCL emits them
 session nccl_payloads "$build/bin/nccl_nvtx_workload"
 session nccl_payloads_fork "$build/bin/nccl_nvtx_workload" fork

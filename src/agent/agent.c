@@ -94,6 +94,13 @@ static void agent_periodic(void)
         s->periodic();
 }
 
+static void agent_drain(int final)
+{
+    FOR_EACH_ON_SOURCE(s)
+    if (s->drain)
+        s->drain(final);
+}
+
 /* atexit and the library destructor both come here; only the first call works. */
 static void agent_exit(void)
 {
@@ -215,6 +222,7 @@ int agent_init(uint32_t loaded_for)
     if (writer_start(dir, agent_choose_sources(loaded_for)) < 0)
         goto inert;
     writer_set_periodic(agent_periodic, AGENT_PERIOD_MS);
+    writer_set_drain(agent_drain);
     pthread_atfork(agent_fork_prepare, agent_fork_parent, agent_fork_child);
     atexit(agent_exit);
     agent_catch_ending_signals();

@@ -19,7 +19,9 @@ void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * before the writer lock is taken, child after the child's file is open), at_exit runs
  * before the final drain, and periodic every AGENT_PERIOD_MS on the writer thread, without
  * the writer lock (to hand over what the source holds, so that little is lost if the process
- * ends without its exit hooks). Any hook may be NULL. */
+ * ends without its exit hooks), and drain at each drain of the writer (about every 10 ms, and
+ * a last time with final = 1 before the file ends) with the writer lock held, to append
+ * records through writer_chunk_locked(). Any hook may be NULL. */
 #define AGENT_PERIOD_MS 200u
 struct agent_source {
     const char *name;    /* as in LANTERN_TRACE: "nvtx", "cuda" */
@@ -31,6 +33,7 @@ struct agent_source {
     void (*at_fork_child)(void);
     void (*at_exit)(void);
     void (*periodic)(void);
+    void (*drain)(int final);
 };
 
 /* Registers a source from its own file, with no edit elsewhere: the linker gathers these

@@ -22,6 +22,12 @@ __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-ex
 struct ring_pool ring_pool;
 static int (*ring_helper)(void);
 static void (*ring_block_hook)(void);
+static _Atomic int ring_hook_soon;
+
+void ring_hook_at_next_block(void)
+{
+    __atomic_store_n(&ring_hook_soon, 1, __ATOMIC_RELEASE);
+}
 
 void ring_set_helper(int (*help)(void))
 {
@@ -314,7 +320,9 @@ uint8_t *ring_next_block(struct agent_thread *t)
     t->data = ring_pool.base + (uint64_t)(block - 1) * RING_BLOCK_BYTES;
     t->pos = 0;
     __atomic_store_n(&t->slot->head, pool_cursor(block, 0), __ATOMIC_RELEASE);
-    if (++t->switches % RING_WAKE_BLOCKS == 0) {
+    int soon = __builtin_expect(__atomic_load_n(&ring_hook_soon, __ATOMIC_RELAXED), 0) &&
+               __atomic_exchange_n(&ring_hook_soon, 0, __ATOMIC_ACQ_REL);
+    if (++t->switches % RING_WAKE_BLOCKS == 0 || soon) {
         ring_wake_consumer();
         if (ring_block_hook)
             ring_block_hook();

@@ -102,6 +102,9 @@ void ring_set_helper(int (*help)(void));
  * a fork child's thread: a short-lived child never makes one; its events are in its buffer
  * file all the same). */
 void ring_set_block_hook(void (*hook)(void));
+/* The hook runs at the next block switch of any thread too, once (a fork child's first event:
+ * CPU sampling needs the child's writer thread to read its rings before they fill). */
+void ring_hook_at_next_block(void);
 
 /* Takes the next block (out of line): NULL when the pool is empty even after helping. */
 uint8_t *ring_next_block(struct agent_thread *t);

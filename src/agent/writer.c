@@ -82,6 +82,8 @@ static struct {
 
 static _Atomic int writer_stop;
 static void (*writer_periodic)(void);
+static void (*writer_drain_hook)(int final);
+static _Atomic uint32_t writer_tid;
 static uint64_t writer_periodic_ns;
 static _Atomic int writer_thread_wanted; /* a fork child starts its thread on its next event */
 /* 1 while a writer thread was created and has not yet reached writer_main (fork waits) */
@@ -542,6 +544,8 @@ static uint32_t writer_drain_some_locked(int final, uint32_t quota)
     names_drain_locked(&writer_names, final);
     struct writer_drain d = {final, quota, 0};
     ring_for_each_thread(writer_drain_thread, &d);
+    if (writer_drain_hook)
+        writer_drain_hook(final);
     return d.freed;
 }
 
@@ -639,6 +643,21 @@ static int writer_alone(void)
     return threads == 1 || (threads == 2 && state == 'Z');
 }
 
+void writer_set_drain(void (*fn)(int final))
+{
+    writer_drain_hook = fn;
+}
+
+struct trace_chunk_builder *writer_chunk_locked(void)
+{
+    return &writer.chunk;
+}
+
+uint32_t writer_thread_tid(void)
+{
+    return __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE);
+}
+
 void writer_set_periodic(void (*fn)(void), unsigned period_ms)
 {
     writer_periodic_ns = (uint64_t)period_ms * 1000000u;
@@ -650,6 +669,7 @@ static void *writer_main(void *arg)
     (void)arg;
     __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     prctl(PR_SET_NAME, "lantern-writer");
+    __atomic_store_n(&writer_tid, ring_gettid(), __ATOMIC_RELEASE);
     uint32_t seen = ring_wake_count();
     uint64_t alone_checked = clock_mono_ns(), periodic_ran = alone_checked;
     while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {
@@ -978,6 +998,7 @@ void writer_fork_child(void)
 {
     __atomic_store_n(&writer_end_requested, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&writer_ended, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&writer_tid, 0, __ATOMIC_RELAXED); /* the child's starts later */
     pthread_mutex_init(&writer.lock, NULL); /* held by the parent's thread at fork */
     names_fork_child();
     if (!writer.open) {

@@ -36,6 +36,11 @@ void writer_put_dropped(uint64_t thread_idx, uint64_t count);
  * buffer file brings back only its threads' events. Nothing while the agent is inert. */
 void writer_put_names(void);
 
+/* The chunk being built, for a record appended while the lock is held (a drain hook). */
+struct trace_chunk_builder *writer_chunk_locked(void);
+/* The writer thread's OS tid (0 before it runs): samplers leave it out. */
+uint32_t writer_thread_tid(void);
+
 /* A thread known only by its OS tid (CUPTI's API records): its OS name is read and written
  * the first time (lock held). */
 void writer_note_tid_locked(uint32_t os_tid);
@@ -58,6 +63,8 @@ int writer_run(void);
 /* fn runs on the writer thread every period_ms, the writer lock not held (the sources'
  * periodic hooks). */
 void writer_set_periodic(void (*fn)(void), unsigned period_ms);
+/* fn runs at each drain, the writer lock held (the sources' drain hooks, agent.h). */
+void writer_set_drain(void (*fn)(int final));
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
 /* The same from a signal handler about to let the process die: asks the writer thread and

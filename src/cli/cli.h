@@ -101,10 +101,11 @@ int cli_output_open(struct cli_output *o, const char *path, int force);
 int cli_output_close(struct cli_output *o, int ok);
 
 /* Prints report r of the report table (src/report/reports.c) from a database file, in format,
- * with sort (report_ctx.sort, NULL: the report's default), a text table fitted into width
- * columns (0: no limit). Returns a CLI_EXIT_* code (errors already printed, except a write
- * error on out, which the caller names: see cli_output). */
+ * with sort (report_ctx.sort, NULL: the report's default) and filter_nvtx (report_ctx's, NULL:
+ * none), a text table fitted into width columns (0: no limit). Returns a CLI_EXIT_* code
+ * (errors already printed, except a write error on out, which the caller names: see
+ * cli_output). */
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, int width, FILE *out);
+                     const char *sort, const char *filter_nvtx, int width, FILE *out);
 
 #endif

@@ -20,6 +20,8 @@ struct profile_options {
     int gpu_metrics;                 /* --gpu-metrics given */
     const char *gpu_metrics_options; /* a --gpu-metrics-* option given (for its error) */
     char trace[256];                 /* the -t list with gpu_metrics added */
+    const char *sample;              /* --sample: cpu or none (NULL: -t decides) */
+    char sampled_trace[256];         /* the -t list with cpu added or taken out */
 };
 
 /* The metric names --gpu-metrics accepts, comma-separated (src/trace/gpu_metrics.def). */
@@ -60,6 +62,10 @@ static void print_help(FILE *out)
             "                      every GPU the program can see)\n"
             "      --gpu-metrics-source auto|pm|gpm  CUPTI PM sampling, else NVML GPM (auto,\n"
             "                      the default), or only one of them\n"
+            "      --sample=cpu|none  sample every thread's CPU stack (-t cpu, on by default\n"
+            "                      where the kernel allows perf_event_open) or not\n"
+            "      --sampling-frequency HZ  CPU samples per second of CPU time per thread\n"
+            "                      (default 1000, at most 10000)\n"
             "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
             "                      cudaProfilerStart/Stop (CUPTI paused outside them), or while\n"
             "                      an NVTX range NAME is open\n"
@@ -102,6 +108,20 @@ static void print_help(FILE *out)
 
 /* ---- options ------------------------------------------------------------------------- */
 
+/* list without the item name, into out. */
+static void list_without(const char *list, const char *name, char *out, size_t size)
+{
+    size_t len = 0, name_len = strlen(name);
+    out[0] = '\0';
+    for (const char *item = list; *item;) {
+        size_t n = strcspn(item, ",");
+        if ((n != name_len || strncmp(item, name, n)) && len + n + 2 < size) {
+            len += (size_t)snprintf(out + len, size - len, "%s%.*s", len ? "," : "", (int)n, item);
+        }
+        item += n + (item[n] == ',');
+    }
+}
+
 static int parse_options(int argc, char **argv, struct profile_options *p)
 {
     struct launcher_options *o = &p->launch;
@@ -121,7 +141,9 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_GPU_METRICS,
         OPT_GPU_METRICS_FREQUENCY,
         OPT_GPU_METRICS_DEVICES,
-        OPT_GPU_METRICS_SOURCE
+        OPT_GPU_METRICS_SOURCE,
+        OPT_SAMPLE,
+        OPT_SAMPLING_FREQUENCY
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -144,6 +166,8 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"gpu-metrics-frequency", required_argument, NULL, OPT_GPU_METRICS_FREQUENCY},
         {"gpu-metrics-devices", required_argument, NULL, OPT_GPU_METRICS_DEVICES},
         {"gpu-metrics-source", required_argument, NULL, OPT_GPU_METRICS_SOURCE},
+        {"sample", required_argument, NULL, OPT_SAMPLE},
+        {"sampling-frequency", required_argument, NULL, OPT_SAMPLING_FREQUENCY},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -240,6 +264,20 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
             o->gpu_metrics_source = optarg;
             p->gpu_metrics_options = "--gpu-metrics-source";
             break;
+        case OPT_SAMPLE:
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "none"))
+                return cli_usage_error("profile", "--sample is cpu or none");
+            p->sample = optarg;
+            break;
+        case OPT_SAMPLING_FREQUENCY: {
+            char *end;
+            unsigned long hz = strtoul(optarg, &end, 10);
+            if (end == optarg || *end || hz < 1 || hz > 10000)
+                return cli_usage_error("profile",
+                                       "--sampling-frequency needs a rate in Hz (1 to 10000)");
+            o->sampling_hz = (unsigned)hz;
+            break;
+        }
         case OPT_STATS:
             p->stats = 1;
             break;
@@ -268,6 +306,17 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         snprintf(p->trace, sizeof p->trace, "%s%sgpu_metrics", o->trace, *o->trace ? "," : "");
         o->trace = p->trace;
     }
+    /* --sample is -t's cpu, as nsys's -s is beside its -t */
+    if (p->sample && !strcmp(p->sample, "cpu") && !trace_list_has(o->trace, "cpu")) {
+        snprintf(p->sampled_trace, sizeof p->sampled_trace, "%s%scpu", o->trace,
+                 *o->trace ? "," : "");
+        o->trace = p->sampled_trace;
+    } else if (p->sample && !strcmp(p->sample, "none")) {
+        list_without(o->trace, "cpu", p->sampled_trace, sizeof p->sampled_trace);
+        o->trace = p->sampled_trace;
+    }
+    if (o->sampling_hz && !trace_list_has(o->trace, "cpu"))
+        return cli_usage_error("profile", "--sampling-frequency needs CPU sampling (-t cpu)");
     if (p->gpu_metrics_options && !trace_list_has(o->trace, "gpu_metrics"))
         return cli_usage_error("profile", "%s needs --gpu-metrics", p->gpu_metrics_options);
     if (o->python_backtrace && !trace_list_has(o->trace, "cuda"))
@@ -381,7 +430,7 @@ int cmd_profile(int argc, char **argv)
         say_why_nothing(o->output);
     fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
-                                    output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
+                                    NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");
         if (!status)

@@ -25,6 +25,8 @@ static void print_help(FILE *out)
         "  -o, --output OUT    write to OUT instead of standard output (no width limit)\n"
         "  -f, --force         replace OUT if it exists\n"
         "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
+        "      --filter-nvtx RANGE  cpu_sample_sum: only samples taken on a thread\n"
+        "                      while it was inside an NVTX range named RANGE\n"
         "  -h, --help          show this help\n\nReports:\n");
     for (const struct report *r = report_table; r->name; r++)
         fprintf(out, "  %-22s %s\n", r->name, r->help);
@@ -55,9 +57,9 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
 }
 
 int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, int width, FILE *out)
+                     const char *sort, const char *filter_nvtx, int width, FILE *out)
 {
-    struct report_ctx ctx = {.format = format, .sort = sort};
+    struct report_ctx ctx = {.format = format, .sort = sort, .filter_nvtx = filter_nvtx};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     struct cli_fit fit; /* the header's long lines wrapped, the tables fitted */
@@ -82,12 +84,18 @@ int cli_print_report(const char *db_path, const struct report *r, enum table_for
 int cmd_stats(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
-        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        {"sort", required_argument, NULL, 'S'},   {"force", no_argument, NULL, 'f'},
-        {"width", required_argument, NULL, 'w'},  {NULL, 0, NULL, 0},
+        {"report", required_argument, NULL, 'r'},
+        {"format", required_argument, NULL, 'F'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {"sort", required_argument, NULL, 'S'},
+        {"force", no_argument, NULL, 'f'},
+        {"width", required_argument, NULL, 'w'},
+        {"filter-nvtx", required_argument, NULL, 'N'},
+        {NULL, 0, NULL, 0},
     };
-    const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL;
+    const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL,
+               *filter_nvtx = NULL;
     int c, force = 0, width = -1; /* -1: not given */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":r:o:w:fh", options, NULL)) != -1) {
@@ -107,6 +115,9 @@ int cmd_stats(int argc, char **argv)
             break;
         case 'S':
             sort = optarg; /* for the reports that offer more than one order */
+            break;
+        case 'N':
+            filter_nvtx = optarg;
             break;
         case 'f':
             force = 1;
@@ -133,7 +144,7 @@ int cmd_stats(int argc, char **argv)
         return CLI_EXIT_ERROR;
     if (width < 0) /* a file gets every name whole */
         width = out.file == stdout ? output_width(STDOUT_FILENO) : 0;
-    int rc = cli_print_report(argv[optind], r, parsed, sort, width, out.file);
+    int rc = cli_print_report(argv[optind], r, parsed, sort, filter_nvtx, width, out.file);
     if (rc != CLI_EXIT_OK && ferror(out.file))
         out.error = errno;
     if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)

@@ -1,5 +1,5 @@
-/* Demangles kernel names after import (kernels.demangled_id): a file of its own because it
- * loads the C++ runtime at run time. */
+/* Demangles kernel names after import (kernels.demangled_id) and the CPU samples' function
+ * names: a file of its own because it loads the C++ runtime at run time. */
 #include "db/import_demangle.h"
 
 #include <dlfcn.h>
@@ -22,6 +22,25 @@ static cxa_demangle_fn find_demangler(void)
     cxa_demangle_fn demangle;
     memcpy(&demangle, &fn, sizeof(demangle));
     return demangle;
+}
+
+char *import_demangle(const char *name)
+{
+    static cxa_demangle_fn demangle;
+    static int looked;
+    if (!name || strncmp(name, "_Z", 2) != 0)
+        return NULL;
+    if (!looked) {
+        demangle = find_demangler();
+        looked = 1;
+    }
+    int status = -1;
+    char *text = demangle ? demangle(name, NULL, NULL, &status) : NULL;
+    if (status != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 int import_demangle_kernel_names(sqlite3 *db)
@@ -78,4 +97,3 @@ fail:
     sqlite3_finalize(add_pair);
     return rc;
 }
-

@@ -1,4 +1,5 @@
-/* Demangled kernel names (import_demangle.c), for the CUDA importer's end-of-session work. */
+/* Demangled names (import_demangle.c): kernel names for the CUDA importer's end-of-session
+ * work, and one name at a time for the CPU samples' frames (import_cpu.c). */
 #ifndef LANTERN_DB_IMPORT_DEMANGLE_H
 #define LANTERN_DB_IMPORT_DEMANGLE_H
 
@@ -7,5 +8,9 @@
 /* kernels.demangled_id for every mangled kernel name not yet demangled, each distinct name
  * once. Returns 0 (also when no C++ runtime is there to demangle) or -1 on an SQL error. */
 int import_demangle_kernel_names(sqlite3 *db);
+
+/* The demangled form of a C++ name ("_Z..."), allocated (the caller frees it); NULL when it is
+ * not a mangled name or no C++ runtime is there to demangle it. */
+char *import_demangle(const char *name);
 
 #endif

@@ -34,7 +34,10 @@ extern const char import_merge_meta_sql[];
     X(MARK, "marks", ":mark")                                                                      \
     X(SCHEMA, "nvtx_payload_schemas", ":schema")                                                   \
     X(PAYLOAD, "nvtx_payloads", ":payload")                                                        \
-    X(METRIC_SET, "gpu_metric_sets", ":metric_set")
+    X(METRIC_SET, "gpu_metric_sets", ":metric_set")                                               \
+    X(CPU_FRAME, "cpu_frames", ":cpu_frame")                                                       \
+    X(CPU_CALLSITE, "cpu_callsites", ":cpu_callsite")                                              \
+    X(CPU_STACK, "cpu_stacks", ":cpu_stack")
 
 /* What a column refers to, hence how its value is rewritten. */
 enum merge_ref {
@@ -62,6 +65,8 @@ static const struct merge_rule {
     {NULL, "schema_row", REF_SCHEMA},    {NULL, "payload_id", REF_PAYLOAD},
     {NULL, "enum_name_id", REF_STRING},  {NULL, "description_id", REF_STRING},
     {"gpu_metric_samples", "set_id", REF_METRIC_SET},
+    {"cpu_callsites", "parent_id", REF_CPU_CALLSITE}, {NULL, "callsite_id", REF_CPU_CALLSITE},
+    {NULL, "frame_id", REF_CPU_FRAME},   {NULL, "stack_id", REF_CPU_STACK},
     {NULL, "id", REF_DROP},            {NULL, "process_id", REF_PROCESS},
     {NULL, "thread_id", REF_THREAD},   {NULL, "start_thread_id", REF_THREAD},
     {NULL, "end_thread_id", REF_THREAD}, {NULL, "nvtx_range_id", REF_RANGE},

@@ -252,6 +252,32 @@ CREATE TABLE gpu_metric_status(                 -- why metrics are missing or in
   count INTEGER,                                -- samples lost
   reason TEXT);
 
+-- CPU sampling (-t cpu, docs/cpu.md): whether each process was sampled, and every sample of
+-- a thread with its callchain. Stacks are interned as Perfetto interns them: a sample points
+-- at a stack of its process, a stack at the callsite of its leaf, a callsite at its frame and
+-- at the callsite of its caller (parent_id NULL: the outermost frame, depth 0); a frame is a
+-- function (or an address where no symbol was found) in a module, shared by every process.
+CREATE TABLE cpu_sampling(
+  process_id INTEGER PRIMARY KEY,
+  status TEXT NOT NULL,                         -- on, not permitted, unavailable, failed
+  period_ns INTEGER,                            -- CPU time between two samples of a thread
+  reason TEXT,                                  -- why not on (one line)
+  samples INTEGER, lost INTEGER,                -- lost: the kernel's ring was full
+  threads INTEGER, threads_unsampled INTEGER,   -- threads sampled; found but not sampled
+  cpu_ns INTEGER,                               -- the agent's writer reading the rings
+  addresses INTEGER, unsymbolized INTEGER,      -- distinct addresses; those without a symbol
+  truncated_stacks INTEGER);                    -- stacks cut at an address in no mapping
+CREATE TABLE cpu_frames(
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL,   -- the function, or module+0xOFFSET
+  module TEXT);                                 -- the file's base name ([vdso], [anon])
+CREATE TABLE cpu_callsites(
+  id INTEGER PRIMARY KEY, parent_id INTEGER, frame_id INTEGER NOT NULL, depth INTEGER NOT NULL);
+CREATE TABLE cpu_stacks(
+  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL,
+  callsite_id INTEGER);                         -- its leaf; NULL: no user-space frame
+CREATE TABLE cpu_samples(
+  thread_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, stack_id INTEGER);
+
 -- Every kernel with the name reports and exports show: demangled when known, else as CUPTI
 -- gave it (name_id is that string's id). Reports that read kernels only query this view.
 CREATE VIEW kernel_ops AS

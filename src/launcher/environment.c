@@ -58,6 +58,10 @@ static int set_cuda_capture_environment(const struct launcher_options *o)
         return -1;
     if (o->python_backtrace && setenv("LANTERN_PYTHON_BACKTRACE", "1", 1) < 0)
         return -1;
+    char hz[16];
+    snprintf(hz, sizeof hz, "%u", o->sampling_hz);
+    if (o->sampling_hz && setenv("LANTERN_SAMPLING_HZ", hz, 1) < 0)
+        return -1;
     if (o->delay_s > 0 && setenv("LANTERN_CAPTURE_FROM_NS", from, 1) < 0)
         return -1;
     if (o->duration_s > 0 && setenv("LANTERN_CAPTURE_UNTIL_NS", until, 1) < 0)

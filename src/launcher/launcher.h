@@ -46,6 +46,7 @@ struct launcher_options {
     const char *gpu_metrics_devices; /* --gpu-metrics-devices: CUDA indices or UUIDs (NULL: all
                                         GPUs the program can see) */
     const char *gpu_metrics_source;  /* --gpu-metrics-source: auto, pm, gpm (NULL: auto) */
+    unsigned sampling_hz;            /* --sampling-frequency: CPU samples per second (0: 1000) */
     char **command;                  /* the program and its arguments, NULL-terminated */
 };
 

@@ -12,11 +12,12 @@ struct report_ctx {
     sqlite3 *db; /* an open Lantern database */
     FILE *out;
     enum table_format format;
-    char error[256];  /* why a report returned non-zero */
-    const char *sort; /* --sort: NULL for the report's own order, or a column ("duration") */
-    int width;        /* text tables fit this many columns (0: no limit; output/fit.h) */
-    int terminal;     /* out is a terminal: CSV escapes control characters (table.h) */
-    char note[1024];  /* set by a report with an empty result that can say why (stderr) */
+    char error[256];         /* why a report returned non-zero */
+    const char *sort;        /* --sort: NULL for the report's own order, or a column ("duration") */
+    int width;               /* text tables fit this many columns (0: no limit; output/fit.h) */
+    int terminal;            /* out is a terminal: CSV escapes control characters (table.h) */
+    char note[1024];         /* set by a report with an empty result that can say why (stderr) */
+    const char *filter_nvtx; /* --filter-nvtx: only what happened inside ranges of this name */
 };
 
 struct report {
@@ -56,6 +57,7 @@ int report_nvtx_sum(struct report_ctx *ctx);
 int report_energy_sum(struct report_ctx *ctx);      /* energy_sum.c */
 int report_nccl_sum(struct report_ctx *ctx);        /* nccl_sum.c */
 int report_gpu_metrics_sum(struct report_ctx *ctx); /* gpu_metrics_sum.c */
+int report_cpu_sample_sum(struct report_ctx *ctx);  /* cpu_sample_sum.c */
 int report_kernels(struct report_ctx *ctx); /* kernels_report.c: `lantern kernels`' defaults */
 
 #endif

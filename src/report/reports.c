@@ -24,6 +24,9 @@ const struct report report_table[] = {
      "GPU energy (J, avg W) of the run, processes, NVTX ranges, kernels, windows"},
     {"gpu_metrics_sum", report_gpu_metrics_sum,
      "GPU hardware metrics (min/mean/max) of the run, NVTX ranges and kernels, per GPU"},
+    {"cpu_sample_sum", report_cpu_sample_sum,
+     "CPU samples: hot functions by self and total samples, per process and thread "
+     "(--filter-nvtx)"},
     {"kernels", report_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},

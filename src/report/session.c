@@ -12,12 +12,51 @@
 
 struct session_info {
     char *command;
-    char *losses;      /* the shared line of what was lost (common/session_losses.h) */
-    char *gpu_metrics; /* what recorded them, per GPU (common/gpu_metrics_sources.h), or NULL */
+    char *losses;       /* the shared line of what was lost (common/session_losses.h) */
+    char *gpu_metrics;  /* what recorded them, per GPU (common/gpu_metrics_sources.h), or NULL */
+    char *cpu_sampling; /* "on, 1000 Hz: ..." or why not, or NULL: -t cpu was off */
     int64_t unfinished;
     int64_t duration_ns, processes, threads, dropped, warnings, unended, exit_status;
     int has_exit_status;
 };
+
+/* The CPU sampler's one line (-t cpu, docs/cpu.md): its rate and what it took where every
+ * process was sampled; else why not, naming the processes it could not sample. */
+static char *cpu_sampling_line(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    char *line = NULL;
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT count(*), sum(status = 'on'), max(1000000000 / nullif(period_ns, 0)),"
+            " ifnull(sum(samples), 0), ifnull(sum(lost), 0), ifnull(sum(threads), 0),"
+            " (SELECT group_concat('pid ' || p.pid, ', ') FROM cpu_sampling c2"
+            "  JOIN processes p ON p.id = c2.process_id WHERE c2.status <> 'on'),"
+            " (SELECT status || ': ' || ifnull(reason, '') FROM cpu_sampling"
+            "  WHERE status <> 'on' LIMIT 1), ifnull(sum(threads_unsampled), 0) FROM cpu_sampling",
+            -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0) {
+        long long processes = sqlite3_column_int64(st, 0), on = sqlite3_column_int64(st, 1);
+        const char *off_pids = (const char *)sqlite3_column_text(st, 6);
+        const char *why = (const char *)sqlite3_column_text(st, 7);
+        int n;
+        long long unsampled = sqlite3_column_int64(st, 8);
+        if (on == processes)
+            n = asprintf(
+                &line, "on, %lld Hz: %lld samples of %lld threads (%lld lost)%s%.0lld%s",
+                (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+                (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4),
+                unsampled ? "; " : "", unsampled, unsampled ? " threads not sampled" : "");
+        else
+            n = asprintf(&line, "off in %s: %s%s", off_pids ? off_pids : "?", why ? why : "",
+                         on ? " (the other processes were sampled)" : "");
+        if (n < 0)
+            line = NULL;
+    }
+    sqlite3_finalize(st);
+    return line;
+}
 
 static void read_info(sqlite3 *db, struct session_info *s)
 {
@@ -39,6 +78,7 @@ static void read_info(sqlite3 *db, struct session_info *s)
     s->unended = sql_query_int(db, "SELECT count(*) FROM ranges WHERE end_ns IS NULL", 0);
     s->losses = session_losses_line(db);
     s->gpu_metrics = gpu_metrics_sources_lines(db);
+    s->cpu_sampling = cpu_sampling_line(db);
     s->unfinished = session_losses_unfinished(db);
     s->has_exit_status =
         sql_query_int(
@@ -106,6 +146,11 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
         free(shown);
         free(text);
     }
+    if (s->cpu_sampling) {
+        char *shown = table_escape_controls(s->cpu_sampling);
+        fprintf(out, "CPU sampling:    %s\n", shown ? shown : "");
+        free(shown);
+    }
     fprintf(out, "Dropped events:  %lld%s\n", (long long)s->dropped,
             s->dropped ? " (some ranges may be missing or unended; see LANTERN_BUFFER_KB)" : "");
     char *losses = s->losses ? table_escape_controls(s->losses) : NULL;
@@ -162,7 +207,9 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
         fputs(line == s->gpu_metrics ? "" : ", ", out);
         json_write_string(out, line, (size_t)(end - line));
     }
-    fprintf(out, "], \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
+    fputs("], \"cpu_sampling\": ", out);
+    json_write_cstring(out, s->cpu_sampling);
+    fprintf(out, ", \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
     sqlite3_stmt *st = warnings_query(db);
     for (int i = 0; st && sqlite3_step(st) == SQLITE_ROW; i++) {
         fputs(i ? ", " : "", out);
@@ -183,6 +230,7 @@ int report_session_header(struct report_ctx *ctx, FILE *out)
     free(s.command);
     free(s.losses);
     free(s.gpu_metrics);
+    free(s.cpu_sampling);
     if (ferror(out)) {
         snprintf(ctx->error, sizeof ctx->error, "cannot write the session header");
         return -1;

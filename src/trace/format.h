@@ -9,7 +9,7 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 5u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 6u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 /* A process that loaded the agent but runs untraced for a reason it printed (a static
  * executable) leaves an empty <pid>.untraced in the session folder, so that the launcher knows
@@ -65,6 +65,11 @@ enum trace_record_type {
      * one set of metrics per GPU, named by uuid: gpu_metrics.def lists the metrics. */
     TRACE_GPU_METRICS_FIRST = 100,
     TRACE_GPU_METRICS_LAST = 119,
+    /* CPU sampling in the agent (120-139, src/agent/cpu_sampling.c): the kernel's cpu-clock
+     * samples of every thread with their user-space callchains, the executable mappings
+     * they point into, symbolized by the importer (src/db/import_cpu.c). */
+    TRACE_CPU_FIRST = 120,
+    TRACE_CPU_LAST = 139,
 };
 
 /* CUDA enumerations in the trace, numbered as CUPTI numbers them (stable since CUDA 10). */
@@ -125,6 +130,16 @@ enum trace_resource_kind {
 #define TRACE_FLAG_LAUNCHER 0x8u      /* written by the launcher itself, not an agent */
 #define TRACE_FLAG_NO_NVIDIA_DEVICE 0x10u /* launcher: the host had no /dev/nvidiactl (no GPU) */
 #define TRACE_FLAG_GPU_METRICS 0x20u
+#define TRACE_FLAG_CPU 0x40u
+
+/* TRACE_CPU_SAMPLING status: whether this process's threads are sampled (cpu_sampling.status) */
+enum trace_cpu_sampling_status {
+    TRACE_CPU_SAMPLING_ON = 1,            /* sampling every thread */
+    TRACE_CPU_SAMPLING_NOT_PERMITTED = 2, /* perf_event_open refused (EACCES/EPERM: paranoid
+                                             level, seccomp, a container) */
+    TRACE_CPU_SAMPLING_UNAVAILABLE = 3,   /* no perf events here (ENOSYS, ENOENT, ENODEV) */
+    TRACE_CPU_SAMPLING_FAILED = 4,        /* another error (its errno in the reason) */
+};
 
 /* TRACE_NVML_GPU flags */
 #define TRACE_NVML_HAS_ENERGY_COUNTER 0x1u  /* Volta and later */

@@ -60,7 +60,7 @@ def make_db(path, ranges, marks=(), strings=None):
     """ranges: (name, domain_id, style, start_ns, end_ns or None, extra dict) on pid 4242."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 6, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
+    meta = {"schema_version": 7, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
             "start_wall_ns": 0, "start_ns": START, "end_ns": START + 5_000_000, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx", "exit_status": 0, "dropped_events": 2, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -198,7 +198,7 @@ def test_newer_schema_is_refused(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert line.endswith("schema version 99, this lantern reads versions 1 to 6 (a newer Lantern wrote it)")
+    assert line.endswith("schema version 99, this lantern reads versions 1 to 7 (a newer Lantern wrote it)")
 
 
 def test_older_schema_is_read_through_an_upgraded_copy(tmp_path, known_db):
@@ -405,7 +405,7 @@ def test_profile_nvtx_demo_with_stats(tmp_path):
         ("start",), ("done",)]
     assert query(db, "SELECT s.value FROM threads t JOIN strings s ON s.id = t.name_id ORDER BY 1") == [
         ("main",), ("worker 0",), ("worker 1",)]
-    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx",)]
+    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx,cpu",)]
 
 
 def test_exit_status_is_the_childs(tmp_path):
@@ -442,7 +442,9 @@ def test_an_empty_run_says_why_nothing_was_recorded_and_what_to_try(tmp_path):
     r = run("profile", "-o", "lost.db", "--", "sh", "-c",
             f"NVTX_INJECTION64_PATH=/nonexistent {NVTX_DEMO} 1", cwd=tmp_path)
     assert r.returncode == 0 and "nothing was recorded" in r.stderr and "environment lost" in r.stderr
-    r = run("profile", "-o", "py.db", "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    # a Python program without NVTX, not sampled (CPU sampling, on by default, starts the agent in
+    # every Python process: then it is recorded, tests/cpu)
+    r = run("profile", "-o", "py.db", "--sample=none", "--", sys.executable, "-c", "pass", cwd=tmp_path)
     assert "try --python-functions 'mymodule.*'" in r.stderr
     r = run("profile", "-o", "demo.db", "--", NVTX_DEMO, "1", cwd=tmp_path)  # a real one: no word
     assert r.returncode == 0 and "nothing was recorded" not in r.stderr

@@ -52,7 +52,7 @@ def make_db(path, trace="nvtx", ranges=(), start_ns=1_000_000_000, end_ns=1_005_
     """A Lantern database built from schema.sql: ranges are (name, start_ns, end_ns)."""
     con = sqlite3.connect(path)
     con.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 6, "lantern_version": "0.1.0", "command": "./app", "host": "h",
+    meta = {"schema_version": 7, "lantern_version": "0.1.0", "command": "./app", "host": "h",
             "start_wall_ns": 0, "start_ns": start_ns, "end_ns": end_ns, "clock": "CLOCK_MONOTONIC",
             "trace": trace, "exit_status": 0, "dropped_events": 0, "import_warnings": 0}
     con.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -245,7 +245,8 @@ def test_duplicated_or_misordered_chunk_is_imported_once_and_said(tmp_path, orde
     """The events chunk written twice, or after the end chunk: 3000 ranges, none negative,
     one warning, and the Lost events line says what the importer put right."""
     raw = tmp_path / "d.db.raw"
-    r = lantern("profile", "--keep-raw", "-o", tmp_path / "d.db", "--", WORKLOAD, "pushes", 3000, 0)
+    r = lantern("profile", "--sample=none", "--keep-raw", "-o", tmp_path / "d.db", "--", WORKLOAD,
+                "pushes", 3000, 0)
     assert r.returncode == 0, r.stderr
     assert header_of(tmp_path / "d.db")["Lost events"] == "none"
     (trace,) = [p for p in raw.iterdir() if p.name != "launcher.lrt"]
@@ -398,7 +399,7 @@ def on_small_disk(tmp_path, size, script):
 def test_disk_full_during_the_run_counts_every_lost_event(tmp_path):
     pairs = 300_000
     r = on_small_disk(tmp_path, "2m", f'''
-        LANTERN_BUFFER_KB=65536 "$LANTERN" profile -o out.db -- "$WORKLOAD" pushes {pairs} 7 2>"$OUT/stderr"
+        LANTERN_BUFFER_KB=65536 "$LANTERN" profile --sample=none -o out.db -- "$WORKLOAD" pushes {pairs} 7 2>"$OUT/stderr"
         echo $? >"$OUT/status"; cp out.db "$OUT" || cp -r out.db.raw "$OUT/raw"''')
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
@@ -422,8 +423,8 @@ def test_disk_full_during_the_run_counts_every_lost_event(tmp_path):
 
 @needs_tmpfs
 def test_import_on_a_full_disk_keeps_the_exit_status_and_the_raw_folder(tmp_path):
-    r = on_small_disk(tmp_path, "256k", '''
-        "$LANTERN" profile -o out.db -- "$WORKLOAD" fill filler 7 2>"$OUT/stderr"
+    r = on_small_disk(tmp_path, "320k", '''
+        "$LANTERN" profile --sample=none -o out.db -- "$WORKLOAD" fill filler 7 2>"$OUT/stderr"
         echo $? >"$OUT/status"; ls >"$OUT/left"; rm filler
         "$LANTERN" import out.db.raw -o out.db 2>/dev/null && cp out.db "$OUT"''')
     assert r.returncode == 0, r.stderr

@@ -6,6 +6,7 @@
 #include "db/import.h"
 #include "harness.h"
 #include "raw_writer.h"
+#include "trace/events.h"
 #include "trace/gpu_metrics.h"
 
 #include <errno.h>
@@ -174,7 +175,7 @@ static void every_nvtx_record_becomes_its_row(void)
     ASSERT_STR_EQ(
         rows(db, "SELECT key, value FROM meta ORDER BY key"),
         "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
-        "import_warnings|0;lantern_version|0.1.0;schema_version|6;start_ns|1000;"
+        "import_warnings|0;lantern_version|0.1.0;schema_version|7;start_ns|1000;"
         "start_wall_ns|1700000000000001000;trace|nvtx;truncated_strings|0");
     ASSERT_STR_EQ(
         rows(db,
@@ -780,6 +781,133 @@ static void gpu_metric_sampler_fills_the_latest_set_of_its_id(void)
     sqlite3_close(db);
 }
 
+/* A function of this program the CPU records point into: the importer must name it from the
+ * program's own symbol table. */
+__attribute__((noinline, used)) void cpu_test_marker(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+
+/* A C function under a C++ name: its frame is named demangled. */
+__attribute__((noinline, used)) void cpu_test_cxx_marker(void) __asm__("_ZN3lab6markerEv");
+__attribute__((noinline, used)) void cpu_test_cxx_marker(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+
+/* The executable mapping of this program that holds address (from /proc/self/maps). */
+static void mapping_of(uint64_t address, uint64_t *start, uint64_t *end, uint64_t *offset,
+                       char *path, size_t size)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[4096];
+    ASSERT_EQ(maps != NULL, 1);
+    *start = 0;
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long long s, e, o;
+        char perms[8];
+        int at = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &o, &at) < 4 ||
+            address < s || address >= e)
+            continue;
+        *start = s, *end = e, *offset = o;
+        snprintf(path, size, "%s", line + at);
+        path[strcspn(path, "\n")] = '\0';
+    }
+    fclose(maps);
+    ASSERT_EQ(*start != 0, 1);
+}
+
+/* 300-1.lrt: the sampler's records, as the agent writes them: a stack of this program's
+ * function called from an address in a library and a return address in no mapping (the walk
+ * left the code: cut there), a stack whose mapping comes after it, a sample without a user
+ * frame, one of a stack never described (malformed), and the totals. */
+static void cpu_records_become_samples_stacks_and_frames(void)
+{
+    fresh_session();
+    uint64_t marker = (uint64_t)(uintptr_t)&cpu_test_marker, start = 0, end = 0, offset = 0;
+    char exe[1024];
+    mapping_of(marker, &start, &end, &offset, exe, sizeof exe);
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/300-1.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, 1000);
+    raw_process(&w, 300, 1000, "app", 3, TRACE_FLAG_NVTX | TRACE_FLAG_CPU, NULL);
+    RAW(&w, cpu_sampling, .status = TRACE_CPU_SAMPLING_ON, .period_ns = 1000000);
+    /* frames, leaf first: the marker, then a return address in "libfake.so" (no such file:
+     * named by offset), then 0x10 (in no mapping: the rest is cut) */
+    uint8_t frames[64], *p = frames;
+    const uint64_t ips[] = {marker, 0x7f0000001235u, 0x10, 0x20};
+    p = trace_ev_u(p, ips[0]);
+    for (int i = 1; i < 4; i++) {
+        int64_t d = (int64_t)(ips[i] - ips[i - 1]);
+        p = trace_ev_u(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+    }
+    RAW(&w, cpu_stack, .stack_id = 1, .frames = trace_bytes(frames, (size_t)(p - frames)));
+    uint8_t cxx[16];
+    size_t cxx_len = (size_t)(trace_ev_u(cxx, (uint64_t)(uintptr_t)&cpu_test_cxx_marker) - cxx);
+    RAW(&w, cpu_stack, .stack_id = 2, .frames = trace_bytes(cxx, cxx_len));
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 1900, .stack_id = 2);
+    /* JIT code in an anonymous mapping, named by the process's perf map file */
+    char perf_map[400];
+    snprintf(perf_map, sizeof perf_map, "%s/perf-300.map", dir);
+    FILE *jit = fopen(perf_map, "w");
+    ASSERT_EQ(jit != NULL, 1);
+    fputs("7e0000001000 100 py::hot:app.py\nnot a line\n", jit);
+    fclose(jit);
+    ASSERT_EQ(setenv("LANTERN_PERF_MAP_DIR", dir, 1), 0);
+    RAW(&w, cpu_mapping, .start = 0x7e0000000000u, .end = 0x7e0000010000u, .path = trace_cstr(""));
+    size_t jit_len = (size_t)(trace_ev_u(cxx, 0x7e0000001010u) - cxx);
+    RAW(&w, cpu_stack, .stack_id = 3, .frames = trace_bytes(cxx, jit_len));
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 1950, .stack_id = 3);
+    /* a mapping that names a FIFO: never opened for its symbols in a way that blocks */
+    char fifo[400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    ASSERT_EQ(mkfifo(fifo, 0600), 0);
+    RAW(&w, cpu_mapping, .start = 0x6e0000000000u, .end = 0x6e0000001000u,
+        .path = trace_cstr(fifo));
+    size_t fifo_len = (size_t)(trace_ev_u(cxx, 0x6e0000000010u) - cxx);
+    RAW(&w, cpu_stack, .stack_id = 4, .frames = trace_bytes(cxx, fifo_len));
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 1960, .stack_id = 4);
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 2000, .stack_id = 1);
+    RAW(&w, cpu_sample, .os_tid = 301, .ts = 2100, .stack_id = 1);
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 2200, .stack_id = 0); /* in the kernel */
+    RAW(&w, cpu_sample, .os_tid = 300, .ts = 2300, .stack_id = 9); /* never described */
+    RAW(&w, cpu_mapping, .start = start, .end = end, .file_offset = offset,
+        .path = trace_cstr(exe));
+    RAW(&w, cpu_mapping, .start = 0x7f0000000000u, .end = 0x7f0000010000u, .file_offset = 0x2000,
+        .path = trace_cstr("/nonexistent/libfake.so"));
+    RAW(&w, cpu_mapping, .start = 5, .end = 5, .path = trace_cstr("/empty")); /* malformed */
+    RAW(&w, cpu_sampler, .samples = 4, .lost = 2, .threads = 2, .cpu_ns = 70);
+    RAW(&w, process_end, .end = 9000, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+
+    sqlite3 *db = import_and_open();
+    ASSERT_STR_EQ(rows(db, "SELECT status, period_ns, reason, samples, lost, threads,"
+                           " threads_unsampled, cpu_ns, addresses, unsymbolized, truncated_stacks"
+                           " FROM cpu_sampling"),
+                  "on|1000000|-|4|2|2|0|70|6|3|1");
+    ASSERT_STR_EQ(rows(db, "SELECT t.tid, s.ts_ns, s.stack_id FROM cpu_samples s"
+                           " JOIN threads t ON t.id = s.thread_id ORDER BY s.ts_ns"),
+                  "300|1900|2;300|1950|3;300|1960|4;300|2000|1;301|2100|1;300|2200|-");
+    /* the stack, outermost first: libfake.so's address (one byte back: inside its call) under
+     * nothing, the marker under it */
+    ASSERT_STR_EQ(rows(db,
+                       "SELECT c.depth, f.name, f.module, ifnull(c.parent_id, 0) FROM cpu_stacks k"
+                       " JOIN cpu_callsites c ON c.id = k.callsite_id"
+                       " JOIN cpu_frames f ON f.id = c.frame_id"
+                       " UNION ALL SELECT p.depth, f.name, f.module, ifnull(p.parent_id, 0)"
+                       " FROM cpu_stacks k JOIN cpu_callsites c ON c.id = k.callsite_id"
+                       " JOIN cpu_callsites p ON p.id = c.parent_id"
+                       " JOIN cpu_frames f ON f.id = p.frame_id ORDER BY 1, 2"),
+                  "0|fifo+0x10|fifo|0;0|lab::marker()|test_import|0;"
+                  "0|libfake.so+0x3234|libfake.so|0;0|py::hot:app.py|[jit]|0;"
+                  "1|cpu_test_marker|test_import|1");
+    sqlite3_close(db);
+}
+
 static const struct test_case tests[] = {
     {"names_ranks_and_parents_come_from_their_records",
      names_ranks_and_parents_come_from_their_records},
@@ -804,6 +932,7 @@ static const struct test_case tests[] = {
      gpu_metric_records_become_sets_samples_and_status},
     {"gpu_metric_sampler_fills_the_latest_set_of_its_id",
      gpu_metric_sampler_fills_the_latest_set_of_its_id},
+    {"cpu_records_become_samples_stacks_and_frames", cpu_records_become_samples_stacks_and_frames},
     {NULL, NULL},
 };
 

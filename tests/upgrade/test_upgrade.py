@@ -17,8 +17,9 @@ import pytest
 BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2] / "build"))
 LANTERN = BUILD / "bin" / "lantern"
 HERE = Path(__file__).resolve().parent
-VERSIONS = [1, 2, 3, 4, 5]
-CURRENT = 6
+SOURCE = HERE.parents[1]
+VERSIONS = [1, 2, 3, 4, 5, 6]
+CURRENT = 7
 ENV = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # whole lines
 
 
@@ -96,11 +97,19 @@ def test_upgrade_rewrites_the_file_at_this_schema_with_every_row(old, tmp_path):
         assert now == then + (table == "meta"), table
     assert query(path, "SELECT * FROM ranges ORDER BY id") == \
         query(original, "SELECT * FROM ranges ORDER BY id")
+    # every table, view and index of this schema, those added since empty (7: CPU sampling)
+    fresh = sqlite3.connect(":memory:")
+    fresh.executescript((SOURCE / "src/db/schema.sql").read_text())
+    fresh.executescript((SOURCE / "src/db/indexes.sql").read_text())
+    objects = "SELECT type, name FROM sqlite_master ORDER BY 1, 2"
+    assert query(path, objects) == fresh.execute(objects).fetchall()
+    assert query(path, "SELECT count(*) FROM cpu_samples") == [(0,)]
     # what the rows tell: a version 1 database had no process names
     assert query(path, "SELECT name FROM processes") == [("nvtx_demo",)]
     assert query(path, "SELECT count(*) FROM process_labels") == [(1,)]
     r = lantern("stats", path)
     assert r.returncode == 0 and r.stderr == "" and "Processes:       1" in r.stdout
+    assert "CPU sampling:" not in r.stdout  # not recorded then: no line, as without -t cpu
     again = lantern("upgrade", path)
     assert again.returncode == 0 and "already of schema version" in again.stderr
     assert not [f for f in tmp_path.iterdir() if f.name not in (path.name, original.name)]

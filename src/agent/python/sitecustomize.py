@@ -1,7 +1,8 @@
 """Put first on PYTHONPATH by `lantern profile` (src/cli/cmd_profile.c): Python imports this
 module at start-up (the site module's sitecustomize hook). It names threads from
 threading.Thread.name (lantern_threads.py, beside it) and multiprocessing's children from their
-Process.name (lantern_processes.py), starts the function recording of
+Process.name (lantern_processes.py), starts the agent for CPU sampling when -t names cpu (so a
+Python process is sampled from start-up, NVTX or not), starts the function recording of
 --python-functions when asked (lantern_pyfunctions.py), then imports the sitecustomize this
 one hides, if the installation or the environment has one, so that its behaviour is kept.
 Its folder is then taken off sys.path: the program sees the path it would see without us (the
@@ -40,6 +41,13 @@ try:
         lantern_processes.install()
     except Exception:
         pass  # so are multiprocessing children's names
+    if "cpu" in os.environ.get("LANTERN_TRACE", "").split(","):
+        try:  # CPU samples from the first line, NVTX or not (docs/cpu.md)
+            import ctypes
+
+            ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"]).lantern_agent_start_cpu_sampling()
+        except Exception:
+            pass  # never an error in the program
     if os.environ.get("LANTERN_PYTHON_FUNCTIONS"):
         import lantern_pyfunctions
 

@@ -1,0 +1,533 @@
+/* CPU sampling (-t cpu, on by default): the kernel samples every thread of the process with a
+ * per-thread perf_event_open software cpu-clock event (user-space callchain, tid, time on
+ * CLOCK_MONOTONIC) into a small ring mapped here; the writer thread reads the rings at each of
+ * its drains (about every 10 ms), interns the callchains and writes TRACE_CPU_* records. The
+ * program's threads never run a line of this file: the kernel's timer interrupt takes the
+ * sample, no signal is sent. Threads are found by listing /proc/self/task (at the start, then
+ * every CPU_SCAN_NS): one event per thread, not `inherit`, because the kernel refuses to map
+ * an inherited per-thread event, and per-CPU inherited events would cost one ring per CPU.
+ * Symbols are the importer's (src/db/import_cpu.c), from the mappings written here.
+ * docs/cpu.md says what this sees and what it misses. */
+#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/ring.h"
+#include "agent/writer.h"
+#include "trace/format.h"
+#include "trace/records.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CPU_DEFAULT_HZ 1000u
+#define CPU_MAX_HZ 10000u /* the cpu-clock hrtimer's floor is 10 us per sample */
+/* New threads are found this often: a thread's first <= 100 ms are not sampled. */
+#define CPU_SCAN_NS 100000000u
+/* Threads sampled at once (a static table: nothing is allocated, fork children included). */
+#define CPU_MAX_THREADS 4096u
+/* Distinct callchains remembered per file: past that the table starts over (stacks are
+ * written again under new ids), so memory stays bounded. */
+#define CPU_STACK_SLOTS (1u << 16)
+#define CPU_MAX_FRAMES 128u /* the kernel's perf_event_max_stack is 127 by default */
+#define CPU_MAX_MAPPINGS 8192u
+
+struct cpu_ring {
+    uint32_t tid;  /* 0: a free slot */
+    uint32_t seen; /* the scan that last listed it */
+    int named;     /* its OS name was written (TRACE_THREAD_OS_NAME) */
+    struct perf_event_mmap_page *page;
+};
+
+struct cpu_stack_slot {
+    uint64_t hash; /* of the frames; 0: empty */
+    uint32_t id;
+    uint32_t generation;
+};
+
+struct cpu_mapping {
+    uint64_t start, end;
+};
+
+static struct {
+    int on;
+    uint64_t period_ns;
+    size_t ring_bytes; /* header page + data pages */
+    uint32_t scan;     /* scan counter */
+    uint64_t last_scan_ns, last_maps_ns;
+    uint32_t rings_used; /* slots [0, rings_used) may be in use */
+    int status_pending;  /* a fork child writes its TRACE_CPU_SAMPLING at its first drain */
+    int maps_stale;      /* an address outside the known mappings: read them again */
+    uint32_t stack_generation, next_stack_id, stacks_in_generation;
+    uint32_t mappings;
+    uint64_t samples, lost, threads, threads_unsampled, cpu_ns;
+    int map_errno; /* the last ring that could not be mapped (the locked-memory limit) */
+} cpu;
+
+static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
+static struct cpu_stack_slot cpu_stacks[CPU_STACK_SLOTS];
+static struct cpu_mapping cpu_mappings[CPU_MAX_MAPPINGS];
+
+static long cpu_perf_event_open(struct perf_event_attr *attr, pid_t tid)
+{
+    return syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Opens and maps tid's event; the descriptor is closed at once (the mapping holds the event),
+ * so the program's descriptors are never touched. 0, or -errno. */
+static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
+{
+    struct perf_event_attr attr = {
+        .size = sizeof attr,
+        .type = PERF_TYPE_SOFTWARE,
+        .config = PERF_COUNT_SW_CPU_CLOCK,
+        .sample_period = cpu.period_ns,
+        .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN,
+        /* unprivileged at perf_event_paranoid 2: user space only */
+        .exclude_kernel = 1,
+        .exclude_hv = 1,
+        .exclude_callchain_kernel = 1,
+        .use_clockid = 1,
+        .clockid = CLOCK_MONOTONIC, /* the common clock: no conversion */
+        .remove_on_exec = 1,
+        .wakeup_events = 1u << 30, /* never woken: the writer polls */
+    };
+    if (getenv("LANTERN_TEST_CPU_REFUSE")) /* tests: the refusal of a locked-down kernel */
+        return -EACCES;
+    long fd = cpu_perf_event_open(&attr, (pid_t)tid);
+    if (fd < 0 && errno == EINVAL) { /* kernels before 5.13 know no remove_on_exec */
+        attr.remove_on_exec = 0;
+        fd = cpu_perf_event_open(&attr, (pid_t)tid);
+    }
+    if (fd < 0)
+        return -errno;
+    void *map = mmap(NULL, cpu.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+    int err = errno;
+    close((int)fd);
+    if (map == MAP_FAILED) {
+        cpu.map_errno = err;
+        return -err;
+    }
+    r->tid = tid;
+    r->page = map;
+    r->seen = cpu.scan;
+    r->named = 0;
+    return 0;
+}
+
+static void cpu_ring_close(struct cpu_ring *r)
+{
+    munmap(r->page, cpu.ring_bytes);
+    r->tid = 0;
+    r->page = NULL;
+}
+
+/* ---- what the writer writes (lock held) ---- */
+
+static void cpu_put_status(unsigned status, const char *reason)
+{
+    struct trace_cpu_sampling rec = {
+        .status = status, .period_ns = cpu.period_ns, .reason = trace_cstr(reason)};
+    writer_reserve_locked(64 + strlen(reason));
+    trace_put_cpu_sampling(writer_chunk_locked(), &rec);
+}
+
+/* Reads /proc/self/maps again and writes the executable mappings it did not know. */
+static void cpu_put_mappings(void)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    static char buf[1 << 16], line[4096 + 256];
+    size_t line_len = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (line_len < sizeof line - 1)
+                    line[line_len++] = buf[i];
+                continue;
+            }
+            line[line_len] = '\0';
+            line_len = 0;
+            unsigned long long start, end, offset;
+            char perms[8];
+            int path_at = 0;
+            if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset,
+                       &path_at) < 4 ||
+                perms[2] != 'x')
+                continue;
+            uint32_t k = 0;
+            while (k < cpu.mappings &&
+                   !(cpu_mappings[k].start == start && cpu_mappings[k].end == end))
+                k++;
+            if (k < cpu.mappings || cpu.mappings == CPU_MAX_MAPPINGS)
+                continue;
+            cpu_mappings[cpu.mappings++] = (struct cpu_mapping){start, end};
+            const char *path = path_at ? line + path_at : "";
+            struct trace_cpu_mapping rec = {
+                .start = start, .end = end, .file_offset = offset, .path = trace_cstr(path)};
+            writer_reserve_locked(64 + strlen(path));
+            trace_put_cpu_mapping(writer_chunk_locked(), &rec);
+        }
+    }
+    close(fd);
+    cpu.maps_stale = 0;
+}
+
+static int cpu_address_mapped(uint64_t ip)
+{
+    for (uint32_t k = 0; k < cpu.mappings; k++)
+        if (ip >= cpu_mappings[k].start && ip < cpu_mappings[k].end)
+            return 1;
+    return 0;
+}
+
+static uint64_t cpu_stack_hash(const uint64_t *ips, uint32_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15u ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= ips[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    return h | 1;
+}
+
+static uint8_t *cpu_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* The file's id of a callchain, written as TRACE_CPU_STACK the first time. */
+static uint32_t cpu_stack_id(const uint64_t *ips, uint32_t n)
+{
+    if (n == 0)
+        return 0;
+    uint64_t hash = cpu_stack_hash(ips, n);
+    uint32_t i = (uint32_t)(hash >> 40) & (CPU_STACK_SLOTS - 1);
+    for (;; i = (i + 1) & (CPU_STACK_SLOTS - 1)) {
+        struct cpu_stack_slot *s = &cpu_stacks[i];
+        if (s->generation != cpu.stack_generation || s->hash == 0)
+            break;
+        if (s->hash == hash) /* 64 bits: a collision within 64 Ki stacks is ~1e-10 */
+            return s->id;
+    }
+    if (cpu.stacks_in_generation >= CPU_STACK_SLOTS / 2) { /* full: start over */
+        cpu.stack_generation++;
+        cpu.stacks_in_generation = 0;
+        return cpu_stack_id(ips, n);
+    }
+    for (uint32_t k = 0; k < n && !cpu.maps_stale; k++)
+        cpu.maps_stale = !cpu_address_mapped(ips[k]);
+    uint8_t frames[CPU_MAX_FRAMES * 10], *p = frames;
+    p = cpu_put_varint(p, ips[0]);
+    for (uint32_t k = 1; k < n; k++) {
+        int64_t d = (int64_t)(ips[k] - ips[k - 1]);
+        p = cpu_put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+    }
+    struct trace_cpu_stack rec = {.stack_id = ++cpu.next_stack_id,
+                                  .frames = trace_bytes(frames, (size_t)(p - frames))};
+    writer_reserve_locked(32 + (size_t)(p - frames));
+    trace_put_cpu_stack(writer_chunk_locked(), &rec);
+    cpu_stacks[i] = (struct cpu_stack_slot){hash, rec.stack_id, cpu.stack_generation};
+    cpu.stacks_in_generation++;
+    return rec.stack_id;
+}
+
+/* One PERF_RECORD_SAMPLE: u32 pid, u32 tid; u64 time; u64 nr, u64 ips[nr] (sample_type's
+ * order, perf_event_open(2)). */
+static void cpu_put_sample(const uint64_t *body, size_t words)
+{
+    if (words < 3)
+        return;
+    uint32_t tid = (uint32_t)(body[0] >> 32);
+    uint64_t ts = body[1], nr = body[2];
+    if (nr > words - 3)
+        nr = words - 3;
+    uint64_t ips[CPU_MAX_FRAMES];
+    uint32_t n = 0;
+    for (uint64_t i = 0; i < nr && n < CPU_MAX_FRAMES; i++)
+        if (body[3 + i] < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
+            ips[n++] = body[3 + i];
+    struct trace_cpu_sample rec = {.os_tid = tid, .ts = ts, .stack_id = cpu_stack_id(ips, n)};
+    writer_reserve_locked(48);
+    trace_put_cpu_sample(writer_chunk_locked(), &rec);
+    cpu.samples++;
+}
+
+/* Everything the kernel put in one ring since the last read. */
+static void cpu_ring_read(struct cpu_ring *r)
+{
+    struct perf_event_mmap_page *pg = r->page;
+    uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = pg->data_tail;
+    const uint8_t *data = (const uint8_t *)pg + pg->data_offset;
+    uint64_t size = pg->data_size;
+    static uint64_t record[(CPU_MAX_FRAMES + 8) * 2]; /* a record that wraps, copied whole */
+    while (tail + sizeof(struct perf_event_header) <= head) {
+        struct perf_event_header h;
+        for (size_t i = 0; i < sizeof h; i++)
+            ((uint8_t *)&h)[i] = data[(tail + i) % size];
+        if (h.size < sizeof h || tail + h.size > head)
+            break;
+        size_t bytes = h.size - sizeof h < sizeof record ? h.size - sizeof h : sizeof record;
+        for (size_t i = 0; i < bytes; i++)
+            ((uint8_t *)record)[i] = data[(tail + sizeof h + i) % size];
+        if (h.type == PERF_RECORD_SAMPLE)
+            cpu_put_sample(record, bytes / 8);
+        else if (h.type == PERF_RECORD_LOST && bytes >= 16) {
+            cpu.lost += record[1];
+            writer_put_dropped(0, record[1]);
+        }
+        tail += h.size;
+    }
+    __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static struct cpu_ring *cpu_ring_of(uint32_t tid)
+{
+    for (uint32_t i = 0; i < cpu.rings_used; i++)
+        if (cpu_rings[i].tid == tid)
+            return &cpu_rings[i];
+    return NULL;
+}
+
+static struct cpu_ring *cpu_ring_free_slot(void)
+{
+    for (uint32_t i = 0; i < cpu.rings_used; i++)
+        if (!cpu_rings[i].tid)
+            return &cpu_rings[i];
+    return cpu.rings_used < CPU_MAX_THREADS ? &cpu_rings[cpu.rings_used++] : NULL;
+}
+
+/* Opens tid's ring; the first error of the process is returned for the status. */
+static int cpu_thread_add(uint32_t tid)
+{
+    struct cpu_ring *r = cpu_ring_free_slot();
+    if (!r) {
+        cpu.threads_unsampled++;
+        return 0;
+    }
+    int rc = cpu_ring_open(r, tid);
+    if (rc == 0)
+        cpu.threads++;
+    else if (rc != -ESRCH) /* it ended meanwhile */
+        cpu.threads_unsampled++;
+    return rc;
+}
+
+/* Lists /proc/self/task: new threads get a ring, ended ones are read a last time and closed.
+ * Returns the first error opening a ring (0: none). */
+static int cpu_scan(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return 0;
+    cpu.scan++;
+    uint32_t writer = writer_thread_tid();
+    int first_error = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        uint32_t tid = (uint32_t)strtoul(e->d_name, NULL, 10);
+        if (!tid || tid == writer) /* the writer's own time is not the program's */
+            continue;
+        struct cpu_ring *r = cpu_ring_of(tid);
+        if (r) {
+            r->seen = cpu.scan;
+            continue;
+        }
+        int rc = cpu_thread_add(tid);
+        if (rc && !first_error)
+            first_error = rc;
+    }
+    closedir(dir);
+    for (uint32_t i = 0; i < cpu.rings_used; i++) {
+        struct cpu_ring *r = &cpu_rings[i];
+        if (r->tid && r->seen != cpu.scan) { /* ended: its last samples, then the ring goes */
+            cpu_ring_read(r);
+            cpu_ring_close(r);
+        }
+    }
+    cpu.last_scan_ns = clock_mono_ns();
+    return first_error;
+}
+
+static uint64_t cpu_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_put_totals(void)
+{
+    struct trace_cpu_sampler rec = {.samples = cpu.samples,
+                                    .lost = cpu.lost,
+                                    .threads = cpu.threads,
+                                    .threads_unsampled = cpu.threads_unsampled,
+                                    .cpu_ns = cpu.cpu_ns};
+    writer_reserve_locked(64);
+    trace_put_cpu_sampler(writer_chunk_locked(), &rec);
+}
+
+/* On every drain of the writer, lock held: the rings' new samples; new threads every
+ * CPU_SCAN_NS; at the final drain, the mappings once more and the totals. */
+static void cpu_drain(int final)
+{
+    if (!cpu.on)
+        return;
+    uint64_t cpu_start = cpu_thread_cpu_ns();
+    if (cpu.status_pending) {
+        cpu_put_status(TRACE_CPU_SAMPLING_ON, "");
+        cpu.status_pending = 0;
+    }
+    /* listing threads and reading maps allocate (opendir): only on the writer thread or at the
+     * end, never in a program thread that helps the writer (writer_help) or forks */
+    int may_allocate = final || ring_gettid() == writer_thread_tid();
+    if (may_allocate && clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
+        cpu_scan();
+    for (uint32_t i = 0; i < cpu.rings_used; i++) {
+        struct cpu_ring *r = &cpu_rings[i];
+        if (!r->tid)
+            continue;
+        if (!r->named) { /* a thread that never made an NVTX event has no name otherwise */
+            writer_note_tid_locked(r->tid);
+            r->named = 1;
+        }
+        cpu_ring_read(r);
+    }
+    /* a new library's addresses: its mapping before the file can end (rate: one read per
+     * scan period, as a broken frame-pointer chain yields addresses in no mapping) */
+    uint64_t now = clock_mono_ns();
+    if (cpu.maps_stale && may_allocate && (final || now - cpu.last_maps_ns >= CPU_SCAN_NS)) {
+        cpu.last_maps_ns = now;
+        cpu_put_mappings();
+    }
+    cpu.cpu_ns += cpu_thread_cpu_ns() - cpu_start;
+    if (final)
+        cpu_put_totals();
+}
+
+/* ---- the source ---- */
+
+static unsigned cpu_ring_pages(unsigned hz)
+{
+    /* room for 50 ms of samples of ~512 bytes (5 drains): 8 pages at 1 kHz */
+    unsigned want = (unsigned)((uint64_t)hz * 512u / 20u / 4096u), pages = 8;
+    while (pages < want && pages < 64)
+        pages *= 2;
+    return pages;
+}
+
+static const char *cpu_refusal(int err, unsigned *status)
+{
+    static char reason[256];
+    if (cpu.map_errno) {
+        *status = TRACE_CPU_SAMPLING_FAILED;
+        snprintf(reason, sizeof reason,
+                 "the sample ring could not be mapped (%s: the locked-memory limits "
+                 "kernel.perf_event_mlock_kb and ulimit -l)",
+                 strerror(cpu.map_errno));
+    } else if (err == -EACCES || err == -EPERM) {
+        *status = TRACE_CPU_SAMPLING_NOT_PERMITTED;
+        int paranoid = -9;
+        FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+        if (f) {
+            if (fscanf(f, "%d", &paranoid) != 1)
+                paranoid = -9;
+            fclose(f);
+        }
+        if (paranoid > 2)
+            snprintf(reason, sizeof reason,
+                     "perf_event_open was refused (kernel.perf_event_paranoid is %d; 2 or less "
+                     "allows it)",
+                     paranoid);
+        else
+            snprintf(reason, sizeof reason,
+                     "perf_event_open was refused (%s: a seccomp filter or container policy?)",
+                     strerror(-err));
+    } else if (err == -ENOSYS || err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP) {
+        *status = TRACE_CPU_SAMPLING_UNAVAILABLE;
+        snprintf(reason, sizeof reason, "the kernel has no perf events here (%s)", strerror(-err));
+    } else {
+        *status = TRACE_CPU_SAMPLING_FAILED;
+        snprintf(reason, sizeof reason, "perf_event_open or its ring failed: %s", strerror(-err));
+    }
+    return reason;
+}
+
+static int cpu_init(void)
+{
+    const char *hz_text = getenv("LANTERN_SAMPLING_HZ");
+    unsigned long hz = hz_text && *hz_text ? strtoul(hz_text, NULL, 10) : CPU_DEFAULT_HZ;
+    if (hz == 0 || hz > CPU_MAX_HZ)
+        hz = CPU_DEFAULT_HZ;
+    cpu.period_ns = 1000000000u / hz;
+    cpu.ring_bytes = (size_t)(1 + cpu_ring_pages((unsigned)hz)) * (size_t)getpagesize();
+    cpu.last_scan_ns = clock_mono_ns();
+    int err = cpu_scan();
+    unsigned status = TRACE_CPU_SAMPLING_ON;
+    const char *reason = "";
+    if (cpu.threads == 0) {
+        reason = cpu_refusal(err ? err : -ESRCH, &status);
+        agent_warn("CPU sampling is off in this process: %s; the rest is recorded", reason);
+    }
+    if (!writer_lock())
+        return -1;
+    cpu_put_status(status, reason);
+    writer_unlock_durable();
+    cpu.on = status == TRACE_CPU_SAMPLING_ON;
+    return cpu.on ? 0 : -1;
+}
+
+/* The child has only the forking thread; the parent's rings are not mapped in it
+ * (VM_DONTCOPY). Its file starts over: stacks and mappings are written again. */
+static void cpu_at_fork_child(void)
+{
+    if (!cpu.on)
+        return;
+    memset(cpu_rings, 0, cpu.rings_used * sizeof cpu_rings[0]);
+    cpu.rings_used = 0;
+    cpu.stack_generation++;
+    cpu.stacks_in_generation = 0;
+    cpu.next_stack_id = 0;
+    cpu.mappings = 0;
+    cpu.maps_stale = 1;
+    cpu.last_maps_ns = 0;
+    cpu.samples = cpu.lost = cpu.threads = cpu.threads_unsampled = cpu.cpu_ns = 0;
+    cpu.status_pending = 1;
+    cpu_thread_add(ring_gettid());
+    /* the child's writer thread (which reads the ring) starts at the child's first event,
+     * not after 16 blocks: a ring holds ~0.5 s of samples (docs/cpu.md) */
+    ring_hook_at_next_block();
+    cpu.last_scan_ns = clock_mono_ns();
+}
+
+/* Starts the agent in a process that may never call NVTX or CUDA, for its CPU samples: Python's
+ * start-up calls it (src/agent/python/sitecustomize.py) when LANTERN_TRACE names cpu, so a
+ * Python program is sampled from its first line. 0 recording, -1 inert. */
+__attribute__((visibility("default"))) int lantern_agent_start_cpu_sampling(void)
+{
+    return agent_init(TRACE_FLAG_CPU);
+}
+
+AGENT_SOURCE(cpu_source) = {
+    .name = "cpu",
+    .trace_flag = TRACE_FLAG_CPU,
+    .init = cpu_init,
+    .at_fork_child = cpu_at_fork_child,
+    .drain = cpu_drain,
+};

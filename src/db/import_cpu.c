@@ -1,0 +1,495 @@
+/* The CPU sampling part of the importer: TRACE_CPU_* records (120-139) into cpu_sampling,
+ * cpu_samples and the interned stacks (cpu_stacks -> cpu_callsites -> cpu_frames). Samples
+ * are stored as they come, pointing at their stack's row; a file's stacks are symbolized when
+ * the file ends, once its mappings are all known (they may follow the stacks that use them):
+ * each distinct address once per file, through the ELF files' symbol tables
+ * (import_symbols.c); frames and callsites are shared by the whole session. Layouts:
+ * src/trace/records.def; the tables: docs/schema.md. */
+#include "common/u64_map.h"
+#include "db/import_demangle.h"
+#include "db/import_internal.h"
+#include "db/import_symbols.h"
+#include "trace/format.h"
+#include "trace/records.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    SLOT_STATUS,
+    SLOT_TOTALS,
+    SLOT_STACK,
+    SLOT_SAMPLE,
+    SLOT_FRAME,
+    SLOT_CALLSITE,
+    SLOT_STACK_CALLSITE,
+    SLOT_QUALITY,
+    SLOT_PID,
+};
+
+#define CPU_MAX_FRAMES 128u
+
+/* The session's interning: frames by (module, name), callsites by (parent, frame). */
+struct cpu_session {
+    struct symbol_cache *symbols;
+    struct u64_map frames;    /* hash of module and name -> cpu_frames.id */
+    struct u64_map callsites; /* parent callsite << 32 | frame -> cpu_callsites.id */
+};
+
+struct cpu_mapping {
+    uint64_t start, end, offset;
+    char *path;
+};
+
+struct cpu_stack {
+    int64_t row; /* cpu_stacks.id */
+    uint8_t *frames;
+    size_t len;
+};
+
+/* A perf map file's entry (/tmp/perf-PID.map: "START SIZE name", hex): code a JIT made. */
+struct cpu_jit_symbol {
+    uint64_t start, end;
+    char *name;
+};
+
+struct cpu_file {
+    struct import_file *f;
+    struct cpu_jit_symbol *jit; /* the process's perf map, sorted (read on first need) */
+    size_t jit_count;
+    int jit_read;
+    struct cpu_session *s;
+    struct cpu_mapping *maps;
+    size_t map_count, map_cap;
+    struct id_vec stack_index; /* file stack id -> index + 1 in stacks */
+    struct cpu_stack *stacks;
+    size_t stack_count, stack_cap;
+    struct u64_map address_frames; /* address + 1 -> cpu_frames.id (0: none, truncate) */
+    uint64_t addresses, unsymbolized, truncated;
+};
+
+static int cpu_session_open(sqlite3 *db, void **state)
+{
+    (void)db;
+    struct cpu_session *s = calloc(1, sizeof *s);
+    if (!s || !(s->symbols = symbol_cache_new())) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static void cpu_session_close(void *state)
+{
+    struct cpu_session *s = state;
+    if (!s)
+        return;
+    symbol_cache_free(s->symbols);
+    u64_map_release(&s->frames);
+    u64_map_release(&s->callsites);
+    free(s);
+}
+
+static void *cpu_file_open(struct import_file *f, void *session_state)
+{
+    struct cpu_file *c = calloc(1, sizeof *c);
+    if (c) {
+        c->f = f;
+        c->s = session_state;
+    }
+    return c;
+}
+
+static const char *status_name(uint64_t status)
+{
+    switch (status) {
+    case TRACE_CPU_SAMPLING_ON:
+        return "on";
+    case TRACE_CPU_SAMPLING_NOT_PERMITTED:
+        return "not permitted";
+    case TRACE_CPU_SAMPLING_UNAVAILABLE:
+        return "unavailable";
+    default:
+        return "failed";
+    }
+}
+
+static int import_status(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_cpu_sampling r;
+    trace_get_cpu_sampling(fl, &r);
+    sqlite3_stmt *st = import_stmt(
+        c->f, SLOT_STATUS,
+        "INSERT INTO cpu_sampling(process_id, status, period_ns, reason) VALUES(?, ?, ?, ?)"
+        " ON CONFLICT(process_id) DO UPDATE SET status = excluded.status,"
+        " period_ns = excluded.period_ns, reason = excluded.reason");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, import_process(c->f));
+    import_bind_text(st, 2, status_name(r.status));
+    sqlite3_bind_int64(st, 3, (int64_t)r.period_ns);
+    import_bind_bytes(st, 4, r.reason.bytes, r.reason.len);
+    return import_step(c->f, st, "cannot store the CPU sampling status: ");
+}
+
+static int import_totals(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_cpu_sampler r;
+    trace_get_cpu_sampler(fl, &r);
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_TOTALS,
+                                   "UPDATE cpu_sampling SET samples = ?, lost = ?, threads = ?,"
+                                   " threads_unsampled = ?, cpu_ns = ? WHERE process_id = ?");
+    if (!st)
+        return -1;
+    const uint64_t v[] = {r.samples, r.lost, r.threads, r.threads_unsampled, r.cpu_ns};
+    for (int i = 0; i < 5; i++)
+        sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
+    sqlite3_bind_int64(st, 6, import_process(c->f));
+    return import_step(c->f, st, "cannot store the CPU sampler's totals: ");
+}
+
+static int import_mapping(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_cpu_mapping r;
+    trace_get_cpu_mapping(fl, &r);
+    if (r.end <= r.start) {
+        import_malformed(c->f);
+        return 0;
+    }
+    if (c->map_count == c->map_cap) {
+        size_t cap = c->map_cap ? c->map_cap * 2 : 64;
+        struct cpu_mapping *grown = realloc(c->maps, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        c->maps = grown;
+        c->map_cap = cap;
+    }
+    char *path = strndup((const char *)r.path.bytes, r.path.len);
+    if (!path)
+        return -1;
+    c->maps[c->map_count++] = (struct cpu_mapping){r.start, r.end, r.file_offset, path};
+    return 0;
+}
+
+static int import_stack(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_cpu_stack r;
+    trace_get_cpu_stack(fl, &r);
+    int64_t *slot = id_vec_slot(&c->stack_index, r.stack_id);
+    if (!slot || r.stack_id == 0) {
+        import_malformed(c->f);
+        return 0;
+    }
+    sqlite3_stmt *st =
+        import_stmt(c->f, SLOT_STACK, "INSERT INTO cpu_stacks(process_id) VALUES(?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, import_process(c->f));
+    if (import_step(c->f, st, "cannot store a CPU stack: ") < 0)
+        return -1;
+    if (c->stack_count == c->stack_cap) {
+        size_t cap = c->stack_cap ? c->stack_cap * 2 : 256;
+        struct cpu_stack *grown = realloc(c->stacks, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        c->stacks = grown;
+        c->stack_cap = cap;
+    }
+    struct cpu_stack *s = &c->stacks[c->stack_count];
+    s->row = sqlite3_last_insert_rowid(import_db(c->f));
+    s->len = r.frames.len;
+    s->frames = malloc(r.frames.len ? r.frames.len : 1);
+    if (!s->frames)
+        return -1;
+    memcpy(s->frames, r.frames.bytes, r.frames.len);
+    *slot = (int64_t)++c->stack_count;
+    return 0;
+}
+
+static int import_sample(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_cpu_sample r;
+    trace_get_cpu_sample(fl, &r);
+    int64_t index = id_vec_get(&c->stack_index, r.stack_id);
+    if (r.stack_id && !index) {
+        import_malformed(c->f); /* a stack the file never described */
+        return 0;
+    }
+    sqlite3_stmt *st = import_stmt(
+        c->f, SLOT_SAMPLE, "INSERT INTO cpu_samples(thread_id, ts_ns, stack_id) VALUES(?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
+    sqlite3_bind_int64(st, 2, (int64_t)r.ts);
+    import_bind_nonzero(st, 3, index ? c->stacks[index - 1].row : 0);
+    return import_step(c->f, st, "cannot store a CPU sample: ");
+}
+
+static int cpu_record(void *ctx, unsigned type, struct trace_fields *fl)
+{
+    struct cpu_file *c = ctx;
+    switch (type) {
+    case TRACE_CPU_SAMPLING:
+        return import_status(c, fl);
+    case TRACE_CPU_MAPPING:
+        return import_mapping(c, fl);
+    case TRACE_CPU_STACK:
+        return import_stack(c, fl);
+    case TRACE_CPU_SAMPLE:
+        return import_sample(c, fl);
+    case TRACE_CPU_SAMPLER:
+        return import_totals(c, fl);
+    default:
+        return IMPORT_RECORD_UNKNOWN;
+    }
+}
+
+/* ---- symbolizing a file's stacks, at its end ---- */
+
+static uint64_t text_hash(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+    return (h ^ 0xff) * 0x100000001b3ULL;
+}
+
+/* cpu_frames.id of (name, module), made the first time; 0 on failure. A 64-bit hash of the
+ * two is the key: a collision among the session's few thousand frames is ~1e-12. */
+static int64_t frame_id(struct cpu_file *c, const char *name, const char *module)
+{
+    uint64_t key = text_hash(text_hash(0xcbf29ce484222325ULL, module), name) | 1;
+    uint64_t *known = u64_map_find(&c->s->frames, key);
+    if (known)
+        return (int64_t)*known;
+    sqlite3_stmt *st =
+        import_stmt(c->f, SLOT_FRAME, "INSERT INTO cpu_frames(name, module) VALUES(?, ?)");
+    if (!st)
+        return 0;
+    import_bind_text(st, 1, name);
+    import_bind_text(st, 2, *module ? module : NULL);
+    if (import_step(c->f, st, "cannot store a CPU frame: ") < 0)
+        return 0;
+    int64_t id = sqlite3_last_insert_rowid(import_db(c->f));
+    return u64_map_put(&c->s->frames, key, (uint64_t)id) == 0 ? id : 0;
+}
+
+static const struct cpu_mapping *mapping_of(const struct cpu_file *c, uint64_t address)
+{
+    for (size_t i = c->map_count; i-- > 0;) /* the latest mapping of a reused range */
+        if (address >= c->maps[i].start && address < c->maps[i].end)
+            return &c->maps[i];
+    return NULL;
+}
+
+static int jit_order(const void *a, const void *b)
+{
+    const struct cpu_jit_symbol *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The process's perf map file (LANTERN_PERF_MAP_DIR, else /tmp: perf-PID.map), which JITs
+ * write for perf (python -X perf, node --perf-basic-prof, Java's perf-map-agent). */
+static void jit_read(struct cpu_file *c)
+{
+    c->jit_read = 1;
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_PID, "SELECT pid FROM processes WHERE id = ?");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, import_process(c->f));
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return;
+    const char *folder = getenv("LANTERN_PERF_MAP_DIR");
+    char path[4096], line[4096];
+    snprintf(path, sizeof path, "%s/perf-%lld.map", folder && *folder ? folder : "/tmp",
+             (long long)sqlite3_column_int64(st, 0));
+    FILE *map = fopen(path, "re");
+    size_t cap = 0;
+    while (map && fgets(line, sizeof line, map)) {
+        unsigned long long start, size;
+        int at = 0;
+        if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at || !size)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        if (c->jit_count == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct cpu_jit_symbol *grown = realloc(c->jit, cap * sizeof *grown);
+            if (!grown)
+                break;
+            c->jit = grown;
+        }
+        char *name = strdup(line + at);
+        if (!name)
+            break;
+        c->jit[c->jit_count++] = (struct cpu_jit_symbol){start, start + size, name};
+    }
+    if (map)
+        fclose(map);
+    if (c->jit_count)
+        qsort(c->jit, c->jit_count, sizeof *c->jit, jit_order);
+}
+
+/* The JIT's name of an address, or NULL. */
+static const char *jit_name(struct cpu_file *c, uint64_t address)
+{
+    if (!c->jit_read)
+        jit_read(c);
+    size_t lo = 0, hi = c->jit_count; /* the last entry starting at or below the address */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->jit[mid].start <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && address < c->jit[lo - 1].end ? c->jit[lo - 1].name : NULL;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* The frame of an address (a return address looked up one byte back, inside its call): -1
+ * for an address in no executable mapping, where a frame-pointer walk went astray. */
+static int64_t address_frame(struct cpu_file *c, uint64_t address, int leaf)
+{
+    uint64_t *known = u64_map_find(&c->address_frames, address + 1);
+    if (known)
+        return (int64_t)*known - 1;
+    c->addresses++;
+    const struct cpu_mapping *m = mapping_of(c, address);
+    const char *jit = !m || !*m->path ? jit_name(c, address - (leaf ? 0 : 1)) : NULL;
+    int64_t id = -1;
+    if (jit) {
+        id = frame_id(c, jit, "[jit]");
+    } else if (m) {
+        uint64_t offset = address - m->start + m->offset - (leaf ? 0 : 1);
+        const char *name = symbol_lookup(c->s->symbols, m->path, offset);
+        const char *module = *m->path ? base_name(m->path) : "[anon]";
+        char unknown[512];
+        if (!name) {
+            c->unsymbolized++;
+            snprintf(unknown, sizeof unknown, "%s+0x%llx", module, (unsigned long long)offset);
+            name = unknown;
+        }
+        char *demangled = import_demangle(name); /* C++: "at::native::add_kernel(...)" */
+        id = frame_id(c, demangled ? demangled : name, module);
+        free(demangled);
+    } else {
+        c->unsymbolized++;
+    }
+    u64_map_put(&c->address_frames, address + 1, (uint64_t)(id + 1));
+    return id;
+}
+
+/* cpu_callsites.id of frame under parent (0: the outermost), made the first time. */
+static int64_t callsite_id(struct cpu_file *c, int64_t parent, int64_t frame, int depth)
+{
+    uint64_t key = (uint64_t)parent << 32 | (uint64_t)frame;
+    uint64_t *known = u64_map_find(&c->s->callsites, key);
+    if (known)
+        return (int64_t)*known;
+    sqlite3_stmt *st =
+        import_stmt(c->f, SLOT_CALLSITE,
+                    "INSERT INTO cpu_callsites(parent_id, frame_id, depth) VALUES(?, ?, ?)");
+    if (!st)
+        return 0;
+    import_bind_nonzero(st, 1, parent);
+    sqlite3_bind_int64(st, 2, frame);
+    sqlite3_bind_int(st, 3, depth);
+    if (import_step(c->f, st, "cannot store a CPU callsite: ") < 0)
+        return 0;
+    int64_t id = sqlite3_last_insert_rowid(import_db(c->f));
+    return u64_map_put(&c->s->callsites, key, (uint64_t)id) == 0 ? id : 0;
+}
+
+/* The frames of a stack's bytes (leaf first): the number decoded. */
+static size_t decode_frames(const struct cpu_stack *s, uint64_t *out)
+{
+    uint64_t prev_ts = 0;
+    struct trace_fields f = {.p = s->frames, .end = s->frames + s->len, .prev_ts = &prev_ts};
+    size_t n = 0;
+    while (f.p < f.end && !f.bad && n < CPU_MAX_FRAMES) {
+        uint64_t v = trace_get_u(&f);
+        if (f.bad)
+            break;
+        out[n] = n == 0 ? v : out[n - 1] + (uint64_t)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+        n++;
+    }
+    return n;
+}
+
+static int symbolize_stack(struct cpu_file *c, const struct cpu_stack *s)
+{
+    uint64_t addresses[CPU_MAX_FRAMES];
+    int64_t frames[CPU_MAX_FRAMES];
+    size_t n = decode_frames(s, addresses), kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t frame = address_frame(c, addresses[i], i == 0);
+        if (frame < 0 && i > 0) { /* the walk left the code: the rest is not a caller */
+            c->truncated++;
+            break;
+        }
+        if (frame < 0)
+            frame = frame_id(c, "[unknown]", "");
+        if (frame <= 0)
+            return -1;
+        frames[kept++] = frame;
+    }
+    int64_t callsite = 0;
+    for (size_t i = kept; i-- > 0;) /* outermost first */
+        if (!(callsite = callsite_id(c, callsite, frames[i], (int)(kept - 1 - i))))
+            return -1;
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_STACK_CALLSITE,
+                                   "UPDATE cpu_stacks SET callsite_id = ? WHERE id = ?");
+    if (!st)
+        return -1;
+    import_bind_nonzero(st, 1, callsite);
+    sqlite3_bind_int64(st, 2, s->row);
+    return import_step(c->f, st, "cannot store a CPU stack: ");
+}
+
+static void cpu_file_close(void *ctx)
+{
+    struct cpu_file *c = ctx;
+    int failed = 0;
+    for (size_t i = 0; i < c->stack_count && !failed; i++)
+        failed = symbolize_stack(c, &c->stacks[i]) < 0;
+    if (failed)
+        import_warn(c->f, "CPU stacks could not all be symbolized");
+    if (c->stack_count) {
+        sqlite3_stmt *st = import_stmt(c->f, SLOT_QUALITY,
+                                       "UPDATE cpu_sampling SET addresses = ?, unsymbolized = ?,"
+                                       " truncated_stacks = ? WHERE process_id = ?");
+        if (st) {
+            sqlite3_bind_int64(st, 1, (int64_t)c->addresses);
+            sqlite3_bind_int64(st, 2, (int64_t)c->unsymbolized);
+            sqlite3_bind_int64(st, 3, (int64_t)c->truncated);
+            sqlite3_bind_int64(st, 4, import_process(c->f));
+            import_step(c->f, st, "cannot store the CPU sampling counts: ");
+        }
+    }
+    for (size_t i = 0; i < c->map_count; i++)
+        free(c->maps[i].path);
+    for (size_t i = 0; i < c->stack_count; i++)
+        free(c->stacks[i].frames);
+    for (size_t i = 0; i < c->jit_count; i++)
+        free(c->jit[i].name);
+    free(c->jit);
+    free(c->maps);
+    free(c->stacks);
+    free(c->stack_index.v);
+    u64_map_release(&c->address_frames);
+    free(c);
+}
+
+const struct import_source import_source_CPU = {
+    .session_open = cpu_session_open,
+    .file_open = cpu_file_open,
+    .record = cpu_record,
+    .file_close = cpu_file_close,
+    .session_close = cpu_session_close,
+};
