@@ -14,12 +14,25 @@ int agent_init(uint32_t loaded_for);
 
 void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Start and stop on demand (control.c, trace/control.h): whether the launcher has paused the
+ * session. One relaxed load of a word that changes only at a start or a stop: a source's
+ * hot path returns at once while it is set. */
+extern const _Atomic uint32_t *agent_recording_word;
+static inline int agent_paused(void)
+{
+    return !__atomic_load_n(agent_recording_word, __ATOMIC_RELAXED);
+}
+
+/* Maps <session_dir>/session.lrc read-only, where the launcher made one (control.c). */
+void agent_control_map(const char *session_dir);
+
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs
  * before the writer lock is taken, child after the child's file is open), at_exit runs
  * before the final drain, and periodic every AGENT_PERIOD_MS on the writer thread, without
  * the writer lock (to hand over what the source holds, so that little is lost if the process
- * ends without its exit hooks). Any hook may be NULL. */
+ * ends without its exit hooks), set_recording at each pause and resume (below). Any hook may
+ * be NULL. */
 #define AGENT_PERIOD_MS 200u
 struct agent_source {
     const char *name;    /* as in LANTERN_TRACE: "nvtx", "cuda" */
@@ -31,6 +44,9 @@ struct agent_source {
     void (*at_fork_child)(void);
     void (*at_exit)(void);
     void (*periodic)(void);
+    /* The session was paused (0) or resumed (1) by the launcher: called on the writer thread
+     * within ~10 ms of the change, and once at start when it starts paused. */
+    void (*set_recording)(int on);
 };
 
 /* Registers a source from its own file, with no edit elsewhere: the linker gathers these

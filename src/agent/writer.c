@@ -82,6 +82,7 @@ static struct {
 
 static _Atomic int writer_stop;
 static void (*writer_periodic)(void);
+static void (*writer_poll)(void);
 static uint64_t writer_periodic_ns;
 static _Atomic int writer_thread_wanted; /* a fork child starts its thread on its next event */
 /* 1 while a writer thread was created and has not yet reached writer_main (fork waits) */
@@ -639,6 +640,11 @@ static int writer_alone(void)
     return threads == 1 || (threads == 2 && state == 'Z');
 }
 
+void writer_set_poll(void (*fn)(void))
+{
+    writer_poll = fn;
+}
+
 void writer_set_periodic(void (*fn)(void), unsigned period_ms)
 {
     writer_periodic_ns = (uint64_t)period_ms * 1000000u;
@@ -656,6 +662,8 @@ static void *writer_main(void *arg)
         ring_consumer_wait(seen, WRITER_DRAIN_PERIOD_NS);
         seen = ring_wake_count();
         uint64_t now_ns = clock_mono_ns();
+        if (writer_poll)
+            writer_poll();
         if (writer_periodic && now_ns - periodic_ran >= writer_periodic_ns) {
             periodic_ran = now_ns;
             writer_periodic();
@@ -951,6 +959,16 @@ void writer_finish_from_signal(int timeout_ms)
     struct timespec millisecond = {0, 1000000};
     for (int i = 0; i < timeout_ms && !__atomic_load_n(&writer_ended, __ATOMIC_ACQUIRE); i++)
         nanosleep(&millisecond, NULL);
+}
+
+void writer_flush_now(void)
+{
+    pthread_mutex_lock(&writer.lock);
+    if (writer.open) {
+        writer_drain_locked(0);
+        writer_flush_locked();
+    }
+    pthread_mutex_unlock(&writer.lock);
 }
 
 /* fork(): the parent's events so far go to the parent's file before the address space is

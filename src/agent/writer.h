@@ -58,6 +58,11 @@ int writer_run(void);
 /* fn runs on the writer thread every period_ms, the writer lock not held (the sources'
  * periodic hooks). */
 void writer_set_periodic(void (*fn)(void), unsigned period_ms);
+/* fn runs on the writer thread at every drain (~10 ms), without the writer lock. */
+void writer_set_poll(void (*fn)(void));
+/* Drains every thread's buffer and writes the chunk now (the writer thread, at a pause: the
+ * window's events reach the file before the launcher imports it). */
+void writer_flush_now(void);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
 /* The same from a signal handler about to let the process die: asks the writer thread and

@@ -1,0 +1,39 @@
+/* Start and stop on demand (docs/long-runs.md): the agent maps the launcher's control file
+ * (trace/control.h) read-only, and the sources' hot paths read its `recording` word
+ * (agent_paused, agent.h). Until it is mapped, and where it cannot be, the word is a constant
+ * 1: the agent records, and the importer's window still keeps only what lies inside. */
+#include "agent/agent.h"
+#include "trace/control.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const _Atomic uint32_t agent_always_recording = 1;
+const _Atomic uint32_t *agent_recording_word = &agent_always_recording;
+
+void agent_control_map(const char *session_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" TRACE_CONTROL_FILE, session_dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return; /* a session without one (an older launcher, a synthetic session): record */
+    struct stat st;
+    void *map = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)TRACE_CONTROL_BYTES)
+        map = mmap(NULL, TRACE_CONTROL_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    const struct trace_control *c = map;
+    if (map == MAP_FAILED || memcmp(c->magic, TRACE_CONTROL_MAGIC, 8) != 0) {
+        if (map != MAP_FAILED)
+            munmap(map, TRACE_CONTROL_BYTES);
+        agent_warn("cannot read the session's control file '%s': recording without pauses",
+                   path);
+        return;
+    }
+    __atomic_store_n(&agent_recording_word, &c->recording, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,66 @@
+/* A server that is never restarted, for the start/stop tests (test_long_runs.py): it makes
+ * one NVTX range "step" (its payload the step's number) with a range "work" inside it about
+ * every millisecond, from the main thread and a second thread ("side", payload likewise),
+ * until the file argv[1] exists; then it exits 0. Usage: server_workload STOP_FILE [us] */
+#include <nvtx3/nvToolsExt.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *stop_file;
+static long period_us = 1000;
+
+static void push_numbered(const char *name, uint64_t n)
+{
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name;
+    a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+    a.payload.ullValue = n;
+    nvtxRangePushEx(&a);
+}
+
+static void pause_us(long us)
+{
+    struct timespec t = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&t, NULL);
+}
+
+static void *side(void *arg)
+{
+    (void)arg;
+    for (uint64_t n = 1; access(stop_file, F_OK) != 0; n++) {
+        push_numbered("side", n);
+        pause_us(period_us);
+        nvtxRangePop();
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: server_workload STOP_FILE [period_us]\n");
+        return 2;
+    }
+    stop_file = argv[1];
+    if (argc > 2)
+        period_us = atol(argv[2]);
+    pthread_t t;
+    pthread_create(&t, NULL, side, NULL);
+    for (uint64_t n = 1; access(stop_file, F_OK) != 0; n++) {
+        push_numbered("step", n);
+        nvtxRangePushA("work");
+        pause_us(period_us);
+        nvtxRangePop();
+        nvtxRangePop();
+    }
+    pthread_join(t, NULL);
+    return 0;
+}
