@@ -100,14 +100,20 @@ static void control_start_window(struct launcher *l)
     __atomic_store_n(&c->recording, 1, __ATOMIC_RELEASE);
 }
 
-/* Ends the open window at now; written (while the program runs) unless single_file. */
+/* Ends the open window at now; written (while the program runs) unless single_file. At the
+ * program's end a run that is not cut into windows keeps recording: a process that outlives
+ * lantern (a daemon, --wait) writes on, for a later 'lantern import'. */
 static void control_stop_window(struct launcher *l, int program_ended)
 {
     struct trace_control *c = l->control;
-    if (!c->recording)
+    if (!c->recording || !l->window_count)
         return;
-    __atomic_store_n(&c->recording, 0, __ATOMIC_RELEASE);
     struct launcher_window *w = &l->windows[l->window_count - 1];
+    if (program_ended && !launcher_windowed(l)) {
+        w->end_ns = control_now_ns();
+        return;
+    }
+    __atomic_store_n(&c->recording, 0, __ATOMIC_RELEASE);
     w->end_ns = control_now_ns();
     if (program_ended)
         return;
@@ -151,8 +157,15 @@ int control_start(struct launcher *l)
 {
     if (!l->control)
         return 0;
-    if (pthread_create(&l->control_thread, NULL, control_main, l) != 0)
-        return launcher_fail(l, "cannot start the control thread: %s", strerror(errno));
+    /* it takes no other signal: those for the program (forwarded) and, after the program's
+     * end, those for lantern itself (held, then acting) stay the main thread's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&l->control_thread, NULL, control_main, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return launcher_fail(l, "cannot start the control thread: %s", strerror(rc));
     l->control_running = 1;
     return 0;
 }

@@ -126,6 +126,8 @@ int session_prepare(struct launcher *l)
                                : launcher_fail(l, "cannot create session folder '%s': %s", raw_dir,
                                                strerror(errno));
     l->dir_fd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (l->dir_fd < 0 && errno == ENOENT) /* another run replaced it (--force) before our lock */
+        return session_in_use(l);
     if (l->dir_fd < 0)
         return launcher_fail(l, "cannot open session folder '%s': %s", raw_dir, strerror(errno));
     struct stat opened;
