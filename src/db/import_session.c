@@ -196,7 +196,12 @@ static int apply_windows(struct import_session *s)
         if (src->window_sql && import_exec_script(s->db, src->window_sql, NULL) < 0)
             rc = -EIO;
     }
-    if (rc || exec_sql(s->db, "DROP TABLE temp.import_windows") < 0)
+    /* A process without its end record and not seen ending runs past the window (the
+     * salvage gave every process that is gone its end): its window is whole, since the agents
+     * write what they hold at each pause, and is no loss. */
+    if (rc || exec_sql(s->db, "DROP TABLE temp.import_windows;"
+                              "UPDATE processes SET end_record = 1 WHERE end_record = 0"
+                              " AND exit_status IS NULL AND exit_signal IS NULL") < 0)
         return -EIO;
     uint64_t first = o->windows[0].start_ns, last = o->windows[o->window_count - 1].end_ns;
     if (first > s->start_ns)

@@ -111,6 +111,9 @@ def test_three_windows_from_another_shell_give_three_databases(tmp_path):
         assert meta(tmp_path / f"run-{i + 1}.db", "windows") == 1
         start, end = (meta(tmp_path / f"run-{i + 1}.db", k) for k in ("start_ns", "end_ns"))
         assert times[i][0] <= start < end <= times[i][1]
+        # the program ran on after the window: not a loss
+        header = lantern(tmp_path, "stats", f"run-{i + 1}.db").stdout
+        assert "Lost events:     none" in header, header
     assert "nothing was recorded" not in err
 
 
