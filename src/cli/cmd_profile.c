@@ -2,7 +2,7 @@
  * (session folder, the agent's environment, fork/exec and signals, samplers, launcher.lrt) is
  * src/launcher/ (launcher.h), then the raw files are imported into the report database. */
 #include "cli/cli.h"
-#include "db/import.h"
+#include "cli/profile_windows.h"
 #include "launcher/launcher.h"
 #include "output/fit.h"
 #include "trace/gpu_metrics.h"
@@ -17,7 +17,7 @@
 
 struct profile_options {
     struct launcher_options launch; /* what the launcher does (src/launcher/launcher.h) */
-    const char *pattern;             /* -o as given (%n numbers the windows' databases) */
+    long capture_repeat;            /* --capture-range-end=repeat[:N]: N, -1 none, 0 all */
     int stats, keep_raw;
     int gpu_metrics;                 /* --gpu-metrics given */
     const char *gpu_metrics_options; /* a --gpu-metrics-* option given (for its error) */
@@ -92,6 +92,9 @@ static void print_help(FILE *out)
             "                      'lantern stop' (SIGUSR2) ends the window: each window is its\n"
             "                      own database, FILE's %%n numbering them (docs/long-runs.md)\n"
             "      --single-file   every start-stop window into the one database FILE, at the end\n"
+            "      --capture-range-end=stop|repeat[:N]  with --capture-range=nvtx:NAME, repeat:\n"
+            "                      each instance of the range NAME (up to N) its own database,\n"
+            "                      numbered as the windows are\n"
             "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
             "  -f, --force         replace FILE, and the raw files of an old FILE.raw/ (never\n"
             "                      those of a run still going on)\n"
@@ -128,6 +131,7 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_GPU_METRICS_DEVICES,
         OPT_GPU_METRICS_SOURCE,
         OPT_START_PAUSED,
+        OPT_CAPTURE_END,
         OPT_SINGLE_FILE
     };
     static const struct option options[] = {
@@ -152,6 +156,7 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"gpu-metrics-devices", required_argument, NULL, OPT_GPU_METRICS_DEVICES},
         {"gpu-metrics-source", required_argument, NULL, OPT_GPU_METRICS_SOURCE},
         {"start-paused", no_argument, NULL, OPT_START_PAUSED},
+        {"capture-range-end", required_argument, NULL, OPT_CAPTURE_END},
         {"single-file", no_argument, NULL, OPT_SINGLE_FILE},
         {NULL, 0, NULL, 0},
     };
@@ -252,6 +257,20 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         case OPT_STATS:
             p->stats = 1;
             break;
+        case OPT_CAPTURE_END: {
+            char *end = NULL;
+            if (!strcmp(optarg, "stop"))
+                p->capture_repeat = -1;
+            else if (!strcmp(optarg, "repeat"))
+                p->capture_repeat = 0;
+            else if (!strncmp(optarg, "repeat:", 7) &&
+                     (p->capture_repeat = strtol(optarg + 7, &end, 10)) > 0 && !*end)
+                break;
+            else
+                return cli_usage_error("profile", "--capture-range-end is stop, repeat or "
+                                                  "repeat:N (N >= 1)");
+            break;
+        }
         case OPT_START_PAUSED:
             o->start_paused = 1;
             break;
@@ -273,6 +292,12 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
             return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (p->capture_repeat >= 0 && (!o->capture_range || strncmp(o->capture_range, "nvtx:", 5)))
+        return cli_usage_error("profile", "--capture-range-end=repeat needs "
+                                          "--capture-range=nvtx:NAME (cudaProfilerApi: not yet)");
+    if (p->capture_repeat >= 0 && o->start_paused)
+        return cli_usage_error("profile", "--capture-range-end=repeat and --start-paused: "
+                                          "choose one");
     if (!o->trace)
         o->trace = launcher_default_trace();
     if (!launcher_trace_valid(o->trace))
@@ -294,89 +319,6 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         return cli_usage_error("profile", "missing the command to run");
     o->command = argv + optind;
     return 0;
-}
-
-/* ---- start-stop windows (docs/long-runs.md) ------------------------------------------- */
-
-/* Window n's database: FILE for the first; then, where -o has %n, its next free number
- * (run-1.db, run-2.db, ...), else FILE with -n before its extension (out.db, out-2.db). */
-static int window_name(const struct profile_options *p, uint64_t number, char *out, size_t cap)
-{
-    const char *first = p->launch.output;
-    if (number == 1) {
-        snprintf(out, cap, "%s", first);
-        return 0;
-    }
-    if (strstr(p->pattern, "%n")) {
-        char *name = NULL, *error = NULL;
-        int rc = launcher_output_name(p->pattern, &name, &error);
-        if (rc == 0)
-            snprintf(out, cap, "%s", name);
-        free(name);
-        free(error);
-        return rc;
-    }
-    const char *slash = strrchr(first, '/'), *dot = strrchr(first, '.');
-    size_t stem = dot && (!slash || dot > slash) && dot != (slash ? slash + 1 : first)
-                      ? (size_t)(dot - first)
-                      : strlen(first);
-    snprintf(out, cap, "%.*s-%llu%s", (int)stem, first, (unsigned long long)number, first + stem);
-    return 0;
-}
-
-static int window_import(const struct profile_options *p, const struct launcher *l,
-                         const struct launcher_window *w, size_t count, char *name, size_t cap)
-{
-    struct import_window windows[64];
-    size_t n = 0;
-    for (size_t i = 0; i < count && n < sizeof windows / sizeof windows[0]; i++)
-        windows[n++] = (struct import_window){w[i].start_ns, w[i].end_ns};
-    if (p->launch.single_file)
-        snprintf(name, cap, "%s", p->launch.output);
-    else if (window_name(p, w->number, name, cap) < 0)
-        return cli_error("window %llu: no free name for '%s'", (unsigned long long)w->number,
-                         p->pattern);
-    if (cli_import_windows(l->raw_dir, name, p->launch.force, windows, n) != CLI_EXIT_OK)
-        return CLI_EXIT_ERROR;
-    if (p->launch.single_file)
-        fprintf(stderr, "lantern: %zu window%s written to %s\n", n, n == 1 ? "" : "s", name);
-    else
-        fprintf(stderr, "lantern: window %llu written to %s\n", (unsigned long long)w->number,
-                name);
-    return CLI_EXIT_OK;
-}
-
-struct window_ctx {
-    const struct profile_options *p;
-    const struct launcher *l;
-};
-
-/* launcher_options.window_ended: on the launcher's control thread, while the program runs */
-static int window_ended(void *ctx, const struct launcher_window *w, char *name, size_t cap)
-{
-    const struct window_ctx *c = ctx;
-    return window_import(c->p, c->l, w, 1, name, cap) == CLI_EXIT_OK ? 0 : -1;
-}
-
-/* After the run: the windows not written yet (the one the program's end closed), or all of
- * them into FILE with --single-file. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
-static int windows_finish(const struct profile_options *p, const struct launcher *l,
-                          char *last, size_t cap)
-{
-    int rc = CLI_EXIT_OK;
-    if (!l->window_count) {
-        cli_error("no window was started ('lantern start', or SIGUSR1 to lantern): nothing "
-                  "written");
-        return CLI_EXIT_OK;
-    }
-    if (p->launch.single_file)
-        return window_import(p, l, l->windows, l->window_count, last, cap);
-    for (size_t i = 0; i < l->window_count; i++) {
-        if (!l->windows[i].written &&
-            window_import(p, l, &l->windows[i], 1, last, cap) != CLI_EXIT_OK)
-            rc = CLI_EXIT_ERROR;
-    }
-    return rc;
 }
 
 /* The one line naming the processes still running after the wait (--wait): traced ones still
@@ -421,7 +363,8 @@ static void say_still_writing(const struct launcher *l)
 
 int cmd_profile(int argc, char **argv)
 {
-    struct profile_options p = {.launch.wait_timeout_s = LAUNCHER_WAIT_TIMEOUT_S};
+    struct profile_options p = {.launch.wait_timeout_s = LAUNCHER_WAIT_TIMEOUT_S,
+                                .capture_repeat = -1};
     const struct launcher_options *o = &p.launch;
     struct launcher l;
     char *name = NULL, *error = NULL;
@@ -441,15 +384,18 @@ int cmd_profile(int argc, char **argv)
         cli_error("no free lantern-N.db name in the current folder");
         goto out;
     }
-    p.pattern = o->output ? o->output : "lantern-%n.db";
+    struct profile_windows windows = {.pattern = o->output ? o->output : "lantern-%n.db",
+                                      .output = name,
+                                      .force = o->force,
+                                      .single_file = o->single_file};
     p.launch.output = name;
-    struct window_ctx windows = {&p, &l};
-    p.launch.window_ended = window_ended;
+    p.launch.window_ended = profile_window_ended;
     p.launch.window_ctx = &windows;
     if (launcher_open(&l) < 0) {
         cli_error("%s", launcher_error(&l));
         goto out;
     }
+    windows.raw_dir = l.raw_dir;
     /* The launcher's samplers (NVML: -t nvml, or by default where NVML works) start here and
      * stop after the command; one that cannot start records why in the raw file, and the run
      * goes on (said only when -t asked for it). */
@@ -469,9 +415,12 @@ int cmd_profile(int argc, char **argv)
         cli_error("%s", launcher_error(&l));
     if (l.still_writing)
         say_still_writing(&l);
-    if (launcher_windowed(&l)) {
+    if (launcher_windowed(&l) || p.capture_repeat >= 0) {
         char last[4096] = "";
-        if (windows_finish(&p, &l, last, sizeof last) != CLI_EXIT_OK) {
+        if ((p.capture_repeat >= 0
+                 ? profile_capture_repeat(&windows, o->capture_range, p.capture_repeat, last,
+                                          sizeof last)
+                 : profile_windows_finish(&windows, &l, last, sizeof last)) != CLI_EXIT_OK) {
             cli_error("the raw files are kept in '%s'", l.raw_dir);
             goto out;
         }

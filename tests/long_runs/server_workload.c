@@ -1,7 +1,8 @@
 /* A server that is never restarted, for the start/stop tests (test_long_runs.py): it makes
  * one NVTX range "step" (its payload the step's number) with a range "work" inside it about
  * every millisecond, from the main thread and a second thread ("side", payload likewise),
- * until the file argv[1] exists; then it exits 0. Usage: server_workload STOP_FILE [us] */
+ * until the file argv[1] exists (or it made STEPS steps); then it exits 0.
+ * Usage: server_workload STOP_FILE [PERIOD_US [STEPS]] */
 #include <nvtx3/nvToolsExt.h>
 
 #include <pthread.h>
@@ -13,6 +14,8 @@
 
 static const char *stop_file;
 static long period_us = 1000;
+static uint64_t steps; /* 0: until the stop file */
+static _Atomic int done;
 
 static void push_numbered(const char *name, uint64_t n)
 {
@@ -35,7 +38,7 @@ static void pause_us(long us)
 static void *side(void *arg)
 {
     (void)arg;
-    for (uint64_t n = 1; access(stop_file, F_OK) != 0; n++) {
+    for (uint64_t n = 1; !done && access(stop_file, F_OK) != 0; n++) {
         push_numbered("side", n);
         pause_us(period_us);
         nvtxRangePop();
@@ -52,15 +55,18 @@ int main(int argc, char **argv)
     stop_file = argv[1];
     if (argc > 2)
         period_us = atol(argv[2]);
+    if (argc > 3)
+        steps = strtoull(argv[3], NULL, 10);
     pthread_t t;
     pthread_create(&t, NULL, side, NULL);
-    for (uint64_t n = 1; access(stop_file, F_OK) != 0; n++) {
+    for (uint64_t n = 1; (!steps || n <= steps) && access(stop_file, F_OK) != 0; n++) {
         push_numbered("step", n);
         nvtxRangePushA("work");
         pause_us(period_us);
         nvtxRangePop();
         nvtxRangePop();
     }
+    done = 1;
     pthread_join(t, NULL);
     return 0;
 }

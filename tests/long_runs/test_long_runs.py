@@ -216,3 +216,47 @@ def test_another_users_session_is_refused(tmp_path):
     finally:
         (tmp_path / "stop").touch()
         proc.wait(timeout=60)
+
+
+def test_repeated_capture_range_gives_one_database_per_instance(tmp_path):
+    """--capture-range=nvtx:step --capture-range-end=repeat:3 over 10 steps: cap-1.db to
+    cap-3.db, the i-th holding step i and what began inside it (its "work", the other
+    thread's "side" ranges that began then), nothing before or after."""
+    run = lantern(tmp_path, "profile", "-t", "nvtx", "--capture-range=nvtx:step",
+                  "--capture-range-end=repeat:3", "-o", "cap-%n.db", "--", WORKLOAD, "stop",
+                  "2000", "10")
+    assert sorted(p.name for p in tmp_path.glob("cap-*")) == ["cap-1.db", "cap-2.db", "cap-3.db"]
+    for i in range(1, 4):
+        db = tmp_path / f"cap-{i}.db"
+        ((number, start, end),) = ranges(db, "step")
+        assert number == i and end is not None
+        (work,) = ranges(db, "work")
+        assert start <= work[1] <= work[2] <= end
+        assert all(start <= r[1] <= end for r in ranges(db, "side"))
+        assert meta(db, "windows") == 1
+        assert f"capture {i} written to cap-{i}.db" in run.stderr
+    assert not (tmp_path / "cap-1.db.raw").exists()
+
+
+def test_repeated_capture_range_every_instance_or_one_file(tmp_path):
+    lantern(tmp_path, "profile", "-t", "nvtx", "--capture-range=nvtx:step",
+            "--capture-range-end=repeat", "-o", "all-%n.db", "--", WORKLOAD, "stop", "1000", "5")
+    assert len(list(tmp_path.glob("all-*.db"))) == 5
+    run = lantern(tmp_path, "profile", "-t", "nvtx", "--capture-range=nvtx:step",
+                  "--capture-range-end=repeat:2", "--single-file", "-o", "one.db", "--", WORKLOAD,
+                  "stop", "1000", "5")
+    assert "2 captures written to one.db" in run.stderr
+    assert [r[0] for r in ranges(tmp_path / "one.db", "step")] == [1, 2]
+    assert meta(tmp_path / "one.db", "windows") == 2
+
+
+def test_repeated_capture_range_errors(tmp_path):
+    run = lantern(tmp_path, "profile", "-t", "nvtx", "--capture-range=nvtx:nope",
+                  "--capture-range-end=repeat", "-o", "n.db", "--", WORKLOAD, "stop", "1000", "2")
+    assert "no instance of the capture range 'nvtx:nope' was recorded" in run.stderr
+    assert not list(tmp_path.glob("n.db*"))
+    for options in (["--capture-range-end=repeat"], ["--capture-range-end=repeat:0"],
+                    ["--capture-range-end=again", "--capture-range=nvtx:a"],
+                    ["--capture-range=cudaProfilerApi", "--capture-range-end=repeat"],
+                    ["--capture-range=nvtx:a", "--capture-range-end=repeat", "--start-paused"]):
+        lantern(tmp_path, "profile", *options, "--", "true", expect_status=2)
