@@ -260,3 +260,19 @@ def test_repeated_capture_range_errors(tmp_path):
                     ["--capture-range=cudaProfilerApi", "--capture-range-end=repeat"],
                     ["--capture-range=nvtx:a", "--capture-range-end=repeat", "--start-paused"]):
         lantern(tmp_path, "profile", *options, "--", "true", expect_status=2)
+
+
+def test_sigterm_to_lantern_during_a_window_writes_it_and_ends_the_program(tmp_path):
+    """As a scheduler ends a job: the program gets the SIGTERM as before (it dies of it), and
+    the window open then is written, within 5 s."""
+    server = Server(tmp_path, "--start-paused", "-o", "run-%n.db")
+    lantern(tmp_path, "start", str(server.proc.pid))
+    time.sleep(0.3)
+    sent = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    _, err = server.proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 5
+    assert server.proc.returncode == 128 + signal.SIGTERM, err
+    assert "window 1 written to run-1.db" in err
+    rows = ranges(tmp_path / "run-1.db", "step")
+    assert len(rows) >= 20 and [r[0] for r in rows] == list(range(rows[0][0], rows[-1][0] + 1))
