@@ -2,8 +2,8 @@
  * (trace/control.h) read-only, and the sources' hot paths read its `recording` word
  * (agent_paused, agent.h). Until it is mapped, and where it cannot be, the word is a constant
  * 1: the agent records, and the importer's window still keeps only what lies inside. */
-#include "agent/agent.h"
 #include "trace/control.h"
+#include "agent/agent.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,8 +31,7 @@ void agent_control_map(const char *session_dir)
     if (map == MAP_FAILED || memcmp(c->magic, TRACE_CONTROL_MAGIC, 8) != 0) {
         if (map != MAP_FAILED)
             munmap(map, TRACE_CONTROL_BYTES);
-        agent_warn("cannot read the session's control file '%s': recording without pauses",
-                   path);
+        agent_warn("cannot read the session's control file '%s': recording without pauses", path);
         return;
     }
     __atomic_store_n(&agent_recording_word, &c->recording, __ATOMIC_RELEASE);

@@ -91,8 +91,7 @@ static int control(int argc, char **argv, const char *name)
         return cli_error("%s", error);
     snprintf(path, sizeof path, "%s/" TRACE_CONTROL_FILE, dir);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    void *map = fd < 0 ? MAP_FAILED
-                       : mmap(NULL, TRACE_CONTROL_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    void *map = fd < 0 ? MAP_FAILED : mmap(NULL, TRACE_CONTROL_BYTES, PROT_READ, MAP_SHARED, fd, 0);
     if (fd >= 0)
         close(fd);
     if (map == MAP_FAILED)
@@ -108,9 +107,9 @@ static int control(int argc, char **argv, const char *name)
         goto out;
     }
     if (kill(launcher_pid, start ? SIGUSR1 : SIGUSR2) < 0) {
-        rc = errno == EPERM ? cli_error("session '%s' belongs to another user", dir)
-                            : cli_error("cannot signal lantern (pid %d): %s", launcher_pid,
-                                        strerror(errno));
+        rc = errno == EPERM
+                 ? cli_error("session '%s' belongs to another user", dir)
+                 : cli_error("cannot signal lantern (pid %d): %s", launcher_pid, strerror(errno));
         goto out;
     }
     long waited = 0, limit = (long)(timeout_s * 1000);
@@ -122,7 +121,8 @@ static int control(int argc, char **argv, const char *name)
             break;
         if (ended) {
             rc = cli_error("the program of '%s' ended first: its last window is written as "
-                           "lantern ends", dir);
+                           "lantern ends",
+                           dir);
             goto out;
         }
         if (waited >= limit) {
@@ -135,11 +135,12 @@ static int control(int argc, char **argv, const char *name)
         sleep_ms(5);
     }
     if (start)
-        fprintf(stderr, "lantern: recording window %llu of '%s'\n",
-                (unsigned long long)ctl->window, dir);
+        fprintf(stderr, "lantern: recording window %llu of '%s'\n", (unsigned long long)ctl->window,
+                dir);
     else if (ctl->single_file)
-        fprintf(stderr, "lantern: window %llu ended; '%s' writes every window at its end "
-                        "(--single-file)\n",
+        fprintf(stderr,
+                "lantern: window %llu ended; '%s' writes every window at its end "
+                "(--single-file)\n",
                 (unsigned long long)ctl->window, dir);
     else if (__atomic_load_n(&ctl->failed, __ATOMIC_ACQUIRE) > failed)
         rc = cli_error("window %llu of '%s' could not be written (lantern said why)",

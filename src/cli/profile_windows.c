@@ -39,8 +39,7 @@ static int window_name(const struct profile_windows *pw, uint64_t number, char *
 /* Imports the windows (count of them; one database each unless single_file) into database
  * number's name; what says what they are ("window", "capture"). */
 static int window_import(const struct profile_windows *pw, const char *what, uint64_t number,
-                         const struct import_window *windows, size_t count, char *name,
-                         size_t cap)
+                         const struct import_window *windows, size_t count, char *name, size_t cap)
 {
     if (pw->single_file)
         snprintf(name, cap, "%s", pw->output);
@@ -63,8 +62,8 @@ int profile_window_ended(void *ctx, const struct launcher_window *w, char *name,
     return window_import(pw, "window", w->number, &one, 1, name, cap) == CLI_EXIT_OK ? 0 : -1;
 }
 
-int profile_windows_finish(const struct profile_windows *pw, const struct launcher *l,
-                           char *last, size_t cap)
+int profile_windows_finish(const struct profile_windows *pw, const struct launcher *l, char *last,
+                           size_t cap)
 {
     if (!l->window_count) {
         cli_error("no window was started ('lantern start', or SIGUSR1 to lantern): nothing "
@@ -81,8 +80,7 @@ int profile_windows_finish(const struct profile_windows *pw, const struct launch
         rc = window_import(pw, "window", 1, all, l->window_count, last, cap);
     for (size_t i = 0; !pw->single_file && i < l->window_count; i++)
         if (!l->windows[i].written &&
-            window_import(pw, "window", l->windows[i].number, &all[i], 1, last, cap) !=
-                CLI_EXIT_OK)
+            window_import(pw, "window", l->windows[i].number, &all[i], 1, last, cap) != CLI_EXIT_OK)
             rc = CLI_EXIT_ERROR;
     free(all);
     return rc;
@@ -133,8 +131,8 @@ fail:
     return -1;
 }
 
-int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range,
-                           long max, char *last, size_t cap)
+int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range, long max,
+                           char *last, size_t cap)
 {
     /* a first import of the whole session finds the instances (the agents recorded NVTX
      * throughout: a capture range filters at import) */
@@ -156,8 +154,7 @@ int profile_capture_repeat(const struct profile_windows *pw, const char *capture
     if (pw->single_file)
         rc = window_import(pw, "capture", 1, windows, (size_t)n, last, cap);
     for (long i = 0; !pw->single_file && i < n; i++)
-        if (window_import(pw, "capture", (uint64_t)i + 1, &windows[i], 1, last, cap) !=
-            CLI_EXIT_OK)
+        if (window_import(pw, "capture", (uint64_t)i + 1, &windows[i], 1, last, cap) != CLI_EXIT_OK)
             rc = CLI_EXIT_ERROR;
     free(windows);
     return rc;

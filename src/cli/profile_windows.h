@@ -22,13 +22,13 @@ int profile_window_ended(void *ctx, const struct launcher_window *w, char *name,
 
 /* After the run: the windows not written yet (the one the program's end closed), or every
  * window into FILE with single_file; the last database written in last. CLI_EXIT_*. */
-int profile_windows_finish(const struct profile_windows *pw, const struct launcher *l,
-                           char *last, size_t cap);
+int profile_windows_finish(const struct profile_windows *pw, const struct launcher *l, char *last,
+                           size_t cap);
 
 /* --capture-range-end=repeat[:max] (max 0: every instance): each instance of the capture
  * range (nvtx:NAME, cudaProfilerApi) its own database, found by a first import of the whole
  * session. CLI_EXIT_*. */
-int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range,
-                           long max, char *last, size_t cap);
+int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range, long max,
+                           char *last, size_t cap);
 
 #endif

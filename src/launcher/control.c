@@ -4,8 +4,8 @@
  * writes each window's database as it ends (launcher_options.window_ended); and how `lantern
  * start|stop` find a running session. The triggers are signals so that the kernel checks who
  * may send them (the same user); the control file says what they did. */
-#include "launcher/launcher_internal.h"
 #include "trace/control.h"
+#include "launcher/launcher_internal.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -260,8 +260,8 @@ static int control_check_dir(const char *dir, int *launcher_pid)
     return rc;
 }
 
-int launcher_control_find(const char *pid_text, const char *session, char *session_dir,
-                          size_t cap, int *launcher_pid, char *error, size_t error_cap)
+int launcher_control_find(const char *pid_text, const char *session, char *session_dir, size_t cap,
+                          int *launcher_pid, char *error, size_t error_cap)
 {
     if (session) {
         char raw[4096];
@@ -331,11 +331,13 @@ int launcher_control_find(const char *pid_text, const char *session, char *sessi
     if (found == 1)
         return 0;
     if (!found)
-        snprintf(error, error_cap, "no running 'lantern profile' session of yours (start one "
-                                   "with 'lantern profile --start-paused -- COMMAND')");
+        snprintf(error, error_cap,
+                 "no running 'lantern profile' session of yours (start one "
+                 "with 'lantern profile --start-paused -- COMMAND')");
     else
-        snprintf(error, error_cap, "%zu 'lantern profile' sessions are running (lantern pids %s): "
-                                   "name one, 'lantern start PID' or '--session DIR'",
+        snprintf(error, error_cap,
+                 "%zu 'lantern profile' sessions are running (lantern pids %s): "
+                 "name one, 'lantern start PID' or '--session DIR'",
                  found, pids);
     return -1;
 }

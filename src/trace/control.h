@@ -17,16 +17,16 @@
 struct trace_control {
     char magic[8];
     uint32_t version, bytes;
-    _Atomic uint32_t recording;  /* 1: the agents record; 0: paused (their handlers return) */
-    uint32_t launcher_pid;       /* the launcher that owns the session (the triggers' target) */
-    _Atomic uint64_t window;     /* the number of the current window, or of the last one */
+    _Atomic uint32_t recording; /* 1: the agents record; 0: paused (their handlers return) */
+    uint32_t launcher_pid;      /* the launcher that owns the session (the triggers' target) */
+    _Atomic uint64_t window;    /* the number of the current window, or of the last one */
     _Atomic uint64_t window_start_ns; /* CLOCK_MONOTONIC at the current window's start */
-    _Atomic uint64_t written;    /* windows whose database is written (or failed: see below) */
-    _Atomic uint64_t failed;     /* of them, windows whose import failed */
-    _Atomic uint64_t triggers;   /* triggers handled (start, stop; one already in effect too) */
-    _Atomic uint32_t ended;      /* the program ended: no trigger is taken any more */
-    uint32_t single_file;        /* --single-file: the windows are imported at the end */
-    char last_output[1024];      /* the database the last window was written to */
+    _Atomic uint64_t written;         /* windows whose database is written (or failed: see below) */
+    _Atomic uint64_t failed;          /* of them, windows whose import failed */
+    _Atomic uint64_t triggers; /* triggers handled (start, stop; one already in effect too) */
+    _Atomic uint32_t ended;    /* the program ended: no trigger is taken any more */
+    uint32_t single_file;      /* --single-file: the windows are imported at the end */
+    char last_output[1024];    /* the database the last window was written to */
 };
 
 _Static_assert(sizeof(struct trace_control) <= TRACE_CONTROL_BYTES, "control file too small");
