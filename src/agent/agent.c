@@ -85,6 +85,7 @@ static void agent_fork_child(void)
     if (s->at_fork_child)
         s->at_fork_child();
     writer_fork_child_done();
+    agent_control_fork_child();
 }
 
 /* Every drain (~10 ms, writer thread): a pause or resume of the launcher reaches the

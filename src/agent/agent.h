@@ -18,13 +18,22 @@ void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * session. One relaxed load of a word that changes only at a start or a stop: a source's
  * hot path returns at once while it is set. */
 extern const _Atomic uint32_t *agent_recording_word;
+extern const _Atomic uint32_t agent_first_event_in_child;
+int agent_paused_slow(void);
 static inline int agent_paused(void)
 {
-    return !__atomic_load_n(agent_recording_word, __ATOMIC_RELAXED);
+    const _Atomic uint32_t *word = __atomic_load_n(&agent_recording_word, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(word, __ATOMIC_RELAXED) != 0, 1))
+        return 0;
+    if (__builtin_expect(word == &agent_first_event_in_child, 0))
+        return agent_paused_slow(); /* a fork child's first event (control.c) */
+    return 1;
 }
 
 /* Maps <session_dir>/session.lrc read-only, where the launcher made one (control.c). */
 void agent_control_map(const char *session_dir);
+/* In a fork child of a session cut into windows: its first event starts its writer thread. */
+void agent_control_fork_child(void);
 
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs

@@ -4,6 +4,7 @@
  * 1: the agent records, and the importer's window still keeps only what lies inside. */
 #include "trace/control.h"
 #include "agent/agent.h"
+#include "agent/writer.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +15,29 @@
 
 static const _Atomic uint32_t agent_always_recording = 1;
 const _Atomic uint32_t *agent_recording_word = &agent_always_recording;
+static const struct trace_control *agent_control; /* the mapped file (NULL: none) */
+/* Read 0 by the hot path in a fork child until its first event (agent_paused_slow). */
+const _Atomic uint32_t agent_first_event_in_child = 0;
+
+/* A fork child's writer thread starts only once it has filled RING_WAKE_BLOCKS blocks (a
+ * short-lived child makes none: its events are salvaged after its end). A worker of a server
+ * cut into windows lives on and may record little: what it records must reach its trace file
+ * at each pause, which its writer thread does, so its first event starts it. */
+void agent_control_fork_child(void)
+{
+    if (agent_control && __atomic_load_n(&agent_control->windowed, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&agent_recording_word, &agent_first_event_in_child, __ATOMIC_RELEASE);
+}
+
+int agent_paused_slow(void)
+{
+    const _Atomic uint32_t *first = &agent_first_event_in_child;
+    if (__atomic_load_n(&agent_recording_word, __ATOMIC_ACQUIRE) == first &&
+        __atomic_compare_exchange_n(&agent_recording_word, &first, &agent_control->recording, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        writer_start_wanted();
+    return !__atomic_load_n(agent_recording_word, __ATOMIC_RELAXED);
+}
 
 void agent_control_map(const char *session_dir)
 {
@@ -34,5 +58,6 @@ void agent_control_map(const char *session_dir)
         agent_warn("cannot read the session's control file '%s': recording without pauses", path);
         return;
     }
+    agent_control = c;
     __atomic_store_n(&agent_recording_word, &c->recording, __ATOMIC_RELEASE);
 }

@@ -553,11 +553,10 @@ static uint32_t writer_drain_locked(int final)
 
 /* ---- the locked interface ---- */
 
-static void writer_start_wanted_thread(void);
 
 struct trace_chunk_builder *writer_lock(void)
 {
-    writer_start_wanted_thread();
+    writer_start_wanted();
     pthread_mutex_lock(&writer.lock);
     if (writer.open)
         return &writer.chunk;
@@ -712,9 +711,10 @@ static int writer_start_thread(void)
 }
 
 /* A fork child's thread starts once it has filled RING_WAKE_BLOCKS blocks, or at its first
- * locked write (CUDA), never inside the atfork handler (a thread made there hangs sanitized
- * programs); a short-lived child makes none. */
-static void writer_start_wanted_thread(void)
+ * locked write (CUDA), or at its first event in a session cut into windows (control.c), never
+ * inside the atfork handler (a thread made there hangs sanitized programs); a short-lived
+ * child makes none. */
+void writer_start_wanted(void)
 {
     if (__atomic_load_n(&writer_thread_wanted, __ATOMIC_ACQUIRE) &&
         __atomic_exchange_n(&writer_thread_wanted, 0, __ATOMIC_ACQ_REL))
@@ -865,7 +865,7 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.chunk_buf = malloc(writer.chunk_cap);
     clock_calibration_start(&writer.calibration);
     ring_set_helper(writer_help);
-    ring_set_block_hook(writer_start_wanted_thread);
+    ring_set_block_hook(writer_start_wanted);
     if (!writer.chunk_buf || writer_open_file(0) < 0)
         goto fail;
     writer.open = 1;

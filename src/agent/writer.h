@@ -63,6 +63,8 @@ void writer_set_poll(void (*fn)(void));
 /* Drains every thread's buffer and writes the chunk now (the writer thread, at a pause: the
  * window's events reach the file before the launcher imports it). */
 void writer_flush_now(void);
+/* A fork child's writer thread, when it has none yet (writer_fork_child_done wants one). */
+void writer_start_wanted(void);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
 /* The same from a signal handler about to let the process die: asks the writer thread and

@@ -77,6 +77,7 @@ int control_create(struct launcher *l)
     c->bytes = TRACE_CONTROL_BYTES;
     c->launcher_pid = (uint32_t)getpid();
     c->single_file = (uint32_t)l->o->single_file;
+    c->windowed = (uint32_t)(l->o->start_paused || l->o->single_file);
     if (!l->o->start_paused) { /* window 1 is the run from its start */
         if (control_add_window(l, 0) < 0)
             return launcher_fail(l, "out of memory");
@@ -118,6 +119,7 @@ static void control_stop_window(struct launcher *l, int program_ended)
     if (program_ended)
         return;
     l->stopped_once = 1;
+    __atomic_store_n(&c->windowed, 1, __ATOMIC_RELEASE);
     if (l->o->single_file || !l->o->window_ended) {
         __atomic_add_fetch(&c->written, 1, __ATOMIC_RELEASE);
         return;

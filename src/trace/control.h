@@ -26,6 +26,9 @@ struct trace_control {
     _Atomic uint64_t triggers; /* triggers handled (start, stop; one already in effect too) */
     _Atomic uint32_t ended;    /* the program ended: no trigger is taken any more */
     uint32_t single_file;      /* --single-file: the windows are imported at the end */
+    _Atomic uint32_t windowed; /* the run is cut into windows (--start-paused, or a stop came):
+                                  a fork child starts its writer at its first event, so that
+                                  what it records reaches its trace file at each pause */
     char last_output[1024];    /* the database the last window was written to */
 };
 

@@ -1,14 +1,18 @@
 /* A server that is never restarted, for the start/stop tests (test_long_runs.py): it makes
  * one NVTX range "step" (its payload the step's number) with a range "work" inside it about
  * every millisecond, from the main thread and a second thread ("side", payload likewise),
- * until the file argv[1] exists (or it made STEPS steps); then it exits 0.
- * Usage: server_workload STOP_FILE [PERIOD_US [STEPS]] */
+ * until the file argv[1] exists (or it made STEPS steps); then it exits 0. With "fork" the
+ * "side" ranges come from a child process (fork, after the main thread's first range: a
+ * worker of a server) instead of a thread.
+ * Usage: server_workload STOP_FILE [PERIOD_US [STEPS [fork]]] */
 #include <nvtx3/nvToolsExt.h>
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,8 +61,16 @@ int main(int argc, char **argv)
         period_us = atol(argv[2]);
     if (argc > 3)
         steps = strtoull(argv[3], NULL, 10);
+    int fork_side = argc > 4 && !strcmp(argv[4], "fork");
     pthread_t t;
-    pthread_create(&t, NULL, side, NULL);
+    pid_t child = -1;
+    nvtxMarkA("started"); /* loads the agent before the fork */
+    if (fork_side && (child = fork()) == 0) {
+        side(NULL);
+        _exit(0);
+    }
+    if (!fork_side)
+        pthread_create(&t, NULL, side, NULL);
     for (uint64_t n = 1; (!steps || n <= steps) && access(stop_file, F_OK) != 0; n++) {
         push_numbered("step", n);
         nvtxRangePushA("work");
@@ -67,6 +79,9 @@ int main(int argc, char **argv)
         nvtxRangePop();
     }
     done = 1;
-    pthread_join(t, NULL);
+    if (fork_side)
+        waitpid(child, NULL, 0);
+    else
+        pthread_join(t, NULL);
     return 0;
 }

@@ -276,3 +276,30 @@ def test_sigterm_to_lantern_during_a_window_writes_it_and_ends_the_program(tmp_p
     assert "window 1 written to run-1.db" in err
     rows = ranges(tmp_path / "run-1.db", "step")
     assert len(rows) >= 20 and [r[0] for r in rows] == list(range(rows[0][0], rows[-1][0] + 1))
+
+
+def test_a_forked_worker_pauses_and_records_with_the_session(tmp_path):
+    """A server's worker process (forked after the agent started) follows the session: its
+    ranges are in the window's database, and none from while it was paused."""
+    stop = tmp_path / "stop"
+    server = Server(tmp_path, "--start-paused", "-o", "run-%n.db")
+    server.proc.kill()  # (the Server helper's program has no fork: this one does)
+    server.proc.wait()
+    for p in tmp_path.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    proc = subprocess.Popen([LANTERN, "profile", "-t", "nvtx", "--start-paused", "-o",
+                             "run-%n.db", "--", WORKLOAD, str(stop), "1000", "0", "fork"],
+                            cwd=tmp_path, env=PIPE_ENV, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    opened = time.monotonic_ns()
+    lantern(tmp_path, "start", str(proc.pid))
+    time.sleep(0.3)
+    lantern(tmp_path, "stop", str(proc.pid))
+    closed = time.monotonic_ns()
+    stop.touch()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    check_window(tmp_path / "run-1.db", opened, closed)
+    with sqlite3.connect(tmp_path / "run-1.db") as db:
+        assert db.execute("SELECT count(DISTINCT process_id) FROM ranges").fetchone() == (2,)
+    assert not (tmp_path / "run-2.db").exists()
