@@ -137,6 +137,20 @@ static void control_stop_window(struct launcher *l, int program_ended)
     __atomic_add_fetch(&c->written, 1, __ATOMIC_RELEASE);
 }
 
+/* Takes sig if it is pending; 1 when it was. */
+static int control_take(int sig)
+{
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    struct timespec now = {0, 0};
+    return sigtimedwait(&one, NULL, &now) == sig;
+}
+
+/* Two different signals pending at once come lowest number first (SIGUSR1), whatever order
+ * they were sent in: a stop and a start sent back to back while recording (a start during a
+ * stop's import) would be taken as start (nothing to do) then stop. So when both are pending,
+ * the one that changes the state goes first: while recording the stop, then the start. */
 static void *control_main(void *arg)
 {
     struct launcher *l = arg;
@@ -145,6 +159,10 @@ static void *control_main(void *arg)
     while (!__atomic_load_n(&l->control_quit, __ATOMIC_ACQUIRE)) {
         struct timespec tick = {0, 20000000}; /* 20 ms: how soon the run's end is seen */
         int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig == SIGUSR1 && l->control->recording && control_take(SIGUSR2)) {
+            __atomic_add_fetch(&l->control->triggers, 1, __ATOMIC_RELEASE);
+            control_stop_window(l, 0);
+        }
         if (sig == SIGUSR1)
             control_start_window(l);
         else if (sig == SIGUSR2)
