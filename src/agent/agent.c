@@ -101,8 +101,10 @@ static void agent_poll(void)
     FOR_EACH_ON_SOURCE(s)
     if (s->set_recording)
         s->set_recording(on);
-    if (!on)
+    if (!on) {
         writer_flush_now(); /* the window's events, for its import */
+        agent_control_paused();
+    }
 }
 
 static void agent_periodic(void)

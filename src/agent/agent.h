@@ -34,6 +34,9 @@ static inline int agent_paused(void)
 void agent_control_map(const char *session_dir);
 /* In a fork child of a session cut into windows: its first event starts its writer thread. */
 void agent_control_fork_child(void);
+/* At a pause, once what the threads buffered is in the trace file: says so in the buffer
+ * file, for the launcher, which then imports the window (control.c). */
+void agent_control_paused(void);
 
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs

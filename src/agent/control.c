@@ -4,6 +4,7 @@
  * 1: the agent records, and the importer's window still keeps only what lies inside. */
 #include "trace/control.h"
 #include "agent/agent.h"
+#include "agent/ring.h"
 #include "agent/writer.h"
 
 #include <fcntl.h>
@@ -27,6 +28,15 @@ void agent_control_fork_child(void)
 {
     if (agent_control && __atomic_load_n(&agent_control->windowed, __ATOMIC_ACQUIRE))
         __atomic_store_n(&agent_recording_word, &agent_first_event_in_child, __ATOMIC_RELEASE);
+}
+
+void agent_control_paused(void)
+{
+    struct pool_header *h = ring_pool.header;
+    if (agent_control && h)
+        __atomic_store_n(&h->paused_window,
+                         __atomic_load_n(&agent_control->window, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELEASE);
 }
 
 int agent_paused_slow(void)

@@ -6,6 +6,8 @@
  * may send them (the same user); the control file says what they did. */
 #include "trace/control.h"
 #include "launcher/launcher_internal.h"
+#include "trace/pool_file.h"
+#include "trace/process.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -18,11 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* After a stop, how long the agents have to write what they recorded before the window is
- * imported: they flush at once when they see the pause (agent.c's poll, every 10 ms), and
- * write a chunk at least every 50 ms anyway (writer.c); this is that, with room for a loaded
- * machine. */
-#define CONTROL_SETTLE_NS 200000000u /* 200 ms */
+/* After a stop, the longest wait for the agents to write what they recorded before the
+ * window is imported: they write it within ~10 ms of the pause (agent.c's poll) and say so in
+ * their buffer files; one that does not (a fork child that has not started its writer
+ * thread, a process stopped in a debugger) is waited for this long, then its events so far
+ * are imported. */
+#define CONTROL_SETTLE_MAX_MS 2000
 
 static uint64_t control_now_ns(void)
 {
@@ -101,6 +104,62 @@ static void control_start_window(struct launcher *l)
     __atomic_store_n(&c->recording, 1, __ATOMIC_RELEASE);
 }
 
+/* Whether the agent of the buffer file fd has written what it held at the end of window: it
+ * said so, or every thread's stream is in its trace file already (a fork child that has not
+ * started its writer thread but recorded nothing since). */
+static int control_pool_paused(int fd, uint64_t window)
+{
+    struct pool_header h;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, POOL_FILE_MAGIC, 8))
+        return 1; /* not one we can read: nothing to wait for */
+    if (h.ended || h.paused_window >= window)
+        return 1;
+    struct pool_slot slot;
+    for (uint32_t i = 0; i < h.slots; i++) {
+        off_t at = (off_t)(h.slot_offset + (uint64_t)i * POOL_SLOT_BYTES);
+        if (pread(fd, &slot, sizeof slot, at) != (ssize_t)sizeof slot)
+            return 1;
+        if (slot.used && slot.head != slot.durable)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether every live agent of the session has written what it held at the end of window
+ * (its buffer file's paused_window; a process gone or ended needs nothing). */
+static int control_agents_paused(struct launcher *l, uint64_t window)
+{
+    int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    int all = 1;
+    for (struct dirent *e; all && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        unsigned long long start = *end == '-' ? strtoull(end + 1, &end, 10) : 0;
+        if (pid <= 0 || strcmp(end, ".lrb") != 0 || !trace_process_alive(pid, start))
+            continue;
+        int pool = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        all = pool < 0 || control_pool_paused(pool, window);
+        if (pool >= 0)
+            close(pool);
+    }
+    closedir(d);
+    return all;
+}
+
+static void control_wait_agents(struct launcher *l, uint64_t window)
+{
+    struct timespec poll = {0, 2000000}; /* 2 ms */
+    for (int waited = 0; waited < CONTROL_SETTLE_MAX_MS && !control_agents_paused(l, window);
+         waited += 2)
+        nanosleep(&poll, NULL);
+}
+
 /* Ends the open window at now; written (while the program runs) unless single_file. At the
  * program's end a run that is not cut into windows keeps recording: a process that outlives
  * lantern (a daemon, --wait) writes on, for a later 'lantern import'. */
@@ -124,8 +183,7 @@ static void control_stop_window(struct launcher *l, int program_ended)
         __atomic_add_fetch(&c->written, 1, __ATOMIC_RELEASE);
         return;
     }
-    struct timespec settle = {0, CONTROL_SETTLE_NS};
-    nanosleep(&settle, NULL);
+    control_wait_agents(l, w->number);
     char name[sizeof c->last_output];
     name[0] = '\0';
     int rc = l->o->window_ended(l->o->window_ctx, w, name, sizeof name);
