@@ -10,7 +10,10 @@
  * together) instead of running for the seconds. The mode is the pair (bench_modes below):
  * plain (nvtxRangePushA), ex (nvtxDomainRangePushEx of a registered string, as NCCL pushes)
  * or payload (the same with a 24-byte extended payload of a registered schema, as NCCL's
- * ncclAllReduce: its copy is the cost measured against ex). */
+ * ncclAllReduce: its copy is the cost measured against ex).
+ * BENCH_PAUSED=1: the session is paused (lantern profile --start-paused, trace/control.h: a
+ * control file that says so), so the agent is loaded and records nothing: the pair's cost is
+ * that of the paused check, and the trace must hold no range. */
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include "trace/codec.h"
+#include "trace/control.h"
 #include "trace/events.h"
 #include "trace/format.h"
 #include "trace/records.h"
@@ -295,6 +299,24 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *payloads,
     return 0;
 }
 
+/* A paused session's control file in session (BENCH_PAUSED), as the launcher makes it. */
+static int make_paused_control(const char *session)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/" TRACE_CONTROL_FILE, session);
+    static struct trace_control c;
+    static uint8_t page[TRACE_CONTROL_BYTES];
+    memcpy(c.magic, TRACE_CONTROL_MAGIC, 8);
+    c.version = 1;
+    c.bytes = TRACE_CONTROL_BYTES;
+    memcpy(page, &c, sizeof c);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(page, sizeof page, 1, f) == 1;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 5 && strcmp(argv[1], "--worker") == 0)
@@ -317,6 +339,9 @@ int main(int argc, char **argv)
     snprintf(session, sizeof session, "%s/lantern-bench-XXXXXX", tmp);
     if (!mkdtemp(session))
         return 1;
+    int paused = getenv("BENCH_PAUSED") && !strcmp(getenv("BENCH_PAUSED"), "1");
+    if (paused && make_paused_control(session) < 0)
+        return 1;
     struct result none_before, none_after, agent;
     if (run_worker("/proc/self/exe", NULL, NULL, base_seconds, threads, pairs, mode,
                    &none_before) ||
@@ -330,19 +355,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_nvtx: no trace file in %s\n", session);
         return 1;
     }
+    if (paused) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/" TRACE_CONTROL_FILE, session);
+        unlink(path);
+    }
     rmdir(session);
     printf("bench_nvtx: %d thread(s), %s push+pop as fast as they go, blocks of %u pairs%s\n",
            threads, mode, BLOCK, pairs ? ", a fixed number of pairs per thread" : "");
     printf("  no tool : median %6.1f ns/pair, p99 %6.1f  (%.0f s before), median %6.1f, p99 "
            "%6.1f (after)\n",
            none_before.median, none_before.p99, base_seconds, none_after.median, none_after.p99);
-    printf("  lantern : median %6.1f ns/pair, p99 %6.1f; peak RSS %ld MiB (no tool %ld MiB)\n",
-           agent.median, agent.p99, agent.rss_kb / 1024, none_before.rss_kb / 1024);
+    printf("  lantern %s: median %6.1f ns/pair, p99 %6.1f; peak RSS %ld MiB (no tool %ld MiB)\n",
+           paused ? "(paused)" : "", agent.median, agent.p99, agent.rss_kb / 1024,
+           none_before.rss_kb / 1024);
     printf("  recorded: %llu of %llu ranges, %llu payloads, %llu dropped; trace file %llu bytes"
            " = %.2f bytes/range\n",
            (unsigned long long)pushes, agent.pairs, (unsigned long long)payloads,
            (unsigned long long)dropped, (unsigned long long)bytes,
            pushes ? (double)bytes / (double)pushes : 0.0);
     uint64_t want_payloads = strcmp(mode, "payload") == 0 ? pushes : 0;
+    if (paused)
+        return pushes != 0 || payloads != 0;
     return dropped != 0 || pushes != agent.pairs || payloads != want_payloads;
 }

@@ -85,6 +85,26 @@ static void agent_fork_child(void)
     if (s->at_fork_child)
         s->at_fork_child();
     writer_fork_child_done();
+    agent_control_fork_child();
+}
+
+/* Every drain (~10 ms, writer thread): a pause or resume of the launcher reaches the
+ * sources that hold state of their own (CUPTI's activity kinds). */
+static int agent_recording_seen = 1;
+
+static void agent_poll(void)
+{
+    int on = !agent_paused();
+    if (on == agent_recording_seen)
+        return;
+    agent_recording_seen = on;
+    FOR_EACH_ON_SOURCE(s)
+    if (s->set_recording)
+        s->set_recording(on);
+    if (!on) {
+        writer_flush_now(); /* the window's events, for its import */
+        agent_control_paused();
+    }
 }
 
 static void agent_periodic(void)
@@ -223,11 +243,14 @@ int agent_init(uint32_t loaded_for)
         goto inert;
     writer_set_periodic(agent_periodic, AGENT_PERIOD_MS);
     writer_set_drain(agent_drain);
+    writer_set_poll(agent_poll);
+    agent_control_map(dir);
     pthread_atfork(agent_fork_prepare, agent_fork_parent, agent_fork_child);
     atexit(agent_exit);
     agent_catch_ending_signals();
     __atomic_store_n(&agent_state, AGENT_RECORDING, __ATOMIC_RELEASE);
     agent_start_sources();
+    agent_poll(); /* started paused: the sources learn it before the program's first call */
     writer_run();
     return 0;
 inert:

@@ -14,14 +14,39 @@ int agent_init(uint32_t loaded_for);
 
 void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Start and stop on demand (control.c, trace/control.h): whether the launcher has paused the
+ * session. One relaxed load of a word that changes only at a start or a stop: a source's
+ * hot path returns at once while it is set. */
+extern const _Atomic uint32_t *agent_recording_word;
+extern const _Atomic uint32_t agent_first_event_in_child;
+int agent_paused_slow(void);
+static inline int agent_paused(void)
+{
+    const _Atomic uint32_t *word = __atomic_load_n(&agent_recording_word, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(word, __ATOMIC_RELAXED) != 0, 1))
+        return 0;
+    if (__builtin_expect(word == &agent_first_event_in_child, 0))
+        return agent_paused_slow(); /* a fork child's first event (control.c) */
+    return 1;
+}
+
+/* Maps <session_dir>/session.lrc read-only, where the launcher made one (control.c). */
+void agent_control_map(const char *session_dir);
+/* In a fork child of a session cut into windows: its first event starts its writer thread. */
+void agent_control_fork_child(void);
+/* At a pause, once what the threads buffered is in the trace file: says so in the buffer
+ * file, for the launcher, which then imports the window (control.c). */
+void agent_control_paused(void);
+
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs
  * before the writer lock is taken, child after the child's file is open), at_exit runs
  * before the final drain, and periodic every AGENT_PERIOD_MS on the writer thread, without
  * the writer lock (to hand over what the source holds, so that little is lost if the process
- * ends without its exit hooks), and drain at each drain of the writer (about every 10 ms, and
- * a last time with final = 1 before the file ends) with the writer lock held, to append
- * records through writer_chunk_locked(). Any hook may be NULL. */
+ * ends without its exit hooks), drain at each drain of the writer (about every 10 ms, and a
+ * last time with final = 1 before the file ends) with the writer lock held, to append records
+ * through writer_chunk_locked(), and set_recording at each pause and resume (below). Any hook
+ * may be NULL. */
 #define AGENT_PERIOD_MS 200u
 struct agent_source {
     const char *name;    /* as in LANTERN_TRACE: "nvtx", "cuda" */
@@ -34,6 +59,9 @@ struct agent_source {
     void (*at_exit)(void);
     void (*periodic)(void);
     void (*drain)(int final);
+    /* The session was paused (0) or resumed (1) by the launcher: called on the writer thread
+     * within ~10 ms of the change, and once at start when it starts paused. */
+    void (*set_recording)(int on);
 };
 
 /* Registers a source from its own file, with no edit elsewhere: the linker gathers these

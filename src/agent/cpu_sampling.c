@@ -71,6 +71,15 @@ static struct {
     int map_errno; /* the last ring that could not be mapped (the locked-memory limit) */
 } cpu;
 
+/* Start and stop on demand (set_recording, docs/long-runs.md): while the launcher has the
+ * session paused the rings are still read, since the kernel samples on (each event's
+ * descriptor was closed at its mapping, so it cannot be disabled), but their samples are
+ * dropped: the trace file holds none of the paused time. CLOCK_MONOTONIC, the samples' clock:
+ * the pause's flush writes what was taken before the writer saw the pause, and what was taken
+ * before a resume is dropped. */
+static _Atomic uint64_t cpu_paused_at;  /* when the sampler learnt of the pause; 0: recording */
+static _Atomic uint64_t cpu_resumed_at; /* when it learnt of the last resume */
+
 static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
 static struct cpu_stack_slot cpu_stacks[CPU_STACK_SLOTS];
 static struct cpu_mapping cpu_mappings[CPU_MAX_MAPPINGS];
@@ -255,6 +264,9 @@ static void cpu_put_sample(const uint64_t *body, size_t words)
         return;
     uint32_t tid = (uint32_t)(body[0] >> 32);
     uint64_t ts = body[1], nr = body[2];
+    uint64_t paused_at = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED);
+    if ((paused_at && ts >= paused_at) || ts < __atomic_load_n(&cpu_resumed_at, __ATOMIC_RELAXED))
+        return; /* taken while the session was paused */
     if (nr > words - 3)
         nr = words - 3;
     uint64_t ips[CPU_MAX_FRAMES];
@@ -469,6 +481,17 @@ static const char *cpu_refusal(int err, unsigned *status)
     return reason;
 }
 
+/* A pause counts from the first time the sampler learns of it (cpu_init, then agent_poll). */
+static void cpu_set_recording(int on)
+{
+    uint64_t now = clock_mono_ns();
+    if (on) {
+        __atomic_store_n(&cpu_resumed_at, now, __ATOMIC_RELAXED);
+        __atomic_store_n(&cpu_paused_at, 0, __ATOMIC_RELAXED);
+    } else if (!__atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED))
+        __atomic_store_n(&cpu_paused_at, now, __ATOMIC_RELAXED);
+}
+
 static int cpu_init(void)
 {
     const char *hz_text = getenv("LANTERN_SAMPLING_HZ");
@@ -477,6 +500,8 @@ static int cpu_init(void)
         hz = CPU_DEFAULT_HZ;
     cpu.period_ns = 1000000000u / hz;
     cpu.ring_bytes = (size_t)(1 + cpu_ring_pages((unsigned)hz)) * (size_t)getpagesize();
+    if (agent_paused()) /* started paused: no sample before the first start */
+        cpu_set_recording(0);
     cpu.last_scan_ns = clock_mono_ns();
     int err = cpu_scan();
     unsigned status = TRACE_CPU_SAMPLING_ON;
@@ -530,4 +555,5 @@ AGENT_SOURCE(cpu_source) = {
     .init = cpu_init,
     .at_fork_child = cpu_at_fork_child,
     .drain = cpu_drain,
+    .set_recording = cpu_set_recording,
 };

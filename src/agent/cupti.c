@@ -43,9 +43,11 @@ static struct {
     int apis_whole;         /* as RUNTIME/DRIVER kinds, not call by call */
     int capture_pauses;     /* cudaProfilerApi capture: collection pauses outside the windows */
     int collecting;         /* the pausable kinds are on */
+    int capture_open;       /* inside a cudaProfilerApi window (1 without such a capture) */
+    int control_open;       /* the launcher has the session recording (docs/long-runs.md) */
     pthread_mutex_t capture_lock;
     int running;
-} cupti = {.capture_lock = PTHREAD_MUTEX_INITIALIZER};
+} cupti = {.capture_lock = PTHREAD_MUTEX_INITIALIZER, .capture_open = 1, .control_open = 1};
 
 /* ---- hooks of the translator --------------------------------------------------------- */
 
@@ -312,21 +314,40 @@ static int cupti_set_apis(int on)
  * the context is synchronized and CUPTI flushed first, so the records of work launched
  * inside the window are complete before the kinds go off. Called at the exit of the
  * profiler calls, from the calling thread; the lock orders concurrent calls. */
-static void cupti_capture_set(int collecting)
+static void cupti_collect_locked(int collecting, int synchronize)
+{
+    if (cupti.collecting == collecting)
+        return;
+    if (!collecting) {
+        if (synchronize && cupti.cu_ctx_synchronize)
+            cupti.cu_ctx_synchronize();
+        cupti.api.activity_flush_all(synchronize ? 0 : CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+    if (cupti_set_kinds(collecting, 1) != CUPTI_SUCCESS ||
+        (cupti.apis_wanted && cupti_set_apis(collecting) < 0))
+        agent_warn("-t cuda: CUPTI refused to %s collection", collecting ? "resume" : "pause");
+    cupti.collecting = collecting;
+}
+
+static void cupti_capture_set(int open)
 {
     pthread_mutex_lock(&cupti.capture_lock);
-    if (cupti.collecting != collecting) {
-        if (!collecting) {
-            if (cupti.cu_ctx_synchronize)
-                cupti.cu_ctx_synchronize();
-            cupti.api.activity_flush_all(0);
-        }
-        if (cupti_set_kinds(collecting, 1) != CUPTI_SUCCESS ||
-            (cupti.apis_wanted && cupti_set_apis(collecting) < 0))
-            agent_warn("-t cuda: CUPTI refused to %s collection at cudaProfiler%s",
-                       collecting ? "resume" : "pause", collecting ? "Start" : "Stop");
-        cupti.collecting = collecting;
-    }
+    cupti.capture_open = open;
+    cupti_collect_locked(cupti.capture_open && cupti.control_open, 1);
+    pthread_mutex_unlock(&cupti.capture_lock);
+}
+
+/* lantern stop / start (agent.h's set_recording), on the writer thread: the same pause as
+ * outside a cudaProfilerApi window, without the context synchronization (the writer thread
+ * has no context): records of work still running at the stop come at the next resume or at
+ * exit, and the importer keeps them by their launch. Untested on a GPU yet. */
+static void cupti_set_recording(int on)
+{
+    if (!cupti.running)
+        return;
+    pthread_mutex_lock(&cupti.capture_lock);
+    cupti.control_open = on;
+    cupti_collect_locked(cupti.capture_open && cupti.control_open, 0);
     pthread_mutex_unlock(&cupti.capture_lock);
 }
 
@@ -482,6 +503,7 @@ static int cupti_start(void)
     }
     cupti.capture_pauses = cupti_capture_can_pause(subscribed);
     cupti.collecting = !cupti.capture_pauses;
+    cupti.capture_open = !cupti.capture_pauses;
     if (rc == CUPTI_SUCCESS)
         rc = cupti_set_kinds(1, 0);
     if (rc == CUPTI_SUCCESS && cupti.collecting)
@@ -531,6 +553,7 @@ AGENT_SOURCE(cupti_source) = {
     .at_fork_child = cupti_at_fork_child,
     .at_exit = cupti_flush,
     .periodic = cupti_hand_over,
+    .set_recording = cupti_set_recording,
 };
 
 /* The CUDA driver calls this at cuInit when CUDA_INJECTION64_PATH names the agent. It may

@@ -480,8 +480,18 @@ static void nvtx_name(unsigned kind, uint32_t resource_kind, uint64_t handle, co
 
 /* ---- the callbacks NVTX calls ---- */
 
+/* While the launcher has the session paused (lantern profile --start-paused, lantern stop:
+ * agent_paused) every event callback returns at once, before reading the clock: a push
+ * returns what NVTX returns with no tool attached (NVTX_NO_PUSH_POP_TRACKING), a start the
+ * id 0. A range pushed while recording and popped while paused stays unended in its window,
+ * and a pop after a resume whose push was paused pops the thread's older range, if any
+ * (docs/long-runs.md). */
+#define NVTX_PAUSED_LEVEL NVTX_NO_PUSH_POP_TRACKING
+
 static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
+    if (agent_paused())
+        return;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_from_attributes(a);
     nvtx_mark(0, &ev, ticks);
@@ -489,6 +499,8 @@ static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 
 static void nvtx_mark_a(const char *message)
 {
+    if (agent_paused())
+        return;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_ascii(message);
     nvtx_mark(0, &ev, ticks);
@@ -496,6 +508,8 @@ static void nvtx_mark_a(const char *message)
 
 static void nvtx_mark_w(const wchar_t *message)
 {
+    if (agent_paused())
+        return;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_wide(message);
     nvtx_mark(0, &ev, ticks);
@@ -503,6 +517,8 @@ static void nvtx_mark_w(const wchar_t *message)
 
 static nvtxRangeId_t nvtx_range_start_ex(const nvtxEventAttributes_t *a)
 {
+    if (agent_paused())
+        return 0;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_start(0, &ev, ticks);
@@ -510,6 +526,8 @@ static nvtxRangeId_t nvtx_range_start_ex(const nvtxEventAttributes_t *a)
 
 static nvtxRangeId_t nvtx_range_start_a(const char *message)
 {
+    if (agent_paused())
+        return 0;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_ascii(message);
     return nvtx_start(0, &ev, ticks);
@@ -517,6 +535,8 @@ static nvtxRangeId_t nvtx_range_start_a(const char *message)
 
 static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
 {
+    if (agent_paused())
+        return 0;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_wide(message);
     return nvtx_start(0, &ev, ticks);
@@ -524,11 +544,15 @@ static nvtxRangeId_t nvtx_range_start_w(const wchar_t *message)
 
 static void nvtx_range_end(nvtxRangeId_t id)
 {
+    if (agent_paused())
+        return;
     nvtx_end(id, NULL);
 }
 
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_push(0, &ev, ticks);
@@ -536,6 +560,8 @@ static int nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 
 static int nvtx_range_push_a(const char *message)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_ascii(message);
     return nvtx_push(0, &ev, ticks);
@@ -543,6 +569,8 @@ static int nvtx_range_push_a(const char *message)
 
 static int nvtx_range_push_w(const wchar_t *message)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_wide(message);
     return nvtx_push(0, &ev, ticks);
@@ -550,6 +578,8 @@ static int nvtx_range_push_w(const wchar_t *message)
 
 static int nvtx_range_pop(void)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     return nvtx_pop(0, NULL);
 }
 
@@ -575,6 +605,8 @@ static void nvtx_name_os_thread_w(uint32_t tid, const wchar_t *name)
 
 static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
 {
+    if (agent_paused())
+        return;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_from_attributes(a);
     nvtx_mark(nvtx_domain_id(domain), &ev, ticks);
@@ -583,6 +615,8 @@ static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttrib
 static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
                                                 const nvtxEventAttributes_t *a)
 {
+    if (agent_paused())
+        return 0;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_start(nvtx_domain_id(domain), &ev, ticks);
@@ -590,12 +624,16 @@ static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
 
 static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 {
+    if (agent_paused())
+        return;
     (void)domain; /* the id alone names the range */
     nvtx_end(id, NULL);
 }
 
 static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_from_attributes(a);
     return nvtx_push(nvtx_domain_id(domain), &ev, ticks);
@@ -603,6 +641,8 @@ static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventA
 
 static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     return nvtx_pop(nvtx_domain_id(domain), NULL);
 }
 
@@ -621,6 +661,8 @@ static struct nvtx_event nvtx_event_payloads(const nvtxPayloadData_t *data, size
 int nvtx_range_push_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
                             size_t count)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_payloads(data, count);
     return nvtx_push(nvtx_domain_id(domain), &ev, ticks);
@@ -631,6 +673,8 @@ int nvtx_range_push_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *
 int nvtx_range_pop_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
                            size_t count)
 {
+    if (agent_paused())
+        return NVTX_PAUSED_LEVEL;
     struct nvtx_payloads ext = {.data = data, .count = count};
     return nvtx_pop(nvtx_domain_id(domain), data && count ? &ext : NULL);
 }
@@ -638,6 +682,8 @@ int nvtx_range_pop_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *d
 nvtxRangeId_t nvtx_range_start_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
                                        size_t count)
 {
+    if (agent_paused())
+        return 0;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_payloads(data, count);
     return nvtx_start(nvtx_domain_id(domain), &ev, ticks);
@@ -646,6 +692,8 @@ nvtxRangeId_t nvtx_range_start_payload(nvtxDomainHandle_t domain, const nvtxPayl
 void nvtx_range_end_payload(nvtxDomainHandle_t domain, nvtxRangeId_t id,
                             const nvtxPayloadData_t *data, size_t count)
 {
+    if (agent_paused())
+        return;
     (void)domain;
     struct nvtx_payloads ext = {.data = data, .count = count};
     nvtx_end(id, data && count ? &ext : NULL);
@@ -653,6 +701,8 @@ void nvtx_range_end_payload(nvtxDomainHandle_t domain, nvtxRangeId_t id,
 
 void nvtx_mark_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data, size_t count)
 {
+    if (agent_paused())
+        return;
     uint64_t ticks = clock_ticks();
     struct nvtx_event ev = nvtx_event_payloads(data, count);
     nvtx_mark(nvtx_domain_id(domain), &ev, ticks);

@@ -51,6 +51,8 @@ void pytrace_on_api(CUpti_CallbackDomain domain, const CUpti_CallbackData *data)
         pytrace_runtime_depth++;
     else if (pytrace_runtime_depth > 0)
         return;
+    if (agent_paused()) /* lantern stop: no stack walk while paused (docs/long-runs.md) */
+        return;
     char text[PYTRACE_TEXT_MAX];
     size_t len = pystack_python(text, sizeof text);
     /* In a Python process a launch with no Python frames (an autograd worker thread's) gets

@@ -84,6 +84,7 @@ static _Atomic int writer_stop;
 static void (*writer_periodic)(void);
 static void (*writer_drain_hook)(int final);
 static _Atomic uint32_t writer_tid;
+static void (*writer_poll)(void);
 static uint64_t writer_periodic_ns;
 static _Atomic int writer_thread_wanted; /* a fork child starts its thread on its next event */
 /* 1 while a writer thread was created and has not yet reached writer_main (fork waits) */
@@ -556,11 +557,10 @@ static uint32_t writer_drain_locked(int final)
 
 /* ---- the locked interface ---- */
 
-static void writer_start_wanted_thread(void);
 
 struct trace_chunk_builder *writer_lock(void)
 {
-    writer_start_wanted_thread();
+    writer_start_wanted();
     pthread_mutex_lock(&writer.lock);
     if (writer.open)
         return &writer.chunk;
@@ -658,6 +658,11 @@ uint32_t writer_thread_tid(void)
     return __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE);
 }
 
+void writer_set_poll(void (*fn)(void))
+{
+    writer_poll = fn;
+}
+
 void writer_set_periodic(void (*fn)(void), unsigned period_ms)
 {
     writer_periodic_ns = (uint64_t)period_ms * 1000000u;
@@ -676,6 +681,8 @@ static void *writer_main(void *arg)
         ring_consumer_wait(seen, WRITER_DRAIN_PERIOD_NS);
         seen = ring_wake_count();
         uint64_t now_ns = clock_mono_ns();
+        if (writer_poll)
+            writer_poll();
         if (writer_periodic && now_ns - periodic_ran >= writer_periodic_ns) {
             periodic_ran = now_ns;
             writer_periodic();
@@ -724,9 +731,10 @@ static int writer_start_thread(void)
 }
 
 /* A fork child's thread starts once it has filled RING_WAKE_BLOCKS blocks, or at its first
- * locked write (CUDA), never inside the atfork handler (a thread made there hangs sanitized
- * programs); a short-lived child makes none. */
-static void writer_start_wanted_thread(void)
+ * locked write (CUDA), or at its first event in a session cut into windows (control.c), never
+ * inside the atfork handler (a thread made there hangs sanitized programs); a short-lived
+ * child makes none. */
+void writer_start_wanted(void)
 {
     if (__atomic_load_n(&writer_thread_wanted, __ATOMIC_ACQUIRE) &&
         __atomic_exchange_n(&writer_thread_wanted, 0, __ATOMIC_ACQ_REL))
@@ -877,7 +885,7 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     writer.chunk_buf = malloc(writer.chunk_cap);
     clock_calibration_start(&writer.calibration);
     ring_set_helper(writer_help);
-    ring_set_block_hook(writer_start_wanted_thread);
+    ring_set_block_hook(writer_start_wanted);
     if (!writer.chunk_buf || writer_open_file(0) < 0)
         goto fail;
     writer.open = 1;
@@ -971,6 +979,16 @@ void writer_finish_from_signal(int timeout_ms)
     struct timespec millisecond = {0, 1000000};
     for (int i = 0; i < timeout_ms && !__atomic_load_n(&writer_ended, __ATOMIC_ACQUIRE); i++)
         nanosleep(&millisecond, NULL);
+}
+
+void writer_flush_now(void)
+{
+    pthread_mutex_lock(&writer.lock);
+    if (writer.open) {
+        writer_drain_locked(0);
+        writer_flush_locked();
+    }
+    pthread_mutex_unlock(&writer.lock);
 }
 
 /* fork(): the parent's events so far go to the parent's file before the address space is

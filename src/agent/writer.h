@@ -65,6 +65,13 @@ int writer_run(void);
 void writer_set_periodic(void (*fn)(void), unsigned period_ms);
 /* fn runs at each drain, the writer lock held (the sources' drain hooks, agent.h). */
 void writer_set_drain(void (*fn)(int final));
+/* fn runs on the writer thread at every drain (~10 ms), without the writer lock. */
+void writer_set_poll(void (*fn)(void));
+/* Drains every thread's buffer and writes the chunk now (the writer thread, at a pause: the
+ * window's events reach the file before the launcher imports it). */
+void writer_flush_now(void);
+/* A fork child's writer thread, when it has none yet (writer_fork_child_done wants one). */
+void writer_start_wanted(void);
 /* Drains everything and writes TRACE_PROCESS_END; later calls do nothing. */
 void writer_finish(void);
 /* The same from a signal handler about to let the process die: asks the writer thread and

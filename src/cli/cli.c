@@ -182,13 +182,21 @@ void cli_hold_signals(sigset_t *old)
 
 int cli_import(const char *session_dir, const char *db_path, int force)
 {
+    return cli_import_windows(session_dir, db_path, force, NULL, 0);
+}
+
+int cli_import_windows(const char *session_dir, const char *db_path, int force,
+                       const struct import_window *windows, size_t count)
+{
     struct progress_state progress = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &progress.start);
     struct import_options opt = {.warn = show_warning,
                                  .progress = show_progress,
                                  .cancel = cli_signal_pending,
                                  .ctx = &progress,
-                                 .replace = force};
+                                 .replace = force,
+                                 .windows = windows,
+                                 .window_count = count};
     sigset_t old;
     cli_hold_signals(&old);
     /* first what the processes that are gone had buffered and not written (trace/pool_file.h) */

@@ -17,6 +17,8 @@
 #define CLI_EXIT_REGRESSION 3
 
 int cmd_profile(int argc, char **argv);
+int cmd_start(int argc, char **argv); /* cmd_control.c */
+int cmd_stop(int argc, char **argv);  /* cmd_control.c */
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
@@ -82,6 +84,11 @@ int cli_signal_pending(void *ctx);
 /* Imports a session folder into db_path (replacing it when force), printing the importer's
  * warnings and, for long imports, its progress. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
 int cli_import(const char *session_dir, const char *db_path, int force);
+/* The same, keeping only what began inside the windows (lantern profile's start/stop);
+ * count 0: everything. */
+struct import_window;
+int cli_import_windows(const char *session_dir, const char *db_path, int force,
+                       const struct import_window *windows, size_t count);
 
 /* An output file (export -o, stats -o) written the way every Lantern output is: an existing
  * file is refused unless force, and the data go to a temporary file in the same folder

@@ -2,6 +2,7 @@
  * (session folder, the agent's environment, fork/exec and signals, samplers, launcher.lrt) is
  * src/launcher/ (launcher.h), then the raw files are imported into the report database. */
 #include "cli/cli.h"
+#include "cli/profile_windows.h"
 #include "launcher/launcher.h"
 #include "output/fit.h"
 #include "trace/gpu_metrics.h"
@@ -16,6 +17,7 @@
 
 struct profile_options {
     struct launcher_options launch; /* what the launcher does (src/launcher/launcher.h) */
+    long capture_repeat;            /* --capture-range-end=repeat[:N]: N, -1 none, 0 all */
     int stats, keep_raw;
     int gpu_metrics;                 /* --gpu-metrics given */
     const char *gpu_metrics_options; /* a --gpu-metrics-* option given (for its error) */
@@ -93,6 +95,13 @@ static void print_help(FILE *out)
             "                      their events so far imported, and FILE.raw/ kept\n"
             "      --wait-timeout SEC  wait at most SEC seconds for them (default %g)\n"
             "      --stats         print the NVTX range summary (nvtx_sum) after the run\n"
+            "      --start-paused  record nothing until 'lantern start' (or SIGUSR1 to lantern);\n"
+            "                      'lantern stop' (SIGUSR2) ends the window: each window is its\n"
+            "                      own database, FILE's %%n numbering them (docs/long-runs.md)\n"
+            "      --single-file   every start-stop window into the one database FILE, at the end\n"
+            "      --capture-range-end=stop|repeat[:N]  with --capture-range=nvtx:NAME, repeat:\n"
+            "                      each instance of the range NAME (up to N) its own database,\n"
+            "                      numbered as the windows are\n"
             "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
             "  -f, --force         replace FILE, and the raw files of an old FILE.raw/ (never\n"
             "                      those of a run still going on)\n"
@@ -143,7 +152,10 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_GPU_METRICS_DEVICES,
         OPT_GPU_METRICS_SOURCE,
         OPT_SAMPLE,
-        OPT_SAMPLING_FREQUENCY
+        OPT_SAMPLING_FREQUENCY,
+        OPT_START_PAUSED,
+        OPT_CAPTURE_END,
+        OPT_SINGLE_FILE
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -168,6 +180,9 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"gpu-metrics-source", required_argument, NULL, OPT_GPU_METRICS_SOURCE},
         {"sample", required_argument, NULL, OPT_SAMPLE},
         {"sampling-frequency", required_argument, NULL, OPT_SAMPLING_FREQUENCY},
+        {"start-paused", no_argument, NULL, OPT_START_PAUSED},
+        {"capture-range-end", required_argument, NULL, OPT_CAPTURE_END},
+        {"single-file", no_argument, NULL, OPT_SINGLE_FILE},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -281,6 +296,26 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         case OPT_STATS:
             p->stats = 1;
             break;
+        case OPT_CAPTURE_END: {
+            char *end = NULL;
+            if (!strcmp(optarg, "stop"))
+                p->capture_repeat = -1;
+            else if (!strcmp(optarg, "repeat"))
+                p->capture_repeat = 0;
+            else if (!strncmp(optarg, "repeat:", 7) &&
+                     (p->capture_repeat = strtol(optarg + 7, &end, 10)) > 0 && !*end)
+                break;
+            else
+                return cli_usage_error("profile", "--capture-range-end is stop, repeat or "
+                                                  "repeat:N (N >= 1)");
+            break;
+        }
+        case OPT_START_PAUSED:
+            o->start_paused = 1;
+            break;
+        case OPT_SINGLE_FILE:
+            o->single_file = 1;
+            break;
         case OPT_KEEP_RAW:
             p->keep_raw = 1;
             break;
@@ -296,6 +331,12 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
             return cli_usage_error("profile", "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (p->capture_repeat >= 0 && (!o->capture_range || strncmp(o->capture_range, "nvtx:", 5)))
+        return cli_usage_error("profile", "--capture-range-end=repeat needs "
+                                          "--capture-range=nvtx:NAME (cudaProfilerApi: not yet)");
+    if (p->capture_repeat >= 0 && o->start_paused)
+        return cli_usage_error("profile", "--capture-range-end=repeat and --start-paused: "
+                                          "choose one");
     if (!o->trace)
         o->trace = launcher_default_trace();
     if (!launcher_trace_valid(o->trace))
@@ -372,7 +413,8 @@ static void say_still_writing(const struct launcher *l)
 
 int cmd_profile(int argc, char **argv)
 {
-    struct profile_options p = {.launch.wait_timeout_s = LAUNCHER_WAIT_TIMEOUT_S};
+    struct profile_options p = {.launch.wait_timeout_s = LAUNCHER_WAIT_TIMEOUT_S,
+                                .capture_repeat = -1};
     const struct launcher_options *o = &p.launch;
     struct launcher l;
     char *name = NULL, *error = NULL;
@@ -392,11 +434,18 @@ int cmd_profile(int argc, char **argv)
         cli_error("no free lantern-N.db name in the current folder");
         goto out;
     }
+    struct profile_windows windows = {.pattern = o->output ? o->output : "lantern-%n.db",
+                                      .output = name,
+                                      .force = o->force,
+                                      .single_file = o->single_file};
     p.launch.output = name;
+    p.launch.window_ended = profile_window_ended;
+    p.launch.window_ctx = &windows;
     if (launcher_open(&l) < 0) {
         cli_error("%s", launcher_error(&l));
         goto out;
     }
+    windows.raw_dir = l.raw_dir;
     /* The launcher's samplers (NVML: -t nvml, or by default where NVML works) start here and
      * stop after the command; one that cannot start records why in the raw file, and the run
      * goes on (said only when -t asked for it). */
@@ -416,6 +465,22 @@ int cmd_profile(int argc, char **argv)
         cli_error("%s", launcher_error(&l));
     if (l.still_writing)
         say_still_writing(&l);
+    if (launcher_windowed(&l) || p.capture_repeat >= 0) {
+        char last[4096] = "";
+        if ((p.capture_repeat >= 0
+                 ? profile_capture_repeat(&windows, o->capture_range, p.capture_repeat, last,
+                                          sizeof last)
+                 : profile_windows_finish(&windows, &l, last, sizeof last)) != CLI_EXIT_OK) {
+            cli_error("the raw files are kept in '%s'", l.raw_dir);
+            goto out;
+        }
+        if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
+            cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
+        if (p.stats && last[0])
+            cli_print_report(last, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, NULL,
+                             output_width(STDOUT_FILENO), stdout);
+        goto out;
+    }
     if (cli_import(l.raw_dir, o->output, o->force) != CLI_EXIT_OK) {
         cli_error("the raw files are kept in '%s': import them with 'lantern import %s -o %s'",
                   l.raw_dir, l.raw_dir, o->output);

@@ -14,6 +14,8 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"profile", cmd_profile, "Run a command under Lantern and write a report database"},
+    {"start", cmd_start, "Start a window of a running 'lantern profile' session"},
+    {"stop", cmd_stop, "End the window of a running session and write its database"},
     {"stats", cmd_stats, "Print a report (default nvtx_sum) from a report database"},
     {"export", cmd_export, "Export a report database (chrome: Perfetto / chrome://tracing JSON)"},
     {"merge", cmd_merge, "Merge report databases (one per rank or host) into one"},

@@ -23,6 +23,14 @@ struct import_options {
     int (*cancel)(void *ctx);
     void *ctx;
     int replace; /* replace an existing db_path (atomically: the old file stays until done) */
+    /* Keep only what began inside these windows of CLOCK_MONOTONIC time, [start_ns, end_ns)
+     * (lantern profile's start/stop, docs/long-runs.md); window_count 0: everything. */
+    const struct import_window *windows;
+    size_t window_count;
+};
+
+struct import_window {
+    uint64_t start_ns, end_ns; /* end_ns INT64_MAX: open to the end */
 };
 
 struct import_summary {

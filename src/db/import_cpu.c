@@ -486,10 +486,13 @@ static void cpu_file_close(void *ctx)
     free(c);
 }
 
+extern const char import_cpu_window_sql[];
+
 const struct import_source import_source_CPU = {
     .session_open = cpu_session_open,
     .file_open = cpu_file_open,
     .record = cpu_record,
     .file_close = cpu_file_close,
     .session_close = cpu_session_close,
+    .window_sql = import_cpu_window_sql,
 };

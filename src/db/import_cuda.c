@@ -115,7 +115,10 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
     return import_exec_script(db, import_cuda_finish_sql, params) < 0 ? -1 : 0;
 }
 
+extern const char import_cuda_window_sql[];
+
 const struct import_source import_source_CUDA = {
     .record = import_cuda_record,
     .session_finish = cuda_session_finish,
+    .window_sql = import_cuda_window_sql,
 };

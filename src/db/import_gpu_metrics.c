@@ -305,9 +305,12 @@ static int gpu_metrics_session_finish(sqlite3 *db, void *state, uint64_t records
     return records ? import_gpu_metrics_align(db) : 0;
 }
 
+extern const char import_gpu_metrics_window_sql[];
+
 const struct import_source import_source_GPU_METRICS = {
     .file_open = gpu_metrics_file_open,
     .record = gpu_metrics_record,
     .file_close = gpu_metrics_file_close,
     .session_finish = gpu_metrics_session_finish,
+    .window_sql = import_gpu_metrics_window_sql,
 };

@@ -46,6 +46,10 @@ struct import_source {
     int (*session_finish)(sqlite3 *db, void *session_state, uint64_t records);
     /* Frees session_open's state; called whether the import succeeded or not. */
     void (*session_close)(void *session_state);
+    /* SQL run after session_finish when the import keeps only some windows of time
+     * (import_options.windows: lantern profile's start/stop, docs/long-runs.md): deletes the
+     * source's rows outside every row of temp.import_windows(start_ns, end_ns). NULL: none. */
+    const char *window_sql;
 };
 
 #define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \

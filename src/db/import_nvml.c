@@ -241,7 +241,10 @@ out:
     return rc;
 }
 
+extern const char import_nvml_window_sql[];
+
 const struct import_source import_source_NVML = {
     .record = nvml_record,
     .session_finish = nvml_session_finish,
+    .window_sql = import_nvml_window_sql,
 };

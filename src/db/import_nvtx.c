@@ -632,10 +632,13 @@ static void nvtx_session_close(void *state)
     free(s);
 }
 
+extern const char import_nvtx_window_sql[];
+
 const struct import_source import_source_NVTX = {
     .session_open = nvtx_session_open,
     .file_open = nvtx_file_open,
     .record = nvtx_record,
     .file_close = nvtx_file_close,
     .session_close = nvtx_session_close,
+    .window_sql = import_nvtx_window_sql,
 };

@@ -169,6 +169,50 @@ static int set_exits(sqlite3 *db)
                         "DROP TABLE temp.child_exits;");
 }
 
+/* lantern profile's start/stop windows (import_options.windows, docs/long-runs.md): each
+ * source's window_sql deletes its rows outside them; the session's start and end become the
+ * windows' first start and last end where they lie inside it. */
+static int apply_windows(struct import_session *s)
+{
+    const struct import_options *o = s->opt;
+    if (!o || !o->window_count)
+        return 0;
+    sqlite3_stmt *st = NULL;
+    if (exec_sql(s->db, "CREATE TEMP TABLE import_windows(start_ns INTEGER, end_ns INTEGER)") <
+            0 ||
+        sqlite3_prepare_v2(s->db, "INSERT INTO temp.import_windows VALUES(?, ?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    int rc = 0;
+    for (size_t i = 0; i < o->window_count && !rc; i++) {
+        sqlite3_bind_int64(st, 1, (int64_t)o->windows[i].start_ns);
+        sqlite3_bind_int64(st, 2, (int64_t)o->windows[i].end_ns);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    for (int i = 0; i < IMPORT_SOURCES && !rc; i++) {
+        const struct import_source *src = import_sources[i].source;
+        if (src->window_sql && import_exec_script(s->db, src->window_sql, NULL) < 0)
+            rc = -EIO;
+    }
+    /* A process without its end record and not seen ending runs past the window (the
+     * salvage gave every process that is gone its end): its window is whole, since the agents
+     * write what they hold at each pause, and is no loss. */
+    if (rc || exec_sql(s->db, "DROP TABLE temp.import_windows;"
+                              "UPDATE processes SET end_record = 1 WHERE end_record = 0"
+                              " AND exit_status IS NULL AND exit_signal IS NULL") < 0)
+        return -EIO;
+    uint64_t first = o->windows[0].start_ns, last = o->windows[o->window_count - 1].end_ns;
+    if (first > s->start_ns)
+        s->start_ns = first;
+    if (!s->end_ns)
+        s->end_ns = (uint64_t)sql_query_int(s->db, "SELECT max(end_ns) FROM processes", 0);
+    if (last < (uint64_t)INT64_MAX && (!s->end_ns || last < s->end_ns))
+        s->end_ns = last;
+    return put_meta(s->db, "windows", NULL, (int64_t)o->window_count, 1) < 0 ? -EIO : 0;
+}
+
 /* Bulk load: no journal and no fsync while the new file fills (it is renamed into place
  * only when complete), then the normal settings for whoever opens it later. */
 static int import_all(struct import_session *s, const char *dir, char **names, size_t count)
@@ -204,7 +248,7 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
             src->session_finish(s->db, s->source_state[i], s->source_records[i]) < 0)
             return -EIO;
     }
-    if (link_parents(s->db) < 0 || set_exits(s->db) < 0)
+    if (link_parents(s->db) < 0 || set_exits(s->db) < 0 || apply_windows(s) < 0)
         return -EIO;
     if (write_meta(s) < 0 || exec_sql(s->db, import_indexes_sql) < 0 ||
         exec_sql(s->db, "COMMIT") < 0)

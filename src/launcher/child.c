@@ -59,7 +59,10 @@ static void exec_child(char **command, int report_fd, const sigset_t *old_mask)
 {
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
         signal(forwarded_signals[i], SIG_DFL);
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigset_t mask = *old_mask;
+    sigdelset(&mask, SIGUSR1); /* the launcher's triggers (control.c), not the program's */
+    sigdelset(&mask, SIGUSR2);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
     execvp(command[0], command);
     int err = errno;
     ssize_t unused = write(report_fd, &err, sizeof err); /* nothing to do if it fails */

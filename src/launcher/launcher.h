@@ -23,8 +23,17 @@
 #ifndef LANTERN_LAUNCHER_H
 #define LANTERN_LAUNCHER_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* A start-stop window of the session (lantern start/stop, SIGUSR1/SIGUSR2, docs/long-runs.md):
+ * CLOCK_MONOTONIC ns; end_ns INT64_MAX while open. */
+struct launcher_window {
+    uint64_t number; /* 1, 2, ... */
+    uint64_t start_ns, end_ns;
+    int written; /* its database is written (window_ended returned 0) */
+};
 
 /* What `lantern profile` was asked to do (its options, parsed and checked). */
 struct launcher_options {
@@ -48,6 +57,13 @@ struct launcher_options {
     const char *gpu_metrics_source;  /* --gpu-metrics-source: auto, pm, gpm (NULL: auto) */
     unsigned sampling_hz;            /* --sampling-frequency: CPU samples per second (0: 1000) */
     char **command;                  /* the program and its arguments, NULL-terminated */
+    /* Start and stop on demand (control.c, docs/long-runs.md) */
+    int start_paused; /* --start-paused: nothing is recorded until a start */
+    int single_file;  /* --single-file: every window into one database, at the end */
+    /* Called on the launcher's control thread when a window ends while the program runs
+     * (not with single_file): writes its database, says which in name (cap bytes); 0 or -1. */
+    int (*window_ended)(void *ctx, const struct launcher_window *w, char *name, size_t cap);
+    void *window_ctx;
 };
 
 #define LAUNCHER_MAX_SAMPLERS 8
@@ -76,7 +92,20 @@ struct launcher {
     int reaper;           /* the command's descendants are the launcher's to reap (child.c) */
     struct launcher_exit *exits; /* the processes reaped, in order */
     size_t exit_count, exit_cap;
+    /* start and stop on demand (control.c) */
+    struct trace_control *control; /* OUTPUT.raw/session.lrc, mapped (NULL: none) */
+    struct launcher_window *windows;
+    size_t window_count, window_cap;
+    int stopped_once;          /* a window ended before the program did */
+    pthread_t control_thread;
+    int control_running;
+    _Atomic int control_quit;
 };
+
+/* Whether the run is cut into windows (--start-paused, --single-file, or a stop came while
+ * the program ran): then the databases are the windows' (l->windows; those not written yet
+ * are left to the caller), not one of the whole run. */
+int launcher_windowed(const struct launcher *l);
 
 /* --wait-timeout's default, in seconds: long enough for a daemon's last work after the
  * program's end, short enough that a server left running does not hold the report long. */
@@ -131,6 +160,16 @@ void launcher_release(struct launcher *l);
 
 /* The last failure's line ("cannot create session folder 'x.raw': Permission denied"). */
 const char *launcher_error(const struct launcher *l);
+
+/* ---- lantern start / stop (control.c) -------------------------------------------------------- */
+
+/* The running session that `lantern start|stop` act on, from a pid (the launcher or any
+ * process it traces: the one that maps the session's control file), or a session folder
+ * (OUTPUT.raw, or OUTPUT), or with neither the one session of this user that runs. Fills
+ * session_dir (cap bytes) and *launcher_pid. Returns 0, or -1 with why in error ("no running
+ * 'lantern profile' session", "pid 42 belongs to another user", ...). */
+int launcher_control_find(const char *pid, const char *session, char *session_dir, size_t cap,
+                          int *launcher_pid, char *error, size_t error_cap);
 
 /* ---- the session folder ------------------------------------------------------------------- */
 

@@ -27,6 +27,16 @@ __attribute__((format(printf, 2, 3))) static inline int launcher_fail(struct lau
  * goes into the folder it created). Returns 0 or -1. */
 int session_prepare(struct launcher *l);
 
+/* control.c: session.lrc made in the session folder, SIGUSR1/SIGUSR2 held in this thread
+ * (and so in every thread made after: the control thread takes them). 0 or -1. */
+int control_create(struct launcher *l);
+/* control.c: the thread that takes the triggers while the program runs; its end (the open
+ * window, if any, ends now). */
+int control_start(struct launcher *l);
+void control_finish(struct launcher *l);
+/* control.c: unmaps the control file (launcher_release). */
+void control_release(struct launcher *l);
+
 /* environment.c: the agent's path, malloc'd, or NULL. */
 char *environment_find_agent(void);
 /* environment.c: the Python bootstrap beside l->agent first on PYTHONPATH, and the

@@ -58,7 +58,7 @@ int launcher_open(struct launcher *l)
         l->raw_dir = NULL;
         return launcher_fail(l, "out of memory");
     }
-    if (session_prepare(l) < 0)
+    if (session_prepare(l) < 0 || control_create(l) < 0)
         return -1;
     l->session_dir = realpath(l->raw_dir, NULL);
     l->fd = openat(l->dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -116,9 +116,12 @@ int launcher_run(struct launcher *l)
      * tracing in the process that samples, crashed CUPTI's metric evaluation (H200). */
     if (environment_set_agent(l) < 0)
         return launcher_fail(l, "cannot set the environment: %s", strerror(errno));
+    if (control_start(l) < 0)
+        return -1;
     int status = child_run(l);
     if (status >= 0 && launcher_wait_writers(l) < 0)
         l->still_writing = 1; /* unknown: keep the folder */
+    control_finish(l); /* no trigger from here: an open window ends now */
     stop_samplers(l);
     return status;
 }
@@ -137,6 +140,7 @@ int launcher_finish(struct launcher *l, int exit_status)
 void launcher_release(struct launcher *l)
 {
     stop_samplers(l);
+    control_release(l);
     if (l->fd >= 0)
         close(l->fd);
     if (l->dir_fd >= 0)

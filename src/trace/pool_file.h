@@ -39,6 +39,10 @@ struct pool_header {
     uint64_t lost_durable, lost_pending; /* ... that the .lrt reports (as the slots' drops) */
     _Atomic uint32_t ended;  /* TRACE_PROCESS_END is in the .lrt: the process ran its exit */
     _Atomic uint32_t backed; /* blocks whose disk space is allocated (the pool grows in steps) */
+    /* The session's window (trace/control.h) at whose end the agent last paused, once what it
+     * had buffered then is in the .lrt: the launcher waits for it before importing the window
+     * (docs/long-runs.md). */
+    _Atomic uint64_t paused_window;
 };
 
 /* One thread's stream. The owning thread writes head, first_block and dropped; the writer

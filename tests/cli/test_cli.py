@@ -292,7 +292,7 @@ def test_stats_fits_the_terminal_and_keeps_names_whole_elsewhere(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["profile", "stats", "export", "import", "kernels", "energy",
-                                     "analyze", "report", "merge"])
+                                     "analyze", "report", "merge", "start", "stop"])
 def test_help_fits_80_columns_or_the_terminal(command):
     for columns, width in ((None, 80), ("60", 60)):
         env = {**LANTERN_ENV, "COLUMNS": columns} if columns else None

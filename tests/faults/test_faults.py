@@ -211,7 +211,7 @@ def test_flipped_bit_in_a_chunk_header_is_detected(tmp_path):
     raw = tmp_path / "c.db.raw"
     r = lantern("profile", "--keep-raw", "-o", tmp_path / "c.db", "--", WORKLOAD, "pushes", 5, 0)
     assert r.returncode == 0, r.stderr
-    (trace,) = [p for p in raw.iterdir() if p.name != "launcher.lrt"]
+    (trace,) = [p for p in raw.iterdir() if p.suffix == ".lrt" and p.name != "launcher.lrt"]
     data = bytearray(trace.read_bytes())
     second_chunk = 16 + 32 + int.from_bytes(data[20:24], "little")  # after the PROCESS chunk
     data[second_chunk + 16 + 7] ^= 0x40  # base_ts, bit 62
@@ -249,7 +249,7 @@ def test_duplicated_or_misordered_chunk_is_imported_once_and_said(tmp_path, orde
                 "pushes", 3000, 0)
     assert r.returncode == 0, r.stderr
     assert header_of(tmp_path / "d.db")["Lost events"] == "none"
-    (trace,) = [p for p in raw.iterdir() if p.name != "launcher.lrt"]
+    (trace,) = [p for p in raw.iterdir() if p.suffix == ".lrt" and p.name != "launcher.lrt"]
     data = trace.read_bytes()
     process, events, end = chunks_of(data)
     body = [process, events, events, end] if order == "duplicated" else [process, end, events]

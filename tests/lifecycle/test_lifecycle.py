@@ -400,7 +400,8 @@ def test_row13_duplicated_chunk_is_skipped_and_said(tmp_path, where):
     the file."""
     r = profile(tmp_path, WORKLOAD, "named", "step", 200, 2000, options=["--keep-raw"])
     assert r.returncode == 0, r.stderr
-    (trace,) = [p for p in (tmp_path / "x.db.raw").iterdir() if p.name != "launcher.lrt"]
+    (trace,) = [p for p in (tmp_path / "x.db.raw").iterdir()
+                 if p.suffix == ".lrt" and p.name != "launcher.lrt"]
     data = trace.read_bytes()
     spans = chunks(data)
     assert len(spans) >= 4, f"too few chunks to duplicate one between others: {spans}"

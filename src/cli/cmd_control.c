@@ -1,0 +1,176 @@
+/* lantern start / lantern stop: start and end a window of a running `lantern profile` session
+ * from another shell (docs/long-runs.md). Both find the session (a pid, a session folder, or
+ * the one running: launcher_control_find), send its launcher the trigger (SIGUSR1, SIGUSR2:
+ * the kernel lets only the same user do so) and wait, reading the session's control file,
+ * until it took effect: a start until the agents record, a stop until the window's database
+ * is written. One file for the two subcommands: they differ by one signal and what they wait
+ * for. */
+#include "cli/cli.h"
+#include "launcher/launcher.h"
+#include "output/fit.h"
+#include "trace/control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static void print_help(FILE *out, const char *name)
+{
+    int start = !strcmp(name, "start");
+    fprintf(out,
+            "Usage: lantern %s [PID | --session DIR] [--timeout SEC]\n\n"
+            "%s\n\n"
+            "  PID               lantern's pid, or that of a program it traces (default: the one\n"
+            "                    'lantern profile' session of yours that runs)\n"
+            "  --session DIR     the session folder (FILE.raw), or the database FILE\n"
+            "  --timeout SEC     how long to wait for it to take effect (default %s)\n"
+            "  -h, --help        show this help\n\n"
+            "The same as 'kill -%s' to lantern. docs/long-runs.md\n",
+            name,
+            start ? "Starts a window of a running 'lantern profile' session: its programs record\n"
+                    "from now until 'lantern stop'."
+                  : "Ends the window of a running 'lantern profile' session that records, and\n"
+                    "waits until its database is written (-o FILE, %n numbering the windows).",
+            start ? "5" : "600", start ? "USR1" : "USR2");
+}
+
+/* The two helps as output_print_wrapped prints them, fitted to the terminal (output/fit.h). */
+static void print_start_help(FILE *out)
+{
+    print_help(out, "start");
+}
+
+static void print_stop_help(FILE *out)
+{
+    print_help(out, "stop");
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static int control(int argc, char **argv, const char *name)
+{
+    int start = !strcmp(name, "start");
+    const char *session = NULL, *pid = NULL;
+    double timeout_s = start ? 5 : 600;
+    static const struct option options[] = {
+        {"session", required_argument, NULL, 's'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 's':
+            session = optarg;
+            break;
+        case 'T':
+            timeout_s = strtod(optarg, &end);
+            if (*end || end == optarg || !(timeout_s >= 0 && timeout_s <= 1e6))
+                return cli_usage_error(name, "--timeout needs seconds (0 to 1000000)");
+            break;
+        case 'h':
+            output_print_wrapped(start ? print_start_help : print_stop_help, stdout);
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        pid = argv[optind++];
+    if (optind < argc || (pid && session))
+        return cli_usage_error(name, "give one PID or --session DIR");
+
+    char dir[4096], error[1024], path[4200];
+    int launcher_pid;
+    if (launcher_control_find(pid, session, dir, sizeof dir, &launcher_pid, error, sizeof error) <
+        0)
+        return cli_error("%s", error);
+    snprintf(path, sizeof path, "%s/" TRACE_CONTROL_FILE, dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    void *map = fd < 0 ? MAP_FAILED : mmap(NULL, TRACE_CONTROL_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    if (fd >= 0)
+        close(fd);
+    if (map == MAP_FAILED)
+        return cli_error("cannot read '%s': %s", path, strerror(errno));
+    const struct trace_control *ctl = map;
+    int rc = CLI_EXIT_OK;
+    uint32_t recording = __atomic_load_n(&ctl->recording, __ATOMIC_ACQUIRE);
+    uint64_t written = __atomic_load_n(&ctl->written, __ATOMIC_ACQUIRE);
+    uint64_t failed = __atomic_load_n(&ctl->failed, __ATOMIC_ACQUIRE);
+    if (recording == (uint32_t)start) {
+        fprintf(stderr, "lantern: '%s' is %s (window %llu)\n", dir,
+                start ? "already recording" : "not recording", (unsigned long long)ctl->window);
+        goto out;
+    }
+    if (kill(launcher_pid, start ? SIGUSR1 : SIGUSR2) < 0) {
+        rc = errno == EPERM
+                 ? cli_error("session '%s' belongs to another user", dir)
+                 : cli_error("cannot signal lantern (pid %d): %s", launcher_pid, strerror(errno));
+        goto out;
+    }
+    long waited = 0, limit = (long)(timeout_s * 1000);
+    for (;; waited += 5) {
+        int ended = __atomic_load_n(&ctl->ended, __ATOMIC_ACQUIRE);
+        int done = start ? __atomic_load_n(&ctl->recording, __ATOMIC_ACQUIRE) == 1
+                         : __atomic_load_n(&ctl->written, __ATOMIC_ACQUIRE) > written;
+        if (done)
+            break;
+        if (ended) {
+            rc = cli_error("the program of '%s' ended first: its last window is written as "
+                           "lantern ends",
+                           dir);
+            goto out;
+        }
+        if (waited >= limit) {
+            rc = cli_error("'%s' did not %s within %g s (--timeout); lantern (pid %d) takes it "
+                           "as soon as it can",
+                           dir, start ? "start recording" : "write its window", timeout_s,
+                           launcher_pid);
+            goto out;
+        }
+        sleep_ms(5);
+    }
+    if (start)
+        fprintf(stderr, "lantern: recording window %llu of '%s'\n", (unsigned long long)ctl->window,
+                dir);
+    else if (ctl->single_file)
+        fprintf(stderr,
+                "lantern: window %llu ended; '%s' writes every window at its end "
+                "(--single-file)\n",
+                (unsigned long long)ctl->window, dir);
+    else if (__atomic_load_n(&ctl->failed, __ATOMIC_ACQUIRE) > failed)
+        rc = cli_error("window %llu of '%s' could not be written (lantern said why)",
+                       (unsigned long long)ctl->window, dir);
+    else
+        fprintf(stderr, "lantern: window %llu written to %s\n", (unsigned long long)ctl->window,
+                ctl->last_output);
+out:
+    munmap(map, TRACE_CONTROL_BYTES);
+    return rc;
+}
+
+int cmd_start(int argc, char **argv)
+{
+    return control(argc, argv, "start");
+}
+
+int cmd_stop(int argc, char **argv)
+{
+    return control(argc, argv, "stop");
+}

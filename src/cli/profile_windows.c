@@ -1,0 +1,161 @@
+/* lantern profile's databases of windows of time (profile_windows.h, docs/long-runs.md). */
+#include "cli/profile_windows.h"
+#include "cli/cli.h"
+#include "db/import.h"
+
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Database n: FILE for the first; then, where -o has %n, its next free number (run-1.db,
+ * run-2.db, ...), else FILE with -n before its extension (out.db, out-2.db). 0 or -1. */
+static int window_name(const struct profile_windows *pw, uint64_t number, char *out, size_t cap)
+{
+    const char *first = pw->output;
+    if (number == 1) {
+        snprintf(out, cap, "%s", first);
+        return 0;
+    }
+    if (strstr(pw->pattern, "%n")) {
+        char *name = NULL, *error = NULL;
+        int rc = launcher_output_name(pw->pattern, &name, &error);
+        if (rc == 0)
+            snprintf(out, cap, "%s", name);
+        free(name);
+        free(error);
+        return rc < 0 ? -1 : 0;
+    }
+    const char *slash = strrchr(first, '/'), *dot = strrchr(first, '.');
+    size_t stem = dot && (!slash || dot > slash) && dot != (slash ? slash + 1 : first)
+                      ? (size_t)(dot - first)
+                      : strlen(first);
+    snprintf(out, cap, "%.*s-%" PRIu64 "%s", (int)stem, first, number, first + stem);
+    return 0;
+}
+
+/* Imports the windows (count of them; one database each unless single_file) into database
+ * number's name; what says what they are ("window", "capture"). */
+static int window_import(const struct profile_windows *pw, const char *what, uint64_t number,
+                         const struct import_window *windows, size_t count, char *name, size_t cap)
+{
+    if (pw->single_file)
+        snprintf(name, cap, "%s", pw->output);
+    else if (window_name(pw, number, name, cap) < 0)
+        return cli_error("%s %" PRIu64 ": no free name for '%s'", what, number, pw->pattern);
+    if (cli_import_windows(pw->raw_dir, name, pw->force, windows, count) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    if (pw->single_file)
+        fprintf(stderr, "lantern: %zu %s%s written to %s\n", count, what, count == 1 ? "" : "s",
+                name);
+    else
+        fprintf(stderr, "lantern: %s %" PRIu64 " written to %s\n", what, number, name);
+    return CLI_EXIT_OK;
+}
+
+int profile_window_ended(void *ctx, const struct launcher_window *w, char *name, size_t cap)
+{
+    const struct profile_windows *pw = ctx;
+    struct import_window one = {w->start_ns, w->end_ns};
+    return window_import(pw, "window", w->number, &one, 1, name, cap) == CLI_EXIT_OK ? 0 : -1;
+}
+
+int profile_windows_finish(const struct profile_windows *pw, const struct launcher *l, char *last,
+                           size_t cap)
+{
+    if (!l->window_count) {
+        cli_error("no window was started ('lantern start', or SIGUSR1 to lantern): nothing "
+                  "written");
+        return CLI_EXIT_OK;
+    }
+    struct import_window *all = calloc(l->window_count, sizeof *all);
+    if (!all)
+        return cli_error("out of memory");
+    for (size_t i = 0; i < l->window_count; i++)
+        all[i] = (struct import_window){l->windows[i].start_ns, l->windows[i].end_ns};
+    int rc = CLI_EXIT_OK;
+    if (pw->single_file)
+        rc = window_import(pw, "window", 1, all, l->window_count, last, cap);
+    for (size_t i = 0; !pw->single_file && i < l->window_count; i++)
+        if (!l->windows[i].written &&
+            window_import(pw, "window", l->windows[i].number, &all[i], 1, last, cap) != CLI_EXIT_OK)
+            rc = CLI_EXIT_ERROR;
+    free(all);
+    return rc;
+}
+
+/* The instances of the range named name in the database at path, in start order, none inside
+ * another, at most max (0: all): [start, end] as windows (end + 1: what begins at the range's
+ * end is its). Returns how many, or -1. */
+static long capture_instances(const char *path, const char *name, long max,
+                              struct import_window **out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long n = 0, cap = 0;
+    *out = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT r.start_ns, coalesce(r.end_ns + 1, 9223372036854775807)"
+                           " FROM ranges r JOIN strings s ON s.id = r.name_id"
+                           " WHERE s.value = ? ORDER BY r.start_ns, r.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    uint64_t previous_end = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && (!max || n < max)) {
+        struct import_window w = {(uint64_t)sqlite3_column_int64(st, 0),
+                                  (uint64_t)sqlite3_column_int64(st, 1)};
+        if (n && w.start_ns < previous_end)
+            continue; /* nested in the previous instance: part of it */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct import_window *grown = realloc(*out, (size_t)cap * sizeof *grown);
+            if (!grown)
+                goto fail;
+            *out = grown;
+        }
+        (*out)[n++] = w;
+        previous_end = w.end_ns;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+fail:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(*out);
+    *out = NULL;
+    return -1;
+}
+
+int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range, long max,
+                           char *last, size_t cap)
+{
+    /* a first import of the whole session finds the instances (the agents recorded NVTX
+     * throughout: a capture range filters at import) */
+    char scan[4096];
+    snprintf(scan, sizeof scan, "%s/capture-scan.db", pw->raw_dir);
+    if (cli_import(pw->raw_dir, scan, 1) != CLI_EXIT_OK)
+        return CLI_EXIT_ERROR;
+    struct import_window *windows = NULL;
+    long n = capture_instances(scan, capture_range + strlen("nvtx:"), max, &windows);
+    unlink(scan);
+    if (n < 0)
+        return cli_error("cannot read the capture ranges of '%s'", pw->raw_dir);
+    if (n == 0) {
+        cli_error("no instance of the capture range '%s' was recorded: nothing written",
+                  capture_range);
+        return CLI_EXIT_OK;
+    }
+    int rc = CLI_EXIT_OK;
+    if (pw->single_file)
+        rc = window_import(pw, "capture", 1, windows, (size_t)n, last, cap);
+    for (long i = 0; !pw->single_file && i < n; i++)
+        if (window_import(pw, "capture", (uint64_t)i + 1, &windows[i], 1, last, cap) != CLI_EXIT_OK)
+            rc = CLI_EXIT_ERROR;
+    free(windows);
+    return rc;
+}
