@@ -8,6 +8,9 @@
  *   gpu UUID NAME [mig] [no_energy] [no_instant]
  *   power GPU T_MS MW          from T_MS on, GPU (0-based, script order) draws MW milliwatts
  *   energy_period_ms N         counter update period (default 100)
+ *   power_hold_ms N            the power readings hold the instantaneous power of the last
+ *                              multiple of N ms (H200's sensor: one reading per ~100 ms);
+ *                              default 0: the power at the call
  *   energy_start_mj N          counter value at time 0 (default 1000000)
  *   fail FUNCTION N [CODE]     the Nth call of FUNCTION (1-based) returns CODE (default 999)
  *   init_error CODE            nvmlInit_v2 returns CODE (4: no permission, 9: no driver)
@@ -90,6 +93,7 @@ static struct {
     int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, once per script: the stamps'
                                    clock, which stays put for one refresh */
     double start_mj;
+    double power_hold_ms;
     int init_error;
     struct fake_gpu gpus[8];
     unsigned int gpu_count;
@@ -125,6 +129,8 @@ static void parse_line(char *line)
         sscanf(line, "%*s %lf", &fake.gpm_refresh_ms);
     else if (!strcmp(word, "energy_start_mj"))
         sscanf(line, "%*s %lf", &fake.start_mj);
+    else if (!strcmp(word, "power_hold_ms"))
+        sscanf(line, "%*s %lf", &fake.power_hold_ms);
     else if (!strcmp(word, "init_error"))
         sscanf(line, "%*s %d", &fake.init_error);
     else if (!strcmp(word, "gpu") && fake.gpu_count < 8 &&
@@ -254,6 +260,15 @@ static double energy_until(const struct fake_gpu *g, double t_ms)
     return mj;
 }
 
+/* What the power sensor reads now (power_hold_ms). */
+static double sensor_mw(const struct fake_gpu *g)
+{
+    double t = now_ms();
+    if (fake.power_hold_ms > 0 && t > 0)
+        t = floor(t / fake.power_hold_ms) * fake.power_hold_ms;
+    return power_at(g, t);
+}
+
 static struct fake_gpu *gpu_of(nvml_device_t d)
 {
     uintptr_t i = (uintptr_t)d;
@@ -346,7 +361,7 @@ EXPORT nvml_return_t nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw)
     struct fake_gpu *g = gpu_of(d);
     if (!g)
         return NVML_ERR_INVALID_ARGUMENT;
-    *mw = (unsigned int)power_at(g, now_ms());
+    *mw = (unsigned int)sensor_mw(g);
     return NVML_OK;
 }
 
@@ -364,7 +379,7 @@ EXPORT nvml_return_t nvmlDeviceGetFieldValues(nvml_device_t d, int count,
             continue;
         v->status = NVML_OK;
         v->value_type = NVML_VALUE_KIND_UINT;
-        v->value.ui = (unsigned int)power_at(g, now_ms());
+        v->value.ui = (unsigned int)sensor_mw(g);
     }
     return NVML_OK;
 }
