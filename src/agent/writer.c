@@ -552,11 +552,13 @@ static void writer_start_wanted_thread(void);
 
 struct trace_chunk_builder *writer_lock(void)
 {
+    agent_busy++; /* until writer_unlock */
     writer_start_wanted_thread();
     pthread_mutex_lock(&writer.lock);
     if (writer.open)
         return &writer.chunk;
     pthread_mutex_unlock(&writer.lock);
+    agent_busy--;
     return NULL;
 }
 
@@ -565,12 +567,14 @@ void writer_unlock(void)
     if (writer.chunk.len * 2 > writer.chunk_cap)
         writer_flush_locked();
     pthread_mutex_unlock(&writer.lock);
+    agent_busy--;
 }
 
 void writer_unlock_durable(void)
 {
     writer_flush_locked();
     pthread_mutex_unlock(&writer.lock);
+    agent_busy--;
 }
 
 /* ---- a thread that found the buffer pool empty ---- */
@@ -659,6 +663,7 @@ void writer_set_periodic(void (*fn)(void), unsigned period_ms)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    agent_busy = 1; /* the agent's own thread: -t osrt never times its calls */
     __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     prctl(PR_SET_NAME, "lantern-writer");
     __atomic_store_n(&writer_tid, ring_gettid(), __ATOMIC_RELEASE);

@@ -184,13 +184,14 @@ static void the_list_keeps_its_first_values(void)
     ASSERT(f.p == f.end);
 }
 
-/* records.def's rules: types unique and below 128, inside a source's range or 1-19, field
- * names unique per record, optional fields and lists only at the end. */
+/* records.def's rules: types unique and below 16384 (at most two varint bytes), inside a
+ * source's range or 1-19, field names unique per record, optional fields and lists only at
+ * the end. */
 static void the_definitions_are_well_formed(void)
 {
     for (size_t i = 0; i < trace_record_spec_count; i++) {
         const struct trace_record_spec *r = &trace_record_specs[i];
-        ASSERT(r->type > 0 && r->type < 128);
+        ASSERT(r->type > 0 && r->type < 16384);
         int in_range = r->type <= 19;
 #define SOURCE(ID, name, flag, first, last, where, gpu, by_default, doc)                           \
     in_range |= r->type >= (first) && r->type <= (last);
