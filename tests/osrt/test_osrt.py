@@ -4,11 +4,16 @@ clock): the calls at least the threshold are all there and only them, each withi
 program's duration; errno and return values; cancellation, fork, exec, _exit, threads, a
 program that closes every descriptor; a Python program. Needs $LANTERN_BUILD and
 $OSRT_WORKLOAD."""
+import collections
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
 
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
@@ -168,6 +173,50 @@ def test_python_sleeps_and_reads_go_through_the_interpreter(tmp_path):
             counted += 1
         assert len(inside) <= 1
     assert counted >= 25, truth  # the 20 sleeps and most blocking reads
+
+
+def test_exports_put_each_call_on_its_thread(tmp_path):
+    profile(tmp_path, "threads")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        expect = collections.Counter(db.execute(
+            "SELECT s.value, t.tid, o.start_ns, o.end_ns FROM osrt_calls o"
+            " JOIN strings s ON s.id = o.name_id JOIN threads t ON t.id = o.thread_id").fetchall())
+    assert sum(expect.values()) >= 20
+    run(tmp_path, "export", "x.db", "--format", "chrome", "-o", "x.json")
+    events = json.loads((tmp_path / "x.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    chrome = collections.Counter((e["name"], e["tid"]) for e in events if e.get("cat") == "osrt")
+    assert chrome == collections.Counter((n, tid) for n, tid, _, _ in expect.elements())
+    assert all(e["args"]["return"] == 0 for e in events if e.get("cat") == "osrt"
+               and e["name"] == "nanosleep")
+    perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
+                                         "protobuf (scripts/deps.sh installs them)")
+    run(tmp_path, "export", "x.db", "--format", "perfetto", "-o", "x.perfetto-trace")
+    decoded = perfetto_check.decode(str(tmp_path / "x.perfetto-trace"))
+    assert decoded.problems == []
+    slices = collections.Counter((s["name"], s["ts"], s["end"]) for s in decoded.slices
+                                 if "osrt" in s["category"])
+    assert slices == collections.Counter((n, s, e) for n, _, s, e in expect.elements())
+    assert {decoded.tracks[s["track"]].name for s in decoded.slices
+            if "osrt" in s["category"]} == {"OS runtime"}
+
+
+def test_merge_renumbers_the_calls_with_their_threads(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        profile(tmp_path / name, "threads")
+    run(tmp_path, "merge", "a/x.db", "b/x.db", "-o", "x.db")
+    query = ("SELECT s.value, t.tid, p.pid, o.start_ns, o.end_ns, o.ret FROM osrt_calls o"
+             " JOIN strings s ON s.id = o.name_id JOIN threads t ON t.id = o.thread_id"
+             " JOIN processes p ON p.id = t.process_id")
+    parts = collections.Counter()
+    for name in ("a", "b"):
+        with sqlite3.connect(tmp_path / name / "x.db") as db:
+            parts.update(db.execute(query).fetchall())
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        merged = collections.Counter(db.execute(query).fetchall())
+        assert db.execute("SELECT count(*) FROM osrt").fetchone()[0] == 2
+    assert merged == parts
 
 
 def test_the_threshold_needs_osrt_and_digits(tmp_path):
