@@ -219,6 +219,16 @@ def test_merge_renumbers_the_calls_with_their_threads(tmp_path):
     assert merged == parts
 
 
+def test_the_agent_is_preloaded_after_the_users_own_preloads(tmp_path):
+    agent = os.path.realpath(os.path.join(BUILD, "lib", "liblantern-agent.so"))
+    mine = os.environ.get("LD_PRELOAD", "")  # the sanitizer runtimes in the ASan build
+    out = run(tmp_path, "profile", "-t", "osrt", "-o", "x.db", "/usr/bin/env").stdout
+    preload = next(l for l in out.splitlines() if l.startswith("LD_PRELOAD="))
+    assert preload == "LD_PRELOAD=" + (mine + ":" if mine else "") + agent
+    out = run(tmp_path, "profile", "-f", "-t", "nvtx", "-o", "x.db", "/usr/bin/env").stdout
+    assert not any(l.startswith("LD_PRELOAD=") and agent in l for l in out.splitlines())
+
+
 def test_the_threshold_needs_osrt_and_digits(tmp_path):
     assert "needs -t osrt" in run(tmp_path, "profile", "-t", "nvtx", "--osrt-threshold", "5",
                                    WORKLOAD, "child", expect_status=2).stderr
