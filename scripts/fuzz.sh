@@ -42,6 +42,10 @@ done
 "$build/bin/lantern" profile -t nvtx,cpu --keep-raw -o "$fuzz/sessions/cpu.db" -- \
     "$build/bin/cpu_hot" 0.1 >/dev/null 2>&1
 for f in "$fuzz/sessions/cpu.db.raw"/*.lrt; do cp "$f" "$seeds/cpu-$(basename "$f")"; done
+# OS runtime calls (records 140-142, the first two-byte types; OSRT_CALL events), every call kept
+"$build/bin/lantern" profile -t nvtx,osrt --osrt-threshold 0 --keep-raw -o "$fuzz/sessions/osrt.db" \
+    -- "$build/bin/osrt_workload" errors >/dev/null 2>&1
+for f in "$fuzz/sessions/osrt.db.raw"/*.lrt; do cp "$f" "$seeds/osrt-$(basename "$f")"; done
 # NVTX payload schemas, enumerations and extended payloads (records 30-34), as NCCL emits them
 session nccl_payloads "$build/bin/nccl_nvtx_workload"
 session nccl_payloads_fork "$build/bin/nccl_nvtx_workload" fork

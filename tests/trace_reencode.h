@@ -33,9 +33,11 @@ static inline int trace_reencode_same(unsigned type, struct trace_fields f,
     default:
         return -1;
     }
-    /* the codec writes a one-byte type and a 3-byte length before the body */
-    const uint8_t *again = b->buf + TRACE_CHUNK_HEADER_SIZE + 4;
-    return put == 0 && b->len - TRACE_CHUNK_HEADER_SIZE - 4 == body_len &&
+    /* the codec writes the type (one byte below 128, else two) and a 3-byte length before
+     * the body */
+    size_t header = type < 128 ? 4 : 5;
+    const uint8_t *again = b->buf + TRACE_CHUNK_HEADER_SIZE + header;
+    return put == 0 && b->len - TRACE_CHUNK_HEADER_SIZE - header == body_len &&
            memcmp(again, body, body_len) == 0;
 }
 

@@ -64,6 +64,7 @@ static uint32_t agent_choose_sources(uint32_t loaded_for)
 
 static void agent_fork_prepare(void)
 {
+    agent_busy++; /* until the parent's or the child's hook */
     FOR_EACH_ON_SOURCE(s)
     if (s->at_fork_prepare)
         s->at_fork_prepare();
@@ -76,6 +77,7 @@ static void agent_fork_parent(void)
     FOR_EACH_ON_SOURCE(s)
     if (s->at_fork_parent)
         s->at_fork_parent();
+    agent_busy--;
 }
 
 static void agent_fork_child(void)
@@ -86,6 +88,7 @@ static void agent_fork_child(void)
         s->at_fork_child();
     writer_fork_child_done();
     agent_control_fork_child();
+    agent_busy--;
 }
 
 /* Every drain (~10 ms, writer thread): a pause or resume of the launcher reaches the
@@ -128,10 +131,12 @@ static void agent_exit(void)
         return;
     if (__atomic_exchange_n(&agent_exited, 1, __ATOMIC_ACQ_REL))
         return;
+    agent_busy++;
     FOR_EACH_ON_SOURCE(s)
     if (s->at_exit)
         s->at_exit();
     writer_finish();
+    agent_busy--;
 }
 
 __attribute__((destructor)) static void agent_unload(void)
@@ -149,6 +154,7 @@ static const int agent_ending_signals[] = {SIGTERM, SIGINT, SIGHUP};
 static void agent_on_ending_signal(int sig)
 {
     int saved_errno = errno;
+    agent_busy++; /* the process ends: never decremented */
     writer_finish_from_signal(1000);
     struct sigaction default_action = {.sa_handler = SIG_DFL};
     sigaction(sig, &default_action, NULL);
@@ -227,6 +233,7 @@ int agent_init(uint32_t loaded_for)
     if (!__atomic_compare_exchange_n(&agent_state, &expected, AGENT_STARTING, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         return expected == AGENT_INERT ? -1 : 0; /* another caller is starting or has started */
+    agent_busy++;
     clock_init();
     const char *dir = getenv("LANTERN_SESSION_DIR");
     if (!dir || !*dir) {
@@ -252,9 +259,11 @@ int agent_init(uint32_t loaded_for)
     agent_start_sources();
     agent_poll(); /* started paused: the sources learn it before the program's first call */
     writer_run();
+    agent_busy--;
     return 0;
 inert:
     ring_disable();
     __atomic_store_n(&agent_state, AGENT_INERT, __ATOMIC_RELEASE);
+    agent_busy--;
     return -1;
 }

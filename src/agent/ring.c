@@ -43,6 +43,7 @@ static struct agent_thread *_Atomic ring_threads; /* newest first */
 static _Atomic uint64_t ring_next_thread_idx = 1;
 static _Atomic int ring_disabled;
 static pthread_key_t ring_exit_key;
+__thread unsigned agent_busy __attribute__((tls_model("initial-exec")));
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- waking the consumer ---- */
@@ -292,7 +293,18 @@ int ring_pool_init(void)
     return ring_pool_failed ? -1 : 0;
 }
 
+static uint8_t *ring_take_block(struct agent_thread *t);
+
+/* The block switch may call functions -t osrt wraps (the helper's write, the pool's growth). */
 uint8_t *ring_next_block(struct agent_thread *t)
+{
+    agent_busy++;
+    uint8_t *block = ring_take_block(t);
+    agent_busy--;
+    return block;
+}
+
+static uint8_t *ring_take_block(struct agent_thread *t)
 {
     if (t->inert)
         return NULL;
@@ -400,7 +412,18 @@ static void ring_slot_give_back(struct pool_slot *s)
     stack_push(&ring_pool.free_slots, slot_next_free(i), i);
 }
 
+static struct agent_thread *ring_thread_make(uint64_t now_ticks);
+
+/* The thread's state is mapped (and the pool may be made): calls -t osrt must not time. */
 struct agent_thread *ring_thread_attach(uint64_t now_ticks)
+{
+    agent_busy++;
+    struct agent_thread *t = ring_thread_make(now_ticks);
+    agent_busy--;
+    return t;
+}
+
+static struct agent_thread *ring_thread_make(uint64_t now_ticks)
 {
     pthread_once(&ring_key_once, ring_key_create);
     struct agent_thread *t = ring_thread_map(); /* zeroed */

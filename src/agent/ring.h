@@ -73,6 +73,12 @@ struct agent_thread {
     char name_written[RING_THREAD_NAME_BYTES]; /* last TRACE_THREAD_OS_NAME of this thread */
 };
 
+/* Non-zero while the calling thread runs the agent's own code that may call a function -t osrt
+ * wraps (src/agent/osrt.c): the writer thread always, a program thread in the agent's start,
+ * exit, fork and signal handlers, a block switch or under the writer lock. Such calls are
+ * not the program's: osrt times none of them, and its own recording never nests. */
+extern __thread unsigned agent_busy __attribute__((tls_model("initial-exec")));
+
 /* ---- the pool ---- */
 
 struct ring_pool {

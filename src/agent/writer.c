@@ -560,11 +560,13 @@ static uint32_t writer_drain_locked(int final)
 
 struct trace_chunk_builder *writer_lock(void)
 {
+    agent_busy++; /* until writer_unlock */
     writer_start_wanted();
     pthread_mutex_lock(&writer.lock);
     if (writer.open)
         return &writer.chunk;
     pthread_mutex_unlock(&writer.lock);
+    agent_busy--;
     return NULL;
 }
 
@@ -573,12 +575,14 @@ void writer_unlock(void)
     if (writer.chunk.len * 2 > writer.chunk_cap)
         writer_flush_locked();
     pthread_mutex_unlock(&writer.lock);
+    agent_busy--;
 }
 
 void writer_unlock_durable(void)
 {
     writer_flush_locked();
     pthread_mutex_unlock(&writer.lock);
+    agent_busy--;
 }
 
 /* ---- a thread that found the buffer pool empty ---- */
@@ -672,6 +676,7 @@ void writer_set_periodic(void (*fn)(void), unsigned period_ms)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    agent_busy = 1; /* the agent's own thread: -t osrt never times its calls */
     __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     prctl(PR_SET_NAME, "lantern-writer");
     __atomic_store_n(&writer_tid, ring_gettid(), __ATOMIC_RELEASE);
@@ -737,8 +742,11 @@ static int writer_start_thread(void)
 void writer_start_wanted(void)
 {
     if (__atomic_load_n(&writer_thread_wanted, __ATOMIC_ACQUIRE) &&
-        __atomic_exchange_n(&writer_thread_wanted, 0, __ATOMIC_ACQ_REL))
+        __atomic_exchange_n(&writer_thread_wanted, 0, __ATOMIC_ACQ_REL)) {
+        agent_busy++; /* a program thread may start it: -t osrt times none of its calls */
         writer_run();
+        agent_busy--;
+    }
 }
 
 /* ---- the process record and the file ---- */

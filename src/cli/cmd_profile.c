@@ -68,6 +68,9 @@ static void print_help(FILE *out)
             "                      where the kernel allows perf_event_open) or not\n"
             "      --sampling-frequency HZ  CPU samples per second of CPU time per thread\n"
             "                      (default 1000, at most 10000)\n"
+            "      --osrt-threshold NS  with -t osrt: record OS runtime calls (blocking libc\n"
+            "                      calls, through LD_PRELOAD) lasting at least NS ns (default\n"
+            "                      1000); shorter ones are only counted\n"
             "      --capture-range=cudaProfilerApi|nvtx:NAME  keep CUDA activity only between\n"
             "                      cudaProfilerStart/Stop (CUPTI paused outside them), or while\n"
             "                      an NVTX range NAME is open\n"
@@ -155,7 +158,8 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_SAMPLING_FREQUENCY,
         OPT_START_PAUSED,
         OPT_CAPTURE_END,
-        OPT_SINGLE_FILE
+        OPT_SINGLE_FILE,
+        OPT_OSRT_THRESHOLD
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -183,6 +187,7 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"start-paused", no_argument, NULL, OPT_START_PAUSED},
         {"capture-range-end", required_argument, NULL, OPT_CAPTURE_END},
         {"single-file", no_argument, NULL, OPT_SINGLE_FILE},
+        {"osrt-threshold", required_argument, NULL, OPT_OSRT_THRESHOLD},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -293,6 +298,12 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
             o->sampling_hz = (unsigned)hz;
             break;
         }
+        case OPT_OSRT_THRESHOLD:
+            if (!*optarg || optarg[strspn(optarg, "0123456789")] || strlen(optarg) > 15)
+                return cli_usage_error("profile", "--osrt-threshold needs nanoseconds (0 to "
+                                                  "999999999999999)");
+            o->osrt_threshold = optarg;
+            break;
         case OPT_STATS:
             p->stats = 1;
             break;
@@ -358,6 +369,8 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
     }
     if (o->sampling_hz && !trace_list_has(o->trace, "cpu"))
         return cli_usage_error("profile", "--sampling-frequency needs CPU sampling (-t cpu)");
+    if (o->osrt_threshold && !trace_list_has(o->trace, "osrt"))
+        return cli_usage_error("profile", "--osrt-threshold needs -t osrt");
     if (p->gpu_metrics_options && !trace_list_has(o->trace, "gpu_metrics"))
         return cli_usage_error("profile", "%s needs --gpu-metrics", p->gpu_metrics_options);
     if (o->python_backtrace && !trace_list_has(o->trace, "cuda"))

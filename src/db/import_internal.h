@@ -102,6 +102,9 @@ sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql);
 
 /* strings.id of a string id of this file; 0 for 0 or an unknown id (bind NULL then). */
 int64_t import_string(struct import_file *f, uint64_t file_string_id);
+/* strings.id of a text the source knows itself (a name from a table), interned with the file's
+ * strings; 0 when out of memory. */
+int64_t import_string_text(struct import_file *f, const char *text);
 /* threads.id of a thread index of this file (created, tid unknown, if the file never
  * described it). */
 int64_t import_thread(struct import_file *f, uint64_t thread_idx);

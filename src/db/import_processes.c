@@ -82,6 +82,11 @@ int64_t import_string(struct import_file *f, uint64_t file_string_id)
     return id_vec_get(&f->strings, file_string_id);
 }
 
+int64_t import_string_text(struct import_file *f, const char *text)
+{
+    return session_intern(f, (const uint8_t *)text, strlen(text));
+}
+
 /* ---- processes and threads -------------------------------------------------------------- */
 
 /* "<pid>-<start_ns>.lrt": the pid when the PROCESS record itself was lost. */

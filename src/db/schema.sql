@@ -278,6 +278,20 @@ CREATE TABLE cpu_stacks(
 CREATE TABLE cpu_samples(
   thread_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, stack_id INTEGER);
 
+-- OS runtime calls (-t osrt, docs/osrt.md): the wrapped libc calls that lasted at least the
+-- process's threshold, named as nsys names them (strings: read, pthread_mutex_lock, ...); and
+-- per process the threshold and how many calls were timed, kept and lost.
+CREATE TABLE osrt(
+  process_id INTEGER PRIMARY KEY,
+  threshold_ns INTEGER,                         -- shorter calls were counted, not kept
+  seen INTEGER, kept INTEGER,                   -- calls timed; of them, at least the threshold
+  lost INTEGER);                                -- kept calls the thread's buffer could not hold
+CREATE TABLE osrt_calls(
+  id INTEGER PRIMARY KEY, thread_id INTEGER NOT NULL, name_id INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  ret INTEGER NOT NULL,                         -- the return value (mmap: the address)
+  errno INTEGER);                               -- where the call failed with -1 and errno
+
 -- Every kernel with the name reports and exports show: demangled when known, else as CUPTI
 -- gave it (name_id is that string's id). Reports that read kernels only query this view.
 CREATE VIEW kernel_ops AS

@@ -100,7 +100,9 @@ enum {
     X(REGISTERS, "registers per thread")    /* CUDA */                                             \
     X(SHARED_MEMORY, "shared memory bytes") /* CUDA */                                             \
     X(SRC_KIND, "source memory")            /* CUDA */                                             \
-    X(DST_KIND, "destination memory")       /* CUDA */
+    X(DST_KIND, "destination memory")       /* CUDA */                                             \
+    X(RETURN, "return")                     /* OS runtime */                                       \
+    X(ERRNO, "errno")                       /* OS runtime */
 enum {
     PF_ARG_NONE,
 #define PERFETTO_ARG_ENUM(id, text) PF_ARG_##id,
@@ -115,6 +117,7 @@ enum {
     PERFETTO_CATEGORY_KERNEL,
     PERFETTO_CATEGORY_MEMCPY,
     PERFETTO_CATEGORY_MEMSET,
+    PERFETTO_CATEGORY_OSRT,
     PERFETTO_CATEGORY_DOMAIN = 16, /* + domains.id */
 };
 
@@ -133,9 +136,11 @@ enum {
 #define PERFETTO_LANE_TRACK(process_id, domain, lane)                                              \
     ((((uint64_t)(process_id) << 12 | (uint64_t)(domain)) << 12 | (lane)) << 8 | 5)
 #define PERFETTO_MAX_LANES 4096u
-/* CUDA's: API calls under their thread, streams under their GPU. The next free kind is 9. */
+/* CUDA's: API calls under their thread, streams under their GPU. */
 #define PERFETTO_API_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 4)
 #define PERFETTO_STREAM_TRACK(lane) ((uint64_t)(lane) << 8 | 7)
+/* OS runtime calls under their thread. The next free kind is 10. */
+#define PERFETTO_OSRT_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 9)
 
 /* ---- The writer -------------------------------------------------------------------------- */
 

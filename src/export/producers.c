@@ -11,6 +11,7 @@ int chrome_cuda_events(struct chrome_writer *w);
 int chrome_nvml_events(struct chrome_writer *w);
 int chrome_gpu_metrics_events(struct chrome_writer *w);
 int chrome_cpu_events(struct chrome_writer *w);
+int chrome_osrt_events(struct chrome_writer *w);
 
 const struct chrome_producer chrome_producers[] = {
     {EXPORT_SOURCE_NVTX, chrome_nvtx_events}, /* chrome_nvtx.c: ranges and marks */
@@ -18,6 +19,7 @@ const struct chrome_producer chrome_producers[] = {
     {EXPORT_SOURCE_NVML, chrome_nvml_events}, /* chrome_nvml.c: counters per GPU */
     {EXPORT_SOURCE_GPU_METRICS, chrome_gpu_metrics_events}, /* chrome_gpu_metrics.c */
     {EXPORT_SOURCE_CPU, chrome_cpu_events}, /* chrome_cpu.c: not exported yet */
+    {EXPORT_SOURCE_OSRT, chrome_osrt_events}, /* chrome_osrt.c: calls on their thread */
 };
 const size_t chrome_producer_count = sizeof chrome_producers / sizeof chrome_producers[0];
 
@@ -27,6 +29,7 @@ int perfetto_nvml_counters(struct perfetto_writer *w);
 int perfetto_gpu_metrics_counters(struct perfetto_writer *w);
 int perfetto_cuda_memory_counter(struct perfetto_writer *w);
 int perfetto_cpu_samples(struct perfetto_writer *w);
+int perfetto_osrt_events(struct perfetto_writer *w);
 
 const struct perfetto_producer perfetto_producers[] = {
     {EXPORT_SOURCE_NVTX, perfetto_nvtx_events},         /* perfetto_nvtx.c */
@@ -35,5 +38,6 @@ const struct perfetto_producer perfetto_producers[] = {
     {EXPORT_SOURCE_GPU_METRICS, perfetto_gpu_metrics_counters}, /* perfetto_gpu_metrics.c */
     {EXPORT_SOURCE_CUDA, perfetto_cuda_memory_counter}, /* perfetto_cuda.c */
     {EXPORT_SOURCE_CPU, perfetto_cpu_samples},          /* perfetto_cpu.c: not exported yet */
+    {EXPORT_SOURCE_OSRT, perfetto_osrt_events},         /* perfetto_osrt.c: OS runtime tracks */
 };
 const size_t perfetto_producer_count = sizeof perfetto_producers / sizeof perfetto_producers[0];

@@ -16,9 +16,26 @@
 static const struct {
     const char *source;   /* its name in src/trace/sources.def */
     const char *variable; /* set to the agent's path when the -t list names the source */
+    int append;           /* a list: the agent goes after the entries already there */
 } agent_loaders[] = {
-    {"cuda", "CUDA_INJECTION64_PATH"}, /* the CUDA driver calls the agent's InitializeInjection */
+    {"cuda", "CUDA_INJECTION64_PATH", 0}, /* the CUDA driver calls the agent's InitializeInjection */
+    {"osrt", "LD_PRELOAD", 1}, /* the dynamic loader: the agent's libc functions come first */
 };
+
+/* Sets the variable to the agent's path, or adds it to the list the variable holds (the user's
+ * preloads keep their place before it: a sanitizer's runtime must stay first). */
+static int set_agent_loader(const char *variable, const char *agent, int append)
+{
+    const char *old = getenv(variable);
+    if (!append || !old || !*old)
+        return setenv(variable, agent, 1);
+    char *list = NULL;
+    if (asprintf(&list, "%s:%s", old, agent) < 0)
+        return -1;
+    int rc = setenv(variable, list, 1);
+    free(list);
+    return rc;
+}
 
 /* $LANTERN_AGENT, else ../lib/liblantern-agent.so beside this executable. */
 char *environment_find_agent(void)
@@ -61,6 +78,8 @@ static int set_cuda_capture_environment(const struct launcher_options *o)
     char hz[16];
     snprintf(hz, sizeof hz, "%u", o->sampling_hz);
     if (o->sampling_hz && setenv("LANTERN_SAMPLING_HZ", hz, 1) < 0)
+        return -1;
+    if (o->osrt_threshold && setenv("LANTERN_OSRT_THRESHOLD_NS", o->osrt_threshold, 1) < 0)
         return -1;
     if (o->delay_s > 0 && setenv("LANTERN_CAPTURE_FROM_NS", from, 1) < 0)
         return -1;
@@ -107,7 +126,7 @@ int environment_set_agent(const struct launcher *l)
         return -1;
     for (size_t i = 0; i < sizeof agent_loaders / sizeof agent_loaders[0]; i++)
         if (trace_list_has(o->trace, agent_loaders[i].source) &&
-            setenv(agent_loaders[i].variable, l->agent, 1) < 0)
+            set_agent_loader(agent_loaders[i].variable, l->agent, agent_loaders[i].append) < 0)
             return -1;
     return set_cuda_capture_environment(o);
 }

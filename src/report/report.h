@@ -59,5 +59,6 @@ int report_nccl_sum(struct report_ctx *ctx);        /* nccl_sum.c */
 int report_gpu_metrics_sum(struct report_ctx *ctx); /* gpu_metrics_sum.c */
 int report_cpu_sample_sum(struct report_ctx *ctx);  /* cpu_sample_sum.c */
 int report_kernels(struct report_ctx *ctx); /* kernels_report.c: `lantern kernels`' defaults */
+int report_osrt_sum(struct report_ctx *ctx);        /* osrt_sum.c */
 
 #endif

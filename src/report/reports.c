@@ -27,6 +27,8 @@ const struct report report_table[] = {
     {"cpu_sample_sum", report_cpu_sample_sum,
      "CPU samples: hot functions by self and total samples, per process and thread "
      "(--filter-nvtx)"},
+    {"osrt_sum", report_osrt_sum,
+     "OS runtime calls (-t osrt): time per libc function (sleeps, I/O, waits, locks)"},
     {"kernels", report_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},

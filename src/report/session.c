@@ -15,6 +15,7 @@ struct session_info {
     char *losses;       /* the shared line of what was lost (common/session_losses.h) */
     char *gpu_metrics;  /* what recorded them, per GPU (common/gpu_metrics_sources.h), or NULL */
     char *cpu_sampling; /* "on, 1000 Hz: ..." or why not, or NULL: -t cpu was off */
+    char *osrt;         /* "on, threshold ...: kept of timed", or NULL: -t osrt was off */
     int64_t unfinished;
     int64_t duration_ns, processes, threads, dropped, warnings, unended, exit_status;
     int has_exit_status;
@@ -58,6 +59,41 @@ static char *cpu_sampling_line(sqlite3 *db)
     return line;
 }
 
+/* The OS runtime calls' one line (-t osrt, docs/osrt.md): the threshold, the calls kept of
+ * those timed, and those lost, over the processes that ran the source. */
+static char *osrt_line(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    char *line = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*), min(threshold_ns), max(threshold_ns),"
+                           " ifnull(sum(kept), 0), ifnull(sum(seen), 0), ifnull(sum(lost), 0),"
+                           " count(seen) FROM osrt",
+                           -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0) {
+        long long processes = sqlite3_column_int64(st, 0), ended = sqlite3_column_int64(st, 6);
+        long long low = sqlite3_column_int64(st, 1), high = sqlite3_column_int64(st, 2);
+        char threshold[64];
+        snprintf(threshold, sizeof threshold, low == high ? "%lld ns" : "%lld-%lld ns", low, high);
+        int n = ended < processes
+                    ? asprintf(&line, "on, threshold %s: %lld calls kept of %lld timed in %lld "
+                               "processes (%lld lost); %lld ended without their counts",
+                               threshold, sqlite3_column_int64(st, 3),
+                               sqlite3_column_int64(st, 4), processes,
+                               sqlite3_column_int64(st, 5), processes - ended)
+                    : asprintf(&line, "on, threshold %s: %lld calls kept of %lld timed in %lld "
+                               "process%s (%lld lost)",
+                               threshold, sqlite3_column_int64(st, 3),
+                               sqlite3_column_int64(st, 4), processes,
+                               processes == 1 ? "" : "es", sqlite3_column_int64(st, 5));
+        if (n < 0)
+            line = NULL;
+    }
+    sqlite3_finalize(st);
+    return line;
+}
+
 static void read_info(sqlite3 *db, struct session_info *s)
 {
     sqlite3_stmt *st;
@@ -79,6 +115,7 @@ static void read_info(sqlite3 *db, struct session_info *s)
     s->losses = session_losses_line(db);
     s->gpu_metrics = gpu_metrics_sources_lines(db);
     s->cpu_sampling = cpu_sampling_line(db);
+    s->osrt = osrt_line(db);
     s->unfinished = session_losses_unfinished(db);
     s->has_exit_status =
         sql_query_int(
@@ -151,6 +188,8 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
         fprintf(out, "CPU sampling:    %s\n", shown ? shown : "");
         free(shown);
     }
+    if (s->osrt)
+        fprintf(out, "OS runtime:      %s\n", s->osrt);
     fprintf(out, "Dropped events:  %lld%s\n", (long long)s->dropped,
             s->dropped ? " (some ranges may be missing or unended; see LANTERN_BUFFER_KB)" : "");
     char *losses = s->losses ? table_escape_controls(s->losses) : NULL;
@@ -209,6 +248,8 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
     }
     fputs("], \"cpu_sampling\": ", out);
     json_write_cstring(out, s->cpu_sampling);
+    fputs(", \"osrt\": ", out);
+    json_write_cstring(out, s->osrt);
     fprintf(out, ", \"import_warnings\": %lld, \"warnings\": [", (long long)s->warnings);
     sqlite3_stmt *st = warnings_query(db);
     for (int i = 0; st && sqlite3_step(st) == SQLITE_ROW; i++) {
@@ -231,6 +272,7 @@ int report_session_header(struct report_ctx *ctx, FILE *out)
     free(s.losses);
     free(s.gpu_metrics);
     free(s.cpu_sampling);
+    free(s.osrt);
     if (ferror(out)) {
         snprintf(ctx->error, sizeof ctx->error, "cannot write the session header");
         return -1;

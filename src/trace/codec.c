@@ -155,33 +155,49 @@ static void put_varint(struct trace_chunk_builder *b, uint64_t v)
 }
 
 /* A record's body length is not known until its end, so the header reserves a fixed
- * 1 + 3 bytes: a type below 128 and a 3-byte padded varint length (bodies < 2 MiB, or
- * the record is refused). Padded varints are valid LEB128. */
+ * 1 or 2 + 3 bytes: the type as a varint (one byte below 128, two below 16384) and a 3-byte
+ * padded varint length (bodies < 2 MiB, or the record is refused). Padded varints are valid
+ * LEB128. */
 #define RECORD_LEN_BYTES 3
 #define RECORD_MAX_BODY ((1u << (7 * RECORD_LEN_BYTES)) - 1)
+#define RECORD_MAX_TYPE ((1u << 14) - 1)
+
+/* The type's bytes at the start of a record the builder began. */
+static size_t record_type_bytes(const uint8_t *record)
+{
+    return record[0] & 0x80 ? 2 : 1;
+}
 
 struct trace_record_mark trace_record_begin(struct trace_chunk_builder *b, unsigned type)
 {
     struct trace_record_mark m = { b->len, b->prev_ts };
-    if (b->overflow || type >= 128 || b->cap - b->len < 1 + RECORD_LEN_BYTES) {
+    size_t type_bytes = type < 128 ? 1 : 2;
+    if (b->overflow || type > RECORD_MAX_TYPE ||
+        b->cap - b->len < type_bytes + RECORD_LEN_BYTES) {
         b->overflow = 1;
         return m;
     }
-    b->buf[b->len] = (uint8_t)type;
-    b->len += 1 + RECORD_LEN_BYTES;
+    if (type_bytes == 1) {
+        b->buf[b->len] = (uint8_t)type;
+    } else {
+        b->buf[b->len] = (uint8_t)(type | 0x80);
+        b->buf[b->len + 1] = (uint8_t)(type >> 7);
+    }
+    b->len += type_bytes + RECORD_LEN_BYTES;
     return m;
 }
 
 int trace_record_end(struct trace_chunk_builder *b, struct trace_record_mark m)
 {
-    size_t body = b->len - m.start - 1 - RECORD_LEN_BYTES;
+    size_t header = b->overflow ? 0 : record_type_bytes(b->buf + m.start) + RECORD_LEN_BYTES;
+    size_t body = b->len - m.start - header;
     if (b->overflow || body > RECORD_MAX_BODY) {
         b->len = m.start;
         b->prev_ts = m.prev_ts;
         b->overflow = 0;
         return -1;
     }
-    uint8_t *p = b->buf + m.start + 1;
+    uint8_t *p = b->buf + m.start + header - RECORD_LEN_BYTES;
     p[0] = (uint8_t)(body | 0x80);
     p[1] = (uint8_t)((body >> 7) | 0x80);
     p[2] = (uint8_t)(body >> 14);

@@ -145,6 +145,17 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
         put = len <= TRACE_EV_PAYLOAD_BYTES ? trace_put_payload(b, &e) : -1;
         break;
     }
+    case TRACE_EV_OSRT_CALL: {
+        struct trace_osrt_call e = {.thread_idx = thread, .start = ts};
+        *r->ticks += trace_get_u(in);
+        e.end = trace_clock_line_ns(r->clock, *r->ticks);
+        e.function = trace_get_u(in);
+        e.ret = trace_get_i(in);
+        e.error = trace_get_u(in);
+        *type = TRACE_OSRT_CALL;
+        put = trace_put_osrt_call(b, &e);
+        break;
+    }
     default:
         break;
     }
@@ -152,9 +163,10 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
         in->bad = 1;
         return -1;
     }
-    /* the encoder wrote a one-byte type and a 3-byte length before the body */
+    /* the encoder wrote the type (one byte below 128, else two) and a 3-byte length before
+     * the body */
     r->zero_ts = 0;
-    *fields = (struct trace_fields){.p = b->buf + TRACE_CHUNK_HEADER_SIZE + 4,
+    *fields = (struct trace_fields){.p = b->buf + TRACE_CHUNK_HEADER_SIZE + (*type < 128 ? 4 : 5),
                                     .end = b->buf + b->len,
                                     .prev_ts = &r->zero_ts};
     return 1;

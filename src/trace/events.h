@@ -36,7 +36,8 @@
     X(NAME_RESOURCE, 9, "kind handle name")                                                        \
     X(CUDA_BACKTRACE, 10, "correlation stack")                                                     \
     X(STRING, 11, "(no dticks) id, u length, bytes")                                              \
-    X(PAYLOAD, 12, "(no dticks) index count schema_id size, u length, bytes")
+    X(PAYLOAD, 12, "(no dticks) index count schema_id size, u length, bytes")                      \
+    X(OSRT_CALL, 13, "duration_ticks function i ret error")
 
 enum trace_event_kind {
 #define X(KIND, number, fields) TRACE_EV_##KIND = number,

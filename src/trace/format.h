@@ -70,6 +70,11 @@ enum trace_record_type {
      * they point into, symbolized by the importer (src/db/import_cpu.c). */
     TRACE_CPU_FIRST = 120,
     TRACE_CPU_LAST = 139,
+    /* OS runtime calls in the agent (140-149, src/agent/osrt.c): the libc calls of -t osrt
+     * that lasted at least the threshold (trace/osrt.def names them), from the threads' event
+     * streams, and each process's settings and totals. */
+    TRACE_OSRT_FIRST = 140,
+    TRACE_OSRT_LAST = 149,
 };
 
 /* CUDA enumerations in the trace, numbered as CUPTI numbers them (stable since CUDA 10). */
@@ -131,6 +136,7 @@ enum trace_resource_kind {
 #define TRACE_FLAG_NO_NVIDIA_DEVICE 0x10u /* launcher: the host had no /dev/nvidiactl (no GPU) */
 #define TRACE_FLAG_GPU_METRICS 0x20u
 #define TRACE_FLAG_CPU 0x40u
+#define TRACE_FLAG_OSRT 0x80u
 
 /* TRACE_CPU_SAMPLING status: whether this process's threads are sampled (cpu_sampling.status) */
 enum trace_cpu_sampling_status {

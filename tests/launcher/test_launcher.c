@@ -52,21 +52,23 @@ static void list_within_rejects_unknown_and_empty_items(void)
 /* sources.def's rows, read here on their own to check what the launcher derives from them. */
 static const struct {
     const char *name, *where;
-    int needs_gpu;
+    int needs_gpu, by_default;
 } rows[] = {
 #define SOURCE(ID, name, flag, first, last, where, needs_gpu, by_default, description)             \
-    {name, where, needs_gpu},
+    {name, where, needs_gpu, by_default},
 #include "trace/sources.def"
 #undef SOURCE
 };
 #define ROW_COUNT (sizeof rows / sizeof rows[0])
 
 /* Appends, after sep, the names of the rows that run at where (NULL: anywhere) and need a GPU
- * as gpu says (-1: either way). */
+ * as gpu says (-1: either way); with where "agent", only those on by default (the default
+ * lists). */
 static void add_names(char *out, const char *sep, const char *where, int gpu)
 {
     for (size_t i = 0; i < ROW_COUNT; i++)
-        if ((!where || !strcmp(rows[i].where, where)) && (gpu < 0 || rows[i].needs_gpu == gpu))
+        if ((!where || !strcmp(rows[i].where, where)) && (gpu < 0 || rows[i].needs_gpu == gpu) &&
+            (!where || strcmp(where, "agent") || rows[i].by_default))
             sprintf(out + strlen(out), "%s%s", out[0] ? sep : "", rows[i].name);
 }
 

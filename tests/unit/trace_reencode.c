@@ -26,7 +26,7 @@ int main(int argc, char **argv)
         }
         unsigned type;
         struct trace_fields f;
-        size_t records = 0, differ = 0, unknown = 0, seen[128] = {0};
+        size_t records = 0, differ = 0, unknown = 0, seen[256] = {0};
         int next;
         while ((next = trace_reader_next(&r, &type, &f)) == 1) {
             int same = trace_reencode_same(type, f, &b);
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
             if (same == 0 && differ++ < 5)
                 fprintf(stderr, "lantern: %s: record %zu (type %u) differs from its encoding\n",
                         argv[a], records, type);
-            seen[type & 127]++;
+            seen[type & 255]++;
             struct trace_thread_events te;
             if (type != TRACE_THREAD_EVENTS || trace_get_thread_events(&f, &te) < 0)
                 continue;
@@ -46,13 +46,13 @@ int main(int argc, char **argv)
             while ((ev = trace_events_next(&events, &type, &ef)) == 1) {
                 records++;
                 differ += trace_reencode_same(type, ef, &b) != 1;
-                seen[type & 127]++;
+                seen[type & 255]++;
             }
             differ += ev < 0;
         }
         printf("%s: %zu records, %zu differ, %zu of unknown types; types", argv[a], records, differ,
                unknown);
-        for (unsigned t = 0; t < 128; t++)
+        for (unsigned t = 0; t < 256; t++)
             if (seen[t])
                 printf(" %u", t);
         printf("\n");

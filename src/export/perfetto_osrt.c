@@ -1,0 +1,40 @@
+/* The OS runtime calls' part of the Perfetto trace (-t osrt): each call kept (osrt_calls) as a
+ * slice on an "OS runtime" child track of its thread (as nsys shows them), category "osrt",
+ * with its return value and errno as debug annotations. Calls of one thread never overlap;
+ * nesting is kept only against a damaged database's. */
+#include "export/perfetto_writer.h"
+
+#include <stdlib.h>
+
+int perfetto_osrt_events(struct perfetto_writer *w);
+
+int perfetto_osrt_events(struct perfetto_writer *w)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT thread_id, start_ns, end_ns, name_id, ret, errno FROM osrt_calls"
+                      " ORDER BY thread_id, start_ns, end_ns DESC";
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    struct perfetto_nest nest = {0};
+    int64_t last_thread = -1;
+    while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
+        int64_t thread = sqlite3_column_int64(st, 0);
+        uint64_t track = PERFETTO_OSRT_TRACK(thread);
+        if (thread != last_thread)
+            perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread), "OS runtime", NULL, NULL, 0);
+        last_thread = thread;
+        uint64_t start = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t end = (uint64_t)sqlite3_column_int64(st, 2);
+        perfetto_nest_begin(w, &nest, track, start, &end);
+        perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
+        perfetto_event_name_id(w, sqlite3_column_int64(st, 3));
+        perfetto_event_category(w, PERFETTO_CATEGORY_OSRT, "osrt");
+        perfetto_annotation_int(w, PF_ARG_RETURN, sqlite3_column_int64(st, 4));
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL)
+            perfetto_annotation_int(w, PF_ARG_ERRNO, sqlite3_column_int64(st, 5));
+        perfetto_event_end(w, start);
+    }
+    perfetto_nest_close(w, &nest);
+    free(nest.ends);
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+}

@@ -1,0 +1,236 @@
+"""OS runtime calls (-t osrt) end to end: osrt_workload.c under `lantern profile -t osrt`, its
+calls checked against what it measured itself around each one (CLOCK_MONOTONIC, the database's
+clock): the calls at least the threshold are all there and only them, each within 5 % of the
+program's duration; errno and return values; cancellation, fork, exec, _exit, threads, a
+program that closes every descriptor; a Python program. Needs $LANTERN_BUILD and
+$OSRT_WORKLOAD."""
+import collections
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
+
+BUILD = os.environ.get("LANTERN_BUILD", "")
+LANTERN = os.path.join(BUILD, "bin", "lantern")
+WORKLOAD = os.environ.get("OSRT_WORKLOAD", os.path.join(BUILD, "bin", "osrt_workload"))
+THRESHOLD = 500000  # 500 us: the sleeps and blocking reads (>= 1 ms) are kept, the writes not
+EBADF, EAGAIN = 9, 11
+
+
+def run(cwd, *args, expect_status=0):
+    done = subprocess.run([LANTERN, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == expect_status, done.stdout + done.stderr
+    return done
+
+
+def profile(cwd, mode, threshold=THRESHOLD):
+    return run(cwd, "profile", "-t", "osrt", "--osrt-threshold", str(threshold), "-o", "x.db",
+               WORKLOAD, mode)
+
+
+def measured(stdout):
+    """The program's own measurements: (name, start_ns, duration_ns) per call."""
+    return [(n, int(s), int(d)) for _, n, s, d in
+            (l.split() for l in stdout.splitlines() if l.startswith("call "))]
+
+
+def calls(cwd, where="1"):
+    with sqlite3.connect(cwd / "x.db") as db:
+        return db.execute(
+            "SELECT s.value, o.start_ns, o.end_ns - o.start_ns, o.ret, o.errno, t.tid, p.pid"
+            " FROM osrt_calls o JOIN strings s ON s.id = o.name_id"
+            " JOIN threads t ON t.id = o.thread_id JOIN processes p ON p.id = t.process_id"
+            " WHERE " + where + " ORDER BY o.start_ns").fetchall()
+
+
+def osrt_sum(cwd):
+    out = run(cwd, "stats", "x.db", "-r", "osrt_sum", "--format", "json").stdout
+    return json.loads(out)
+
+
+def test_sleeps_and_reads_are_counted_exactly_with_their_measured_durations(tmp_path):
+    prof = profile(tmp_path, "counts")
+    truth = measured(prof.stdout)
+    # the calls the program saw last at least the threshold (a call within 2 us of it could
+    # fall either side: the wrapper's clock reads sit inside the program's)
+    ambiguous = [c for c in truth if abs(c[2] - THRESHOLD) < 2000]
+    assert not ambiguous, ambiguous
+    long_calls = [c for c in truth if c[2] >= THRESHOLD]
+    assert sum(1 for c in long_calls if c[0] == "nanosleep") == 50
+    kept = calls(tmp_path)
+    assert len(kept) == len(long_calls), (kept, long_calls)
+    expected_counts = {}
+    for name, _, _ in long_calls:
+        expected_counts[name] = expected_counts.get(name, 0) + 1
+    report = osrt_sum(tmp_path)
+    assert {r["name"]: r["num_calls"] for r in report["rows"]} == expected_counts
+    assert report["rows"][0]["name"] == "nanosleep"
+    assert report["session"]["osrt"].startswith("on, threshold 500000 ns: %d calls kept of "
+                                                 % len(long_calls))
+    # each kept call is inside the program's own bracket, and within 5 % of its duration
+    for (name, start, duration), row in zip(long_calls, kept):
+        assert row[0] == name
+        assert start <= row[1] and row[1] + row[2] <= start + duration, (row, start, duration)
+        assert abs(row[2] - duration) <= 0.05 * duration, (row, duration)
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        seen, kept_count, lost = db.execute("SELECT seen, kept, lost FROM osrt").fetchone()
+    assert kept_count == len(long_calls) and lost == 0
+    assert seen >= len(truth)  # every wrapped call of the program (and its start-up's)
+
+
+def test_errno_and_return_values_are_kept_and_recorded(tmp_path):
+    prof = profile(tmp_path, "errors", threshold=0)
+    assert "errno_ok" in prof.stdout
+    reads = [r for r in calls(tmp_path, "s.value = 'read'") if r[3] == -1]
+    errnos = sorted(r[4] for r in reads)
+    assert EBADF in errnos and EAGAIN in errnos, reads
+    timed_out = next(r for r in reads if r[4] == EAGAIN)
+    assert timed_out[2] >= 4000000  # the socket's 5 ms timeout
+    # only the contended lock was timed: the uncontended one took the trylock path
+    locks = calls(tmp_path, "s.value = 'pthread_mutex_lock'")
+    assert len(locks) == 1 and locks[0][3] == 0 and locks[0][2] >= 4000000, locks
+
+
+def test_a_thread_blocked_in_a_wrapped_read_can_be_cancelled(tmp_path):
+    prof = profile(tmp_path, "cancel")
+    assert "cancelled" in prof.stdout
+
+
+def test_threads_each_have_their_calls(tmp_path):
+    profile(tmp_path, "threads")
+    sleeps = calls(tmp_path, "s.value = 'nanosleep'")
+    by_thread = {}
+    for row in sleeps:
+        by_thread[row[5]] = by_thread.get(row[5], 0) + 1
+    assert sorted(by_thread.values()) == [5, 5, 5, 5], by_thread
+
+
+def test_fork_exec_and_exit_children_are_traced(tmp_path):
+    prof = profile(tmp_path, "fork")
+    quick, execed = (int(x) for x in
+                     next(l for l in prof.stdout.splitlines() if l.startswith("children")).split()[1:3])
+    sleeps = calls(tmp_path, "s.value = 'nanosleep'")
+    per_pid = {}
+    for row in sleeps:
+        per_pid[row[6]] = per_pid.get(row[6], 0) + 1
+    assert per_pid == {quick: 3, execed: 4}, per_pid
+    assert len(calls(tmp_path, "s.value = 'waitpid'")) >= 1  # at least the exec'd child's wait
+
+
+def test_a_program_that_closes_every_descriptor_is_still_recorded(tmp_path):
+    profile(tmp_path, "closeall")
+    assert len(calls(tmp_path, "s.value = 'nanosleep'")) == 5
+
+
+PYTHON_PROGRAM = r"""
+import os, threading, time
+r, w = os.pipe()
+def feed():  # its sleeps are on its own thread: the test counts the main thread's
+    for _ in range(10):
+        time.sleep(0.003)
+        os.write(w, b"x")
+def measure(name, call):
+    start = time.monotonic_ns()
+    result = call()
+    print("call", name, start, time.monotonic_ns() - start)
+    return result
+for _ in range(20):
+    measure("sleep", lambda: time.sleep(0.002))
+t = threading.Thread(target=feed)
+t.start()
+for _ in range(10):
+    assert measure("read", lambda: os.read(r, 1)) == b"x"
+t.join()
+"""
+
+
+def test_python_sleeps_and_reads_go_through_the_interpreter(tmp_path):
+    """Each time.sleep and os.read of the main thread that the program timed at least the
+    threshold holds exactly one kept call of that function (time.sleep is clock_nanosleep on
+    Linux), within 5 %."""
+    script = tmp_path / "prog.py"
+    script.write_text(PYTHON_PROGRAM)
+    threshold = 1000000
+    prof = run(tmp_path, "profile", "-t", "osrt", "--osrt-threshold", str(threshold), "-o",
+               "x.db", sys.executable, str(script))
+    truth = measured(prof.stdout)
+    assert sum(1 for c in truth if c[0] == "sleep") == 20
+    functions = {"sleep": ("clock_nanosleep", "nanosleep", "select"), "read": ("read",)}
+    kept = calls(tmp_path, "t.tid = p.pid")
+    counted = 0
+    for name, start, duration in truth:
+        inside = [r for r in kept if r[0] in functions[name] and start <= r[1]
+                  and r[1] + r[2] <= start + duration]
+        if duration >= threshold + 200000:  # well above: the interpreter's own time aside
+            assert len(inside) == 1, (name, start, duration, inside)
+            assert abs(inside[0][2] - duration) <= 0.05 * duration, (inside, duration)
+            counted += 1
+        assert len(inside) <= 1
+    assert counted >= 25, truth  # the 20 sleeps and most blocking reads
+
+
+def test_exports_put_each_call_on_its_thread(tmp_path):
+    profile(tmp_path, "threads")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        expect = collections.Counter(db.execute(
+            "SELECT s.value, t.tid, o.start_ns, o.end_ns FROM osrt_calls o"
+            " JOIN strings s ON s.id = o.name_id JOIN threads t ON t.id = o.thread_id").fetchall())
+    assert sum(expect.values()) >= 20
+    run(tmp_path, "export", "x.db", "--format", "chrome", "-o", "x.json")
+    events = json.loads((tmp_path / "x.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    chrome = collections.Counter((e["name"], e["tid"]) for e in events if e.get("cat") == "osrt")
+    assert chrome == collections.Counter((n, tid) for n, tid, _, _ in expect.elements())
+    assert all(e["args"]["return"] == 0 for e in events if e.get("cat") == "osrt"
+               and e["name"] == "nanosleep")
+    perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
+                                         "protobuf (scripts/deps.sh installs them)")
+    run(tmp_path, "export", "x.db", "--format", "perfetto", "-o", "x.perfetto-trace")
+    decoded = perfetto_check.decode(str(tmp_path / "x.perfetto-trace"))
+    assert decoded.problems == []
+    slices = collections.Counter((s["name"], s["ts"], s["end"]) for s in decoded.slices
+                                 if "osrt" in s["category"])
+    assert slices == collections.Counter((n, s, e) for n, _, s, e in expect.elements())
+    assert {decoded.tracks[s["track"]].name for s in decoded.slices
+            if "osrt" in s["category"]} == {"OS runtime"}
+
+
+def test_merge_renumbers_the_calls_with_their_threads(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        profile(tmp_path / name, "threads")
+    run(tmp_path, "merge", "a/x.db", "b/x.db", "-o", "x.db")
+    query = ("SELECT s.value, t.tid, p.pid, o.start_ns, o.end_ns, o.ret FROM osrt_calls o"
+             " JOIN strings s ON s.id = o.name_id JOIN threads t ON t.id = o.thread_id"
+             " JOIN processes p ON p.id = t.process_id")
+    parts = collections.Counter()
+    for name in ("a", "b"):
+        with sqlite3.connect(tmp_path / name / "x.db") as db:
+            parts.update(db.execute(query).fetchall())
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        merged = collections.Counter(db.execute(query).fetchall())
+        assert db.execute("SELECT count(*) FROM osrt").fetchone()[0] == 2
+    assert merged == parts
+
+
+def test_the_agent_is_preloaded_after_the_users_own_preloads(tmp_path):
+    agent = os.path.realpath(os.path.join(BUILD, "lib", "liblantern-agent.so"))
+    mine = os.environ.get("LD_PRELOAD", "")  # the sanitizer runtimes in the ASan build
+    out = run(tmp_path, "profile", "-t", "osrt", "-o", "x.db", "/usr/bin/env").stdout
+    preload = next(l for l in out.splitlines() if l.startswith("LD_PRELOAD="))
+    assert preload == "LD_PRELOAD=" + (mine + ":" if mine else "") + agent
+    out = run(tmp_path, "profile", "-f", "-t", "nvtx", "-o", "x.db", "/usr/bin/env").stdout
+    assert not any(l.startswith("LD_PRELOAD=") and agent in l for l in out.splitlines())
+
+
+def test_the_threshold_needs_osrt_and_digits(tmp_path):
+    assert "needs -t osrt" in run(tmp_path, "profile", "-t", "nvtx", "--osrt-threshold", "5",
+                                   WORKLOAD, "child", expect_status=2).stderr
+    assert "needs nanoseconds" in run(tmp_path, "profile", "-t", "osrt", "--osrt-threshold",
+                                      "1e3", WORKLOAD, "child", expect_status=2).stderr
