@@ -212,9 +212,11 @@ static uint32_t py_function_id(const char *address, const char *code)
 static int py_walk(const char *frame, struct py_snapshot *s)
 {
     const struct pystack_layout *l = py.l;
-    char fb[112], code[144]; /* a frame's and a code object's fields that are read */
+    char fb[112], code[192]; /* a frame's and a code object's fields that are read */
     /* no more than the frame holds: a frame may end its mapping (3.11+'s data stack) */
     size_t frame_bytes = l->frame_owner >= 0 ? 72 : 104;
+    size_t code_bytes = (size_t)(l->code_first_traceable >= 0 ? l->code_first_traceable + 4
+                                                              : l->code_name + 8);
     s->depth = 0;
     for (unsigned seen = 0; frame && seen < 4 * PY_MAX_DEPTH && s->depth < PY_MAX_DEPTH; seen++) {
         if (py_read(frame, fb, frame_bytes) < 0)
@@ -227,7 +229,7 @@ static int py_walk(const char *frame, struct py_snapshot *s)
             frame = back;
             continue;
         }
-        if (py_read(code_at, code, sizeof code) < 0 ||
+        if (py_read(code_at, code, code_bytes) < 0 ||
             py_pointer(code, sizeof(ptrdiff_t)) != py.code_type)
             return -1;
         frame = back;

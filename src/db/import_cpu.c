@@ -715,7 +715,7 @@ static int join_python(struct cpu_file *c)
             period = (uint64_t)sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
     }
-    uint64_t within = period > c->py_tick_ns ? period : c->py_tick_ns;
+    uint64_t within = 2 * (period > c->py_tick_ns ? period : c->py_tick_ns);
     struct u64_map rows = {0}; /* native index << 32 | Python index -> cpu_stacks.id */
     int64_t spliced[CPU_MAX_FRAMES * 2];
     int rc = 0;

@@ -12,6 +12,8 @@ enum cpu_frame_kind {
     CPU_FRAME_NATIVE = 0,      /* any other code: kept */
     CPU_FRAME_EVAL = 1,        /* _PyEval_EvalFrameDefault: where its Python frames go */
     CPU_FRAME_INTERPRETER = 2, /* the rest of the interpreter's code: left out */
+    CPU_FRAME_RUNTIME = 3,     /* the C runtime (libc, ld.so, libm, [vdso]): left out where
+                                  the interpreter called it, kept under other code */
 };
 
 /* The kind of a native frame, from its function and module (base names) and the base name
@@ -22,7 +24,8 @@ enum cpu_frame_kind cpu_python_frame_kind(const char *function, const char *modu
 /* Writes into out (room for cap) the stack, leaf first, that a native stack (n frames, leaf
  * first, with their kinds) and the thread's Python stack (m frames, innermost first; entry[i]
  * set on the outermost frame of each C-level evaluation call) make together:
- *  - native frames are kept, except the interpreter's;
+ *  - native frames are kept, except the interpreter's, and C runtime frames at the leaf end
+ *    that the interpreter called (or whose caller is not known: a stack cut short);
  *  - each eval frame, leaf to root, takes the next segment of Python frames (the frames one
  *    evaluation call runs), innermost segment first;
  *  - segments left over (a native stack cut short: no frame pointers) go where the last segment
