@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -44,6 +45,9 @@
 #define PY_THREAD_SLOTS 2048u   /* threads' last CPU time and GIL look, by tid */
 #define PY_GIL_CHECKS 8u        /* system calls read per tick at most */
 #define PY_STACK_SLOTS (1u << 14)
+
+/* py.started */
+enum { PY_NOT_STARTED, PY_STARTED, PY_SWITCHED_OFF /* LANTERN_CPU_PYTHON=0 */ };
 
 struct py_snapshot {
     uint32_t tid, depth, state;
@@ -371,6 +375,7 @@ static void py_tick(void)
         int state = -1; /* -1: nothing to record */
         if (ran) {
             state = 0;
+            t->accounted_ns = now;
         } else if (!first_look && gil_locked && holder != tstate) {
             /* a GIL wait? at most PY_GIL_CHECKS system calls a tick, in turn */
             uint32_t turn = py.gil_candidates > PY_GIL_CHECKS
@@ -454,7 +459,13 @@ static void py_start(uint64_t tick_ns)
     const struct pystack_layout *l = pystack_running_layout(&minor);
     if (minor < 0)
         return; /* no Python in this process (yet) */
-    py.started = 1;
+    py.started = PY_STARTED;
+    const char *wanted = getenv("LANTERN_CPU_PYTHON"); /* 0: native stacks only */
+    if (wanted && strcmp(wanted, "0") == 0) {
+        py.l = NULL;
+        py.started = PY_SWITCHED_OFF;
+        return;
+    }
     py.pid = getpid();
     py.tick_ns = tick_ns > PY_MIN_TICK_NS ? tick_ns : PY_MIN_TICK_NS;
     void *(*main_interp)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
@@ -592,9 +603,9 @@ void cpu_python_totals(struct trace_cpu_sampler *rec)
 
 void cpu_python_drain(int final, int may_start, uint64_t period_ns)
 {
-    if (!py.started && may_start)
+    if (py.started == PY_NOT_STARTED && may_start)
         py_start(period_ns);
-    if (!py.started)
+    if (py.started != PY_STARTED)
         return;
     if (py.status)
         py_put_status(period_ns);

@@ -115,5 +115,10 @@ const struct cpu_py_look *cpu_python_nearest(const struct cpu_py_look *looks, si
     }
     if (lo > 0 && looks[lo - 1].tid == tid && ts - looks[lo - 1].ts < best_gap)
         best = &looks[lo - 1];
+    /* farther: the looks on either side agree (the sampler was late, the stack the same) */
+    if (!best && lo > 0 && lo < n && looks[lo - 1].tid == tid && looks[lo].tid == tid &&
+        looks[lo].ts - looks[lo - 1].ts <= CPU_PYTHON_BRACKET_NS &&
+        looks[lo].stack == looks[lo - 1].stack)
+        best = &looks[lo - 1];
     return best;
 }

@@ -44,7 +44,12 @@ struct cpu_py_look {
 
 void cpu_python_sort_looks(struct cpu_py_look *looks, size_t n);
 
-/* The look at thread tid nearest to ts, no further than `within` ns away; NULL if none. */
+/* Two looks at a thread this close that saw the same stack vouch for the samples between. */
+#define CPU_PYTHON_BRACKET_NS 20000000u /* 20 ms: four GIL switch intervals */
+
+/* The look at thread tid nearest to ts, no further than `within` ns away, else the look
+ * before ts where the looks on either side of it saw the same stack and are no more than
+ * CPU_PYTHON_BRACKET_NS apart (a sampler that was late); NULL if none. */
 const struct cpu_py_look *cpu_python_nearest(const struct cpu_py_look *looks, size_t n,
                                              uint32_t tid, uint64_t ts, uint64_t within);
 

@@ -106,6 +106,15 @@ static void a_sample_takes_the_nearest_look_of_its_own_thread_within_the_window(
     ASSERT_EQ(cpu_python_nearest(looks, 4, 6, 1000, 1000) == NULL, 1); /* never looked at */
 }
 
+static void a_sample_between_two_far_looks_that_agree_takes_their_stack(void)
+{
+    struct cpu_py_look looks[] = {{5, 1000000, 1}, {5, 9000000, 1}, {5, 40000000, 2},
+                                  {5, 50000000, 3}};
+    ASSERT_EQ(cpu_python_nearest(looks, 4, 5, 5000000, 1000)->stack, 1);
+    ASSERT_EQ(cpu_python_nearest(looks, 4, 5, 20000000, 1000) == NULL, 1); /* 31 ms apart */
+    ASSERT_EQ(cpu_python_nearest(looks, 4, 5, 45000000, 1000) == NULL, 1); /* they differ */
+}
+
 static const struct test_case tests[] = {
     {"each_eval_frame_takes_its_segment_and_interpreter_frames_go",
      each_eval_frame_takes_its_segment_and_interpreter_frames_go},
@@ -121,6 +130,8 @@ static const struct test_case tests[] = {
     {"frames_are_told_apart_by_function_and_module", frames_are_told_apart_by_function_and_module},
     {"a_sample_takes_the_nearest_look_of_its_own_thread_within_the_window",
      a_sample_takes_the_nearest_look_of_its_own_thread_within_the_window},
+    {"a_sample_between_two_far_looks_that_agree_takes_their_stack",
+     a_sample_between_two_far_looks_that_agree_takes_their_stack},
     {NULL, NULL},
 };
 
