@@ -44,6 +44,10 @@
 #define PY_NAME_MAX 127u
 #define PY_THREAD_SLOTS 2048u   /* threads' last CPU time and GIL look, by tid */
 #define PY_GIL_CHECKS 8u        /* system calls read per tick at most */
+/* A thread off-CPU is asked whether it waits for the GIL this often: each answer stands for
+ * the time since the last (reading /proc/self/task/TID/syscall and walking the stack cost
+ * ~15 us on the development VM; every tick, they cost two waiting threads 4 % of a CPU). */
+#define PY_GIL_LOOK_NS 10000000u
 #define PY_STACK_SLOTS (1u << 14)
 
 /* py.started */
@@ -382,7 +386,8 @@ static void py_tick(void)
                                 ? (candidates + py.gil_rotation) % py.gil_candidates
                                 : 0;
             candidates++;
-            if (turn < PY_GIL_CHECKS && checked < PY_GIL_CHECKS) {
+            if (now - t->accounted_ns >= PY_GIL_LOOK_NS && turn < PY_GIL_CHECKS &&
+                checked < PY_GIL_CHECKS) {
                 checked++;
                 if (py_waits_for_gil(tid, gil))
                     state = 1;
