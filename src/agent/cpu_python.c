@@ -70,7 +70,9 @@ struct py_key_slot {
 
 struct py_thread_slot {
     uint32_t tid, generation;
-    uint64_t cpu_ns, accounted_ns; /* its CPU clock at the last look; its GIL state known until */
+    uint64_t cpu_ns, last_ns; /* its CPU clock at the last look, and when that was */
+    uint64_t checked_ns;      /* when it was last asked about the GIL */
+    uint64_t pending_ns;      /* off-CPU, another thread holding the GIL, since then */
 };
 
 struct py_stack_slot {
@@ -284,7 +286,7 @@ static struct py_thread_slot *py_thread_slot(uint32_t tid)
         if (t->generation == py.thread_generation && t->tid == tid)
             return t;
         if (t->generation != py.thread_generation || !t->tid) {
-            *t = (struct py_thread_slot){tid, py.thread_generation, 0, 0};
+            *t = (struct py_thread_slot){.tid = tid, .generation = py.thread_generation};
             return t;
         }
     }
@@ -375,30 +377,31 @@ static void py_tick(void)
         /* it ran (a thread that waits wakes for microseconds: take_gil's 5 ms timeout) */
         int ran = t->cpu_ns && cpu_ns - t->cpu_ns >= py.tick_ns / 20;
         int first_look = !t->cpu_ns;
+        uint64_t elapsed = first_look ? 0 : now - t->last_ns;
         t->cpu_ns = cpu_ns;
+        t->last_ns = now;
         int state = -1; /* -1: nothing to record */
         if (ran) {
             state = 0;
-            t->accounted_ns = now;
         } else if (!first_look && gil_locked && holder != tstate) {
-            /* a GIL wait? at most PY_GIL_CHECKS system calls a tick, in turn */
+            /* off-CPU while another thread holds the GIL: asked what it waits in every
+             * PY_GIL_LOOK_NS, the answer standing for the off-CPU time since the last one;
+             * at most PY_GIL_CHECKS threads a tick, in turn */
+            t->pending_ns += elapsed;
             uint32_t turn = py.gil_candidates > PY_GIL_CHECKS
                                 ? (candidates + py.gil_rotation) % py.gil_candidates
                                 : 0;
             candidates++;
-            if (now - t->accounted_ns >= PY_GIL_LOOK_NS && turn < PY_GIL_CHECKS &&
+            if (now - t->checked_ns >= PY_GIL_LOOK_NS && turn < PY_GIL_CHECKS &&
                 checked < PY_GIL_CHECKS) {
                 checked++;
                 if (py_waits_for_gil(tid, gil))
                     state = 1;
-                s.span_ns = now - t->accounted_ns;
-                t->accounted_ns = now;
+                s.span_ns = t->pending_ns;
+                t->pending_ns = 0;
+                t->checked_ns = now;
             }
-        } else {
-            t->accounted_ns = now;
         }
-        if (first_look)
-            t->accounted_ns = now;
         if (state >= 0) {
             const char *frame = py_pointer(ts, l->thread_frame);
             if (frame && l->cframe_frame >= 0 &&
