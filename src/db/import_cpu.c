@@ -700,8 +700,9 @@ static int symbolize_stack(struct cpu_file *c, struct cpu_stack *s)
     return import_step(c->f, st, "cannot store a CPU stack: ");
 }
 
-/* Each sample of a thread the Python sampler looked at takes the nearest look within one
- * period (the larger of the sampling period and the sampler's tick): its stack becomes the
+/* Each sample of a thread the Python sampler looked at takes the nearest look within two
+ * periods (of the sampling period and the sampler's tick, the larger), and no less than
+ * CPU_PYTHON_WINDOW_MIN_NS (a sampler kept off a CPU on a loaded machine): its stack becomes the
  * splice of the two (import_cpu_python.h), one cpu_stacks row per pair of stacks. */
 static int join_python(struct cpu_file *c)
 {
@@ -716,6 +717,8 @@ static int join_python(struct cpu_file *c)
         sqlite3_reset(st);
     }
     uint64_t within = 2 * (period > c->py_tick_ns ? period : c->py_tick_ns);
+    if (within < CPU_PYTHON_WINDOW_MIN_NS)
+        within = CPU_PYTHON_WINDOW_MIN_NS;
     struct u64_map rows = {0}; /* native index << 32 | Python index -> cpu_stacks.id */
     int64_t spliced[CPU_MAX_FRAMES * 2];
     int rc = 0;
