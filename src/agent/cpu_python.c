@@ -42,8 +42,8 @@
 #define PY_TEXT_BYTES (1u << 20)
 #define PY_FILE_MAX 255u
 #define PY_NAME_MAX 127u
-#define PY_THREAD_SLOTS 2048u   /* threads' last CPU time and GIL look, by tid */
-#define PY_GIL_CHECKS 8u        /* system calls read per tick at most */
+#define PY_THREAD_SLOTS 2048u /* threads' last CPU time and GIL look, by tid */
+#define PY_GIL_CHECKS 8u      /* system calls read per tick at most */
 /* A thread off-CPU is asked whether it waits for the GIL this often: each answer stands for
  * the time since the last (reading /proc/self/task/TID/syscall and walking the stack cost
  * ~15 us on the development VM; every tick, they cost two waiting threads 4 % of a CPU). */
@@ -117,9 +117,8 @@ static int py_read(const void *remote, void *local, size_t len)
     struct iovec here = {local, len}, there = {(void *)remote, len};
     if (!remote)
         return -1;
-    return syscall(SYS_process_vm_readv, py.pid, &here, 1UL, &there, 1UL, 0UL) == (ssize_t)len
-               ? 0
-               : -1;
+    return syscall(SYS_process_vm_readv, py.pid, &here, 1UL, &there, 1UL, 0UL) == (ssize_t)len ? 0
+                                                                                               : -1;
 }
 
 static const char *py_pointer(const char *buf, short offset)
@@ -187,7 +186,8 @@ static uint32_t py_function_id(const char *address, const char *code)
     int first_line = py_int(code, l->code_first_line);
     uint64_t key = (uint64_t)(uintptr_t)address;
     key = (key ^ (uint64_t)(uintptr_t)file) * 0x9E3779B97F4A7C15u;
-    key = (key ^ (uint64_t)(uintptr_t)name ^ (uint64_t)(uint32_t)first_line) * 0xff51afd7ed558ccdULL;
+    key =
+        (key ^ (uint64_t)(uintptr_t)name ^ (uint64_t)(uint32_t)first_line) * 0xff51afd7ed558ccdULL;
     key |= 1;
     uint32_t i = (uint32_t)(key >> 40) & (PY_FRAME_KEYS - 1);
     for (;; i = (i + 1) & (PY_FRAME_KEYS - 1)) {
@@ -225,8 +225,8 @@ static int py_walk(const char *frame, struct py_snapshot *s)
     char fb[112], code[192]; /* a frame's and a code object's fields that are read */
     /* no more than the frame holds: a frame may end its mapping (3.11+'s data stack) */
     size_t frame_bytes = l->frame_owner >= 0 ? 72 : 104;
-    size_t code_bytes = (size_t)(l->code_first_traceable >= 0 ? l->code_first_traceable + 4
-                                                              : l->code_name + 8);
+    size_t code_bytes =
+        (size_t)(l->code_first_traceable >= 0 ? l->code_first_traceable + 4 : l->code_name + 8);
     s->depth = 0;
     for (unsigned seen = 0; frame && seen < 4 * PY_MAX_DEPTH && s->depth < PY_MAX_DEPTH; seen++) {
         if (py_read(frame, fb, frame_bytes) < 0)
@@ -251,7 +251,7 @@ static int py_walk(const char *frame, struct py_snapshot *s)
                 continue;
         }
         uint32_t id = py_function_id(code_at, code);
-        uint32_t entry = l->frame_owner < 0 ? 1 /* 3.10: one call per frame */
+        uint32_t entry = l->frame_owner < 0       ? 1 /* 3.10: one call per frame */
                          : l->frame_is_entry >= 0 ? (fb[l->frame_is_entry] != 0)
                                                   : 0;
         s->frames[s->depth++] = id << 1 | entry;
@@ -491,7 +491,7 @@ static void py_start(uint64_t tick_ns)
                  "CPython 3.%d's structures are not known (3.10 to 3.13 are)", minor);
     } else if (py_read(py.code_type, &probe, 1) < 0) {
         py.status = errno == EPERM || errno == EACCES ? TRACE_CPU_SAMPLING_NOT_PERMITTED
-                                                       : TRACE_CPU_SAMPLING_FAILED;
+                                                      : TRACE_CPU_SAMPLING_FAILED;
         snprintf(py.reason, sizeof py.reason,
                  "process_vm_readv on the process itself failed (%s: a seccomp filter?)",
                  strerror(errno));

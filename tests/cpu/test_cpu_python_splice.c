@@ -87,7 +87,8 @@ static void the_output_never_overflows(void)
 static void frames_are_told_apart_by_function_and_module(void)
 {
     ASSERT_EQ(cpu_python_frame_kind("_PyEval_EvalFrameDefault", "libpython3.11.so.1.0",
-                                    "libpython3.11.so.1.0"), E);
+                                    "libpython3.11.so.1.0"),
+              E);
     ASSERT_EQ(cpu_python_frame_kind("PyLong_Add", "python3.12", "python3.12"), I);
     ASSERT_EQ(cpu_python_frame_kind("py::hot:/x.py", "[jit]", "python3.12"), I);
     ASSERT_EQ(cpu_python_frame_kind("memcpy", "libc.so.6", "python3.12"), R);
@@ -108,8 +109,8 @@ static void a_sample_takes_the_nearest_look_of_its_own_thread_within_the_window(
 
 static void a_sample_between_two_far_looks_that_agree_takes_their_stack(void)
 {
-    struct cpu_py_look looks[] = {{5, 1000000, 1}, {5, 9000000, 1}, {5, 40000000, 2},
-                                  {5, 50000000, 3}};
+    struct cpu_py_look looks[] = {
+        {5, 1000000, 1}, {5, 9000000, 1}, {5, 40000000, 2}, {5, 50000000, 3}};
     ASSERT_EQ(cpu_python_nearest(looks, 4, 5, 5000000, 1000)->stack, 1);
     ASSERT_EQ(cpu_python_nearest(looks, 4, 5, 20000000, 1000) == NULL, 1); /* 31 ms apart */
     ASSERT_EQ(cpu_python_nearest(looks, 4, 5, 45000000, 1000) == NULL, 1); /* they differ */
