@@ -275,7 +275,7 @@ static uint64_t py_cpu_clock_ns(clockid_t clock)
  * include/linux/posix-timers.h: ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED). */
 static uint64_t py_thread_cpu_ns(uint32_t tid)
 {
-    return py_cpu_clock_ns((clockid_t)(~(clockid_t)tid << 3 | 4 | 2));
+    return py_cpu_clock_ns((clockid_t)(~tid << 3 | 4u | 2u)); /* tid: uint32_t, as the ABI's */
 }
 
 static struct py_thread_slot *py_thread_slot(uint32_t tid)
