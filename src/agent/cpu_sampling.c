@@ -10,6 +10,7 @@
  * docs/cpu.md says what this sees and what it misses. */
 #include "agent/agent.h"
 #include "agent/clock.h"
+#include "agent/cpu_python.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
 #include "trace/format.h"
@@ -354,7 +355,8 @@ static int cpu_scan(void)
     struct dirent *e;
     while ((e = readdir(dir))) {
         uint32_t tid = (uint32_t)strtoul(e->d_name, NULL, 10);
-        if (!tid || tid == writer) /* the writer's own time is not the program's */
+        /* the writer's and the Python sampler's time is not the program's */
+        if (!tid || tid == writer || tid == cpu_python_sampler_tid())
             continue;
         struct cpu_ring *r = cpu_ring_of(tid);
         if (r) {
@@ -391,7 +393,8 @@ static void cpu_put_totals(void)
                                     .threads = cpu.threads,
                                     .threads_unsampled = cpu.threads_unsampled,
                                     .cpu_ns = cpu.cpu_ns};
-    writer_reserve_locked(64);
+    cpu_python_totals(&rec);
+    writer_reserve_locked(128);
     trace_put_cpu_sampler(writer_chunk_locked(), &rec);
 }
 
@@ -408,7 +411,9 @@ static void cpu_drain(int final)
     }
     /* listing threads and reading maps allocate (opendir): only on the writer thread or at the
      * end, never in a program thread that helps the writer (writer_help) or forks */
-    int may_allocate = final || ring_gettid() == writer_thread_tid();
+    int on_writer = ring_gettid() == writer_thread_tid();
+    int may_allocate = final || on_writer;
+    cpu_python_drain(final, on_writer && !final, cpu.period_ns);
     if (may_allocate && clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
         cpu_scan();
     for (uint32_t i = 0; i < cpu.rings_used; i++) {
@@ -534,6 +539,7 @@ static void cpu_at_fork_child(void)
     cpu.last_maps_ns = 0;
     cpu.samples = cpu.lost = cpu.threads = cpu.threads_unsampled = cpu.cpu_ns = 0;
     cpu.status_pending = 1;
+    cpu_python_at_fork_child();
     cpu_thread_add(ring_gettid());
     /* the child's writer thread (which reads the ring) starts at the child's first event,
      * not after 16 blocks: a ring holds ~0.5 s of samples (docs/cpu.md) */

@@ -106,6 +106,13 @@ int pystack_in_python(void)
     return py_resolve() != PY_ABSENT && py.is_initialized();
 }
 
+const struct pystack_layout *pystack_running_layout(int *minor)
+{
+    int state = py_resolve();
+    *minor = state == PY_ABSENT ? -1 : py_running_minor();
+    return state == PY_READABLE && py.is_initialized() ? py.layout : NULL;
+}
+
 static const char *py_pointer_at(const char *base, short offset)
 {
     const char *value;

@@ -39,6 +39,12 @@ size_t pystack_python(char *out, size_t out_len);
  * described by their Python stack or not at all, never by the costly native walk. */
 int pystack_in_python(void);
 
+/* The running interpreter's offset table (pystack_layout.h), or NULL where there is no
+ * initialised CPython or its version's layout is not known; *minor is set to 3.minor, or -1
+ * where there is no interpreter (the CPU samples' Python sampler, cpu_python.c). */
+struct pystack_layout;
+const struct pystack_layout *pystack_running_layout(int *minor);
+
 /* The native callers: backtrace() from here, skipping `skip` frames and then every frame in
  * libcuda, libcupti, libcudart and the agent, the next PYSTACK_NATIVE_FRAMES as
  * "symbol+0xoff(object)" or, without a dynamic symbol, "object+0xoff" (an offset for

@@ -3,9 +3,12 @@
  * are stored as they come, pointing at their stack's row; a file's stacks are symbolized when
  * the file ends, once its mappings are all known (they may follow the stacks that use them):
  * each distinct address once per file, through the ELF files' symbol tables
- * (import_symbols.c); frames and callsites are shared by the whole session. Layouts:
- * src/trace/records.def; the tables: docs/schema.md. */
+ * (import_symbols.c); frames and callsites are shared by the whole session. In a Python
+ * process, each sample then takes its thread's nearest Python stack (TRACE_PY_*), spliced in
+ * place of the interpreter's frames (import_cpu_python.c). Layouts: src/trace/records.def;
+ * the tables: docs/schema.md. */
 #include "common/u64_map.h"
+#include "db/import_cpu_python.h"
 #include "db/import_demangle.h"
 #include "db/import_internal.h"
 #include "db/import_symbols.h"
@@ -26,6 +29,13 @@ enum {
     SLOT_STACK_CALLSITE,
     SLOT_QUALITY,
     SLOT_PID,
+    SLOT_PY_STATUS,
+    SLOT_PY_TOTALS,
+    SLOT_GIL_WAIT,
+    SLOT_RESTACK,
+    SLOT_PY_QUALITY,
+    SLOT_STACK_ROW,
+    SLOT_PERIOD,
 };
 
 #define CPU_MAX_FRAMES 128u
@@ -46,6 +56,25 @@ struct cpu_stack {
     int64_t row; /* cpu_stacks.id */
     uint8_t *frames;
     size_t len;
+    int64_t *symbolized; /* its cpu_frames ids, leaf first, once symbolized */
+    uint8_t *kinds;      /* their enum cpu_frame_kind */
+    size_t depth;
+};
+
+/* A Python stack of the file: its frames' cpu_frames ids, innermost first. */
+struct cpu_py_stack {
+    int64_t *frames;
+    uint8_t *entry; /* the outermost frame of an evaluation call */
+    size_t depth;
+    int64_t row; /* its cpu_stacks row alone (GIL waits), made at first need */
+};
+
+/* A sample as stored: its row, to give it a Python stack at the file's end. */
+struct cpu_sample_ref {
+    int64_t row;
+    uint32_t tid;
+    uint64_t ts;
+    uint32_t stack; /* index + 1 into stacks; 0: no user-space frame */
 };
 
 /* A perf map file's entry (/tmp/perf-PID.map: "START SIZE name", hex): code a JIT made. */
@@ -66,8 +95,34 @@ struct cpu_file {
     struct cpu_stack *stacks;
     size_t stack_count, stack_cap;
     struct u64_map address_frames; /* address + 1 -> cpu_frames.id (0: none, truncate) */
+    struct u64_map frame_kinds;    /* cpu_frames.id -> enum cpu_frame_kind + 1 */
     uint64_t addresses, unsymbolized, truncated;
+    /* Python (TRACE_PY_*) */
+    char *interpreter; /* base name of the file with the interpreter's code; NULL: none */
+    uint64_t py_tick_ns;
+    struct id_vec py_frame_index; /* file frame id -> cpu_frames.id */
+    struct id_vec py_stack_index; /* file stack id -> index + 1 in py_stacks */
+    struct cpu_py_stack *py_stacks;
+    size_t py_stack_count, py_stack_cap;
+    struct cpu_py_look *looks;
+    size_t look_count, look_cap;
+    struct cpu_sample_ref *samples;
+    size_t sample_count, sample_cap;
 };
+
+/* Grows *v (of *cap elements of `size` bytes) to hold one more: 0, or -1 out of memory. */
+static int grow(void **v, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return 0;
+    size_t want = *cap ? *cap * 2 : 256;
+    void *grown = realloc(*v, want * size);
+    if (!grown)
+        return -1;
+    *v = grown;
+    *cap = want;
+    return 0;
+}
 
 static int cpu_session_open(sqlite3 *db, void **state)
 {
@@ -116,6 +171,46 @@ static const char *status_name(uint64_t status)
     }
 }
 
+/* TRACE_CPU_SAMPLING's Python fields: the interpreter's file, kept for the splice. */
+static int import_py_status(struct cpu_file *c, const struct trace_cpu_sampling *r)
+{
+    const uint8_t *path = r->python_interpreter.bytes, *slash = NULL;
+    for (size_t i = 0; i < r->python_interpreter.len; i++)
+        if (path[i] == '/')
+            slash = &path[i];
+    size_t from = slash ? (size_t)(slash + 1 - path) : 0;
+    free(c->interpreter);
+    c->interpreter = strndup((const char *)path + from, r->python_interpreter.len - from);
+    if (!c->interpreter)
+        return -1;
+    c->py_tick_ns = r->python_tick_ns;
+    sqlite3_stmt *st = import_stmt(
+        c->f, SLOT_PY_STATUS,
+        "UPDATE cpu_sampling SET python_status = ?, python_reason = ? WHERE process_id = ?");
+    if (!st)
+        return -1;
+    import_bind_text(st, 1, status_name(r->python_status));
+    import_bind_bytes(st, 2, r->python_reason.bytes, r->python_reason.len);
+    sqlite3_bind_int64(st, 3, import_process(c->f));
+    return import_step(c->f, st, "cannot store the Python sampling status: ");
+}
+
+static int import_py_totals(struct cpu_file *c, const struct trace_cpu_sampler *r)
+{
+    sqlite3_stmt *st = import_stmt(
+        c->f, SLOT_PY_TOTALS,
+        "UPDATE cpu_sampling SET python_snapshots = ?, python_lost = ?, python_unreadable = ?,"
+        " python_cpu_ns = ? WHERE process_id = ?");
+    if (!st)
+        return -1;
+    const uint64_t v[] = {r->python_snapshots, r->python_lost, r->python_unreadable,
+                          r->python_cpu_ns};
+    for (int i = 0; i < 4; i++)
+        sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
+    sqlite3_bind_int64(st, 5, import_process(c->f));
+    return import_step(c->f, st, "cannot store the Python sampler's totals: ");
+}
+
 static int import_status(struct cpu_file *c, struct trace_fields *fl)
 {
     struct trace_cpu_sampling r;
@@ -131,7 +226,9 @@ static int import_status(struct cpu_file *c, struct trace_fields *fl)
     import_bind_text(st, 2, status_name(r.status));
     sqlite3_bind_int64(st, 3, (int64_t)r.period_ns);
     import_bind_bytes(st, 4, r.reason.bytes, r.reason.len);
-    return import_step(c->f, st, "cannot store the CPU sampling status: ");
+    if (import_step(c->f, st, "cannot store the CPU sampling status: ") < 0)
+        return -1;
+    return r.optional_present ? import_py_status(c, &r) : 0;
 }
 
 static int import_totals(struct cpu_file *c, struct trace_fields *fl)
@@ -147,7 +244,9 @@ static int import_totals(struct cpu_file *c, struct trace_fields *fl)
     for (int i = 0; i < 5; i++)
         sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
     sqlite3_bind_int64(st, 6, import_process(c->f));
-    return import_step(c->f, st, "cannot store the CPU sampler's totals: ");
+    if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
+        return -1;
+    return r.optional_present ? import_py_totals(c, &r) : 0;
 }
 
 static int import_mapping(struct cpu_file *c, struct trace_fields *fl)
@@ -198,7 +297,7 @@ static int import_stack(struct cpu_file *c, struct trace_fields *fl)
         c->stack_cap = cap;
     }
     struct cpu_stack *s = &c->stacks[c->stack_count];
-    s->row = sqlite3_last_insert_rowid(import_db(c->f));
+    *s = (struct cpu_stack){.row = sqlite3_last_insert_rowid(import_db(c->f))};
     s->len = r.frames.len;
     s->frames = malloc(r.frames.len ? r.frames.len : 1);
     if (!s->frames)
@@ -224,26 +323,13 @@ static int import_sample(struct cpu_file *c, struct trace_fields *fl)
     sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
     sqlite3_bind_int64(st, 2, (int64_t)r.ts);
     import_bind_nonzero(st, 3, index ? c->stacks[index - 1].row : 0);
-    return import_step(c->f, st, "cannot store a CPU sample: ");
-}
-
-static int cpu_record(void *ctx, unsigned type, struct trace_fields *fl)
-{
-    struct cpu_file *c = ctx;
-    switch (type) {
-    case TRACE_CPU_SAMPLING:
-        return import_status(c, fl);
-    case TRACE_CPU_MAPPING:
-        return import_mapping(c, fl);
-    case TRACE_CPU_STACK:
-        return import_stack(c, fl);
-    case TRACE_CPU_SAMPLE:
-        return import_sample(c, fl);
-    case TRACE_CPU_SAMPLER:
-        return import_totals(c, fl);
-    default:
-        return IMPORT_RECORD_UNKNOWN;
-    }
+    if (import_step(c->f, st, "cannot store a CPU sample: ") < 0)
+        return -1;
+    if (grow((void **)&c->samples, &c->sample_cap, c->sample_count, sizeof *c->samples) < 0)
+        return -1;
+    c->samples[c->sample_count++] = (struct cpu_sample_ref){
+        sqlite3_last_insert_rowid(import_db(c->f)), (uint32_t)r.os_tid, r.ts, (uint32_t)index};
+    return 0;
 }
 
 /* ---- symbolizing a file's stacks, at its end ---- */
@@ -255,20 +341,27 @@ static uint64_t text_hash(uint64_t h, const char *s)
     return (h ^ 0xff) * 0x100000001b3ULL;
 }
 
-/* cpu_frames.id of (name, module), made the first time; 0 on failure. A 64-bit hash of the
- * two is the key: a collision among the session's few thousand frames is ~1e-12. */
-static int64_t frame_id(struct cpu_file *c, const char *name, const char *module)
+/* cpu_frames.id of (name, module, and for a Python function its file and first line), made
+ * the first time; 0 on failure. A 64-bit hash of them is the key: a collision among the
+ * session's few thousand frames is ~1e-12. */
+static int64_t frame_id(struct cpu_file *c, const char *name, const char *module, const char *file,
+                        int64_t line)
 {
-    uint64_t key = text_hash(text_hash(0xcbf29ce484222325ULL, module), name) | 1;
+    uint64_t key = text_hash(text_hash(0xcbf29ce484222325ULL, module), name);
+    if (file)
+        key = text_hash(key, file) ^ (uint64_t)line * 0x9E3779B97F4A7C15u;
+    key |= 1;
     uint64_t *known = u64_map_find(&c->s->frames, key);
     if (known)
         return (int64_t)*known;
-    sqlite3_stmt *st =
-        import_stmt(c->f, SLOT_FRAME, "INSERT INTO cpu_frames(name, module) VALUES(?, ?)");
+    sqlite3_stmt *st = import_stmt(
+        c->f, SLOT_FRAME, "INSERT INTO cpu_frames(name, module, file, line) VALUES(?, ?, ?, ?)");
     if (!st)
         return 0;
     import_bind_text(st, 1, name);
     import_bind_text(st, 2, *module ? module : NULL);
+    import_bind_text(st, 3, file);
+    import_bind_nonzero(st, 4, file ? line : 0);
     if (import_step(c->f, st, "cannot store a CPU frame: ") < 0)
         return 0;
     int64_t id = sqlite3_last_insert_rowid(import_db(c->f));
@@ -364,7 +457,9 @@ static int64_t address_frame(struct cpu_file *c, uint64_t address, int leaf)
     const char *jit = !m || !*m->path ? jit_name(c, address - (leaf ? 0 : 1)) : NULL;
     int64_t id = -1;
     if (jit) {
-        id = frame_id(c, jit, "[jit]");
+        id = frame_id(c, jit, "[jit]", NULL, 0);
+        u64_map_put(&c->frame_kinds, (uint64_t)id,
+                    cpu_python_frame_kind(jit, "[jit]", c->interpreter) + 1u);
     } else if (m) {
         uint64_t offset = address - m->start + m->offset - (leaf ? 0 : 1);
         const char *name = symbol_lookup(c->s->symbols, m->path, offset);
@@ -376,7 +471,11 @@ static int64_t address_frame(struct cpu_file *c, uint64_t address, int leaf)
             name = unknown;
         }
         char *demangled = import_demangle(name); /* C++: "at::native::add_kernel(...)" */
-        id = frame_id(c, demangled ? demangled : name, module);
+        id = frame_id(c, demangled ? demangled : name, module, NULL, 0);
+        if (id > 0)
+            u64_map_put(&c->frame_kinds, (uint64_t)id,
+                        cpu_python_frame_kind(demangled ? demangled : name, module,
+                                              c->interpreter) + 1u);
         free(demangled);
     } else {
         c->unsymbolized++;
@@ -406,6 +505,143 @@ static int64_t callsite_id(struct cpu_file *c, int64_t parent, int64_t frame, in
     return u64_map_put(&c->s->callsites, key, (uint64_t)id) == 0 ? id : 0;
 }
 
+/* ---- Python (TRACE_PY_*) ---- */
+
+static int import_py_frame(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_py_frame r;
+    trace_get_py_frame(fl, &r);
+    int64_t *slot = id_vec_slot(&c->py_frame_index, r.frame_id);
+    if (!slot || r.frame_id == 0) {
+        import_malformed(c->f);
+        return 0;
+    }
+    char *file = strndup((const char *)r.file.bytes, r.file.len);
+    char *name = strndup((const char *)r.function.bytes, r.function.len);
+    int64_t id = file && name ? frame_id(c, name, base_name(file), file, (int64_t)r.first_line)
+                              : 0;
+    free(file);
+    free(name);
+    if (id <= 0)
+        return -1;
+    *slot = id;
+    return 0;
+}
+
+static int import_py_stack(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_py_stack r;
+    trace_get_py_stack(fl, &r);
+    int64_t *slot = id_vec_slot(&c->py_stack_index, r.stack_id);
+    if (!slot || r.stack_id == 0) {
+        import_malformed(c->f);
+        return 0;
+    }
+    if (grow((void **)&c->py_stacks, &c->py_stack_cap, c->py_stack_count, sizeof *c->py_stacks))
+        return -1;
+    struct cpu_py_stack *ps = &c->py_stacks[c->py_stack_count];
+    *ps = (struct cpu_py_stack){0};
+    ps->frames = malloc(CPU_MAX_FRAMES * sizeof *ps->frames);
+    ps->entry = malloc(CPU_MAX_FRAMES);
+    if (!ps->frames || !ps->entry) {
+        free(ps->frames);
+        free(ps->entry);
+        return -1;
+    }
+    uint64_t prev_ts = 0;
+    struct trace_fields f = {.p = r.frames.bytes, .end = r.frames.bytes + r.frames.len,
+                             .prev_ts = &prev_ts};
+    while (f.p < f.end && ps->depth < CPU_MAX_FRAMES) {
+        uint64_t v = trace_get_u(&f);
+        if (f.bad)
+            break;
+        int64_t frame = id_vec_get(&c->py_frame_index, v >> 1);
+        if (!frame) /* the sampler could not name it (its table full, its names unreadable) */
+            frame = frame_id(c, "[unknown Python function]", "", NULL, 0);
+        if (frame <= 0)
+            return -1;
+        ps->frames[ps->depth] = frame;
+        ps->entry[ps->depth++] = (uint8_t)(v & 1);
+    }
+    *slot = (int64_t)++c->py_stack_count;
+    return 0;
+}
+
+/* A cpu_stacks row for frames (leaf first): 0 on failure. */
+static int64_t stack_row(struct cpu_file *c, const int64_t *frames, size_t n)
+{
+    int64_t callsite = 0;
+    for (size_t i = n; i-- > 0;) /* outermost first */
+        if (!(callsite = callsite_id(c, callsite, frames[i], (int)(n - 1 - i))))
+            return 0;
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_STACK_ROW,
+                                   "INSERT INTO cpu_stacks(process_id, callsite_id) VALUES(?, ?)");
+    if (!st)
+        return 0;
+    sqlite3_bind_int64(st, 1, import_process(c->f));
+    import_bind_nonzero(st, 2, callsite);
+    if (import_step(c->f, st, "cannot store a CPU stack: ") < 0)
+        return 0;
+    return sqlite3_last_insert_rowid(import_db(c->f));
+}
+
+/* A look at a thread: joined with the native samples at the file's end (state 0), or a
+ * GIL wait (state 1), stored now with its Python stack. */
+static int import_py_sample(struct cpu_file *c, struct trace_fields *fl)
+{
+    struct trace_py_sample r;
+    trace_get_py_sample(fl, &r);
+    int64_t index = id_vec_get(&c->py_stack_index, r.stack_id);
+    if (r.stack_id && !index) {
+        import_malformed(c->f);
+        return 0;
+    }
+    if (r.state == 0) {
+        if (grow((void **)&c->looks, &c->look_cap, c->look_count, sizeof *c->looks) < 0)
+            return -1;
+        c->looks[c->look_count++] = (struct cpu_py_look){(uint32_t)r.os_tid, r.ts, (uint32_t)index};
+        return 0;
+    }
+    struct cpu_py_stack *ps = index ? &c->py_stacks[index - 1] : NULL;
+    if (ps && !ps->row && !(ps->row = stack_row(c, ps->frames, ps->depth)))
+        return -1;
+    sqlite3_stmt *st = import_stmt(
+        c->f, SLOT_GIL_WAIT,
+        "INSERT INTO cpu_gil_waits(thread_id, ts_ns, duration_ns, stack_id) VALUES(?, ?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
+    sqlite3_bind_int64(st, 2, (int64_t)r.ts);
+    sqlite3_bind_int64(st, 3, (int64_t)r.span_ns);
+    import_bind_nonzero(st, 4, ps ? ps->row : 0);
+    return import_step(c->f, st, "cannot store a GIL wait: ");
+}
+
+static int cpu_record(void *ctx, unsigned type, struct trace_fields *fl)
+{
+    struct cpu_file *c = ctx;
+    switch (type) {
+    case TRACE_CPU_SAMPLING:
+        return import_status(c, fl);
+    case TRACE_CPU_MAPPING:
+        return import_mapping(c, fl);
+    case TRACE_CPU_STACK:
+        return import_stack(c, fl);
+    case TRACE_CPU_SAMPLE:
+        return import_sample(c, fl);
+    case TRACE_CPU_SAMPLER:
+        return import_totals(c, fl);
+    case TRACE_PY_FRAME:
+        return import_py_frame(c, fl);
+    case TRACE_PY_STACK:
+        return import_py_stack(c, fl);
+    case TRACE_PY_SAMPLE:
+        return import_py_sample(c, fl);
+    default:
+        return IMPORT_RECORD_UNKNOWN;
+    }
+}
+
 /* The frames of a stack's bytes (leaf first): the number decoded. */
 static size_t decode_frames(const struct cpu_stack *s, uint64_t *out)
 {
@@ -422,7 +658,7 @@ static size_t decode_frames(const struct cpu_stack *s, uint64_t *out)
     return n;
 }
 
-static int symbolize_stack(struct cpu_file *c, const struct cpu_stack *s)
+static int symbolize_stack(struct cpu_file *c, struct cpu_stack *s)
 {
     uint64_t addresses[CPU_MAX_FRAMES];
     int64_t frames[CPU_MAX_FRAMES];
@@ -434,10 +670,22 @@ static int symbolize_stack(struct cpu_file *c, const struct cpu_stack *s)
             break;
         }
         if (frame < 0)
-            frame = frame_id(c, "[unknown]", "");
+            frame = frame_id(c, "[unknown]", "", NULL, 0);
         if (frame <= 0)
             return -1;
         frames[kept++] = frame;
+    }
+    if (c->look_count) { /* kept for the Python stacks' splice */
+        s->symbolized = malloc((kept ? kept : 1) * sizeof *s->symbolized);
+        s->kinds = malloc(kept ? kept : 1);
+        if (!s->symbolized || !s->kinds)
+            return -1;
+        for (size_t i = 0; i < kept; i++) {
+            uint64_t *kind = u64_map_find(&c->frame_kinds, (uint64_t)frames[i]);
+            s->symbolized[i] = frames[i];
+            s->kinds[i] = kind ? (uint8_t)(*kind - 1) : CPU_FRAME_NATIVE;
+        }
+        s->depth = kept;
     }
     int64_t callsite = 0;
     for (size_t i = kept; i-- > 0;) /* outermost first */
@@ -452,6 +700,73 @@ static int symbolize_stack(struct cpu_file *c, const struct cpu_stack *s)
     return import_step(c->f, st, "cannot store a CPU stack: ");
 }
 
+/* Each sample of a thread the Python sampler looked at takes the nearest look within two
+ * periods (of the sampling period and the sampler's tick, the larger), and no less than
+ * CPU_PYTHON_WINDOW_MIN_NS (a sampler kept off a CPU on a loaded machine): its stack becomes the
+ * splice of the two (import_cpu_python.h), one cpu_stacks row per pair of stacks. */
+static int join_python(struct cpu_file *c)
+{
+    cpu_python_sort_looks(c->looks, c->look_count);
+    uint64_t period = 0, matched = 0, unmatched = 0;
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_PERIOD,
+                                   "SELECT period_ns FROM cpu_sampling WHERE process_id = ?");
+    if (st) {
+        sqlite3_bind_int64(st, 1, import_process(c->f));
+        if (sqlite3_step(st) == SQLITE_ROW)
+            period = (uint64_t)sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+    }
+    uint64_t within = 2 * (period > c->py_tick_ns ? period : c->py_tick_ns);
+    if (within < CPU_PYTHON_WINDOW_MIN_NS)
+        within = CPU_PYTHON_WINDOW_MIN_NS;
+    struct u64_map rows = {0}; /* native index << 32 | Python index -> cpu_stacks.id */
+    int64_t spliced[CPU_MAX_FRAMES * 2];
+    int rc = 0;
+    for (size_t i = 0; i < c->sample_count && rc == 0; i++) {
+        const struct cpu_sample_ref *sr = &c->samples[i];
+        const struct cpu_py_look *look =
+            cpu_python_nearest(c->looks, c->look_count, sr->tid, sr->ts, within);
+        if (!look) {
+            /* a thread the sampler never looked at runs no Python */
+            unmatched += cpu_python_nearest(c->looks, c->look_count, sr->tid, sr->ts,
+                                            UINT64_MAX - 1) != NULL;
+            continue;
+        }
+        matched++;
+        if (!look->stack)
+            continue;
+        uint64_t key = (uint64_t)sr->stack << 32 | look->stack;
+        uint64_t *known = u64_map_find(&rows, key);
+        int64_t row = known ? (int64_t)*known : 0;
+        if (!row) {
+            const struct cpu_stack *ns = sr->stack ? &c->stacks[sr->stack - 1] : NULL;
+            const struct cpu_py_stack *ps = &c->py_stacks[look->stack - 1];
+            size_t n = cpu_python_splice(ns ? ns->symbolized : NULL, ns ? ns->kinds : NULL,
+                                         ns ? ns->depth : 0, ps->frames, ps->entry, ps->depth,
+                                         spliced, sizeof spliced / sizeof spliced[0]);
+            if (!(row = stack_row(c, spliced, n)) || u64_map_put(&rows, key, (uint64_t)row) < 0) {
+                rc = -1;
+                break;
+            }
+        }
+        st = import_stmt(c->f, SLOT_RESTACK, "UPDATE cpu_samples SET stack_id = ? WHERE rowid = ?");
+        sqlite3_bind_int64(st, 1, row);
+        sqlite3_bind_int64(st, 2, sr->row);
+        rc = import_step(c->f, st, "cannot store a CPU sample's Python stack: ");
+    }
+    u64_map_release(&rows);
+    st = import_stmt(c->f, SLOT_PY_QUALITY,
+                     "UPDATE cpu_sampling SET python_matched = ?, python_unmatched = ?"
+                     " WHERE process_id = ?");
+    if (st) {
+        sqlite3_bind_int64(st, 1, (int64_t)matched);
+        sqlite3_bind_int64(st, 2, (int64_t)unmatched);
+        sqlite3_bind_int64(st, 3, import_process(c->f));
+        import_step(c->f, st, "cannot store the Python sampling counts: ");
+    }
+    return rc;
+}
+
 static void cpu_file_close(void *ctx)
 {
     struct cpu_file *c = ctx;
@@ -460,6 +775,8 @@ static void cpu_file_close(void *ctx)
         failed = symbolize_stack(c, &c->stacks[i]) < 0;
     if (failed)
         import_warn(c->f, "CPU stacks could not all be symbolized");
+    else if (c->look_count && join_python(c) < 0)
+        import_warn(c->f, "CPU samples could not all be given their Python stacks");
     if (c->stack_count) {
         sqlite3_stmt *st = import_stmt(c->f, SLOT_QUALITY,
                                        "UPDATE cpu_sampling SET addresses = ?, unsymbolized = ?,"
@@ -474,8 +791,22 @@ static void cpu_file_close(void *ctx)
     }
     for (size_t i = 0; i < c->map_count; i++)
         free(c->maps[i].path);
-    for (size_t i = 0; i < c->stack_count; i++)
+    for (size_t i = 0; i < c->stack_count; i++) {
         free(c->stacks[i].frames);
+        free(c->stacks[i].symbolized);
+        free(c->stacks[i].kinds);
+    }
+    for (size_t i = 0; i < c->py_stack_count; i++) {
+        free(c->py_stacks[i].frames);
+        free(c->py_stacks[i].entry);
+    }
+    free(c->py_stacks);
+    free(c->py_frame_index.v);
+    free(c->py_stack_index.v);
+    free(c->looks);
+    free(c->samples);
+    free(c->interpreter);
+    u64_map_release(&c->frame_kinds);
     for (size_t i = 0; i < c->jit_count; i++)
         free(c->jit[i].name);
     free(c->jit);

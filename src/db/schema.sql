@@ -266,10 +266,17 @@ CREATE TABLE cpu_sampling(
   threads INTEGER, threads_unsampled INTEGER,   -- threads sampled; found but not sampled
   cpu_ns INTEGER,                               -- the agent's writer reading the rings
   addresses INTEGER, unsymbolized INTEGER,      -- distinct addresses; those without a symbol
-  truncated_stacks INTEGER);                    -- stacks cut at an address in no mapping
+  truncated_stacks INTEGER,                     -- stacks cut at an address in no mapping
+  python_status TEXT, python_reason TEXT,       -- Python stacks (CPython): on, ..., why not
+  python_snapshots INTEGER, python_lost INTEGER,-- the Python sampler's looks; lost in its queue
+  python_unreadable INTEGER,                    -- looks cut short (a stack changing as read)
+  python_cpu_ns INTEGER,                        -- the Python sampler thread's CPU time
+  python_matched INTEGER,                       -- samples given their thread's Python stack
+  python_unmatched INTEGER);                    -- samples of a Python thread with no look near
 CREATE TABLE cpu_frames(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL,   -- the function, or module+0xOFFSET
-  module TEXT);                                 -- the file's base name ([vdso], [anon])
+  module TEXT,                                  -- the file's base name ([vdso], [anon])
+  file TEXT, line INTEGER);                     -- a Python function's file and first line
 CREATE TABLE cpu_callsites(
   id INTEGER PRIMARY KEY, parent_id INTEGER, frame_id INTEGER NOT NULL, depth INTEGER NOT NULL);
 CREATE TABLE cpu_stacks(
@@ -277,6 +284,11 @@ CREATE TABLE cpu_stacks(
   callsite_id INTEGER);                         -- its leaf; NULL: no user-space frame
 CREATE TABLE cpu_samples(
   thread_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, stack_id INTEGER);
+-- A Python thread seen waiting for the GIL by the Python sampler: the wall time the look
+-- stands for, and the thread's Python stack (docs/cpu.md, "GIL waits").
+CREATE TABLE cpu_gil_waits(
+  thread_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
+  stack_id INTEGER);
 
 -- OS runtime calls (-t osrt, docs/osrt.md): the wrapped libc calls that lasted at least the
 -- process's threshold, named as nsys names them (strings: read, pthread_mutex_lock, ...); and

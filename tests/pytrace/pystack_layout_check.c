@@ -7,6 +7,8 @@
 #if PY_MINOR_VERSION >= 11
 #include "internal/pycore_frame.h"
 #endif
+#include "internal/pycore_interp.h"
+#include "internal/pycore_runtime.h"
 #include <stddef.h>
 
 #include "agent/pystack_layout.h"
@@ -90,7 +92,41 @@ static void strings_are_read_as_the_table_says(void)
     ASSERT_EQ(str_state_word(&s), PYSTACK_STR_ASCII);
 }
 
+/* What the CPU samples' sampler reads of every thread (src/agent/cpu_python.c). */
+static void threads_and_the_gil_are_where_the_table_says(void)
+{
+    const struct pystack_layout *l = this_version();
+    ASSERT(l);
+    ASSERT_EQ(l->thread_next, offsetof(PyThreadState, next));
+    ASSERT_EQ(l->thread_pthread, offsetof(PyThreadState, thread_id));
+    ASSERT_EQ(l->code_first_line, offsetof(PyCodeObject, co_firstlineno));
+    ASSERT_EQ(l->gil_last_holder, offsetof(struct _gil_runtime_state, last_holder));
+    ASSERT_EQ(l->gil_locked, offsetof(struct _gil_runtime_state, locked));
+    ASSERT_EQ(l->gil_size, sizeof(struct _gil_runtime_state));
+#if PY_MINOR_VERSION == 10
+    ASSERT_EQ(l->interp_threads, offsetof(PyInterpreterState, tstate_head));
+    ASSERT_EQ(l->thread_native_id, -1);
+#else
+    ASSERT_EQ(l->interp_threads, offsetof(PyInterpreterState, threads.head));
+    ASSERT_EQ(l->thread_native_id, offsetof(PyThreadState, native_thread_id));
+    ASSERT_EQ(l->code_qualname, offsetof(PyCodeObject, co_qualname));
+#endif
+#if PY_MINOR_VERSION == 11
+    ASSERT_EQ(l->frame_is_entry, offsetof(_PyInterpreterFrame, is_entry));
+#else
+    ASSERT_EQ(l->frame_is_entry, -1);
+#endif
+#if PY_MINOR_VERSION <= 11
+    ASSERT_EQ(l->runtime_gil, offsetof(_PyRuntimeState, ceval.gil));
+    ASSERT_EQ(l->interp_gil, -1);
+#else
+    ASSERT_EQ(l->runtime_gil, -1);
+    ASSERT_EQ(l->interp_gil, offsetof(PyInterpreterState, ceval.gil));
+#endif
+}
+
 static const struct test_case tests[] = {
+    {"threads_and_the_gil_are_where_the_table_says", threads_and_the_gil_are_where_the_table_says},
     {"frames_are_where_the_table_says", frames_are_where_the_table_says},
     {"code_names_are_where_the_table_says", code_names_are_where_the_table_says},
     {"strings_are_read_as_the_table_says", strings_are_read_as_the_table_says},
