@@ -18,8 +18,8 @@ BUILD = os.environ.get("LANTERN_BUILD", "build")
 SOURCE = os.environ.get("LANTERN_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 RULES = ["pageable_memcpy", "sync_memops", "sync_api", "gpu_idle", "gpu_utilization",
-         "launch_bound", "alloc_in_loop", "stream_use", "tensor_cores", "small_grid", "energy",
-         "stragglers", "comm_overlap", "rank_idle"]
+         "launch_bound", "cpu_bound_ranges", "alloc_in_loop", "stream_use", "tensor_cores",
+         "small_grid", "energy", "stragglers", "comm_overlap", "rank_idle"]
 
 
 def lantern(*args, check=True):
