@@ -1,4 +1,5 @@
-"""CPU samples in both exports: cpu_hot.c profiled with -t nvtx,cpu, exported, and read back.
+"""CPU samples in both exports and in the HTML page: cpu_hot.c profiled with -t nvtx,cpu,
+exported, and read back; its page's flame graphs against the database.
 Chrome JSON: one instant event per sample on its thread, its "sf" stack in "stackFrames" equal
 to the database's. Perfetto: one PerfSample per sample, its interned callstack (frames,
 function names, mappings) equal to the database's stack, at the sample's time; and, where
@@ -8,6 +9,7 @@ nothing of them. Needs $LANTERN_BUILD and $CPU_HOT, and the perfetto and protobu
 import collections
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -188,3 +190,39 @@ def test_a_session_without_samples_exports_none(tmp_path):
     assert not [e for e in trace["traceEvents"] if e.get("cat") == "cpu_sample"]
     lantern(tmp_path, "export", "x.db", "--format", "perfetto", "-o", "x.perfetto-trace")
     assert perfetto_samples(tmp_path / "x.perfetto-trace") == []
+
+
+def test_report_draws_flame_graphs_of_the_whole_run_and_the_top_ranges(session):
+    tmp, samples = session
+    lantern(tmp, "report", "x.db", "-o", "x.html")
+    page = (tmp / "x.html").read_text()
+    assert '<a href="#cpu">Host CPU</a>' in page
+    section = page[page.index('<section id="cpu">'):]
+    section = section[:section.index("</section>")]
+    graphs = re.findall(r'<h4>([^<]*)</h4>\n<figure><svg class="flame"[^>]*data-samples="(\d+)">'
+                        r'(.*?)</svg>\n<figcaption data-pruned="(\d+)">', section, re.S)
+    titles = [g[0] for g in graphs]
+    assert titles[0] == "The whole run" and "NVTX range :work" in titles
+    with sqlite3.connect(tmp / "x.db") as db:
+        work = db.execute(
+            "SELECT count(*) FROM cpu_samples s JOIN ranges r ON r.start_thread_id = s.thread_id"
+            " JOIN strings n ON n.id = r.name_id WHERE n.value = 'work'"
+            " AND s.ts_ns >= r.start_ns AND s.ts_ns < r.end_ns").fetchone()[0]
+    whole = graphs[0]
+    assert int(whole[1]) == len(samples)
+    assert int(graphs[titles.index("NVTX range :work")][1]) == work
+    # hot_loop's frame: as many samples as have it on their stack; every frame drawn is at
+    # least 0.5 % of its graph (the rest pruned and counted)
+    frames = re.findall(r"<title>([^<]*?): (\d+) samples, ([\d.]+) %</title>", whole[2])
+    hot = [int(n) for name, n, _ in frames if name.startswith("hot_loop ")]
+    assert hot == [sum(1 for _, _, s in samples if ("hot_loop", "cpu_hot") in s)]
+    assert all(float(share) >= 0.5 for _, _, share in frames)
+    assert int(whole[3]) >= 0
+    assert len(page) < 200000
+
+
+def test_report_without_sampling_has_no_cpu_section(tmp_path):
+    lantern(tmp_path, "profile", "-t", "nvtx", "-o", "x.db", CPU_HOT, "1")
+    lantern(tmp_path, "report", "x.db", "-o", "x.html")
+    page = (tmp_path / "x.html").read_text()
+    assert 'id="cpu"' not in page and "Host CPU" not in page

@@ -6,6 +6,7 @@
 #include "common/session_losses.h"
 #include "energy/energy_db.h"
 #include "output/table.h"
+#include "analyze/host_activity.h"
 #include "report/html/html_internal.h"
 
 #include <math.h>
@@ -473,6 +474,11 @@ int html_section_findings(struct html_page *page)
                 f->count == 1 ? "" : "s");
         html_text(out, f->advice);
         fputs("</p>\n", out);
+        if (f->host && f->host->summary) { /* what the host did meanwhile (CPU samples) */
+            fputs("<p class=\"host\">Host: ", out);
+            html_text(out, f->host->summary);
+            fputs("</p>\n", out);
+        }
         if (f->evidence_count)
             evidence_table(out, f, (int)i + 1);
         fputs("</article>\n", out);
