@@ -342,8 +342,15 @@ static int on_kernel(struct pass *p, const struct op *o)
         t->launch_ns_total += launch;
         t->launches_with_api++;
         if (ns < launch) {
-            if (n->short_count++ == 0)
+            if (n->short_count++ == 0) {
                 n->first_short_id = o->id;
+                n->short_launch_start = o->api_start;
+                n->short_process_id = o->process_id;
+            }
+            if (o->api_start < n->short_launch_start)
+                n->short_launch_start = o->api_start;
+            if (o->api_end > n->short_launch_end)
+                n->short_launch_end = o->api_end;
             n->short_excess_ns += launch - ns;
         }
         t->delay_hist[delay_bucket(o->start - o->api_start)]++;
