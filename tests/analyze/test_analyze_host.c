@@ -277,6 +277,44 @@ static void cpu_bound_ranges_finds_ranges_the_cpu_paces(void)
     sqlite3_close(db);
 }
 
+/* Ten launches of 'tiny' (100 ns kernels, 1 µs launch calls) from 400 to 490 µs: launch-bound;
+ * the host part counts the samples from the first launch call's start to the last one's end
+ * ([400000, 491000): 10 of the 12 samples, two after), on torch's dispatcher. */
+static void launch_bound_names_what_the_host_did_between_launches(void)
+{
+    sqlite3 *db = gap_session(sampling_on);
+    exec(db, "INSERT INTO strings VALUES(40, 'tiny');"
+             "INSERT INTO cpu_frames VALUES(10, 'c10::Dispatcher::call', 'libc10.so');"
+             "INSERT INTO cpu_callsites VALUES(10, 1, 10, 1);"
+             "INSERT INTO cpu_stacks VALUES(10, 1, 10);");
+    for (int i = 0; i < 10; i++) {
+        char sql[400];
+        long t = 400000 + 10000L * i;
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO cuda_api(id, process_id, thread_id, api, name_id, start_ns, end_ns,"
+                 " correlation_id) VALUES(%d, 1, 1, 0, 4, %ld, %ld, %d);"
+                 "INSERT INTO kernels(id, process_id, gpu_id, device, stream, correlation_id,"
+                 " start_ns, end_ns, name_id, grid_x, grid_y, grid_z, block_x, block_y, block_z,"
+                 " api_id) VALUES(%d, 1, 1, 0, 7, %d, %ld, %ld, 40, 1, 1, 1, 32, 1, 1, %d);",
+                 10 + i, t, t + 1000, 10 + i, 10 + i, 10 + i, t + 2000, t + 2100, 10 + i);
+        exec(db, sql);
+    }
+    samples(db, 12, 400500, 10);
+    struct analyze_run run;
+    const char *bad = NULL;
+    char error[256] = "";
+    ASSERT_EQ(analyze_run(db, "launch_bound", 0, &run, &bad, error, sizeof error), 0);
+    ASSERT_EQ(run.results[0].count, 1);
+    const struct analyze_finding *f = &run.results[0].findings[0];
+    ASSERT(f->host != NULL);
+    ASSERT_EQ(f->host->samples, 10);
+    ASSERT(fabs(f->host->window_ns - 91000) < 1e-6);
+    ASSERT_STR_EQ(f->host->pattern, "framework dispatch between small kernels");
+    ASSERT(strstr(f->host->summary, "CPU samples in the launches"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case tests[] = {
@@ -290,6 +328,8 @@ int main(int argc, char **argv)
          no_sampling_asked_leaves_findings_as_they_were},
         {"cpu_bound_ranges_finds_ranges_the_cpu_paces",
          cpu_bound_ranges_finds_ranges_the_cpu_paces},
+        {"launch_bound_names_what_the_host_did_between_launches",
+         launch_bound_names_what_the_host_did_between_launches},
         {NULL, NULL},
     };
     return test_main(tests, argc, argv);
