@@ -46,8 +46,7 @@ static const struct host_pattern {
      1,
      "launch fewer, larger kernels: capture the step in CUDA graphs or compile it "
      "(torch.compile(mode=\"reduce-overhead\"))"},
-    {"Python interpreter overhead between kernels",
-     "_PyEval_|PyObject_|_PyObject_|libpython", 1,
+    {"Python interpreter overhead between kernels", "_PyEval_|PyObject_|_PyObject_|libpython", 1,
      "move the per-kernel Python work out of the loop: CUDA graphs, torch.compile, or fewer, "
      "larger kernels"},
 };
@@ -55,12 +54,12 @@ static const struct host_pattern {
 
 /* The session's CPU samples as the rules need them, loaded once (ctx->cpu). */
 struct analyze_cpu {
-    int asked;               /* cpu_sampling has rows */
-    int loaded;              /* profile and masks below are loaded */
-    int has_osrt;            /* the osrt_calls table exists (-t osrt) */
+    int asked;    /* cpu_sampling has rows */
+    int loaded;   /* profile and masks below are loaded */
+    int has_osrt; /* the osrt_calls table exists (-t osrt) */
     struct cpu_profile profile;
-    uint32_t *frame_bits;    /* by frame: the patterns its own name or module matches */
-    uint32_t *stack_bits;    /* by callsite: the patterns any frame from it up matches */
+    uint32_t *frame_bits; /* by frame: the patterns its own name or module matches */
+    uint32_t *stack_bits; /* by callsite: the patterns any frame from it up matches */
 };
 
 /* Whether text (a function or module name, or a call's name) holds one of the needles. */
@@ -200,12 +199,12 @@ static int add_thread(struct scope_threads *t, int64_t id, int64_t period)
 static int load_threads(struct analyze_ctx *ctx, const struct analyze_host_scope *s,
                         struct scope_threads *t)
 {
-    sqlite3_stmt *st = analyze_prepare(
-        ctx, "host activity",
-        "SELECT th.id, p.pid, c.status, c.reason, c.period_ns FROM threads th"
-        " JOIN processes p ON p.id = th.process_id"
-        " LEFT JOIN cpu_sampling c ON c.process_id = p.id"
-        " WHERE (?1 = 1 AND th.process_id = ?2) OR (?1 = 0 AND th.id = ?2)");
+    sqlite3_stmt *st =
+        analyze_prepare(ctx, "host activity",
+                        "SELECT th.id, p.pid, c.status, c.reason, c.period_ns FROM threads th"
+                        " JOIN processes p ON p.id = th.process_id"
+                        " LEFT JOIN cpu_sampling c ON c.process_id = p.id"
+                        " WHERE (?1 = 1 AND th.process_id = ?2) OR (?1 = 0 AND th.id = ?2)");
     if (!st)
         return -1;
     int by_thread = s->thread_count > 0;
@@ -262,8 +261,7 @@ static char *dup_or_null(const char *s)
 }
 
 /* The top (leaf, user frame) pairs of counts into h->top. */
-static int top_functions(const struct cpu_profile *p, const int64_t *counts,
-                         struct analyze_host *h)
+static int top_functions(const struct cpu_profile *p, const int64_t *counts, struct analyze_host *h)
 {
     struct u64_map rows_by_key = {0};
     struct fn_row *rows = NULL;
@@ -363,8 +361,8 @@ static int blocking_calls(struct analyze_ctx *ctx, const struct scope_threads *t
         sqlite3_bind_int64(st, 2, w->start[0]);
         sqlite3_bind_int64(st, 3, w->end[w->count - 1]);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t ns = overlap_with_windows(w, sqlite3_column_int64(st, 0),
-                                              sqlite3_column_int64(st, 1));
+            int64_t ns =
+                overlap_with_windows(w, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
             const char *name = (const char *)sqlite3_column_text(st, 2);
             if (ns <= 0)
                 continue;

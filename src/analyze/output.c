@@ -183,8 +183,9 @@ static void write_json_host(const struct analyze_host *h, FILE *out)
     }
     fputs("{\"summary\": ", out);
     json_write_cstring(out, h->summary);
-    fprintf(out, ", \"sampled\": %s, \"samples\": %lld, \"window_ns\": ",
-            h->sampled ? "true" : "false", (long long)h->samples);
+    fprintf(out,
+            ", \"sampled\": %s, \"samples\": %lld, \"window_ns\": ", h->sampled ? "true" : "false",
+            (long long)h->samples);
     json_write_double(out, h->window_ns);
     fputs(", \"on_cpu_ns\": ", out);
     json_write_double(out, h->on_cpu_ns);

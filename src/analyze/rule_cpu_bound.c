@@ -18,7 +18,7 @@ struct bound_name {
     int64_t domain_id, name_id, example_id;
     int64_t instances, flagged;
     double ns, on_cpu_ns, gpu_busy_ns, cost_ns; /* of the flagged instances */
-    int64_t *start, *end, *thread;             /* the flagged instances */
+    int64_t *start, *end, *thread;              /* the flagged instances */
     size_t n, cap;
 };
 
@@ -58,8 +58,8 @@ static size_t first_at_or_after(const struct sample_times *s, int64_t ts)
 }
 
 /* The largest busy time in [start, end) of the GPUs the process worked on; -1: none. */
-static double process_gpu_busy(const struct analyze_timeline *t, int64_t process_id,
-                               int64_t start, int64_t end)
+static double process_gpu_busy(const struct analyze_timeline *t, int64_t process_id, int64_t start,
+                               int64_t end)
 {
     double busy = -1;
     for (size_t i = 0; i < t->rank_count; i++) {
@@ -141,8 +141,9 @@ static int scan_ranges(struct analyze_ctx *ctx, const struct analyze_timeline *t
         " JOIN threads th ON th.id = r.start_thread_id"
         " JOIN cpu_sampling c ON c.process_id = th.process_id AND c.status = 'on'"
         " WHERE r.end_ns > r.start_ns AND c.period_ns > 0 ORDER BY r.start_thread_id, r.start_ns");
-    sqlite3_stmt *samples = analyze_prepare(
-        ctx, "cpu_bound_ranges", "SELECT ts_ns FROM cpu_samples WHERE thread_id = ? ORDER BY ts_ns");
+    sqlite3_stmt *samples =
+        analyze_prepare(ctx, "cpu_bound_ranges",
+                        "SELECT ts_ns FROM cpu_samples WHERE thread_id = ? ORDER BY ts_ns");
     struct sample_times times = {.thread = -1};
     int rc = ranges && samples ? 0 : -1;
     while (rc == 0 && sqlite3_step(ranges) == SQLITE_ROW) {
@@ -159,9 +160,9 @@ static int scan_ranges(struct analyze_ctx *ctx, const struct analyze_timeline *t
         double ns = (double)(end - start), on_cpu = (double)in * (double)period;
         if (on_cpu > ns)
             on_cpu = ns; /* a sample's period straddles the range's edge */
-        struct bound_name *b = name_of(names, count, cap, sqlite3_column_int64(ranges, 1),
-                                       sqlite3_column_int64(ranges, 2),
-                                       sqlite3_column_int64(ranges, 0));
+        struct bound_name *b =
+            name_of(names, count, cap, sqlite3_column_int64(ranges, 1),
+                    sqlite3_column_int64(ranges, 2), sqlite3_column_int64(ranges, 0));
         if (!b) {
             rc = -1;
             break;
@@ -194,9 +195,10 @@ static int describe(struct analyze_ctx *ctx, struct analyze_finding *f, struct b
         ctx, "cpu_bound_ranges",
         "SELECT x.start_ns, x.end_ns - x.start_ns, p.pid, th.tid, NULL, NULL, " ANALYZE_RANGE_LABEL
         ", NULL, NULL FROM ranges x JOIN threads th ON th.id = x.start_thread_id"
-        " JOIN processes p ON p.id = x.process_id" ANALYZE_RANGE_JOINS("x.id")
-        " WHERE x.domain_id = ?1 AND ifnull(x.name_id, 0) = ?2 AND x.start_thread_id = ?3"
-        " AND x.start_ns = ?4");
+        " JOIN processes p ON p.id = x.process_id" ANALYZE_RANGE_JOINS(
+            "x.id") " WHERE x.domain_id = ?1 AND ifnull(x.name_id, 0) = ?2 AND x.start_thread_id = "
+                    "?3"
+                    " AND x.start_ns = ?4");
     int64_t *order = calloc(b->n, sizeof *order);
     int64_t *start = calloc(b->n, sizeof *start), *end = calloc(b->n, sizeof *end);
     int64_t threads[64];
@@ -219,15 +221,14 @@ static int describe(struct analyze_ctx *ctx, struct analyze_finding *f, struct b
         sqlite3_bind_int64(st, 3, b->thread[i]);
         sqlite3_bind_int64(st, 4, b->start[i]);
         if (sqlite3_step(st) == SQLITE_ROW) {
-            struct analyze_evidence e = {
-                .start_ns = sqlite3_column_int64(st, 0) - ctx->start_ns,
-                .duration_ns = sqlite3_column_int64(st, 1),
-                .pid = sqlite3_column_int64(st, 2),
-                .tid = sqlite3_column_int64(st, 3),
-                .gpu = -1,
-                .stream = -1,
-                .range = (char *)sqlite3_column_text(st, 6),
-                .detail = "CPU-bound instance"};
+            struct analyze_evidence e = {.start_ns = sqlite3_column_int64(st, 0) - ctx->start_ns,
+                                         .duration_ns = sqlite3_column_int64(st, 1),
+                                         .pid = sqlite3_column_int64(st, 2),
+                                         .tid = sqlite3_column_int64(st, 3),
+                                         .gpu = -1,
+                                         .stream = -1,
+                                         .range = (char *)sqlite3_column_text(st, 6),
+                                         .detail = "CPU-bound instance"};
             analyze_add_evidence(f, &e);
         }
     }

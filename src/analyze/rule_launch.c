@@ -94,7 +94,7 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
         rc = analyze_host_describe(ctx, f, &scope);
         if (rc == 0)
             rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->first_short_id,
-                                  "first launch shorter than its launch call", -1, -1);
+                                      "first launch shorter than its launch call", -1, -1);
         if (rc == 0)
             rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->longest_id, "longest launch", -1,
                                       -1);

@@ -32,7 +32,7 @@ static const struct {
     {MATCH_NAME_OR_MODULE, MATCH_CONTAINS, "dist-packages", 1},
     {MATCH_NAME_OR_MODULE, MATCH_CONTAINS, "/lib/python", 1},
     {MATCH_NAME_OR_MODULE, MATCH_PREFIX, "<frozen", 1},
-    {MATCH_MODULE, MATCH_SUFFIX, ".py", 0}, /* any other Python file: the program's */
+    {MATCH_MODULE, MATCH_SUFFIX, ".py", 0},    /* any other Python file: the program's */
     {MATCH_MODULE, MATCH_PREFIX, "python", 1}, /* the interpreter's executable */
     {MATCH_MODULE, MATCH_CONTAINS, ".so", 1},  /* shared objects, extension modules */
     {MATCH_MODULE, MATCH_PREFIX, "ld-", 1},    /* the dynamic loader */

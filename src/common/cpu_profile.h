@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 struct cpu_profile {
-    size_t callsites;       /* ids 1 .. callsites - 1; 0 stands for "no user-space frame" */
+    size_t callsites;        /* ids 1 .. callsites - 1; 0 stands for "no user-space frame" */
     int64_t *parent, *frame; /* by callsite: the caller's callsite (0: outermost), its frame */
     int32_t *depth;          /* by callsite (0 outermost) */
     int64_t *by_depth;       /* callsite ids, outermost first: a caller before its callees */

@@ -36,8 +36,9 @@ int chrome_cpu_events(struct chrome_writer *w)
             fputs("\"[no user-space frame]\"", w->out);
         else
             chrome_write_text_column(w->out, st, 4);
-        fprintf(w->out, ", \"cat\": \"cpu_sample\", \"ph\": \"i\", \"s\": \"t\", \"pid\": %lld,"
-                        " \"tid\": %lld, \"ts\": ",
+        fprintf(w->out,
+                ", \"cat\": \"cpu_sample\", \"ph\": \"i\", \"s\": \"t\", \"pid\": %lld,"
+                " \"tid\": %lld, \"ts\": ",
                 (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
         chrome_write_us(w, sqlite3_column_int64(st, 2));
         if (sqlite3_column_type(st, 3) != SQLITE_NULL) {

@@ -133,15 +133,15 @@ static void each_pattern_gives_its_advice(void)
     static const struct {
         const char *caller, *caller_module, *leaf, *leaf_module, *pattern;
     } cases[] = {
-        {"numba.core.compiler:compile_extra", "[python]", "_PyEval_EvalFrameDefault",
-         "python3.11", "JIT compilation of numba kernels"},
+        {"numba.core.compiler:compile_extra", "[python]", "_PyEval_EvalFrameDefault", "python3.11",
+         "JIT compilation of numba kernels"},
         {"cudaStreamSynchronize", "libcudart.so.12", "cuStreamSynchronize_spin", "libcuda.so.1",
          "a synchronization point"},
-        {"tokenizers::encode_batch", "tokenizers.abi3.so", "memchr", "libc.so.6",
-         "tokenization"},
+        {"tokenizers::encode_batch", "tokenizers.abi3.so", "memchr", "libc.so.6", "tokenization"},
         {"parse", "app", "read", "libc.so.6", "data loading (reads)"},
-        {"parse", "app", "c10::Dispatcher::call", "libc10.so", "framework dispatch between small "
-                                                              "kernels"},
+        {"parse", "app", "c10::Dispatcher::call", "libc10.so",
+         "framework dispatch between small "
+         "kernels"},
         {"parse", "app", "_PyEval_EvalFrameDefault", "python3.11",
          "Python interpreter overhead between kernels"},
         {"parse", "app", "compute", "app", NULL}, /* the program's own work: no pattern */

@@ -1,8 +1,8 @@
 /* The frame of the HTML page (head, style, navigation, the sorting script) and the helpers
  * its sections share. The script is ours and inline: the page opens with no network. */
 #include "report/html/html.h"
-#include "output/table.h"
 #include "analyze/host_activity.h"
+#include "output/table.h"
 #include "report/html/html_internal.h"
 
 #include <errno.h>

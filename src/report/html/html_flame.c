@@ -12,16 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FLAME_PROCESSES "4" /* the processes with the most samples (SQL LIMIT) */
-#define FLAME_RANGES "4"    /* per process, the NVTX range names with the most time */
+#define FLAME_PROCESSES "4"   /* the processes with the most samples (SQL LIMIT) */
+#define FLAME_RANGES "4"      /* per process, the NVTX range names with the most time */
 #define FLAME_MIN_SHARE 0.005 /* frames under 0.5 % of the graph's width are pruned */
-#define FLAME_MAX_ROWS 64  /* deeper frames are pruned too */
+#define FLAME_MAX_ROWS 64     /* deeper frames are pruned too */
 #define FLAME_WIDTH 1140
 #define FLAME_ROW 16
 
 struct flame {
     const struct cpu_profile *p;
-    int64_t *total;           /* by callsite: samples with it on the stack (0: no frame) */
+    int64_t *total; /* by callsite: samples with it on the stack (0: no frame) */
     int64_t *first_child, *next_sibling; /* by callsite: the tree of callsites with samples */
     int64_t samples, pruned;
 };
@@ -71,10 +71,11 @@ static void frame_rect(struct html_page *page, struct flame *f, const char *name
         html_text(out, module);
         putc(')', out);
     }
-    fprintf(out, ": %lld samples, %.1f %%</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-                 "height=\"%d\" fill=\"%s\"/>",
-            (long long)samples, 100.0 * (double)samples / (double)f->samples, x, row * FLAME_ROW,
-            w, FLAME_ROW - 1, color);
+    fprintf(out,
+            ": %lld samples, %.1f %%</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+            "height=\"%d\" fill=\"%s\"/>",
+            (long long)samples, 100.0 * (double)samples / (double)f->samples, x, row * FLAME_ROW, w,
+            FLAME_ROW - 1, color);
     int chars = (int)((w - 4) / 6.5); /* names cut to fit; the tooltip has them whole */
     if (chars >= 3) {
         char cut[256];
@@ -93,8 +94,7 @@ static void frame_rect(struct html_page *page, struct flame *f, const char *name
 /* Whether callsite k is drawn (not pruned) as a callee in row `row` + 1. */
 static int drawn(const struct flame *f, int64_t k, int row)
 {
-    return (double)f->total[k] >= FLAME_MIN_SHARE * (double)f->samples &&
-           row + 1 < FLAME_MAX_ROWS;
+    return (double)f->total[k] >= FLAME_MIN_SHARE * (double)f->samples && row + 1 < FLAME_MAX_ROWS;
 }
 
 /* The rows the callees of c take below row `row` (the graph's height, before drawing). */
@@ -151,8 +151,9 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
         rows = 2;
     fputs("<h4>", out);
     html_text(out, title);
-    fprintf(out, "</h4>\n<figure><svg class=\"flame\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                 "height=\"%d\" role=\"img\" data-samples=\"%lld\">\n",
+    fprintf(out,
+            "</h4>\n<figure><svg class=\"flame\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\" data-samples=\"%lld\">\n",
             FLAME_WIDTH, rows * FLAME_ROW, FLAME_WIDTH, rows * FLAME_ROW, (long long)f->samples);
     frame_rect(page, f, "all", NULL, f->samples, 0, FLAME_WIDTH, 0);
     draw_children(page, f, 0, 0, 0);
@@ -165,11 +166,12 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
                    (double)no_frame * FLAME_WIDTH / (double)f->samples, 1);
     else
         f->pruned += no_frame;
-    fprintf(out, "</svg>\n<figcaption data-pruned=\"%lld\">%lld samples",
-            (long long)f->pruned, (long long)f->samples);
+    fprintf(out, "</svg>\n<figcaption data-pruned=\"%lld\">%lld samples", (long long)f->pruned,
+            (long long)f->samples);
     if (f->pruned)
-        fprintf(out, "; %lld samples in frames under %.1f %% of the width (or deeper than %d "
-                     "rows) not drawn",
+        fprintf(out,
+                "; %lld samples in frames under %.1f %% of the width (or deeper than %d "
+                "rows) not drawn",
                 (long long)f->pruned, 100 * FLAME_MIN_SHARE, FLAME_MAX_ROWS);
     fputs(".</figcaption></figure>\n", out);
     return 0;
@@ -229,8 +231,7 @@ static int count_process(struct html_page *page, const struct cpu_profile *p, in
             rc = -1;
     }
     if (rc < 0 && !page->ctx->error[0])
-        snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s",
-                 sqlite3_errmsg(page->db));
+        snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s", sqlite3_errmsg(page->db));
     sqlite3_finalize(threads);
     sqlite3_finalize(ranges);
     free(start);
@@ -239,8 +240,8 @@ static int count_process(struct html_page *page, const struct cpu_profile *p, in
 }
 
 /* A process's graphs: the whole run, then its top range names by time on sampled threads. */
-static int process_graphs(struct html_page *page, struct flame *f, int64_t *counts,
-                          int64_t process, const char *label)
+static int process_graphs(struct html_page *page, struct flame *f, int64_t *counts, int64_t process,
+                          const char *label)
 {
     FILE *out = page->out;
     fputs("<h3>", out);
@@ -261,8 +262,7 @@ static int process_graphs(struct html_page *page, struct flame *f, int64_t *coun
     sqlite3_bind_int64(top, 1, process);
     while (rc == 0 && sqlite3_step(top) == SQLITE_ROW) {
         char title[512];
-        snprintf(title, sizeof title, "NVTX range %s",
-                 (const char *)sqlite3_column_text(top, 2));
+        snprintf(title, sizeof title, "NVTX range %s", (const char *)sqlite3_column_text(top, 2));
         memset(counts, 0, f->p->callsites * sizeof *counts);
         rc = count_process(page, f->p, process, sqlite3_column_int64(top, 0),
                            sqlite3_column_int64(top, 1), counts);
@@ -287,7 +287,8 @@ int html_section_cpu(struct html_page *page)
             return -1;
         fputs("<p class=\"note\">No CPU samples", out);
         if (sqlite3_step(st) == SQLITE_ROW) {
-            fprintf(out, ": sampling was off in pid %lld (", (long long)sqlite3_column_int64(st, 0));
+            fprintf(out, ": sampling was off in pid %lld (",
+                    (long long)sqlite3_column_int64(st, 0));
             html_text(out, (const char *)sqlite3_column_text(st, 1));
             if (sqlite3_column_text(st, 2)) {
                 fputs(": ", out);

@@ -2,11 +2,11 @@
  * the time went (top ranges, kernels, copies), the analyze findings most costly first with
  * their evidence, and energy per range and kernel with error bounds. Every query aggregates or
  * is limited. */
+#include "analyze/host_activity.h"
 #include "common/gpu_metrics_sources.h"
 #include "common/session_losses.h"
 #include "energy/energy_db.h"
 #include "output/table.h"
-#include "analyze/host_activity.h"
 #include "report/html/html_internal.h"
 
 #include <math.h>
