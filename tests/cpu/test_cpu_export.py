@@ -10,6 +10,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -219,6 +220,25 @@ def test_report_draws_flame_graphs_of_the_whole_run_and_the_top_ranges(session):
     assert all(float(share) >= 0.5 for _, _, share in frames)
     assert int(whole[3]) >= 0
     assert len(page) < 200000
+
+
+def test_report_with_flame_graphs_loads_in_headless_chromium(session):
+    tmp, _ = session
+    browser = next((shutil.which(n) for n in (os.environ.get("LANTERN_CHROMIUM"), "chromium",
+                                              "chromium-browser") if n and shutil.which(n)), None)
+    if not browser:
+        pytest.skip("no chromium (scripts/deps.sh installs Debian's chromium)")
+    if not (tmp / "x.html").exists():
+        lantern(tmp, "report", "x.db", "-o", "x.html")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")}
+    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp / 'profile'}", "--enable-logging=stderr",
+                          "--v=0", "--dump-dom", (tmp / "x.html").as_uri()],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 'data-ready="1"' in run.stdout and 'class="flame"' in run.stdout
+    assert not re.search(r"Uncaught|CONSOLE\(\d+\).*[Ee]rror", run.stderr), run.stderr[-2000:]
 
 
 def test_report_without_sampling_has_no_cpu_section(tmp_path):
