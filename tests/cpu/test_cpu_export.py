@@ -2,9 +2,9 @@
 exported, and read back; its page's flame graphs against the database.
 Chrome JSON: one instant event per sample on its thread, its "sf" stack in "stackFrames" equal
 to the database's. Perfetto: one PerfSample per sample, its interned callstack (frames,
-function names, mappings) equal to the database's stack, at the sample's time; and, where
-Perfetto's trace_processor runs (it downloads a binary: LANTERN_TRACE_PROCESSOR names one
-offline), its own parser reads the same samples and stacks. A session without samples exports
+function names, mappings) equal to the database's stack, at the sample's time; and, where a
+trace_processor_shell binary is here (LANTERN_TRACE_PROCESSOR, or the perfetto package's
+cache; never downloaded), Perfetto's own parser reads the same samples and stacks. A session without samples exports
 nothing of them. Needs $LANTERN_BUILD and $CPU_HOT, and the perfetto and protobuf packages."""
 import collections
 import json
