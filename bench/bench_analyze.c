@@ -2,12 +2,15 @@
  * report"): builds a database of N events shaped like a launch-heavy CUDA loop, then times
  * the analysis (every rule, text output) and the HTML page, each written to /dev/null, in
  * this process (CPU time: user + system, the budget's "one core").
- * Usage: bench_analyze [N=10000000] [DB=/tmp/lantern_bench_analyze.db] [keep|drop]
+ * Usage: bench_analyze [N=10000000] [DB=/tmp/lantern_bench_analyze.db] [keep|drop] [SAMPLES=0]
  * Each iteration of the loop (7 events): an NVTX range "step", two kernel launches (a
  * 1-block kernel shorter than its launch call on stream 7, a full-grid one on stream 8) and
  * an async copy of 1 MB (pinned; every 10th pageable and synchronous), each with its API
  * call. Every 100th iteration a cudaStreamSynchronize, every 1000th a cudaMalloc and a
- * 200 µs host-side pause; NVML samples at 100 Hz. The generation is not timed. */
+ * 200 µs host-side pause; NVML samples at 100 Hz. With SAMPLES, that many CPU samples of the
+ * thread (-t cpu) spread evenly over the run, on 16 stacks 8 to 23 frames deep (a Python-like
+ * interpreter chain under main, 16 leaves), so the host parts of the findings, the
+ * cpu_bound_ranges rule and the page's flame graphs have work. The generation is not timed. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -131,18 +134,76 @@ static int generate(sqlite3 *db, long iterations)
     return exec_sql(db, "COMMIT;");
 }
 
+/* CPU samples: frames 1 main, 2 _PyEval_EvalFrameDefault (python3.11), 3 step (app), 10..25
+ * the leaves; callsites: main, then 2..17 interpreter frames, then step, then a leaf. */
+static int generate_samples(sqlite3 *db, long samples, int64_t end)
+{
+    char sampling[160];
+    snprintf(sampling, sizeof sampling, /* the period the samples' spacing implies */
+             "BEGIN; INSERT INTO cpu_sampling(process_id, status, period_ns, samples, lost,"
+             " threads) VALUES (1, 'on', %lld, %ld, 0, 1);",
+             (long long)(end / samples), samples);
+    if (exec_sql(db, sampling) < 0 ||
+        exec_sql(db, "INSERT INTO cpu_frames(id, name, module) VALUES (1, 'main', 'app'),"
+                     " (2, '_PyEval_EvalFrameDefault', 'python3.11'), (3, 'step', 'app');") < 0)
+        return -1;
+    sqlite3_stmt *frame, *callsite, *stack, *sample;
+    sqlite3_prepare_v2(db, "INSERT INTO cpu_frames(id, name, module) VALUES (?, ?, 'libleaf.so')", -1, &frame, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO cpu_callsites VALUES (?, ?, ?, ?)", -1, &callsite, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO cpu_stacks VALUES (?, 1, ?)", -1, &stack, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO cpu_samples VALUES (1, ?, ?)", -1, &sample, NULL);
+    int64_t id = 1;
+    for (int s = 0; s < 16; s++) { /* each stack its own path: main, s + 2 interpreter frames */
+        int64_t parent = 0;
+        char name[32];
+        snprintf(name, sizeof name, "leaf_%d", s);
+        sqlite3_reset(frame);
+        sqlite3_bind_int64(frame, 1, 10 + s);
+        sqlite3_bind_text(frame, 2, name, -1, SQLITE_TRANSIENT);
+        sqlite3_step(frame);
+        for (int d = 0; d < s + 5; d++) {
+            int64_t f = d == 0 ? 1 : d == s + 4 ? 10 + s : d == s + 3 ? 3 : 2;
+            sqlite3_reset(callsite);
+            sqlite3_bind_int64(callsite, 1, id);
+            if (parent)
+                sqlite3_bind_int64(callsite, 2, parent);
+            else
+                sqlite3_bind_null(callsite, 2);
+            sqlite3_bind_int64(callsite, 3, f);
+            sqlite3_bind_int64(callsite, 4, d);
+            sqlite3_step(callsite);
+            parent = id++;
+        }
+        bind_step(stack, 2, (int64_t[]){s + 1, parent});
+    }
+    for (long i = 0; i < samples; i++)
+        bind_step(sample, 2, (int64_t[]){i * (end / samples), 1 + (i * 7) % 16});
+    sqlite3_finalize(frame);
+    sqlite3_finalize(callsite);
+    sqlite3_finalize(stack);
+    sqlite3_finalize(sample);
+    return exec_sql(db, "COMMIT;");
+}
+
 int main(int argc, char **argv)
 {
     long events = argc > 1 ? atol(argv[1]) : 10000000;
     const char *path = argc > 2 ? argv[2] : "/tmp/lantern_bench_analyze.db";
     int keep = argc > 3 && !strcmp(argv[3], "keep");
+    long samples = argc > 4 ? atol(argv[4]) : 0;
     sqlite3 *db;
     if (access(path, F_OK) != 0) {
         if (sqlite3_open(path, &db) != SQLITE_OK || exec_sql(db, import_schema_sql) < 0)
             return fprintf(stderr, "bench_analyze: cannot create %s\n", path), 1;
         exec_sql(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
         double t0 = wall_s();
-        if (generate(db, events / EVENTS_PER_ITERATION) < 0)
+        long iterations = events / EVENTS_PER_ITERATION;
+        if (generate(db, iterations) < 0)
+            return 1;
+        if (samples > 0 &&
+            generate_samples(db, samples,
+                             1000000 + iterations * (int64_t)ITERATION_NS +
+                                 (iterations / 1000 + 1) * 200000) < 0)
             return 1;
         if (exec_sql(db, import_indexes_sql) < 0)
             return 1;
@@ -180,9 +241,9 @@ int main(int argc, char **argv)
     fclose(out);
     free(page);
     sqlite3_close(db);
-    printf("events %ld: analyze %.2f s CPU (%.2f s wall, %zu findings); report %.2f s CPU "
+    printf("events %ld, CPU samples %ld: analyze %.2f s CPU (%.2f s wall, %zu findings); report %.2f s CPU "
            "(%.2f s wall, page %.0f KB); together %.2f s CPU\n",
-           events, c1 - c0, w1 - w0, findings, c3 - c2, w3 - w2, (double)size / 1024.0,
+           events, samples, c1 - c0, w1 - w0, findings, c3 - c2, w3 - w2, (double)size / 1024.0,
            (c1 - c0) + (c3 - c2));
     if (!keep)
         unlink(path);

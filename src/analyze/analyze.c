@@ -2,6 +2,7 @@
  * they could save. */
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
+#include "analyze/host_activity.h"
 #include "analyze/timeline.h"
 
 #include <errno.h>
@@ -89,6 +90,7 @@ void analyze_run_release(struct analyze_run *run)
         for (int k = 0; k < res->count; k++) {
             struct analyze_finding *f = &res->findings[k];
             free(f->summary);
+            analyze_host_free(f->host);
             for (int e = 0; e < f->evidence_count; e++) {
                 free(f->evidence[e].range);
                 free(f->evidence[e].name);
@@ -99,6 +101,8 @@ void analyze_run_release(struct analyze_run *run)
     free(run->results);
     if (run->ctx)
         analyze_timeline_free(run->ctx->timeline);
+    if (run->ctx)
+        analyze_cpu_free(run->ctx->cpu);
     free(run->ctx);
     memset(run, 0, sizeof *run);
 }

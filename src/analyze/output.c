@@ -4,6 +4,7 @@
  * findings > evidence, exact ns). All go through the report table writer (table.h). */
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
+#include "analyze/host_activity.h"
 #include "output/json.h"
 
 #include <stdio.h>
@@ -109,6 +110,8 @@ static int write_finding(const struct analyze_run *run, size_t rank, const struc
     if (f->cost_j >= 0)
         fprintf(out, ", %.3f J", f->cost_j);
     fprintf(out, "\n    advice: %s\n", f->advice);
+    if (f->host && f->host->summary)
+        fprintf(out, "    host: %s\n", f->host->summary);
     int rc = 0;
     if (f->evidence_count) {
         fprintf(out, "    evidence (%d of %lld):\n", f->evidence_count,
@@ -185,6 +188,7 @@ static const struct table_column csv_columns[] = {
     {"NVTX Range", "range", TABLE_TEXT},
     {"Name", "name", TABLE_TEXT},
     {"Detail", "detail", TABLE_TEXT},
+    {"Host", "host", TABLE_TEXT},
 };
 
 static void csv_finding_cells(struct table *t, const struct analyze_run *run,
@@ -222,12 +226,14 @@ static int write_csv(const struct analyze_run *run, int terminal, FILE *out)
             table_text(t, res->note);
             table_text(t, NULL);
             evidence_cells(t, &none);
+            table_text(t, NULL);
         }
         for (int k = 0; k < res->count; k++) {
             const struct analyze_finding *f = &res->findings[k];
             for (int e = 0; e < (f->evidence_count ? f->evidence_count : 1); e++) {
                 csv_finding_cells(t, run, res, k);
                 evidence_cells(t, f->evidence_count ? &f->evidence[e] : &none);
+                table_text(t, f->host ? f->host->summary : NULL);
             }
         }
     }
@@ -257,6 +263,50 @@ static int write_json_ranked(const struct analyze_run *run, FILE *out)
     fputs("], ", out);
     free(ranked);
     return 0;
+}
+
+static void write_json_host(const struct analyze_host *h, FILE *out)
+{
+    if (!h) {
+        fputs("null", out);
+        return;
+    }
+    fputs("{\"summary\": ", out);
+    json_write_cstring(out, h->summary);
+    fprintf(out,
+            ", \"sampled\": %s, \"samples\": %lld, \"window_ns\": ", h->sampled ? "true" : "false",
+            (long long)h->samples);
+    json_write_double(out, h->window_ns);
+    fputs(", \"on_cpu_ns\": ", out);
+    json_write_double(out, h->on_cpu_ns);
+    fputs(", \"functions\": [", out);
+    for (int i = 0; i < h->top_count; i++) {
+        const struct analyze_host_function *fn = &h->top[i];
+        fputs(i ? ", {\"function\": " : "{\"function\": ", out);
+        json_write_cstring(out, fn->function);
+        fputs(", \"module\": ", out);
+        json_write_cstring(out, fn->module);
+        fputs(", \"user_function\": ", out);
+        json_write_cstring(out, fn->user_function);
+        fputs(", \"user_module\": ", out);
+        json_write_cstring(out, fn->user_module);
+        fprintf(out, ", \"samples\": %lld}", (long long)fn->samples);
+    }
+    fprintf(out, "], \"blocked_ns\": %lld, \"blocking\": [", (long long)h->blocked_ns);
+    for (int i = 0; i < h->blocking_count; i++) {
+        fputs(i ? ", {\"name\": " : "{\"name\": ", out);
+        json_write_cstring(out, h->blocking[i].name);
+        fprintf(out, ", \"calls\": %lld, \"ns\": %lld}", (long long)h->blocking[i].calls,
+                (long long)h->blocking[i].ns);
+    }
+    fputs("], \"pattern\": ", out);
+    json_write_cstring(out, h->pattern);
+    fputs(", \"pattern_percent\": ", out);
+    if (h->pattern)
+        json_write_double(out, h->pattern_percent);
+    else
+        fputs("null", out);
+    putc('}', out);
 }
 
 static int write_json(const struct analyze_run *run, FILE *out)
@@ -295,6 +345,8 @@ static int write_json(const struct analyze_run *run, FILE *out)
             fprintf(out, ", \"count\": %lld, \"evidence\": ", (long long)f->count);
             if (write_evidence_table(f, TABLE_FORMAT_JSON, 0, out) < 0)
                 rc = -1;
+            fputs(", \"host\": ", out);
+            write_json_host(f->host, out);
             putc('}', out);
         }
         fputs("]}", out);

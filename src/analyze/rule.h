@@ -23,14 +23,18 @@ struct analyze_evidence {
     char *detail;        /* what makes the row evidence ("4.00 MB pageable HtoD, 2.3 GB/s") */
 };
 
+struct analyze_host;
+
 struct analyze_finding {
     char *summary;      /* one line: what was seen */
-    const char *advice; /* one line: what to do (static text) */
+    const char *advice; /* one line: what to do (static text, or the host's: host->advice) */
     double cost_ns;     /* time that could be saved (an estimate, docs/analyze.md) */
     double cost_j;      /* energy that could be saved, J; -1 when the rule does not say */
     int64_t count;      /* occurrences behind the finding (copies, calls, gaps, ...) */
     struct analyze_evidence evidence[ANALYZE_MAX_EVIDENCE];
     int evidence_count;
+    struct analyze_host *host; /* what the host did meanwhile (host_activity.h); NULL: the
+                                * session has no CPU sampling, or the rule does not say */
 };
 
 struct analyze_rule;
@@ -57,6 +61,7 @@ struct analyze_ctx {
     int64_t start_ns, end_ns;          /* meta start_ns / end_ns */
     int64_t duration_ns;               /* > 0 */
     struct analyze_timeline *timeline; /* computed once, by the first rule that needs it */
+    struct analyze_cpu *cpu;           /* the CPU samples, loaded by the first rule that needs them */
     char error[256];
 };
 

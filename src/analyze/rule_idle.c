@@ -2,6 +2,7 @@
  * per NVTX range) and gpu_utilization (windows of the run in which a GPU was mostly idle).
  * Both read the timeline pass (timeline.c). */
 #include "analyze/findings.h"
+#include "analyze/host_activity.h"
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
@@ -31,7 +32,57 @@ struct labelled_idle {
     char *label;
     int64_t range_id; /* one of the ranges with this label */
     int64_t gaps, ns[GAP_CLASSES], total;
+    size_t group; /* the label's number, shared by its ranges (host activity) */
 };
+
+/* The processes with work on a GPU (the ranks of the timeline pass); malloc'ed. */
+static int64_t *gpu_processes(const struct analyze_timeline *t, int64_t gpu_id, size_t *n)
+{
+    int64_t *ids = calloc(t->rank_count ? t->rank_count : 1, sizeof *ids);
+    *n = 0;
+    for (size_t i = 0; ids && i < t->rank_count; i++)
+        if (t->ranks[i].gpu_id == gpu_id)
+            ids[(*n)++] = t->ranks[i].process_id;
+    return ids;
+}
+
+/* What the host did in a GPU's host-wait gaps (those of one range label when groups is
+ * given: range id + 1 -> group + 1), on the threads of the processes with work on it. */
+static int describe_gaps(struct analyze_ctx *ctx, struct analyze_finding *f,
+                         const struct analyze_timeline *t, const struct timeline_gpu *g,
+                         const struct u64_map *groups, size_t group)
+{
+    if (!f || !analyze_host_asked(ctx))
+        return 0;
+    size_t nproc = 0, n = 0;
+    int64_t *procs = gpu_processes(t, g->gpu_id, &nproc);
+    int64_t *start = calloc(g->host_gap_count + 1, sizeof *start);
+    int64_t *end = calloc(g->host_gap_count + 1, sizeof *end);
+    int rc = -1;
+    if (procs && start && end) {
+        for (size_t i = 0; i < g->host_gap_count; i++) {
+            const struct timeline_gap *gap = &g->host_gaps[i];
+            if (groups) {
+                uint64_t *v = u64_map_find(groups, (uint64_t)gap->next_range_id + 1);
+                if (!v || *v != group + 1)
+                    continue;
+            }
+            start[n] = gap->start;
+            end[n++] = gap->end;
+        }
+        struct analyze_host_scope scope = {.process_ids = procs,
+                                           .process_count = nproc,
+                                           .windows = {start, end, n},
+                                           .what = "host-wait gaps"};
+        rc = analyze_host_describe(ctx, f, &scope);
+    } else {
+        snprintf(ctx->error, sizeof ctx->error, "gpu_idle: out of memory");
+    }
+    free(procs);
+    free(start);
+    free(end);
+    return rc;
+}
 
 static int by_label(const void *a, const void *b)
 {
@@ -58,8 +109,9 @@ static int gap_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
 
 /* One finding per NVTX range label with idle time, most idle first. */
 static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
-                           const struct timeline_gpu *g)
+                           const struct analyze_timeline *t, const struct timeline_gpu *g)
 {
+    struct u64_map groups = {0}; /* range id + 1 -> its label's group + 1 */
     size_t n = g->range_count;
     if (n == 0)
         return 0;
@@ -83,7 +135,11 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
     if (rc == 0) { /* ranges of one name together */
         qsort(items, n, sizeof *items, by_label);
         for (size_t i = 0; i < n; i++) {
-            if (merged && !strcmp(items[merged - 1].label, items[i].label)) {
+            int same = merged && !strcmp(items[merged - 1].label, items[i].label);
+            if (u64_map_put(&groups, (uint64_t)items[i].range_id + 1, same ? merged : merged + 1) <
+                0)
+                rc = -1;
+            if (same) {
                 struct labelled_idle *m = &items[merged - 1];
                 m->gaps += items[i].gaps;
                 m->total += items[i].total;
@@ -91,7 +147,9 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
                     m->ns[c] += items[i].ns[c];
                 free(items[i].label);
             } else {
-                items[merged++] = items[i];
+                items[merged] = items[i];
+                items[merged].group = merged;
+                merged++;
             }
         }
         qsort(items, merged, sizeof *items, by_total);
@@ -110,6 +168,8 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
         if (!f)
             continue;
         f->count = items[i].gaps;
+        if (items[i].ns[GAP_HOST] > 0)
+            rc = describe_gaps(ctx, f, t, g, &groups, items[i].group);
         for (int k = 0; rc == 0 && k < g->top_count; k++) { /* its longest gaps */
             char *label = range_label(ctx, st, g->top[k].next_range_id);
             if (label && !strcmp(label, items[i].label))
@@ -120,6 +180,7 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
     for (size_t i = 0; i < merged; i++)
         free(items[i].label);
     free(items);
+    u64_map_release(&groups);
     sqlite3_finalize(st);
     return rc;
 }
@@ -154,7 +215,9 @@ int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res)
         for (int k = 0; k < g->top_count; k++)
             if (gap_evidence(ctx, f, &g->top[k]) < 0)
                 return -1;
-        if (range_breakdown(ctx, res, g) < 0)
+        if (g->long_gap_class_ns[GAP_HOST] > 0 && describe_gaps(ctx, f, t, g, NULL, 0) < 0)
+            return -1;
+        if (range_breakdown(ctx, res, t, g) < 0)
             return -1;
     }
     return 0;
@@ -171,6 +234,30 @@ static int by_idle(const void *a, const void *b)
     const struct stretch *x = a, *y = b;
     double ix = (double)x->ns - x->busy, iy = (double)y->ns - y->busy;
     return ix < iy ? 1 : ix > iy ? -1 : (x->start > y->start) - (x->start < y->start);
+}
+
+/* What the host did in the low windows (stretches in time order), on the threads of the
+ * processes with work on the GPU. */
+static int describe_stretches(struct analyze_ctx *ctx, struct analyze_finding *f,
+                              const struct analyze_timeline *t, const struct timeline_gpu *g,
+                              const struct stretch *stretches, int count)
+{
+    size_t nproc = 0;
+    int64_t *procs = gpu_processes(t, g->gpu_id, &nproc);
+    int64_t start[UTIL_WINDOWS], end[UTIL_WINDOWS];
+    for (int k = 0; k < count; k++) {
+        start[k] = stretches[k].start;
+        end[k] = stretches[k].start + stretches[k].ns;
+    }
+    struct analyze_host_scope scope = {.process_ids = procs,
+                                       .process_count = nproc,
+                                       .windows = {start, end, (size_t)count},
+                                       .what = "low windows"};
+    int rc = procs ? analyze_host_describe(ctx, f, &scope) : -1;
+    if (!procs)
+        snprintf(ctx->error, sizeof ctx->error, "gpu_utilization: out of memory");
+    free(procs);
+    return rc;
 }
 
 int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res)
@@ -226,6 +313,8 @@ int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res)
         if (!f)
             continue;
         f->count = count; /* stretches of consecutive low windows */
+        if (analyze_host_asked(ctx) && describe_stretches(ctx, f, t, g, stretches, count) < 0)
+            return -1;
         qsort(stretches, (size_t)count, sizeof *stretches, by_idle);
         for (int k = 0; k < count && k < ANALYZE_MAX_EVIDENCE; k++) {
             char detail[64];

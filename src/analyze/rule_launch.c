@@ -2,6 +2,7 @@
  * GPU can never be kept busy by launching them one by one; with the run's launch rate and the
  * distribution of launch -> start delays (from the timeline pass). */
 #include "analyze/findings.h"
+#include "analyze/host_activity.h"
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
@@ -84,8 +85,16 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
         if (!f)
             continue;
         f->count = k->short_count;
-        rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->first_short_id,
-                                  "first launch shorter than its launch call", -1, -1);
+        /* what the host did from the first to the last of these launches */
+        struct analyze_host_scope scope = {
+            .process_ids = &k->short_process_id,
+            .process_count = 1,
+            .windows = {&k->short_launch_start, &k->short_launch_end, 1},
+            .what = "launches"};
+        rc = analyze_host_describe(ctx, f, &scope);
+        if (rc == 0)
+            rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->first_short_id,
+                                      "first launch shorter than its launch call", -1, -1);
         if (rc == 0)
             rc = timeline_op_evidence(ctx, f, TIMELINE_KERNEL, k->longest_id, "longest launch", -1,
                                       -1);

@@ -10,6 +10,7 @@ int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res);
+int rule_cpu_bound_ranges(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res);
 int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res);
@@ -49,6 +50,13 @@ const struct analyze_rule analyze_rules[] = {
      "launch fewer, larger kernels: CUDA graphs, kernel fusion (torch.compile, cupy.fuse), "
      "larger batches",
      rule_launch_bound},
+    {"cpu_bound_ranges",
+     "NVTX ranges whose thread was on the CPU most of the time while the GPU idled (CPU samples)",
+     "instances >= 10 sampling periods, on CPU >= 50 % and GPU busy < 50 % of them, >= 1 % of "
+     "the run per range name",
+     "the CPU sets this range's pace: speed up or move off the critical path the functions "
+     "named (host), overlap them with GPU work",
+     rule_cpu_bound_ranges},
     {"alloc_in_loop", "cudaMalloc/cudaFree (and host/managed twins) inside NVTX ranges",
      ">= 10 calls in a range name, or >= 2 in a range name that repeats",
      "allocate once outside the loop, or use a pool allocator (RMM pool, CuPy's memory "

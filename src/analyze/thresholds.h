@@ -27,5 +27,15 @@
 /* rank_idle: a rank's GPU idle share >= 2x the other ranks' median and >= 5 points above it */
 #define RANK_IDLE_RATIO 2.0
 #define RANK_IDLE_MIN_EXCESS 5.0
+/* host activity (host_activity.c): a pattern's advice when it covers >= 30 % of the samples
+ * in a finding's windows, or of their time blocked in the calls it names */
+#define HOST_PATTERN_MIN_PERCENT 30.0
+/* cpu_bound_ranges: an instance whose thread was on the CPU >= 50 % of it while its process's
+ * GPUs were busy < 50 % of it, at least 10 sampling periods long (fewer samples say little);
+ * a range name reported when such instances add up to >= 1 % of the run */
+#define CPU_BOUND_ON_CPU_PERCENT 50.0
+#define CPU_BOUND_GPU_BUSY_PERCENT 50.0
+#define CPU_BOUND_MIN_PERIODS 10
+#define CPU_BOUND_MIN_SHARE 1.0
 
 #endif

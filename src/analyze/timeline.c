@@ -244,6 +244,19 @@ static int add_range_idle(struct gpu_state *s, struct timeline_gpu *g, int64_t r
     return 0;
 }
 
+static int keep_host_gap(struct timeline_gpu *g, const struct timeline_gap *gap)
+{
+    if (g->host_gap_count == TIMELINE_MAX_HOST_GAPS) {
+        g->host_gaps_left_out++;
+        return 0;
+    }
+    if (index_reserve((void **)&g->host_gaps, &g->host_gap_cap, g->host_gap_count,
+                      sizeof *g->host_gaps) < 0)
+        return -1;
+    g->host_gaps[g->host_gap_count++] = *gap;
+    return 0;
+}
+
 static int on_gap(struct pass *p, int slot, int64_t start, const struct op *next)
 {
     struct timeline_gpu *g = &p->t->gpus[slot];
@@ -267,6 +280,8 @@ static int on_gap(struct pass *p, int slot, int64_t start, const struct op *next
     g->long_gap_count++;
     g->long_gap_class_ns[gap.cls] += len;
     keep_top_gap(g, &gap);
+    if (p->t->want_host && gap.cls == GAP_HOST && keep_host_gap(g, &gap) < 0)
+        return -1;
     return add_range_idle(&p->gs[slot], g, next->range_id, gap.cls, len);
 }
 
@@ -327,8 +342,15 @@ static int on_kernel(struct pass *p, const struct op *o)
         t->launch_ns_total += launch;
         t->launches_with_api++;
         if (ns < launch) {
-            if (n->short_count++ == 0)
+            if (n->short_count++ == 0) {
                 n->first_short_id = o->id;
+                n->short_launch_start = o->api_start;
+                n->short_process_id = o->process_id;
+            }
+            if (o->api_start < n->short_launch_start)
+                n->short_launch_start = o->api_start;
+            if (o->api_end > n->short_launch_end)
+                n->short_launch_end = o->api_end;
             n->short_excess_ns += launch - ns;
         }
         t->delay_hist[delay_bucket(o->start - o->api_start)]++;
@@ -621,6 +643,7 @@ struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
         return NULL;
     p.t->gap_threshold_ns = GPU_IDLE_GAP_NS;
     p.t->want_page = (ctx->flags & ANALYZE_PAGE) != 0;
+    p.t->want_host = analyze_query_int(ctx, "SELECT 1 FROM cpu_sampling LIMIT 1", 0) == 1;
     p.t->bin_start = ctx->start_ns;
     p.t->bin_ns = (ctx->duration_ns + TIMELINE_BINS - 1) / TIMELINE_BINS;
     if (p.t->bin_ns < 1)
@@ -669,6 +692,7 @@ void analyze_timeline_free(struct analyze_timeline *t)
         free(t->gpus[i].iv_start);
         free(t->gpus[i].iv_end);
         free(t->gpus[i].iv_before);
+        free(t->gpus[i].host_gaps);
     }
     free(t->gpus);
     energy_db_free(t->energy, t->energy_count);

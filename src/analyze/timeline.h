@@ -59,7 +59,13 @@ struct timeline_gpu {
     int64_t *iv_start, *iv_end, *iv_before;
     size_t iv_count, iv_cap;
     int iv_overflow; /* too many intervals were kept: busy_between falls back to bins */
+    /* with CPU samples (want_host): its host-wait gaps >= the threshold, in time order, for
+     * the samples taken in them (host_activity.c); past TIMELINE_MAX_HOST_GAPS, counted */
+    struct timeline_gap *host_gaps;
+    size_t host_gap_count, host_gap_cap;
+    int64_t host_gaps_left_out;
 };
+#define TIMELINE_MAX_HOST_GAPS (1u << 20)
 
 /* Per kernel name (launch_bound) and per launch shape (small_grid). */
 struct timeline_kernel_name {
@@ -68,6 +74,9 @@ struct timeline_kernel_name {
     int64_t short_count, short_excess_ns; /* kernels shorter than their launch call */
     int64_t longest_id, longest_ns;
     int64_t first_short_id; /* the first of those kernels */
+    /* the launch calls of those kernels: first start, last end, and the process of the
+     * first (the window of the host's samples, host_activity.c) */
+    int64_t short_launch_start, short_launch_end, short_process_id;
     double joules, error_j; /* GPU energy over its instances (ANALYZE_PAGE) */
 };
 struct timeline_shape {
@@ -146,6 +155,7 @@ struct analyze_timeline {
     int64_t delay_count;
     int64_t ops;   /* all GPU work */
     int want_page; /* ANALYZE_PAGE: names[].joules and lanes are filled */
+    int want_host; /* CPU sampling was asked for: gpus[].host_gaps are kept */
     struct timeline_copies copies[TIMELINE_MAX_COPY_GROUPS];
     int copy_groups;
     struct {

@@ -104,10 +104,18 @@ int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *erro
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
         return -1;
     }
+    fputs("\n]", out);
+    for (size_t i = 0; rc == 0 && i < chrome_producer_count; i++)
+        if (chrome_producers[i].sections)
+            rc = chrome_producers[i].sections(&w);
+    if (rc < 0) {
+        snprintf(error, error_size, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
     if (stats)
         stats->gpu_metrics_bucket_ns = w.gpu_metrics_bucket_ns;
     char *losses = session_losses_line(db);
-    fputs("\n], \"otherData\": {\"lantern_lost_events\": ", out);
+    fputs(", \"otherData\": {\"lantern_lost_events\": ", out);
     json_write_cstring(out, losses ? losses : "(unknown)");
     fputs("}}\n", out);
     free(losses);

@@ -74,6 +74,9 @@ void perfetto_track(struct perfetto_writer *w, uint64_t uuid, uint64_t parent, c
 
 /* ---- interning ---------------------------------------------------------------------------- */
 
+static void perfetto_put_interned(struct perfetto_writer *w, unsigned field, uint64_t iid,
+                                  const char *text, size_t len);
+
 /* Has the current sequence interned iid? Marks it so. */
 static int perfetto_seen(struct perfetto_writer *w, uint32_t **set, size_t *cap, uint64_t iid)
 {
@@ -96,12 +99,28 @@ static int perfetto_seen(struct perfetto_writer *w, uint32_t **set, size_t *cap,
     return 0;
 }
 
-static void perfetto_put_interned(struct perfetto_writer *w, unsigned field, uint64_t iid,
-                                  const char *text, size_t len)
+size_t perfetto_interned_begin(struct perfetto_writer *w, unsigned field)
 {
     if (!w->interned_mark)
         w->interned_mark = pb_begin(&w->interned, PF_PACKET_INTERNED_DATA);
-    size_t m = pb_begin(&w->interned, field);
+    return pb_begin(&w->interned, field);
+}
+
+int perfetto_interned_seen(struct perfetto_writer *w, uint32_t **set, size_t *cap, uint64_t iid)
+{
+    return perfetto_seen(w, set, cap, iid);
+}
+
+void perfetto_interned_string(struct perfetto_writer *w, unsigned field, uint64_t iid,
+                              const char *text, size_t len)
+{
+    perfetto_put_interned(w, field, iid, text, len);
+}
+
+static void perfetto_put_interned(struct perfetto_writer *w, unsigned field, uint64_t iid,
+                                  const char *text, size_t len)
+{
+    size_t m = perfetto_interned_begin(w, field);
     pb_uint(&w->interned, PF_INTERNED_IID, iid);
     pb_text(&w->interned, PF_INTERNED_NAME, text, len);
     pb_end(&w->interned, m);
@@ -195,15 +214,25 @@ static void perfetto_start_sequence(struct perfetto_writer *w, uint64_t base)
 
 void perfetto_event_begin(struct perfetto_writer *w, unsigned type, uint64_t track)
 {
-    w->event.len = 0;
-    w->interned.len = 0;
-    w->interned_mark = 0;
+    perfetto_payload_begin(w);
     pb_uint(&w->event, PF_EVENT_TYPE, type);
     if (track != w->default_track)
         pb_uint(&w->event, PF_EVENT_TRACK_UUID, track);
 }
 
 void perfetto_event_end(struct perfetto_writer *w, uint64_t ts)
+{
+    perfetto_payload_end(w, ts, PF_PACKET_TRACK_EVENT);
+}
+
+void perfetto_payload_begin(struct perfetto_writer *w)
+{
+    w->event.len = 0;
+    w->interned.len = 0;
+    w->interned_mark = 0;
+}
+
+void perfetto_payload_end(struct perfetto_writer *w, uint64_t ts, unsigned payload)
 {
     if (!w->sequence_started)
         perfetto_start_sequence(w, ts);
@@ -224,7 +253,7 @@ void perfetto_event_end(struct perfetto_writer *w, uint64_t ts)
             b->len += w->interned.len;
         }
     }
-    pb_bytes(b, PF_PACKET_TRACK_EVENT, w->event.data, w->event.len);
+    pb_bytes(b, payload, w->event.data, w->event.len);
     perfetto_put_packet(w);
     w->events++;
 }

@@ -84,6 +84,31 @@ enum {
     PF_INTERNED_IID = 1,
     PF_INTERNED_NAME = 2,
 };
+/* CPU samples: TracePacket.perf_sample, PerfSample (profile_packet.proto), and the interned
+ * callstacks, frames, mappings and their names (interned_data.proto, profile_common.proto) */
+enum {
+    PF_PACKET_PERF_SAMPLE = 66,
+    PF_PERF_SAMPLE_PID = 2,
+    PF_PERF_SAMPLE_TID = 3,
+    PF_PERF_SAMPLE_CALLSTACK_IID = 4,
+    PF_PERF_SAMPLE_CPU_MODE = 5,
+    PF_CPU_MODE_USER = 2, /* Profiling.CpuMode */
+    PF_INTERNED_FUNCTION_NAMES = 5,
+    PF_INTERNED_FRAMES = 6,
+    PF_INTERNED_CALLSTACKS = 7,
+    PF_INTERNED_MAPPING_PATHS = 17,
+    PF_INTERNED_MAPPINGS = 19,
+    PF_FRAME_IID = 1,
+    PF_FRAME_FUNCTION_NAME_ID = 2,
+    PF_FRAME_MAPPING_ID = 3,
+    PF_FRAME_REL_PC = 4,
+    PF_CALLSTACK_IID = 1,
+    PF_CALLSTACK_FRAME_IDS = 2, /* outermost frame first */
+    PF_MAPPING_IID = 1,
+    PF_MAPPING_START = 4,
+    PF_MAPPING_END = 5,
+    PF_MAPPING_PATH_STRING_IDS = 7,
+};
 
 /* ---- Numbers the producers share, one list each so that no two take the same. They are in
  * the output (iids, uuids): a new source appends its own, and none is renumbered. ---- */
@@ -201,6 +226,20 @@ void perfetto_run_begin(struct perfetto_writer *w, uint64_t track);
  * writes the packet, with the interned data its name and category need). */
 void perfetto_event_begin(struct perfetto_writer *w, unsigned type, uint64_t track);
 void perfetto_event_end(struct perfetto_writer *w, uint64_t ts);
+/* A packet of another kind on the current run (a PerfSample): begin, then its fields into
+ * w->event and what it interns through perfetto_interned_*, then end, which writes it at ts as
+ * the packet's field `payload`. */
+void perfetto_payload_begin(struct perfetto_writer *w);
+void perfetto_payload_end(struct perfetto_writer *w, uint64_t ts, unsigned payload);
+/* Whether the current sequence has interned iid in *set (marks it so); a set per kind of
+ * interned message, grown as needed. */
+int perfetto_interned_seen(struct perfetto_writer *w, uint32_t **set, size_t *cap, uint64_t iid);
+/* An InternedString (iid, text) of `field` in the current packet's interned data. */
+void perfetto_interned_string(struct perfetto_writer *w, unsigned field, uint64_t iid,
+                              const char *text, size_t len);
+/* Opens a message of `field` in the current packet's interned data; close it with pb_end on
+ * w->interned. */
+size_t perfetto_interned_begin(struct perfetto_writer *w, unsigned field);
 void perfetto_event_name_id(struct perfetto_writer *w, int64_t string_id); /* strings.id */
 /* A name not in strings: `synthetic` numbers it among the writer's own names. */
 void perfetto_event_name_text(struct perfetto_writer *w, unsigned synthetic, const char *text);

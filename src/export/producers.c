@@ -11,15 +11,17 @@ int chrome_cuda_events(struct chrome_writer *w);
 int chrome_nvml_events(struct chrome_writer *w);
 int chrome_gpu_metrics_events(struct chrome_writer *w);
 int chrome_cpu_events(struct chrome_writer *w);
+int chrome_cpu_stack_frames(struct chrome_writer *w);
 int chrome_osrt_events(struct chrome_writer *w);
 
 const struct chrome_producer chrome_producers[] = {
-    {EXPORT_SOURCE_NVTX, chrome_nvtx_events}, /* chrome_nvtx.c: ranges and marks */
-    {EXPORT_SOURCE_CUDA, chrome_cuda_events}, /* chrome_cuda.c: GPU rows, API calls, flows */
-    {EXPORT_SOURCE_NVML, chrome_nvml_events}, /* chrome_nvml.c: counters per GPU */
-    {EXPORT_SOURCE_GPU_METRICS, chrome_gpu_metrics_events}, /* chrome_gpu_metrics.c */
-    {EXPORT_SOURCE_CPU, chrome_cpu_events}, /* chrome_cpu.c: not exported yet */
-    {EXPORT_SOURCE_OSRT, chrome_osrt_events}, /* chrome_osrt.c: calls on their thread */
+    {EXPORT_SOURCE_NVTX, chrome_nvtx_events, NULL}, /* chrome_nvtx.c: ranges and marks */
+    {EXPORT_SOURCE_CUDA, chrome_cuda_events, NULL}, /* chrome_cuda.c: GPU rows, API calls, flows */
+    {EXPORT_SOURCE_NVML, chrome_nvml_events, NULL}, /* chrome_nvml.c: counters per GPU */
+    {EXPORT_SOURCE_GPU_METRICS, chrome_gpu_metrics_events, NULL}, /* chrome_gpu_metrics.c */
+    /* chrome_cpu.c: samples as instant events, their stacks in "stackFrames" */
+    {EXPORT_SOURCE_CPU, chrome_cpu_events, chrome_cpu_stack_frames},
+    {EXPORT_SOURCE_OSRT, chrome_osrt_events, NULL}, /* chrome_osrt.c: calls on their thread */
 };
 const size_t chrome_producer_count = sizeof chrome_producers / sizeof chrome_producers[0];
 
@@ -37,7 +39,7 @@ const struct perfetto_producer perfetto_producers[] = {
     {EXPORT_SOURCE_NVML, perfetto_nvml_counters},       /* perfetto_nvml.c */
     {EXPORT_SOURCE_GPU_METRICS, perfetto_gpu_metrics_counters}, /* perfetto_gpu_metrics.c */
     {EXPORT_SOURCE_CUDA, perfetto_cuda_memory_counter}, /* perfetto_cuda.c */
-    {EXPORT_SOURCE_CPU, perfetto_cpu_samples},          /* perfetto_cpu.c: not exported yet */
+    {EXPORT_SOURCE_CPU, perfetto_cpu_samples},          /* perfetto_cpu.c: PerfSample packets */
     {EXPORT_SOURCE_OSRT, perfetto_osrt_events},         /* perfetto_osrt.c: OS runtime tracks */
 };
 const size_t perfetto_producer_count = sizeof perfetto_producers / sizeof perfetto_producers[0];

@@ -26,6 +26,8 @@ struct perfetto_writer;
 struct chrome_producer {
     enum export_source source;
     int (*produce)(struct chrome_writer *w);
+    /* top-level sections after "traceEvents" (each written as `, "key": value`), or NULL */
+    int (*sections)(struct chrome_writer *w);
 };
 struct perfetto_producer {
     enum export_source source;

@@ -19,8 +19,8 @@ BUILD = os.environ.get("LANTERN_BUILD", "build")
 SOURCE = os.environ.get("LANTERN_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 RULES = ["pageable_memcpy", "sync_memops", "sync_api", "gpu_idle", "gpu_utilization",
-         "launch_bound", "alloc_in_loop", "stream_use", "tensor_cores", "small_grid", "energy",
-         "stragglers", "comm_overlap", "rank_idle"]
+         "launch_bound", "cpu_bound_ranges", "alloc_in_loop", "stream_use", "tensor_cores",
+         "small_grid", "energy", "stragglers", "comm_overlap", "rank_idle"]
 
 
 # a pipe and no $COLUMNS (pytest may set it): no width limit, unless a test sets one
@@ -69,7 +69,7 @@ def test_analyze_starts_with_the_findings_most_costly_first_one_line_each(sessio
         ("1", "gpu_utilization"), ("2", "stream_use"), ("3", "pageable_memcpy")]
     assert rows[0][1:3] == ("21.700 µs", "43.4")
     assert "advice:" not in out and "evidence" not in out.split("\n\n")[-1].split("(")[0]
-    assert "3 of 14 rules found something (--details:" in out
+    assert "3 of 15 rules found something (--details:" in out
     doc = json.loads(lantern("analyze", str(session), "--format", "json").stdout)
     assert [(r["rule"], r["finding"]) for r in doc["analysis"]["ranked"]] == [
         ("gpu_utilization", 1), ("stream_use", 1), ("pageable_memcpy", 1)]

@@ -1,6 +1,7 @@
 /* The frame of the HTML page (head, style, navigation, the sorting script) and the helpers
  * its sections share. The script is ours and inline: the page opens with no network. */
 #include "report/html/html.h"
+#include "analyze/host_activity.h"
 #include "output/table.h"
 #include "report/html/html_internal.h"
 
@@ -197,9 +198,11 @@ static void write_head(struct html_page *page)
     html_text(out, command ? command : "(unknown command)");
     fputs("</div></header>\n<nav><a href=\"#summary\">Session</a><a href=\"#timeline\">"
           "Timeline</a><a href=\"#time\">Where the time went</a><a href=\"#findings\">"
-          "Findings</a><a href=\"#energy\">Energy</a><a href=\"#gpu-metrics\">GPU metrics</a>"
-          "</nav>\n",
+          "Findings</a><a href=\"#energy\">Energy</a><a href=\"#gpu-metrics\">GPU metrics</a>",
           out);
+    if (analyze_host_asked(page->ctx))
+        fputs("<a href=\"#cpu\">Host CPU</a>", out);
+    fputs("</nav>\n", out);
     free(command);
 }
 
@@ -220,7 +223,8 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
         write_head(&page);
         int (*const sections[])(struct html_page *) = {
             html_section_summary,  html_section_timeline, html_section_time,
-            html_section_findings, html_section_energy,   html_section_gpu_metrics};
+            html_section_findings, html_section_energy,   html_section_gpu_metrics,
+            html_section_cpu};
         for (size_t i = 0; rc == 0 && i < sizeof sections / sizeof sections[0]; i++) {
             rc = sections[i](&page);
             /* a full disk: stop while errno still says so (the next section's queries would

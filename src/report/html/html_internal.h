@@ -56,5 +56,6 @@ int html_section_time(struct html_page *page);
 int html_section_findings(struct html_page *page);
 int html_section_energy(struct html_page *page);
 int html_section_gpu_metrics(struct html_page *page); /* html_gpu_metrics.c */
+int html_section_cpu(struct html_page *page);         /* html_flame.c: only with -t cpu */
 
 #endif

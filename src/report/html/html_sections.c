@@ -2,6 +2,7 @@
  * the time went (top ranges, kernels, copies), the analyze findings most costly first with
  * their evidence, and energy per range and kernel with error bounds. Every query aggregates or
  * is limited. */
+#include "analyze/host_activity.h"
 #include "common/gpu_metrics_sources.h"
 #include "common/session_losses.h"
 #include "energy/energy_db.h"
@@ -554,6 +555,11 @@ int html_section_findings(struct html_page *page)
                 f->count == 1 ? "" : "s");
         html_text(out, f->advice);
         fputs("</p>\n", out);
+        if (f->host && f->host->summary) { /* what the host did meanwhile (CPU samples) */
+            fputs("<p class=\"host\">Host: ", out);
+            html_text(out, f->host->summary);
+            fputs("</p>\n", out);
+        }
         if (f->evidence_count)
             evidence_table(out, f, (int)i + 1);
         fputs("</article>\n", out);
