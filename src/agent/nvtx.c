@@ -448,6 +448,9 @@ static inline __attribute__((always_inline)) void nvtx_mark(uint32_t domain,
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
         nvtx_put(t, TRACE_EV_MARK, ticks, domain, 0, ev);
+    if (__builtin_expect(__atomic_load_n(&agent_ring_trigger, __ATOMIC_RELAXED) != NULL, 0) &&
+        !ev->wide && ev->msg.bytes)
+        agent_ring_trigger_mark(ev->msg.bytes, ev->msg.len);
 }
 
 /* Names (nvtxNameOsThread: THREAD_NAME os_tid name; CUDA objects and generic resources:

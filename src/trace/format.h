@@ -9,7 +9,7 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 5u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 6u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 /* A process that loaded the agent but runs untraced for a reason it printed (a static
  * executable) leaves an empty <pid>.untraced in the session folder, so that the launcher knows
@@ -110,6 +110,13 @@ enum trace_resource_kind {
 #define TRACE_STRING_CUT_MARK "...[cut by lantern]"
 
 #define TRACE_MAX_ANCESTORS 16u
+
+/* TRACE_TABLE_CUT's tables: the agent's tables that grow with what the program gives it, each
+ * with a cap (docs/trace-format.md), past which what is not kept is counted. */
+#define TRACE_TABLE_REGISTERED_STRINGS 1u /* nvtxDomainRegisterString: the handle is NULL */
+#define TRACE_TABLE_CATEGORIES 2u         /* nvtxDomainNameCategory: the name is not kept */
+#define TRACE_TABLE_DOMAINS 3u            /* nvtxDomainCreate: recorded in the default domain */
+#define TRACE_TABLE_PAYLOAD_SCHEMAS 4u    /* nvtxPayloadSchemaRegister/EnumRegister: not kept */
 
 /* NVTX's extended payloads (the payload extension, nvToolsExtPayload.h). An event's payload
  * type NVTX_PAYLOAD_TYPE_EXT (0xDFBD0009) is recorded as its low byte, as the agent records
