@@ -96,26 +96,34 @@ static uint64_t *ring_segments_of(struct launcher *l, const char *lrt_name, size
     return numbers;
 }
 
-/* dir/name: the trace file's whole chunks, then those of each segment kept (one deleted in
- * between is skipped: the importer sees the gap). 0 or -1. */
+/* dir/name: the trace file's chunks and those of each segment kept, in their order (one
+ * deleted meanwhile is skipped: the importer sees the gap). 0 or -1. */
 static int ring_join(struct launcher *l, const char *dir, const char *name)
 {
-    char src[4352], dst[4352], seg[4400];
-    snprintf(src, sizeof src, "%s/%s", l->session_dir, name);
+    char dst[4352];
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (out < 0)
-        return -1;
-    int rc = trace_file_append_chunks(out, src, 1) < 0 ? -1 : 0;
     size_t count;
     uint64_t *numbers = ring_segments_of(l, name, &count);
-    for (size_t i = 0; rc == 0 && i < count; i++)
-        if (trace_segment_path(seg, sizeof seg, src, numbers[i]) == 0 &&
-            trace_file_append_chunks(out, seg, 0) < 0 && errno != ENOENT)
+    char **paths = calloc(count + 1, sizeof *paths);
+    int rc = paths ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i <= count; i++) {
+        paths[i] = malloc(4400);
+        if (!paths[i])
             rc = -1;
-    free(numbers);
-    if (close(out) < 0)
+        else if (i == 0)
+            snprintf(paths[i], 4400, "%s/%s", l->session_dir, name);
+        else if (trace_segment_path(paths[i], 4400, paths[0], numbers[i - 1]) < 0)
+            rc = -1;
+    }
+    int out = rc == 0 ? open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
+    if (out < 0 || trace_files_join(out, (const char *const *)paths, count + 1) < 0)
         rc = -1;
+    if (out >= 0 && close(out) < 0)
+        rc = -1;
+    for (size_t i = 0; paths && i <= count; i++)
+        free(paths[i]);
+    free(paths);
+    free(numbers);
     return rc;
 }
 

@@ -187,31 +187,92 @@ int trace_chunk_split(const struct trace_chunk_builder *in, struct trace_chunk_b
     return 0;
 }
 
-long long trace_file_append_chunks(int out_fd, const char *path, int with_header)
+/* A whole chunk of one of the joined files. */
+struct join_chunk {
+    size_t file;
+    uint64_t offset, len, seq;
+};
+
+static int join_compare(const void *a, const void *b)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    uint64_t whole = 0, next_seq;
-    long long copied = -1;
+    const struct join_chunk *x = a, *y = b;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static uint64_t join_le(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Lists the whole chunks of fd (its header checked by trace_file_last_chunk) into *chunks. */
+static int join_list(int fd, size_t file, struct join_chunk **chunks, size_t *count, size_t *cap)
+{
+    uint64_t whole, next_seq;
     if (trace_file_last_chunk(fd, &whole, &next_seq) < 0) {
         errno = EPROTO;
-        goto out;
+        return -1;
     }
-    uint8_t buf[1 << 16];
-    off_t at = with_header ? 0 : TRACE_FILE_HEADER_SIZE;
-    copied = 0;
-    while ((uint64_t)at < whole) {
-        size_t want = whole - (uint64_t)at < sizeof buf ? (size_t)(whole - (uint64_t)at) : sizeof buf;
-        ssize_t n = pread(fd, buf, want, at);
-        if (n <= 0 || write(out_fd, buf, (size_t)n) != n) {
-            copied = -1;
-            break;
+    uint8_t h[TRACE_CHUNK_HEADER_SIZE];
+    for (uint64_t at = TRACE_FILE_HEADER_SIZE; at < whole;) {
+        if (pread(fd, h, sizeof h, (off_t)at) != (ssize_t)sizeof h)
+            return -1;
+        uint64_t len = TRACE_CHUNK_HEADER_SIZE + join_le(h + 4, 4);
+        if (*count == *cap) {
+            *cap = *cap ? *cap * 2 : 256;
+            struct join_chunk *grown = realloc(*chunks, *cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            *chunks = grown;
         }
-        at += n;
-        copied += n;
+        (*chunks)[(*count)++] = (struct join_chunk){file, at, len, join_le(h + 24, 8)};
+        at += len;
     }
-out:
-    close(fd);
-    return copied;
+    return 0;
+}
+
+int trace_files_join(int out_fd, const char *const *paths, size_t count)
+{
+    int *fds = calloc(count ? count : 1, sizeof *fds);
+    struct join_chunk *chunks = NULL;
+    size_t n = 0, cap = 0, buf_cap = 0;
+    uint8_t *buf = NULL;
+    int rc = fds ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        fds[i] = open(paths[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fds[i] < 0 && errno != ENOENT)
+            rc = -1;
+        else if (fds[i] >= 0)
+            rc = join_list(fds[i], i, &chunks, &n, &cap);
+    }
+    if (rc == 0)
+        qsort(chunks, n, sizeof *chunks, join_compare);
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    trace_file_header(header);
+    if (rc == 0 && write(out_fd, header, sizeof header) != (ssize_t)sizeof header)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (chunks[i].len > buf_cap) {
+            uint8_t *grown = realloc(buf, (size_t)chunks[i].len);
+            if (!grown) {
+                rc = -1;
+                break;
+            }
+            buf = grown;
+            buf_cap = (size_t)chunks[i].len;
+        }
+        if (pread(fds[chunks[i].file], buf, (size_t)chunks[i].len, (off_t)chunks[i].offset) !=
+                (ssize_t)chunks[i].len ||
+            write(out_fd, buf, (size_t)chunks[i].len) != (ssize_t)chunks[i].len)
+            rc = -1;
+    }
+    for (size_t i = 0; fds && i < count; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+    free(chunks);
+    free(buf);
+    return rc;
 }

@@ -43,9 +43,10 @@ int trace_chunk_has_definition(const struct trace_chunk_builder *b);
 int trace_chunk_split(const struct trace_chunk_builder *in, struct trace_chunk_builder *defs,
                       struct trace_chunk_builder *events);
 
-/* Appends the whole chunks of the raw file at path (after its 16-byte header) to out_fd,
- * the header too when with_header. Returns the bytes appended, or -1 with errno set (ENOENT:
- * the writer deleted the segment meanwhile). */
-long long trace_file_append_chunks(int out_fd, const char *path, int with_header);
+/* Writes to out_fd a file header and the whole chunks of the raw files at paths (a process's
+ * .lrt and its segments), in the order of their sequence numbers, so that the joined file
+ * reads as the process wrote it. A file that is gone (a segment the writer deleted meanwhile)
+ * is skipped. 0, or -1 with errno set. */
+int trace_files_join(int out_fd, const char *const *paths, size_t count);
 
 #endif
