@@ -47,6 +47,12 @@ void agent_control_dumped(uint64_t dump);
 extern const char *agent_ring_trigger;
 void agent_ring_trigger_mark(const char *name, size_t len);
 
+/* A capped table (TRACE_TABLE_*) did not keep one entry (tables.c); the writer writes the
+ * counts (lock held) as TRACE_TABLE_CUT. */
+struct trace_chunk_builder;
+void agent_table_cut(unsigned table);
+void agent_tables_put_cuts_locked(struct trace_chunk_builder *b);
+
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs
  * before the writer lock is taken, child after the child's file is open), at_exit runs

@@ -715,6 +715,8 @@ static uint32_t writer_drain_some_locked(int final, uint32_t quota)
         h->lost_pending = lost;
     }
     names_drain_locked(&writer_names, final);
+    writer_reserve_locked(128);
+    agent_tables_put_cuts_locked(&writer.chunk);
     struct writer_drain d = {final, quota, 0};
     ring_for_each_thread(writer_drain_thread, &d);
     return d.freed;
