@@ -173,8 +173,8 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended)
     struct trace_control *c = l->control;
     uint64_t n = __atomic_add_fetch(&c->dump, 1, __ATOMIC_ACQ_REL);
     struct timespec poll = {0, 2000000}; /* 2 ms */
-    for (int waited = 0;
-         !program_ended && waited < RING_SETTLE_MAX_MS && !ring_agents_dumped(l, n); waited += 2)
+    for (int waited = 0; !program_ended && waited < RING_SETTLE_MAX_MS && !ring_agents_dumped(l, n);
+         waited += 2)
         nanosleep(&poll, NULL);
     /* a process gone (a crash) left its last events in its buffer file */
     pool_salvage_session(l->session_dir, trace_process_alive);

@@ -17,8 +17,8 @@ static void build_mixed(struct trace_chunk_builder *b, uint8_t *buf, size_t cap)
     struct trace_clock clock = {.tsc = 5, .ts = 1000500};
     struct trace_thread thread = {.thread_idx = 1, .os_tid = 42, .first_seen = 999000};
     struct trace_string str = {.id = 3, .bytes = trace_cstr("kernel_name")};
-    struct trace_cuda_api api = {.os_tid = 42, .cbid = 7, .name = 3, .start = 1002000,
-                                 .end = 1003000, .correlation = 9};
+    struct trace_cuda_api api = {
+        .os_tid = 42, .cbid = 7, .name = 3, .start = 1002000, .end = 1003000, .correlation = 9};
     struct trace_domain domain = {.domain = 1, .name = 3};
     struct trace_cuda_kernel k = {.start = 1004000, .end = 1009000, .name = 3, .grid_x = 8};
     ASSERT_EQ(trace_put_clock(b, &clock), 0);
@@ -38,7 +38,8 @@ static size_t read_chunk(uint8_t *chunk, unsigned *types, uint64_t *ts)
     uint32_t body;
     memcpy(&body, chunk + 4, 4);
     struct trace_fields f = {.p = chunk + TRACE_CHUNK_HEADER_SIZE,
-                             .end = chunk + TRACE_CHUNK_HEADER_SIZE + body, .prev_ts = &prev};
+                             .end = chunk + TRACE_CHUNK_HEADER_SIZE + body,
+                             .prev_ts = &prev};
     size_t n = 0;
     while (f.p < f.end) {
         types[n] = (unsigned)trace_get_u(&f);
