@@ -109,6 +109,7 @@ static _Atomic int writer_end_requested; /* by a signal handler: end the file no
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
 
 static void writer_end(int clean);
+static void writer_strings_clear(void);
 static size_t writer_read_file(const char *path, char *buf, size_t cap);
 
 /* ---- the file ---- */
@@ -393,6 +394,8 @@ static void writer_ring_rotate(uint64_t now_ns)
         return;
     }
     __atomic_add_fetch(&ring_segment, 1, __ATOMIC_RELEASE);
+    if (writer_ring.definition_bytes >= TRACE_SEGMENT_DEFINITIONS_MAX)
+        writer_strings_clear(); /* its strings are defined again in the segments that use them */
     if (n > writer_ring.kept + 1) {
         char old[sizeof writer_ring.path];
         if (trace_segment_path(old, sizeof old, writer.path, n - writer_ring.kept - 1) == 0)
@@ -571,6 +574,16 @@ static void writer_strings_forget(void)
             (n - 1) * sizeof writer.strings_retired_cap[0]);
     writer.strings_retired[0] = writer.strings;
     writer.strings_retired_cap[0] = writer.strings_cap;
+    writer.strings = NULL;
+    writer.strings_cap = writer.strings_used = writer.strings_bytes = 0;
+}
+
+/* Forgets the string table, freed (the writer thread, lock held: not in a fork child). */
+static void writer_strings_clear(void)
+{
+    for (size_t i = 0; i < writer.strings_cap; i++)
+        free(writer.strings[i].bytes);
+    free(writer.strings);
     writer.strings = NULL;
     writer.strings_cap = writer.strings_used = writer.strings_bytes = 0;
 }
