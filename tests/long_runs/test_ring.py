@@ -244,3 +244,44 @@ def test_bad_input(tmp_path):
     assert "is not a --ring session" in run.stderr, run.stderr
     stop.touch()
     proc.communicate(timeout=60)
+
+
+def test_another_users_ring_is_refused(tmp_path):
+    """lantern dump of a ring that another user runs: one line, exit 1 (as root: a session
+    run as 'nobody')."""
+    import pwd
+    import shutil
+    import pytest
+    if os.getuid() != 0:
+        run = lantern(tmp_path, "dump", "1", expect_status=1)
+        assert "belongs to another user" in run.stderr, run.stderr
+        return
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user 'nobody' to run a session as")
+    if not shutil.which("setpriv"):
+        pytest.skip("no setpriv to run a session as another user")
+    os.chmod(tmp_path, 0o777)
+    for parent in tmp_path.parents:  # nobody must reach the folder
+        if parent.stat().st_mode & 0o001 == 0 and str(parent).startswith("/tmp"):
+            os.chmod(parent, parent.stat().st_mode | 0o001)
+    proc = subprocess.Popen(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+                             "--clear-groups", LANTERN, "profile", "-t", "nvtx", "--ring", "2",
+                             "-o", "theirs.db", "--", WORKLOAD, str(tmp_path / "log"),
+                             str(tmp_path / "stop"), "10000", "steps"],
+                            cwd=tmp_path, env=ENV, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "theirs.db.raw" / "session.lrc").exists():
+            if proc.poll() is not None:
+                pytest.skip("cannot run a session as nobody here: " + proc.stderr.read())
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        run = lantern(tmp_path, "dump", str(proc.pid), expect_status=1)
+        assert "belongs to another user" in run.stderr, run.stderr
+        run = lantern(tmp_path, "dump", "--session", "theirs.db.raw", expect_status=1)
+        assert "belongs to another user" in run.stderr, run.stderr
+    finally:
+        (tmp_path / "stop").touch()
+        proc.wait(timeout=60)
