@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,9 +87,9 @@ int main(int argc, char **argv)
         nvtxRangePushEx(&a);
         if ((long)n == mark_at)
             nvtxMarkA("slow");
-        if ((long)n == crash_at) {
-            volatile int *volatile nowhere = NULL;
-            *nowhere = 1; /* SIGSEGV */
+        if ((long)n == crash_at) { /* a store into a page it may not write: SIGSEGV */
+            volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            *page = 1;
         }
         nanosleep(&pause, NULL);
         nvtxRangePop();
