@@ -13,7 +13,9 @@
  * ncclAllReduce: its copy is the cost measured against ex).
  * BENCH_PAUSED=1: the session is paused (lantern profile --start-paused, trace/control.h: a
  * control file that says so), so the agent is loaded and records nothing: the pair's cost is
- * that of the paused check, and the trace must hold no range. */
+ * that of the paused check, and the trace must hold no range.
+ * BENCH_RING=SEC: the agent keeps only the last SEC seconds (lantern profile --ring): the
+ * segment rotation's cost, on the writer thread, paired with a run without it. */
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 
@@ -251,29 +253,15 @@ static int run_worker(const char *self, const char *agent, const char *session, 
     return got == 4 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* Ranges, their payloads, drops and bytes in the agent's trace file; then removes it and the
- * agent's buffer file. */
-static int read_trace(const char *session, uint64_t *pushes, uint64_t *payloads, uint64_t *dropped,
-                      uint64_t *bytes)
+/* Ranges, their payloads, drops and bytes in one raw file, then removes it. */
+static int read_raw_file(const char *path, uint64_t *pushes, uint64_t *payloads,
+                         uint64_t *dropped, uint64_t *bytes)
 {
-    DIR *d = opendir(session);
-    if (!d)
-        return -1;
-    char path[1024] = "", pool[1024];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strstr(e->d_name, ".lrt"))
-            snprintf(path, sizeof(path), "%s/%s", session, e->d_name);
-        if (strstr(e->d_name, ".lrb")) {
-            snprintf(pool, sizeof(pool), "%s/%s", session, e->d_name);
-            unlink(pool);
-        }
-    }
-    closedir(d);
     struct stat st;
     struct trace_reader r;
-    if (!path[0] || stat(path, &st) || trace_reader_open(&r, path) < 0)
+    if (stat(path, &st) || trace_reader_open(&r, path) < 0)
         return -1;
-    *bytes = (uint64_t)st.st_size;
+    *bytes += (uint64_t)st.st_size;
     unsigned type;
     struct trace_fields f;
     static struct trace_events_reader events;
@@ -297,6 +285,27 @@ static int read_trace(const char *session, uint64_t *pushes, uint64_t *payloads,
     trace_reader_close(&r);
     unlink(path);
     return 0;
+}
+
+/* Ranges, their payloads, drops and bytes in the agent's trace file (and, with BENCH_RING, the
+ * segments left: trace/segments.h); then removes them and the agent's buffer file. */
+static int read_trace(const char *session, uint64_t *pushes, uint64_t *payloads, uint64_t *dropped,
+                      uint64_t *bytes)
+{
+    DIR *d = opendir(session);
+    if (!d)
+        return -1;
+    char path[1024];
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        snprintf(path, sizeof(path), "%s/%s", session, e->d_name);
+        if (strstr(e->d_name, ".lrt") || strstr(e->d_name, ".lrs"))
+            files += read_raw_file(path, pushes, payloads, dropped, bytes) == 0;
+        else if (strstr(e->d_name, ".lrb"))
+            unlink(path);
+    }
+    closedir(d);
+    return files ? 0 : -1;
 }
 
 /* A paused session's control file in session (BENCH_PAUSED), as the launcher makes it. */
@@ -340,6 +349,12 @@ int main(int argc, char **argv)
     if (!mkdtemp(session))
         return 1;
     int paused = getenv("BENCH_PAUSED") && !strcmp(getenv("BENCH_PAUSED"), "1");
+    /* BENCH_RING=SEC: the agent keeps only the last SEC seconds (lantern profile --ring) */
+    double ring_s = getenv("BENCH_RING") ? atof(getenv("BENCH_RING")) : 0;
+    char ring_ns[32];
+    snprintf(ring_ns, sizeof ring_ns, "%.0f", ring_s * 1e9);
+    if (ring_s > 0)
+        setenv("LANTERN_RING_NS", ring_ns, 1);
     if (paused && make_paused_control(session) < 0)
         return 1;
     struct result none_before, none_after, agent;
@@ -366,6 +381,9 @@ int main(int argc, char **argv)
     printf("  no tool : median %6.1f ns/pair, p99 %6.1f  (%.0f s before), median %6.1f, p99 "
            "%6.1f (after)\n",
            none_before.median, none_before.p99, base_seconds, none_after.median, none_after.p99);
+    if (ring_s > 0)
+        printf("  ring of %g s: the ranges and bytes below are those of the segments kept\n",
+               ring_s);
     printf("  lantern %s: median %6.1f ns/pair, p99 %6.1f; peak RSS %ld MiB (no tool %ld MiB)\n",
            paused ? "(paused)" : "", agent.median, agent.p99, agent.rss_kb / 1024,
            none_before.rss_kb / 1024);
@@ -377,5 +395,7 @@ int main(int argc, char **argv)
     uint64_t want_payloads = strcmp(mode, "payload") == 0 ? pushes : 0;
     if (paused)
         return pushes != 0 || payloads != 0;
+    if (ring_s > 0)
+        return dropped != 0 || pushes > agent.pairs;
     return dropped != 0 || pushes != agent.pairs || payloads != want_payloads;
 }

@@ -97,6 +97,14 @@ static int agent_recording_seen = 1;
 
 static void agent_poll(void)
 {
+    uint64_t dump = agent_control_dump_wanted();
+    if (dump) { /* --ring: what every source holds reaches the current segment */
+        FOR_EACH_ON_SOURCE(s)
+        if (s->flush)
+            s->flush();
+        writer_flush_now();
+        agent_control_dumped(dump);
+    }
     int on = !agent_paused();
     if (on == agent_recording_seen)
         return;

@@ -4,6 +4,7 @@
 #ifndef LANTERN_AGENT_AGENT_H
 #define LANTERN_AGENT_AGENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Starts the agent once per process; any thread, any number of times, never blocks (a
@@ -37,6 +38,20 @@ void agent_control_fork_child(void);
 /* At a pause, once what the threads buffered is in the trace file: says so in the buffer
  * file, for the launcher, which then imports the window (control.c). */
 void agent_control_paused(void);
+/* --ring (docs/long-runs.md): the dump the launcher asks for, when this agent has not written
+ * what it holds for it yet (else 0); then, once written, say so in the buffer file. */
+uint64_t agent_control_dump_wanted(void);
+void agent_control_dumped(uint64_t dump);
+/* --ring-trigger nvtx:NAME (LANTERN_RING_TRIGGER): a mark of that name asks the launcher for
+ * a dump (SIGUSR1 to it). NULL: none (one load on the mark's path). */
+extern const char *agent_ring_trigger;
+void agent_ring_trigger_mark(const char *name, size_t len);
+
+/* A capped table (TRACE_TABLE_*) did not keep one entry (tables.c); the writer writes the
+ * counts (lock held) as TRACE_TABLE_CUT. */
+struct trace_chunk_builder;
+void agent_table_cut(unsigned table);
+void agent_tables_put_cuts_locked(struct trace_chunk_builder *b);
 
 /* An event source. The agent calls init after the trace file is open when the source is
  * named in LANTERN_TRACE (or is always_on); the fork hooks bracket fork() (prepare runs
@@ -62,6 +77,8 @@ struct agent_source {
     /* The session was paused (0) or resumed (1) by the launcher: called on the writer thread
      * within ~10 ms of the change, and once at start when it starts paused. */
     void (*set_recording)(int on);
+    /* --ring: a dump is wanted; hand over now everything the source holds (writer thread). */
+    void (*flush)(void);
 };
 
 /* Registers a source from its own file, with no edit elsewhere: the linker gathers these

@@ -8,6 +8,8 @@
 #include "agent/writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -49,6 +51,8 @@ int agent_paused_slow(void)
     return !__atomic_load_n(agent_recording_word, __ATOMIC_RELAXED);
 }
 
+static void agent_ring_trigger_init(void);
+
 void agent_control_map(const char *session_dir)
 {
     char path[4096];
@@ -70,4 +74,44 @@ void agent_control_map(const char *session_dir)
     }
     agent_control = c;
     __atomic_store_n(&agent_recording_word, &c->recording, __ATOMIC_RELEASE);
+    if (c->ring_ns)
+        agent_ring_trigger_init();
+}
+
+/* ---- the flight recorder (--ring) ---- */
+
+uint64_t agent_control_dump_wanted(void)
+{
+    struct pool_header *h = ring_pool.header;
+    if (!agent_control || !h)
+        return 0;
+    uint64_t dump = __atomic_load_n(&agent_control->dump, __ATOMIC_ACQUIRE);
+    return dump > __atomic_load_n(&h->dumped, __ATOMIC_ACQUIRE) ? dump : 0;
+}
+
+void agent_control_dumped(uint64_t dump)
+{
+    struct pool_header *h = ring_pool.header;
+    if (h)
+        __atomic_store_n(&h->dumped, dump, __ATOMIC_RELEASE);
+}
+
+const char *agent_ring_trigger;
+static size_t agent_ring_trigger_len;
+
+void agent_ring_trigger_mark(const char *name, size_t len)
+{
+    if (len == agent_ring_trigger_len && !memcmp(name, agent_ring_trigger, len) && agent_control &&
+        agent_control->launcher_pid > 0)
+        kill((pid_t)agent_control->launcher_pid, SIGUSR1); /* the launcher's own signal */
+}
+
+/* LANTERN_RING_TRIGGER=nvtx:NAME, read once the control file is mapped. */
+static void agent_ring_trigger_init(void)
+{
+    const char *t = getenv("LANTERN_RING_TRIGGER");
+    if (!t || strncmp(t, "nvtx:", 5) != 0 || !t[5])
+        return;
+    agent_ring_trigger_len = strlen(t + 5);
+    __atomic_store_n(&agent_ring_trigger, t + 5, __ATOMIC_RELEASE);
 }

@@ -554,6 +554,7 @@ AGENT_SOURCE(cupti_source) = {
     .at_exit = cupti_flush,
     .periodic = cupti_hand_over,
     .set_recording = cupti_set_recording,
+    .flush = cupti_flush,
 };
 
 /* The CUDA driver calls this at cuInit when CUDA_INJECTION64_PATH names the agent. It may

@@ -35,6 +35,14 @@ struct nvtx_category {
 static pthread_mutex_t nvtx_registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct nvtx_domain *nvtx_domains;
 static uint32_t nvtx_domain_count; /* ids 1..; 0 is the default domain */
+static int nvtx_domains_warned;
+/* nvtxDomainRegisterString: at most this many strings, or bytes, are kept (a program that
+ * registers a new string every step); later ones get a NULL handle (their events have no
+ * name) and are counted (TRACE_TABLE_CUT). Categories likewise. */
+#define NVTX_REGISTERED_STRINGS_MAX (1u << 20)
+#define NVTX_REGISTERED_BYTES_MAX (64u << 20)
+#define NVTX_CATEGORIES_MAX (1u << 16)
+static size_t nvtx_string_count, nvtx_string_bytes, nvtx_category_count;
 static struct nvtx_category *nvtx_categories;
 
 /* Registered strings stay reachable from here: their handles are valid until exit. A use
@@ -120,8 +128,10 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *w
         if (strcmp(d->name, name) == 0)
             goto out;
     if (nvtx_domain_count + 1 >= AGENT_MAX_DOMAINS) {
-        agent_warn("more than %u NVTX domains; the rest are recorded in the default domain",
-                   AGENT_MAX_DOMAINS - 1);
+        agent_table_cut(TRACE_TABLE_DOMAINS);
+        if (!nvtx_domains_warned++)
+            agent_warn("more than %u NVTX domains; the rest are recorded in the default domain",
+                       AGENT_MAX_DOMAINS - 1);
         goto out;
     }
     d = calloc(1, sizeof(*d));
@@ -152,7 +162,10 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
     for (c = nvtx_categories; c; c = c->next)
         if (c->domain == domain_id && c->category == category)
             break;
-    if (!c && (c = calloc(1, sizeof(*c)))) {
+    if (!c && nvtx_category_count >= NVTX_CATEGORIES_MAX)
+        agent_table_cut(TRACE_TABLE_CATEGORIES);
+    else if (!c && (c = calloc(1, sizeof(*c)))) {
+        nvtx_category_count++;
         c->domain = domain_id;
         c->category = category;
         c->next = nvtx_categories;
@@ -171,6 +184,11 @@ static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, con
 
 static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t *wide)
 {
+    if (__atomic_load_n(&nvtx_string_count, __ATOMIC_RELAXED) >= NVTX_REGISTERED_STRINGS_MAX ||
+        __atomic_load_n(&nvtx_string_bytes, __ATOMIC_RELAXED) >= NVTX_REGISTERED_BYTES_MAX) {
+        agent_table_cut(TRACE_TABLE_REGISTERED_STRINGS);
+        return NULL;
+    }
     struct nvtx_string *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
@@ -182,6 +200,8 @@ static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t 
     nvtx_registry_lock();
     r->next = nvtx_strings;
     nvtx_strings = r;
+    __atomic_store_n(&nvtx_string_count, nvtx_string_count + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&nvtx_string_bytes, nvtx_string_bytes + r->len + sizeof *r, __ATOMIC_RELAXED);
     nvtx_registry_unlock();
     return (nvtxStringHandle_t)r;
 }
@@ -448,6 +468,9 @@ static inline __attribute__((always_inline)) void nvtx_mark(uint32_t domain,
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
         nvtx_put(t, TRACE_EV_MARK, ticks, domain, 0, ev);
+    if (__builtin_expect(__atomic_load_n(&agent_ring_trigger, __ATOMIC_RELAXED) != NULL, 0) &&
+        !ev->wide && ev->msg.bytes)
+        agent_ring_trigger_mark(ev->msg.bytes, ev->msg.len);
 }
 
 /* Names (nvtxNameOsThread: THREAD_NAME os_tid name; CUDA objects and generic resources:

@@ -103,6 +103,8 @@ static uint64_t nvtx_schema_add(struct nvtx_schema *s, int id_given, uint64_t id
     while (known && !(known->domain == s->domain && known->id == s->id))
         known = known->next;
     if (known || nvtx_schema_count >= NVTX_SCHEMAS_MAX) {
+        if (!known)
+            agent_table_cut(TRACE_TABLE_PAYLOAD_SCHEMAS);
         if (!known && !warned++)
             agent_warn("more than %u NVTX payload schemas; the payloads of later ones are kept "
                        "undecoded",

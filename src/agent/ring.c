@@ -4,6 +4,7 @@
  * ring_durable once the trace file holds their last events), and the consumer side. */
 #include "agent/ring.h"
 #include "agent/clock.h"
+#include "trace/events.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -445,8 +446,28 @@ static struct agent_thread *ring_thread_make(uint64_t now_ticks)
     }
     if (ring_exit_key != (pthread_key_t)-1)
         pthread_setspecific(ring_exit_key, t);
+    t->segment = __atomic_load_n(&ring_segment, __ATOMIC_RELAXED); /* a new stream */
     ring_self_tls = t;
     return t;
+}
+
+_Atomic uint32_t ring_segment;
+
+void ring_thread_restart(struct agent_thread *t)
+{
+    uint32_t segment = __atomic_load_n(&ring_segment, __ATOMIC_RELAXED);
+    if (t->inert || !t->slot) {
+        t->segment = segment;
+        return;
+    }
+    uint8_t *p = ring_reserve(t, 1);
+    if (!p)
+        return;
+    *p++ = TRACE_EV_RESTART;
+    for (unsigned i = 0; i < RING_STRING_SLOTS; i++)
+        t->strings[i].key = 0;
+    t->segment = segment;
+    ring_commit(t, p, 0); /* the next event's delta counts from 0 */
 }
 
 /* ---- consumer ---- */

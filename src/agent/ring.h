@@ -54,6 +54,7 @@ struct agent_thread {
     uint32_t switches;  /* block switches, to wake the writer every RING_WAKE_BLOCKS */
     uint64_t last_ticks; /* the previous event's ticks (events carry deltas) */
     uint64_t next_range; /* per-thread range id counter */
+    uint32_t segment;    /* ring_segment when the stream last started over (--ring) */
     int inert;           /* the agent records nothing: events are not even counted */
     struct pool_slot *slot; /* NULL: no slot was free (its events are counted as lost) */
     int32_t depth[AGENT_MAX_DOMAINS];
@@ -158,10 +159,21 @@ static inline void ring_count_drop(struct agent_thread *t)
 extern __thread struct agent_thread *ring_self_tls __attribute__((tls_model("initial-exec")));
 struct agent_thread *ring_thread_attach(uint64_t now_ticks);
 
+/* --ring: the writer began segment file number ring_segment (trace/segments.h). A thread's
+ * stream starts over at its first event in each: a RESTART event, then tick deltas from 0 and
+ * its strings defined again, so that a segment's events read without the segments before it
+ * (docs/trace-format.md). Out of line; a failed reservation tries again at the next event. */
+extern _Atomic uint32_t ring_segment;
+void ring_thread_restart(struct agent_thread *t);
+
 static inline struct agent_thread *ring_self(uint64_t now_ticks)
 {
     struct agent_thread *t = ring_self_tls;
-    return __builtin_expect(t != NULL, 1) ? t : ring_thread_attach(now_ticks);
+    if (__builtin_expect(t == NULL, 0))
+        return ring_thread_attach(now_ticks);
+    if (__builtin_expect(t->segment != __atomic_load_n(&ring_segment, __ATOMIC_RELAXED), 0))
+        ring_thread_restart(t);
+    return t;
 }
 
 /* Stops new threads from recording (the agent is inert); the buffer file goes. */

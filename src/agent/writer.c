@@ -16,6 +16,7 @@
 #include "trace/process.h"
 #include "trace/rank.h"
 #include "trace/records.h"
+#include "trace/segments.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +81,23 @@ static struct {
     pthread_t thread;
 } writer = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
+/* --ring SEC (LANTERN_RING_NS): the events go to segment files, the definitions to the .lrt
+ * (trace/segments.h). number 0: not a ring. */
+static struct {
+    uint64_t ring_ns, segment_ns, kept;
+    uint64_t number;     /* the segment being written (1..) */
+    uint64_t started_ns; /* when it began */
+    char path[PATH_MAX + 96];
+    int fd;
+    dev_t fd_dev;
+    ino_t fd_ino;
+    uint64_t file_bytes;       /* its header and whole chunks */
+    uint64_t definition_bytes; /* what the .lrt holds */
+    struct trace_chunk_builder defs, events;
+    uint8_t *defs_buf, *events_buf;
+    size_t split_cap;
+} writer_ring = {.fd = -1};
+
 static _Atomic int writer_stop;
 static void (*writer_periodic)(void);
 static void (*writer_drain_hook)(int final);
@@ -93,6 +111,7 @@ static _Atomic int writer_end_requested; /* by a signal handler: end the file no
 static _Atomic int writer_ended;         /* TRACE_PROCESS_END is written */
 
 static void writer_end(int clean);
+static void writer_strings_clear(void);
 static size_t writer_read_file(const char *path, char *buf, size_t cap);
 
 /* ---- the file ---- */
@@ -122,28 +141,31 @@ static int writer_fd_high(int fd)
  * close) or its number now names another file, the file is opened again by its path (never
  * closing the program's descriptor) and must be the same file. -1 when that fails (then
  * writing stops, as after a failed write). */
-static int writer_checked_fd(void)
+static int writer_checked(int *fdp, dev_t dev, ino_t ino, const char *path)
 {
     struct stat st;
-    if (writer.fd >= 0 && fstat(writer.fd, &st) == 0 && st.st_dev == writer.fd_dev &&
-        st.st_ino == writer.fd_ino)
-        return writer.fd;
-    writer.fd = -1; /* not ours any more: never closed here */
-    int fd = open(writer.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (*fdp >= 0 && fstat(*fdp, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+        return *fdp;
+    *fdp = -1; /* not ours any more: never closed here */
+    int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) != 0 || st.st_dev != writer.fd_dev || st.st_ino != writer.fd_ino) {
+    if (fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
         close(fd);
         errno = ESTALE;
         return -1;
     }
-    writer.fd = writer_fd_high(fd);
-    return writer.fd;
+    *fdp = writer_fd_high(fd);
+    return *fdp;
 }
 
-static int writer_write_all(const uint8_t *p, size_t len)
+static int writer_checked_fd(void)
 {
-    int fd = writer_checked_fd();
+    return writer_checked(&writer.fd, writer.fd_dev, writer.fd_ino, writer.path);
+}
+
+static int writer_write_fd(int fd, const uint8_t *p, size_t len)
+{
     if (fd < 0)
         return -1;
     while (len) {
@@ -156,6 +178,11 @@ static int writer_write_all(const uint8_t *p, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+static int writer_write_all(const uint8_t *p, size_t len)
+{
+    return writer_write_fd(writer_checked_fd(), p, len);
 }
 
 /* The events of the chunk being built (every record but strings, thread descriptions and
@@ -249,6 +276,156 @@ static int writer_write_chunk(size_t len)
     return rc;
 }
 
+/* ---- the flight recorder's segments (--ring, trace/segments.h) ---- */
+
+/* A chunk of events into the current segment: as writer_write_chunk, the buffer file's
+ * commit_end naming the segment's length (a salvage appends to the newest segment). */
+static int writer_ring_write_events(const uint8_t *buf, size_t len)
+{
+    struct pool_header *h = ring_pool.header;
+    if (h)
+        __atomic_store_n(&h->commit_end, writer_ring.file_bytes + len, __ATOMIC_RELEASE);
+    int fd = writer_checked(&writer_ring.fd, writer_ring.fd_dev, writer_ring.fd_ino,
+                            writer_ring.path);
+    int rc = writer_write_fd(fd, buf, len);
+    int err = errno;
+    if (rc == 0) {
+        writer_ring.file_bytes += len;
+        ring_durable();
+    }
+    if (h)
+        __atomic_store_n(&h->commit_end, 0, __ATOMIC_RELEASE);
+    errno = err;
+    return rc;
+}
+
+/* The chunk built so far: its definitions into the .lrt (while it holds less than
+ * TRACE_SEGMENT_DEFINITIONS_MAX), the rest into the segment. 0, or -1 with errno set. */
+static int writer_ring_write(void)
+{
+    struct trace_chunk_builder *events = &writer.chunk;
+    if (writer_ring.definition_bytes < TRACE_SEGMENT_DEFINITIONS_MAX &&
+        trace_chunk_has_definition(&writer.chunk)) {
+        if (writer_ring.split_cap < writer.chunk_cap) {
+            uint8_t *d = realloc(writer_ring.defs_buf, writer.chunk_cap + 4096);
+            if (d)
+                writer_ring.defs_buf = d;
+            uint8_t *e = d ? realloc(writer_ring.events_buf, writer.chunk_cap + 4096) : NULL;
+            if (e)
+                writer_ring.events_buf = e;
+            if (d && e)
+                writer_ring.split_cap = writer.chunk_cap + 4096;
+        }
+        if (writer_ring.split_cap >= writer.chunk_cap) {
+            trace_chunk_begin(&writer_ring.defs, writer_ring.defs_buf, writer_ring.split_cap,
+                              writer.chunk.base_ts);
+            trace_chunk_begin(&writer_ring.events, writer_ring.events_buf, writer_ring.split_cap,
+                              writer.chunk.base_ts);
+            if (trace_chunk_split(&writer.chunk, &writer_ring.defs, &writer_ring.events) == 0) {
+                size_t len = trace_chunk_finish(&writer_ring.defs);
+                if (writer_write_all(writer_ring.defs_buf, len) < 0)
+                    return -1;
+                writer.file_bytes += len;
+                writer_ring.definition_bytes += len;
+                events = &writer_ring.events;
+            }
+        }
+    }
+    if (trace_chunk_empty(events)) {
+        ring_durable();
+        return 0;
+    }
+    size_t len = trace_chunk_finish(events);
+    return writer_ring_write_events(events->buf, len);
+}
+
+/* Opens segment number n (lock held): its header, then TRACE_SEGMENT first in the chunk. */
+static int writer_ring_open(uint64_t n)
+{
+    char path[sizeof writer_ring.path];
+    if (trace_segment_path(path, sizeof path, writer.path, n) < 0)
+        return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat st;
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    trace_file_header(header);
+    if (fd < 0 || fstat(fd, &st) != 0 || writer_write_fd(fd, header, sizeof header) < 0) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+        }
+        errno = err;
+        return -1;
+    }
+    writer_ring.fd = writer_fd_high(fd);
+    writer_ring.fd_dev = st.st_dev;
+    writer_ring.fd_ino = st.st_ino;
+    memcpy(writer_ring.path, path, sizeof path);
+    writer_ring.file_bytes = sizeof header;
+    writer_ring.number = n;
+    writer_ring.started_ns = clock_mono_ns();
+    struct trace_segment r = {.number = n, .start = writer_ring.started_ns};
+    writer_reserve_locked(32);
+    trace_put_segment(&writer.chunk, &r);
+    return 0;
+}
+
+static void writer_ring_close(void)
+{
+    struct stat st;
+    if (writer_ring.fd >= 0 && fstat(writer_ring.fd, &st) == 0 &&
+        st.st_dev == writer_ring.fd_dev && st.st_ino == writer_ring.fd_ino)
+        close(writer_ring.fd);
+    writer_ring.fd = -1;
+}
+
+/* Begins the next segment once the current one is segment_ns old (lock held): the chunk so
+ * far ends the current one, the threads' streams start over in the new one (ring_segment),
+ * and the segment that fell out of the ring is deleted. */
+static void writer_ring_rotate(uint64_t now_ns)
+{
+    if (!writer_ring.number || writer.write_failed ||
+        now_ns - writer_ring.started_ns < writer_ring.segment_ns)
+        return;
+    writer_flush_locked();
+    uint64_t n = writer_ring.number + 1;
+    writer_ring_close();
+    if (writer_ring_open(n) < 0) {
+        writer_write_failed(errno);
+        return;
+    }
+    __atomic_add_fetch(&ring_segment, 1, __ATOMIC_RELEASE);
+    if (writer_ring.definition_bytes >= TRACE_SEGMENT_DEFINITIONS_MAX)
+        writer_strings_clear(); /* its strings are defined again in the segments that use them */
+    if (n > writer_ring.kept + 1) {
+        char old[sizeof writer_ring.path];
+        if (trace_segment_path(old, sizeof old, writer.path, n - writer_ring.kept - 1) == 0)
+            unlink(old);
+    }
+}
+
+/* At the file's start (lock held, TRACE_PROCESS written): segment 1, with LANTERN_RING_NS. */
+static int writer_ring_start(void)
+{
+    const char *env = getenv("LANTERN_RING_NS");
+    uint64_t ring_ns = env ? strtoull(env, NULL, 10) : 0;
+    writer_ring.number = 0;
+    if (!ring_ns)
+        return 0;
+    writer_ring.ring_ns = ring_ns;
+    writer_ring.segment_ns = trace_segment_ns(ring_ns);
+    writer_ring.kept = trace_segments_kept(ring_ns);
+    writer_ring.definition_bytes = writer.file_bytes;
+    if (writer_ring_open(1) < 0) {
+        agent_warn("cannot create the ring's segment files beside '%s': %s; tracing disabled",
+                   writer.path, strerror(errno));
+        return -1;
+    }
+    __atomic_add_fetch(&ring_segment, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int writer_flush_locked(void)
 {
     int rc = 0;
@@ -256,8 +433,8 @@ int writer_flush_locked(void)
         writer.dropped_total += writer_chunk_events(); /* nothing more is written */
         ring_durable();                                /* counted: not salvaged again */
     } else if (!trace_chunk_empty(&writer.chunk) && writer.opened) {
-        size_t len = trace_chunk_finish(&writer.chunk);
-        if (writer_write_chunk(len) < 0) {
+        if ((writer_ring.number ? writer_ring_write()
+                                : writer_write_chunk(trace_chunk_finish(&writer.chunk))) < 0) {
             writer_write_failed(errno);
             ring_durable();
             rc = -1;
@@ -403,6 +580,16 @@ static void writer_strings_forget(void)
     writer.strings_cap = writer.strings_used = writer.strings_bytes = 0;
 }
 
+/* Forgets the string table, freed (the writer thread, lock held: not in a fork child). */
+static void writer_strings_clear(void)
+{
+    for (size_t i = 0; i < writer.strings_cap; i++)
+        free(writer.strings[i].bytes);
+    free(writer.strings);
+    writer.strings = NULL;
+    writer.strings_cap = writer.strings_used = writer.strings_bytes = 0;
+}
+
 /* Kept in the buffer file, so that the launcher's salvage continues the file's numbering. */
 uint64_t writer_new_string_id(void)
 {
@@ -543,6 +730,8 @@ static uint32_t writer_drain_some_locked(int final, uint32_t quota)
         h->lost_pending = lost;
     }
     names_drain_locked(&writer_names, final);
+    writer_reserve_locked(128);
+    agent_tables_put_cuts_locked(&writer.chunk);
     struct writer_drain d = {final, quota, 0};
     ring_for_each_thread(writer_drain_thread, &d);
     if (writer_drain_hook)
@@ -711,6 +900,7 @@ static void *writer_main(void *arg)
             if (!trace_chunk_empty(&writer.chunk) &&
                 (due || passed || writer.chunk.len * 2 > writer.chunk_cap))
                 writer_flush_locked();
+            writer_ring_rotate(now);
         }
         pthread_mutex_unlock(&writer.lock);
     }
@@ -877,7 +1067,7 @@ static int writer_open_file(int fork_child)
     trace_chunk_begin(&writer.chunk, writer.chunk_buf, writer.chunk_cap, start_ns);
     writer_put_process(start_ns);
     writer_flush_locked(); /* the process record reaches the disk even if we die now */
-    return 0;
+    return writer_ring_start();
 }
 
 int writer_start(const char *session_dir, uint32_t agent_flags)
@@ -957,6 +1147,7 @@ static void writer_end(int clean)
     if (ring_pool.header)
         __atomic_store_n(&ring_pool.header->ended, 1, __ATOMIC_RELEASE);
     writer_close();
+    writer_ring_close();
     writer.open = 0;
 out:
     pthread_mutex_unlock(&writer.lock);
@@ -1032,6 +1223,7 @@ void writer_fork_child(void)
         return;
     }
     writer_close(); /* the parent's */
+    writer_ring_close();
     writer.open = 0;
     writer_strings_forget();
     clock_calibration_update(&writer.calibration);

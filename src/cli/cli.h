@@ -19,6 +19,7 @@
 int cmd_profile(int argc, char **argv);
 int cmd_start(int argc, char **argv); /* cmd_control.c */
 int cmd_stop(int argc, char **argv);  /* cmd_control.c */
+int cmd_dump(int argc, char **argv);  /* cmd_control.c */
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);

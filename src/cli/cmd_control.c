@@ -24,6 +24,20 @@
 static void print_help(FILE *out, const char *name)
 {
     int start = !strcmp(name, "start");
+    if (!strcmp(name, "dump")) {
+        fprintf(out,
+                "Usage: lantern dump [PID | --session DIR] [--timeout SEC]\n\n"
+                "Writes the ring of a running 'lantern profile --ring SEC' session, its last SEC\n"
+                "seconds, into its next database (-o FILE, %%n numbering the dumps), and waits\n"
+                "until it is written.\n\n"
+                "  PID               lantern's pid, or that of a program it traces (default: the one\n"
+                "                    'lantern profile' session of yours that runs)\n"
+                "  --session DIR     the session folder (FILE.raw), or the database FILE\n"
+                "  --timeout SEC     how long to wait for it (default 600)\n"
+                "  -h, --help        show this help\n\n"
+                "The same as 'kill -USR1' to lantern. docs/long-runs.md\n");
+        return;
+    }
     fprintf(out,
             "Usage: lantern %s [PID | --session DIR] [--timeout SEC]\n\n"
             "%s\n\n"
@@ -58,9 +72,40 @@ static void sleep_ms(long ms)
     nanosleep(&t, NULL);
 }
 
+/* lantern dump: SIGUSR1 to the launcher of a --ring session, then the wait for its database. */
+static int ring_dump_now(const struct trace_control *ctl, const char *dir, int launcher_pid,
+                         double timeout_s)
+{
+    if (!ctl->ring_ns)
+        return cli_error("'%s' is not a --ring session ('lantern stop' writes a window)", dir);
+    uint64_t written = __atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE);
+    uint64_t failed = __atomic_load_n(&ctl->dumps_failed, __ATOMIC_ACQUIRE);
+    if (kill(launcher_pid, SIGUSR1) < 0)
+        return errno == EPERM
+                   ? cli_error("session '%s' belongs to another user", dir)
+                   : cli_error("cannot signal lantern (pid %d): %s", launcher_pid, strerror(errno));
+    for (long waited = 0; __atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE) <= written;
+         waited += 5) {
+        if (__atomic_load_n(&ctl->ended, __ATOMIC_ACQUIRE))
+            return cli_error("the program of '%s' ended first: its ring is written as lantern "
+                             "ends",
+                             dir);
+        if (waited >= (long)(timeout_s * 1000))
+            return cli_error("'%s' did not write its ring within %g s (--timeout); lantern (pid "
+                             "%d) does as soon as it can",
+                             dir, timeout_s, launcher_pid);
+        sleep_ms(5);
+    }
+    if (__atomic_load_n(&ctl->dumps_failed, __ATOMIC_ACQUIRE) > failed)
+        return cli_error("the ring of '%s' could not be written (lantern said why)", dir);
+    fprintf(stderr, "lantern: dump %llu written to %s\n", (unsigned long long)__atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE),
+            ctl->last_dump);
+    return CLI_EXIT_OK;
+}
+
 static int control(int argc, char **argv, const char *name)
 {
-    int start = !strcmp(name, "start");
+    int start = !strcmp(name, "start"), dump = !strcmp(name, "dump");
     const char *session = NULL, *pid = NULL;
     double timeout_s = start ? 5 : 600;
     static const struct option options[] = {
@@ -110,6 +155,12 @@ static int control(int argc, char **argv, const char *name)
         return cli_error("cannot read '%s': %s", path, strerror(errno));
     const struct trace_control *ctl = map;
     int rc = CLI_EXIT_OK;
+    if (dump || ctl->ring_ns) {
+        rc = dump ? ring_dump_now(ctl, dir, launcher_pid, timeout_s)
+                  : cli_error("'%s' is a --ring session: 'lantern dump' writes its last %g s", dir,
+                              (double)ctl->ring_ns / 1e9);
+        goto out;
+    }
     uint32_t recording = __atomic_load_n(&ctl->recording, __ATOMIC_ACQUIRE);
     uint64_t written = __atomic_load_n(&ctl->written, __ATOMIC_ACQUIRE);
     uint64_t failed = __atomic_load_n(&ctl->failed, __ATOMIC_ACQUIRE);
@@ -173,4 +224,9 @@ int cmd_start(int argc, char **argv)
 int cmd_stop(int argc, char **argv)
 {
     return control(argc, argv, "stop");
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    return control(argc, argv, "dump");
 }

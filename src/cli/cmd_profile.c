@@ -105,6 +105,11 @@ static void print_help(FILE *out)
             "      --capture-range-end=stop|repeat[:N]  with --capture-range=nvtx:NAME, repeat:\n"
             "                      each instance of the range NAME (up to N) its own database,\n"
             "                      numbered as the windows are\n"
+            "      --ring SEC      flight recorder: keep only the last SEC seconds, written as a\n"
+            "                      database (FILE, then %%n numbering them) at 'lantern dump'\n"
+            "                      (SIGUSR1 to lantern), at --ring-trigger, and at the program's\n"
+            "                      end, crash or SIGTERM (docs/long-runs.md)\n"
+            "      --ring-trigger nvtx:NAME  with --ring: an NVTX mark NAME dumps the ring too\n"
             "      --keep-raw      keep the raw session folder FILE.raw/ (see 'lantern import')\n"
             "  -f, --force         replace FILE, and the raw files of an old FILE.raw/ (never\n"
             "                      those of a run still going on)\n"
@@ -159,7 +164,9 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         OPT_START_PAUSED,
         OPT_CAPTURE_END,
         OPT_SINGLE_FILE,
-        OPT_OSRT_THRESHOLD
+        OPT_OSRT_THRESHOLD,
+        OPT_RING,
+        OPT_RING_TRIGGER
     };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
@@ -188,6 +195,8 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         {"capture-range-end", required_argument, NULL, OPT_CAPTURE_END},
         {"single-file", no_argument, NULL, OPT_SINGLE_FILE},
         {"osrt-threshold", required_argument, NULL, OPT_OSRT_THRESHOLD},
+        {"ring", required_argument, NULL, OPT_RING},
+        {"ring-trigger", required_argument, NULL, OPT_RING_TRIGGER},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -327,6 +336,18 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
         case OPT_SINGLE_FILE:
             o->single_file = 1;
             break;
+        case OPT_RING: {
+            char *end;
+            o->ring_s = strtod(optarg, &end);
+            if (*end || end == optarg || !(o->ring_s >= 0.5 && o->ring_s <= 1e6))
+                return cli_usage_error("profile", "--ring needs seconds (0.5 to 1000000)");
+            break;
+        }
+        case OPT_RING_TRIGGER:
+            if (strncmp(optarg, "nvtx:", 5) != 0 || !optarg[5])
+                return cli_usage_error("profile", "--ring-trigger is nvtx:NAME");
+            o->ring_trigger = optarg;
+            break;
         case OPT_KEEP_RAW:
             p->keep_raw = 1;
             break;
@@ -348,6 +369,12 @@ static int parse_options(int argc, char **argv, struct profile_options *p)
     if (p->capture_repeat >= 0 && o->start_paused)
         return cli_usage_error("profile", "--capture-range-end=repeat and --start-paused: "
                                           "choose one");
+    if (o->ring_trigger && !(o->ring_s > 0))
+        return cli_usage_error("profile", "--ring-trigger needs --ring SEC");
+    if (o->ring_s > 0 && (o->start_paused || o->single_file || p->capture_repeat >= 0))
+        return cli_usage_error("profile", "--ring records all the time and writes a database per "
+                                          "dump: not with --start-paused, --single-file or "
+                                          "--capture-range-end=repeat");
     if (!o->trace)
         o->trace = launcher_default_trace();
     if (!launcher_trace_valid(o->trace))
@@ -454,6 +481,7 @@ int cmd_profile(int argc, char **argv)
     p.launch.output = name;
     p.launch.window_ended = profile_window_ended;
     p.launch.window_ctx = &windows;
+    p.launch.dumped = profile_ring_dumped;
     if (launcher_open(&l) < 0) {
         cli_error("%s", launcher_error(&l));
         goto out;
@@ -478,6 +506,11 @@ int cmd_profile(int argc, char **argv)
         cli_error("%s", launcher_error(&l));
     if (l.still_writing)
         say_still_writing(&l);
+    if (o->ring_s > 0) { /* --ring: the dumps are the databases (the end's among them) */
+        if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
+            cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
+        goto out;
+    }
     if (launcher_windowed(&l) || p.capture_repeat >= 0) {
         char last[4096] = "";
         if ((p.capture_repeat >= 0

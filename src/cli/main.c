@@ -16,6 +16,7 @@ static const struct subcommand subcommands[] = {
     {"profile", cmd_profile, "Run a command under Lantern and write a report database"},
     {"start", cmd_start, "Start a window of a running 'lantern profile' session"},
     {"stop", cmd_stop, "End the window of a running session and write its database"},
+    {"dump", cmd_dump, "Write the ring of a running 'lantern profile --ring' session"},
     {"stats", cmd_stats, "Print a report (default nvtx_sum) from a report database"},
     {"export", cmd_export, "Export a report database (chrome: Perfetto / chrome://tracing JSON)"},
     {"merge", cmd_merge, "Merge report databases (one per rank or host) into one"},

@@ -38,14 +38,16 @@ static int window_name(const struct profile_windows *pw, uint64_t number, char *
 
 /* Imports the windows (count of them; one database each unless single_file) into database
  * number's name; what says what they are ("window", "capture"). */
-static int window_import(const struct profile_windows *pw, const char *what, uint64_t number,
-                         const struct import_window *windows, size_t count, char *name, size_t cap)
+static int window_import_from(const struct profile_windows *pw, const char *raw_dir,
+                              const char *what, uint64_t number,
+                              const struct import_window *windows, size_t count, char *name,
+                              size_t cap)
 {
     if (pw->single_file)
         snprintf(name, cap, "%s", pw->output);
     else if (window_name(pw, number, name, cap) < 0)
         return cli_error("%s %" PRIu64 ": no free name for '%s'", what, number, pw->pattern);
-    if (cli_import_windows(pw->raw_dir, name, pw->force, windows, count) != CLI_EXIT_OK)
+    if (cli_import_windows(raw_dir, name, pw->force, windows, count) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     if (pw->single_file)
         fprintf(stderr, "lantern: %zu %s%s written to %s\n", count, what, count == 1 ? "" : "s",
@@ -53,6 +55,21 @@ static int window_import(const struct profile_windows *pw, const char *what, uin
     else
         fprintf(stderr, "lantern: %s %" PRIu64 " written to %s\n", what, number, name);
     return CLI_EXIT_OK;
+}
+
+static int window_import(const struct profile_windows *pw, const char *what, uint64_t number,
+                         const struct import_window *windows, size_t count, char *name, size_t cap)
+{
+    return window_import_from(pw, pw->raw_dir, what, number, windows, count, name, cap);
+}
+
+int profile_ring_dumped(void *ctx, uint64_t number, const char *dir, uint64_t from_ns,
+                        uint64_t until_ns, char *name, size_t cap)
+{
+    const struct profile_windows *pw = ctx;
+    struct import_window one = {from_ns, until_ns};
+    return window_import_from(pw, dir, "dump", number, &one, 1, name, cap) == CLI_EXIT_OK ? 0
+                                                                                          : -1;
 }
 
 int profile_window_ended(void *ctx, const struct launcher_window *w, char *name, size_t cap)

@@ -7,6 +7,7 @@
 #define LANTERN_CLI_PROFILE_WINDOWS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "launcher/launcher.h"
 
@@ -19,6 +20,11 @@ struct profile_windows {
 
 /* launcher_options.window_ended (ctx: a struct profile_windows): writes window w. */
 int profile_window_ended(void *ctx, const struct launcher_window *w, char *name, size_t cap);
+
+/* launcher_options.dumped (ctx: a struct profile_windows): --ring's dump number, from the
+ * raw folder dir, keeping [from_ns, until_ns], named as the windows are. */
+int profile_ring_dumped(void *ctx, uint64_t number, const char *dir, uint64_t from_ns,
+                        uint64_t until_ns, char *name, size_t cap);
 
 /* After the run: the windows not written yet (the one the program's end closed), or every
  * window into FILE with single_file; the last database written in last. CLI_EXIT_*. */

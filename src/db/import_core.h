@@ -77,6 +77,10 @@ struct import_file {
     /* the thread event streams: the latest TRACE_CLOCK, each thread's running ticks */
     struct trace_clock_line clock;
     struct u64_map stream_ticks;
+    /* --ring: the segment read last, and the streams cut where a dump's segments begin (their
+     * events are skipped up to their RESTART: docs/trace-format.md) */
+    uint64_t segment;
+    struct u64_map stream_cut;
 };
 
 /* ---- import_file.c ------------------------------------------------------------------------ */

@@ -75,7 +75,11 @@ struct import_summary *import_summary_of(struct import_file *f);
     X(MALFORMED, "malformed records skipped")                                                      \
     X(MEMORY, "events skipped: the importer ran out of memory")                                    \
     X(DUPLICATE_CHUNKS, "duplicated chunks skipped (each chunk is imported once)")                 \
-    X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")
+    X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")              \
+    X(TABLE_REGISTERED_STRINGS, "NVTX registered strings past the agent's cap (no name)")         \
+    X(TABLE_CATEGORIES, "NVTX category names past the agent's cap (not named)")                   \
+    X(TABLE_DOMAINS, "NVTX domains past the agent's cap (in the default domain)")                 \
+    X(TABLE_PAYLOAD_SCHEMAS, "NVTX payload schemas past the agent's cap (not decoded)")
 enum import_loss {
 #define LOSS(ID, what) IMPORT_LOST_##ID,
     IMPORT_LOSSES(LOSS)

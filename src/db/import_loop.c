@@ -50,17 +50,37 @@ static void import_thread_events(struct import_file *f, struct trace_fields *fl)
     trace_events_begin(&reader, r.events.bytes, r.events.len, r.thread_idx, ticks, &f->clock);
     unsigned type;
     struct trace_fields event;
-    int rc;
+    int rc, cut = u64_map_find(&f->stream_cut, r.thread_idx + 1) != NULL;
     while ((rc = trace_events_next(&reader, &type, &event)) == 1) {
+        if (cut && !reader.restarted)
+            continue; /* the rest of a stream whose start the ring dropped */
+        if (cut) {
+            cut = 0;
+            u64_map_remove(&f->stream_cut, r.thread_idx + 1);
+        }
         import_record(f, type, &event);
         if (event.bad)
             import_malformed(f);
     }
     uint64_t last = trace_clock_line_ns(&f->clock, *ticks);
-    if (last > f->last_event_ns)
+    if (!cut && last > f->last_event_ns)
         f->last_event_ns = last;
     if (rc < 0)
         fl->bad = 1;
+}
+
+/* TRACE_SEGMENT (--ring): a segment that does not follow the one read before (the first of a
+ * dump, or one deleted while a dump was joined) cuts the streams of the threads known so far:
+ * what they wrote before their RESTART in it continues a segment that is not here. */
+static void import_segment(struct import_file *f, struct trace_fields *fl)
+{
+    struct trace_segment r;
+    if (trace_get_segment(fl, &r) < 0)
+        return;
+    for (size_t i = 0; r.number != f->segment + 1 && i < f->threads.cap; i++)
+        if (f->threads.v[i] && u64_map_put(&f->stream_cut, i + 1, 1) < 0)
+            fl->bad = 1;
+    f->segment = r.number;
 }
 
 /* Each source's records go to its importer, by type range (src/trace/sources.def). */
@@ -68,6 +88,10 @@ static void import_record(struct import_file *f, unsigned type, struct trace_fie
 {
     if (type == TRACE_THREAD_EVENTS) {
         import_thread_events(f, fl);
+        return;
+    }
+    if (type == TRACE_SEGMENT) {
+        import_segment(f, fl);
         return;
     }
     if (type == TRACE_CLOCK) {
@@ -114,6 +138,7 @@ static void file_release(struct import_file *f)
     free(f->threads.v);
     u64_map_release(&f->thread_by_tid);
     u64_map_release(&f->stream_ticks);
+    u64_map_release(&f->stream_cut);
     free(f->warning);
 }
 

@@ -440,6 +440,24 @@ static void on_dropped(struct import_file *f, struct trace_fields *fl)
 }
 
 
+/* TRACE_TABLE_CUT: what an agent table did not keep, its cap reached; in import_losses. */
+static void on_table_cut(struct import_file *f, struct trace_fields *fl)
+{
+    static const enum import_loss by_table[] = {
+        [TRACE_TABLE_REGISTERED_STRINGS] = IMPORT_LOST_TABLE_REGISTERED_STRINGS,
+        [TRACE_TABLE_CATEGORIES] = IMPORT_LOST_TABLE_CATEGORIES,
+        [TRACE_TABLE_DOMAINS] = IMPORT_LOST_TABLE_DOMAINS,
+        [TRACE_TABLE_PAYLOAD_SCHEMAS] = IMPORT_LOST_TABLE_PAYLOAD_SCHEMAS,
+    };
+    struct trace_table_cut r;
+    if (trace_get_table_cut(fl, &r) < 0 || !r.table ||
+        r.table >= sizeof by_table / sizeof by_table[0]) {
+        fl->bad = 1;
+        return;
+    }
+    import_lost(f, by_table[r.table], r.count);
+}
+
 /* ---- the record loop -------------------------------------------------------------------- */
 
 void import_core_record(struct import_file *f, unsigned type, struct trace_fields *fl)
@@ -480,6 +498,9 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
         break;
     case TRACE_WRITE_ERROR:
         on_write_error(f, fl);
+        break;
+    case TRACE_TABLE_CUT:
+        on_table_cut(f, fl);
         break;
     default:
         f->s->summary.skipped++;

@@ -81,6 +81,7 @@ int control_create(struct launcher *l)
     c->launcher_pid = (uint32_t)getpid();
     c->single_file = (uint32_t)l->o->single_file;
     c->windowed = (uint32_t)(l->o->start_paused || l->o->single_file);
+    c->ring_ns = (uint64_t)(l->o->ring_s * 1e9);
     if (!l->o->start_paused) { /* window 1 is the run from its start */
         if (control_add_window(l, 0) < 0)
             return launcher_fail(l, "out of memory");
@@ -209,6 +210,22 @@ static int control_take(int sig)
  * they were sent in: a stop and a start sent back to back while recording (a start during a
  * stop's import) would be taken as start (nothing to do) then stop. So when both are pending,
  * the one that changes the state goes first: while recording the stop, then the start. */
+/* --ring: SIGUSR1 (lantern dump, an NVTX mark) or SIGUSR2 dumps the ring. A trigger that comes
+ * while a dump is written is pending at its end: counted (triggers_in_dump), said, and dumped
+ * next; more than one pending at once are one for the kernel. */
+static void control_ring_trigger(struct launcher *l)
+{
+    struct trace_control *c = l->control;
+    ring_dump(l, control_now_ns(), 0);
+    while (control_take(SIGUSR1) || control_take(SIGUSR2)) {
+        __atomic_add_fetch(&c->triggers_in_dump, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&c->triggers, 1, __ATOMIC_RELEASE);
+        fprintf(stderr, "lantern: a trigger came while dump %llu was written: dump %llu follows\n",
+                (unsigned long long)c->dump, (unsigned long long)c->dump + 1);
+        ring_dump(l, control_now_ns(), 0);
+    }
+}
+
 static void *control_main(void *arg)
 {
     struct launcher *l = arg;
@@ -217,6 +234,11 @@ static void *control_main(void *arg)
     while (!__atomic_load_n(&l->control_quit, __ATOMIC_ACQUIRE)) {
         struct timespec tick = {0, 20000000}; /* 20 ms: how soon the run's end is seen */
         int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig > 0 && l->control->ring_ns) {
+            __atomic_add_fetch(&l->control->triggers, 1, __ATOMIC_RELEASE);
+            control_ring_trigger(l);
+            continue;
+        }
         if (sig == SIGUSR1 && l->control->recording && control_take(SIGUSR2)) {
             __atomic_add_fetch(&l->control->triggers, 1, __ATOMIC_RELEASE);
             control_stop_window(l, 0);
@@ -252,12 +274,15 @@ void control_finish(struct launcher *l)
 {
     if (!l->control)
         return;
+    int ran = l->control_running;
     if (l->control_running) {
         __atomic_store_n(&l->control_quit, 1, __ATOMIC_RELEASE);
         pthread_join(l->control_thread, NULL);
         l->control_running = 0;
     }
     __atomic_store_n(&l->control->ended, 1, __ATOMIC_RELEASE);
+    if (ran && l->control->ring_ns) /* the program's end is a trigger */
+        ring_dump(l, control_now_ns(), 1);
     control_stop_window(l, 1);
 }
 

@@ -85,6 +85,12 @@ static int set_cuda_capture_environment(const struct launcher_options *o)
         return -1;
     if (o->duration_s > 0 && setenv("LANTERN_CAPTURE_UNTIL_NS", until, 1) < 0)
         return -1;
+    char ring[32];
+    snprintf(ring, sizeof ring, "%llu", (unsigned long long)(o->ring_s * 1e9));
+    if (o->ring_s > 0 && setenv("LANTERN_RING_NS", ring, 1) < 0)
+        return -1;
+    if (o->ring_trigger && setenv("LANTERN_RING_TRIGGER", o->ring_trigger, 1) < 0)
+        return -1;
     return 0;
 }
 

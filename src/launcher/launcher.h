@@ -65,6 +65,13 @@ struct launcher_options {
      * (not with single_file): writes its database, says which in name (cap bytes); 0 or -1. */
     int (*window_ended)(void *ctx, const struct launcher_window *w, char *name, size_t cap);
     void *window_ctx;
+    /* The flight recorder (ring.c, docs/long-runs.md): --ring SEC keeps the last SEC seconds
+     * (0: off); --ring-trigger nvtx:NAME (or NULL); dumped, on the control thread, imports the
+     * raw folder dir of dump number (1..) keeping [from_ns, until_ns]: 0 or -1 (window_ctx). */
+    double ring_s;
+    const char *ring_trigger;
+    int (*dumped)(void *ctx, uint64_t number, const char *dir, uint64_t from_ns,
+                  uint64_t until_ns, char *name, size_t cap);
 };
 
 #define LAUNCHER_MAX_SAMPLERS 8

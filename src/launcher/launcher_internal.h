@@ -37,6 +37,11 @@ void control_finish(struct launcher *l);
 /* control.c: unmaps the control file (launcher_release). */
 void control_release(struct launcher *l);
 
+/* ring.c (--ring): a dump of the ring at trigger_ns: the agents write what they hold (unless
+ * the program ended), each process's .lrt and the segments kept are joined in a folder of the
+ * session, imported (o->dumped) and removed. On the control thread, or at the program's end. */
+void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended);
+
 /* environment.c: the agent's path, malloc'd, or NULL. */
 char *environment_find_agent(void);
 /* environment.c: the Python bootstrap beside l->agent first on PYTHONPATH, and the

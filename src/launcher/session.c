@@ -6,6 +6,7 @@
  * at once instead of replacing the first one's raw files (--force) and importing its own. */
 #include "launcher/launcher_internal.h"
 #include "trace/control.h"
+#include "trace/segments.h"
 #include "trace/format.h"
 
 #include <dirent.h>
@@ -39,7 +40,8 @@ int launcher_remove_session(const char *dir)
         struct stat st;
         if ((has_suffix(e->d_name, ".lrt") || has_suffix(e->d_name, ".lrb") ||
              !strcmp(e->d_name, TRACE_CONTROL_FILE) ||
-             has_suffix(e->d_name, TRACE_UNTRACED_SUFFIX)) &&
+             has_suffix(e->d_name, TRACE_UNTRACED_SUFFIX) ||
+             has_suffix(e->d_name, TRACE_SEGMENT_SUFFIX)) &&
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             unlinkat(fd, e->d_name, 0);
     }

@@ -30,6 +30,15 @@ struct trace_control {
                                   a fork child starts its writer at its first event, so that
                                   what it records reaches its trace file at each pause */
     char last_output[1024];    /* the database the last window was written to */
+    /* --ring SEC, the flight recorder (docs/long-runs.md): each agent writes what it holds
+     * when `dump` passes the number it last wrote for (it says so in its buffer file,
+     * pool_header.dumped); the launcher then joins the segments into a dump's database */
+    uint64_t ring_ns;                    /* SEC in ns (0: not a --ring session) */
+    _Atomic uint64_t dump;               /* the dump asked for last (1..) */
+    _Atomic uint64_t dumps_written;      /* dumps done (written, or failed: below) */
+    _Atomic uint64_t dumps_failed;       /* of them, dumps whose import failed */
+    _Atomic uint64_t triggers_in_dump;   /* triggers that came while a dump was written */
+    char last_dump[1024];                /* the database the last dump was written to */
 };
 
 _Static_assert(sizeof(struct trace_control) <= TRACE_CONTROL_BYTES, "control file too small");

@@ -13,6 +13,7 @@ void trace_events_begin(struct trace_events_reader *r, const uint8_t *events, si
     r->thread_idx = thread_idx;
     r->ticks = ticks;
     r->clock = clock;
+    r->restarted = 0;
 }
 
 /* The event attributes of PUSH, START and MARK. */
@@ -33,6 +34,14 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
         return 0;
     unsigned op = *in->p++;
     unsigned kind = op & TRACE_EV_KIND_MASK;
+    while (kind == TRACE_EV_RESTART) { /* --ring: a new segment's stream (docs/trace-format.md) */
+        *r->ticks = 0;
+        r->restarted = 1;
+        if (in->p >= in->end)
+            return 0;
+        op = *in->p++;
+        kind = op & TRACE_EV_KIND_MASK;
+    }
     uint64_t ts = 0, domain = 0;
     if (kind != TRACE_EV_STRING && kind != TRACE_EV_PAYLOAD) {
         *r->ticks += (uint64_t)trace_get_i(in);

@@ -35,9 +35,10 @@
     X(THREAD_NAME, 8, "os_tid name")                                                               \
     X(NAME_RESOURCE, 9, "kind handle name")                                                        \
     X(CUDA_BACKTRACE, 10, "correlation stack")                                                     \
-    X(STRING, 11, "(no dticks) id, u length, bytes")                                              \
+    X(STRING, 11, "(no dticks) id, u length, bytes")                                               \
     X(PAYLOAD, 12, "(no dticks) index count schema_id size, u length, bytes")                      \
-    X(OSRT_CALL, 13, "duration_ticks function i ret error")
+    X(OSRT_CALL, 13, "duration_ticks function i ret error")                                        \
+    X(RESTART, 14, "(no dticks, no fields) the stream starts over: dticks from 0, names anew")
 
 enum trace_event_kind {
 #define X(KIND, number, fields) TRACE_EV_##KIND = number,
@@ -103,6 +104,7 @@ struct trace_events_reader {
     uint64_t thread_idx;
     uint64_t *ticks; /* the thread's running ticks, kept by the caller across records */
     const struct trace_clock_line *clock;
+    int restarted; /* a RESTART event was read (trace_events_next reads the event after it) */
     uint64_t zero_ts;
     struct trace_chunk_builder out;
     uint8_t buf[TRACE_CHUNK_HEADER_SIZE + TRACE_EV_STRING_MAX + 256];

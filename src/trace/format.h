@@ -121,6 +121,13 @@ enum trace_resource_kind {
 
 #define TRACE_MAX_ANCESTORS 16u
 
+/* TRACE_TABLE_CUT's tables: the agent's tables that grow with what the program gives it, each
+ * with a cap (docs/trace-format.md), past which what is not kept is counted. */
+#define TRACE_TABLE_REGISTERED_STRINGS 1u /* nvtxDomainRegisterString: the handle is NULL */
+#define TRACE_TABLE_CATEGORIES 2u         /* nvtxDomainNameCategory: the name is not kept */
+#define TRACE_TABLE_DOMAINS 3u            /* nvtxDomainCreate: recorded in the default domain */
+#define TRACE_TABLE_PAYLOAD_SCHEMAS 4u    /* nvtxPayloadSchemaRegister/EnumRegister: not kept */
+
 /* NVTX's extended payloads (the payload extension, nvToolsExtPayload.h). An event's payload
  * type NVTX_PAYLOAD_TYPE_EXT (0xDFBD0009) is recorded as its low byte, as the agent records
  * every payload type: 9, beside the core types 1-6. A schema or enumeration records at most

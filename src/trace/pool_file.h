@@ -43,6 +43,9 @@ struct pool_header {
      * had buffered then is in the .lrt: the launcher waits for it before importing the window
      * (docs/long-runs.md). */
     _Atomic uint64_t paused_window;
+    /* --ring: the dump (trace/control.h) for which the agent last wrote everything it held
+     * into its current segment */
+    _Atomic uint64_t dumped;
 };
 
 /* One thread's stream. The owning thread writes head, first_block and dropped; the writer

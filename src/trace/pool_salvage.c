@@ -10,6 +10,7 @@
 #include "trace/events.h"
 #include "trace/format.h"
 #include "trace/pool_file.h"
+#include "trace/segments.h"
 #include "trace/records.h"
 
 #include <dirent.h>
@@ -180,15 +181,48 @@ static int salvage_header_ok(const struct pool_header *h, uint64_t size)
            h->file_bytes <= size;
 }
 
+/* The newest segment file of the trace file lrt (--ring, trace/segments.h) into out; 0: none. */
+static int salvage_newest_segment(const char *lrt, char *out, size_t cap)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", lrt);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : lrt;
+    if (slash)
+        *slash = '\0';
+    DIR *d = opendir(slash ? dir : ".");
+    uint64_t newest = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        uint64_t n = trace_segment_number(e->d_name, base);
+        if (n > newest)
+            newest = n;
+    }
+    if (d)
+        closedir(d);
+    return newest && trace_segment_path(out, cap, lrt, newest) == 0;
+}
+
 /* Appends to the trace file `lrt` what the mapped buffer file lacks; 0, 1 when it lacked
  * nothing, or -1 (said). */
 static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
 {
     const struct pool_header *h = (const struct pool_header *)map;
     struct salvage s = {.h = h, .map = map, .next_string_id = h->next_string_id};
-    uint64_t whole = 0;
+    uint64_t whole = 0, lrt_seq = 0;
+    /* --ring: the events go to the newest segment, numbered after the .lrt's chunks too */
+    char segment[4096];
+    if (salvage_newest_segment(lrt, segment, sizeof segment)) {
+        int fd = open(lrt, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && trace_file_last_chunk(fd, &whole, &lrt_seq) < 0)
+            lrt_seq = 0;
+        if (fd >= 0)
+            close(fd);
+        lrt = segment;
+    }
     s.fd = open(lrt, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     int rc = s.fd < 0 ? -errno : trace_file_last_chunk(s.fd, &whole, &s.next_seq);
+    if (lrt_seq > s.next_seq)
+        s.next_seq = lrt_seq;
     if (rc < 0) {
         fprintf(stderr,
                 "lantern: %s: its trace file is missing or not of this version (%s); its "

@@ -1,0 +1,115 @@
+/* A program for the flight-recorder tests (test_ring.py): it makes one NVTX range "step" (its
+ * payload the step's number) every PERIOD_US microseconds and logs each step's number and its
+ * CLOCK_MONOTONIC start to LOG (the ground truth the dumps are checked against), until the file
+ * STOP exists. MODE: "steps" (only that), "spin" (each step busy on the CPU in spin_step
+ * instead of asleep: CPU samples), "mark:K" (an NVTX mark "slow" at step K, a
+ * --ring-trigger), "crash:K" (a SIGSEGV at step K), or "names:N" (N ranges, each named by a new
+ * nvtxDomainRegisterString, no pause; LOG gets the process's RssAnon in KiB after 40 % of them
+ * and at the end: the agent's tables must stop growing at their cap).
+ * Usage: ring_workload LOG STOP PERIOD_US MODE */
+#include <nvtx3/nvToolsExt.h>
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static long rss_anon_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "RssAnon:", 8))
+            kib = atol(line + 8);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static volatile double spin_sink;
+
+/* The CPU samples' leaf in "spin" mode (test_ring.py looks for its name): arithmetic, the
+ * clock read (vDSO) only every ~10 us. */
+__attribute__((noinline)) void spin_step(long period_us)
+{
+    uint64_t until = now_ns() + (uint64_t)period_us * 1000u;
+    while (now_ns() < until)
+        for (int i = 0; i < 10000; i++)
+            spin_sink += i * 0.5;
+}
+
+static void names(FILE *log, long n)
+{
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("ring");
+    for (long i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "range number %ld of this run", i);
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        a.message.registered = nvtxDomainRegisterStringA(domain, name);
+        nvtxDomainRangePushEx(domain, &a);
+        nvtxDomainRangePop(domain);
+        if (i == n * 2 / 5)
+            fprintf(log, "rss %ld\n", rss_anon_kib());
+    }
+    fprintf(log, "rss %ld\n", rss_anon_kib());
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: ring_workload LOG STOP PERIOD_US MODE\n");
+        return 2;
+    }
+    FILE *log = fopen(argv[1], "w");
+    if (!log)
+        return 1;
+    setvbuf(log, NULL, _IOLBF, 0);
+    long period_us = atol(argv[3]);
+    const char *mode = argv[4];
+    long mark_at = !strncmp(mode, "mark:", 5) ? atol(mode + 5) : -1;
+    long crash_at = !strncmp(mode, "crash:", 6) ? atol(mode + 6) : -1;
+    int spin = !strcmp(mode, "spin");
+    if (!strncmp(mode, "names:", 6)) {
+        names(log, atol(mode + 6));
+        return 0;
+    }
+    struct timespec pause = {period_us / 1000000, (period_us % 1000000) * 1000};
+    for (uint64_t n = 1; access(argv[2], F_OK) != 0; n++) {
+        fprintf(log, "%llu %llu\n", (unsigned long long)n, (unsigned long long)now_ns());
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a.message.ascii = "step";
+        a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+        a.payload.ullValue = n;
+        nvtxRangePushEx(&a);
+        if ((long)n == mark_at)
+            nvtxMarkA("slow");
+        if ((long)n == crash_at) { /* a store into a page it may not write: SIGSEGV */
+            volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            *page = 1;
+        }
+        if (spin)
+            spin_step(period_us);
+        else
+            nanosleep(&pause, NULL);
+        nvtxRangePop();
+    }
+    return 0;
+}
