@@ -23,6 +23,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -461,6 +463,31 @@ static void *py_sampler_main(void *arg)
     return NULL;
 }
 
+/* The file that holds the interpreter's code, as /proc/self/maps names it (the importer tells
+ * the interpreter's frames by it): the executable's real path where Python is linked into it
+ * (dladdr names it as it was started, e.g. a venv's python3 link to /usr/bin/python3.12), else
+ * the shared library's resolved path. */
+static void interpreter_file(void *symbol, char *out, size_t size)
+{
+    Dl_info where;
+    struct link_map *map = NULL;
+    char path[4096];
+    out[0] = '\0';
+    if (!symbol || !dladdr1(symbol, &where, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return;
+    ssize_t n = -1;
+    if (!map->l_name[0]) /* the main program */
+        n = readlink("/proc/self/exe", path, sizeof path - 1);
+    else if (realpath(map->l_name, path))
+        n = (ssize_t)strlen(path);
+    if (n > 0) {
+        path[n] = '\0';
+        snprintf(out, size, "%s", path);
+    } else if (where.dli_fname) {
+        snprintf(out, size, "%s", where.dli_fname);
+    }
+}
+
 /* On the writer thread, the first drain where the process runs CPython: finds what the
  * sampler reads (dlsym), checks that process_vm_readv works, starts the thread. */
 static void py_start(uint64_t tick_ns)
@@ -482,9 +509,7 @@ static void py_start(uint64_t tick_ns)
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     py.runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
-    Dl_info where;
-    if (main_interp && dladdr((void *)main_interp, &where) && where.dli_fname)
-        snprintf(py.interpreter, sizeof py.interpreter, "%s", where.dli_fname);
+    interpreter_file((void *)main_interp, py.interpreter, sizeof py.interpreter);
     char probe;
     py.status = TRACE_CPU_SAMPLING_ON;
     if (!l || !main_interp || !py.code_type || !py.str_type || !py.runtime) {
