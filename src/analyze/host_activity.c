@@ -193,7 +193,10 @@ static int add_thread(struct scope_threads *t, int64_t id, int64_t period)
 }
 
 /* The threads of the scope with their process's period; a process whose sampling was off
- * (or never started: no row) is noted once in t->off. */
+ * (or never started: no row) is noted once in t->off. A process's threads are those that
+ * called CUDA, where any did: what delayed the next launch is what the launching thread did
+ * (other threads' samples, e.g. a BLAS pool spinning, took 61 % of the Numba tutorial's
+ * host wait on an H200 and hid its main thread's work). */
 static int load_threads(struct analyze_ctx *ctx, const struct analyze_host_scope *s,
                         struct scope_threads *t)
 {
@@ -202,7 +205,10 @@ static int load_threads(struct analyze_ctx *ctx, const struct analyze_host_scope
                         "SELECT th.id, p.pid, c.status, c.reason, c.period_ns FROM threads th"
                         " JOIN processes p ON p.id = th.process_id"
                         " LEFT JOIN cpu_sampling c ON c.process_id = p.id"
-                        " WHERE (?1 = 1 AND th.process_id = ?2) OR (?1 = 0 AND th.id = ?2)");
+                        " WHERE (?1 = 1 AND th.process_id = ?2 AND"
+                        " (EXISTS (SELECT 1 FROM cuda_api a WHERE a.thread_id = th.id) OR"
+                        "  NOT EXISTS (SELECT 1 FROM cuda_api a WHERE a.process_id = ?2)))"
+                        " OR (?1 = 0 AND th.id = ?2)");
     if (!st)
         return -1;
     int by_thread = s->thread_count > 0;

@@ -126,6 +126,32 @@ static void host_wait_names_the_top_functions_and_the_jit_pattern(void)
     sqlite3_close(db);
 }
 
+/* A second thread of the process that never called CUDA (a BLAS pool spinning) takes 50
+ * samples in the gap: the host part counts only the launching thread's 19. */
+static void only_the_launching_threads_are_counted(void)
+{
+    sqlite3 *db = gap_session(sampling_on);
+    exec(db, "INSERT INTO threads(id, process_id, tid) VALUES(2, 1, 101);"
+             "INSERT INTO cpu_frames(id, name, module) VALUES(10, 'blas_thread_server',"
+             " 'libopenblas.so');"
+             "INSERT INTO cpu_callsites VALUES(10, NULL, 10, 0);"
+             "INSERT INTO cpu_stacks VALUES(10, 1, 10);");
+    samples(db, 19, 40000, 2);
+    for (int i = 0; i < 50; i++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT INTO cpu_samples VALUES(2, %d, 10);", 35000 + 5000 * i);
+        exec(db, sql);
+    }
+    struct analyze_run run;
+    const struct analyze_host *h = run_gpu_idle(db, &run)->host;
+    ASSERT(h != NULL);
+    ASSERT_EQ(h->samples, 19);
+    ASSERT_EQ(h->top_count, 1);
+    ASSERT_STR_EQ(h->top[0].function, "parse");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* Python frames as cpu-py writes them (name the qualname, module the file's base name, file
  * the path): numba's compiler under site-packages is a library's and the JIT pattern's, the
  * program's own train.py is the user frame the top function is shown in. */
@@ -349,6 +375,7 @@ int main(int argc, char **argv)
     static const struct test_case tests[] = {
         {"host_wait_names_the_top_functions_and_the_jit_pattern",
          host_wait_names_the_top_functions_and_the_jit_pattern},
+        {"only_the_launching_threads_are_counted", only_the_launching_threads_are_counted},
         {"each_pattern_gives_its_advice", each_pattern_gives_its_advice},
         {"python_frames_are_classified_by_their_file", python_frames_are_classified_by_their_file},
         {"blocking_calls_of_osrt_give_their_share_of_the_gap",
