@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""GPU proof of what the host did (issue #27): a Numba program that compiles a new kernel at
-each step of its loop (the host waits for numba's JIT while the GPU idles) under `lantern
-profile -t cuda,nvtx,cpu`, then:
+"""GPU proof of what the host did (issue #27): the Nsight Systems tutorial's Numba program, v1
+(examples/numba_tutorial: each kernel compiled at its first launch, the GPU idle meanwhile)
+under `lantern profile -t cuda,nvtx,cpu`, then:
   - gpu_idle's GPU finding has a host part with samples from the gaps, and the advice of the
-    JIT pattern (llvmlite's code generation in the stacks);
+    JIT pattern (numba's compiler and llvmlite in the stacks);
   - the page has its Host CPU section with flame graphs, both exports carry the samples;
   - with sampling refused (LANTERN_TEST_CPU_REFUSE=1), the finding says sampling was off.
 Prints the host parts (for the closing note) and keeps the databases, analyses and pages in
@@ -17,18 +17,9 @@ import tempfile
 
 SKIP = 77
 
-PROGRAM = """
-import numpy as np
-from numba import cuda
-x = cuda.to_device(np.zeros(1 << 20, np.float32))
-for i in range(12):
-    # a new kernel each step: numba compiles it at its first launch, inside the loop
-    ns = {"cuda": cuda}
-    exec(f"def k{i}(a):\\n    j = cuda.grid(1)\\n    if j < a.size:\\n        a[j] += {i}\\n", ns)
-    cuda.jit(ns[f"k{i}"])[(x.size + 255) // 256, 256](x)
-cuda.synchronize()
-print("done")
-"""
+# its host wait (~0.6-0.7 s) must be named as Numba's JIT
+TUTORIAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "numba_tutorial", "tutorial.py")
 
 
 def lantern(build, *args, env=None):
@@ -55,9 +46,6 @@ def main():
         return SKIP
     out = os.environ.get("LANTERN_PROOF_OUT") or tempfile.mkdtemp(prefix="lantern-host-")
     os.makedirs(out, exist_ok=True)
-    program = os.path.join(out, "numba_jit_loop.py")
-    with open(program, "w") as f:
-        f.write(PROGRAM)
     failed = 0
 
     def expect(cond, what):
@@ -67,7 +55,7 @@ def main():
 
     db = os.path.join(out, "jit.db")
     run = lantern(build, "profile", "-t", "cuda,nvtx,cpu", "-f", "-o", db, "--", sys.executable,
-                  program)
+                  TUTORIAL, "v1")
     expect(run.returncode == 0, f"profiled ({run.stderr[-500:]})")
     f = gpu_idle_host(build, db)
     expect(f is not None and f["host"] is not None, "gpu_idle's GPU finding has a host part")
@@ -93,7 +81,7 @@ def main():
 
     db = os.path.join(out, "refused.db")
     run = lantern(build, "profile", "-t", "cuda,nvtx,cpu", "-f", "-o", db, "--", sys.executable,
-                  program, env={"LANTERN_TEST_CPU_REFUSE": "1"})
+                  TUTORIAL, "v1", env={"LANTERN_TEST_CPU_REFUSE": "1"})
     expect(run.returncode == 0, "profiled with sampling refused")
     f = gpu_idle_host(build, db)
     expect(f is not None and f["host"] is not None and not f["host"]["sampled"]
