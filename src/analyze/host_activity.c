@@ -26,7 +26,9 @@ static const struct host_pattern {
     const char *advice;
 } host_patterns[] = {
     {"JIT compilation of numba kernels",
-     "numba/core/compiler|numba/core/typed_passes|llvmlite", 0,
+     "numba/core/compiler|numba/core/typed_passes|llvmlite|Dispatcher.compile|"
+     "_compile_for_args",
+     0,
      "warm up (call each kernel once) before the timed region, or cache the compilation "
      "(@cuda.jit(cache=True))"},
     {"a synchronization point",

@@ -178,6 +178,28 @@ static void python_frames_are_classified_by_their_file(void)
     sqlite3_close(db);
 }
 
+/* numba-cuda's first launch, as sampled on the H200 host: the dispatcher compiles, and most
+ * of its samples are imports it triggers (importlib's frames on top): the JIT pattern still. */
+static void numba_cuda_first_launch_is_the_jit_pattern(void)
+{
+    sqlite3 *db = gap_session(sampling_on);
+    exec(db, "INSERT INTO cpu_frames(id, name, module, file, line) VALUES"
+             " (10, 'normalize_one_stream', 'tutorial.py', '/home/u/tutorial.py', 60),"
+             " (11, 'CUDADispatcher._compile_for_args', 'dispatcher.py',"
+             " '/venv/lib/python3.12/site-packages/numba_cuda/numba/cuda/dispatcher.py', 900),"
+             " (12, '_call_with_frames_removed', '<frozen importlib._bootstrap>',"
+             " '<frozen importlib._bootstrap>', 480);"
+             "INSERT INTO cpu_callsites VALUES(10, 1, 10, 1), (11, 10, 11, 2), (12, 11, 12, 3);"
+             "INSERT INTO cpu_stacks VALUES(10, 1, 12);");
+    samples(db, 10, 40000, 10);
+    struct analyze_run run;
+    const struct analyze_host *h = run_gpu_idle(db, &run)->host;
+    ASSERT_STR_EQ(h->top[0].function, "_call_with_frames_removed");
+    ASSERT_STR_EQ(h->pattern, "JIT compilation of numba kernels");
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* Each pattern of the table, from a leaf (and its caller) that only it names: 10 samples in
  * the gap on a stack main -> caller -> leaf. */
 static void each_pattern_gives_its_advice(void)
@@ -378,6 +400,7 @@ int main(int argc, char **argv)
         {"only_the_launching_threads_are_counted", only_the_launching_threads_are_counted},
         {"each_pattern_gives_its_advice", each_pattern_gives_its_advice},
         {"python_frames_are_classified_by_their_file", python_frames_are_classified_by_their_file},
+        {"numba_cuda_first_launch_is_the_jit_pattern", numba_cuda_first_launch_is_the_jit_pattern},
         {"blocking_calls_of_osrt_give_their_share_of_the_gap",
          blocking_calls_of_osrt_give_their_share_of_the_gap},
         {"sampling_off_is_said_with_its_reason", sampling_off_is_said_with_its_reason},
