@@ -1,11 +1,15 @@
--- The CUDA importer's first pass after all files (import_cuda.c): the launching call of each
--- piece of GPU work, waits inferred from the calls that wait, and launch backtraces.
+-- The CUDA importer's first pass after all files (import_cuda.c): waits inferred from the calls
+-- that wait, and launch backtraces. (The launching call of each piece of GPU work is set with
+-- the rest of its row in cuda_finish.sql's one pass over each table: a pass over kernels
+-- rewrites every row.)
 -- Parameters (bound from src/trace/format.h's enumerations by import_cuda.c):
 --   :api_runtime, :api_driver      cuda_api.api of a runtime / driver call
 --   :sync_event, :sync_stream_wait_event, :sync_stream, :sync_context   cuda_syncs.sync_kind
 
--- the name src/db/indexes.sql uses: reports look calls up by correlation too
+-- the names src/db/indexes.sql uses: reports look calls up by correlation too; the NVTX
+-- attribution walks each thread's calls in start order (import_cuda.c), in this index's order
 CREATE INDEX IF NOT EXISTS cuda_api_by_corr ON cuda_api(process_id, correlation_id);
+CREATE INDEX IF NOT EXISTS cuda_api_by_thread ON cuda_api(thread_id, start_ns);
 
 -- Waits from the calls that wait, for a process recorded without CUPTI's SYNCHRONIZATION
 -- records (the agent's default, for their cost): kind by name, the runtime call only where the
@@ -22,15 +26,6 @@ INSERT INTO cuda_syncs(process_id, thread_id, sync_kind, correlation_id, start_n
   AND NOT (a.api = :api_driver AND EXISTS (SELECT 1 FROM cuda_api r WHERE r.process_id =
    a.process_id AND r.correlation_id = a.correlation_id AND r.api = :api_runtime)))
   WHERE kind IS NOT NULL;
-
--- The launching call: the runtime call when there is one (the driver call it makes internally
--- shares its correlation id), else the driver call (ORDER BY a.api: runtime sorts first).
-UPDATE kernels SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = kernels.process_id
-  AND a.correlation_id = kernels.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);
-UPDATE memcpys SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memcpys.process_id
-  AND a.correlation_id = memcpys.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);
-UPDATE memsets SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memsets.process_id
-  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1);
 
 -- Every call with the launch's correlation (runtime and the driver call inside it).
 CREATE INDEX IF NOT EXISTS cuda_backtraces_correlation ON

@@ -1,17 +1,30 @@
--- The CUDA importer's last pass (import_cuda.c), after the NVTX attribution of API calls:
--- attribution of GPU work, GPUs, streams, names. Each statement idempotent.
+-- The CUDA importer's last pass (import_cuda.c), after the NVTX attribution of API calls and
+-- the demangling: launching calls and attribution of GPU work, GPUs, streams, names. Each
+-- statement idempotent.
 -- Parameters (bound from src/trace/format.h's TRACE_RESOURCE_* by import_cuda.c):
 --   :resource_cu_context, :resource_cu_stream, :resource_cudart_stream
 
--- GPU work's NVTX range (its launching call's) and GPU (CUDA ordinal of the process ->
--- gpus.id), in one pass over each table.
-UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = kernels.api_id),
+-- GPU work's launching call: the runtime call when there is one (the driver call it makes
+-- internally shares its correlation id), else the driver call (ORDER BY a.api: runtime sorts
+-- first); its NVTX range (the call's); its GPU (CUDA ordinal of the process -> gpus.id); a
+-- kernel's demangled name (import_demangle.c's temp.demangled). One pass over each table:
+-- each pass rewrites every row.
+UPDATE kernels SET (api_id, nvtx_range_id) = (SELECT a.id, a.nvtx_range_id FROM cuda_api a
+  WHERE a.process_id = kernels.process_id AND a.correlation_id = kernels.correlation_id
+  ORDER BY a.api, a.start_ns LIMIT 1),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = kernels.process_id
-  AND p.device = kernels.device);
-UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memcpys.api_id),
+  AND p.device = kernels.device),
+  demangled_id = coalesce(demangled_id, (SELECT d.demangled_id FROM temp.demangled d
+  WHERE d.name_id = kernels.name_id));
+DROP TABLE temp.demangled;
+UPDATE memcpys SET (api_id, nvtx_range_id) = (SELECT a.id, a.nvtx_range_id FROM cuda_api a
+  WHERE a.process_id = memcpys.process_id AND a.correlation_id = memcpys.correlation_id
+  ORDER BY a.api, a.start_ns LIMIT 1),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memcpys.process_id
   AND p.device = memcpys.device);
-UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memsets.api_id),
+UPDATE memsets SET (api_id, nvtx_range_id) = (SELECT a.id, a.nvtx_range_id FROM cuda_api a
+  WHERE a.process_id = memsets.process_id AND a.correlation_id = memsets.correlation_id
+  ORDER BY a.api, a.start_ns LIMIT 1),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memsets.process_id
   AND p.device = memsets.device);
 UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE

@@ -2,6 +2,7 @@
  * work after all files: correlation (api_id), capture ranges, NVTX attribution, demangled
  * names, gpu_id and streams (cuda_*.sql, with the trace's enumerations bound by name). Its
  * records: import_cuda_records.c. */
+#include "common/sql_query.h"
 #include "db/import_cuda_records.h"
 #include "db/import_demangle.h"
 #include "trace/format.h"
@@ -108,8 +109,10 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
         {":resource_cudart_stream", TRACE_RESOURCE_CUDART_STREAM, NULL},
         {NULL, 0, NULL},
     };
+    /* capture ranges are rare, and each of the script's statements walks a whole table */
+    int capture = sql_query_int(db, "SELECT EXISTS (SELECT 1 FROM cuda_capture)", 1) != 0;
     if (import_exec_script(db, import_cuda_correlate_sql, params) < 0 ||
-        import_exec_script(db, import_cuda_capture_sql, params) < 0 ||
+        (capture && import_exec_script(db, import_cuda_capture_sql, params) < 0) ||
         attribute_api_calls(db) < 0 || import_demangle_kernel_names(db) < 0)
         return -1;
     return import_exec_script(db, import_cuda_finish_sql, params) < 0 ? -1 : 0;
