@@ -5,7 +5,8 @@
  * child process (CPU time, wall time and peak RSS from wait4); then times the reports users run
  * first, each a `lantern` process of its own.
  * Usage: bench_import_cuda [CUDA events (10000000)] [processes (2)] [DIR]
- * With DIR the session (DIR/raw) and its database (DIR/session.db) are kept there.
+ * With DIR the session (DIR/raw) and its database (DIR/session.db) are kept there. The reports
+ * run this build's lantern, or $LANTERN_BIN.
  *
  * Per process (a data-parallel rank): a main thread and PyTorch's autograd thread. A step: a
  * "step" range on the main thread holding "data" (two pinned host-to-device copies on a copy
@@ -409,7 +410,8 @@ static int run_lantern(void *arg)
     int null = open("/dev/null", O_WRONLY);
     if (null < 0 || dup2(null, 1) < 0)
         return 127;
-    execv(LANTERN_BIN, argv);
+    const char *lantern = getenv("LANTERN_BIN");
+    execv(lantern ? lantern : LANTERN_BIN, argv);
     return 127;
 }
 

@@ -119,6 +119,8 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
 }
 
 const struct import_source import_source_CUDA = {
+    .file_open = import_cuda_file_open,
     .record = import_cuda_record,
+    .file_close = import_cuda_file_close,
     .session_finish = cuda_session_finish,
 };
