@@ -5,28 +5,35 @@
 --   :resource_cu_context, :resource_cu_stream, :resource_cudart_stream
 
 -- GPU work's launching call: the runtime call when there is one (the driver call it makes
--- internally shares its correlation id), else the driver call (ORDER BY a.api: runtime sorts
--- first); its NVTX range (the call's); its GPU (CUDA ordinal of the process -> gpus.id); a
--- kernel's demangled name (import_demangle.c's temp.demangled). One pass over each table:
--- each pass rewrites every row.
-UPDATE kernels SET (api_id, nvtx_range_id) = (SELECT a.id, a.nvtx_range_id FROM cuda_api a
-  WHERE a.process_id = kernels.process_id AND a.correlation_id = kernels.correlation_id
-  ORDER BY a.api, a.start_ns LIMIT 1),
+-- internally shares its correlation id), else the driver call (runtime sorts first by api),
+-- the earliest, then the first written; its NVTX range (the call's); its GPU (CUDA ordinal of
+-- the process -> gpus.id); a kernel's demangled name (import_demangle.c's temp.demangled). The
+-- launching call of each correlation is found once, in one sorted walk over the calls, rather
+-- than with a sorted lookup per row. One pass over each table: each pass rewrites every row.
+CREATE TEMP TABLE launch(process_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
+  api_id INTEGER, nvtx_range_id INTEGER, PRIMARY KEY(process_id, correlation_id)) WITHOUT ROWID;
+INSERT OR IGNORE INTO temp.launch SELECT process_id, correlation_id, id, nvtx_range_id
+  FROM cuda_api WHERE process_id IS NOT NULL AND correlation_id IS NOT NULL
+  ORDER BY process_id, correlation_id, api, start_ns, id;
+UPDATE kernels SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
+  temp.launch a WHERE a.process_id = kernels.process_id
+  AND a.correlation_id = kernels.correlation_id),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = kernels.process_id
   AND p.device = kernels.device),
   demangled_id = coalesce(demangled_id, (SELECT d.demangled_id FROM temp.demangled d
   WHERE d.name_id = kernels.name_id));
 DROP TABLE temp.demangled;
-UPDATE memcpys SET (api_id, nvtx_range_id) = (SELECT a.id, a.nvtx_range_id FROM cuda_api a
-  WHERE a.process_id = memcpys.process_id AND a.correlation_id = memcpys.correlation_id
-  ORDER BY a.api, a.start_ns LIMIT 1),
+UPDATE memcpys SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
+  temp.launch a WHERE a.process_id = memcpys.process_id
+  AND a.correlation_id = memcpys.correlation_id),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memcpys.process_id
   AND p.device = memcpys.device);
-UPDATE memsets SET (api_id, nvtx_range_id) = (SELECT a.id, a.nvtx_range_id FROM cuda_api a
-  WHERE a.process_id = memsets.process_id AND a.correlation_id = memsets.correlation_id
-  ORDER BY a.api, a.start_ns LIMIT 1),
+UPDATE memsets SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
+  temp.launch a WHERE a.process_id = memsets.process_id
+  AND a.correlation_id = memsets.correlation_id),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memsets.process_id
   AND p.device = memsets.device);
+DROP TABLE temp.launch;
 UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE
   a.process_id = cuda_syncs.process_id AND a.correlation_id = cuda_syncs.correlation_id
   ORDER BY a.api LIMIT 1) WHERE thread_id IS NULL;
