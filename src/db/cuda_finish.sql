@@ -8,20 +8,29 @@
 -- internally shares its correlation id), else the driver call (runtime sorts first by api),
 -- the earliest, then the first written; its NVTX range (the call's); its GPU (CUDA ordinal of
 -- the process -> gpus.id); a kernel's demangled name (import_demangle.c's temp.demangled). The
--- launching call of each correlation is found once, in one sorted walk over the calls, rather
--- than with a sorted lookup per row. One pass over each table: each pass rewrites every row.
+-- launching call of each correlation is found once, in one walk over the calls in rowid order
+-- (nearly in correlation order: the b-tree grows at its end), rather than with a sorted lookup
+-- per row. Kernels are written once, complete, from temp.kernels (import_cuda.c); copies and
+-- memsets, a few, in one pass over each table (each pass rewrites every row).
 CREATE TEMP TABLE launch(process_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
-  api_id INTEGER, nvtx_range_id INTEGER, PRIMARY KEY(process_id, correlation_id)) WITHOUT ROWID;
-INSERT OR IGNORE INTO temp.launch SELECT process_id, correlation_id, id, nvtx_range_id
-  FROM cuda_api WHERE process_id IS NOT NULL AND correlation_id IS NOT NULL
-  ORDER BY process_id, correlation_id, api, start_ns, id;
-UPDATE kernels SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
-  temp.launch a WHERE a.process_id = kernels.process_id
-  AND a.correlation_id = kernels.correlation_id),
-  gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = kernels.process_id
-  AND p.device = kernels.device),
-  demangled_id = coalesce(demangled_id, (SELECT d.demangled_id FROM temp.demangled d
-  WHERE d.name_id = kernels.name_id));
+  api INTEGER, start_ns INTEGER, api_id INTEGER, nvtx_range_id INTEGER,
+  PRIMARY KEY(process_id, correlation_id)) WITHOUT ROWID;
+INSERT INTO temp.launch SELECT process_id, correlation_id, api, start_ns, id, nvtx_range_id
+  FROM cuda_api WHERE correlation_id IS NOT NULL ORDER BY rowid
+  ON CONFLICT DO UPDATE SET api = excluded.api, start_ns = excluded.start_ns,
+  api_id = excluded.api_id, nvtx_range_id = excluded.nvtx_range_id
+  WHERE (excluded.api, excluded.start_ns) < (api, start_ns);
+-- Kernels in id order, main.kernels' columns in its order.
+INSERT INTO main.kernels SELECT k.id, k.process_id, (SELECT gpu_id FROM process_gpus p
+  WHERE p.process_id = k.process_id AND p.device = k.device), k.device, k.context, k.stream,
+  k.correlation_id, k.start_ns, k.end_ns, k.name_id, coalesce(k.demangled_id, d.demangled_id),
+  k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.cluster_x, k.cluster_y,
+  k.cluster_z, k.regs_per_thread, k.static_smem, k.dynamic_smem, k.local_mem_per_thread,
+  k.launch_type, k.graph_id, k.graph_node_id, a.api_id, a.nvtx_range_id
+  FROM temp.kernels k LEFT JOIN temp.launch a ON a.process_id = k.process_id
+  AND a.correlation_id = k.correlation_id LEFT JOIN temp.demangled d ON d.name_id = k.name_id
+  ORDER BY k.id;
+DROP TABLE temp.kernels;
 DROP TABLE temp.demangled;
 UPDATE memcpys SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
   temp.launch a WHERE a.process_id = memcpys.process_id

@@ -8,6 +8,7 @@
 #include "trace/format.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Embedded from cuda_*.sql at build time (src/db/CMakeLists.txt). */
 extern const char import_cuda_correlate_sql[];
@@ -89,12 +90,35 @@ fail:
 }
 
 
+/* Kernels, the bulk of a CUDA trace, are written during the files to temp.kernels, a table of
+ * the same definition that hides main.kernels from every unqualified name (SQLite looks in temp
+ * first): cuda_finish.sql then writes each row once, complete (launching call, range, GPU,
+ * demangled name), into main.kernels in id order, where an UPDATE would rewrite every row. */
+static int cuda_session_open(sqlite3 *db, void **state)
+{
+    *state = NULL;
+    char *create = NULL;
+    const char *prefix = "CREATE TABLE kernels";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT sql FROM main.sqlite_master WHERE name = 'kernels'", -1,
+                           &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const char *sql = (const char *)sqlite3_column_text(st, 0);
+        if (sql && !strncmp(sql, prefix, strlen(prefix)))
+            create = sqlite3_mprintf("CREATE TEMP TABLE kernels%s", sql + strlen(prefix));
+    }
+    sqlite3_finalize(st);
+    int rc = create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    sqlite3_free(create);
+    return rc;
+}
+
 /* (The pass sorts every range: skipped for sessions without CUDA records.) */
 static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
 {
     (void)state;
-    if (!records)
-        return 0;
+    if (!records) /* nothing was written to temp.kernels */
+        return sqlite3_exec(db, "DROP TABLE temp.kernels", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
     /* the enumerations the scripts compare with, by name (src/trace/format.h) */
     const struct import_sql_param params[] = {
         {":api_runtime", IMPORT_CUDA_API_RUNTIME, NULL},
@@ -119,6 +143,7 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
 }
 
 const struct import_source import_source_CUDA = {
+    .session_open = cuda_session_open,
     .file_open = import_cuda_file_open,
     .record = import_cuda_record,
     .file_close = import_cuda_file_close,
