@@ -22,10 +22,12 @@ INSERT INTO cuda_syncs(process_id, thread_id, sync_kind, correlation_id, start_n
    WHEN value LIKE '%EventSynchronize%' THEN :sync_event
    WHEN value LIKE '%StreamSynchronize%' THEN :sync_stream
    WHEN value LIKE 'cudaDeviceSynchronize%' OR value LIKE 'cuCtxSynchronize%'
-    THEN :sync_context END AS kind FROM strings WHERE kind IS NOT NULL)
-  SELECT a.process_id, a.thread_id, w.kind, a.correlation_id, a.start_ns, a.end_ns
-  FROM cuda_api a CROSS JOIN waits w ON w.id = a.name_id
-  WHERE a.process_id NOT IN (SELECT process_id FROM cuda_syncs)
+    THEN :sync_context END AS kind FROM strings WHERE kind IS NOT NULL),
+  -- (the calls that wait first: the tests below would otherwise run on every call)
+  waiting AS MATERIALIZED (SELECT a.process_id, a.thread_id, w.kind, a.correlation_id,
+   a.start_ns, a.end_ns, a.api FROM cuda_api a CROSS JOIN waits w ON w.id = a.name_id)
+  SELECT a.process_id, a.thread_id, a.kind, a.correlation_id, a.start_ns, a.end_ns
+  FROM waiting a WHERE a.process_id NOT IN (SELECT process_id FROM cuda_syncs)
   AND NOT (a.api = :api_driver AND EXISTS (SELECT 1 FROM cuda_api r WHERE r.process_id =
    a.process_id AND r.correlation_id = a.correlation_id AND r.api = :api_runtime));
 
