@@ -1,6 +1,6 @@
 -- The CUDA importer's last pass (import_cuda.c), after the NVTX attribution of API calls and
--- the demangling: launching calls and attribution of GPU work, GPUs, streams, names. Each
--- statement idempotent.
+-- the demangling: launching calls and attribution of GPU work, GPUs, streams, names. Run
+-- once per import (kernels move from temp.kernels to kernels).
 -- Parameters (bound from src/trace/format.h's TRACE_RESOURCE_* by import_cuda.c):
 --   :resource_cu_context, :resource_cu_stream, :resource_cudart_stream
 
@@ -11,8 +11,8 @@
 -- launching call of each correlation is found once, in one walk over the calls in rowid order
 -- (nearly in correlation order: the b-tree grows at its end), rather than with a sorted lookup
 -- per row (temp.launch is left to the connection's end: dropping it walks and frees its pages,
--- 0.6 s for 5 M calls). Kernels are written once, complete, from temp.kernels (import_cuda.c); copies and
--- memsets, a few, in one pass over each table (each pass rewrites every row).
+-- 0.6 s for 5 M calls). Kernels are written once, complete, from temp.kernels (import_cuda.c);
+-- copies and memsets, a few, in one pass over each table (each pass rewrites every row).
 CREATE TEMP TABLE launch(process_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
   api INTEGER, start_ns INTEGER, api_id INTEGER, nvtx_range_id INTEGER,
   PRIMARY KEY(process_id, correlation_id)) WITHOUT ROWID;
