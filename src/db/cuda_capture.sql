@@ -6,6 +6,18 @@
 -- GPU work by its launching call (a kernel launched inside the window is kept even if it runs
 -- after it), or by its own start when the call is unknown. 9223372036854775807: no end.
 
+-- The launching call of the GPU work of the processes with a capture range, which decides
+-- what is kept (cuda_finish.sql sets it again for every process, to the same call).
+UPDATE kernels SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = kernels.process_id
+  AND a.correlation_id = kernels.correlation_id ORDER BY a.api, a.start_ns LIMIT 1)
+  WHERE process_id IN (SELECT process_id FROM cuda_capture);
+UPDATE memcpys SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memcpys.process_id
+  AND a.correlation_id = memcpys.correlation_id ORDER BY a.api, a.start_ns LIMIT 1)
+  WHERE process_id IN (SELECT process_id FROM cuda_capture);
+UPDATE memsets SET api_id = (SELECT a.id FROM cuda_api a WHERE a.process_id = memsets.process_id
+  AND a.correlation_id = memsets.correlation_id ORDER BY a.api, a.start_ns LIMIT 1)
+  WHERE process_id IN (SELECT process_id FROM cuda_capture);
+
 CREATE TEMP TABLE capture_gpu_ops AS SELECT (SELECT count(*) FROM kernels) +
   (SELECT count(*) FROM memcpys) + (SELECT count(*) FROM memsets) AS recorded;
 

@@ -1,17 +1,48 @@
--- The CUDA importer's last pass (import_cuda.c), after the NVTX attribution of API calls:
--- attribution of GPU work, GPUs, streams, names. Each statement idempotent.
+-- The CUDA importer's last pass (import_cuda.c), after the NVTX attribution of API calls and
+-- the demangling: launching calls and attribution of GPU work, GPUs, streams, names. Run
+-- once per import (kernels move from temp.kernels to kernels).
 -- Parameters (bound from src/trace/format.h's TRACE_RESOURCE_* by import_cuda.c):
 --   :resource_cu_context, :resource_cu_stream, :resource_cudart_stream
 
--- GPU work's NVTX range (its launching call's) and GPU (CUDA ordinal of the process ->
--- gpus.id), in one pass over each table.
-UPDATE kernels SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = kernels.api_id),
-  gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = kernels.process_id
-  AND p.device = kernels.device);
-UPDATE memcpys SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memcpys.api_id),
+-- GPU work's launching call: the runtime call when there is one (the driver call it makes
+-- internally shares its correlation id), else the driver call (runtime sorts first by api),
+-- the earliest, then the first written; its NVTX range (the call's); its GPU (CUDA ordinal of
+-- the process -> gpus.id); a kernel's demangled name (import_demangle.c's temp.demangled). The
+-- launching call of each correlation is found once, in one walk over the calls in rowid order
+-- (nearly in correlation order: the b-tree grows at its end), rather than with a sorted lookup
+-- per row (temp.launch is left to the connection's end: dropping it walks and frees its pages,
+-- 0.6 s for 5 M calls). Kernels are written once, complete, from temp.kernels (import_cuda.c);
+-- copies and memsets, a few, in one pass over each table (each pass rewrites every row).
+CREATE TEMP TABLE launch(process_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
+  api INTEGER, start_ns INTEGER, api_id INTEGER, nvtx_range_id INTEGER,
+  PRIMARY KEY(process_id, correlation_id)) WITHOUT ROWID;
+INSERT INTO temp.launch SELECT process_id, correlation_id, api, start_ns, id, nvtx_range_id
+  FROM cuda_api WHERE correlation_id IS NOT NULL ORDER BY rowid
+  ON CONFLICT DO UPDATE SET api = excluded.api, start_ns = excluded.start_ns,
+  api_id = excluded.api_id, nvtx_range_id = excluded.nvtx_range_id
+  WHERE (excluded.api, excluded.start_ns) < (api, start_ns);
+-- Kernels in id order, main.kernels' columns in its order.
+INSERT INTO main.kernels SELECT k.id, k.process_id, (SELECT gpu_id FROM process_gpus p
+  WHERE p.process_id = k.process_id AND p.device = k.device), k.device, k.context, k.stream,
+  k.correlation_id, k.start_ns, k.end_ns, k.name_id, coalesce(k.demangled_id, d.demangled_id),
+  k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.cluster_x, k.cluster_y,
+  k.cluster_z, k.regs_per_thread, k.static_smem, k.dynamic_smem, k.local_mem_per_thread,
+  k.launch_type, k.graph_id, k.graph_node_id, a.api_id, a.nvtx_range_id
+  FROM temp.kernels k LEFT JOIN temp.launch a ON a.process_id = k.process_id
+  AND a.correlation_id = k.correlation_id LEFT JOIN temp.demangled d ON d.name_id = k.name_id
+  ORDER BY k.id;
+-- Out of the way of every later unqualified name, but not dropped: DROP walks and frees each of
+-- its pages (1.4 s for 5 M kernels), while the temporary database goes with the connection.
+ALTER TABLE temp.kernels RENAME TO kernels_written;
+DROP TABLE temp.demangled;
+UPDATE memcpys SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
+  temp.launch a WHERE a.process_id = memcpys.process_id
+  AND a.correlation_id = memcpys.correlation_id),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memcpys.process_id
   AND p.device = memcpys.device);
-UPDATE memsets SET nvtx_range_id = (SELECT nvtx_range_id FROM cuda_api WHERE id = memsets.api_id),
+UPDATE memsets SET (api_id, nvtx_range_id) = (SELECT a.api_id, a.nvtx_range_id FROM
+  temp.launch a WHERE a.process_id = memsets.process_id
+  AND a.correlation_id = memsets.correlation_id),
   gpu_id = (SELECT gpu_id FROM process_gpus p WHERE p.process_id = memsets.process_id
   AND p.device = memsets.device);
 UPDATE cuda_syncs SET thread_id = (SELECT a.thread_id FROM cuda_api a WHERE

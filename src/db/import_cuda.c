@@ -2,11 +2,13 @@
  * work after all files: correlation (api_id), capture ranges, NVTX attribution, demangled
  * names, gpu_id and streams (cuda_*.sql, with the trace's enumerations bound by name). Its
  * records: import_cuda_records.c. */
+#include "common/sql_query.h"
 #include "db/import_cuda_records.h"
 #include "db/import_demangle.h"
 #include "trace/format.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Embedded from cuda_*.sql at build time (src/db/CMakeLists.txt). */
 extern const char import_cuda_correlate_sql[];
@@ -88,12 +90,35 @@ fail:
 }
 
 
+/* Kernels, the bulk of a CUDA trace, are written during the files to temp.kernels, a table of
+ * the same definition that hides main.kernels from every unqualified name (SQLite looks in temp
+ * first): cuda_finish.sql then writes each row once, complete (launching call, range, GPU,
+ * demangled name), into main.kernels in id order, where an UPDATE would rewrite every row. */
+static int cuda_session_open(sqlite3 *db, void **state)
+{
+    *state = NULL;
+    char *create = NULL;
+    const char *prefix = "CREATE TABLE kernels";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT sql FROM main.sqlite_master WHERE name = 'kernels'", -1,
+                           &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const char *sql = (const char *)sqlite3_column_text(st, 0);
+        if (sql && !strncmp(sql, prefix, strlen(prefix)))
+            create = sqlite3_mprintf("CREATE TEMP TABLE kernels%s", sql + strlen(prefix));
+    }
+    sqlite3_finalize(st);
+    int rc = create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    sqlite3_free(create);
+    return rc;
+}
+
 /* (The pass sorts every range: skipped for sessions without CUDA records.) */
 static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
 {
     (void)state;
-    if (!records)
-        return 0;
+    if (!records) /* nothing was written to temp.kernels */
+        return sqlite3_exec(db, "DROP TABLE temp.kernels", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
     /* the enumerations the scripts compare with, by name (src/trace/format.h) */
     const struct import_sql_param params[] = {
         {":api_runtime", IMPORT_CUDA_API_RUNTIME, NULL},
@@ -108,8 +133,10 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
         {":resource_cudart_stream", TRACE_RESOURCE_CUDART_STREAM, NULL},
         {NULL, 0, NULL},
     };
+    /* capture ranges are rare, and each of the script's statements walks a whole table */
+    int capture = sql_query_int(db, "SELECT EXISTS (SELECT 1 FROM cuda_capture)", 1) != 0;
     if (import_exec_script(db, import_cuda_correlate_sql, params) < 0 ||
-        import_exec_script(db, import_cuda_capture_sql, params) < 0 ||
+        (capture && import_exec_script(db, import_cuda_capture_sql, params) < 0) ||
         attribute_api_calls(db) < 0 || import_demangle_kernel_names(db) < 0)
         return -1;
     return import_exec_script(db, import_cuda_finish_sql, params) < 0 ? -1 : 0;
@@ -118,7 +145,10 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
 extern const char import_cuda_window_sql[];
 
 const struct import_source import_source_CUDA = {
+    .session_open = cuda_session_open,
+    .file_open = import_cuda_file_open,
     .record = import_cuda_record,
+    .file_close = import_cuda_file_close,
     .session_finish = cuda_session_finish,
     .window_sql = import_cuda_window_sql,
 };

@@ -1,5 +1,6 @@
-/* Demangles kernel names after import (kernels.demangled_id) and the CPU samples' function
- * names: a file of its own because it loads the C++ runtime at run time. */
+/* Demangles kernel names after import (for kernels.demangled_id, set by cuda_finish.sql) and
+ * the CPU samples' function names: a file of its own because it loads the C++ runtime at run
+ * time. */
 #include "db/import_demangle.h"
 
 #include <dlfcn.h>
@@ -48,14 +49,16 @@ int import_demangle_kernel_names(sqlite3 *db)
     cxa_demangle_fn demangle = find_demangler();
     sqlite3_stmt *names = NULL, *add_string = NULL, *add_pair = NULL;
     int rc = -1;
+    if (sqlite3_exec(
+            db, "CREATE TEMP TABLE demangled(name_id INTEGER PRIMARY KEY, demangled_id INTEGER)",
+            NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
     if (!demangle)
         return 0;
-    if (sqlite3_exec(
-            db,
-            "CREATE TEMP TABLE demangled(name_id INTEGER PRIMARY KEY, demangled_id INTEGER);"
-            "INSERT INTO demangled(name_id) SELECT DISTINCT name_id FROM kernels"
-            " WHERE demangled_id IS NULL AND name_id IS NOT NULL",
-            NULL, NULL, NULL) != SQLITE_OK ||
+    if (sqlite3_exec(db,
+                     "INSERT INTO demangled(name_id) SELECT DISTINCT name_id FROM kernels"
+                     " WHERE demangled_id IS NULL AND name_id IS NOT NULL",
+                     NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(
             db,
             "SELECT d.name_id, s.value FROM demangled d JOIN strings s ON s.id = d.name_id"
@@ -84,13 +87,7 @@ int import_demangle_kernel_names(sqlite3 *db)
         }
         free(text);
     }
-    rc = sqlite3_exec(db,
-                      "UPDATE kernels SET demangled_id = (SELECT d.demangled_id FROM demangled d"
-                      " WHERE d.name_id = kernels.name_id) WHERE demangled_id IS NULL;"
-                      "DROP TABLE demangled",
-                      NULL, NULL, NULL) == SQLITE_OK
-             ? 0
-             : -1;
+    rc = 0;
 fail:
     sqlite3_finalize(names);
     sqlite3_finalize(add_string);

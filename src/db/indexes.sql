@@ -4,7 +4,7 @@
 CREATE INDEX marks_by_thread ON marks(thread_id, ts_ns);
 CREATE INDEX threads_by_process ON threads(process_id);
 CREATE INDEX IF NOT EXISTS cuda_api_by_corr ON cuda_api(process_id, correlation_id); -- CUDA import made it
-CREATE INDEX cuda_api_by_thread ON cuda_api(thread_id, start_ns);
+CREATE INDEX IF NOT EXISTS cuda_api_by_thread ON cuda_api(thread_id, start_ns); -- CUDA import made it
 CREATE INDEX kernels_by_start ON kernels(start_ns);
 CREATE INDEX kernels_by_name ON kernels(name_id);
 CREATE INDEX kernels_by_range ON kernels(nvtx_range_id);

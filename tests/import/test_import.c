@@ -908,6 +908,102 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     sqlite3_close(db);
 }
 
+/* Kernels and API calls are written in batches of 64 (import_cuda_records.c): across three
+ * batches and a partial one, every row keeps the id of its record's place in the file, and
+ * each kernel gets its launching call as the file says it: the runtime call over the driver
+ * call inside it (which ends, and is written, first), also when the kernel's record comes
+ * before its calls' (another CUPTI buffer); the driver call where there is no runtime one;
+ * none for a kernel without a call; the call's NVTX range, a GPU, a demangled name. */
+#define BATCHED_LAUNCHES 200
+
+static void cuda_rows_keep_their_ids_and_launching_calls_across_batches(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/100-1.lrt", dir);
+    raw_open(&w, path, 1 << 20);
+    raw_chunk(&w, 1000);
+    raw_process(&w, 100, 1000, "app", 3, TRACE_FLAG_CUDA | TRACE_FLAG_NVTX, "cuda,nvtx");
+    raw_thread(&w, 1, 100, 1000);
+    raw_string(&w, 1, "cudaLaunchKernel");
+    raw_string(&w, 2, "cuLaunchKernel");
+    raw_string(&w, 3, "_Z4axpyPfS_f");
+    raw_string(&w, 4, "layer");
+    RAW(&w, cuda_device, .device = 0, .name = trace_cstr("NVIDIA H100"),
+        .uuid = trace_cstr("GPU-a"), .cc_major = 9, .sm_count = 132);
+    /* the ground truth, worked out as the records are written: ids are places in the file */
+    int64_t api_rows = 0, kernel_rows = 0, ranges = 0;
+    int64_t expected_api[BATCHED_LAUNCHES + 1] = {0}, expected_range[BATCHED_LAUNCHES + 1] = {0};
+    int64_t kernel_of_row[BATCHED_LAUNCHES + 1] = {0};
+    uint64_t t = 10000;
+    for (uint64_t c = 1; c <= BATCHED_LAUNCHES; c++, t += 1000) {
+        if (c % 10 == 1) /* ten launches per range */
+            raw_push(&w, 1, t, 0, 0, 4), ranges++;
+        int kernel_first = c % 5 == 0, driver = c % 3 == 0, runtime = c % 7 != 0,
+            no_call = c == 150;
+        if (kernel_first) {
+            RAW(&w, cuda_kernel, .device = 0, .context = 1, .stream = 7, .correlation = c,
+                .start = t + 500, .end = t + 600, .name = 3, .grid_x = 1, .grid_y = 1, .grid_z = 1,
+                .block_x = 32, .block_y = 1, .block_z = 1);
+            kernel_of_row[++kernel_rows] = (int64_t)c;
+        }
+        if (!no_call && driver) {
+            RAW(&w, cuda_api, .os_tid = 100, .api = 1, .cbid = 307, .name = 2, .start = t + 10,
+                .end = t + 50, .correlation = c);
+            expected_api[c] = ++api_rows;
+        }
+        if (!no_call && runtime) {
+            RAW(&w, cuda_api, .os_tid = 100, .api = 0, .cbid = 211, .name = 1, .start = t,
+                .end = t + 60, .correlation = c);
+            expected_api[c] = ++api_rows;
+        }
+        if (!no_call && (driver || runtime))
+            expected_range[c] = ranges;
+        if (!kernel_first) {
+            RAW(&w, cuda_kernel, .device = 0, .context = 1, .stream = 7, .correlation = c,
+                .start = t + 500, .end = t + 600, .name = 3, .grid_x = 1, .grid_y = 1, .grid_z = 1,
+                .block_x = 32, .block_y = 1, .block_z = 1);
+            kernel_of_row[++kernel_rows] = (int64_t)c;
+        }
+        if (c % 10 == 0)
+            raw_pop(&w, 1, t + 900, 0, 0);
+    }
+    RAW(&w, process_end, .end = t, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+
+    sqlite3 *db = import_and_open();
+    ASSERT_EQ(warnings_seen, 0);
+    ASSERT_EQ(kernel_rows, BATCHED_LAUNCHES);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*), max(id) FROM kernels"), "200|200");
+    char expected[64];
+    snprintf(expected, sizeof expected, "%lld|%lld", (long long)api_rows, (long long)api_rows);
+    ASSERT_STR_EQ(rows(db, "SELECT count(*), max(id) FROM cuda_api"), expected);
+    sqlite3_stmt *st;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "SELECT k.id, k.correlation_id, k.api_id, k.nvtx_range_id,"
+                                 " k.gpu_id, s.value FROM kernels k"
+                                 " JOIN strings s ON s.id = k.demangled_id ORDER BY k.id",
+                                 -1, &st, NULL),
+              SQLITE_OK);
+    int64_t n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), c = sqlite3_column_int64(st, 1);
+        ASSERT_EQ(id, ++n);
+        ASSERT_EQ(c, kernel_of_row[id]);
+        ASSERT_EQ(sqlite3_column_int64(st, 2), expected_api[c]); /* NULL reads 0 */
+        ASSERT_EQ(sqlite3_column_int64(st, 3), expected_range[c]);
+        ASSERT_EQ(sqlite3_column_int64(st, 4), 1);
+        ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 5), "axpy(float*, float*, float)");
+    }
+    sqlite3_finalize(st);
+    ASSERT_EQ(n, BATCHED_LAUNCHES);
+    /* every call of a range's thread is in it: runtime and driver alike */
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM cuda_api WHERE nvtx_range_id IS NULL"), "0");
+    sqlite3_close(db);
+}
+
 static const struct test_case tests[] = {
     {"names_ranks_and_parents_come_from_their_records",
      names_ranks_and_parents_come_from_their_records},
@@ -933,6 +1029,8 @@ static const struct test_case tests[] = {
     {"gpu_metric_sampler_fills_the_latest_set_of_its_id",
      gpu_metric_sampler_fills_the_latest_set_of_its_id},
     {"cpu_records_become_samples_stacks_and_frames", cpu_records_become_samples_stacks_and_frames},
+    {"cuda_rows_keep_their_ids_and_launching_calls_across_batches",
+     cuda_rows_keep_their_ids_and_launching_calls_across_batches},
     {NULL, NULL},
 };
 
