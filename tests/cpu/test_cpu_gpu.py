@@ -36,7 +36,7 @@ def has_module(m):
 
 def profile(build, out, name, command):
     db = os.path.join(out, f"{name}.db")
-    r = lantern(build, "profile", "-f", "-o", db, "--", *command)
+    r = lantern(build, "profile", "--sample=cpu", "-f", "-o", db, "--", *command)
     print(f"--- {name}: exit {r.returncode}\n{r.stderr[-1500:]}")
     return db if r.returncode == 0 else None
 
