@@ -126,9 +126,7 @@ static int control_pool_paused(int fd, uint64_t window)
     return 1;
 }
 
-/* Whether every live agent of the session has written what it held at the end of window
- * (its buffer file's paused_window; a process gone or ended needs nothing). */
-static int control_agents_paused(struct launcher *l, uint64_t window)
+int control_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg)
 {
     int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -145,7 +143,7 @@ static int control_agents_paused(struct launcher *l, uint64_t window)
         if (pid <= 0 || strcmp(end, ".lrb") != 0 || !trace_process_alive(pid, start))
             continue;
         int pool = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        all = pool < 0 || control_pool_paused(pool, window);
+        all = pool < 0 || done(pool, arg);
         if (pool >= 0)
             close(pool);
     }
@@ -156,7 +154,8 @@ static int control_agents_paused(struct launcher *l, uint64_t window)
 static void control_wait_agents(struct launcher *l, uint64_t window)
 {
     struct timespec poll = {0, 2000000}; /* 2 ms */
-    for (int waited = 0; waited < CONTROL_SETTLE_MAX_MS && !control_agents_paused(l, window);
+    for (int waited = 0;
+         waited < CONTROL_SETTLE_MAX_MS && !control_agents_all(l, control_pool_paused, window);
          waited += 2)
         nanosleep(&poll, NULL);
 }

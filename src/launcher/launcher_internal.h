@@ -34,6 +34,9 @@ int control_create(struct launcher *l);
  * window, if any, ends now). */
 int control_start(struct launcher *l);
 void control_finish(struct launcher *l);
+/* control.c: whether done(buffer file, arg) holds for every live agent of the session (a
+ * process gone or ended needs nothing): every agent paused at a window's end, or dumped. */
+int control_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg);
 /* control.c: unmaps the control file (launcher_release). */
 void control_release(struct launcher *l);
 

@@ -33,31 +33,6 @@ static int ring_pool_dumped(int fd, uint64_t n)
     return h.ended || h.dumped >= n;
 }
 
-static int ring_agents_dumped(struct launcher *l, uint64_t n)
-{
-    int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return 1;
-    }
-    int all = 1;
-    for (struct dirent *e; all && (e = readdir(d));) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        unsigned long long start = *end == '-' ? strtoull(end + 1, &end, 10) : 0;
-        if (pid <= 0 || strcmp(end, ".lrb") != 0 || !trace_process_alive(pid, start))
-            continue;
-        int pool = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        all = pool < 0 || ring_pool_dumped(pool, n);
-        if (pool >= 0)
-            close(pool);
-    }
-    closedir(d);
-    return all;
-}
-
 static int ring_compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -173,7 +148,8 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended)
     struct trace_control *c = l->control;
     uint64_t n = __atomic_add_fetch(&c->dump, 1, __ATOMIC_ACQ_REL);
     struct timespec poll = {0, 2000000}; /* 2 ms */
-    for (int waited = 0; !program_ended && waited < RING_SETTLE_MAX_MS && !ring_agents_dumped(l, n);
+    for (int waited = 0; !program_ended && waited < RING_SETTLE_MAX_MS &&
+                         !control_agents_all(l, ring_pool_dumped, n);
          waited += 2)
         nanosleep(&poll, NULL);
     /* a process gone (a crash) left its last events in its buffer file */
