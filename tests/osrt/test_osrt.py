@@ -169,7 +169,10 @@ def test_python_sleeps_and_reads_go_through_the_interpreter(tmp_path):
                   and r[1] + r[2] <= start + duration]
         if duration >= threshold + 200000:  # well above: the interpreter's own time aside
             assert len(inside) == 1, (name, start, duration, inside)
-            assert abs(inside[0][2] - duration) <= 0.05 * duration, (inside, duration)
+            # within 5 %, besides the interpreter's own time inside the program's bracket
+            # (0.13 ms of a 2.2 ms time.sleep once, on a loaded CI machine)
+            assert duration - 0.05 * duration - 200000 <= inside[0][2] <= duration, (
+                inside, duration)
             counted += 1
         assert len(inside) <= 1
     assert counted >= 25, truth  # the 20 sleeps and most blocking reads
