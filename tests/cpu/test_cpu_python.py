@@ -87,7 +87,7 @@ def test_a_venv_link_to_an_interpreter_linked_into_its_executable(tmp_path):
 def test_the_hot_python_function_is_named_first_within_five_points(tmp_path):
     prof = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_HOT, "2")
     hot, warm, _, _ = measured(prof.stdout)["main"]
-    assert 60 <= hot <= 80, prof.stdout  # the program met its target
+    assert 50 <= hot <= 90, prof.stdout  # about its 70 % (57.7 once on a loaded CI machine)
     (rows,) = rows_by_thread(tmp_path).values()
     assert (rows[0]["function"], rows[0]["module"]) == ("hot", "py_hot.py"), rows[:3]
     assert abs(rows[0]["self_percent"] - hot) <= 5, (rows[0], hot)
