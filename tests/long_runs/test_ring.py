@@ -130,6 +130,8 @@ def test_signal_to_lantern_dumps(tmp_path):
     check_dump(written, ring.logged(), sent, answered)
 
 
+@pytest.mark.xfail(strict=False, reason="KNOWN BUG (issue #30, open): in 1 of 4 CI runs the NVTX "
+                   "mark made no dump within 60 s")
 def test_nvtx_mark_dumps(tmp_path):
     ring = Ring(tmp_path, "mark:300", "--ring-trigger", "nvtx:slow")
     deadline = time.monotonic() + 60
