@@ -202,6 +202,20 @@ static int salvage_newest_segment(const char *lrt, char *out, size_t cap)
     return newest && trace_segment_path(out, cap, lrt, newest) == 0;
 }
 
+/* A segment the writer had created but not yet given its header when the process died
+ * (writer_ring_open) gets it here, so that the salvage appends to an empty segment. */
+static void salvage_segment_header(int fd)
+{
+    struct stat st;
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size >= TRACE_FILE_HEADER_SIZE)
+        return;
+    trace_file_header(header);
+    if (ftruncate(fd, 0) == 0) /* a failed write leaves it short: trace_file_last_chunk says so */
+        (void)!pwrite(fd, header, sizeof header, 0);
+}
+
 /* Appends to the trace file `lrt` what the mapped buffer file lacks; 0, 1 when it lacked
  * nothing, or -1 (said). */
 static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
@@ -220,6 +234,7 @@ static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
         lrt = segment;
     }
     s.fd = open(lrt, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    salvage_segment_header(s.fd);
     int rc = s.fd < 0 ? -errno : trace_file_last_chunk(s.fd, &whole, &s.next_seq);
     if (lrt_seq > s.next_seq)
         s.next_seq = lrt_seq;

@@ -216,10 +216,15 @@ static uint64_t join_le(const uint8_t *p, int bytes)
     return v;
 }
 
-/* Lists the whole chunks of fd (its header checked by trace_file_last_chunk) into *chunks. */
+/* Lists the whole chunks of fd (its header checked by trace_file_last_chunk) into *chunks. A
+ * file shorter than its header is a segment the writer had just created when its process
+ * died (writer_ring_open): it holds nothing. */
 static int join_list(int fd, size_t file, struct join_chunk **chunks, size_t *count, size_t *cap)
 {
     uint64_t whole, next_seq;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < TRACE_FILE_HEADER_SIZE)
+        return 0;
     if (trace_file_last_chunk(fd, &whole, &next_seq) < 0) {
         errno = EPROTO;
         return -1;

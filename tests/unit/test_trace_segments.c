@@ -126,7 +126,8 @@ static void segments_cover_the_ring(void)
     }
 }
 
-/* Two files whose chunks interleave by seq are joined in seq order. */
+/* Two files whose chunks interleave by seq are joined in seq order; a missing one and one
+ * shorter than its header add nothing. */
 static void join_orders_chunks_by_sequence(void)
 {
     char a[] = "/tmp/lantern-seg-a-XXXXXX", b[] = "/tmp/lantern-seg-b-XXXXXX",
@@ -148,9 +149,14 @@ static void join_orders_chunks_by_sequence(void)
     }
     close(fds[0]);
     close(fds[1]);
+    /* a segment the writer had just created when its process died: no header yet */
+    char fresh[] = "/tmp/lantern-seg-f-XXXXXX";
+    int fresh_fd = mkstemp(fresh);
+    ASSERT_EQ(write(fresh_fd, header, 5), 5);
+    close(fresh_fd);
     int o = mkstemp(out);
-    const char *paths[] = {a, "/tmp/lantern-no-such-segment.lrs", b};
-    ASSERT_EQ(trace_files_join(o, paths, 3), 0);
+    const char *paths[] = {a, "/tmp/lantern-no-such-segment.lrs", b, fresh};
+    ASSERT_EQ(trace_files_join(o, paths, 4), 0);
     close(o);
     struct trace_reader r;
     ASSERT_EQ(trace_reader_open(&r, out), 0);
@@ -167,6 +173,7 @@ static void join_orders_chunks_by_sequence(void)
     trace_reader_close(&r);
     unlink(a);
     unlink(b);
+    unlink(fresh);
     unlink(out);
 }
 
