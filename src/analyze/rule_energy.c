@@ -6,8 +6,8 @@
 #include "analyze/findings.h"
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
-#include "common/throttle.h"
 #include "energy/energy_db.h"
+#include "model/throttle.h"
 
 #include <stdio.h>
 #include <string.h>

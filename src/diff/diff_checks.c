@@ -2,11 +2,11 @@
  * their power limit and clocks, throttling, the command, Lantern's version, the host, what was
  * lost) and how far the two sides' kernels overlap, compared run by run and said before any
  * row: a diff across different GPUs is allowed, but says so loudly (docs/diff.md). */
-#include "common/session_losses.h"
 #include "common/sql_query.h"
-#include "common/throttle.h"
 #include "diff/diff_internal.h"
-#include "report/stats_sql.h"
+#include "model/session_losses.h"
+#include "model/stats_sql.h"
+#include "model/throttle.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * the ranges that changed and checks the runs' conditions (docs/diff.md, "Statistics"). */
 #include "diff/diff_internal.h"
 #include "diff/diff_stats.h"
-#include "report/stats_sql.h"
+#include "model/stats_sql.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
  * and written as one line (docs/diff.md, "What changed inside a range"). Each run's instances of
  * the changed ranges are gathered once in a temporary table of its connection. */
 #include "diff/diff_internal.h"
-#include "report/kernels_model.h"
+#include "model/kernels_model.h"
 
 #include <math.h>
 #include <stdlib.h>
