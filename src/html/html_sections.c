@@ -93,10 +93,10 @@ static int process_list(struct html_page *page)
     return 0;
 }
 
-int html_section_summary(struct html_page *page)
+/* The summary's first rows: command, host, start, duration, exit status, what was recorded. */
+static void summary_run(struct html_page *page)
 {
     FILE *out = page->out;
-    fputs("<section id=\"summary\"><h2>Session</h2>\n<table class=\"kv\">\n", out);
     kv_start(out, "Command");
     fputs("<span class=\"mono\">", out);
     meta_text(page, "command", "(unknown)");
@@ -126,6 +126,12 @@ int html_section_summary(struct html_page *page)
     kv_start(out, "Recorded");
     meta_text(page, "trace", "(unknown)");
     fputs("</td></tr>\n", out);
+}
+
+/* The summary's GPUs, one per line, and what recorded their metrics. Returns 0 or -1. */
+static int summary_gpus(struct html_page *page)
+{
+    FILE *out = page->out;
     sqlite3_stmt *st = html_prepare(page, "SELECT COALESCE(nvml_index, id - 1), name, sm_count,"
                                           " power_limit_mw FROM gpus ORDER BY id");
     if (!st)
@@ -153,8 +159,13 @@ int html_section_summary(struct html_page *page)
         fputs("</td></tr>\n", out);
         free(metrics);
     }
-    if (process_list(page) < 0)
-        return -1;
+    return 0;
+}
+
+/* The summary's counts: threads, events, and what was dropped, lost or left open. */
+static void summary_events(struct html_page *page)
+{
+    FILE *out = page->out;
     fprintf(out, "<tr><th>Threads</th><td>%lld</td></tr>\n",
             (long long)query_int(page, "SELECT count(*) FROM threads"));
     fprintf(out,
@@ -180,6 +191,12 @@ int html_section_summary(struct html_page *page)
             "<td>%lld</td></tr>\n",
             (long long)query_int(page, "SELECT count(*) FROM ranges WHERE end_ns IS NULL"),
             (long long)query_int(page, "SELECT value FROM meta WHERE key = 'import_warnings'"));
+}
+
+/* The summary's last row: what Lantern itself cost the program and the launcher. */
+static void summary_overhead(struct html_page *page)
+{
+    FILE *out = page->out;
     kv_start(out, "Lantern's own overhead");
     int64_t flushes = query_int(page, "SELECT count(*) FROM cupti_overhead");
     fprintf(out, "%lld CUPTI buffer operations, ", (long long)flushes);
@@ -193,7 +210,17 @@ int html_section_summary(struct html_page *page)
         fputs(" of CPU", out);
     }
     fputs("</td></tr>\n", out);
-    fputs("</table></section>\n", out);
+}
+
+int html_section_summary(struct html_page *page)
+{
+    fputs("<section id=\"summary\"><h2>Session</h2>\n<table class=\"kv\">\n", page->out);
+    summary_run(page);
+    if (summary_gpus(page) < 0 || process_list(page) < 0)
+        return -1;
+    summary_events(page);
+    summary_overhead(page);
+    fputs("</table></section>\n", page->out);
     return 0;
 }
 
