@@ -4,8 +4,8 @@
  * row: a diff across different GPUs is allowed, but says so loudly (docs/diff.md). */
 #include "common/sql_query.h"
 #include "diff/diff_internal.h"
+#include "model/aggregates.h"
 #include "model/session_losses.h"
-#include "model/stats_sql.h"
 #include "model/throttle.h"
 
 #include <math.h>
@@ -49,7 +49,7 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size)
                            "INTEGER) || ' W', 'unknown'), '; ')" DIFF_USED_GPUS);
     f->max_clocks = sql_query_text(db, "SELECT group_concat(ifnull((sm_clock_khz / 1000) || ' "
                                        "MHz', 'unknown'), '; ')" DIFF_USED_GPUS);
-    if (stats_sql_register(db) < 0) {
+    if (aggregate_sql_register(db) < 0) {
         snprintf(error, size, "%s", sqlite3_errmsg(db));
         return -1;
     }

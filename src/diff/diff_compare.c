@@ -4,7 +4,7 @@
  * the ranges that changed and checks the runs' conditions (docs/diff.md, "Statistics"). */
 #include "diff/diff_internal.h"
 #include "diff/diff_stats.h"
-#include "model/stats_sql.h"
+#include "model/aggregates.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -155,7 +155,7 @@ static void summarize(struct diff_side *side, const struct diff_series *const *s
     for (size_t i = 0; i < n; i++)
         sum += pooled[i];
     side->total = (double)(sum / runs);
-    side->median = n ? stats_median_sorted(pooled, n) : NAN;
+    side->median = n ? aggregate_median_sorted(pooled, n) : NAN;
     side->p10 = n ? diff_quantile_sorted(pooled, n, 0.10) : NAN;
     side->p90 = n ? diff_quantile_sorted(pooled, n, 0.90) : NAN;
 }
@@ -205,7 +205,7 @@ static int run_medians(const struct diff_series *const *s, int runs, double *out
     int n = 0;
     for (int i = 0; i < runs; i++)
         if (s[i] && s[i]->n)
-            out[n++] = stats_median_sorted(s[i]->v, s[i]->n);
+            out[n++] = aggregate_median_sorted(s[i]->v, s[i]->n);
     return n;
 }
 

@@ -3,7 +3,7 @@
  * (the query and the column list). */
 #include "stats/cuda_query.h"
 
-#include "model/stats_sql.h"
+#include "model/aggregates.h"
 
 #include <string.h>
 
@@ -92,7 +92,7 @@ int stats_cuda_query(struct stats_ctx *ctx, const char *name, const struct table
     struct table *t = NULL;
     int rc;
 
-    if (stats_sql_register(ctx->db) < 0 ||
+    if (aggregate_sql_register(ctx->db) < 0 ||
         sqlite3_prepare_v2(ctx->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
         snprintf(ctx->error, sizeof ctx->error, "%s: %s", name, sqlite3_errmsg(ctx->db));
         goto fail;

@@ -8,8 +8,8 @@
  * proportion to their bytes. Kernels without a recorded call (NCCL_NVTX_DISABLE=1, NCCL before
  * 2.19, no API tracing) count on their own, by their name's collective, size unknown. */
 #include "common/sql_query.h"
+#include "model/aggregates.h"
 #include "model/nccl.h"
-#include "model/stats_sql.h"
 #include "stats/cuda_query.h"
 
 #include <stdio.h>
@@ -194,7 +194,7 @@ int stats_nccl_sum(struct stats_ctx *ctx)
 {
     sqlite3_exec(ctx->db, nccl_sum_cleanup_sql, NULL, NULL, NULL);
     int rc = -1;
-    if (stats_sql_register(ctx->db) < 0 || nccl_sql_register(ctx->db) < 0 ||
+    if (aggregate_sql_register(ctx->db) < 0 || nccl_sql_register(ctx->db) < 0 ||
         nccl_fill_api(ctx->db) < 0 ||
         sqlite3_exec(ctx->db, nccl_sum_setup_sql, NULL, NULL, NULL) != SQLITE_OK) {
         snprintf(ctx->error, sizeof ctx->error, "nccl_sum: %s", sqlite3_errmsg(ctx->db));

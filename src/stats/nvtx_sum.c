@@ -2,7 +2,7 @@
  * nsys's nvtx_sum: sorted by total time, Time % of the sum of all rows, and the statistics
  * of the instances' durations. Ranges that never ended are left out (the header counts them). */
 #include "energy/energy_db.h"
-#include "model/stats_sql.h"
+#include "model/aggregates.h"
 #include "stats/stats.h"
 
 #include <stdlib.h>
@@ -38,7 +38,7 @@ static int durations_push(struct durations *d, double v)
     return 0;
 }
 
-/* Statistics of durations sorted ascending (median and standard deviation: stats_sql.h). */
+/* Statistics of durations sorted ascending (median and standard deviation: aggregates.h). */
 static void summarize(const struct durations *d, struct range_group *g)
 {
     long double sum = 0;
@@ -51,8 +51,8 @@ static void summarize(const struct durations *d, struct range_group *g)
     g->avg = (double)(sum / d->n);
     g->min = d->v[0];
     g->max = d->v[d->n - 1];
-    g->med = stats_median_sorted(d->v, d->n);
-    g->stddev = stats_stddev(d->v, d->n);
+    g->med = aggregate_median_sorted(d->v, d->n);
+    g->stddev = aggregate_stddev(d->v, d->n);
 }
 
 static int compare_groups(const void *a, const void *b)

@@ -2,7 +2,7 @@
  * the sum of all rows, Total Time, Num Calls, Avg, Med, Min, Max, StdDev, Name, sorted by total
  * time. Only the calls kept (at least the threshold) are in it: the header says how many were
  * timed. An empty result says why on stderr. */
-#include "model/stats_sql.h"
+#include "model/aggregates.h"
 #include "stats/stats.h"
 
 #define DURATION "(o.end_ns - o.start_ns)"
@@ -49,7 +49,7 @@ int stats_osrt_sum(struct stats_ctx *ctx)
     struct table *t = NULL;
     int rc = -1, step;
     size_t rows = 0;
-    if (stats_sql_register(ctx->db) < 0 ||
+    if (aggregate_sql_register(ctx->db) < 0 ||
         sqlite3_prepare_v2(ctx->db, osrt_sum_sql, -1, &st, NULL) != SQLITE_OK)
         goto fail;
     if (!(t = stats_new_table(ctx, osrt_sum_columns, (int)OSRT_SUM_COLUMNS)))

@@ -4,7 +4,7 @@
 #include <sqlite3.h>
 
 #include "harness.h"
-#include "model/stats_sql.h"
+#include "model/aggregates.h"
 #include "stats/cuda_query.h"
 
 static char *read_file(const char *path)
@@ -261,7 +261,7 @@ static void median_and_stddev_aggregates_follow_nsys(void)
 {
     sqlite3 *db = NULL;
     ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    ASSERT_EQ(stats_sql_register(db), 0);
+    ASSERT_EQ(aggregate_sql_register(db), 0);
     ASSERT(sqlite3_exec(db, "CREATE TABLE v(x); INSERT INTO v VALUES (10), (NULL), (1), (3), (2);",
                         NULL, NULL, NULL) == SQLITE_OK);
     ASSERT(query_double(db, "SELECT lantern_median(x) FROM v") == 2.5);

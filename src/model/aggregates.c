@@ -1,19 +1,19 @@
-/* Median and sample standard deviation (see stats_sql.h): the C functions and the SQL
+/* Median and sample standard deviation (see aggregates.h): the C functions and the SQL
  * aggregates over them. An aggregate keeps every value of its group (sorted at the end for
  * the median), as the median needs them all anyway. */
-#include "model/stats_sql.h"
+#include "model/aggregates.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-double stats_median_sorted(const double *sorted, size_t n)
+double aggregate_median_sorted(const double *sorted, size_t n)
 {
     size_t mid = n / 2;
     return n % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-double stats_stddev(const double *values, size_t n)
+double aggregate_stddev(const double *values, size_t n)
 {
     if (n < 2)
         return 0;
@@ -80,7 +80,7 @@ static void median_final(sqlite3_context *ctx)
     if (!g)
         return;
     qsort(g->values, g->count, sizeof *g->values, compare_doubles);
-    sqlite3_result_double(ctx, stats_median_sorted(g->values, g->count));
+    sqlite3_result_double(ctx, aggregate_median_sorted(g->values, g->count));
     free(g->values);
 }
 
@@ -89,11 +89,11 @@ static void stddev_final(sqlite3_context *ctx)
     struct group_values *g = values_final(ctx);
     if (!g)
         return;
-    sqlite3_result_double(ctx, stats_stddev(g->values, g->count));
+    sqlite3_result_double(ctx, aggregate_stddev(g->values, g->count));
     free(g->values);
 }
 
-int stats_sql_register(sqlite3 *db)
+int aggregate_sql_register(sqlite3 *db)
 {
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
     int rc = sqlite3_create_function(db, "lantern_median", 1, flags, NULL, NULL, values_step,
