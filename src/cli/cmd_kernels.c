@@ -52,7 +52,7 @@ static int parse_format(const char *text, enum kernels_format *format)
     return -EINVAL;
 }
 
-static int run_report(const char *path, const struct kernels_options *opt)
+static int write_kernels(const char *path, const struct kernels_options *opt)
 {
     sqlite3 *db;
     if (cli_open_db(path, &db) != CLI_EXIT_OK)
@@ -135,5 +135,5 @@ int cmd_kernels(int argc, char **argv)
     const char *bad;
     if (kernels_columns_check(opt.columns, &bad) < 0)
         return cli_usage_error("kernels", "unknown column '%s' (see lantern kernels -h)", bad);
-    return run_report(argv[optind], &opt);
+    return write_kernels(argv[optind], &opt);
 }
