@@ -3,7 +3,6 @@
 #include "stats/stats.h"
 #include "stats/cuda_query.h"
 
-#include <stdio.h>
 #include <string.h>
 
 const struct stats_entry stats_table[] = {
@@ -40,21 +39,4 @@ const struct stats_entry *stats_find(const char *name)
         if (!strcmp(r->name, name))
             return r;
     return NULL;
-}
-
-struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols)
-{
-    struct table *t = table_new(ctx->out, ctx->format, ctx->width, cols, ncols);
-    if (t && ctx->terminal)
-        table_escape_csv_controls(t);
-    return t;
-}
-
-int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncols)
-{
-    struct table *t = stats_new_table(ctx, cols, ncols);
-    if (t && table_finish(t) == 0)
-        return 0;
-    snprintf(ctx->error, sizeof ctx->error, "cannot write the table");
-    return -1;
 }

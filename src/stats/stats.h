@@ -40,7 +40,7 @@ int stats_header(struct stats_ctx *ctx, FILE *out);
  * or 0 when a process was recorded. */
 int stats_why_nothing(sqlite3 *db, char *why, size_t size);
 
-/* A report's table on ctx->out in its format, fitted to ctx->width, its CSV escaped for a
+/* output.c: a report's table on ctx->out in its format, fitted to ctx->width, its CSV escaped for a
  * terminal (table.h). NULL if out of memory. */
 struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
 
