@@ -7,7 +7,6 @@
 #include "model/aggregates.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,42 +16,6 @@
 #define DIFF_SEED 0x6c616e7465726eull
 /* The confidence of the intervals. */
 #define DIFF_CONFIDENCE 0.95
-
-const struct diff_kind_info diff_kinds[DIFF_KIND_COUNT] = {
-    [DIFF_KIND_RUN] = {"run", DIFF_UNIT_NS},
-    [DIFF_KIND_RANGE] = {"range", DIFF_UNIT_NS},
-    [DIFF_KIND_KERNEL] = {"kernel", DIFF_UNIT_NS},
-    [DIFF_KIND_RANGE_KERNEL] = {"kernel in range", DIFF_UNIT_NS},
-    [DIFF_KIND_COPY] = {"copy", DIFF_UNIT_NS},
-    [DIFF_KIND_API] = {"cuda api", DIFF_UNIT_NS},
-    [DIFF_KIND_ENERGY] = {"energy", DIFF_UNIT_JOULES},
-    [DIFF_KIND_METRIC] = {"gpu metric", DIFF_UNIT_PERCENT},
-};
-
-const char *const diff_verdict_names[DIFF_VERDICT_COUNT] = {
-    [DIFF_SLOWER] = "slower", [DIFF_FASTER] = "faster",     [DIFF_HIGHER] = "higher",
-    [DIFF_LOWER] = "lower",   [DIFF_NEW] = "new",           [DIFF_GONE] = "gone",
-    [DIFF_SAME] = "same",     [DIFF_UNTESTED] = "untested",
-};
-
-int diff_warn(struct diff_result *result, const char *fmt, ...)
-{
-    char *text;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return -1;
-    char **grown = realloc(result->warnings, (result->warning_count + 1) * sizeof *grown);
-    if (!grown) {
-        free(text);
-        return -1;
-    }
-    result->warnings = grown;
-    result->warnings[result->warning_count++] = text;
-    return 0;
-}
 
 /* A row while it is built: its series in each run (NULL where the run lacks it), base first. */
 struct matching {
@@ -493,9 +456,4 @@ void diff_result_release(struct diff_result *result)
     free(result->base_paths);
     free(result->new_paths);
     memset(result, 0, sizeof *result);
-}
-
-size_t diff_regressions(const struct diff_result *result)
-{
-    return result->verdicts[DIFF_SLOWER];
 }

@@ -17,12 +17,6 @@
 #define DIFF_PART_MIN_SHARE 0.02
 #define DIFF_PART_MAX_SHOWN 6
 
-const char *const diff_part_names[DIFF_PART_COUNT] = {
-    [DIFF_PART_KERNEL] = "kernel",      [DIFF_PART_COPY] = "copy",
-    [DIFF_PART_RANGE] = "nested range", [DIFF_PART_SYNC] = "sync waits",
-    [DIFF_PART_HOST] = "host gaps",
-};
-
 /* The rows explained: the slower and faster ranges. */
 struct explain {
     struct diff_result *res;
