@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct session_info {
+struct header_info {
     char *command;
     char *losses;       /* the shared line of what was lost (model/session_losses.h) */
     char *gpu_metrics;  /* what recorded them, per GPU (model/gpu_metrics_sources.h), or NULL */
@@ -94,7 +94,7 @@ static char *osrt_line(sqlite3 *db)
     return line;
 }
 
-static void read_info(sqlite3 *db, struct session_info *s)
+static void read_info(sqlite3 *db, struct header_info *s)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) ==
@@ -152,7 +152,7 @@ static sqlite3_stmt *warnings_query(sqlite3 *db)
     return st;
 }
 
-static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
+static void print_text(sqlite3 *db, const struct header_info *s, FILE *out)
 {
     char duration[32];
     table_format_duration(duration, sizeof duration, (double)s->duration_ns);
@@ -207,7 +207,7 @@ static void print_text(sqlite3 *db, const struct session_info *s, FILE *out)
     putc('\n', out);
 }
 
-static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
+static void print_json(sqlite3 *db, const struct header_info *s, FILE *out)
 {
     fputs("{\"command\": ", out);
     json_write_cstring(out, s->command);
@@ -262,7 +262,7 @@ static void print_json(sqlite3 *db, const struct session_info *s, FILE *out)
 
 int stats_header(struct stats_ctx *ctx, FILE *out)
 {
-    struct session_info s = {0};
+    struct header_info s = {0};
     read_info(ctx->db, &s);
     if (ctx->format == TABLE_FORMAT_JSON)
         print_json(ctx->db, &s, out);

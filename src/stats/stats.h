@@ -58,7 +58,7 @@ int stats_energy_sum(struct stats_ctx *ctx);      /* energy_sum.c */
 int stats_nccl_sum(struct stats_ctx *ctx);        /* nccl_sum.c */
 int stats_gpu_metrics_sum(struct stats_ctx *ctx); /* gpu_metrics_sum.c */
 int stats_cpu_sample_sum(struct stats_ctx *ctx);  /* cpu_sample_sum.c */
-int stats_kernels(struct stats_ctx *ctx);         /* kernels_write.c: `lantern kernels`' defaults */
+int stats_kernels(struct stats_ctx *ctx);         /* kernels.c: `lantern kernels`' defaults */
 int stats_osrt_sum(struct stats_ctx *ctx);        /* osrt_sum.c */
 
 #endif
