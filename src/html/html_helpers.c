@@ -4,7 +4,6 @@
 #include "html/html_internal.h"
 #include "output/table.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 sqlite3_stmt *html_prepare(struct html_page *page, const char *sql)
