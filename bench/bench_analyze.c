@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "analyze/analyze.h"
-#include "db/import.h"
-#include "report/html/html.h"
 #include "bench_sql.h"
+#include "db/import.h"
+#include "html/html.h"
 
 #define ITERATION_NS 20000
 #define EVENTS_PER_ITERATION 7

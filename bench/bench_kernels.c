@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report/kernels.h"
 #include "bench_sql.h"
+#include "model/kernels.h"
 
 #define KERNELS_PER_LAYER 100
 
@@ -170,7 +170,7 @@ static double time_report(sqlite3 *db, enum kernels_format format, const char *c
     FILE *out = fopen("/dev/null", "w");
     struct kernels_options opt = {.format = format, .columns = columns};
     double t0 = now_s();
-    int rc = kernels_report(db, &opt, out);
+    int rc = kernels_write(db, &opt, out);
     double t1 = now_s();
     fclose(out);
     if (rc < 0) {

@@ -1,5 +1,5 @@
 /* What the host did in a finding's windows (host_activity.h): the CPU samples of the threads
- * concerned, counted per leaf callsite (common/cpu_profile.h), summed into the top functions
+ * concerned, counted per leaf callsite (model/cpu_profile.h), summed into the top functions
  * (leaf, and the nearest frame of the program's own above it), the blocking calls of -t osrt
  * where the database has them, and the advice of the first pattern of a table that covers
  * enough of the samples or of the blocked time. docs/analyze.md, "What the host did". */

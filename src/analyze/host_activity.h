@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "analyze/rule.h"
-#include "common/cpu_profile.h"
+#include "model/cpu_profile.h"
 
 #define ANALYZE_HOST_TOP 5 /* functions and blocking calls named per finding */
 

@@ -6,8 +6,8 @@
 #include "analyze/findings.h"
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
-#include "common/throttle.h"
 #include "energy/energy_db.h"
+#include "model/throttle.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +71,64 @@ struct period {
     int64_t samples;
 };
 
+/* One GPU's throttled periods so far: their count, the time they lasted and lost to the lower
+ * clock, their reasons, and the first ANALYZE_MAX_EVIDENCE of them. */
+struct gpu_throttle {
+    int64_t label; /* the GPU's NVML index */
+    double max_clock;
+    int64_t periods;
+    double lost, throttled;
+    unsigned all;
+    struct period top[ANALYZE_MAX_EVIDENCE];
+    int ntop;
+};
+
+/* Counts a period that ended into its GPU's totals. */
+static void throttle_period_end(struct gpu_throttle *g, const struct period *cur)
+{
+    g->periods++;
+    double avg = cur->samples ? cur->clock_sum / (double)cur->samples : 0;
+    double ns = (double)(cur->end - cur->start);
+    g->throttled += ns;
+    if (g->max_clock > 0 && avg > 0)
+        g->lost += ns * (1.0 - avg / g->max_clock);
+    g->all |= cur->reasons;
+    if (g->ntop < ANALYZE_MAX_EVIDENCE)
+        g->top[g->ntop++] = *cur;
+}
+
+/* The finding of a GPU whose periods are complete, with one evidence row per period kept. */
+static void throttle_finding(struct analyze_ctx *ctx, struct analyze_result *res,
+                             const struct gpu_throttle *g)
+{
+    char reasons_text[128], total[32];
+    throttle_text(g->all, reasons_text, sizeof reasons_text);
+    struct analyze_finding *f = analyze_add_finding(
+        res, g->lost, NULL,
+        "GPU %lld was throttled (%s) for %s in %lld period%s; the lower SM clock "
+        "cost about the time shown",
+        (long long)g->label, reasons_text, analyze_fmt_ns(total, sizeof total, g->throttled),
+        (long long)g->periods, g->periods == 1 ? "" : "s");
+    for (int k = 0; f && k < g->ntop; k++) {
+        const struct period *p = &g->top[k];
+        char name[128], detail[96];
+        throttle_text(p->reasons, name, sizeof name);
+        snprintf(detail, sizeof detail, "SM clock %.0f MHz (max in the run %.0f MHz)",
+                 p->samples ? p->clock_sum / (double)p->samples : 0, g->max_clock);
+        struct analyze_evidence e = {.start_ns = p->start - ctx->start_ns,
+                                     .duration_ns = p->end - p->start,
+                                     .pid = -1,
+                                     .tid = -1,
+                                     .gpu = g->label,
+                                     .stream = -1,
+                                     .name = name,
+                                     .detail = detail};
+        analyze_add_evidence(f, &e);
+    }
+    if (f)
+        f->count = g->periods;
+}
+
 /* Throttled periods per GPU: runs of samples whose reasons hold a slowdown bit. */
 static int throttling(struct analyze_ctx *ctx, struct analyze_result *res)
 {
@@ -86,74 +144,37 @@ static int throttling(struct analyze_ctx *ctx, struct analyze_result *res)
         sqlite3_finalize(clock);
         return -1;
     }
-    int64_t gpu = -1, label = -1;
-    double max_clock = 0;
-    struct period cur = {0}, top[ANALYZE_MAX_EVIDENCE];
-    int open = 0, ntop = 0;
-    int64_t periods = 0;
-    double lost = 0, throttled = 0;
-    unsigned all = 0;
+    int64_t gpu = -1;
+    struct gpu_throttle g = {.label = -1};
+    struct period cur = {0};
+    int open = 0;
     int step;
     for (;;) {
         step = sqlite3_step(st);
         int row = step == SQLITE_ROW;
-        int64_t g = row ? sqlite3_column_int64(st, 0) : -2;
+        int64_t id = row ? sqlite3_column_int64(st, 0) : -2;
         int64_t ts = row ? sqlite3_column_int64(st, 1) : 0;
         unsigned reasons = row ? (unsigned)sqlite3_column_int64(st, 2) & THROTTLE_MASK : 0;
-        if (open && (!row || g != gpu || !reasons)) { /* the period ends at this sample */
-            if (row && g == gpu)
+        if (open && (!row || id != gpu || !reasons)) { /* the period ends at this sample */
+            if (row && id == gpu)
                 cur.end = ts;
-            periods++;
-            double avg = cur.samples ? cur.clock_sum / (double)cur.samples : 0;
-            double ns = (double)(cur.end - cur.start);
-            throttled += ns;
-            if (max_clock > 0 && avg > 0)
-                lost += ns * (1.0 - avg / max_clock);
-            all |= cur.reasons;
-            if (ntop < ANALYZE_MAX_EVIDENCE)
-                top[ntop++] = cur;
+            throttle_period_end(&g, &cur);
             open = 0;
         }
-        if (!row || g != gpu) { /* a GPU's periods are complete */
-            if (periods) {
-                char reasons_text[128], total[32];
-                throttle_text(all, reasons_text, sizeof reasons_text);
-                struct analyze_finding *f = analyze_add_finding(
-                    res, lost, NULL,
-                    "GPU %lld was throttled (%s) for %s in %lld period%s; the lower SM clock "
-                    "cost about the time shown",
-                    (long long)label, reasons_text, analyze_fmt_ns(total, sizeof total, throttled),
-                    (long long)periods, periods == 1 ? "" : "s");
-                for (int k = 0; f && k < ntop; k++) {
-                    char name[128], detail[96];
-                    throttle_text(top[k].reasons, name, sizeof name);
-                    snprintf(detail, sizeof detail, "SM clock %.0f MHz (max in the run %.0f MHz)",
-                             top[k].samples ? top[k].clock_sum / (double)top[k].samples : 0,
-                             max_clock);
-                    struct analyze_evidence e = {.start_ns = top[k].start - ctx->start_ns,
-                                                 .duration_ns = top[k].end - top[k].start,
-                                                 .pid = -1,
-                                                 .tid = -1,
-                                                 .gpu = label,
-                                                 .stream = -1,
-                                                 .name = name,
-                                                 .detail = detail};
-                    analyze_add_evidence(f, &e);
-                }
-                if (f)
-                    f->count = periods;
-            }
+        if (!row || id != gpu) { /* a GPU's periods are complete */
+            if (g.periods)
+                throttle_finding(ctx, res, &g);
             if (!row)
                 break;
-            gpu = g;
-            label = sqlite3_column_int64(st, 5);
+            gpu = id;
+            g.label = sqlite3_column_int64(st, 5);
             sqlite3_reset(clock);
-            sqlite3_bind_int64(clock, 1, g);
-            max_clock = sqlite3_step(clock) == SQLITE_ROW ? sqlite3_column_double(clock, 0) : 0;
-            periods = 0;
-            lost = throttled = 0;
-            all = 0;
-            ntop = 0;
+            sqlite3_bind_int64(clock, 1, id);
+            g.max_clock = sqlite3_step(clock) == SQLITE_ROW ? sqlite3_column_double(clock, 0) : 0;
+            g.periods = 0;
+            g.lost = g.throttled = 0;
+            g.all = 0;
+            g.ntop = 0;
         }
         if (reasons) {
             if (!open) {

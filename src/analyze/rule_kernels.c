@@ -6,7 +6,7 @@
 #include "analyze/findings.h"
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
-#include "report/kernels_model.h"
+#include "model/kernels_model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

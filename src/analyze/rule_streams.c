@@ -126,110 +126,128 @@ struct family {
     int64_t lo, hi; /* smallest and largest index */
 };
 
+/* The families of numbered NVTX ranges of process_id whose GPU work ran on the program's
+ * streams, into fam (at most ANALYZE_MAX_EVIDENCE; their prefixes allocated). Returns their
+ * count, or -1 on an SQLite error. */
+static int load_families(struct analyze_ctx *ctx, int64_t process_id, struct family *fam)
+{
+    /* the GPU work of each range name of the process, per stream */
+    sqlite3_stmt *st = analyze_prepare(
+        ctx, "stream_use",
+        "SELECT rs.value, x.stream, sum(x.is_kernel), sum(1 - x.is_kernel),"
+        " sum(CASE WHEN x.is_kernel THEN x.ns ELSE 0 END),"
+        " sum(CASE WHEN x.is_kernel THEN 0 ELSE x.ns END)"
+        " FROM (SELECT nvtx_range_id, stream, 1 AS is_kernel, end_ns - start_ns AS ns"
+        "  FROM kernels WHERE process_id = ?1 UNION ALL SELECT nvtx_range_id, stream, 0,"
+        "  end_ns - start_ns FROM memcpys WHERE process_id = ?1) x"
+        " JOIN ranges r ON r.id = x.nvtx_range_id JOIN strings rs ON rs.id = r.name_id"
+        " WHERE EXISTS (SELECT 1 FROM cuda_streams c WHERE c.process_id = ?1"
+        "  AND c.stream = x.stream AND c.is_default = 0)"
+        " GROUP BY r.name_id, x.stream ORDER BY rs.value");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, process_id);
+    int nfam = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        size_t plen = name ? indexed_prefix(name) : 0;
+        if (!plen)
+            continue;
+        int64_t index = atoll(name + plen);
+        struct family *f = NULL;
+        for (int k = 0; k < nfam; k++)
+            if (strlen(fam[k].prefix) == plen && !strncmp(fam[k].prefix, name, plen))
+                f = &fam[k];
+        if (!f) {
+            if (nfam == ANALYZE_MAX_EVIDENCE)
+                continue;
+            f = &fam[nfam++];
+            memset(f, 0, sizeof *f);
+            f->prefix = strndup(name, plen);
+            f->lo = f->hi = index;
+        }
+        f->indices++;
+        f->lo = index < f->lo ? index : f->lo;
+        f->hi = index > f->hi ? index : f->hi;
+        f->kernels += sqlite3_column_int64(st, 2);
+        f->copies += sqlite3_column_int64(st, 3);
+        f->kernel_ns += sqlite3_column_int64(st, 4);
+        f->copy_ns += sqlite3_column_int64(st, 5);
+    }
+    sqlite3_finalize(st);
+    return nfam;
+}
+
+/* The finding of stream s for its families of two indices or more, with one evidence row
+ * each. Returns 1 when it added one, else 0. */
+static int add_families_finding(struct analyze_result *res, const struct timeline_stream *s,
+                                const struct family *fam, int nfam)
+{
+    /* rows are per (name, stream), and the process used one stream: each row is a
+     * distinct index of the family on that stream */
+    int64_t copy_ns = 0, kernel_ns = 0, families = 0;
+    int first = 0;
+    for (int k = 0; k < nfam; k++)
+        if (fam[k].indices >= 2) {
+            if (families++ == 0)
+                first = k;
+            copy_ns += fam[k].copy_ns;
+            kernel_ns += fam[k].kernel_ns;
+        }
+    if (families == 0)
+        return 0;
+    struct analyze_finding *f = analyze_add_finding(
+        res, (double)overlap_gain(copy_ns, kernel_ns), NULL,
+        "%lld famil%s of numbered NVTX ranges (one per chunk, e.g. '%s%lld'..'%s%lld') "
+        "put all their GPU work on stream %lld: the chunks were meant for different "
+        "streams?",
+        (long long)families, families == 1 ? "y" : "ies", fam[first].prefix,
+        (long long)fam[first].lo, fam[first].prefix, (long long)fam[first].hi,
+        (long long)s->stream);
+    for (int k = 0; k < nfam && f; k++) {
+        if (fam[k].indices < 2)
+            continue;
+        char label[160], detail[160];
+        snprintf(label, sizeof label, "%s%lld..%s%lld", fam[k].prefix, (long long)fam[k].lo,
+                 fam[k].prefix, (long long)fam[k].hi);
+        snprintf(detail, sizeof detail,
+                 "%lld indices: %lld copies, %lld kernels, all on "
+                 "stream %lld",
+                 (long long)fam[k].indices, (long long)fam[k].copies, (long long)fam[k].kernels,
+                 (long long)s->stream);
+        struct analyze_evidence e = {.start_ns = -1,
+                                     .duration_ns = fam[k].copy_ns + fam[k].kernel_ns,
+                                     .pid = -1,
+                                     .tid = -1,
+                                     .gpu = -1,
+                                     .stream = s->stream,
+                                     .range = label,
+                                     .detail = detail};
+        analyze_add_evidence(f, &e);
+        f->count += fam[k].indices;
+    }
+    return 1;
+}
+
 /* Sign 2: for a process whose work sits on one non-default stream, the numbered NVTX range
  * families with GPU work. */
 static int indexed_ranges(struct analyze_ctx *ctx, const struct analyze_timeline *t,
                           struct analyze_result *res, unsigned char *flagged)
 {
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < t->stream_count; i++) {
+    for (size_t i = 0; i < t->stream_count; i++) {
         const struct timeline_stream *s = &t->streams[i];
         if (flagged[i] || only_stream(ctx, t, s->process_id) != s)
             continue;
-        /* the GPU work of each range name of the process, per stream */
-        sqlite3_stmt *st = analyze_prepare(
-            ctx, "stream_use",
-            "SELECT rs.value, x.stream, sum(x.is_kernel), sum(1 - x.is_kernel),"
-            " sum(CASE WHEN x.is_kernel THEN x.ns ELSE 0 END),"
-            " sum(CASE WHEN x.is_kernel THEN 0 ELSE x.ns END)"
-            " FROM (SELECT nvtx_range_id, stream, 1 AS is_kernel, end_ns - start_ns AS ns"
-            "  FROM kernels WHERE process_id = ?1 UNION ALL SELECT nvtx_range_id, stream, 0,"
-            "  end_ns - start_ns FROM memcpys WHERE process_id = ?1) x"
-            " JOIN ranges r ON r.id = x.nvtx_range_id JOIN strings rs ON rs.id = r.name_id"
-            " WHERE EXISTS (SELECT 1 FROM cuda_streams c WHERE c.process_id = ?1"
-            "  AND c.stream = x.stream AND c.is_default = 0)"
-            " GROUP BY r.name_id, x.stream ORDER BY rs.value");
-        if (!st)
-            return -1;
-        sqlite3_bind_int64(st, 1, s->process_id);
         struct family fam[ANALYZE_MAX_EVIDENCE];
-        int nfam = 0;
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(st, 0);
-            size_t plen = name ? indexed_prefix(name) : 0;
-            if (!plen)
-                continue;
-            int64_t index = atoll(name + plen);
-            struct family *f = NULL;
-            for (int k = 0; k < nfam; k++)
-                if (strlen(fam[k].prefix) == plen && !strncmp(fam[k].prefix, name, plen))
-                    f = &fam[k];
-            if (!f) {
-                if (nfam == ANALYZE_MAX_EVIDENCE)
-                    continue;
-                f = &fam[nfam++];
-                memset(f, 0, sizeof *f);
-                f->prefix = strndup(name, plen);
-                f->lo = f->hi = index;
-            }
-            f->indices++;
-            f->lo = index < f->lo ? index : f->lo;
-            f->hi = index > f->hi ? index : f->hi;
-            f->kernels += sqlite3_column_int64(st, 2);
-            f->copies += sqlite3_column_int64(st, 3);
-            f->kernel_ns += sqlite3_column_int64(st, 4);
-            f->copy_ns += sqlite3_column_int64(st, 5);
-        }
-        sqlite3_finalize(st);
-        /* rows are per (name, stream), and the process used one stream: each row is a
-         * distinct index of the family on that stream */
-        int64_t copy_ns = 0, kernel_ns = 0, families = 0;
-        int first = 0;
-        for (int k = 0; k < nfam; k++)
-            if (fam[k].indices >= 2) {
-                if (families++ == 0)
-                    first = k;
-                copy_ns += fam[k].copy_ns;
-                kernel_ns += fam[k].kernel_ns;
-            }
-        struct analyze_finding *f = NULL;
-        if (families > 0) {
-            f = analyze_add_finding(
-                res, (double)overlap_gain(copy_ns, kernel_ns), NULL,
-                "%lld famil%s of numbered NVTX ranges (one per chunk, e.g. '%s%lld'..'%s%lld') "
-                "put all their GPU work on stream %lld: the chunks were meant for different "
-                "streams?",
-                (long long)families, families == 1 ? "y" : "ies", fam[first].prefix,
-                (long long)fam[first].lo, fam[first].prefix, (long long)fam[first].hi,
-                (long long)s->stream);
-            for (int k = 0; k < nfam && f; k++) {
-                if (fam[k].indices < 2)
-                    continue;
-                char label[160], detail[160];
-                snprintf(label, sizeof label, "%s%lld..%s%lld", fam[k].prefix, (long long)fam[k].lo,
-                         fam[k].prefix, (long long)fam[k].hi);
-                snprintf(detail, sizeof detail,
-                         "%lld indices: %lld copies, %lld kernels, all on "
-                         "stream %lld",
-                         (long long)fam[k].indices, (long long)fam[k].copies,
-                         (long long)fam[k].kernels, (long long)s->stream);
-                struct analyze_evidence e = {.start_ns = -1,
-                                             .duration_ns = fam[k].copy_ns + fam[k].kernel_ns,
-                                             .pid = -1,
-                                             .tid = -1,
-                                             .gpu = -1,
-                                             .stream = s->stream,
-                                             .range = label,
-                                             .detail = detail};
-                analyze_add_evidence(f, &e);
-                f->count += fam[k].indices;
-            }
+        int nfam = load_families(ctx, s->process_id, fam);
+        if (nfam < 0)
+            return -1;
+        if (add_families_finding(res, s, fam, nfam))
             flagged[i] = 1;
-        }
         for (int k = 0; k < nfam; k++)
             free(fam[k].prefix);
     }
-    return rc;
+    return 0;
 }
 
 /* Sign 3: a stream with copies and kernels on a GPU where copies never ran beside kernels. */

@@ -6,11 +6,11 @@
  * be) give the op and the shape that prevents it, as PyProf suggests. docs/analyze.md. */
 #include "analyze/findings.h"
 #include "analyze/timeline.h"
-#include "common/gpu_metrics_series.h"
-#include "common/gpu_peaks.h"
-#include "report/gpu_metrics_kernels.h"
-#include "report/kernels.h"
-#include "report/kernels_model.h"
+#include "db/gpu_peaks.h"
+#include "model/gpu_metrics_kernels.h"
+#include "model/gpu_metrics_series.h"
+#include "model/kernels.h"
+#include "model/kernels_model.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@ static double tensor_core_gain(struct analyze_ctx *ctx)
     double gain = 0.5;
     if (st && sqlite3_step(st) == SQLITE_ROW) {
         double fp32 = sqlite3_column_double(st, 0), half = sqlite3_column_double(st, 1);
-        struct gpu_peaks p; /* computed from the row where it can be (common/gpu_peaks.h) */
+        struct gpu_peaks p; /* computed from the row where it can be (db/gpu_peaks.h) */
         if (gpu_peaks_flops(sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
                             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5), &p)) {
             fp32 = p.fp32;
@@ -112,7 +112,7 @@ static int64_t num_or(const char *s)
 }
 
 /* Runs `lantern kernels --hints` (CSV) into memory and groups its no-tc rows. */
-static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result *res, double gain)
+static int tc_from_kernels_table(struct analyze_ctx *ctx, struct analyze_result *res, double gain)
 {
     char *text = NULL;
     size_t size = 0;
@@ -121,7 +121,7 @@ static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result
         return -1;
     struct kernels_options opt = {
         .columns = TC_COLUMNS, .format = KERNELS_FORMAT_CSV, .no_memops = 1, .hints_only = 1};
-    int rc = kernels_report(ctx->db, &opt, out);
+    int rc = kernels_write(ctx->db, &opt, out);
     fclose(out);
     if (rc < 0) {
         free(text);
@@ -206,7 +206,7 @@ static int tc_from_kernels_report(struct analyze_ctx *ctx, struct analyze_result
 }
 
 /* Each kernel name's Tensor Core activity, measured over its executions on every GPU with
- * metrics (report/gpu_metrics_kernels.h): groups by name_id, empty without metrics. */
+ * metrics (model/gpu_metrics_kernels.h): groups by name_id, empty without metrics. */
 static int measure_names(struct analyze_ctx *ctx, struct gpu_metrics_groups *groups, int *gpus)
 {
     *gpus = 0;
@@ -338,6 +338,6 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
         analyze_note(res, "measured Tensor Core activity needs GPU hardware metrics (lantern "
                           "profile --gpu-metrics): kernels are judged by name");
     if (rc == 0 && markers && any_half_without)
-        rc = tc_from_kernels_report(ctx, res, gain);
+        rc = tc_from_kernels_table(ctx, res, gain);
     return rc;
 }

@@ -222,7 +222,7 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t);
 const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id);
 /* ---- ranks (timeline_ranks.c) ---- */
 struct index_map;
-/* Before the pass: the NCCL kernel names of the database (report/nccl.h's nccl_parse_kernel);
+/* Before the pass: the NCCL kernel names of the database (model/nccl.h's nccl_parse_kernel);
  * 0 or -1. */
 int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t);
 /* One piece of work, in start order; is_kernel and the name id for kernels. 0 or -1 (memory). */

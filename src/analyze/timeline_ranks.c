@@ -6,7 +6,7 @@
 #include "analyze/findings.h"
 #include "analyze/timeline.h"
 #include "common/index_map.h"
-#include "report/nccl.h"
+#include "model/nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-#include "report/report.h"
+#include "stats/stats.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 1
@@ -108,12 +108,12 @@ int cli_output_open(struct cli_output *o, const char *path, int force);
  * naming the output. Returns CLI_EXIT_OK or CLI_EXIT_ERROR. */
 int cli_output_close(struct cli_output *o, int ok);
 
-/* Prints report r of the report table (src/report/reports.c) from a database file, in format,
- * with sort (report_ctx.sort, NULL: the report's default) and filter_nvtx (report_ctx's, NULL:
+/* Prints report r of the report table (src/stats/stats.c) from a database file, in format,
+ * with sort (stats_ctx.sort, NULL: the report's default) and filter_nvtx (stats_ctx's, NULL:
  * none), a text table fitted into width columns (0: no limit). Returns a CLI_EXIT_* code
  * (errors already printed, except a write error on out, which the caller names: see
  * cli_output). */
-int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, const char *filter_nvtx, int width, FILE *out);
+int cli_print_stats(const char *db_path, const struct stats_entry *r, enum table_format format,
+                    const char *sort, const char *filter_nvtx, int width, FILE *out);
 
 #endif

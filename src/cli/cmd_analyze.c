@@ -33,16 +33,16 @@ static void print_help(FILE *out)
 }
 
 /* The session header and the run, to out (a table: the caller fits it to the terminal). */
-static int write_analysis(struct report_ctx *ctx, const struct analyze_run *run,
+static int write_analysis(struct stats_ctx *ctx, const struct analyze_run *run,
                           const struct analyze_write_options *opt)
 {
     int rc;
     if (ctx->format == TABLE_FORMAT_JSON) {
         fputs("{\"session\": ", ctx->out);
-        rc = report_session_header(ctx, ctx->out);
+        rc = stats_header(ctx, ctx->out);
         fputs(", \"analysis\": ", ctx->out);
     } else {
-        rc = report_session_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out);
+        rc = stats_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out);
     }
     if (rc == 0)
         rc = analyze_write(run, ctx->format, opt, ctx->out);
@@ -54,7 +54,7 @@ static int write_analysis(struct report_ctx *ctx, const struct analyze_run *run,
 static int print_analysis(const char *path, const char *rules, enum table_format format,
                           const struct analyze_write_options *opt, FILE *out)
 {
-    struct report_ctx ctx = {.format = format};
+    struct stats_ctx ctx = {.format = format};
     if (cli_open_db(path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     struct analyze_run run;

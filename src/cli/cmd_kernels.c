@@ -1,12 +1,11 @@
 /* lantern kernels: one row per GPU kernel (and memcpy/memset) with the layer and PyTorch op
  * that launched it, shapes, FLOPs, bytes, Tensor Core use and achieved rates. The report
- * itself is src/report/kernels.c; this file parses the options (PyProf's prof.py flags). */
+ * itself is src/model/kernels.c; this file parses the options (PyProf's prof.py flags). */
 #include "cli/cli.h"
-#include "common/session_losses.h"
+#include "model/kernels.h"
+#include "model/session_losses.h"
 #include "output/fit.h"
 #include "output/table.h"
-#include "report/kernels.h"
-
 
 #include <errno.h>
 #include <getopt.h>
@@ -53,14 +52,14 @@ static int parse_format(const char *text, enum kernels_format *format)
     return -EINVAL;
 }
 
-static int run_report(const char *path, const struct kernels_options *opt)
+static int write_kernels(const char *path, const struct kernels_options *opt)
 {
     sqlite3 *db;
     if (cli_open_db(path, &db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     char why[256];
-    int no_cuda = report_why_no_cuda(db, why, sizeof why);
-    int rc = kernels_report(db, opt, stdout);
+    int no_cuda = stats_why_no_cuda(db, why, sizeof why);
+    int rc = kernels_write(db, opt, stdout);
     /* no session header here: what the session lost goes to stderr, the rows stay clean */
     char *losses = rc >= 0 ? session_losses_line(db) : NULL;
     sqlite3_close(db);
@@ -136,5 +135,5 @@ int cmd_kernels(int argc, char **argv)
     const char *bad;
     if (kernels_columns_check(opt.columns, &bad) < 0)
         return cli_usage_error("kernels", "unknown column '%s' (see lantern kernels -h)", bad);
-    return run_report(argv[optind], &opt);
+    return write_kernels(argv[optind], &opt);
 }

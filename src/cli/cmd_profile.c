@@ -420,7 +420,7 @@ static void say_why_nothing(const char *db_path)
     sqlite3 *db;
     char why[1024];
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        report_why_nothing(db, why, sizeof why))
+        stats_why_nothing(db, why, sizeof why))
         cli_error("%s", why);
     sqlite3_close(db);
 }
@@ -523,8 +523,8 @@ int cmd_profile(int argc, char **argv)
         if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
             cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
         if (p.stats && last[0])
-            cli_print_report(last, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, NULL,
-                             output_width(STDOUT_FILENO), stdout);
+            cli_print_stats(last, stats_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, NULL,
+                            output_width(STDOUT_FILENO), stdout);
         goto out;
     }
     if (cli_import(l.raw_dir, o->output, o->force) != CLI_EXIT_OK) {
@@ -540,8 +540,8 @@ int cmd_profile(int argc, char **argv)
     if (!p.stats && !untraced) /* --stats says it after the table */
         say_why_nothing(o->output);
     fprintf(stderr, "lantern: report written to %s\n", o->output);
-    if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
-                                    NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
+    if (p.stats && cli_print_stats(o->output, stats_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
+                                   NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");
         if (!status)

@@ -1,8 +1,8 @@
-/* lantern report: writes the self-contained HTML page of a database (src/report/html). The
+/* lantern report: writes the self-contained HTML page of a database (src/html). The
  * page goes to a temporary file beside the output and is renamed into place, so a reader
  * never sees half a page; an existing file is kept unless --force. */
 #include "cli/cli.h"
-#include "report/html/html.h"
+#include "html/html.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-/* lantern stats: prints a report from the table of reports (src/report/reports.c) after
+/* lantern stats: prints a report from the table of reports (src/stats/stats.c) after
  * the session header, as an aligned table, CSV or JSON. */
 #include "cli/cli.h"
 #include "output/fit.h"
 #include "output/json.h"
-#include "report/report.h"
+#include "stats/stats.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -28,22 +28,21 @@ static void print_help(FILE *out)
         "      --filter-nvtx RANGE  cpu_sample_sum: only samples taken on a thread\n"
         "                      while it was inside an NVTX range named RANGE\n"
         "  -h, --help          show this help\n\nReports:\n");
-    for (const struct report *r = report_table; r->name; r++)
+    for (const struct stats_entry *r = stats_table; r->name; r++)
         fprintf(out, "  %-22s %s\n", r->name, r->help);
 }
 
 /* JSON: {"report": NAME, "session": {...}, "rows": [...], "note": why the rows are empty or
  * null}. Table: the header, then the table. CSV: the header on stderr, so the CSV itself stays
- * machine-readable; the note goes to stderr (cli_print_report). */
-static int print_report(struct report_ctx *ctx, const struct report *r)
+ * machine-readable; the note goes to stderr (cli_print_stats). */
+static int print_stats(struct stats_ctx *ctx, const struct stats_entry *r)
 {
     if (ctx->format == TABLE_FORMAT_JSON) {
         fprintf(ctx->out, "{\"report\": \"%s\", \"session\": ", r->name);
-        if (report_session_header(ctx, ctx->out) < 0)
+        if (stats_header(ctx, ctx->out) < 0)
             return -1;
         fputs(", \"rows\": ", ctx->out);
-    } else if (report_session_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out) <
-               0) {
+    } else if (stats_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out) < 0) {
         return -1;
     }
     if (r->run(ctx) < 0)
@@ -56,17 +55,17 @@ static int print_report(struct report_ctx *ctx, const struct report *r)
     return fflush(ctx->out) == 0 ? 0 : -1;
 }
 
-int cli_print_report(const char *db_path, const struct report *r, enum table_format format,
-                     const char *sort, const char *filter_nvtx, int width, FILE *out)
+int cli_print_stats(const char *db_path, const struct stats_entry *r, enum table_format format,
+                    const char *sort, const char *filter_nvtx, int width, FILE *out)
 {
-    struct report_ctx ctx = {.format = format, .sort = sort, .filter_nvtx = filter_nvtx};
+    struct stats_ctx ctx = {.format = format, .sort = sort, .filter_nvtx = filter_nvtx};
     if (cli_open_db(db_path, &ctx.db) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     struct cli_fit fit; /* the header's long lines wrapped, the tables fitted */
     ctx.width = format == TABLE_FORMAT_TABLE ? width : 0;
     ctx.terminal = isatty(fileno(out));
     ctx.out = cli_fit_begin(&fit, out, ctx.width);
-    int rc = print_report(&ctx, r);
+    int rc = print_stats(&ctx, r);
     if (cli_fit_end(&fit) < 0)
         rc = -1;
     int err = errno;
@@ -133,7 +132,7 @@ int cmd_stats(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("stats", "expected one database FILE");
-    const struct report *r = report_find(report);
+    const struct stats_entry *r = stats_find(report);
     if (!r)
         return cli_usage_error("stats", "unknown report '%s'", report);
     enum table_format parsed;
@@ -144,7 +143,7 @@ int cmd_stats(int argc, char **argv)
         return CLI_EXIT_ERROR;
     if (width < 0) /* a file gets every name whole */
         width = out.file == stdout ? output_width(STDOUT_FILENO) : 0;
-    int rc = cli_print_report(argv[optind], r, parsed, sort, filter_nvtx, width, out.file);
+    int rc = cli_print_stats(argv[optind], r, parsed, sort, filter_nvtx, width, out.file);
     if (rc != CLI_EXIT_OK && ferror(out.file))
         out.error = errno;
     if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)

@@ -3,7 +3,7 @@
  * per record type, reading it with the decoder records.def generates); import_cuda.c holds the
  * source's row and its end-of-session work. */
 #include "db/import_cuda_records.h"
-#include "common/gpu_peaks.h"
+#include "db/gpu_peaks.h"
 #include "trace/format.h"
 #include "trace/records.h"
 

@@ -70,7 +70,7 @@ const char *import_file_name(struct import_file *f);
 struct import_summary *import_summary_of(struct import_file *f);
 /* What the importer could not import or had to set right, by reason: at the end of the file
  * each reason counted becomes one warning ("<file>: <count> <what>") and one row of
- * import_losses, which the reports' "Lost events:" line shows (common/session_losses.c). */
+ * import_losses, which the reports' "Lost events:" line shows (model/session_losses.c). */
 #define IMPORT_LOSSES(X)                                                                           \
     X(MALFORMED, "malformed records skipped")                                                      \
     X(MEMORY, "events skipped: the importer ran out of memory")                                    \

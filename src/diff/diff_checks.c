@@ -2,11 +2,11 @@
  * their power limit and clocks, throttling, the command, Lantern's version, the host, what was
  * lost) and how far the two sides' kernels overlap, compared run by run and said before any
  * row: a diff across different GPUs is allowed, but says so loudly (docs/diff.md). */
-#include "common/session_losses.h"
 #include "common/sql_query.h"
-#include "common/throttle.h"
 #include "diff/diff_internal.h"
-#include "report/stats_sql.h"
+#include "model/aggregates.h"
+#include "model/session_losses.h"
+#include "model/throttle.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -49,7 +49,7 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size)
                            "INTEGER) || ' W', 'unknown'), '; ')" DIFF_USED_GPUS);
     f->max_clocks = sql_query_text(db, "SELECT group_concat(ifnull((sm_clock_khz / 1000) || ' "
                                        "MHz', 'unknown'), '; ')" DIFF_USED_GPUS);
-    if (stats_sql_register(db) < 0) {
+    if (aggregate_sql_register(db) < 0) {
         snprintf(error, size, "%s", sqlite3_errmsg(db));
         return -1;
     }

@@ -4,10 +4,9 @@
  * the ranges that changed and checks the runs' conditions (docs/diff.md, "Statistics"). */
 #include "diff/diff_internal.h"
 #include "diff/diff_stats.h"
-#include "report/stats_sql.h"
+#include "model/aggregates.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,42 +16,6 @@
 #define DIFF_SEED 0x6c616e7465726eull
 /* The confidence of the intervals. */
 #define DIFF_CONFIDENCE 0.95
-
-const struct diff_kind_info diff_kinds[DIFF_KIND_COUNT] = {
-    [DIFF_KIND_RUN] = {"run", DIFF_UNIT_NS},
-    [DIFF_KIND_RANGE] = {"range", DIFF_UNIT_NS},
-    [DIFF_KIND_KERNEL] = {"kernel", DIFF_UNIT_NS},
-    [DIFF_KIND_RANGE_KERNEL] = {"kernel in range", DIFF_UNIT_NS},
-    [DIFF_KIND_COPY] = {"copy", DIFF_UNIT_NS},
-    [DIFF_KIND_API] = {"cuda api", DIFF_UNIT_NS},
-    [DIFF_KIND_ENERGY] = {"energy", DIFF_UNIT_JOULES},
-    [DIFF_KIND_METRIC] = {"gpu metric", DIFF_UNIT_PERCENT},
-};
-
-const char *const diff_verdict_names[DIFF_VERDICT_COUNT] = {
-    [DIFF_SLOWER] = "slower", [DIFF_FASTER] = "faster",     [DIFF_HIGHER] = "higher",
-    [DIFF_LOWER] = "lower",   [DIFF_NEW] = "new",           [DIFF_GONE] = "gone",
-    [DIFF_SAME] = "same",     [DIFF_UNTESTED] = "untested",
-};
-
-int diff_warn(struct diff_result *result, const char *fmt, ...)
-{
-    char *text;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return -1;
-    char **grown = realloc(result->warnings, (result->warning_count + 1) * sizeof *grown);
-    if (!grown) {
-        free(text);
-        return -1;
-    }
-    result->warnings = grown;
-    result->warnings[result->warning_count++] = text;
-    return 0;
-}
 
 /* A row while it is built: its series in each run (NULL where the run lacks it), base first. */
 struct matching {
@@ -155,7 +118,7 @@ static void summarize(struct diff_side *side, const struct diff_series *const *s
     for (size_t i = 0; i < n; i++)
         sum += pooled[i];
     side->total = (double)(sum / runs);
-    side->median = n ? stats_median_sorted(pooled, n) : NAN;
+    side->median = n ? aggregate_median_sorted(pooled, n) : NAN;
     side->p10 = n ? diff_quantile_sorted(pooled, n, 0.10) : NAN;
     side->p90 = n ? diff_quantile_sorted(pooled, n, 0.90) : NAN;
 }
@@ -205,7 +168,7 @@ static int run_medians(const struct diff_series *const *s, int runs, double *out
     int n = 0;
     for (int i = 0; i < runs; i++)
         if (s[i] && s[i]->n)
-            out[n++] = stats_median_sorted(s[i]->v, s[i]->n);
+            out[n++] = aggregate_median_sorted(s[i]->v, s[i]->n);
     return n;
 }
 
@@ -493,9 +456,4 @@ void diff_result_release(struct diff_result *result)
     free(result->base_paths);
     free(result->new_paths);
     memset(result, 0, sizeof *result);
-}
-
-size_t diff_regressions(const struct diff_result *result)
-{
-    return result->verdicts[DIFF_SLOWER];
 }

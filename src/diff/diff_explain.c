@@ -6,7 +6,7 @@
  * and written as one line (docs/diff.md, "What changed inside a range"). Each run's instances of
  * the changed ranges are gathered once in a temporary table of its connection. */
 #include "diff/diff_internal.h"
-#include "report/kernels_model.h"
+#include "model/kernels_model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,12 +16,6 @@
  * gone kernels always stay), and at most this many are named. */
 #define DIFF_PART_MIN_SHARE 0.02
 #define DIFF_PART_MAX_SHOWN 6
-
-const char *const diff_part_names[DIFF_PART_COUNT] = {
-    [DIFF_PART_KERNEL] = "kernel",      [DIFF_PART_COPY] = "copy",
-    [DIFF_PART_RANGE] = "nested range", [DIFF_PART_SYNC] = "sync waits",
-    [DIFF_PART_HOST] = "host gaps",
-};
 
 /* The rows explained: the slower and faster ranges. */
 struct explain {

@@ -3,14 +3,14 @@
  * kernel's by short name and by innermost NVTX range, copies and memsets by kind, CUDA API
  * calls by name, the GPU metrics of each kernel name where they were recorded, and the run's
  * duration, GPU busy share and idle time. One pass per table; each id's name is read once. */
-#include "common/gpu_metrics_series.h"
 #include "common/sql_query.h"
 #include "diff/diff_internal.h"
 #include "diff/diff_random.h"
 #include "diff/diff_stats.h"
 #include "energy/energy_db.h"
-#include "report/gpu_metrics_kernels.h"
-#include "report/kernels_model.h"
+#include "model/gpu_metrics_kernels.h"
+#include "model/gpu_metrics_series.h"
+#include "model/kernels_model.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -365,7 +365,7 @@ static int load_run_figures(struct loader *l)
     return 0;
 }
 
-/* Each kernel name's GPU metrics over its executions (report/gpu_metrics_kernels.h, the
+/* Each kernel name's GPU metrics over its executions (model/gpu_metrics_kernels.h, the
  * attribution every report shares), merged by short name: one value per run. */
 static int load_metrics(struct loader *l)
 {

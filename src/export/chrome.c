@@ -3,10 +3,10 @@
  * session start with ns precision. Here the frame and the process and thread names; each
  * source's events come from its own file (chrome_<source>.c), through the table of producers
  * (producers.c). */
-#include "common/session_losses.h"
 #include "export/chrome_writer.h"
 #include "export/export.h"
 #include "export/producers.h"
+#include "model/session_losses.h"
 
 #include "output/json.h"
 
@@ -62,7 +62,7 @@ static int write_names(struct chrome_writer *w)
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
 }
 
-/* What each process lost (common/session_losses.h), as its process_labels metadata event,
+/* What each process lost (model/session_losses.h), as its process_labels metadata event,
  * shown beside its name; the session's line goes into otherData at the end. */
 static int write_losses(struct chrome_writer *w)
 {

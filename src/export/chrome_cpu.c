@@ -5,9 +5,9 @@
  * chrome://tracing shows with the event. Perfetto's JSON importer reads the instant events and
  * skips the stacks: its flame graphs need the protobuf export (perfetto_cpu.c). Nothing is
  * written for a session without samples. docs/export.md. */
-#include "common/cpu_profile.h"
 #include "export/chrome_writer.h"
 #include "export/producers.h"
+#include "model/cpu_profile.h"
 #include "output/json.h"
 
 int chrome_cpu_events(struct chrome_writer *w);

@@ -1,7 +1,7 @@
-/* gpu_metrics_tracks.h: a GPU's samples (common/gpu_metrics_series.h: sorted, disjoint) turned
+/* gpu_metrics_tracks.h: a GPU's samples (model/gpu_metrics_series.h: sorted, disjoint) turned
  * into counter-track points, thinned to a bucket width when there are too many. */
 #include "export/gpu_metrics_tracks.h"
-#include "common/gpu_metrics_series.h"
+#include "model/gpu_metrics_series.h"
 #include "output/table.h"
 
 #include <errno.h>

@@ -3,11 +3,11 @@
  * Here the process and thread tracks; each source's tracks come from its own file
  * (perfetto_<source>.c) through the table of producers (producers.c), written with the
  * writer of perfetto_writer.c. Field numbers: perfetto_writer.h; docs/export.md. */
-#include "common/session_losses.h"
 #include "common/sql_query.h"
 #include "export/export.h"
 #include "export/perfetto_writer.h"
 #include "export/producers.h"
+#include "model/session_losses.h"
 
 #include <stdlib.h>
 

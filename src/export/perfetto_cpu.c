@@ -6,9 +6,9 @@
  * a mapping a module (a synthetic address range each, since frames carry names, not
  * addresses). ui.perfetto.dev then shows the samples on the thread tracks, with flame graphs
  * of any selection. docs/export.md. */
-#include "common/cpu_profile.h"
 #include "export/perfetto_writer.h"
 #include "export/producers.h"
+#include "model/cpu_profile.h"
 
 #include <stdlib.h>
 #include <string.h>

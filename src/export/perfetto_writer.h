@@ -205,7 +205,7 @@ struct perfetto_writer {
 
 struct perfetto_process_info {
     int64_t pid, sort_index;
-    const char *losses; /* what it lost (common/session_losses.h), or NULL */
+    const char *losses; /* what it lost (model/session_losses.h), or NULL */
 };
 struct perfetto_thread_info {
     int64_t pid, tid, sort_index;

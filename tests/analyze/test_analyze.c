@@ -8,7 +8,7 @@
 #include "analyze/analyze.h"
 #include "db/import.h"
 #include "harness.h"
-#include "report/nccl.h"
+#include "model/nccl.h"
 
 static void exec(sqlite3 *db, const char *sql)
 {
@@ -813,7 +813,7 @@ static void cross_rank_rules_are_silent_on_one_process(void)
 }
 
 /* NCCL kernels are known by name in every form CUPTI and the demangler give (the parser is
- * nccl_sum's, report/nccl.h: tests/cuda_reports/test_nccl_sum.c has the rest of its fields). */
+ * nccl_sum's, model/nccl.h: tests/cuda_reports/test_nccl_sum.c has the rest of its fields). */
 static void nccl_kernels_are_recognised_by_name(void)
 {
     struct nccl_kernel k;

@@ -1,4 +1,4 @@
-/* The report table writer (src/report/table.c): human units in text tables, exact values
+/* The report table writer (src/output/table.c): human units in text tables, exact values
  * in CSV and JSON, aligned columns, CSV quoting. */
 #include "harness.h"
 #include "output/table.h"

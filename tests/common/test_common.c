@@ -1,14 +1,14 @@
-/* src/common/: the u64 map and the index map against plain arrays as the truth, the GPU
- * peak table against hand-computed products (docs/trace-format.md, "Peak rates"), and the
- * interval arithmetic of the GPU metrics reports (overlap with other kernels, samples over an
- * interval) against hand-worked cases and brute force. */
-#include "common/gpu_metrics_series.h"
-#include "common/gpu_peaks.h"
+/* src/common/, src/db/gpu_peaks.c, src/model/: the u64 map and the index map against plain arrays
+ * as the truth, the GPU peak table against hand-computed products (docs/trace-format.md, "Peak
+ * rates"), and the interval arithmetic of the GPU metrics reports (overlap with other kernels,
+ * samples over an interval) against hand-worked cases and brute force. */
 #include "common/index_map.h"
-#include "common/overlap.h"
 #include "common/u64_map.h"
+#include "db/gpu_peaks.h"
 #include "db/import.h"
 #include "harness.h"
+#include "model/gpu_metrics_series.h"
+#include "model/overlap.h"
 
 #include <math.h>
 

@@ -4,8 +4,8 @@
 #include <sqlite3.h>
 
 #include "harness.h"
-#include "report/cuda_report.h"
-#include "report/stats_sql.h"
+#include "model/aggregates.h"
+#include "stats/cuda_query.h"
 
 static char *read_file(const char *path)
 {
@@ -44,10 +44,10 @@ static sqlite3 *open_session(void)
 }
 
 /* Runs report in format (with sort) over db, which it closes; returns its output (free it). */
-static char *run_report_on(sqlite3 *db, int (*report)(struct report_ctx *),
-                           enum table_format format, const char *sort)
+static char *run_report_on(sqlite3 *db, int (*report)(struct stats_ctx *), enum table_format format,
+                           const char *sort)
 {
-    struct report_ctx ctx = {.db = db, .format = format, .sort = sort};
+    struct stats_ctx ctx = {.db = db, .format = format, .sort = sort};
     char *text = NULL;
     size_t size = 0;
     ctx.out = open_memstream(&text, &size);
@@ -62,13 +62,13 @@ static char *run_report_on(sqlite3 *db, int (*report)(struct report_ctx *),
 }
 
 /* Same over the test session. */
-static char *run_report(int (*report)(struct report_ctx *), enum table_format format,
+static char *run_report(int (*report)(struct stats_ctx *), enum table_format format,
                         const char *sort)
 {
     return run_report_on(open_session(), report, format, sort);
 }
 
-static void expect_csv(int (*report)(struct report_ctx *), const char *sort, const char *expected)
+static void expect_csv(int (*report)(struct stats_ctx *), const char *sort, const char *expected)
 {
     char *csv = run_report(report, TABLE_FORMAT_CSV, sort);
     ASSERT_STR_EQ(csv, expected);
@@ -79,7 +79,7 @@ static void expect_csv(int (*report)(struct report_ctx *), const char *sort, con
  * Time % of all 1060 ns of API time. */
 static void cuda_api_sum_matches_hand_computed_rows(void)
 {
-    expect_csv(report_cuda_api_sum, NULL,
+    expect_csv(stats_cuda_api_sum, NULL,
                "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),"
                "StdDev (ns),Name\n"
                "38.679,410,5,82,100,50,100,24.9,cudaLaunchKernel\n"
@@ -91,7 +91,7 @@ static void cuda_api_sum_matches_hand_computed_rows(void)
 /* axpy 500, 800, 700 (odd count: median 700); reduce 300, 200 (even: median 250). */
 static void cuda_gpu_kern_sum_matches_hand_computed_rows(void)
 {
-    expect_csv(report_cuda_gpu_kern_sum, NULL,
+    expect_csv(stats_cuda_gpu_kern_sum, NULL,
                "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),"
                "StdDev (ns),Name\n"
                "80.000,2000,3,666.667,700,500,800,152.753,\"axpy(float*, float*, float)\"\n"
@@ -101,7 +101,7 @@ static void cuda_gpu_kern_sum_matches_hand_computed_rows(void)
 /* Copies HtoD 400 + 150 ns, DtoH 100 ns, memset 100 ns: 750 ns of memory operations. */
 static void cuda_gpu_mem_time_sum_groups_copies_and_memsets(void)
 {
-    expect_csv(report_cuda_gpu_mem_time_sum, NULL,
+    expect_csv(stats_cuda_gpu_mem_time_sum, NULL,
                "Time (%),Total Time (ns),Count,Avg (ns),Med (ns),Min (ns),Max (ns),"
                "StdDev (ns),Operation\n"
                "73.333,550,2,275,275,150,400,176.777,[CUDA memcpy Host-to-Device]\n"
@@ -112,7 +112,7 @@ static void cuda_gpu_mem_time_sum_groups_copies_and_memsets(void)
 /* HtoD 4 MB + 2 MB: stddev 2e6 / sqrt(2). CSV gives bytes. */
 static void cuda_gpu_mem_size_sum_gives_exact_bytes(void)
 {
-    expect_csv(report_cuda_gpu_mem_size_sum, NULL,
+    expect_csv(stats_cuda_gpu_mem_size_sum, NULL,
                "Total (B),Count,Avg (B),Med (B),Min (B),Max (B),StdDev (B),Operation\n"
                "6000000,2,3000000,3000000,2000000,4000000,1414213.562,"
                "[CUDA memcpy Host-to-Device]\n"
@@ -123,7 +123,7 @@ static void cuda_gpu_mem_size_sum_gives_exact_bytes(void)
 /* Tables show sizes in MB like nsys. */
 static void cuda_gpu_mem_size_sum_table_shows_megabytes(void)
 {
-    char *table = run_report(report_cuda_gpu_mem_size_sum, TABLE_FORMAT_TABLE, NULL);
+    char *table = run_report(stats_cuda_gpu_mem_size_sum, TABLE_FORMAT_TABLE, NULL);
     ASSERT(strstr(table, "6.000 MB"));
     ASSERT(strstr(table, "1.414 MB"));
     ASSERT(strstr(table, "[CUDA memcpy Device-to-Host]"));
@@ -138,7 +138,7 @@ static void cuda_gpu_mem_size_sum_table_shows_megabytes(void)
 /* Start is relative to meta.start_ns (100); throughput = bytes / ns * 1000 MB/s. */
 static void cuda_gpu_trace_lists_every_operation_in_start_order(void)
 {
-    expect_csv(report_cuda_gpu_trace, NULL,
+    expect_csv(stats_cuda_gpu_trace, NULL,
                TRACE_HEADER "1900,200,8,64,2,1,256,1,1,40,2048,0,,,,," H100 ",1,8,reduce(float*)\n"
                             "1900,500,1,256,1,1,128,1,1,32,0,1024,,,,," H100 ",1,7,"
                             "\"axpy(float*, float*, float)\"\n"
@@ -160,7 +160,7 @@ static void cuda_gpu_trace_lists_every_operation_in_start_order(void)
 /* --sort duration: longest first, ties in start order. Checked on the CorrId column. */
 static void cuda_gpu_trace_sorts_by_duration(void)
 {
-    char *csv = run_report(report_cuda_gpu_trace, TABLE_FORMAT_CSV, "duration");
+    char *csv = run_report(stats_cuda_gpu_trace, TABLE_FORMAT_CSV, "duration");
     static const int expected[] = {2, 6, 1, 3, 4, 8, 10, 5, 7};
     char *line = strchr(csv, '\n') + 1;
     for (size_t i = 0; i < sizeof expected / sizeof *expected; i++) {
@@ -175,9 +175,9 @@ static void cuda_gpu_trace_sorts_by_duration(void)
 
 static void cuda_gpu_trace_rejects_an_unknown_sort(void)
 {
-    struct report_ctx ctx = {.db = open_session(), .format = TABLE_FORMAT_CSV, .sort = "name"};
+    struct stats_ctx ctx = {.db = open_session(), .format = TABLE_FORMAT_CSV, .sort = "name"};
     ctx.out = fopen("/dev/null", "w");
-    ASSERT_EQ(report_cuda_gpu_trace(&ctx), -1);
+    ASSERT_EQ(stats_cuda_gpu_trace(&ctx), -1);
     ASSERT_STR_EQ(ctx.error, "cuda_gpu_trace: cannot sort by 'name' (start or duration)");
     fclose(ctx.out);
     sqlite3_close(ctx.db);
@@ -188,7 +188,7 @@ static void cuda_gpu_trace_rejects_an_unknown_sort(void)
  * domain "mylib" on thread 1001; "idle" launched nothing. */
 static void nvtx_kern_sum_attributes_kernels_to_enclosing_ranges(void)
 {
-    expect_csv(report_nvtx_kern_sum, NULL,
+    expect_csv(stats_nvtx_kern_sum, NULL,
                "NVTX Range,Style,PID,TID,NVTX Inst,Kern Inst,Total Time (ns),Avg (ns),Med (ns),"
                "Min (ns),Max (ns),StdDev (ns),Kernel Name\n"
                ":backward,PushPop,1000,1000,1,1,300,300,300,300,300,0,reduce(float*)\n"
@@ -208,7 +208,7 @@ static void nvtx_kern_sum_attributes_kernels_to_enclosing_ranges(void)
  * holds the launches of step 1 and of the second forward (2000 .. 21700, 6 ops). */
 static void nvtx_gpu_proj_sum_projects_nested_and_overlapping_ranges(void)
 {
-    expect_csv(report_nvtx_gpu_proj_sum, NULL,
+    expect_csv(stats_nvtx_gpu_proj_sum, NULL,
                "Range,Style,Total Proj Time (ns),Total Range Time (ns),Range Instances,"
                "Proj Avg (ns),Proj Med (ns),Proj Min (ns),Proj Max (ns),Proj StdDev (ns),"
                "Total GPU Ops,Avg GPU Ops,Avg Range Lvl,Avg Num Child\n"
@@ -229,7 +229,7 @@ static void nvtx_gpu_proj_sum_projects_a_range_that_never_ended(void)
                         "INSERT INTO ranges(id, process_id, name_id, style, start_thread_id,"
                         " start_ns) VALUES(9, 1, 17, 1, 1, 25000);",
                         NULL, NULL, NULL) == SQLITE_OK);
-    char *csv = run_report_on(db, report_nvtx_gpu_proj_sum, TABLE_FORMAT_CSV, NULL);
+    char *csv = run_report_on(db, stats_nvtx_gpu_proj_sum, TABLE_FORMAT_CSV, NULL);
     ASSERT(strstr(csv, "\n:tail,StartEnd,650,,1,650,650,650,650,0,2,2,0,0\n"));
     free(csv);
 }
@@ -237,7 +237,7 @@ static void nvtx_gpu_proj_sum_projects_a_range_that_never_ended(void)
 /* JSON carries the same exact numbers under the column keys. */
 static void cuda_gpu_kern_sum_json_has_exact_values(void)
 {
-    char *json = run_report(report_cuda_gpu_kern_sum, TABLE_FORMAT_JSON, NULL);
+    char *json = run_report(stats_cuda_gpu_kern_sum, TABLE_FORMAT_JSON, NULL);
     ASSERT(strstr(json, "\"total_ns\": 500, \"instances\": 2, \"avg_ns\": 250, "
                         "\"med_ns\": 250, \"min_ns\": 200, \"max_ns\": 300, "
                         "\"stddev_ns\": 70.711, \"name\": \"reduce(float*)\"}"));
@@ -261,7 +261,7 @@ static void median_and_stddev_aggregates_follow_nsys(void)
 {
     sqlite3 *db = NULL;
     ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    ASSERT_EQ(stats_sql_register(db), 0);
+    ASSERT_EQ(aggregate_sql_register(db), 0);
     ASSERT(sqlite3_exec(db, "CREATE TABLE v(x); INSERT INTO v VALUES (10), (NULL), (1), (3), (2);",
                         NULL, NULL, NULL) == SQLITE_OK);
     ASSERT(query_double(db, "SELECT lantern_median(x) FROM v") == 2.5);
@@ -299,13 +299,13 @@ static void near_whole_averages_print_as_valid_numbers(void)
 /* A session without CUDA activity gives empty reports, not errors. */
 static void reports_of_a_session_without_cuda_are_empty(void)
 {
-    int (*reports[])(struct report_ctx *) = {
-        report_cuda_api_sum,          report_cuda_gpu_kern_sum, report_cuda_gpu_mem_time_sum,
-        report_cuda_gpu_mem_size_sum, report_cuda_gpu_trace,    report_nvtx_kern_sum,
-        report_nvtx_gpu_proj_sum,
+    int (*reports[])(struct stats_ctx *) = {
+        stats_cuda_api_sum,          stats_cuda_gpu_kern_sum, stats_cuda_gpu_mem_time_sum,
+        stats_cuda_gpu_mem_size_sum, stats_cuda_gpu_trace,    stats_nvtx_kern_sum,
+        stats_nvtx_gpu_proj_sum,
     };
     for (size_t i = 0; i < sizeof reports / sizeof *reports; i++) {
-        struct report_ctx ctx = {.format = TABLE_FORMAT_JSON};
+        struct stats_ctx ctx = {.format = TABLE_FORMAT_JSON};
         char *text = NULL;
         size_t size = 0;
         ASSERT(sqlite3_open(":memory:", &ctx.db) == SQLITE_OK);

@@ -5,8 +5,8 @@
 #include <sqlite3.h>
 
 #include "harness.h"
-#include "report/nccl.h"
-#include "report/report.h"
+#include "model/nccl.h"
+#include "stats/stats.h"
 
 static void expect_kernel(const char *name, const char *collective, const char *algo,
                           const char *proto, const char *redop, const char *type)
@@ -151,12 +151,12 @@ static char *run_nccl_sum(const char *fixture, enum table_format format, char *n
     exec_file(db, LANTERN_SOURCE_DIR "/src/db/schema.sql");
     if (fixture)
         exec_file(db, fixture);
-    struct report_ctx ctx = {.db = db, .format = format};
+    struct stats_ctx ctx = {.db = db, .format = format};
     char *text = NULL;
     size_t len = 0;
     ctx.out = open_memstream(&text, &len);
     ASSERT(ctx.out);
-    if (report_nccl_sum(&ctx) != 0)
+    if (stats_nccl_sum(&ctx) != 0)
         fprintf(stderr, "nccl_sum: %s\n", ctx.error);
     fclose(ctx.out);
     snprintf(note, size, "%s", ctx.note);
@@ -216,11 +216,11 @@ static void without_kernels_the_calls_keep_their_sizes(void)
     exec_file(db, LANTERN_SOURCE_DIR "/src/db/schema.sql");
     exec_file(db, SESSION);
     ASSERT(sqlite3_exec(db, "DELETE FROM kernels", NULL, NULL, NULL) == SQLITE_OK);
-    struct report_ctx ctx = {.db = db, .format = TABLE_FORMAT_CSV};
+    struct stats_ctx ctx = {.db = db, .format = TABLE_FORMAT_CSV};
     char *text = NULL;
     size_t len = 0;
     ctx.out = open_memstream(&text, &len);
-    ASSERT_EQ(report_nccl_sum(&ctx), 0);
+    ASSERT_EQ(stats_nccl_sum(&ctx), 0);
     fclose(ctx.out);
     ASSERT(strstr(text, "\n,,2,,,,,,1000000,,,4,communicator,Sum,,AllReduce,app (rank 0)\n"));
     ASSERT(strstr(text, "\n,,1,,,,,,,,,2,database,,,Send,app (rank 1)\n"));

@@ -7,7 +7,7 @@
  * (src/trace/codec.c): otherwise nearly every mutation would stop at the checksum. */
 #include "db/import.h"
 #include "export/export.h"
-#include "report/report.h"
+#include "stats/stats.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -44,10 +44,10 @@ static void read_back(void)
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         char error[256];
         export_chrome(db, null_out, NULL, error, sizeof error);
-        struct report_ctx ctx = {.db = db, .out = null_out, .format = TABLE_FORMAT_TABLE};
-        report_session_header(&ctx, null_out);
-        report_nvtx_sum(&ctx);
-        report_gpu_metrics_sum(&ctx);
+        struct stats_ctx ctx = {.db = db, .out = null_out, .format = TABLE_FORMAT_TABLE};
+        stats_header(&ctx, null_out);
+        stats_nvtx_sum(&ctx);
+        stats_gpu_metrics_sum(&ctx);
     }
     sqlite3_close(db);
 }

@@ -2,9 +2,9 @@
  * expected, dropped records leave unended ranges instead of mispaired ones, a truncated
  * file imports up to the damage with a warning, the launcher's file fills meta, and its GPU
  * metric records become their tables, damage skipped. */
-#include "common/session_losses.h"
 #include "db/import.h"
 #include "harness.h"
+#include "model/session_losses.h"
 #include "raw_writer.h"
 #include "trace/events.h"
 #include "trace/gpu_metrics.h"

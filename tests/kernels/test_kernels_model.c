@@ -2,7 +2,7 @@
  * Core detection over real kernel names, the FLOP/byte models against hand-computed values,
  * theoretical occupancy against the CUDA occupancy calculator's rules, and the hints. */
 #include "harness.h"
-#include "report/kernels_model.h"
+#include "model/kernels_model.h"
 
 #include <errno.h>
 #include <math.h>

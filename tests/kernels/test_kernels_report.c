@@ -4,7 +4,7 @@
  * ranges, a memcpy and a memset. Every column of every row is checked against values worked
  * out by hand in the comments. */
 #include "harness.h"
-#include "report/kernels.h"
+#include "model/kernels.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -143,7 +143,7 @@ static char *run_report(const struct kernels_options *opt, int *rc)
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     ASSERT(out != NULL);
-    *rc = kernels_report(db, opt, out);
+    *rc = kernels_write(db, opt, out);
     fclose(out);
     return text;
 }

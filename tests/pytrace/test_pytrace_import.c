@@ -9,7 +9,7 @@
 #include "db/import.h"
 #include "harness.h"
 #include "import/raw_writer.h"
-#include "report/kernels.h"
+#include "model/kernels.h"
 
 static const char step_stack[] = "/home/u/train.py:12:step<-/home/u/train.py:30:main";
 static const char native_stack[] = "launch_vec_add+0x2f(app)<-main+0x40(app)";
@@ -122,7 +122,7 @@ static void kernels_trace_column_shows_the_launching_stack(void)
     FILE *out = open_memstream(&text, &text_len);
     ASSERT(out);
     struct kernels_options opt = {.columns = "idx,kernel,trace", .format = KERNELS_FORMAT_CSV};
-    ASSERT_EQ(kernels_report(db, &opt, out), 0);
+    ASSERT_EQ(kernels_write(db, &opt, out), 0);
     ASSERT_EQ(fclose(out), 0);
     char expected[1024];
     snprintf(expected, sizeof expected,

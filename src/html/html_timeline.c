@@ -1,0 +1,263 @@
+/* The timeline section of the HTML page: an overview per GPU (busy time and power in 500
+ * bins) with the longest top-level NVTX ranges of up to MAX_LANES threads above it, drawn as
+ * SVG over the analyze timeline. Every query aggregates or is limited. */
+#include "html/html_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLOT_LEFT 190 /* the lanes' names: 30 characters */
+#define LANE_NAME_CHARS 30
+#define PLOT_WIDTH 1000
+#define MAX_LANES 6 /* of TIMELINE_MAX_LANES threads */
+#define MAX_RANGE_RECTS 1500
+
+/* ---- timeline ------------------------------------------------------------------------------ */
+
+static double x_of(const struct analyze_ctx *ctx, int64_t ts)
+{
+    double x = (double)(ts - ctx->start_ns) / (double)ctx->duration_ns;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    return PLOT_LEFT + x * PLOT_WIDTH;
+}
+
+static void time_axis(FILE *out, const struct analyze_ctx *ctx, int y)
+{
+    fprintf(out, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", PLOT_LEFT, y,
+            PLOT_LEFT + PLOT_WIDTH, y);
+    for (int i = 0; i <= 5; i++) {
+        char label[32];
+        table_format_duration(label, sizeof label, (double)ctx->duration_ns * i / 5.0);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%s</text>",
+                PLOT_LEFT + PLOT_WIDTH * i / 5, y + 13,
+                i == 0   ? "start"
+                : i == 5 ? "end"
+                         : "middle",
+                label);
+    }
+}
+
+/* A lane's name: its thread's and its process's (`loader-0 \u00b7 train.py`), cut to fit,
+ * whole with the tid and pid in the tooltip. names: thread_labels, tid, process_labels, pid. */
+static void lane_name(FILE *out, sqlite3_stmt *names, int64_t thread_id, int y)
+{
+    sqlite3_reset(names);
+    sqlite3_bind_int64(names, 1, thread_id);
+    if (sqlite3_step(names) != SQLITE_ROW)
+        return;
+    const char *thread = (const char *)sqlite3_column_text(names, 0),
+               *process = (const char *)sqlite3_column_text(names, 2);
+    fprintf(out, "<text class=\"lane\" x=\"2\" y=\"%d\"><title>thread ", y);
+    html_text(out, thread);
+    fprintf(out, " (tid %lld) of process ", (long long)sqlite3_column_int64(names, 1));
+    html_text(out, process);
+    fprintf(out, " (pid %lld)</title>", (long long)sqlite3_column_int64(names, 3));
+    char *name = NULL;
+    if (asprintf(&name, "%s \u00b7 %s", thread ? thread : "", process ? process : "") >= 0) {
+        html_text_cut(out, name, LANE_NAME_CHARS);
+        free(name);
+    }
+    fputs("</text>\n", out);
+}
+
+static int by_lane_time(const void *a, const void *b)
+{
+    const struct timeline_lane *x = *(const struct timeline_lane *const *)a,
+                               *y = *(const struct timeline_lane *const *)b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? 1 : -1;
+    return (x->thread_id > y->thread_id) - (x->thread_id < y->thread_id);
+}
+
+/* Top-level ranges (depth 0 push/pop, and start/end), one lane per thread (the threads with
+ * the most time in them): grey where they cover the time, from the coverage the timeline
+ * pass summed per pixel column (so ranges far shorter than a pixel still show), and in color
+ * the longest, named. */
+static int range_lanes(struct html_page *page)
+{
+    FILE *out = page->out;
+    struct analyze_timeline *t = page->timeline;
+    if (timeline_ranges(page->ctx, t) < 0)
+        return -1;
+    const struct timeline_lane *lanes[TIMELINE_MAX_LANES];
+    int nlanes = t->lanes ? t->lane_count : 0;
+    for (int i = 0; i < nlanes; i++)
+        lanes[i] = &t->lanes[i];
+    qsort(lanes, (size_t)nlanes, sizeof *lanes, by_lane_time);
+    nlanes = nlanes < MAX_LANES ? nlanes : MAX_LANES;
+    if (nlanes == 0)
+        return 0;
+    sqlite3_stmt *st = html_prepare(
+        page, "SELECT r.start_thread_id, r.start_ns, r.end_ns, r.color, " ANALYZE_RANGE_LABEL
+              " FROM (SELECT id, start_thread_id, start_ns, end_ns, name_id, domain_id, color"
+              "  FROM ranges"
+              "  WHERE end_ns IS NOT NULL AND (depth = 0 OR style = 1)"
+              "  ORDER BY end_ns - start_ns DESC LIMIT 1500) r"
+              " LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON rd.id ="
+              " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id");
+    sqlite3_stmt *names = html_prepare(
+        page, "SELECT tl.label, t.tid, pl.label, p.pid FROM threads t"
+              " JOIN thread_labels tl ON tl.id = t.id JOIN processes p ON p.id = t.process_id"
+              " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?1");
+    if (!st || !names) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(names);
+        return -1;
+    }
+    const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
+    fprintf(out,
+            "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\">\n",
+            PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
+    for (int i = 0; i < nlanes; i++) { /* coverage: grey, as dense as the ranges */
+        int y = top + i * lane_h;
+        lane_name(out, names, lanes[i]->thread_id, y + 11);
+        const float *cover = lanes[i]->cover;
+        for (int x = 0; x < TIMELINE_LANE_PX;) {
+            float c = cover[x] > 1 ? 1 : cover[x];
+            int run = 1;
+            while (x + run < TIMELINE_LANE_PX &&
+                   fabsf((cover[x + run] > 1 ? 1 : cover[x + run]) - c) < 0.05f)
+                run++;
+            if (c > 0.01f)
+                fprintf(out,
+                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                        "fill=\"#8a94a0\" fill-opacity=\"%.2f\"/>",
+                        PLOT_LEFT + x * PLOT_WIDTH / TIMELINE_LANE_PX, y,
+                        run * PLOT_WIDTH / TIMELINE_LANE_PX, lane_h - 3, c);
+            x += run;
+        }
+        putc('\n', out);
+    }
+    int drawn = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) { /* the longest, named (hover) */
+        int64_t thread = sqlite3_column_int64(st, 0);
+        int lane = -1;
+        for (int i = 0; i < nlanes; i++)
+            if (lanes[i]->thread_id == thread)
+                lane = i;
+        int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
+        double x0 = x_of(page->ctx, s), x1 = x_of(page->ctx, e);
+        if (lane < 0 || x1 - x0 < 0.3) /* under a third of a pixel: the coverage shows it */
+            continue;
+        const char *label = (const char *)sqlite3_column_text(st, 4);
+        char color[8];
+        html_nvtx_color(sqlite3_column_type(st, 3) != SQLITE_NULL, sqlite3_column_int64(st, 3),
+                        label, color);
+        fprintf(out,
+                "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+                "<title>",
+                x0, top + lane * lane_h, x1 - x0, lane_h - 3, color);
+        html_text(out, label);
+        fputs(" (", out);
+        html_ns(out, (double)(e - s));
+        fputs(")</title></rect>\n", out);
+        drawn++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(names);
+    time_axis(out, page->ctx, top + nlanes * lane_h + 2);
+    fprintf(out,
+            "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most (named "
+            "thread \u00b7 process): grey where they cover the time (darker: denser), in color "
+            "the %d longest, in the colors the program gave them (hover for names).</figcaption>"
+            "</figure>\n",
+            nlanes, nlanes == 1 ? "" : "s", drawn);
+    return 0;
+}
+
+static int gpu_plot(struct html_page *page, const struct timeline_gpu *g, sqlite3_stmt *power)
+{
+    FILE *out = page->out;
+    const struct analyze_timeline *t = page->timeline;
+    const int h = 90, top = 6, height = top + h + 20;
+    fprintf(out,
+            "<h3>GPU %lld</h3><figure><svg class=\"gpu-timeline\" viewBox=\"0 0 %d %d\" "
+            "width=\"%d\" height=\"%d\" role=\"img\">\n",
+            (long long)g->label, PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10,
+            height);
+    fprintf(out, "<text x=\"2\" y=\"%d\">100 %%</text><text x=\"2\" y=\"%d\">0</text>\n", top + 10,
+            top + h);
+    /* busy share of each bin, as an area */
+    fprintf(out, "<path fill=\"#7fb3e6\" stroke=\"#2f6db5\" stroke-width=\"0.6\" d=\"M%d %d",
+            PLOT_LEFT, top + h);
+    double bin_w = (double)PLOT_WIDTH / TIMELINE_BINS;
+    for (int b = 0; b < TIMELINE_BINS; b++) {
+        double util = g->bins[b] / (double)t->bin_ns;
+        util = util > 1 ? 1 : util;
+        double y = top + h - util * h;
+        fprintf(out, " L%.1f %.1f L%.1f %.1f", PLOT_LEFT + b * bin_w, y,
+                PLOT_LEFT + (b + 1) * bin_w, y);
+    }
+    fprintf(out, " L%d %d Z\"><title>GPU busy (share of each bin)</title></path>\n",
+            PLOT_LEFT + PLOT_WIDTH, top + h);
+    /* power, averaged per bin, scaled to the highest of the run */
+    sqlite3_reset(power);
+    sqlite3_bind_int64(power, 1, g->gpu_id);
+    sqlite3_bind_int64(power, 2, page->ctx->start_ns);
+    sqlite3_bind_int64(power, 3, t->bin_ns);
+    double max_w = 0;
+    int n = 0;
+    static double watts[TIMELINE_BINS];
+    static int bins[TIMELINE_BINS];
+    while (sqlite3_step(power) == SQLITE_ROW && n < TIMELINE_BINS) {
+        int64_t b = sqlite3_column_int64(power, 0);
+        if (b < 0 || b >= TIMELINE_BINS)
+            continue;
+        bins[n] = (int)b;
+        watts[n] = sqlite3_column_double(power, 1) / 1000.0;
+        if (watts[n] > max_w)
+            max_w = watts[n];
+        n++;
+    }
+    if (n > 0 && max_w > 0) {
+        fputs("<polyline fill=\"none\" stroke=\"#d0471f\" stroke-width=\"1.4\" points=\"", out);
+        for (int i = 0; i < n; i++)
+            fprintf(out, "%.1f,%.1f ", PLOT_LEFT + (bins[i] + 0.5) * bin_w,
+                    top + h - watts[i] / max_w * h);
+        fprintf(out,
+                "\"><title>GPU power, W (max %.0f W)</title></polyline>\n"
+                "<text x=\"%d\" y=\"%d\" fill=\"#d0471f\">%.0f W</text>\n",
+                max_w, PLOT_LEFT + PLOT_WIDTH - 40, top + 10, max_w);
+    }
+    time_axis(out, page->ctx, top + h + 2);
+    fprintf(out,
+            "</svg><figcaption class=\"legend\"><span><i class=\"sw\" "
+            "style=\"background:#7fb3e6\"></i>GPU busy (kernels, copies, memsets; %.1f %% "
+            "of the run)</span>%s</figcaption></figure>\n",
+            100.0 * (double)g->busy_ns / (double)page->ctx->duration_ns,
+            n ? "<span><i class=\"sw\" style=\"background:#d0471f\"></i>power (NVML)</span>"
+              : "<span class=\"note\">no power samples</span>");
+    return 0;
+}
+
+int html_section_timeline(struct html_page *page)
+{
+    FILE *out = page->out;
+    fputs("<section id=\"timeline\"><h2>Timeline</h2>\n", out);
+    if (range_lanes(page) < 0)
+        return -1;
+    sqlite3_stmt *power = html_prepare(
+        page,
+        "SELECT (ts_ns - ?2) / ?3 AS b, avg(COALESCE(power_mw, power_avg_mw)) FROM gpu_samples"
+        " WHERE gpu_id = ?1 AND COALESCE(power_mw, power_avg_mw) IS NOT NULL"
+        " GROUP BY b ORDER BY b");
+    if (!power)
+        return -1;
+    int shown = 0;
+    for (int i = 0; i < page->timeline->gpu_count; i++) {
+        const struct timeline_gpu *g = &page->timeline->gpus[i];
+        if (g->first_start < 0 && !timeline_energy_track(page->timeline, g->gpu_id))
+            continue;
+        gpu_plot(page, g, power);
+        shown++;
+    }
+    sqlite3_finalize(power);
+    if (!shown)
+        fputs(
+            "<p class=\"note\">No GPU activity in this database (profile with -t cuda,nvml).</p>\n",
+            out);
+    fputs("</section>\n", out);
+    return 0;
+}
