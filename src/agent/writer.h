@@ -31,11 +31,6 @@ uint64_t writer_intern(const char *s,
  * count in TRACE_PROCESS_END's total too. */
 void writer_put_dropped(uint64_t thread_idx, uint64_t count);
 
-/* Writes the names waiting in names.c now, durably (any thread, lock not held): a fork child
- * that ends by _exit, as multiprocessing's do, has no other drain, and the salvage of its
- * buffer file brings back only its threads' events. Nothing while the agent is inert. */
-void writer_put_names(void);
-
 /* The chunk being built, for a record appended while the lock is held (a drain hook). */
 struct trace_chunk_builder *writer_chunk_locked(void);
 /* The writer thread's OS tid (0 before it runs): samplers leave it out. */
