@@ -1,7 +1,8 @@
 /* The writer: one background thread that copies every thread's event stream into this
  * process's trace file as it is (with the calibration that turns its ticks into ns), and
  * writes chunks; plus the locked interface through which other sources (CUPTI's buffer
- * callback) append records directly. */
+ * callback) append records directly. Made of writer.c (the thread) over writer_file.c (the
+ * file) and writer_strings.c (the string table), which share writer_file.h. */
 #ifndef LANTERN_AGENT_WRITER_H
 #define LANTERN_AGENT_WRITER_H
 
