@@ -6,7 +6,6 @@
  * process's own Python name, for a multiprocessing child (lantern_processes.py). */
 #include "agent/names.h"
 #include "agent/ring.h"
-#include "agent/writer.h"
 #include "trace/records.h"
 
 #include <fcntl.h>
@@ -30,6 +29,8 @@ static struct {
     char name[NAMES_TID_SLOTS][RING_THREAD_NAME_BYTES];
     unsigned used;
 } names_tids; /* writer lock held */
+
+static void (*_Atomic names_flush)(void); /* names_set_flush */
 
 enum { PY_FREE = 0, PY_WRITING, PY_READY };
 static struct {
@@ -188,6 +189,13 @@ lantern_agent_python_process_name(const char *main, size_t main_len, const char 
     memcpy(names_process.name, name, len);
     names_process.name_len = (uint16_t)len;
     __atomic_store_n(&names_process.state, PY_READY, __ATOMIC_RELEASE);
-    writer_put_names();
+    void (*flush)(void) = __atomic_load_n(&names_flush, __ATOMIC_ACQUIRE);
+    if (flush)
+        flush();
     return 0;
+}
+
+void names_set_flush(void (*flush)(void))
+{
+    __atomic_store_n(&names_flush, flush, __ATOMIC_RELEASE);
 }

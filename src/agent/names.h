@@ -31,6 +31,10 @@ void names_put_process_locked(const struct names_out *out);
 /* Writes waiting Python names; with final set, re-reads the OS names of the noted tids. */
 void names_drain_locked(const struct names_out *out, int final);
 void names_fork_child(void);
+/* How the process's Python name is written at once, durably (a fork child that ends by _exit
+ * has no other drain): the writer hands its writer_put_names when it starts, so that this file
+ * knows nothing of the writer. Before that, nothing is written at once. */
+void names_set_flush(void (*flush)(void));
 
 /* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0, or -1
  * when the name could not be queued. */

@@ -2,8 +2,9 @@
  * function tables with the callbacks below. Each callback stamps the time, keeps the
  * thread's range depth, and encodes one event of the thread event stream (a few bytes: its
  * message is a string id from the thread's cache) into the thread's buffer, followed by a
- * copy of its extended payloads when it has some; domains, categories and registered
- * strings live in a small registry (payload schemas: nvtx_payload.c). */
+ * copy of its extended payloads when it has some. Domains, categories, registered strings
+ * and payload schemas live in the registry (nvtx_registry.c), which the callbacks that
+ * register things call; the payload extension's entry point is nvtx_payload.c's. */
 #include "agent/nvtx.h"
 
 #include <nvtx3/nvToolsExtCuda.h>
@@ -16,195 +17,10 @@
 #include "agent/writer.h"
 #include "trace/records.h"
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
-
-/* ---- the registry: domains (struct nvtx_domain: nvtx.h), categories (not on the hot path;
- * re-emitted in a fork child) ---- */
-
-struct nvtx_category {
-    uint32_t domain, category;
-    int emitted;
-    char *name;
-    struct nvtx_category *next;
-};
-
-static pthread_mutex_t nvtx_registry_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct nvtx_domain *nvtx_domains;
-static uint32_t nvtx_domain_count; /* ids 1..; 0 is the default domain */
-static int nvtx_domains_warned;
-/* nvtxDomainRegisterString: at most this many strings, or bytes, are kept (a program that
- * registers a new string every step); later ones get a NULL handle (their events have no
- * name) and are counted (TRACE_TABLE_CUT). Categories likewise. */
-#define NVTX_REGISTERED_STRINGS_MAX (1u << 20)
-#define NVTX_REGISTERED_BYTES_MAX (64u << 20)
-#define NVTX_CATEGORIES_MAX (1u << 16)
-static size_t nvtx_string_count, nvtx_string_bytes, nvtx_category_count;
-static struct nvtx_category *nvtx_categories;
-
-/* Registered strings stay reachable from here: their handles are valid until exit. A use
- * costs what a literal costs: the thread's string cache knows it after the first. */
-struct nvtx_string {
-    char *bytes; /* UTF-8, owned, never freed */
-    size_t len;
-    struct nvtx_string *next;
-};
-static struct nvtx_string *nvtx_strings;
-static _Atomic uint64_t nvtx_next_resource = 1;
-
-/* A heap UTF-8 copy of an ASCII (UTF-8) or wide string; NULL if out of memory. */
-static char *nvtx_utf8_dup(const char *ascii, const wchar_t *wide, size_t *len_out)
-{
-    size_t len;
-    char *copy;
-    if (ascii) {
-        len = strlen(ascii);
-        copy = malloc(len + 1);
-        if (copy)
-            memcpy(copy, ascii, len + 1);
-    } else {
-        size_t units = wide ? wcslen(wide) : 0;
-        copy = malloc(units * 4 + 1);
-        len = copy ? writer_wide_to_utf8(wide, units, copy) : 0;
-        if (copy)
-            copy[len] = '\0';
-    }
-    if (len_out)
-        *len_out = len;
-    return copy;
-}
-
-void nvtx_registry_lock(void)
-{
-    pthread_mutex_lock(&nvtx_registry_mutex);
-}
-
-void nvtx_registry_unlock(void)
-{
-    pthread_mutex_unlock(&nvtx_registry_mutex);
-}
-
-/* Writes the registry's unwritten entries to the file (registry lock held): domains first,
- * since categories and payload schemas name them. */
-void nvtx_emit_registry_locked(void)
-{
-    struct trace_chunk_builder *b = writer_lock();
-    if (!b)
-        return;
-    for (struct nvtx_domain *d = nvtx_domains; d; d = d->next) {
-        if (d->emitted)
-            continue;
-        struct trace_domain r = {.domain = d->id, .name = writer_intern(d->name, strlen(d->name))};
-        writer_reserve_locked(32);
-        trace_put_domain(b, &r);
-        d->emitted = 1;
-    }
-    for (struct nvtx_category *c = nvtx_categories; c; c = c->next) {
-        if (c->emitted)
-            continue;
-        struct trace_category r = {.domain = c->domain,
-                                   .category = c->category,
-                                   .name = writer_intern(c->name, strlen(c->name))};
-        writer_reserve_locked(40);
-        trace_put_category(b, &r);
-        c->emitted = 1;
-    }
-    nvtx_payload_emit_locked(b);
-    writer_unlock_durable();
-}
-
-static nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *wide)
-{
-    size_t len;
-    char *name = nvtx_utf8_dup(ascii, wide, &len);
-    if (!name)
-        return NULL;
-    nvtx_registry_lock();
-    struct nvtx_domain *d;
-    for (d = nvtx_domains; d; d = d->next)
-        if (strcmp(d->name, name) == 0)
-            goto out;
-    if (nvtx_domain_count + 1 >= AGENT_MAX_DOMAINS) {
-        agent_table_cut(TRACE_TABLE_DOMAINS);
-        if (!nvtx_domains_warned++)
-            agent_warn("more than %u NVTX domains; the rest are recorded in the default domain",
-                       AGENT_MAX_DOMAINS - 1);
-        goto out;
-    }
-    d = calloc(1, sizeof(*d));
-    if (!d)
-        goto out;
-    d->id = ++nvtx_domain_count;
-    d->name = name;
-    name = NULL;
-    d->next = nvtx_domains;
-    nvtx_domains = d;
-    nvtx_emit_registry_locked();
-out:
-    nvtx_registry_unlock();
-    free(name);
-    return (nvtxDomainHandle_t)d;
-}
-
-/* Naming a category again renames it (one entry per domain and category). */
-static void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, const char *ascii,
-                               const wchar_t *wide)
-{
-    char *name = nvtx_utf8_dup(ascii, wide, NULL);
-    if (!name)
-        return;
-    uint32_t domain_id = nvtx_domain_id(domain);
-    nvtx_registry_lock();
-    struct nvtx_category *c;
-    for (c = nvtx_categories; c; c = c->next)
-        if (c->domain == domain_id && c->category == category)
-            break;
-    if (!c && nvtx_category_count >= NVTX_CATEGORIES_MAX)
-        agent_table_cut(TRACE_TABLE_CATEGORIES);
-    else if (!c && (c = calloc(1, sizeof(*c)))) {
-        nvtx_category_count++;
-        c->domain = domain_id;
-        c->category = category;
-        c->next = nvtx_categories;
-        nvtx_categories = c;
-    }
-    if (c) {
-        free(c->name);
-        c->name = name;
-        c->emitted = 0;
-        name = NULL;
-        nvtx_emit_registry_locked();
-    }
-    nvtx_registry_unlock();
-    free(name);
-}
-
-static nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t *wide)
-{
-    if (__atomic_load_n(&nvtx_string_count, __ATOMIC_RELAXED) >= NVTX_REGISTERED_STRINGS_MAX ||
-        __atomic_load_n(&nvtx_string_bytes, __ATOMIC_RELAXED) >= NVTX_REGISTERED_BYTES_MAX) {
-        agent_table_cut(TRACE_TABLE_REGISTERED_STRINGS);
-        return NULL;
-    }
-    struct nvtx_string *r = calloc(1, sizeof(*r));
-    if (!r)
-        return NULL;
-    r->bytes = nvtx_utf8_dup(ascii, wide, &r->len);
-    if (!r->bytes) {
-        free(r);
-        return NULL;
-    }
-    nvtx_registry_lock();
-    r->next = nvtx_strings;
-    nvtx_strings = r;
-    __atomic_store_n(&nvtx_string_count, nvtx_string_count + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&nvtx_string_bytes, nvtx_string_bytes + r->len + sizeof *r, __ATOMIC_RELAXED);
-    nvtx_registry_unlock();
-    return (nvtxStringHandle_t)r;
-}
 
 /* ---- the hot path ---- */
 
@@ -733,6 +549,8 @@ void nvtx_mark_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t *data,
 
 /* Generic resources are recorded as names of their identifier; the handle only needs to be
  * unique and non-NULL, so it is a counter, and destroying it records nothing. */
+static _Atomic uint64_t nvtx_next_resource = 1;
+
 static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domain,
                                                         nvtxResourceAttributes_t *attribs)
 {
@@ -924,43 +742,3 @@ InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
         version->SetInjectionNvtxVersion(NVTX_VERSION);
     return 1;
 }
-
-/* ---- the source hooks: the registry reaches every file, and survives fork ---- */
-
-static int nvtx_source_init(void)
-{
-    nvtx_registry_lock();
-    nvtx_emit_registry_locked();
-    nvtx_registry_unlock();
-    return 0;
-}
-
-static void nvtx_fork_prepare(void)
-{
-    nvtx_registry_lock();
-}
-static void nvtx_fork_parent(void)
-{
-    nvtx_registry_unlock();
-}
-
-static void nvtx_fork_child(void)
-{
-    pthread_mutex_init(&nvtx_registry_mutex, NULL);
-    for (struct nvtx_domain *d = nvtx_domains; d; d = d->next)
-        d->emitted = 0;
-    for (struct nvtx_category *c = nvtx_categories; c; c = c->next)
-        c->emitted = 0;
-    nvtx_payload_fork_child();
-    nvtx_emit_registry_locked();
-}
-
-AGENT_SOURCE(nvtx_source) = {
-    .name = "nvtx",
-    .trace_flag = TRACE_FLAG_NVTX,
-    .always_on = 1,
-    .init = nvtx_source_init,
-    .at_fork_prepare = nvtx_fork_prepare,
-    .at_fork_parent = nvtx_fork_parent,
-    .at_fork_child = nvtx_fork_child,
-};

@@ -1,124 +1,17 @@
 /* NVTX's payload extension (nvToolsExtPayload.h): NVTX calls InitializeInjectionNvtxExtension
  * once per library that uses the extension, and we fill its function slots. Schemas and
- * enumerations (registered rarely: NCCL registers each once) are copied here under the
- * registry lock and written as TRACE_PAYLOAD_SCHEMA/ENTRY/ENUM/ENUM_VALUE records once per
- * file, so that the importer can decode the payload bytes the events carry (nvtx.c copies
- * them on the hot path, never looking inside). */
+ * enumerations (registered rarely: NCCL registers each once) are copied into the registry
+ * (nvtx_registry.c), which writes them as TRACE_PAYLOAD_SCHEMA/ENTRY/ENUM/ENUM_VALUE records
+ * once per file, so that the importer can decode the payload bytes the events carry (nvtx.c's
+ * event functions copy them on the hot path, never looking inside). */
 #include "agent/nvtx.h"
 
 #include "agent/agent.h"
 #include "agent/clock.h"
-#include "agent/writer.h"
-#include "trace/records.h"
+#include "trace/format.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-/* A process registers a handful of schemas (NCCL: 15); past this many something registers
- * in a loop, and the registry would grow without bound. */
-#define NVTX_SCHEMAS_MAX 4096u
-
-/* A schema's entry, or an enumeration's value (is_enum: type = value, flags = is_flag). */
-struct nvtx_payload_item {
-    char *name, *description;
-    uint64_t flags, type, array_length, offset;
-};
-
-struct nvtx_schema {
-    int is_enum;
-    int emitted; /* its records are in the current file */
-    uint32_t domain;
-    uint64_t id, schema_type, flags, static_size, pack_align;
-    uint64_t count; /* entries (values) registered; at most TRACE_PAYLOAD_ENTRIES_MAX kept */
-    char *name;
-    struct nvtx_payload_item *items;
-    struct nvtx_schema *next;
-};
-
-/* Guarded by the registry lock (nvtx.h). */
-static struct nvtx_schema *nvtx_schemas, **nvtx_schemas_tail = &nvtx_schemas;
-static unsigned nvtx_schema_count;
-static uint64_t nvtx_next_dynamic_id = NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START;
-
-static char *nvtx_strdup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-/* The entries (values) of s that are kept: at most TRACE_PAYLOAD_ENTRIES_MAX. */
-static size_t nvtx_schema_kept(const struct nvtx_schema *s)
-{
-    return s->count < TRACE_PAYLOAD_ENTRIES_MAX ? (size_t)s->count : TRACE_PAYLOAD_ENTRIES_MAX;
-}
-
-/* A registration of count entries (values) in domain, its kept items zeroed for the caller to
- * fill; NULL when out of memory. Without memory for the items it is recorded without its
- * entries (count 0): its payloads stay raw bytes. */
-static struct nvtx_schema *nvtx_schema_new(nvtxDomainHandle_t domain, int is_enum, const char *name,
-                                           uint64_t count)
-{
-    struct nvtx_schema *s = calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
-    s->is_enum = is_enum;
-    s->domain = nvtx_domain_id(domain);
-    s->name = nvtx_strdup_or_null(name);
-    s->count = count;
-    if (count && !(s->items = calloc(nvtx_schema_kept(s), sizeof(*s->items))))
-        s->count = 0;
-    return s;
-}
-
-static void nvtx_schema_free(struct nvtx_schema *s)
-{
-    for (size_t i = 0; i < nvtx_schema_kept(s); i++) {
-        free(s->items[i].name);
-        free(s->items[i].description);
-    }
-    free(s->items);
-    free(s->name);
-    free(s);
-}
-
-/* The id a registration gets: its own static id when it gave a valid one, else a new one
- * from the dynamic range, as the extension's header asks of a tool. */
-static uint64_t nvtx_schema_id(int given, uint64_t id)
-{
-    if (given && id >= NVTX_PAYLOAD_SCHEMA_ID_STATIC_START &&
-        id < NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START)
-        return id;
-    return nvtx_next_dynamic_id++;
-}
-
-/* Appends s (from nvtx_schema_new) and writes it to the file; returns its id. A static id
- * registered again in its domain (NCCL registers its enumeration per communicator) keeps its
- * first registration. */
-static uint64_t nvtx_schema_add(struct nvtx_schema *s, int id_given, uint64_t id)
-{
-    static int warned;
-    nvtx_registry_lock();
-    s->id = nvtx_schema_id(id_given, id);
-    uint64_t result = s->id;
-    struct nvtx_schema *known = nvtx_schemas;
-    while (known && !(known->domain == s->domain && known->id == s->id))
-        known = known->next;
-    if (known || nvtx_schema_count >= NVTX_SCHEMAS_MAX) {
-        if (!known)
-            agent_table_cut(TRACE_TABLE_PAYLOAD_SCHEMAS);
-        if (!known && !warned++)
-            agent_warn("more than %u NVTX payload schemas; the payloads of later ones are kept "
-                       "undecoded",
-                       NVTX_SCHEMAS_MAX);
-        nvtx_schema_free(s);
-    } else {
-        nvtx_schema_count++;
-        *nvtx_schemas_tail = s;
-        nvtx_schemas_tail = &s->next;
-        nvtx_emit_registry_locked();
-    }
-    nvtx_registry_unlock();
-    return result;
-}
+#include <stddef.h>
+#include <stdint.h>
 
 static uint64_t nvtx_payload_schema_register(nvtxDomainHandle_t domain,
                                              const nvtxPayloadSchemaAttr_t *attr)
@@ -175,77 +68,6 @@ static uint64_t nvtx_payload_enum_register(nvtxDomainHandle_t domain,
         };
     return nvtx_schema_add(s, (mask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID) != 0,
                            attr->schemaId);
-}
-
-static uint64_t nvtx_intern(const char *s)
-{
-    return s ? writer_intern(s, strlen(s)) : 0;
-}
-
-/* One schema's records: the schema, then its entries (or the enumeration, then its values). */
-static void nvtx_schema_emit(struct trace_chunk_builder *b, const struct nvtx_schema *s)
-{
-    size_t kept = nvtx_schema_kept(s);
-    if (s->is_enum) {
-        struct trace_payload_enum r = {.domain = s->domain,
-                                       .schema_id = s->id,
-                                       .name = nvtx_intern(s->name),
-                                       .size = s->static_size,
-                                       .entry_count = s->count};
-        writer_reserve_locked(64);
-        trace_put_payload_enum(b, &r);
-        for (size_t i = 0; i < kept; i++) {
-            struct trace_payload_enum_value v = {.domain = s->domain,
-                                                 .schema_id = s->id,
-                                                 .index = i,
-                                                 .name = nvtx_intern(s->items[i].name),
-                                                 .value = s->items[i].type,
-                                                 .is_flag = s->items[i].flags};
-            writer_reserve_locked(72);
-            trace_put_payload_enum_value(b, &v);
-        }
-        return;
-    }
-    struct trace_payload_schema r = {.domain = s->domain,
-                                     .schema_id = s->id,
-                                     .name = nvtx_intern(s->name),
-                                     .schema_type = s->schema_type,
-                                     .flags = s->flags,
-                                     .static_size = s->static_size,
-                                     .pack_align = s->pack_align,
-                                     .entry_count = s->count};
-    writer_reserve_locked(96);
-    trace_put_payload_schema(b, &r);
-    for (size_t i = 0; i < kept; i++) {
-        const struct nvtx_payload_item *e = &s->items[i];
-        struct trace_payload_entry v = {.domain = s->domain,
-                                        .schema_id = s->id,
-                                        .index = i,
-                                        .name = nvtx_intern(e->name),
-                                        .type = e->type,
-                                        .flags = e->flags,
-                                        .array_length = e->array_length,
-                                        .offset = e->offset,
-                                        .description = nvtx_intern(e->description)};
-        writer_reserve_locked(104);
-        trace_put_payload_entry(b, &v);
-    }
-}
-
-void nvtx_payload_emit_locked(struct trace_chunk_builder *b)
-{
-    for (struct nvtx_schema *s = nvtx_schemas; s; s = s->next) {
-        if (s->emitted)
-            continue;
-        nvtx_schema_emit(b, s);
-        s->emitted = 1;
-    }
-}
-
-void nvtx_payload_fork_child(void)
-{
-    for (struct nvtx_schema *s = nvtx_schemas; s; s = s->next)
-        s->emitted = 0;
 }
 
 /* ---- the entry point ---- */

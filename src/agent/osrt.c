@@ -163,9 +163,14 @@ static inline void *osrt_next(unsigned sym)
 }
 
 /* Every symbol at load, so that a program's first calls do not run dlsym (which may itself
- * call functions defined here). */
+ * call functions defined here); only where -t osrt preloaded the agent. Loaded by NVTX or
+ * CUDA alone, the agent is no preload, its definitions stand behind libc's and no wrapper
+ * runs: the 50-odd lookups would be wasted (a wrapper that does run resolves its own). */
 __attribute__((constructor(101))) static void osrt_resolve_all(void)
 {
+    const char *trace = getenv("LANTERN_TRACE");
+    if (!trace || !trace_list_has(trace, "osrt"))
+        return;
     for (unsigned sym = 0; sym < OSRT_SYMBOL_COUNT; sym++)
         osrt_next(sym);
 }

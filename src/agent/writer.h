@@ -1,7 +1,8 @@
 /* The writer: one background thread that copies every thread's event stream into this
  * process's trace file as it is (with the calibration that turns its ticks into ns), and
  * writes chunks; plus the locked interface through which other sources (CUPTI's buffer
- * callback) append records directly. */
+ * callback) append records directly. Made of writer.c (the thread) over writer_file.c (the
+ * file) and writer_strings.c (the string table), which share writer_file.h. */
 #ifndef LANTERN_AGENT_WRITER_H
 #define LANTERN_AGENT_WRITER_H
 
@@ -30,11 +31,6 @@ uint64_t writer_intern(const char *s,
 /* TRACE_DROPPED: count records of thread_idx (0: not one thread's) lost (lock held); they
  * count in TRACE_PROCESS_END's total too. */
 void writer_put_dropped(uint64_t thread_idx, uint64_t count);
-
-/* Writes the names waiting in names.c now, durably (any thread, lock not held): a fork child
- * that ends by _exit, as multiprocessing's do, has no other drain, and the salvage of its
- * buffer file brings back only its threads' events. Nothing while the agent is inert. */
-void writer_put_names(void);
 
 /* The chunk being built, for a record appended while the lock is held (a drain hook). */
 struct trace_chunk_builder *writer_chunk_locked(void);

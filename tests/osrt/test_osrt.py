@@ -237,3 +237,30 @@ def test_the_threshold_needs_osrt_and_digits(tmp_path):
                                    WORKLOAD, "child", expect_status=2).stderr
     assert "needs nanoseconds" in run(tmp_path, "profile", "-t", "osrt", "--osrt-threshold",
                                       "1e3", WORKLOAD, "child", expect_status=2).stderr
+
+
+def agent_lookups(trace):
+    """The libc functions the agent looked up (dlsym) while loaded into a program that calls
+    none of them, with LANTERN_TRACE=trace (None: unset) and no session (the agent stays
+    inert), as the dynamic linker reports its bindings (LD_DEBUG)."""
+    agent = os.path.realpath(os.path.join(BUILD, "lib", "liblantern-agent.so"))
+    env = {k: v for k, v in os.environ.items() if k not in ("LANTERN_TRACE",
+                                                             "LANTERN_SESSION_DIR")}
+    mine = os.environ.get("LD_PRELOAD", "")  # the sanitizer runtimes in the ASan build
+    env.update(LD_PRELOAD=(mine + ":" if mine else "") + agent, LD_DEBUG="bindings")
+    if trace is not None:
+        env["LANTERN_TRACE"] = trace
+    done = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    # functions only the wrappers name (the agent's own code calls none of them)
+    wrapped_only = ("epoll_pwait", "__recvfrom_chk", "sem_timedwait", "execvpe")
+    return {name for name in wrapped_only for l in done.stderr.splitlines()
+            if "binding file " + agent in l and "symbol `%s'" % name in l}
+
+
+def test_the_wrapped_functions_are_looked_up_at_load_only_for_osrt():
+    assert agent_lookups("osrt") == {"epoll_pwait", "__recvfrom_chk", "sem_timedwait",
+                                     "execvpe"}
+    assert agent_lookups("nvtx,cuda,osrt") == agent_lookups("osrt")
+    assert agent_lookups(None) == set()
+    assert agent_lookups("nvtx,cuda") == set()
