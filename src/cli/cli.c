@@ -1,6 +1,7 @@
 /* Helpers the subcommands share: one-line errors, opening a report database with a clear
  * reason when it is not one, and running the importer with warnings and progress on stderr. */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "db/import.h"
 #include "db/upgrade.h"
 #include "output/fit.h"
@@ -9,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -308,48 +308,24 @@ int cli_output_close(struct cli_output *o, int ok)
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
-int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
+int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
                              const char **output, int *force, int *first)
 {
-    static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    *output = NULL;
-    *force = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            *output = optarg;
-            break;
-        case 'f':
-            *force = 1;
-            break;
-        case 'h':
-            output_print_wrapped(help, stdout);
-            return -1;
-        case ':':
-            return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    *first = optind;
-    return CLI_EXIT_OK;
+    struct cli_output_args args = {0};
+    int rc = cli_options_parse(c, argc, argv, &args, first);
+    *output = args.output;
+    *force = args.force;
+    return rc;
 }
 
-int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
+int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
                              char **argv, const char **output, int *force, const char **arg)
 {
-    int first = 0, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
+    int first = 0, rc = cli_parse_output_options(c, argc, argv, output, force, &first);
     if (rc != CLI_EXIT_OK)
         return rc;
     if (first != argc - 1)
-        return cli_usage_error(name, "expected %s", what);
+        return cli_usage_error(c->name, "expected %s", what);
     *arg = argv[first];
     return CLI_EXIT_OK;
 }
