@@ -77,6 +77,17 @@ int cli_set_real(const char *cmd, const struct cli_option *row, void *options, c
     return 0;
 }
 
+int cli_set_unsigned(const char *cmd, const struct cli_option *row, void *options,
+                     const char *value)
+{
+    char *end;
+    unsigned long v = strtoul(value, &end, 10);
+    if (end == value || *end || v < row->min || v > row->max)
+        return cli_usage_error(cmd, "%s", row->error);
+    *(unsigned *)field_of(options, row) = (unsigned)v;
+    return 0;
+}
+
 int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
                   const char *value)
 {

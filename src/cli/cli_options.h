@@ -74,6 +74,9 @@ int cli_set_choice(const char *cmd, const struct cli_option *row, void *options,
                    const char *value);
 /* A double field: a whole number text (strtod) in [row->min, row->max]. */
 int cli_set_real(const char *cmd, const struct cli_option *row, void *options, const char *value);
+/* An unsigned field: a decimal number (strtoul) in [row->min, row->max]. */
+int cli_set_unsigned(const char *cmd, const struct cli_option *row, void *options,
+                     const char *value);
 /* An int field: -w/--width's N >= 0 (cli_parse_width). */
 int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
                   const char *value);
