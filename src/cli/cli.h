@@ -31,7 +31,19 @@ int cmd_merge(int argc, char **argv);
 int cmd_upgrade(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
-/* Each subcommand's option rows (cli_options.h), beside its cmd_<name>(). */
+/* The subcommands (commands.c): name, entry point, option rows (cli_options.h, beside its
+ * cmd_<name>()) and the line of the top-level help; ended by a row of NULLs. */
+struct cli_subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const struct cli_command *options;
+    const char *help;
+};
+extern const struct cli_subcommand cli_subcommands[];
+/* lantern --help: the subcommands and the top-level options. */
+void cli_print_usage(FILE *out);
+
+/* Each subcommand's option rows, beside its cmd_<name>(). */
 struct cli_command;
 extern const struct cli_command cli_profile_command, cli_start_command, cli_stop_command,
     cli_dump_command, cli_stats_command, cli_export_command, cli_import_command,
