@@ -1,7 +1,6 @@
 /* Helpers the subcommands share: one-line errors, opening a report database with a clear
  * reason when it is not one, and running the importer with warnings and progress on stderr. */
 #include "cli/cli.h"
-#include "cli/cli_options.h"
 #include "db/import.h"
 #include "db/upgrade.h"
 #include "output/fit.h"
@@ -306,38 +305,6 @@ int cli_output_close(struct cli_output *o, int ok)
         return cli_error("cannot write '%s': %s", name,
                          err == EEXIST ? "it exists (use --force to replace it)" : strerror(err));
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
-}
-
-int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
-                             const char **output, int *force, int *first)
-{
-    struct cli_output_args args = {0};
-    int rc = cli_options_parse(c, argc, argv, &args, first);
-    *output = args.output;
-    *force = args.force;
-    return rc;
-}
-
-int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
-                             char **argv, const char **output, int *force, const char **arg)
-{
-    int first = 0, rc = cli_parse_output_options(c, argc, argv, output, force, &first);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (first != argc - 1)
-        return cli_usage_error(c->name, "expected %s", what);
-    *arg = argv[first];
-    return CLI_EXIT_OK;
-}
-
-int cli_parse_width(const char *name, const char *value, int *width)
-{
-    char *end;
-    long n = strtol(value, &end, 10);
-    if (*end || end == value || n < 0 || n > 100000)
-        return cli_usage_error(name, "width must be a number >= 0, not '%s'", value);
-    *width = (int)n;
-    return CLI_EXIT_OK;
 }
 
 FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width)

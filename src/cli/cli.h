@@ -66,23 +66,6 @@ int cli_schema_version(const char *path, int *version);
  * RENAME_NOREPLACE: link and unlink). 0, or -1 with errno. */
 int cli_rename_output(const char *from, const char *to, int replace);
 
-/* Parses the options -o OUT, -f|--force and -h (the rows CLI_OUTPUT_ROWS, cli_options.h) of a
- * subcommand taking files after them (`merge`): sets *output (NULL when not given), *force and
- * *first (the index in argv of the first file). Returns CLI_EXIT_OK, -1 after printing help
- * (exit 0), or a usage error's code. */
-int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
-                             const char **output, int *force, int *first);
-
-/* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
- * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
- * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
- * ARG in the error ("one SESSION_DIR"). */
-int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
-                             char **argv, const char **output, int *force, const char **arg);
-
-/* Parses -w/--width's value N (>= 0) into *width. CLI_EXIT_OK or a usage error's code. */
-int cli_parse_width(const char *name, const char *value, int *width);
-
 /* Text for the terminal (output/fit.h): between cli_fit_begin and cli_fit_end what is written to
  * the stream begin returns is held, then written to out with its long lines wrapped to width
  * (tables were fitted as they were written). With width 0 it is out itself, nothing held. */

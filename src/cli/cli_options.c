@@ -91,7 +91,12 @@ int cli_set_unsigned(const char *cmd, const struct cli_option *row, void *option
 int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
                   const char *value)
 {
-    return cli_parse_width(cmd, value, field_of(options, row)) == CLI_EXIT_OK ? 0 : CLI_EXIT_USAGE;
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || end == value || n < 0 || n > 100000)
+        return cli_usage_error(cmd, "width must be a number >= 0, not '%s'", value);
+    *(int *)field_of(options, row) = (int)n;
+    return 0;
 }
 
 int cli_set_help(const char *cmd, const struct cli_option *row, void *options, const char *value)
@@ -213,4 +218,28 @@ void cli_options_print_help(const struct cli_command *c)
 {
     help_shown = c;
     output_print_wrapped(print_shown_help, stdout);
+}
+
+/* ---- the rows the subcommands share ------------------------------------------------------ */
+
+int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
+                             const char **output, int *force, int *first)
+{
+    struct cli_output_args args = {0};
+    int rc = cli_options_parse(c, argc, argv, &args, first);
+    *output = args.output;
+    *force = args.force;
+    return rc;
+}
+
+int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
+                             char **argv, const char **output, int *force, const char **arg)
+{
+    int first = 0, rc = cli_parse_output_options(c, argc, argv, output, force, &first);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (first != argc - 1)
+        return cli_usage_error(c->name, "expected %s", what);
+    *arg = argv[first];
+    return CLI_EXIT_OK;
 }

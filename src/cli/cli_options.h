@@ -77,7 +77,7 @@ int cli_set_real(const char *cmd, const struct cli_option *row, void *options, c
 /* An unsigned field: a decimal number (strtoul) in [row->min, row->max]. */
 int cli_set_unsigned(const char *cmd, const struct cli_option *row, void *options,
                      const char *value);
-/* An int field: -w/--width's N >= 0 (cli_parse_width). */
+/* An int field: -w/--width's N, 0 to 100000. */
 int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
                   const char *value);
 /* -h: the parser prints the help and returns -1. */
@@ -114,5 +114,18 @@ struct cli_output_args {
     CLI_STRING('o', "output", output_usage, struct cli_output_args, output, output_help),          \
         CLI_FLAG('f', "force", struct cli_output_args, force, force_help), CLI_HELP_ROW,          \
         CLI_ROWS_END
+
+/* Parses the options CLI_OUTPUT_ROWS of a subcommand taking files after them (`merge`): sets
+ * *output (NULL when not given), *force and *first (the index in argv of the first file).
+ * Returns CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's code. */
+int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
+                             const char **output, int *force, int *first);
+
+/* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
+ * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
+ * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
+ * ARG in the error ("one SESSION_DIR"). */
+int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
+                             char **argv, const char **output, int *force, const char **arg);
 
 #endif

@@ -352,6 +352,58 @@ static void say_still_writing(const struct launcher *l)
               l->raw_dir, o->output);
 }
 
+/* After the run: its databases as it asked (the ring's dumps, the windows, or one of the whole
+ * run), the raw folder removed unless kept or still written, and --stats's table. Returns
+ * lantern's exit status: the program's, unless --stats could not be written after it ran well. */
+static int write_outputs(const struct profile_options *p, struct launcher *l,
+                         struct profile_windows *windows, int status)
+{
+    const struct launcher_options *o = &p->launch;
+    int rc = status;
+    if (o->ring_s > 0) { /* --ring: the dumps are the databases (the end's among them) */
+        if (!p->keep_raw && !l->still_writing && launcher_remove_session(l->raw_dir) < 0)
+            cli_error("cannot remove '%s': %s", l->raw_dir, strerror(errno));
+        return rc;
+    }
+    if (launcher_windowed(l) || p->capture_repeat >= 0) {
+        char last[4096] = "";
+        if ((p->capture_repeat >= 0
+                 ? profile_capture_repeat(windows, o->capture_range, p->capture_repeat, last,
+                                          sizeof last)
+                 : profile_windows_finish(windows, l, last, sizeof last)) != CLI_EXIT_OK) {
+            cli_error("the raw files are kept in '%s'", l->raw_dir);
+            return rc;
+        }
+        if (!p->keep_raw && !l->still_writing && launcher_remove_session(l->raw_dir) < 0)
+            cli_error("cannot remove '%s': %s", l->raw_dir, strerror(errno));
+        if (p->stats && last[0])
+            cli_print_report(last, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, NULL,
+                             output_width(STDOUT_FILENO), stdout);
+        return rc;
+    }
+    if (cli_import(l->raw_dir, o->output, o->force) != CLI_EXIT_OK) {
+        cli_error("the raw files are kept in '%s': import them with 'lantern import %s -o %s'",
+                  l->raw_dir, l->raw_dir, o->output);
+        return rc;
+    }
+    /* a process that ran untraced said why when it ran */
+    int untraced = launcher_untraced_processes(l->raw_dir);
+    /* nothing a process still running may write is removed */
+    if (!p->keep_raw && !l->still_writing && launcher_remove_session(l->raw_dir) < 0)
+        cli_error("cannot remove '%s': %s", l->raw_dir, strerror(errno));
+    if (!p->stats && !untraced) /* --stats says it after the table */
+        say_why_nothing(o->output);
+    fprintf(stderr, "lantern: report written to %s\n", o->output);
+    if (p->stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
+                                    NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
+        if (ferror(stdout))
+            cli_error("cannot write the report to the standard output");
+        if (!status)
+            rc = CLI_EXIT_ERROR;
+    }
+    return rc;
+}
+
 int cmd_profile(int argc, char **argv)
 {
     struct profile_options p = {.launch.wait_timeout_s = LAUNCHER_WAIT_TIMEOUT_S,
@@ -407,47 +459,7 @@ int cmd_profile(int argc, char **argv)
         cli_error("%s", launcher_error(&l));
     if (l.still_writing)
         say_still_writing(&l);
-    if (o->ring_s > 0) { /* --ring: the dumps are the databases (the end's among them) */
-        if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
-            cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
-        goto out;
-    }
-    if (launcher_windowed(&l) || p.capture_repeat >= 0) {
-        char last[4096] = "";
-        if ((p.capture_repeat >= 0
-                 ? profile_capture_repeat(&windows, o->capture_range, p.capture_repeat, last,
-                                          sizeof last)
-                 : profile_windows_finish(&windows, &l, last, sizeof last)) != CLI_EXIT_OK) {
-            cli_error("the raw files are kept in '%s'", l.raw_dir);
-            goto out;
-        }
-        if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
-            cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
-        if (p.stats && last[0])
-            cli_print_report(last, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL, NULL,
-                             output_width(STDOUT_FILENO), stdout);
-        goto out;
-    }
-    if (cli_import(l.raw_dir, o->output, o->force) != CLI_EXIT_OK) {
-        cli_error("the raw files are kept in '%s': import them with 'lantern import %s -o %s'",
-                  l.raw_dir, l.raw_dir, o->output);
-        goto out;
-    }
-    /* a process that ran untraced said why when it ran */
-    int untraced = launcher_untraced_processes(l.raw_dir);
-    /* nothing a process still running may write is removed */
-    if (!p.keep_raw && !l.still_writing && launcher_remove_session(l.raw_dir) < 0)
-        cli_error("cannot remove '%s': %s", l.raw_dir, strerror(errno));
-    if (!p.stats && !untraced) /* --stats says it after the table */
-        say_why_nothing(o->output);
-    fprintf(stderr, "lantern: report written to %s\n", o->output);
-    if (p.stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
-                                    NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
-        if (ferror(stdout))
-            cli_error("cannot write the report to the standard output");
-        if (!status)
-            rc = CLI_EXIT_ERROR;
-    }
+    rc = write_outputs(&p, &l, &windows, status);
 out:
     launcher_release(&l);
     free(name);
