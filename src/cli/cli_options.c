@@ -102,7 +102,7 @@ int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
 int cli_set_help(const char *cmd, const struct cli_option *row, void *options, const char *value)
 {
     (void)cmd, (void)row, (void)options, (void)value;
-    return -1; /* the parser prints the help */
+    return -1; /* the parser prints the help, and the command exits 0 */
 }
 
 /* getopt_long's two tables from the rows. Returns 0, or -1 when there are too many rows. */
@@ -118,10 +118,10 @@ static int getopt_tables(const struct cli_command *c, struct option *longs, char
             continue;
         if (n == CLI_MAX_OPTIONS)
             return -1;
-        int has_arg = row->arg == CLI_ARG_REQUIRED   ? required_argument
-                      : row->arg == CLI_ARG_OPTIONAL ? optional_argument
-                                                     : no_argument;
-        longs[n++] = (struct option){row->long_name, has_arg, NULL,
+        static const int has_arg[] = {[CLI_ARG_NONE] = no_argument,
+                                      [CLI_ARG_REQUIRED] = required_argument,
+                                      [CLI_ARG_OPTIONAL] = optional_argument};
+        longs[n++] = (struct option){row->long_name, has_arg[row->arg], NULL,
                                      row->short_name ? row->short_name : CLI_LONG_ONLY + i};
         if (row->short_name) {
             shorts[s++] = row->short_name;
@@ -159,11 +159,9 @@ int cli_options_parse(const struct cli_command *c, int argc, char **argv, void *
             return cli_usage_error(c->name, "option '%s' needs a value", argv[optind - 1]);
         if (!row)
             return cli_usage_error(c->name, "unknown option '%s'", argv[optind - 1]);
-        if (row->set == cli_set_help) {
-            cli_options_print_help(c);
-            return -1;
-        }
         int rc = row->set(c->name, row, options, optarg);
+        if (rc == -1) /* -h */
+            cli_options_print_help(c);
         if (rc)
             return rc;
     }

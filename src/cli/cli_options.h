@@ -17,8 +17,8 @@ enum cli_arg {
 
 struct cli_option;
 /* Stores value (NULL for a flag or an optional argument not given) into options, the
- * command's struct; returns 0, or a usage error's exit code (the error printed: cmd names the
- * command). */
+ * command's struct; returns 0, a usage error's exit code (the error printed: cmd names the
+ * command), or -1: print the help and stop (cli_set_help). */
 typedef int (*cli_option_set)(const char *cmd, const struct cli_option *row, void *options,
                               const char *value);
 
