@@ -176,6 +176,13 @@ static int run_session(char **command, char *error, size_t error_len)
 static const enum trace_env option_variables[] = {
 #include "launcher/profile_options.def"
 };
+#undef PROFILE_OPTION
+#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,    \
+                       help_text, doc)                                                             \
+    source,
+static const char *const option_sources[] = {
+#include "launcher/profile_options.def"
+};
 #undef ENV
 #undef ENV_EARLY
 #undef NO_ENV
@@ -214,6 +221,9 @@ static void option_rows_reach_the_agent_environment(void)
         ASSERT(k < count);
     }
     ASSERT_EQ(rows, count);
+    /* each row belongs to the launcher or to a -t source of sources.def */
+    for (size_t i = 0; i < sizeof option_sources / sizeof option_sources[0]; i++)
+        ASSERT(!strcmp(option_sources[i], "launcher") || launcher_trace_valid(option_sources[i]));
 
     enter_fresh_folder();
     ASSERT_EQ(mkdir("lantern-python", 0755), 0); /* the bootstrap --python-functions needs */
