@@ -25,8 +25,7 @@ int cli_set_flag(const char *cmd, const struct cli_option *row, void *options, c
     return 0;
 }
 
-int cli_set_string(const char *cmd, const struct cli_option *row, void *options,
-                   const char *value)
+int cli_set_string(const char *cmd, const struct cli_option *row, void *options, const char *value)
 {
     (void)cmd;
     *(const char **)field_of(options, row) = value;
@@ -48,8 +47,7 @@ int cli_choice_valid(const char *choices, const char *value)
     return 0;
 }
 
-int cli_set_choice(const char *cmd, const struct cli_option *row, void *options,
-                   const char *value)
+int cli_set_choice(const char *cmd, const struct cli_option *row, void *options, const char *value)
 {
     if (!cli_choice_valid(row->choices, value))
         return cli_usage_error(cmd, "%s", row->error);
@@ -88,8 +86,7 @@ int cli_set_unsigned(const char *cmd, const struct cli_option *row, void *option
     return 0;
 }
 
-int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
-                  const char *value)
+int cli_set_width(const char *cmd, const struct cli_option *row, void *options, const char *value)
 {
     char *end;
     long n = strtol(value, &end, 10);
@@ -143,8 +140,7 @@ static const struct cli_option *row_of(const struct cli_command *c, int code)
     return NULL;
 }
 
-int cli_options_parse(const struct cli_command *c, int argc, char **argv, void *options,
-                      int *first)
+int cli_options_parse(const struct cli_command *c, int argc, char **argv, void *options, int *first)
 {
     struct option longs[CLI_MAX_OPTIONS + 1];
     char shorts[3 * CLI_MAX_OPTIONS + 3];
@@ -230,8 +226,8 @@ int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
     return rc;
 }
 
-int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
-                             char **argv, const char **output, int *force, const char **arg)
+int cli_parse_output_command(const struct cli_command *c, const char *what, int argc, char **argv,
+                             const char **output, int *force, const char **arg)
 {
     int first = 0, rc = cli_parse_output_options(c, argc, argv, output, force, &first);
     if (rc != CLI_EXIT_OK)

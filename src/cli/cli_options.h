@@ -63,23 +63,20 @@ void cli_options_print_help(const struct cli_command *c);
 /* ---- setters ------------------------------------------------------------------------------ */
 
 int cli_set_flag(const char *cmd, const struct cli_option *row, void *options, const char *value);
-int cli_set_string(const char *cmd, const struct cli_option *row, void *options,
-                   const char *value);
+int cli_set_string(const char *cmd, const struct cli_option *row, void *options, const char *value);
 /* An int field: 1 when the value is the last of row->choices, else 0 ("all|primary"); the
  * value must be one of them. */
 int cli_set_choice_bool(const char *cmd, const struct cli_option *row, void *options,
                         const char *value);
 /* A string field: the value, one of row->choices. */
-int cli_set_choice(const char *cmd, const struct cli_option *row, void *options,
-                   const char *value);
+int cli_set_choice(const char *cmd, const struct cli_option *row, void *options, const char *value);
 /* A double field: a whole number text (strtod) in [row->min, row->max]. */
 int cli_set_real(const char *cmd, const struct cli_option *row, void *options, const char *value);
 /* An unsigned field: a decimal number (strtoul) in [row->min, row->max]. */
 int cli_set_unsigned(const char *cmd, const struct cli_option *row, void *options,
                      const char *value);
 /* An int field: -w/--width's N, 0 to 100000. */
-int cli_set_width(const char *cmd, const struct cli_option *row, void *options,
-                  const char *value);
+int cli_set_width(const char *cmd, const struct cli_option *row, void *options, const char *value);
 /* -h: the parser prints the help and returns -1. */
 int cli_set_help(const char *cmd, const struct cli_option *row, void *options, const char *value);
 
@@ -89,20 +86,36 @@ int cli_choice_valid(const char *choices, const char *value);
 /* Rows of the usual kinds: a string, a flag, -w N, a row with its own setter (offset 0: it gets
  * the whole options struct), a line of the help only, -h. */
 #define CLI_STRING(s, l, u, type, field, h)                                                        \
-    {.short_name = s, .long_name = l, .arg = CLI_ARG_REQUIRED, .usage = u, .set = cli_set_string, \
-     .offset = offsetof(type, field), .help = h}
+    {                                                                                              \
+        .short_name = s, .long_name = l, .arg = CLI_ARG_REQUIRED, .usage = u,                      \
+        .set = cli_set_string, .offset = offsetof(type, field), .help = h                          \
+    }
 #define CLI_FLAG(s, l, type, field, h)                                                             \
-    {.short_name = s, .long_name = l, .arg = CLI_ARG_NONE, .set = cli_set_flag,                    \
-     .offset = offsetof(type, field), .help = h}
+    {                                                                                              \
+        .short_name = s, .long_name = l, .arg = CLI_ARG_NONE, .set = cli_set_flag,                 \
+        .offset = offsetof(type, field), .help = h                                                 \
+    }
 #define CLI_WIDTH(type, field, h)                                                                  \
-    {.short_name = 'w', .long_name = "width", .arg = CLI_ARG_REQUIRED, .usage = "N",               \
-     .set = cli_set_width, .offset = offsetof(type, field), .help = h}
+    {                                                                                              \
+        .short_name = 'w', .long_name = "width", .arg = CLI_ARG_REQUIRED, .usage = "N",            \
+        .set = cli_set_width, .offset = offsetof(type, field), .help = h                           \
+    }
 #define CLI_CALL(s, l, a, u, fn, h)                                                                \
-    {.short_name = s, .long_name = l, .arg = a, .usage = u, .set = fn, .help = h}
-#define CLI_LINE(left, h) {.usage = left, .help = h}
+    {                                                                                              \
+        .short_name = s, .long_name = l, .arg = a, .usage = u, .set = fn, .help = h                \
+    }
+#define CLI_LINE(left, h)                                                                          \
+    {                                                                                              \
+        .usage = left, .help = h                                                                   \
+    }
 #define CLI_HELP_ROW                                                                               \
-    {.short_name = 'h', .long_name = "help", .set = cli_set_help, .help = "show this help"}
-#define CLI_ROWS_END {.help = NULL}
+    {                                                                                              \
+        .short_name = 'h', .long_name = "help", .set = cli_set_help, .help = "show this help"      \
+    }
+#define CLI_ROWS_END                                                                               \
+    {                                                                                              \
+        .help = NULL                                                                               \
+    }
 
 /* -o/--output, -f/--force and -h of the subcommands that write one file (import, merge, report,
  * upgrade): their fields, and their rows with the help's words for -o and -f. */
@@ -112,7 +125,7 @@ struct cli_output_args {
 };
 #define CLI_OUTPUT_ROWS(output_usage, output_help, force_help)                                     \
     CLI_STRING('o', "output", output_usage, struct cli_output_args, output, output_help),          \
-        CLI_FLAG('f', "force", struct cli_output_args, force, force_help), CLI_HELP_ROW,          \
+        CLI_FLAG('f', "force", struct cli_output_args, force, force_help), CLI_HELP_ROW,           \
         CLI_ROWS_END
 
 /* Parses the options CLI_OUTPUT_ROWS of a subcommand taking files after them (`merge`): sets
@@ -125,7 +138,7 @@ int cli_parse_output_options(const struct cli_command *c, int argc, char **argv,
  * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
  * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
  * ARG in the error ("one SESSION_DIR"). */
-int cli_parse_output_command(const struct cli_command *c, const char *what, int argc,
-                             char **argv, const char **output, int *force, const char **arg);
+int cli_parse_output_command(const struct cli_command *c, const char *what, int argc, char **argv,
+                             const char **output, int *force, const char **arg);
 
 #endif

@@ -51,8 +51,12 @@ static const struct cli_option analyze_rows[] = {
 };
 
 const struct cli_command cli_analyze_command = {
-    .name = "analyze", .rows = analyze_rows, .column = 22, .short_slot = 1,
-    .help_head = help_head, .help_tail = help_tail,
+    .name = "analyze",
+    .rows = analyze_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
 };
 
 /* The session header and the run, to out (a table: the caller fits it to the terminal). */

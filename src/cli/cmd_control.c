@@ -61,11 +61,17 @@ static void stop_tail(FILE *out)
 #define CONTROL_ROWS(timeout_help)                                                                 \
     CLI_LINE("PID", "lantern's pid, or that of a program it traces (default: the one\n"            \
                     "'lantern profile' session of yours that runs)"),                              \
-        CLI_STRING(0, "session", "DIR", struct control_args, session,                            \
+        CLI_STRING(0, "session", "DIR", struct control_args, session,                              \
                    "the session folder (FILE.raw), or the database FILE"),                         \
-        {.long_name = "timeout", .arg = CLI_ARG_REQUIRED, .usage = "SEC", .set = cli_set_real,     \
-         .offset = offsetof(struct control_args, timeout_s), .help = timeout_help, .min = 0,       \
-         .max = 1e6, .error = "--timeout needs seconds (0 to 1000000)"},                          \
+        {.long_name = "timeout",                                                                   \
+         .arg = CLI_ARG_REQUIRED,                                                                  \
+         .usage = "SEC",                                                                           \
+         .set = cli_set_real,                                                                      \
+         .offset = offsetof(struct control_args, timeout_s),                                       \
+         .help = timeout_help,                                                                     \
+         .min = 0,                                                                                 \
+         .max = 1e6,                                                                               \
+         .error = "--timeout needs seconds (0 to 1000000)"},                                       \
         CLI_HELP_ROW, CLI_ROWS_END
 
 static const struct cli_option start_rows[] = {
@@ -76,15 +82,24 @@ static const struct cli_option dump_rows[] = {
     CONTROL_ROWS("how long to wait for it (default 600)")};
 
 const struct cli_command cli_start_command = {
-    .name = "start", .rows = start_rows, .column = 20, .help_head = start_head,
+    .name = "start",
+    .rows = start_rows,
+    .column = 20,
+    .help_head = start_head,
     .help_tail = start_tail,
 };
 const struct cli_command cli_stop_command = {
-    .name = "stop", .rows = stop_rows, .column = 20, .help_head = stop_head,
+    .name = "stop",
+    .rows = stop_rows,
+    .column = 20,
+    .help_head = stop_head,
     .help_tail = stop_tail,
 };
 const struct cli_command cli_dump_command = {
-    .name = "dump", .rows = dump_rows, .column = 20, .help_head = dump_head,
+    .name = "dump",
+    .rows = dump_rows,
+    .column = 20,
+    .help_head = dump_head,
     .help_tail = start_tail, /* dump is SIGUSR1 too */
 };
 
@@ -120,7 +135,8 @@ static int ring_dump_now(const struct trace_control *ctl, const char *dir, int l
     }
     if (__atomic_load_n(&ctl->dumps_failed, __ATOMIC_ACQUIRE) > failed)
         return cli_error("the ring of '%s' could not be written (lantern said why)", dir);
-    fprintf(stderr, "lantern: dump %llu written to %s\n", (unsigned long long)__atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE),
+    fprintf(stderr, "lantern: dump %llu written to %s\n",
+            (unsigned long long)__atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE),
             ctl->last_dump);
     return CLI_EXIT_OK;
 }

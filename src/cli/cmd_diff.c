@@ -32,10 +32,9 @@ static void help_head(FILE *out)
 
 static void help_tail(FILE *out)
 {
-    fprintf(out,
-            "\nExit status: 0 compared (even with regressions, unless --fail-on-regression),\n"
-            "1 bad input (not a Lantern database), 2 usage error, 3 a regression with\n"
-            "--fail-on-regression.\n");
+    fprintf(out, "\nExit status: 0 compared (even with regressions, unless --fail-on-regression),\n"
+                 "1 bad input (not a Lantern database), 2 usage error, 3 a regression with\n"
+                 "--fail-on-regression.\n");
 }
 
 struct diff_args {
@@ -145,8 +144,12 @@ static const struct cli_option diff_rows[] = {
 };
 
 const struct cli_command cli_diff_command = {
-    .name = "diff", .rows = diff_rows, .column = 26, .short_slot = 1,
-    .help_head = help_head, .help_tail = help_tail,
+    .name = "diff",
+    .rows = diff_rows,
+    .column = 26,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
 };
 
 static int parse_args(int argc, char **argv, struct diff_args *a)

@@ -25,10 +25,9 @@ struct energy_options {
 
 static void help_head(FILE *out)
 {
-    fprintf(out,
-            "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
-            "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
-            "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n");
+    fprintf(out, "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
+                 "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
+                 "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n");
 }
 
 static void help_tail(FILE *out)
@@ -57,8 +56,13 @@ static const struct cli_option energy_rows[] = {
 };
 
 const struct cli_command cli_energy_command = {
-    .name = "energy", .rows = energy_rows, .stop_at_operand = 1, .column = 22, .short_slot = 1,
-    .help_head = help_head, .help_tail = help_tail,
+    .name = "energy",
+    .rows = energy_rows,
+    .stop_at_operand = 1,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
 };
 
 static int parse_options(int argc, char **argv, struct energy_options *o)

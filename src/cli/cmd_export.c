@@ -67,10 +67,18 @@ static const char *output_help(void)
 }
 
 static const struct cli_option export_rows[] = {
-    {.long_name = "format", .arg = CLI_ARG_REQUIRED, .usage = "FMT", .set = cli_set_string,
-     .offset = offsetof(struct export_args, format), .help_text = format_help},
-    {.short_name = 'o', .long_name = "output", .arg = CLI_ARG_REQUIRED, .usage = "OUT",
-     .set = cli_set_string, .offset = offsetof(struct export_args, output),
+    {.long_name = "format",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "FMT",
+     .set = cli_set_string,
+     .offset = offsetof(struct export_args, format),
+     .help_text = format_help},
+    {.short_name = 'o',
+     .long_name = "output",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "OUT",
+     .set = cli_set_string,
+     .offset = offsetof(struct export_args, output),
      .help_text = output_help},
     CLI_FLAG('f', "force", struct export_args, force, "replace OUT if it exists"),
     CLI_HELP_ROW,
@@ -78,7 +86,10 @@ static const struct cli_option export_rows[] = {
 };
 
 const struct cli_command cli_export_command = {
-    .name = "export", .rows = export_rows, .column = 22, .short_slot = 1,
+    .name = "export",
+    .rows = export_rows,
+    .column = 22,
+    .short_slot = 1,
     .help_head = help_head,
 };
 

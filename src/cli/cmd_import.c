@@ -19,7 +19,11 @@ static const struct cli_option import_rows[] = {
 };
 
 const struct cli_command cli_import_command = {
-    .name = "import", .rows = import_rows, .column = 22, .short_slot = 1, .help_head = help_head,
+    .name = "import",
+    .rows = import_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
 };
 
 int cmd_import(int argc, char **argv)

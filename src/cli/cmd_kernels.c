@@ -8,7 +8,6 @@
 #include "output/table.h"
 #include "report/kernels.h"
 
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +23,8 @@ static void help_head(FILE *out)
         "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"
         "with the NVTX layer and the PyTorch op (torch.autograd.profiler.emit_nvtx markers)\n"
         "that launched it. \"na\" marks an unknown value; a trailing '*' a figure computed\n"
-        "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n");
+        "with an assumed dtype (the kernel name gives none). docs/kernels.md has the "
+        "formulas.\n\n");
 }
 
 static void help_tail(FILE *out)
@@ -68,8 +68,12 @@ static int set_format(const char *cmd, const struct cli_option *row, void *optio
 }
 
 static const struct cli_option kernels_rows[] = {
-    {.short_name = 'c', .long_name = "columns", .arg = CLI_ARG_REQUIRED, .usage = "COLS",
-     .set = cli_set_string, .offset = offsetof(struct kernels_options, columns),
+    {.short_name = 'c',
+     .long_name = "columns",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "COLS",
+     .set = cli_set_string,
+     .offset = offsetof(struct kernels_options, columns),
      .help_text = columns_help},
     CLI_WIDTH(struct kernels_options, width,
               "fit text lines in N characters, cutting text columns ('~');\n"
@@ -80,14 +84,20 @@ static const struct cli_option kernels_rows[] = {
     CLI_FLAG(0, "no-memops", struct kernels_options, no_memops, "kernels only"),
     CLI_FLAG(0, "hints", struct kernels_options, hints_only,
              "only rows with an optimisation hint, with the hints column"),
-    {.short_name = 'h', .long_name = "help", .set = cli_set_help,
+    {.short_name = 'h',
+     .long_name = "help",
+     .set = cli_set_help,
      .help = "show this help and the columns"},
     CLI_ROWS_END,
 };
 
 const struct cli_command cli_kernels_command = {
-    .name = "kernels", .rows = kernels_rows, .column = 22, .short_slot = 1,
-    .help_head = help_head, .help_tail = help_tail,
+    .name = "kernels",
+    .rows = kernels_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
 };
 
 static int run_report(const char *path, const struct kernels_options *opt)

@@ -25,7 +25,11 @@ static const struct cli_option merge_rows[] = {
 };
 
 const struct cli_command cli_merge_command = {
-    .name = "merge", .rows = merge_rows, .column = 22, .short_slot = 1, .help_head = help_head,
+    .name = "merge",
+    .rows = merge_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
 };
 
 int cmd_merge(int argc, char **argv)

@@ -19,11 +19,11 @@ struct profile_options {
     struct launcher_options launch; /* what the launcher does (src/launcher/launcher.h) */
     long capture_repeat;            /* --capture-range-end=repeat[:N]: N, -1 none, 0 all */
     int stats, keep_raw;
-    int gpu_metrics;                 /* --gpu-metrics given */
-    const char *gpu_metrics_option;  /* a --gpu-metrics-* option given (for its error) */
-    char trace[256];                 /* the -t list with gpu_metrics added */
-    const char *sample;              /* --sample: cpu or none (NULL: -t decides) */
-    char sampled_trace[256];         /* the -t list with cpu added or taken out */
+    int gpu_metrics;                /* --gpu-metrics given */
+    const char *gpu_metrics_option; /* a --gpu-metrics-* option given (for its error) */
+    char trace[256];                /* the -t list with gpu_metrics added */
+    const char *sample;             /* --sample: cpu or none (NULL: -t decides) */
+    char sampled_trace[256];        /* the -t list with cpu added or taken out */
 };
 
 /* The metric names --gpu-metrics accepts, comma-separated (src/trace/gpu_metrics.def). */
@@ -91,8 +91,7 @@ static const char *wait_timeout_help(void)
 /* ---- the setters of the rows that need more than cli_options.h's ---------------------------- */
 
 #define PROFILE_SETTER(name)                                                                       \
-    static int name(const char *cmd, const struct cli_option *row, void *options,                  \
-                    const char *value)
+    static int name(const char *cmd, const struct cli_option *row, void *options, const char *value)
 
 PROFILE_SETTER(set_trace)
 {
@@ -173,9 +172,8 @@ PROFILE_SETTER(set_gpu_metrics_choice)
 
 PROFILE_SETTER(set_gpu_metrics_devices)
 {
-    return gpu_metrics_setting(row, options,
-                               cli_set_string(cmd, row, options, strcmp(value, "all") ? value
-                                                                                       : NULL));
+    return gpu_metrics_setting(
+        row, options, cli_set_string(cmd, row, options, strcmp(value, "all") ? value : NULL));
 }
 
 /* stop, repeat (every instance) or repeat:N */
@@ -213,10 +211,15 @@ PROFILE_SETTER(set_capture_end)
 #define CALL_CHOICE(setter, words, message) .set = setter, .choices = words, .error = message
 #define TEXT(text) .help = text
 #define TEXT_FN(fn) .help_text = fn
-#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,    \
+#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,     \
                        help_text, doc)                                                             \
-    {.short_name = short_flag, .long_name = long_flag, .arg = CLI_ARG_##argument,                  \
-     .usage = value_name, check, .offset = field, help_text},
+    {.short_name = short_flag,                                                                     \
+     .long_name = long_flag,                                                                       \
+     .arg = CLI_ARG_##argument,                                                                    \
+     .usage = value_name,                                                                          \
+     check,                                                                                        \
+     .offset = field,                                                                              \
+     help_text},
 
 static const struct cli_option profile_rows[] = {
 #include "launcher/profile_options.def"
@@ -224,8 +227,13 @@ static const struct cli_option profile_rows[] = {
 };
 
 const struct cli_command cli_profile_command = {
-    .name = "profile", .rows = profile_rows, .stop_at_operand = 1, .column = 22, .short_slot = 1,
-    .help_head = help_head, .help_tail = help_tail,
+    .name = "profile",
+    .rows = profile_rows,
+    .stop_at_operand = 1,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
 };
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -395,7 +403,7 @@ static int write_outputs(const struct profile_options *p, struct launcher *l,
         say_why_nothing(o->output);
     fprintf(stderr, "lantern: report written to %s\n", o->output);
     if (p->stats && cli_print_report(o->output, report_find("nvtx_sum"), TABLE_FORMAT_TABLE, NULL,
-                                    NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
+                                     NULL, output_width(STDOUT_FILENO), stdout) != CLI_EXIT_OK) {
         if (ferror(stdout))
             cli_error("cannot write the report to the standard output");
         if (!status)

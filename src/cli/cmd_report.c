@@ -26,7 +26,11 @@ static const struct cli_option report_rows[] = {
 };
 
 const struct cli_command cli_report_command = {
-    .name = "report", .rows = report_rows, .column = 22, .short_slot = 1, .help_head = help_head,
+    .name = "report",
+    .rows = report_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
 };
 
 /* x.db -> x.html; anything else gets .html appended. */
@@ -63,8 +67,8 @@ int cmd_report(int argc, char **argv)
 {
     const char *output, *db_path;
     int force;
-    int rc = cli_parse_output_command(&cli_report_command, "one database FILE", argc, argv,
-                                      &output, &force, &db_path);
+    int rc = cli_parse_output_command(&cli_report_command, "one database FILE", argc, argv, &output,
+                                      &force, &db_path);
     if (rc)
         return rc < 0 ? CLI_EXIT_OK : rc;
     char *fallback = output ? NULL : default_output(db_path);

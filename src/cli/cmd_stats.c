@@ -53,8 +53,12 @@ static const struct cli_option stats_rows[] = {
 };
 
 const struct cli_command cli_stats_command = {
-    .name = "stats", .rows = stats_rows, .column = 22, .short_slot = 1,
-    .help_head = help_head, .help_tail = help_tail,
+    .name = "stats",
+    .rows = stats_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
 };
 
 /* JSON: {"report": NAME, "session": {...}, "rows": [...], "note": why the rows are empty or

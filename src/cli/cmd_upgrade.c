@@ -32,7 +32,11 @@ static const struct cli_option upgrade_rows[] = {
 };
 
 const struct cli_command cli_upgrade_command = {
-    .name = "upgrade", .rows = upgrade_rows, .column = 22, .short_slot = 1, .help_head = help_head,
+    .name = "upgrade",
+    .rows = upgrade_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
 };
 
 /* The upgraded database into a new temporary file beside target, made durable. Returns its

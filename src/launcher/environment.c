@@ -1,8 +1,8 @@
 /* The environment that points the profiled program at the agent and tells the agent what to
  * record: the variables of docs/architecture.md's "Launcher ↔ agent environment" table, set
  * in the launcher before the fork, so every process the program starts inherits them. */
-#include "launcher/launcher_internal.h"
 #include "trace/environment.h"
+#include "launcher/launcher_internal.h"
 #include "trace/list.h"
 
 #include <errno.h>
@@ -19,8 +19,10 @@ static const struct {
     enum trace_env variable; /* set to the agent's path when the -t list names the source */
     int append;              /* a list: the agent goes after the entries already there */
 } agent_loaders[] = {
-    {"cuda", TRACE_ENV_CUDA_INJECTION, 0}, /* the CUDA driver calls the agent's InitializeInjection */
-    {"osrt", TRACE_ENV_LD_PRELOAD, 1}, /* the dynamic loader: the agent's libc functions come first */
+    {"cuda", TRACE_ENV_CUDA_INJECTION,
+     0}, /* the CUDA driver calls the agent's InitializeInjection */
+    {"osrt", TRACE_ENV_LD_PRELOAD,
+     1}, /* the dynamic loader: the agent's libc functions come first */
 };
 
 /* Sets the variable to the agent's path, or adds it to the list the variable holds (the user's
@@ -72,8 +74,8 @@ static const char *env_string(const struct launcher_options *o, const void *fiel
     return *(const char *const *)field;
 }
 
-static const char *env_one(const struct launcher_options *o, const void *field,
-                           uint64_t launch_ns, char *buf, size_t size)
+static const char *env_one(const struct launcher_options *o, const void *field, uint64_t launch_ns,
+                           char *buf, size_t size)
 {
     (void)o, (void)launch_ns, (void)buf, (void)size;
     return *(const int *)field ? "1" : NULL;
@@ -125,7 +127,7 @@ static const char *env_capture_until(const struct launcher_options *o, const voi
 #define ENV(id, render) TRACE_ENV_##id, render, 0
 #define ENV_EARLY(id, render) TRACE_ENV_##id, render, 1
 #define NO_ENV TRACE_ENV_COUNT, NULL, 0
-#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,    \
+#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,     \
                        help_text, doc)                                                             \
     {long_flag, field, env},
 static const struct option_variable {
@@ -160,7 +162,8 @@ static int set_option_variables(const struct launcher_options *o, int early)
             char buf[32];
             if ((int)v->variable != id || v->early != early || !v->launcher_field)
                 continue;
-            const char *value = v->render(o, (const char *)o + v->offset, launch_ns, buf, sizeof buf);
+            const char *value =
+                v->render(o, (const char *)o + v->offset, launch_ns, buf, sizeof buf);
             if (value && setenv(trace_env_name(v->variable), value, 1) < 0)
                 return -1;
         }
@@ -189,7 +192,8 @@ int environment_set_python(struct launcher *l)
     if (asprintf(&path, "%s%s%s", folder, old && *old ? ":" : "", old && *old ? old : "") < 0)
         return launcher_fail(l, "out of memory");
     int rc = setenv(trace_env_name(TRACE_ENV_PYTHONPATH), path, 1) < 0 ||
-                     (o->py_functions && setenv(trace_env_name(TRACE_ENV_PYTHON_FUNCTIONS), o->py_functions, 1) < 0)
+                     (o->py_functions &&
+                      setenv(trace_env_name(TRACE_ENV_PYTHON_FUNCTIONS), o->py_functions, 1) < 0)
                  ? launcher_fail(l, "cannot set the environment: %s", strerror(errno))
                  : 0;
     free(path);

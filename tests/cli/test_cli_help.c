@@ -67,8 +67,7 @@ static void every_help_lists_exactly_its_rows(void)
             const char *help = row->help_text ? row->help_text() : row->help;
             left_column(c, row, left, sizeof left);
             int pad = (int)strlen(left) < c->column ? c->column - (int)strlen(left) : 2;
-            snprintf(want, sizeof want, "%s%*s%.*s", left, pad, "", (int)strcspn(help, "\n"),
-                     help);
+            snprintf(want, sizeof want, "%s%*s%.*s", left, pad, "", (int)strcspn(help, "\n"), help);
             ASSERT_STR_EQ(line, want);
             row++;
         }

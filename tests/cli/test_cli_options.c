@@ -34,28 +34,57 @@ static const struct cli_option rows[] = {
     CLI_FLAG('f', "force", struct args, force, "replace FILE"),
     CLI_FLAG('d', "details", struct args, details, "more"),
     CLI_WIDTH(struct args, width, "fit in N columns"),
-    {.long_name = "ratio", .arg = CLI_ARG_REQUIRED, .usage = "R", .set = cli_set_real,
-     .offset = offsetof(struct args, ratio), .help = "a ratio", .min = 0, .max = 1,
+    {.long_name = "ratio",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "R",
+     .set = cli_set_real,
+     .offset = offsetof(struct args, ratio),
+     .help = "a ratio",
+     .min = 0,
+     .max = 1,
      .error = "--ratio needs a number from 0 to 1"},
-    {.long_name = "count", .arg = CLI_ARG_REQUIRED, .usage = "N", .set = cli_set_unsigned,
-     .offset = offsetof(struct args, count), .help = "a count", .min = 1, .max = 9,
+    {.long_name = "count",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "N",
+     .set = cli_set_unsigned,
+     .offset = offsetof(struct args, count),
+     .help = "a count",
+     .min = 1,
+     .max = 9,
      .error = "--count needs 1 to 9"},
-    {.long_name = "mode", .arg = CLI_ARG_REQUIRED, .usage = "=a|b|x:NAME", .set = cli_set_choice,
-     .offset = offsetof(struct args, mode), .help = "a mode", .choices = "a|b|x:*",
+    {.long_name = "mode",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "=a|b|x:NAME",
+     .set = cli_set_choice,
+     .offset = offsetof(struct args, mode),
+     .help = "a mode",
+     .choices = "a|b|x:*",
      .error = "--mode is a, b or x:NAME"},
-    {.long_name = "level", .arg = CLI_ARG_OPTIONAL, .usage = "[=N]", .set = cli_set_string,
-     .offset = offsetof(struct args, level), .help = "a level"},
+    {.long_name = "level",
+     .arg = CLI_ARG_OPTIONAL,
+     .usage = "[=N]",
+     .set = cli_set_string,
+     .offset = offsetof(struct args, level),
+     .help = "a level"},
     CLI_LINE("--level-of-a-very-long-name", "a line of the help only"),
     CLI_HELP_ROW,
     CLI_ROWS_END,
 };
 
 static const struct cli_command command = {
-    .name = "t", .rows = rows, .column = 22, .short_slot = 1, .help_head = head,
+    .name = "t",
+    .rows = rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = head,
     .help_tail = tail,
 };
 static const struct cli_command to_run = {
-    .name = "t", .rows = rows, .stop_at_operand = 1, .column = 22, .short_slot = 1,
+    .name = "t",
+    .rows = rows,
+    .stop_at_operand = 1,
+    .column = 22,
+    .short_slot = 1,
     .help_head = head,
 };
 
@@ -100,13 +129,13 @@ static void short_and_long_values_in_every_spelling(void)
 {
     struct args a;
     int first;
-    const char *spellings[][3] = {{"-o", "x.db", NULL}, {"-ox.db", NULL, NULL},
+    const char *spellings[][3] = {{"-o", "x.db", NULL},       {"-ox.db", NULL, NULL},
                                   {"--output", "x.db", NULL}, {"--output=x.db", NULL, NULL},
                                   {"--out=x.db", NULL, NULL}, {"--o", "x.db", NULL}};
     for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
-        ASSERT_EQ(parse(&command, &a, &first, spellings[i][0], spellings[i][1] ? spellings[i][1]
-                                                                               : "FILE",
-                        spellings[i][1] ? "FILE" : NULL, NULL),
+        ASSERT_EQ(parse(&command, &a, &first, spellings[i][0],
+                        spellings[i][1] ? spellings[i][1] : "FILE", spellings[i][1] ? "FILE" : NULL,
+                        NULL),
                   0);
         ASSERT_STR_EQ(a.output, "x.db");
         ASSERT_STR_EQ(said, "");

@@ -1,8 +1,8 @@
 /* The docs tables of `lantern profile`'s options and of the agent's environment, generated from
  * their rows: between
  *   <!-- generated from src/launcher/profile_options.def: profile's options -->   (README.md)
- *   <!-- generated from src/trace/environment.def: the agent's environment -->   (docs/architecture.md)
- * and the next
+ *   <!-- generated from src/trace/environment.def: the agent's environment -->
+ * (docs/architecture.md) and the next
  *   <!-- end generated -->
  * `options_doc FILE` fails, saying how to fix it, when a table differs (ctests options_doc_*);
  * `options_doc FILE --update` rewrites it (cmake --build build --target options-doc);
@@ -24,7 +24,7 @@ static const struct option_doc {
 #define ENV(id, render) TRACE_ENV_##id
 #define ENV_EARLY(id, render) TRACE_ENV_##id
 #define NO_ENV TRACE_ENV_COUNT
-#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,    \
+#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,     \
                        help_text, doc)                                                             \
     {short_flag, long_flag, value_name, env, doc},
 #include "launcher/profile_options.def"
