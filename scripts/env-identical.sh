@@ -39,5 +39,4 @@ for i in "${!option_sets[@]}"; do
     fi
 done
 echo "env-identical: ${#option_sets[@]} option sets, $differ environments differ"
-cat "$work/new/3/vars.txt"
 [ "$differ" -eq 0 ]
