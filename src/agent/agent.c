@@ -5,6 +5,7 @@
 #include "agent/clock.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/list.h"
 
@@ -49,7 +50,7 @@ static int agent_source_enabled(const struct agent_source *s)
  * set for TRACE_PROCESS: the entry point's own and those of the sources asked for. */
 static uint32_t agent_choose_sources(uint32_t loaded_for)
 {
-    const char *wanted = getenv("LANTERN_TRACE");
+    const char *wanted = getenv(trace_env_name(TRACE_ENV_TRACE));
     uint32_t flags = loaded_for;
     for (const struct agent_source *s = __start_lantern_sources; s < __stop_lantern_sources; s++) {
         int *on = agent_source_state(s);
@@ -243,7 +244,7 @@ int agent_init(uint32_t loaded_for)
         return expected == AGENT_INERT ? -1 : 0; /* another caller is starting or has started */
     agent_busy++;
     clock_init();
-    const char *dir = getenv("LANTERN_SESSION_DIR");
+    const char *dir = getenv(trace_env_name(TRACE_ENV_SESSION_DIR));
     if (!dir || !*dir) {
         agent_warn("LANTERN_SESSION_DIR is not set; running untraced");
         goto inert;

@@ -6,6 +6,7 @@
 #include "agent/agent.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -109,7 +110,7 @@ void agent_ring_trigger_mark(const char *name, size_t len)
 /* LANTERN_RING_TRIGGER=nvtx:NAME, read once the control file is mapped. */
 static void agent_ring_trigger_init(void)
 {
-    const char *t = getenv("LANTERN_RING_TRIGGER");
+    const char *t = getenv(trace_env_name(TRACE_ENV_RING_TRIGGER));
     if (!t || strncmp(t, "nvtx:", 5) != 0 || !t[5])
         return;
     agent_ring_trigger_len = strlen(t + 5);

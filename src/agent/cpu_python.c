@@ -17,6 +17,7 @@
 #include "agent/pystack_layout.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/records.h"
 
@@ -497,7 +498,7 @@ static void py_start(uint64_t tick_ns)
     if (minor < 0)
         return; /* no Python in this process (yet) */
     py.started = PY_STARTED;
-    const char *wanted = getenv("LANTERN_CPU_PYTHON"); /* 0: native stacks only */
+    const char *wanted = getenv(trace_env_name(TRACE_ENV_CPU_PYTHON)); /* 0: native stacks only */
     if (wanted && strcmp(wanted, "0") == 0) {
         py.l = NULL;
         py.started = PY_SWITCHED_OFF;

@@ -13,6 +13,7 @@
 #include "agent/cpu_python.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/records.h"
 
@@ -109,7 +110,7 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
         .remove_on_exec = 1,
         .wakeup_events = 1u << 30, /* never woken: the writer polls */
     };
-    if (getenv("LANTERN_TEST_CPU_REFUSE")) /* tests: the refusal of a locked-down kernel */
+    if (getenv(trace_env_name(TRACE_ENV_TEST_CPU_REFUSE))) /* tests: the refusal of a locked-down kernel */
         return -EACCES;
     long fd = cpu_perf_event_open(&attr, (pid_t)tid);
     if (fd < 0 && errno == EINVAL) { /* kernels before 5.13 know no remove_on_exec */
@@ -499,7 +500,7 @@ static void cpu_set_recording(int on)
 
 static int cpu_init(void)
 {
-    const char *hz_text = getenv("LANTERN_SAMPLING_HZ");
+    const char *hz_text = getenv(trace_env_name(TRACE_ENV_SAMPLING_HZ));
     unsigned long hz = hz_text && *hz_text ? strtoul(hz_text, NULL, 10) : CPU_DEFAULT_HZ;
     if (hz == 0 || hz > CPU_MAX_HZ)
         hz = CPU_DEFAULT_HZ;

@@ -13,6 +13,7 @@
 #include "agent/cupti_translate.h"
 #include "agent/pytrace.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 #include "trace/list.h"
 #include "trace/records.h"
 
@@ -215,12 +216,12 @@ static int cupti_group_wanted(const char *list, const char *name)
 {
     if (strcmp(name, "device") == 0 || strcmp(name, "stream") == 0)
         return 1;
-    if (strcmp(name, "api") == 0 && cupti_env_is("LANTERN_CUDA_API", "none"))
+    if (strcmp(name, "api") == 0 && cupti_env_is(trace_env_name(TRACE_ENV_CUDA_API), "none"))
         return 0;
     if (list && *list)
         return trace_list_has(list, name);
     if (strcmp(name, "memory") == 0)
-        return cupti_env_is("LANTERN_CUDA_MEMORY", "1");
+        return cupti_env_is(trace_env_name(TRACE_ENV_CUDA_MEMORY), "1");
     return strcmp(name, "sync") != 0;
 }
 
@@ -356,7 +357,7 @@ static void cupti_set_recording(int on)
  * importer keeps the windows, as with the other capture ranges. */
 static int cupti_capture_can_pause(int subscribed)
 {
-    if (!subscribed || !cupti_env_is("LANTERN_CAPTURE", "cudaProfilerApi"))
+    if (!subscribed || !cupti_env_is(trace_env_name(TRACE_ENV_CAPTURE), "cudaProfilerApi"))
         return 0;
     for (int i = 0; i < 2; i++)
         if (cupti.api.enable_callback(1, cupti.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
@@ -440,9 +441,9 @@ static void *cupti_open_driver(void)
  * overhead outside them. */
 static void cupti_put_capture(void)
 {
-    const char *mode = getenv("LANTERN_CAPTURE");
-    const char *from = getenv("LANTERN_CAPTURE_FROM_NS"),
-               *until = getenv("LANTERN_CAPTURE_UNTIL_NS");
+    const char *mode = getenv(trace_env_name(TRACE_ENV_CAPTURE));
+    const char *from = getenv(trace_env_name(TRACE_ENV_CAPTURE_FROM_NS)),
+               *until = getenv(trace_env_name(TRACE_ENV_CAPTURE_UNTIL_NS));
     if ((!mode || !*mode || strcmp(mode, "none") == 0) && !from && !until)
         return;
     if (!mode || !*mode)
@@ -469,7 +470,7 @@ static int cupti_start(void)
         return -1;
     }
     cupti_find_helpers(driver);
-    int all_apis = cupti_env_is("LANTERN_CUDA_API", "all");
+    int all_apis = cupti_env_is(trace_env_name(TRACE_ENV_CUDA_API), "all");
     struct cupti_translate_hooks hooks = {
         .intern = cupti_hook_intern,
         .api_name = cupti_hook_api_name,
@@ -478,7 +479,7 @@ static int cupti_start(void)
     };
     cupti_translate_init(&cupti.translate, &hooks, all_apis);
 
-    const char *kinds = getenv("LANTERN_CUDA_KINDS");
+    const char *kinds = getenv(trace_env_name(TRACE_ENV_CUDA_KINDS));
     for (size_t g = 0; g < sizeof(cupti_kind_groups) / sizeof(cupti_kind_groups[0]); g++)
         if (cupti_group_wanted(kinds, cupti_kind_groups[g].name))
             cupti.groups_wanted |= 1u << g;

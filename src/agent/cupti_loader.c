@@ -1,6 +1,7 @@
 /* dlopen of libcupti for the agent (cupti_loader.h): the first library found in the search
  * order that has every entry point we use wins. Runs once, at CUDA tracing's start. */
 #include "agent/cupti_loader.h"
+#include "trace/environment.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -68,7 +69,7 @@ static int cupti_try(struct cupti_api *api, const char *path, char *why, size_t 
 int cupti_load(struct cupti_api *api, char *why, size_t why_len)
 {
     char path[4096];
-    const char *explicit_path = getenv("LANTERN_CUPTI_PATH");
+    const char *explicit_path = getenv(trace_env_name(TRACE_ENV_CUPTI_PATH));
     const char *cuda_home = getenv("CUDA_HOME");
     if (explicit_path && *explicit_path)
         return cupti_try(api, explicit_path, why, why_len);

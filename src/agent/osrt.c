@@ -13,6 +13,7 @@
 #include "agent/ring.h"
 #include "agent/thread_events.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/list.h"
 #include "trace/records.h"
@@ -168,7 +169,7 @@ static inline void *osrt_next(unsigned sym)
  * runs: the 50-odd lookups would be wasted (a wrapper that does run resolves its own). */
 __attribute__((constructor(101))) static void osrt_resolve_all(void)
 {
-    const char *trace = getenv("LANTERN_TRACE");
+    const char *trace = getenv(trace_env_name(TRACE_ENV_TRACE));
     if (!trace || !trace_list_has(trace, "osrt"))
         return;
     for (unsigned sym = 0; sym < OSRT_SYMBOL_COUNT; sym++)
@@ -631,7 +632,7 @@ static double osrt_ticks_per_ns(void)
 
 static int osrt_init(void)
 {
-    const char *threshold = getenv("LANTERN_OSRT_THRESHOLD_NS");
+    const char *threshold = getenv(trace_env_name(TRACE_ENV_OSRT_THRESHOLD_NS));
     char *end = NULL;
     unsigned long long ns = threshold && *threshold ? strtoull(threshold, &end, 10) : 0;
     osrt.threshold_ns = end && !*end ? ns : OSRT_DEFAULT_THRESHOLD_NS;
@@ -687,8 +688,8 @@ static void osrt_drain(int final)
  * of the run (shells, exec'd children, Python) starts it at load, not at its first NVTX call. */
 __attribute__((constructor(102))) static void osrt_preload_start(void)
 {
-    const char *trace = getenv("LANTERN_TRACE");
-    if (trace && trace_list_has(trace, "osrt") && getenv("LANTERN_SESSION_DIR"))
+    const char *trace = getenv(trace_env_name(TRACE_ENV_TRACE));
+    if (trace && trace_list_has(trace, "osrt") && getenv(trace_env_name(TRACE_ENV_SESSION_DIR)))
         agent_init(TRACE_FLAG_OSRT);
 }
 

@@ -12,6 +12,7 @@
 #include "agent/pystack.h"
 #include "agent/ring.h"
 #include "agent/thread_events.h"
+#include "trace/environment.h"
 
 /* Enough for PYSTACK_USER_FRAMES frames of long paths; longer stacks are truncated. */
 #define PYTRACE_TEXT_MAX 2048u
@@ -79,7 +80,7 @@ static int pytrace_enable_domain(const struct cupti_api *api, CUpti_SubscriberHa
 
 void pytrace_start(const struct cupti_api *api, CUpti_SubscriberHandle subscriber)
 {
-    const char *wanted = getenv("LANTERN_PYTHON_BACKTRACE");
+    const char *wanted = getenv(trace_env_name(TRACE_ENV_PYTHON_BACKTRACE));
     if (!wanted || strcmp(wanted, "1") != 0 || pytrace_enabled)
         return;
     if (!subscriber) {

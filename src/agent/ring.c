@@ -4,6 +4,7 @@
  * ring_durable once the trace file holds their last events), and the consumer side. */
 #include "agent/ring.h"
 #include "agent/clock.h"
+#include "trace/environment.h"
 #include "trace/events.h"
 
 #include <fcntl.h>
@@ -193,7 +194,7 @@ static int ring_pool_grow(void)
 static uint32_t ring_pool_blocks(void)
 {
     uint64_t kb = RING_DEFAULT_BUDGET_KB;
-    const char *env = getenv("LANTERN_BUFFER_KB");
+    const char *env = getenv(trace_env_name(TRACE_ENV_BUFFER_KB));
     if (env && *env) {
         char *end;
         unsigned long long v = strtoull(env, &end, 10);
@@ -280,7 +281,7 @@ static int ring_pool_failed;
 static void ring_pool_create(void)
 {
     ring_pool.start_ns = clock_mono_ns();
-    const char *dir = getenv("LANTERN_SESSION_DIR");
+    const char *dir = getenv(trace_env_name(TRACE_ENV_SESSION_DIR));
     char path[sizeof ring_pool.path];
     int named = dir && *dir &&
                 snprintf(path, sizeof path, "%s/%d-%llu.lrb", dir, (int)getpid(),

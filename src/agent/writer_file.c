@@ -8,6 +8,7 @@
 
 #include "agent/clock.h"
 #include "agent/ring.h"
+#include "trace/environment.h"
 #include "trace/events.h"
 #include "trace/records.h"
 #include "trace/segments.h"
@@ -296,7 +297,7 @@ void writer_ring_close(void)
 /* At the file's start (lock held, TRACE_PROCESS written): segment 1, with LANTERN_RING_NS. */
 int writer_ring_start(void)
 {
-    const char *env = getenv("LANTERN_RING_NS");
+    const char *env = getenv(trace_env_name(TRACE_ENV_RING_NS));
     uint64_t ring_ns = env ? strtoull(env, NULL, 10) : 0;
     writer_ring.number = 0;
     if (!ring_ns)

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -306,62 +305,6 @@ int cli_output_close(struct cli_output *o, int ok)
         return cli_error("cannot write '%s': %s", name,
                          err == EEXIST ? "it exists (use --force to replace it)" : strerror(err));
     return ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
-}
-
-int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
-                             const char **output, int *force, int *first)
-{
-    static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    *output = NULL;
-    *force = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            *output = optarg;
-            break;
-        case 'f':
-            *force = 1;
-            break;
-        case 'h':
-            output_print_wrapped(help, stdout);
-            return -1;
-        case ':':
-            return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    *first = optind;
-    return CLI_EXIT_OK;
-}
-
-int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
-                             char **argv, const char **output, int *force, const char **arg)
-{
-    int first = 0, rc = cli_parse_output_options(name, help, argc, argv, output, force, &first);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (first != argc - 1)
-        return cli_usage_error(name, "expected %s", what);
-    *arg = argv[first];
-    return CLI_EXIT_OK;
-}
-
-int cli_parse_width(const char *name, const char *value, int *width)
-{
-    char *end;
-    long n = strtol(value, &end, 10);
-    if (*end || end == value || n < 0 || n > 100000)
-        return cli_usage_error(name, "width must be a number >= 0, not '%s'", value);
-    *width = (int)n;
-    return CLI_EXIT_OK;
 }
 
 FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width)

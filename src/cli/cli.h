@@ -31,6 +31,25 @@ int cmd_merge(int argc, char **argv);
 int cmd_upgrade(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
+/* The subcommands (commands.c): name, entry point, option rows (cli_options.h, beside its
+ * cmd_<name>()) and the line of the top-level help; ended by a row of NULLs. */
+struct cli_subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const struct cli_command *options;
+    const char *help;
+};
+extern const struct cli_subcommand cli_subcommands[];
+/* lantern --help: the subcommands and the top-level options. */
+void cli_print_usage(FILE *out);
+
+/* Each subcommand's option rows, beside its cmd_<name>(). */
+struct cli_command;
+extern const struct cli_command cli_profile_command, cli_start_command, cli_stop_command,
+    cli_dump_command, cli_stats_command, cli_export_command, cli_import_command,
+    cli_kernels_command, cli_energy_command, cli_analyze_command, cli_report_command,
+    cli_merge_command, cli_upgrade_command, cli_diff_command;
+
 /* Prints "lantern: <message>" on stderr and returns CLI_EXIT_ERROR. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "lantern: <message>" and "Try 'lantern <cmd> --help'." and returns CLI_EXIT_USAGE. */
@@ -46,22 +65,6 @@ int cli_schema_version(const char *path, int *version);
 /* rename(2) that replaces an existing name only when asked to (a file system without
  * RENAME_NOREPLACE: link and unlink). 0, or -1 with errno. */
 int cli_rename_output(const char *from, const char *to, int replace);
-
-/* Parses the options -o OUT, -f|--force and -h of a subcommand taking files after them
- * (`merge`): sets *output (NULL when not given), *force and *first (the index in argv of the
- * first file). Returns CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's code. */
-int cli_parse_output_options(const char *name, void (*help)(FILE *out), int argc, char **argv,
-                             const char **output, int *force, int *first);
-
-/* Parses the options of a subcommand of the form `NAME [-o OUT] [-f|--force] [-h] ARG`
- * (`import`, `report`): sets *output (NULL when not given), *force and *arg. Returns
- * CLI_EXIT_OK, -1 after printing help (exit 0), or a usage error's exit code; `what` names
- * ARG in the error ("one SESSION_DIR"). */
-int cli_parse_output_command(const char *name, const char *what, void (*help)(FILE *out), int argc,
-                             char **argv, const char **output, int *force, const char **arg);
-
-/* Parses -w/--width's value N (>= 0) into *width. CLI_EXIT_OK or a usage error's code. */
-int cli_parse_width(const char *name, const char *value, int *width);
 
 /* Text for the terminal (output/fit.h): between cli_fit_begin and cli_fit_end what is written to
  * the stream begin returns is held, then written to out with its long lines wrapped to width

@@ -4,33 +4,60 @@
  * CSV or as JSON. */
 #include "analyze/analyze.h"
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "output/fit.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static void print_help(FILE *out)
+struct analyze_args {
+    const char *rules, *format;
+    struct analyze_write_options write;
+};
+
+static void help_head(FILE *out)
 {
     fprintf(out,
             "Usage: lantern analyze FILE [--rule NAME,...] [--details] [--format table|csv|json]\n"
             "                       [-w N]\n\n"
             "Looks for what costs time or energy in a Lantern database and lists the findings\n"
             "most costly first, one line each: the time each could save (share of the run),\n"
-            "its rule and what it saw. docs/analyze.md describes every rule.\n\n"
-            "  -r, --rule LIST     only these rules (comma-separated)\n"
-            "  -d, --details       after the list, each finding's advice and the rows that\n"
-            "                      show it (evidence), then every rule's threshold and notes\n"
-            "      --format FMT    table (human units), csv (one line per evidence row) or\n"
-            "                      json (everything)\n"
-            "  -w, --width N       fit the text in N characters (tables cut names with '~');\n"
-            "                      default: the terminal's width, else $COLUMNS, else no limit\n"
-            "  -h, --help          show this help\n\nRules:\n");
+            "its rule and what it saw. docs/analyze.md describes every rule.\n\n");
+}
+
+static void help_tail(FILE *out)
+{
+    fprintf(out, "\nRules:\n");
     for (const struct analyze_rule *r = analyze_rules; r->name; r++)
         fprintf(out, "  %-16s %s\n", r->name, r->looks_for);
 }
+
+static const struct cli_option analyze_rows[] = {
+    CLI_STRING('r', "rule", "LIST", struct analyze_args, rules,
+               "only these rules (comma-separated)"),
+    CLI_FLAG('d', "details", struct analyze_args, write.details,
+             "after the list, each finding's advice and the rows that\n"
+             "show it (evidence), then every rule's threshold and notes"),
+    CLI_STRING(0, "format", "FMT", struct analyze_args, format,
+               "table (human units), csv (one line per evidence row) or\n"
+               "json (everything)"),
+    CLI_WIDTH(struct analyze_args, write.width,
+              "fit the text in N characters (tables cut names with '~');\n"
+              "default: the terminal's width, else $COLUMNS, else no limit"),
+    CLI_HELP_ROW,
+    CLI_ROWS_END,
+};
+
+const struct cli_command cli_analyze_command = {
+    .name = "analyze",
+    .rows = analyze_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
+};
 
 /* The session header and the run, to out (a table: the caller fits it to the terminal). */
 static int write_analysis(struct stats_ctx *ctx, const struct analyze_run *run,
@@ -84,48 +111,20 @@ static int print_analysis(const char *path, const char *rules, enum table_format
 
 int cmd_analyze(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"rule", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'F'},
-        {"details", no_argument, NULL, 'd'},    {"width", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
-    };
-    const char *rules = NULL, *format = "table";
-    struct analyze_write_options opt = {.width = -1}; /* -1: not given */
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:dw:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            rules = optarg;
-            break;
-        case 'F':
-            format = optarg;
-            break;
-        case 'd':
-            opt.details = 1;
-            break;
-        case 'w':
-            if (cli_parse_width("analyze", optarg, &opt.width) != CLI_EXIT_OK)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'h':
-            output_print_wrapped(print_help, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("analyze", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("analyze", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
+    struct analyze_args a = {.format = "table", .write.width = -1}; /* -1: not given */
+    struct analyze_write_options *opt = &a.write;
+    int first = 0, rc = cli_options_parse(&cli_analyze_command, argc, argv, &a, &first);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (first != argc - 1)
         return cli_usage_error("analyze", "expected one database FILE");
     enum table_format parsed;
-    if (table_parse_format(format, &parsed) < 0)
-        return cli_usage_error("analyze", "unknown format '%s' (table, csv or json)", format);
-    if (opt.width < 0)
-        opt.width = output_width(STDOUT_FILENO);
-    opt.terminal = isatty(STDOUT_FILENO);
-    int rc = print_analysis(argv[optind], rules, parsed, &opt, stdout);
+    if (table_parse_format(a.format, &parsed) < 0)
+        return cli_usage_error("analyze", "unknown format '%s' (table, csv or json)", a.format);
+    if (opt->width < 0)
+        opt->width = output_width(STDOUT_FILENO);
+    opt->terminal = isatty(STDOUT_FILENO);
+    rc = print_analysis(argv[first], a.rules, parsed, opt, stdout);
     if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
         rc = cli_error("cannot write the analysis: %s", strerror(errno));
     return rc;

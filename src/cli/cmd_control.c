@@ -6,13 +6,12 @@
  * is written. One file for the two subcommands: they differ by one signal and what they wait
  * for. */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "launcher/launcher.h"
-#include "output/fit.h"
 #include "trace/control.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,50 +20,88 @@
 #include <time.h>
 #include <unistd.h>
 
-static void print_help(FILE *out, const char *name)
+struct control_args {
+    const char *session;
+    double timeout_s;
+};
+
+static void start_head(FILE *out)
 {
-    int start = !strcmp(name, "start");
-    if (!strcmp(name, "dump")) {
-        fprintf(out,
-                "Usage: lantern dump [PID | --session DIR] [--timeout SEC]\n\n"
-                "Writes the ring of a running 'lantern profile --ring SEC' session, its last SEC\n"
-                "seconds, into its next database (-o FILE, %%n numbering the dumps), and waits\n"
-                "until it is written.\n\n"
-                "  PID               lantern's pid, or that of a program it traces (default: the one\n"
-                "                    'lantern profile' session of yours that runs)\n"
-                "  --session DIR     the session folder (FILE.raw), or the database FILE\n"
-                "  --timeout SEC     how long to wait for it (default 600)\n"
-                "  -h, --help        show this help\n\n"
-                "The same as 'kill -USR1' to lantern. docs/long-runs.md\n");
-        return;
-    }
-    fprintf(out,
-            "Usage: lantern %s [PID | --session DIR] [--timeout SEC]\n\n"
-            "%s\n\n"
-            "  PID               lantern's pid, or that of a program it traces (default: the one\n"
-            "                    'lantern profile' session of yours that runs)\n"
-            "  --session DIR     the session folder (FILE.raw), or the database FILE\n"
-            "  --timeout SEC     how long to wait for it to take effect (default %s)\n"
-            "  -h, --help        show this help\n\n"
-            "The same as 'kill -%s' to lantern. docs/long-runs.md\n",
-            name,
-            start ? "Starts a window of a running 'lantern profile' session: its programs record\n"
-                    "from now until 'lantern stop'."
-                  : "Ends the window of a running 'lantern profile' session that records, and\n"
-                    "waits until its database is written (-o FILE, %n numbering the windows).",
-            start ? "5" : "600", start ? "USR1" : "USR2");
+    fprintf(out, "Usage: lantern start [PID | --session DIR] [--timeout SEC]\n\n"
+                 "Starts a window of a running 'lantern profile' session: its programs record\n"
+                 "from now until 'lantern stop'.\n\n");
 }
 
-/* The two helps as output_print_wrapped prints them, fitted to the terminal (output/fit.h). */
-static void print_start_help(FILE *out)
+static void stop_head(FILE *out)
 {
-    print_help(out, "start");
+    fprintf(out, "Usage: lantern stop [PID | --session DIR] [--timeout SEC]\n\n"
+                 "Ends the window of a running 'lantern profile' session that records, and\n"
+                 "waits until its database is written (-o FILE, %%n numbering the windows).\n\n");
 }
 
-static void print_stop_help(FILE *out)
+static void dump_head(FILE *out)
 {
-    print_help(out, "stop");
+    fprintf(out, "Usage: lantern dump [PID | --session DIR] [--timeout SEC]\n\n"
+                 "Writes the ring of a running 'lantern profile --ring SEC' session, its last SEC\n"
+                 "seconds, into its next database (-o FILE, %%n numbering the dumps), and waits\n"
+                 "until it is written.\n\n");
 }
+
+static void start_tail(FILE *out)
+{
+    fprintf(out, "\nThe same as 'kill -USR1' to lantern. docs/long-runs.md\n");
+}
+
+static void stop_tail(FILE *out)
+{
+    fprintf(out, "\nThe same as 'kill -USR2' to lantern. docs/long-runs.md\n");
+}
+
+/* The rows of the three, which differ by --timeout's default and words. */
+#define CONTROL_ROWS(timeout_help)                                                                 \
+    CLI_LINE("PID", "lantern's pid, or that of a program it traces (default: the one\n"            \
+                    "'lantern profile' session of yours that runs)"),                              \
+        CLI_STRING(0, "session", "DIR", struct control_args, session,                              \
+                   "the session folder (FILE.raw), or the database FILE"),                         \
+        {.long_name = "timeout",                                                                   \
+         .arg = CLI_ARG_REQUIRED,                                                                  \
+         .usage = "SEC",                                                                           \
+         .set = cli_set_real,                                                                      \
+         .offset = offsetof(struct control_args, timeout_s),                                       \
+         .help = timeout_help,                                                                     \
+         .min = 0,                                                                                 \
+         .max = 1e6,                                                                               \
+         .error = "--timeout needs seconds (0 to 1000000)"},                                       \
+        CLI_HELP_ROW, CLI_ROWS_END
+
+static const struct cli_option start_rows[] = {
+    CONTROL_ROWS("how long to wait for it to take effect (default 5)")};
+static const struct cli_option stop_rows[] = {
+    CONTROL_ROWS("how long to wait for it to take effect (default 600)")};
+static const struct cli_option dump_rows[] = {
+    CONTROL_ROWS("how long to wait for it (default 600)")};
+
+const struct cli_command cli_start_command = {
+    .name = "start",
+    .rows = start_rows,
+    .column = 20,
+    .help_head = start_head,
+    .help_tail = start_tail,
+};
+const struct cli_command cli_stop_command = {
+    .name = "stop",
+    .rows = stop_rows,
+    .column = 20,
+    .help_head = stop_head,
+    .help_tail = stop_tail,
+};
+const struct cli_command cli_dump_command = {
+    .name = "dump",
+    .rows = dump_rows,
+    .column = 20,
+    .help_head = dump_head,
+    .help_tail = start_tail, /* dump is SIGUSR1 too */
+};
 
 static void sleep_ms(long ms)
 {
@@ -98,48 +135,26 @@ static int ring_dump_now(const struct trace_control *ctl, const char *dir, int l
     }
     if (__atomic_load_n(&ctl->dumps_failed, __ATOMIC_ACQUIRE) > failed)
         return cli_error("the ring of '%s' could not be written (lantern said why)", dir);
-    fprintf(stderr, "lantern: dump %llu written to %s\n", (unsigned long long)__atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE),
+    fprintf(stderr, "lantern: dump %llu written to %s\n",
+            (unsigned long long)__atomic_load_n(&ctl->dumps_written, __ATOMIC_ACQUIRE),
             ctl->last_dump);
     return CLI_EXIT_OK;
 }
 
-static int control(int argc, char **argv, const char *name)
+static int control(int argc, char **argv, const struct cli_command *command)
 {
+    const char *name = command->name, *pid = NULL;
     int start = !strcmp(name, "start"), dump = !strcmp(name, "dump");
-    const char *session = NULL, *pid = NULL;
-    double timeout_s = start ? 5 : 600;
-    static const struct option options[] = {
-        {"session", required_argument, NULL, 's'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 's':
-            session = optarg;
-            break;
-        case 'T':
-            timeout_s = strtod(optarg, &end);
-            if (*end || end == optarg || !(timeout_s >= 0 && timeout_s <= 1e6))
-                return cli_usage_error(name, "--timeout needs seconds (0 to 1000000)");
-            break;
-        case 'h':
-            output_print_wrapped(start ? print_start_help : print_stop_help, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error(name, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        pid = argv[optind++];
-    if (optind < argc || (pid && session))
+    struct control_args a = {.timeout_s = start ? 5 : 600};
+    int first = 0, rc = cli_options_parse(command, argc, argv, &a, &first);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (first < argc)
+        pid = argv[first++];
+    if (first < argc || (pid && a.session))
         return cli_usage_error(name, "give one PID or --session DIR");
+    const char *session = a.session;
+    double timeout_s = a.timeout_s;
 
     char dir[4096], error[1024], path[4200];
     int launcher_pid;
@@ -154,7 +169,7 @@ static int control(int argc, char **argv, const char *name)
     if (map == MAP_FAILED)
         return cli_error("cannot read '%s': %s", path, strerror(errno));
     const struct trace_control *ctl = map;
-    int rc = CLI_EXIT_OK;
+    rc = CLI_EXIT_OK;
     if (dump || ctl->ring_ns) {
         rc = dump ? ring_dump_now(ctl, dir, launcher_pid, timeout_s)
                   : cli_error("'%s' is a --ring session: 'lantern dump' writes its last %g s", dir,
@@ -218,15 +233,15 @@ out:
 
 int cmd_start(int argc, char **argv)
 {
-    return control(argc, argv, "start");
+    return control(argc, argv, &cli_start_command);
 }
 
 int cmd_stop(int argc, char **argv)
 {
-    return control(argc, argv, "stop");
+    return control(argc, argv, &cli_stop_command);
 }
 
 int cmd_dump(int argc, char **argv)
 {
-    return control(argc, argv, "dump");
+    return control(argc, argv, &cli_dump_command);
 }

@@ -4,17 +4,17 @@
  * docs/diff.md). Exit 3 with --fail-on-regression when a significant slowdown beyond the
  * threshold is found: a gate for CI. */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "diff/diff.h"
 #include "output/fit.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void print_help(FILE *out)
+static void help_head(FILE *out)
 {
     fprintf(out,
             "Usage: lantern diff BASE.db NEW.db [options]\n"
@@ -27,29 +27,14 @@ static void print_help(FILE *out)
             "with 2 or more runs on each side the runs' medians (bootstrap over runs):\n"
             "profile 3 or more per side for an honest answer. Checks that the runs are\n"
             "comparable (GPU, clocks, throttling, command) come first. docs/diff.md explains\n"
-            "the statistics.\n\n"
+            "the statistics.\n\n");
+}
 
-            "      --base FILE...      the base runs (the first positional FILE otherwise)\n"
-            "      --new FILE...       the new runs (the second positional FILE otherwise)\n"
-            "      --threshold PCT     a change of the median below PCT %% is 'same'\n"
-            "                          (default 5)\n"
-            "      --alpha Q           the false-discovery rate over all rows (default 0.05)\n"
-            "      --format FMT        table (default), csv (every field; checks on stderr)\n"
-            "                          or json\n"
-            "  -o, --output OUT        write the table, CSV or JSON to OUT\n"
-            "      --html OUT.html     also write a self-contained HTML page\n"
-            "  -f, --force             replace OUT and OUT.html if they exist\n"
-            "  -w, --width N           fit the text in N columns, cutting names with '~'\n"
-            "                          (default: the terminal's, else $COLUMNS, else no\n"
-            "                          limit: full names in a pipe; 0: no limit)\n"
-            "      --all               every row in the table (default: changes, NVTX ranges\n"
-            "                          and whole-run figures)\n"
-            "      --fail-on-regression  exit 3 when a row is slower (significant, beyond the\n"
-            "                          threshold): a gate for CI\n"
-            "  -h, --help              show this help\n\n"
-            "Exit status: 0 compared (even with regressions, unless --fail-on-regression),\n"
-            "1 bad input (not a Lantern database), 2 usage error, 3 a regression with\n"
-            "--fail-on-regression.\n");
+static void help_tail(FILE *out)
+{
+    fprintf(out, "\nExit status: 0 compared (even with regressions, unless --fail-on-regression),\n"
+                 "1 bad input (not a Lantern database), 2 usage error, 3 a regression with\n"
+                 "--fail-on-regression.\n");
 }
 
 struct diff_args {
@@ -63,13 +48,13 @@ struct diff_args {
 };
 
 /* --base and --new take every argument after them up to the next option; they are taken out
- * of argv here, so that getopt sees the rest. Returns the new argc, or -1 (out of memory). */
+ * of argv here, so that the parser sees the rest. Returns the new argc, or -1 (out of memory). */
 static int take_lists(int argc, char **argv, struct diff_args *a)
 {
     int kept = 1, options_end = 0;
     for (int i = 1; i < argc; i++) {
         int side = !strcmp(argv[i], "--base") ? 0 : !strcmp(argv[i], "--new") ? 1 : -1;
-        options_end |= !strcmp(argv[i], "--"); /* what follows is files, for getopt too */
+        options_end |= !strcmp(argv[i], "--"); /* what follows is files, for the parser too */
         if (side < 0 || options_end) {
             argv[kept++] = argv[i];
             continue;
@@ -97,75 +82,87 @@ static int parse_number(const char *text, double *out)
     return 0;
 }
 
+static int set_threshold(const char *cmd, const struct cli_option *row, void *options,
+                         const char *value)
+{
+    (void)row;
+    double *threshold = &((struct diff_args *)options)->options.threshold_percent;
+    if (parse_number(value, threshold) < 0 || *threshold < 0)
+        return cli_usage_error(cmd, "--threshold must be a percentage >= 0, not '%s'", value);
+    return 0;
+}
+
+static int set_alpha(const char *cmd, const struct cli_option *row, void *options,
+                     const char *value)
+{
+    (void)row;
+    double *alpha = &((struct diff_args *)options)->options.alpha;
+    if (parse_number(value, alpha) < 0 || *alpha <= 0 || *alpha >= 1)
+        return cli_usage_error(cmd, "--alpha must be between 0 and 1, not '%s'", value);
+    return 0;
+}
+
+static int set_format(const char *cmd, const struct cli_option *row, void *options,
+                      const char *value)
+{
+    (void)row;
+    if (table_parse_format(value, &((struct diff_args *)options)->format) < 0)
+        return cli_usage_error(cmd, "unknown format '%s' (table, csv or json)", value);
+    return 0;
+}
+
+/* --base and --new are taken out of argv by take_lists before the parser sees the rest: their
+ * rows are the help's lines only. */
+static const struct cli_option diff_rows[] = {
+    CLI_LINE("--base FILE...", "the base runs (the first positional FILE otherwise)"),
+    CLI_LINE("--new FILE...", "the new runs (the second positional FILE otherwise)"),
+    CLI_CALL(0, "threshold", CLI_ARG_REQUIRED, "PCT", set_threshold,
+             "a change of the median below PCT % is 'same'\n"
+             "(default 5)"),
+    CLI_CALL(0, "alpha", CLI_ARG_REQUIRED, "Q", set_alpha,
+             "the false-discovery rate over all rows (default 0.05)"),
+    CLI_CALL(0, "format", CLI_ARG_REQUIRED, "FMT", set_format,
+             "table (default), csv (every field; checks on stderr)\n"
+             "or json"),
+    CLI_STRING('o', "output", "OUT", struct diff_args, output,
+               "write the table, CSV or JSON to OUT"),
+    CLI_STRING(0, "html", "OUT.html", struct diff_args, html,
+               "also write a self-contained HTML page"),
+    CLI_FLAG('f', "force", struct diff_args, force, "replace OUT and OUT.html if they exist"),
+    CLI_WIDTH(struct diff_args, width,
+              "fit the text in N columns, cutting names with '~'\n"
+              "(default: the terminal's, else $COLUMNS, else no\n"
+              "limit: full names in a pipe; 0: no limit)"),
+    CLI_FLAG(0, "all", struct diff_args, all,
+             "every row in the table (default: changes, NVTX ranges\n"
+             "and whole-run figures)"),
+    CLI_FLAG(0, "fail-on-regression", struct diff_args, fail_on_regression,
+             "exit 3 when a row is slower (significant, beyond the\n"
+             "threshold): a gate for CI"),
+    CLI_HELP_ROW,
+    CLI_ROWS_END,
+};
+
+const struct cli_command cli_diff_command = {
+    .name = "diff",
+    .rows = diff_rows,
+    .column = 26,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
+};
+
 static int parse_args(int argc, char **argv, struct diff_args *a)
 {
-    static const struct option options[] = {
-        {"threshold", required_argument, NULL, 'T'},
-        {"alpha", required_argument, NULL, 'A'},
-        {"format", required_argument, NULL, 'F'},
-        {"output", required_argument, NULL, 'o'},
-        {"html", required_argument, NULL, 'H'},
-        {"force", no_argument, NULL, 'f'},
-        {"width", required_argument, NULL, 'w'},
-        {"all", no_argument, NULL, 'a'},
-        {"fail-on-regression", no_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:fw:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'T':
-            if (parse_number(optarg, &a->options.threshold_percent) < 0 ||
-                a->options.threshold_percent < 0)
-                return cli_usage_error("diff", "--threshold must be a percentage >= 0, not '%s'",
-                                       optarg);
-            break;
-        case 'A':
-            if (parse_number(optarg, &a->options.alpha) < 0 || a->options.alpha <= 0 ||
-                a->options.alpha >= 1)
-                return cli_usage_error("diff", "--alpha must be between 0 and 1, not '%s'", optarg);
-            break;
-        case 'F':
-            if (table_parse_format(optarg, &a->format) < 0)
-                return cli_usage_error("diff", "unknown format '%s' (table, csv or json)", optarg);
-            break;
-        case 'o':
-            a->output = optarg;
-            break;
-        case 'H':
-            a->html = optarg;
-            break;
-        case 'f':
-            a->force = 1;
-            break;
-        case 'w':
-            if (cli_parse_width("diff", optarg, &a->width) != CLI_EXIT_OK)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'a':
-            a->all = 1;
-            break;
-        case 'R':
-            a->fail_on_regression = 1;
-            break;
-        case 'h':
-            output_print_wrapped(print_help, stdout);
-            return -1;
-        case ':':
-            return cli_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    int positional = argc - optind;
+    int first = 0, rc = cli_options_parse(&cli_diff_command, argc, argv, a, &first);
+    if (rc)
+        return rc;
+    int positional = argc - first;
     if (a->lists && positional)
         return cli_usage_error("diff",
                                "give the runs either as BASE.db NEW.db or with --base and "
                                "--new, not both ('%s')",
-                               argv[optind]);
+                               argv[first]);
     if (!a->lists && positional != 2)
         return cli_usage_error("diff", "expected two databases, BASE.db NEW.db (or --base ... "
                                        "--new ...)");
@@ -176,7 +173,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
             a->files[side] = malloc(sizeof *a->files[side]);
             if (!a->files[side])
                 return cli_error("out of memory");
-            a->files[side][0] = argv[optind + side];
+            a->files[side][0] = argv[first + side];
             a->count[side] = 1;
         }
     }

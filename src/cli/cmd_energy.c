@@ -3,11 +3,11 @@
  * window around the whole command. The command's output is left alone; the summary goes to
  * stderr, like time(1). */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "lantern.h"
 #include "output/fit.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -23,55 +23,56 @@ struct energy_options {
     char **command;
 };
 
-static void print_help(FILE *out)
+static void help_head(FILE *out)
 {
-    fprintf(out,
-            "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
-            "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
-            "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n"
-            "      --gpus LIST     CUDA indices or UUIDs, comma-separated (default: all visible)\n"
-            "      --cpus LIST     CPU packages, or 'none' (default: all with readable RAPL)\n"
-            "      --power-only    integrate power instead of reading the energy counter (the\n"
-            "                      method for GPUs older than Volta)\n"
-            "  -h, --help          show this help\n\n"
-            "lantern exits with COMMAND's status (128+N if killed by signal N).\n");
+    fprintf(out, "Usage: lantern energy [options] [--] COMMAND [ARGS...]\n\n"
+                 "Runs COMMAND and prints its time and energy: per GPU from the energy counter\n"
+                 "interpolated with power samples, per CPU package and DRAM from RAPL.\n\n");
 }
+
+static void help_tail(FILE *out)
+{
+    fprintf(out, "\nlantern exits with COMMAND's status (128+N if killed by signal N).\n");
+}
+
+static int set_power_only(const char *cmd, const struct cli_option *row, void *options,
+                          const char *value)
+{
+    (void)cmd, (void)row, (void)value;
+    ((struct energy_options *)options)->flags |= LANTERN_POWER_ONLY;
+    return 0;
+}
+
+static const struct cli_option energy_rows[] = {
+    CLI_STRING(0, "gpus", "LIST", struct energy_options, gpus,
+               "CUDA indices or UUIDs, comma-separated (default: all visible)"),
+    CLI_STRING(0, "cpus", "LIST", struct energy_options, cpus,
+               "CPU packages, or 'none' (default: all with readable RAPL)"),
+    CLI_CALL(0, "power-only", CLI_ARG_NONE, NULL, set_power_only,
+             "integrate power instead of reading the energy counter (the\n"
+             "method for GPUs older than Volta)"),
+    CLI_HELP_ROW,
+    CLI_ROWS_END,
+};
+
+const struct cli_command cli_energy_command = {
+    .name = "energy",
+    .rows = energy_rows,
+    .stop_at_operand = 1,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
+};
 
 static int parse_options(int argc, char **argv, struct energy_options *o)
 {
-    enum { OPT_GPUS = 256, OPT_CPUS, OPT_POWER_ONLY };
-    static const struct option options[] = {
-        {"gpus", required_argument, NULL, OPT_GPUS},
-        {"cpus", required_argument, NULL, OPT_CPUS},
-        {"power-only", no_argument, NULL, OPT_POWER_ONLY},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
-        switch (c) {
-        case OPT_GPUS:
-            o->gpus = optarg;
-            break;
-        case OPT_CPUS:
-            o->cpus = optarg;
-            break;
-        case OPT_POWER_ONLY:
-            o->flags |= LANTERN_POWER_ONLY;
-            break;
-        case 'h':
-            output_print_wrapped(print_help, stdout);
-            return -1;
-        case ':':
-            return cli_usage_error("energy", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("energy", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
+    int first = 0, rc = cli_options_parse(&cli_energy_command, argc, argv, o, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return cli_usage_error("energy", "missing the command to run");
-    o->command = argv + optind;
+    o->command = argv + first;
     return 0;
 }
 

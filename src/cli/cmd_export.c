@@ -3,12 +3,12 @@
  * list and the errors' names; the output goes through cli_output (no overwrite without
  * --force, a temporary file renamed into place). */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "export/export.h"
 #include "output/fit.h"
 #include "output/table.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,24 +29,69 @@ static const char *format_list(char *buf, size_t size, const char *sep, int exte
     return buf;
 }
 
-static void print_help(FILE *out)
+struct export_args {
+    const char *format, *output;
+    int force;
+};
+
+static void help_head(FILE *out)
 {
     char list[256];
     fprintf(out,
             "Usage: lantern export FILE --format %s [-o OUT] [-f]\n\n"
-            "Exports a Lantern database.\n\n"
-            "      --format FMT    one of:\n",
+            "Exports a Lantern database.\n\n",
             format_list(list, sizeof list, "|", 0));
-    for (size_t i = 0; i < export_format_count; i++)
-        fprintf(out, "                        %-9s %s\n", export_formats[i].name,
-                export_formats[i].help);
-    fprintf(out,
-            "  -o, --output OUT    the file to write (default: FILE with the format's extension\n"
-            "                      (%s) instead of .db; - for stdout)\n"
-            "  -f, --force         replace OUT if it exists\n"
-            "  -h, --help          show this help\n",
-            format_list(list, sizeof list, ", ", 1));
 }
+
+/* --format's text: one line per format of the table. */
+static const char *format_help(void)
+{
+    static char text[2048];
+    size_t used = (size_t)snprintf(text, sizeof text, "one of:");
+    for (size_t i = 0; i < export_format_count && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "\n  %-9s %s",
+                                 export_formats[i].name, export_formats[i].help);
+    return text;
+}
+
+/* -o's text: the formats' extensions. */
+static const char *output_help(void)
+{
+    static char text[512];
+    char list[256];
+    snprintf(text, sizeof text,
+             "the file to write (default: FILE with the format's extension\n"
+             "(%s) instead of .db; - for stdout)",
+             format_list(list, sizeof list, ", ", 1));
+    return text;
+}
+
+static const struct cli_option export_rows[] = {
+    {.long_name = "format",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "FMT",
+     .set = cli_set_string,
+     .offset = offsetof(struct export_args, format),
+     .help_text = format_help},
+    {.short_name = 'o',
+     .long_name = "output",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "OUT",
+     .set = cli_set_string,
+     .offset = offsetof(struct export_args, output),
+     .help_text = output_help},
+    CLI_FLAG('f', "force", struct export_args, force, "replace OUT if it exists"),
+    CLI_HELP_ROW,
+    CLI_ROWS_END,
+};
+
+const struct cli_command cli_export_command = {
+    .name = "export",
+    .rows = export_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+};
 
 /* x.db -> x<extension>; anything else gets the extension appended. */
 static char *default_output(const char *db_path, const char *extension)
@@ -95,56 +140,32 @@ static int write_export(sqlite3 *db, const struct export_format *format, const c
 
 int cmd_export(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"format", required_argument, NULL, 'F'},
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *format_name = NULL, *output = NULL;
-    int c, force = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'F':
-            format_name = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            output_print_wrapped(print_help, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
+    struct export_args a = {0};
+    int first = 0, rc = cli_options_parse(&cli_export_command, argc, argv, &a, &first);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    const char *format_name = a.format, *output = a.output;
+    int force = a.force;
     char names[256];
     format_list(names, sizeof names, ", ", 0);
     /* `-f chrome`, as -f meant before it meant --force in every command (as in nsys) */
-    for (int i = optind; force && !format_name && optind == argc - 2 && i < argc; i++)
+    for (int i = first; force && !format_name && first == argc - 2 && i < argc; i++)
         if (export_format_find(argv[i]))
             return cli_usage_error("export", "'-f' means --force; give the format as --format %s",
                                    argv[i]);
-    if (optind != argc - 1)
+    if (first != argc - 1)
         return cli_usage_error("export", "expected one database FILE");
     if (!format_name)
         return cli_usage_error("export", "missing --format (%s)", names);
     const struct export_format *format = export_format_find(format_name);
     if (!format)
         return cli_usage_error("export", "unknown format '%s' (%s)", format_name, names);
-    const char *db_path = argv[optind];
+    const char *db_path = argv[first];
     char *fallback = output ? NULL : default_output(db_path, format->extension);
     if (!output && !(output = fallback))
         return cli_error("out of memory");
     sqlite3 *db;
-    int rc = cli_open_db(db_path, &db);
+    rc = cli_open_db(db_path, &db);
     if (rc == CLI_EXIT_OK) {
         rc = write_export(db, format, output, force);
         sqlite3_close(db);

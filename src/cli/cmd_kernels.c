@@ -2,19 +2,19 @@
  * that launched it, shapes, FLOPs, bytes, Tensor Core use and achieved rates. The report
  * itself is src/model/kernels.c; this file parses the options (PyProf's prof.py flags). */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "model/kernels.h"
 #include "model/session_losses.h"
 #include "output/fit.h"
 #include "output/table.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void print_help(FILE *out)
+static void help_head(FILE *out)
 {
     fprintf(
         out,
@@ -23,34 +23,82 @@ static void print_help(FILE *out)
         "One row per GPU kernel, memcpy and memset of a Lantern database, in GPU start order,\n"
         "with the NVTX layer and the PyTorch op (torch.autograd.profiler.emit_nvtx markers)\n"
         "that launched it. \"na\" marks an unknown value; a trailing '*' a figure computed\n"
-        "with an assumed dtype (the kernel name gives none). docs/kernels.md has the formulas.\n\n"
-        "  -c, --columns COLS  comma-separated columns, in order (default:\n"
-        "                      %s;\n"
-        "                      with GPU metrics recorded:\n"
-        "                      %s)\n"
-        "  -w, --width N       fit text lines in N characters, cutting text columns ('~');\n"
-        "                      default: the terminal's width, else $COLUMNS, else no limit;\n"
-        "                      0: no limit (full names, as in CSV and JSON)\n"
-        "      --csv           CSV instead of space-separated columns\n"
-        "      --format FMT    text (default), csv or json\n"
-        "      --no-memops     kernels only\n"
-        "      --hints         only rows with an optimisation hint, with the hints column\n"
-        "  -h, --help          show this help and the columns\n\nColumns:\n",
-        kernels_default_columns, kernels_default_columns_measured);
+        "with an assumed dtype (the kernel name gives none). docs/kernels.md has the "
+        "formulas.\n\n");
+}
+
+static void help_tail(FILE *out)
+{
+    fprintf(out, "\nColumns:\n");
     kernels_columns_help(out);
 }
 
-static int parse_format(const char *text, enum kernels_format *format)
+/* -c's text: the default columns, from the report's table. */
+static const char *columns_help(void)
+{
+    static char text[1024];
+    snprintf(text, sizeof text,
+             "comma-separated columns, in order (default:\n"
+             "%s;\n"
+             "with GPU metrics recorded:\n"
+             "%s)",
+             kernels_default_columns, kernels_default_columns_measured);
+    return text;
+}
+
+static int set_csv(const char *cmd, const struct cli_option *row, void *options, const char *value)
+{
+    (void)cmd, (void)row, (void)value;
+    ((struct kernels_options *)options)->format = KERNELS_FORMAT_CSV;
+    return 0;
+}
+
+static int set_format(const char *cmd, const struct cli_option *row, void *options,
+                      const char *value)
 {
     static const char *const names[] = {"text", "csv", "json"};
+    (void)row;
     for (int i = 0; i < 3; i++) {
-        if (strcmp(text, names[i]) == 0) {
-            *format = (enum kernels_format)i;
+        if (strcmp(value, names[i]) == 0) {
+            ((struct kernels_options *)options)->format = (enum kernels_format)i;
             return 0;
         }
     }
-    return -EINVAL;
+    return cli_usage_error(cmd, "unknown format '%s' (text, csv or json)", value);
 }
+
+static const struct cli_option kernels_rows[] = {
+    {.short_name = 'c',
+     .long_name = "columns",
+     .arg = CLI_ARG_REQUIRED,
+     .usage = "COLS",
+     .set = cli_set_string,
+     .offset = offsetof(struct kernels_options, columns),
+     .help_text = columns_help},
+    CLI_WIDTH(struct kernels_options, width,
+              "fit text lines in N characters, cutting text columns ('~');\n"
+              "default: the terminal's width, else $COLUMNS, else no limit;\n"
+              "0: no limit (full names, as in CSV and JSON)"),
+    CLI_CALL(0, "csv", CLI_ARG_NONE, NULL, set_csv, "CSV instead of space-separated columns"),
+    CLI_CALL(0, "format", CLI_ARG_REQUIRED, "FMT", set_format, "text (default), csv or json"),
+    CLI_FLAG(0, "no-memops", struct kernels_options, no_memops, "kernels only"),
+    CLI_FLAG(0, "hints", struct kernels_options, hints_only,
+             "only rows with an optimisation hint, with the hints column"),
+    {.short_name = 'h',
+     .long_name = "help",
+     .set = cli_set_help,
+     .help = "show this help and the columns"},
+    CLI_ROWS_END,
+};
+
+const struct cli_command cli_kernels_command = {
+    .name = "kernels",
+    .rows = kernels_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
+};
 
 static int write_kernels(const char *path, const struct kernels_options *opt)
 {
@@ -86,48 +134,11 @@ static int write_kernels(const char *path, const struct kernels_options *opt)
 
 int cmd_kernels(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"columns", required_argument, NULL, 'c'}, {"width", required_argument, NULL, 'w'},
-        {"csv", no_argument, NULL, 'C'},           {"format", required_argument, NULL, 'F'},
-        {"no-memops", no_argument, NULL, 'M'},     {"hints", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
-    };
     struct kernels_options opt = {.width = -1}; /* -1: not given */
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:w:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            opt.columns = optarg;
-            break;
-        case 'w':
-            if (cli_parse_width("kernels", optarg, &opt.width) != CLI_EXIT_OK)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'C':
-            opt.format = KERNELS_FORMAT_CSV;
-            break;
-        case 'F':
-            if (parse_format(optarg, &opt.format) < 0)
-                return cli_usage_error("kernels", "unknown format '%s' (text, csv or json)",
-                                       optarg);
-            break;
-        case 'M':
-            opt.no_memops = 1;
-            break;
-        case 'H':
-            opt.hints_only = 1;
-            break;
-        case 'h':
-            output_print_wrapped(print_help, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("kernels", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("kernels", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
+    int first = 0, rc = cli_options_parse(&cli_kernels_command, argc, argv, &opt, &first);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (first != argc - 1)
         return cli_usage_error("kernels", "expected one database FILE");
     if (opt.width < 0)
         opt.width = output_width(STDOUT_FILENO);
@@ -135,5 +146,5 @@ int cmd_kernels(int argc, char **argv)
     const char *bad;
     if (kernels_columns_check(opt.columns, &bad) < 0)
         return cli_usage_error("kernels", "unknown column '%s' (see lantern kernels -h)", bad);
-    return write_kernels(argv[optind], &opt);
+    return write_kernels(argv[first], &opt);
 }

@@ -1,12 +1,13 @@
 /* lantern merge: several report databases (one per rank, process or host) into one, with
  * every process, thread, GPU and event, times on the first input's clock (src/db/merge.c). */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "db/import.h"
 #include "db/merge.h"
 
 #include <stdio.h>
 
-static void print_help(FILE *out)
+static void help_head(FILE *out)
 {
     fprintf(out,
             "Usage: lantern merge A.db B.db ... -o ALL.db [--force]\n\n"
@@ -14,18 +15,28 @@ static void print_help(FILE *out)
             "ranges, CUDA and NVML rows, as if one session had recorded them all. Strings and\n"
             "NVTX domains are shared by value, GPUs by uuid; times of inputs from other hosts\n"
             "move onto the first input's clock by each host's wall-clock offset (error: the\n"
-            "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n"
-            "  -o, --output OUT    the merged database (required)\n"
-            "  -f, --force         replace OUT if it exists; merge a database with its copy\n"
-            "                      (the same session, whose every event would count twice)\n"
-            "  -h, --help          show this help\n");
+            "hosts' NTP offset). meta merged_inputs lists the inputs and their shifts.\n\n");
 }
+
+static const struct cli_option merge_rows[] = {
+    CLI_OUTPUT_ROWS("OUT", "the merged database (required)",
+                    "replace OUT if it exists; merge a database with its copy\n"
+                    "(the same session, whose every event would count twice)"),
+};
+
+const struct cli_command cli_merge_command = {
+    .name = "merge",
+    .rows = merge_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+};
 
 int cmd_merge(int argc, char **argv)
 {
     const char *output = NULL;
     int force = 0, first = 0;
-    int rc = cli_parse_output_options("merge", print_help, argc, argv, &output, &force, &first);
+    int rc = cli_parse_output_options(&cli_merge_command, argc, argv, &output, &force, &first);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (!output)

@@ -2,6 +2,7 @@
  * page goes to a temporary file beside the output and is renamed into place, so a reader
  * never sees half a page; an existing file is kept unless --force. */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "html/html.h"
 
 #include <errno.h>
@@ -10,17 +11,27 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void print_help(FILE *out)
+static void help_head(FILE *out)
 {
     fprintf(out,
             "Usage: lantern report FILE [-o OUT.html] [--force]\n\n"
             "Writes one self-contained HTML page (no network needed to open it): the session,\n"
             "a timeline overview per GPU, where the time went, the `lantern analyze` findings\n"
-            "most costly first with their evidence, and energy per range and kernel.\n\n"
-            "  -o, --output OUT    the page (default: FILE with .html instead of .db)\n"
-            "  -f, --force         replace OUT if it exists\n"
-            "  -h, --help          show this help\n");
+            "most costly first with their evidence, and energy per range and kernel.\n\n");
 }
+
+static const struct cli_option report_rows[] = {
+    CLI_OUTPUT_ROWS("OUT", "the page (default: FILE with .html instead of .db)",
+                    "replace OUT if it exists"),
+};
+
+const struct cli_command cli_report_command = {
+    .name = "report",
+    .rows = report_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+};
 
 /* x.db -> x.html; anything else gets .html appended. */
 static char *default_output(const char *db_path)
@@ -56,8 +67,8 @@ int cmd_report(int argc, char **argv)
 {
     const char *output, *db_path;
     int force;
-    int rc = cli_parse_output_command("report", "one database FILE", print_help, argc, argv,
-                                      &output, &force, &db_path);
+    int rc = cli_parse_output_command(&cli_report_command, "one database FILE", argc, argv, &output,
+                                      &force, &db_path);
     if (rc)
         return rc < 0 ? CLI_EXIT_OK : rc;
     char *fallback = output ? NULL : default_output(db_path);

@@ -1,36 +1,65 @@
 /* lantern stats: prints a report from the table of reports (src/stats/stats.c) after
  * the session header, as an aligned table, CSV or JSON. */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "output/fit.h"
 #include "output/json.h"
 #include "stats/stats.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static void print_help(FILE *out)
+struct stats_args {
+    const char *report, *format, *output, *sort, *filter_nvtx;
+    int force, width; /* width -1: not given */
+};
+
+static void help_head(FILE *out)
 {
     fprintf(
         out,
         "Usage: lantern stats FILE [--report NAME] [--format table|csv|json] [-w N] [-o OUT]\n\n"
-        "Prints a report of a Lantern database, after a header describing the session.\n\n"
-        "  -r, --report NAME   the report (default nvtx_sum)\n"
-        "      --format FMT    table (human units), csv or json (exact nanoseconds)\n"
-        "  -w, --width N       fit a table in N characters: names cut ('~'), then numbers\n"
-        "                      left out from the right (named below it); default: the\n"
-        "                      terminal's width, else $COLUMNS, else no limit; 0: no limit\n"
-        "  -o, --output OUT    write to OUT instead of standard output (no width limit)\n"
-        "  -f, --force         replace OUT if it exists\n"
-        "      --sort COL      cuda_gpu_trace: rows by start (default) or duration\n"
-        "      --filter-nvtx RANGE  cpu_sample_sum: only samples taken on a thread\n"
-        "                      while it was inside an NVTX range named RANGE\n"
-        "  -h, --help          show this help\n\nReports:\n");
+        "Prints a report of a Lantern database, after a header describing the session.\n\n");
+}
+
+static void help_tail(FILE *out)
+{
+    fprintf(out, "\nReports:\n");
     for (const struct stats_entry *r = stats_table; r->name; r++)
         fprintf(out, "  %-22s %s\n", r->name, r->help);
 }
+
+static const struct cli_option stats_rows[] = {
+    CLI_STRING('r', "report", "NAME", struct stats_args, report, "the report (default nvtx_sum)"),
+    CLI_STRING(0, "format", "FMT", struct stats_args, format,
+               "table (human units), csv or json (exact nanoseconds)"),
+    CLI_WIDTH(struct stats_args, width,
+              "fit a table in N characters: names cut ('~'), then numbers\n"
+              "left out from the right (named below it); default: the\n"
+              "terminal's width, else $COLUMNS, else no limit; 0: no limit"),
+    CLI_STRING('o', "output", "OUT", struct stats_args, output,
+               "write to OUT instead of standard output (no width limit)"),
+    CLI_FLAG('f', "force", struct stats_args, force, "replace OUT if it exists"),
+    /* for the reports that offer more than one order */
+    CLI_STRING(0, "sort", "COL", struct stats_args, sort,
+               "cuda_gpu_trace: rows by start (default) or duration"),
+    CLI_STRING(0, "filter-nvtx", "RANGE", struct stats_args, filter_nvtx,
+               "cpu_sample_sum: only samples taken on a thread\n"
+               "while it was inside an NVTX range named RANGE"),
+    CLI_HELP_ROW,
+    CLI_ROWS_END,
+};
+
+const struct cli_command cli_stats_command = {
+    .name = "stats",
+    .rows = stats_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+    .help_tail = help_tail,
+};
 
 /* JSON: {"report": NAME, "session": {...}, "rows": [...], "note": why the rows are empty or
  * null}. Table: the header, then the table. CSV: the header on stderr, so the CSV itself stays
@@ -82,68 +111,24 @@ int cli_print_stats(const char *db_path, const struct stats_entry *r, enum table
 
 int cmd_stats(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"report", required_argument, NULL, 'r'},
-        {"format", required_argument, NULL, 'F'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {"sort", required_argument, NULL, 'S'},
-        {"force", no_argument, NULL, 'f'},
-        {"width", required_argument, NULL, 'w'},
-        {"filter-nvtx", required_argument, NULL, 'N'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *report = "nvtx_sum", *format = "table", *output = NULL, *sort = NULL,
-               *filter_nvtx = NULL;
-    int c, force = 0, width = -1; /* -1: not given */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:w:fh", options, NULL)) != -1) {
-        switch (c) {
-        case 'w':
-            if (cli_parse_width("stats", optarg, &width) != CLI_EXIT_OK)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'r':
-            report = optarg;
-            break;
-        case 'F':
-            format = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'S':
-            sort = optarg; /* for the reports that offer more than one order */
-            break;
-        case 'N':
-            filter_nvtx = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            output_print_wrapped(print_help, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("stats", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
+    struct stats_args a = {.report = "nvtx_sum", .format = "table", .width = -1};
+    int first = 0, rc = cli_options_parse(&cli_stats_command, argc, argv, &a, &first);
+    if (rc)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (first != argc - 1)
         return cli_usage_error("stats", "expected one database FILE");
-    const struct stats_entry *r = stats_find(report);
+    const struct stats_entry *r = stats_find(a.report);
     if (!r)
-        return cli_usage_error("stats", "unknown report '%s'", report);
+        return cli_usage_error("stats", "unknown report '%s'", a.report);
     enum table_format parsed;
-    if (table_parse_format(format, &parsed) < 0)
-        return cli_usage_error("stats", "unknown format '%s' (table, csv or json)", format);
+    if (table_parse_format(a.format, &parsed) < 0)
+        return cli_usage_error("stats", "unknown format '%s' (table, csv or json)", a.format);
     struct cli_output out;
-    if (cli_output_open(&out, output, force) != CLI_EXIT_OK)
+    if (cli_output_open(&out, a.output, a.force) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
-    if (width < 0) /* a file gets every name whole */
-        width = out.file == stdout ? output_width(STDOUT_FILENO) : 0;
-    int rc = cli_print_stats(argv[optind], r, parsed, sort, filter_nvtx, width, out.file);
+    if (a.width < 0) /* a file gets every name whole */
+        a.width = out.file == stdout ? output_width(STDOUT_FILENO) : 0;
+    rc = cli_print_stats(argv[first], r, parsed, a.sort, a.filter_nvtx, a.width, out.file);
     if (rc != CLI_EXIT_OK && ferror(out.file))
         out.error = errno;
     if (cli_output_close(&out, rc == CLI_EXIT_OK) != CLI_EXIT_OK && rc == CLI_EXIT_OK)

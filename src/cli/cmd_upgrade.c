@@ -3,6 +3,7 @@
  * renamed into place when complete. Every command reads old databases anyway, through an
  * upgraded copy each time; this does it once. */
 #include "cli/cli.h"
+#include "cli/cli_options.h"
 #include "db/import.h"
 #include "db/upgrade.h"
 #include "output/fit.h"
@@ -14,19 +15,29 @@
 #include <string.h>
 #include <unistd.h>
 
-static void print_help(FILE *out)
+static void help_head(FILE *out)
 {
     fprintf(out,
             "Usage: lantern upgrade FILE [-o OUT] [-f]\n\n"
             "Rewrites a database that an older Lantern wrote (schema version %d to %d) at this\n"
             "Lantern's schema (%d), keeping every row; the columns added since are filled where\n"
             "the rows tell them, else left unknown. Without it, every command reads such a file\n"
-            "through an upgraded copy made each time. docs/schema.md, \"Compatibility\".\n\n"
-            "  -o, --output OUT    write the upgraded database to OUT (default: FILE itself)\n"
-            "  -f, --force         replace OUT if it exists\n"
-            "  -h, --help          show this help\n",
+            "through an upgraded copy made each time. docs/schema.md, \"Compatibility\".\n\n",
             UPGRADE_OLDEST_SCHEMA, IMPORT_SCHEMA_VERSION - 1, IMPORT_SCHEMA_VERSION);
 }
+
+static const struct cli_option upgrade_rows[] = {
+    CLI_OUTPUT_ROWS("OUT", "write the upgraded database to OUT (default: FILE itself)",
+                    "replace OUT if it exists"),
+};
+
+const struct cli_command cli_upgrade_command = {
+    .name = "upgrade",
+    .rows = upgrade_rows,
+    .column = 22,
+    .short_slot = 1,
+    .help_head = help_head,
+};
 
 /* The upgraded database into a new temporary file beside target, made durable. Returns its
  * name (malloc'd), or NULL with the reason printed. */
@@ -60,7 +71,7 @@ int cmd_upgrade(int argc, char **argv)
 {
     const char *output, *path;
     int force, version = 0;
-    int rc = cli_parse_output_command("upgrade", "one database FILE", print_help, argc, argv,
+    int rc = cli_parse_output_command(&cli_upgrade_command, "one database FILE", argc, argv,
                                       &output, &force, &path);
     if (rc)
         return rc < 0 ? CLI_EXIT_OK : rc;

@@ -12,6 +12,7 @@
 #include "db/import_demangle.h"
 #include "db/import_internal.h"
 #include "db/import_symbols.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/records.h"
 
@@ -393,7 +394,7 @@ static void jit_read(struct cpu_file *c)
     sqlite3_bind_int64(st, 1, import_process(c->f));
     if (sqlite3_step(st) != SQLITE_ROW)
         return;
-    const char *folder = getenv("LANTERN_PERF_MAP_DIR");
+    const char *folder = getenv(trace_env_name(TRACE_ENV_PERF_MAP_DIR));
     char path[4096], line[4096];
     snprintf(path, sizeof path, "%s/perf-%lld.map", folder && *folder ? folder : "/tmp",
              (long long)sqlite3_column_int64(st, 0));

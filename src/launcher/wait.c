@@ -13,6 +13,7 @@
  * makes its file when it first runs. */
 #include "launcher/launcher_internal.h"
 #include "trace/codec.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/process.h"
 
@@ -208,7 +209,7 @@ static size_t writer_set_poll(struct writer_set *set)
 static size_t writer_set_unborn(struct writer_set *set)
 {
     char wanted[4200];
-    snprintf(wanted, sizeof wanted, "LANTERN_SESSION_DIR=%s", set->dir);
+    snprintf(wanted, sizeof wanted, "%s=%s", trace_env_name(TRACE_ENV_SESSION_DIR), set->dir);
     set->unborn_count = 0;
     DIR *d = opendir("/proc");
     struct dirent *e;

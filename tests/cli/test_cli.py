@@ -123,6 +123,14 @@ def test_profile_help_lists_every_option():
         assert option in r.stdout
 
 
+@pytest.mark.parametrize("command", ["profile", "start", "stop", "dump", "stats", "export", "merge",
+                                     "import", "kernels", "energy", "analyze", "report", "upgrade",
+                                     "diff"])
+def test_each_command_helps_with_its_own_usage(command):
+    r = run(command, "--help")  # dump's help was stop's until its options became rows
+    assert r.returncode == 0 and r.stdout.startswith(f"Usage: lantern {command} "), r.stdout
+
+
 def test_stats_help_lists_reports():
     r = run("stats", "--help")
     assert r.returncode == 0 and "nvtx_sum" in r.stdout

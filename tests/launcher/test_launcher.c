@@ -4,8 +4,10 @@
  * one session each. */
 #include "harness.h"
 #include "launcher/launcher.h"
+#include "launcher/launcher_internal.h"
 #include "launcher/samplers.h"
 #include "trace/codec.h"
+#include "trace/environment.h"
 #include "trace/format.h"
 #include "trace/list.h"
 #include "trace/rank.h"
@@ -162,6 +164,115 @@ static int run_session(char **command, char *error, size_t error_len)
     return status;
 }
 
+/* Every row of src/launcher/profile_options.def that names a variable of the agent's
+ * environment, given a value here, reaches the environment with it (and one not given does
+ * not): the rows, not hand-written setenvs, decide. */
+#define ENV(id, render) TRACE_ENV_##id
+#define ENV_EARLY(id, render) TRACE_ENV_##id
+#define NO_ENV TRACE_ENV_COUNT
+#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,    \
+                       help_text, doc)                                                             \
+    env,
+static const enum trace_env option_variables[] = {
+#include "launcher/profile_options.def"
+};
+#undef PROFILE_OPTION
+#define PROFILE_OPTION(source, short_flag, long_flag, argument, value_name, check, field, env,    \
+                       help_text, doc)                                                             \
+    source,
+static const char *const option_sources[] = {
+#include "launcher/profile_options.def"
+};
+#undef ENV
+#undef ENV_EARLY
+#undef NO_ENV
+#undef PROFILE_OPTION
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void option_rows_reach_the_agent_environment(void)
+{
+    static const struct {
+        enum trace_env variable;
+        const char *value; /* NULL: a CLOCK_MONOTONIC bound, checked below */
+    } want[] = {
+        {TRACE_ENV_CAPTURE, "nvtx:step"},      {TRACE_ENV_CUDA_API, "all"},
+        {TRACE_ENV_CUDA_MEMORY, "1"},          {TRACE_ENV_PYTHON_BACKTRACE, "1"},
+        {TRACE_ENV_SAMPLING_HZ, "250"},        {TRACE_ENV_OSRT_THRESHOLD_NS, "5000"},
+        {TRACE_ENV_CAPTURE_FROM_NS, NULL},     {TRACE_ENV_CAPTURE_UNTIL_NS, NULL},
+        {TRACE_ENV_RING_NS, "1500000000"},     {TRACE_ENV_RING_TRIGGER, "nvtx:boom"},
+        {TRACE_ENV_PYTHON_FUNCTIONS, "json.*"},
+    };
+    const size_t count = sizeof want / sizeof want[0];
+    /* every row with a variable is in want, and nothing else is */
+    size_t rows = 0;
+    for (size_t i = 0; i < sizeof option_variables / sizeof option_variables[0]; i++) {
+        if (option_variables[i] == TRACE_ENV_COUNT)
+            continue;
+        rows++;
+        size_t k = 0;
+        while (k < count && want[k].variable != option_variables[i])
+            k++;
+        ASSERT(k < count);
+    }
+    ASSERT_EQ(rows, count);
+    /* each row belongs to the launcher or to a -t source of sources.def */
+    for (size_t i = 0; i < sizeof option_sources / sizeof option_sources[0]; i++)
+        ASSERT(!strcmp(option_sources[i], "launcher") || launcher_trace_valid(option_sources[i]));
+
+    enter_fresh_folder();
+    ASSERT_EQ(mkdir("lantern-python", 0755), 0); /* the bootstrap --python-functions needs */
+    FILE *site = fopen("lantern-python/sitecustomize.py", "w");
+    ASSERT(site != NULL);
+    fclose(site);
+    char *command[] = {"true", NULL};
+    struct launcher_options o = {.output = "x.db", .trace = "nvtx", .command = command,
+                                 .capture_range = "nvtx:step", .cuda_api = "all",
+                                 .cuda_memory_usage = 1, .python_backtrace = 1,
+                                 .sampling_hz = 250, .osrt_threshold = "5000", .delay_s = 2,
+                                 .duration_s = 3, .ring_s = 1.5, .ring_trigger = "nvtx:boom",
+                                 .py_functions = "json.*"};
+    struct launcher l;
+    launcher_init(&l, &o);
+    uint64_t before = monotonic_ns();
+    ASSERT_EQ(launcher_open(&l), 0);
+    ASSERT_EQ(environment_set_agent(&l), 0);
+    uint64_t after = monotonic_ns();
+    for (size_t k = 0; k < count; k++) {
+        const char *set = getenv(trace_env_name(want[k].variable));
+        ASSERT(set != NULL);
+        if (want[k].value)
+            ASSERT_STR_EQ(set, want[k].value);
+    }
+    uint64_t from = strtoull(getenv(trace_env_name(TRACE_ENV_CAPTURE_FROM_NS)), NULL, 10);
+    uint64_t until = strtoull(getenv(trace_env_name(TRACE_ENV_CAPTURE_UNTIL_NS)), NULL, 10);
+    ASSERT(from >= before + 2000000000u && from <= after + 2000000000u);
+    ASSERT_EQ(until - from, 3000000000u);
+    for (size_t k = 0; k < count; k++)
+        unsetenv(trace_env_name(want[k].variable));
+    /* not given: not set */
+    struct launcher_options plain = {.output = "y.db", .trace = "nvtx", .command = command};
+    struct launcher m;
+    launcher_init(&m, &plain);
+    ASSERT_EQ(launcher_open(&m), 0);
+    ASSERT_EQ(environment_set_agent(&m), 0);
+    for (size_t k = 0; k < count; k++)
+        ASSERT(getenv(trace_env_name(want[k].variable)) == NULL);
+    unsetenv(trace_env_name(TRACE_ENV_SESSION_DIR));
+    ASSERT_EQ(launcher_remove_session(l.raw_dir), 0);
+    ASSERT_EQ(launcher_remove_session(m.raw_dir), 0);
+    launcher_release(&l);
+    launcher_release(&m);
+    ASSERT_EQ(unlink("lantern-python/sitecustomize.py"), 0);
+    ASSERT_EQ(rmdir("lantern-python"), 0);
+    leave_folder();
+}
+
 static void run_returns_the_status_a_shell_would(void)
 {
     char error[512];
@@ -211,13 +322,6 @@ static void default_output_is_the_first_free_name(void)
 }
 
 /* ---- after the command: the traced processes still writing (wait.c) ---------------------- */
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* A raw file named as an agent names it: the header, and the end record if ended. */
 static void write_raw_file(long pid, uint64_t start_ns, int ended)
@@ -460,6 +564,7 @@ int main(int argc, char **argv)
          list_within_rejects_unknown_and_empty_items},
         {"trace_names_come_from_sources_def", trace_names_come_from_sources_def},
         {"every_launcher_source_has_a_sampler", every_launcher_source_has_a_sampler},
+        {"option_rows_reach_the_agent_environment", option_rows_reach_the_agent_environment},
         {"run_returns_the_status_a_shell_would", run_returns_the_status_a_shell_would},
         {"open_refuses_an_existing_database_without_force",
          open_refuses_an_existing_database_without_force},
