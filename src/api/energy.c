@@ -1,11 +1,12 @@
 /* The energy windows of lantern.h: one sampling thread per GPU (the engine of
- * src/energy/gpu_sampling.h) feeds an energy track (src/energy/energy_model.h); window edges only take a timestamp and read RAPL, and the energy
- * between them is computed from the tracks when the window ends. */
+ * src/energy/gpu_sampling.h) feeds an energy track (src/energy/energy_model.h); window edges
+ * only take a timestamp and read RAPL, and the energy between them is computed from the tracks
+ * when the window ends. */
 #include "lantern.h"
 
-#include "api/rapl.h"
 #include "energy/energy_model.h"
 #include "energy/gpu_sampling.h"
+#include "energy/rapl.h"
 #include "nvml/nvml_iface.h"
 
 #include <nvtx3/nvToolsExt.h>

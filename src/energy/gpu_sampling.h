@@ -21,13 +21,13 @@ struct gpu_state {
 
 /* One power reading of one GPU, and the state when it was due. */
 struct gpu_power_sample {
-    uint64_t ts;                 /* when the reads began */
-    uint64_t power_end_ns;       /* when the power reads ended */
-    int instant_ok, average_ok;  /* GPU_POWER_BOTH: which of the two read */
+    uint64_t ts;                /* when the reads began */
+    uint64_t power_end_ns;      /* when the power reads ended */
+    int instant_ok, average_ok; /* GPU_POWER_BOTH: which of the two read */
     unsigned int instant_mw, average_mw;
-    int power_ok;                /* the one reading: the instant power where it reads, else */
-    unsigned int power_mw;       /* the average (both modes) */
-    int with_state;              /* state read, from power_end_ns to state_end_ns */
+    int power_ok;          /* the one reading: the instant power where it reads, else */
+    unsigned int power_mw; /* the average (both modes) */
+    int with_state;        /* state read, from power_end_ns to state_end_ns */
     uint64_t state_end_ns;
     struct gpu_state state;
 };

@@ -46,7 +46,7 @@ struct nvml_sampler {
     pthread_t power_thread;
     int power_started;
     uint64_t start_ns;
-    uint64_t next_flush; /* the power thread's; 0 before its first round */
+    uint64_t next_flush;  /* the power thread's; 0 before its first round */
     int stop;             /* atomic; set under lock, with wake broadcast */
     pthread_mutex_t lock; /* guards the chunk and the call counts */
     pthread_cond_t wake;  /* the threads' sleep, cut short by stop */
@@ -174,8 +174,7 @@ static void on_counter(void *ctx, unsigned int gpu, const struct gpu_counter_rea
     pthread_mutex_lock(&s->lock);
     count_call(&sg->energy, r->t0, r->t1);
     if (r->updated)
-        put_energy(s, sg->gpu->nvml_index, r->update.ts, r->update.mj,
-                   r->update.uncertainty_ns);
+        put_energy(s, sg->gpu->nvml_index, r->update.ts, r->update.mj, r->update.uncertainty_ns);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -248,13 +247,13 @@ static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
         struct sampler_gpu *sg = &s->gpus[i];
         if (!sg->gpu->has_energy_counter)
             continue;
-        sg->energy_sampling = (struct gpu_sampling){.nvml = &s->nvml,
-                                                    .sink = sink,
-                                                    .counter_gpu = sg->gpu,
-                                                    .counter_slot = i,
-                                                    .reader = &sg->counter};
-        if (pthread_create(&sg->energy_thread, NULL, gpu_sampling_thread,
-                           &sg->energy_sampling) != 0)
+        struct gpu_sampling *e = &sg->energy_sampling;
+        *e = (struct gpu_sampling){.nvml = &s->nvml,
+                                   .sink = sink,
+                                   .counter_gpu = sg->gpu,
+                                   .counter_slot = i,
+                                   .reader = &sg->counter};
+        if (pthread_create(&sg->energy_thread, NULL, gpu_sampling_thread, e) != 0)
             return -1;
         sg->energy_started = 1;
     }
@@ -311,7 +310,8 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
         put_gpu(s, s->gpus[i].gpu);
     }
     s->gpu_count = (unsigned int)count;
-    if (start_threads(s, (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ))) != 0) {
+    uint64_t period_ns = (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ));
+    if (start_threads(s, period_ns) != 0) {
         snprintf(why, why_len, "cannot start the sampling threads");
         nvml_sampler_stop(s);
         write_disabled(fd, why);
