@@ -101,7 +101,7 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The power's next round after one due at *next that ran at now: a period on, never catching
+/* The power's next round after one due at next that ran at now: a period on, never catching
  * up. */
 static uint64_t next_power_round(const struct gpu_sampling *w, uint64_t next, uint64_t now)
 {
