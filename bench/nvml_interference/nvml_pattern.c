@@ -15,7 +15,7 @@
  * (nvmlDeviceGetSamples), init_Nhz (nvmlInit/nvmlShutdown pairs), and sampler (Lantern's own
  * launcher sampler, nvml_sampler_start with its defaults, writing to /dev/null). */
 #include "energy/counter_reader.h"
-#include "launcher/sampler.h"
+#include "launcher/nvml_sampler.h"
 #include "nvml/nvml_iface.h"
 
 #include <dlfcn.h>

@@ -1,11 +1,12 @@
-/* The energy windows of lantern.h: one sampling thread per GPU feeds an energy track
- * (src/energy/energy_model.h); window edges only take a timestamp and read RAPL, and the energy
- * between them is computed from the tracks when the window ends. */
+/* The energy windows of lantern.h: one sampling thread per GPU (the engine of
+ * src/energy/gpu_sampling.h) feeds an energy track (src/energy/energy_model.h); window edges
+ * only take a timestamp and read RAPL, and the energy between them is computed from the tracks
+ * when the window ends. */
 #include "lantern.h"
 
-#include "api/rapl.h"
-#include "energy/counter_reader.h"
 #include "energy/energy_model.h"
+#include "energy/gpu_sampling.h"
+#include "energy/rapl.h"
 #include "nvml/nvml_iface.h"
 
 #include <nvtx3/nvToolsExt.h>
@@ -40,6 +41,7 @@ struct api_gpu {
     const struct nvml_gpu *gpu;
     struct energy_track track;    /* guarded by monitor->lock */
     struct counter_reader reader; /* the sampling thread's */
+    struct gpu_sampling sampling; /* the sampling thread's work */
     pthread_t thread;
     int thread_started;
     int counter; /* read the energy counter (else power only) */
@@ -147,51 +149,54 @@ static void sleep_until(uint64_t deadline)
         ;
 }
 
-/* One GPU's loop: power every API_POWER_PERIOD_NS, the energy counter when the counter
- * reader says (never back to back: a read holds the driver for milliseconds, and the
- * program's own driver calls would wait behind it; src/energy/counter_reader.h). */
-static void *sample_gpu(void *arg)
+/* The engine's sink (src/energy/gpu_sampling.h): readings into the GPU's track. */
+static void on_power(void *ctx, unsigned int gpu, const struct gpu_power_sample *p)
 {
-    struct api_gpu *g = arg;
-    struct lantern_monitor *m = g->monitor;
-    const struct nvml_api *nv = &m->nvml.api;
-    counter_reader_init(&g->reader);
-    g->reader.acquire_gap_ns = API_ACQUIRE_GAP_NS;
-    uint64_t next_power = nvml_now_ns(), retry_at = 0; /* after a failed counter read */
-    while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
-        uint64_t now = nvml_now_ns(), next_counter = counter_reader_next_start(&g->reader);
-        if (next_counter < retry_at)
-            next_counter = retry_at;
-        if (now >= next_power) {
-            unsigned int mw;
-            if (nvml_read_power(&m->nvml, g->gpu, &mw) == NVML_OK) {
-                pthread_mutex_lock(&m->lock);
-                energy_track_add_power(&g->track, now, mw);
-                pthread_mutex_unlock(&m->lock);
-            }
-            next_power += API_POWER_PERIOD_NS;
-            if (next_power < now)
-                next_power = now + API_POWER_PERIOD_NS;
-        }
-        if (g->counter && now >= next_counter) {
-            unsigned long long mj;
-            uint64_t t0 = nvml_now_ns();
-            int ok = nv->total_energy(g->gpu->device, &mj) == NVML_OK;
-            uint64_t t1 = nvml_now_ns();
-            struct counter_update u;
-            int updated = ok && counter_reader_feed(&g->reader, t0, t1, mj, &u);
-            pthread_mutex_lock(&m->lock);
-            if (updated)
-                energy_track_add_update(&g->track, u.ts, u.uncertainty_ns, (double)u.mj);
-            pthread_mutex_unlock(&m->lock);
-            retry_at = ok ? 0 : t1 + 100000000; /* a failed read: again in 100 ms */
-            next_counter = ok ? counter_reader_next_start(&g->reader) : retry_at;
-        }
-        uint64_t wake = g->counter && next_counter < next_power ? next_counter : next_power;
-        if (wake > nvml_now_ns())
-            sleep_until(wake);
-    }
-    return NULL;
+    (void)gpu;
+    struct api_gpu *g = ctx;
+    if (!p->power_ok)
+        return;
+    pthread_mutex_lock(&g->monitor->lock);
+    energy_track_add_power(&g->track, p->ts, p->power_mw);
+    pthread_mutex_unlock(&g->monitor->lock);
+}
+
+static void on_counter(void *ctx, unsigned int gpu, const struct gpu_counter_read *r)
+{
+    (void)gpu;
+    struct api_gpu *g = ctx;
+    pthread_mutex_lock(&g->monitor->lock);
+    if (r->updated)
+        energy_track_add_update(&g->track, r->update.ts, r->update.uncertainty_ns,
+                                (double)r->update.mj);
+    pthread_mutex_unlock(&g->monitor->lock);
+}
+
+/* Sleeps until deadline; the monitor's close stops the thread at its next wake. */
+static int wait_until(void *ctx, uint64_t deadline)
+{
+    struct api_gpu *g = ctx;
+    if (deadline > nvml_now_ns())
+        sleep_until(deadline);
+    return __atomic_load_n(&g->monitor->stop, __ATOMIC_ACQUIRE) ? -1 : 0;
+}
+
+/* One GPU's thread: power every API_POWER_PERIOD_NS, the energy counter when the counter
+ * reader says (never back to back: src/energy/counter_reader.h). */
+static int start_sampling(struct api_gpu *g)
+{
+    g->sampling = (struct gpu_sampling){
+        .nvml = &g->monitor->nvml,
+        .sink = {.ctx = g, .power = on_power, .counter = on_counter, .wait_until = wait_until},
+        .power_count = 1,
+        .power_gpus = {g->gpu},
+        .power_period_ns = API_POWER_PERIOD_NS,
+        .power_read = GPU_POWER_ONE,
+        .counter_gpu = g->counter ? g->gpu : NULL,
+        .reader = &g->reader,
+        .acquire_gap_ns = API_ACQUIRE_GAP_NS,
+    };
+    return pthread_create(&g->thread, NULL, gpu_sampling_thread, &g->sampling);
 }
 
 static int has_first_sample(struct lantern_monitor *m, const struct api_gpu *g)
@@ -241,7 +246,7 @@ static int start_gpus(struct lantern_monitor *m, const char *spec)
             return LANTERN_ERR_NO_MEMORY;
         g->track.power_only = !g->counter;
         m->gpu_count++;
-        if (pthread_create(&g->thread, NULL, sample_gpu, g) != 0)
+        if (start_sampling(g) != 0)
             return LANTERN_ERR_THREAD;
         g->thread_started = 1;
     }

@@ -7,7 +7,6 @@
 #include "trace/control.h"
 #include "launcher/launcher_internal.h"
 #include "trace/pool_file.h"
-#include "trace/process.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -126,36 +125,11 @@ static int control_pool_paused(int fd, uint64_t window)
     return 1;
 }
 
-int control_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg)
-{
-    int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return 1;
-    }
-    int all = 1;
-    for (struct dirent *e; all && (e = readdir(d));) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        unsigned long long start = *end == '-' ? strtoull(end + 1, &end, 10) : 0;
-        if (pid <= 0 || strcmp(end, ".lrb") != 0 || !trace_process_alive(pid, start))
-            continue;
-        int pool = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        all = pool < 0 || done(pool, arg);
-        if (pool >= 0)
-            close(pool);
-    }
-    closedir(d);
-    return all;
-}
-
 static void control_wait_agents(struct launcher *l, uint64_t window)
 {
     struct timespec poll = {0, 2000000}; /* 2 ms */
     for (int waited = 0;
-         waited < CONTROL_SETTLE_MAX_MS && !control_agents_all(l, control_pool_paused, window);
+         waited < CONTROL_SETTLE_MAX_MS && !session_agents_all(l, control_pool_paused, window);
          waited += 2)
         nanosleep(&poll, NULL);
 }

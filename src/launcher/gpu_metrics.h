@@ -2,7 +2,8 @@
  * the sampler child process it runs per GPU (gpu_metrics_child.c) and the two backends, one
  * per TRACE_GPU_METRICS_* source: CUPTI PM sampling (gpu_metrics_pm.c) and NVML GPM
  * (gpu_metrics_gpm.c). A backend samples one GPU on a thread of its own in the child and hands
- * its records to the sink, which sends them in chunks to the launcher, which writes them into
+ * its records to the sink (gpu_metrics_sink.c, with that thread: what the backends look down
+ * to), which sends them in chunks to the launcher, which writes them into
  * launcher.lrt. Never in the profiled program: no context, no GPU memory, no thread of the
  * program's, and one sampler per GPU however many processes use it; and never in the launcher
  * itself: a vendor library's crash or hang costs only that GPU's metrics. */
@@ -27,8 +28,14 @@ struct nvml_gpu;
 #define GPU_METRICS_CHILD_CONTROL_FD 4
 #define GPU_METRICS_CHUNK_MAX (1u << 20)
 
-/* The records' way out (gpu_metrics_child.c); every function is safe from any thread. */
+/* The records' way out (gpu_metrics_sink.c), in whole chunks down fd; every function is safe
+ * from any thread. The child opens it (NULL: out of memory), sends what it holds every few ms
+ * (tick: only when it holds records; flush: always, starting a new chunk) and closes it. */
 struct gpu_metrics_sink;
+struct gpu_metrics_sink *gpu_metrics_sink_open(int fd);
+void gpu_metrics_sink_tick(struct gpu_metrics_sink *s);
+void gpu_metrics_sink_flush(struct gpu_metrics_sink *s);
+void gpu_metrics_sink_close(struct gpu_metrics_sink *s);
 void gpu_metrics_put_set(struct gpu_metrics_sink *s, const struct trace_gpu_metric_set *r);
 void gpu_metrics_put_sample(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sample *r);
 void gpu_metrics_put_sampler(struct gpu_metrics_sink *s, const struct trace_gpu_metric_sampler *r);
@@ -69,7 +76,12 @@ extern const struct gpu_metrics_backend gpu_metrics_gpm_backend; /* gpu_metrics_
  * and the driver's stamps are on CLOCK_REALTIME; Lantern's times on CLOCK_MONOTONIC). */
 int64_t gpu_metrics_realtime_offset(void);
 
-/* The thread of one GPU's backend (gpu_metrics_child.c): it sleeps until a time or the
+/* LANTERN_TEST_SAMPLER_FAULT (gpu_metrics_sink.c): read once in the child; a fault asked for
+ * before any sample (N = 0) strikes at gpu_metrics_fault_at_start, the others at a put. */
+void gpu_metrics_faults_init(void);
+void gpu_metrics_fault_at_start(void);
+
+/* The thread of one GPU's backend (gpu_metrics_sink.c): it sleeps until a time or the
  * stop, and counts what it wrote for the footprint record. */
 struct gpu_metrics_thread {
     pthread_t thread;

@@ -2,7 +2,7 @@
  * agent into the profiled program (docs/architecture.md), running the program (fork/exec, the
  * signals sent to the launcher forwarded to it, its exit status), the samplers the launcher
  * runs itself (the src/trace/sources.def rows whose `where` is "launcher": NVML's is
- * sampler.c), and the launcher's own raw file launcher.lrt. src/cli/cmd_profile.c parses the
+ * nvml_sampler.c), and the launcher's own raw file launcher.lrt. src/cli/cmd_profile.c parses the
  * options, then drives one run:
  *
  *     struct launcher l;

@@ -1,7 +1,7 @@
 /* The launcher's own raw file, launcher.lrt, in the session folder: it describes the session
  * (the profiled command, the -t list, the host) and, at the end, how each process the
  * launcher reaped ended and the command's exit status.
- * The launcher's samplers append their records to it between the two (sampler.c). */
+ * The launcher's samplers append their records to it between the two (nvml_sampler.c). */
 #include "launcher/launcher_internal.h"
 #include "launcher/samplers.h"
 #include "trace/codec.h"

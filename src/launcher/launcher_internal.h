@@ -26,6 +26,10 @@ __attribute__((format(printf, 2, 3))) static inline int launcher_fail(struct lau
  * a descriptor of the folder (opened without following a link, so the launcher's own file
  * goes into the folder it created). Returns 0 or -1. */
 int session_prepare(struct launcher *l);
+/* session.c: whether done(buffer file, arg) holds for every live agent of the session (a
+ * process gone or ended needs nothing): every agent paused at a window's end (control.c), or
+ * dumped (ring.c). */
+int session_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg);
 
 /* control.c: session.lrc made in the session folder, SIGUSR1/SIGUSR2 held in this thread
  * (and so in every thread made after: the control thread takes them). 0 or -1. */
@@ -34,9 +38,6 @@ int control_create(struct launcher *l);
  * window, if any, ends now). */
 int control_start(struct launcher *l);
 void control_finish(struct launcher *l);
-/* control.c: whether done(buffer file, arg) holds for every live agent of the session (a
- * process gone or ended needs nothing): every agent paused at a window's end, or dumped. */
-int control_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg);
 /* control.c: unmaps the control file (launcher_release). */
 void control_release(struct launcher *l);
 

@@ -149,7 +149,7 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended)
     uint64_t n = __atomic_add_fetch(&c->dump, 1, __ATOMIC_ACQ_REL);
     struct timespec poll = {0, 2000000}; /* 2 ms */
     for (int waited = 0; !program_ended && waited < RING_SETTLE_MAX_MS &&
-                         !control_agents_all(l, ring_pool_dumped, n);
+                         !session_agents_all(l, ring_pool_dumped, n);
          waited += 2)
         nanosleep(&poll, NULL);
     /* a process gone (a crash) left its last events in its buffer file */

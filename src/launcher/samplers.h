@@ -21,7 +21,7 @@ struct launcher_sampler {
     void (*stop)(void *state); /* stops and frees; writes what is buffered; NULL allowed */
 };
 
-extern const struct launcher_sampler launcher_sampler_nvml;        /* sampler.c */
+extern const struct launcher_sampler launcher_sampler_nvml;        /* nvml_sampler.c */
 extern const struct launcher_sampler launcher_sampler_gpu_metrics; /* gpu_metrics_sampler.c */
 
 /* Writes a sampler's chunk (the builder's buffer, finished) to fd, whole, and begins the next

@@ -3,9 +3,12 @@
  * output_name.c's). Nothing here follows a symbolic link it did not create. A run owns its
  * folder, hence its output, from its creation to its removal: an exclusive flock(2) on the
  * folder, held until launcher_release closes it, makes a second run on the same output refuse
- * at once instead of replacing the first one's raw files (--force) and importing its own. */
+ * at once instead of replacing the first one's raw files (--force) and importing its own.
+ * Also the walk over the session's live agents (their buffer files), which the pause
+ * (control.c) and the ring's dump (ring.c) both wait on. */
 #include "launcher/launcher_internal.h"
 #include "trace/control.h"
+#include "trace/process.h"
 #include "trace/segments.h"
 #include "trace/format.h"
 
@@ -140,4 +143,29 @@ int session_prepare(struct launcher *l)
         return session_in_use(l);
     }
     return 0;
+}
+
+int session_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg)
+{
+    int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    int all = 1;
+    for (struct dirent *e; all && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        unsigned long long start = *end == '-' ? strtoull(end + 1, &end, 10) : 0;
+        if (pid <= 0 || strcmp(end, ".lrb") != 0 || !trace_process_alive(pid, start))
+            continue;
+        int pool = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        all = pool < 0 || done(pool, arg);
+        if (pool >= 0)
+            close(pool);
+    }
+    closedir(d);
+    return all;
 }

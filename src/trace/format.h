@@ -57,7 +57,7 @@ enum trace_record_type {
      * the process. */
     TRACE_CUDA_FIRST = 40,
     TRACE_CUDA_LAST = 79,
-    /* GPU counters sampled by the launcher (80-99, src/launcher/sampler.c). gpu is NVML's
+    /* GPU counters sampled by the launcher (80-99, src/launcher/nvml_sampler.c). gpu is NVML's
      * index. Optional values are stored + 1 so that 0 means "not read". */
     TRACE_NVML_FIRST = 80,
     TRACE_NVML_LAST = 99,

@@ -246,6 +246,25 @@ def test_nvml_rate_sets_the_power_sampling_rate(fake_env, tmp_path):
     assert r.stderr.splitlines()[0] == "lantern: --nvml-rate needs a rate in Hz (0 < HZ <= 10000)"
 
 
+def test_sampler_reads_a_failed_counter_again_100_ms_later(fake_env, tmp_path):
+    """The sampler's first read of the energy counter fails (read 1 is NVML's probe at open):
+    it reads again 100 ms later, not at once (src/energy/gpu_sampling.c), so the first update's
+    window opens 100 ms into the run; power is sampled meanwhile, and the counter then locks on
+    its grid."""
+    _, env = fake_env("gpu GPU-aaaa1111 Fake-H100\npower 0 0 100000\n"
+                      "fail nvmlDeviceGetTotalEnergyConsumption 2\n")
+    r = lantern("profile", "-t", "nvtx,nvml", "-o", "f.db", "--", "sleep", "1", env=env,
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    db = sqlite3.connect(tmp_path / "f.db")
+    first_power, = db.execute("SELECT min(ts_ns) FROM gpu_samples WHERE power_mw IS NOT NULL"
+                              ).fetchone()
+    opens, = db.execute("SELECT ts_ns - energy_uncertainty_ns FROM gpu_samples"
+                        " WHERE energy_mj IS NOT NULL ORDER BY ts_ns LIMIT 1").fetchone()
+    assert opens - first_power >= 60 * MS  # ~100 ms; ~0 were the read tried again at once
+    reads, mode = db.execute("SELECT energy_reads, counter_mode FROM nvml_sampler").fetchone()
+    assert reads >= 6 and mode == "locked"
+
 # ---- energy per rank and per GPU on a database of several ranks -------------------------------
 
 def make_ranks_energy_db(path):

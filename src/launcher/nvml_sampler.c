@@ -1,10 +1,10 @@
-/* The launcher's GPU sampler (see sampler.h). Threads append records to one chunk under a
+/* The launcher's GPU sampler (see nvml_sampler.h). Threads append records to one chunk under a
  * mutex (the launcher is not the profiled program: a lock costs nobody), and the power
  * thread writes the chunk out every ~200 ms or when it is half full, so memory stays bounded
  * and a killed launcher loses at most that much. Every NVML call is counted and timed: the
  * sampler's footprint (calls, time in flight, CPU) is itself recorded (TRACE_NVML_SAMPLER). */
-#include "launcher/sampler.h"
-#include "energy/counter_reader.h"
+#include "launcher/nvml_sampler.h"
+#include "energy/gpu_sampling.h"
 #include "launcher/samplers.h"
 #include "nvml/nvml_iface.h"
 #include "trace/codec.h"
@@ -29,13 +29,12 @@ struct call_count {
 };
 
 struct sampler_gpu {
-    struct nvml_sampler *sampler;
     const struct nvml_gpu *gpu;
     pthread_t energy_thread;
     int energy_started;
     struct counter_reader counter;          /* the energy thread's */
+    struct gpu_sampling energy_sampling;    /* the energy thread's: the counter only */
     struct call_count energy, power, state; /* guarded by the sampler's lock */
-    uint64_t energy_cpu_ns;                 /* the energy thread's CPU time, at its end */
 };
 
 struct nvml_sampler {
@@ -43,11 +42,11 @@ struct nvml_sampler {
     struct nvml nvml;
     unsigned int gpu_count;
     struct sampler_gpu gpus[NVML_MAX_GPUS];
-    uint64_t period_ns;
+    struct gpu_sampling power_sampling; /* the power thread's: power and state, every GPU */
     pthread_t power_thread;
     int power_started;
-    uint64_t power_cpu_ns; /* the power thread's CPU time, at its end */
     uint64_t start_ns;
+    uint64_t next_flush;  /* the power thread's; 0 before its first round */
     int stop;             /* atomic; set under lock, with wake broadcast */
     pthread_mutex_t lock; /* guards the chunk and the call counts */
     pthread_cond_t wake;  /* the threads' sleep, cut short by stop */
@@ -91,11 +90,6 @@ static void put_energy(struct nvml_sampler *s, unsigned int gpu, uint64_t ts, ui
     }
 }
 
-/* The slow-changing fields, each + 1 so that 0 says "not read". */
-struct gpu_state {
-    uint64_t values[7];
-};
-
 static void put_state(struct nvml_sampler *s, unsigned int gpu, uint64_t ts,
                       const struct gpu_state *st)
 {
@@ -131,36 +125,13 @@ static void put_gpu(struct nvml_sampler *s, const struct nvml_gpu *g)
     trace_put_nvml_gpu(&s->chunk, &r);
 }
 
-/* ---- sampling threads ---------------------------------------------------------------------- */
-
-static void read_state(const struct nvml *n, const struct nvml_gpu *g, struct gpu_state *st)
-{
-    const struct nvml_api *a = &n->api;
-    unsigned int u;
-    unsigned long long ull;
-    struct nvml_utilization util;
-    struct nvml_memory mem;
-    memset(st, 0, sizeof *st);
-    if (a->clock(g->device, NVML_CLOCK_KIND_SM, &u) == NVML_OK)
-        st->values[0] = u + 1ull;
-    if (a->clock(g->device, NVML_CLOCK_KIND_MEM, &u) == NVML_OK)
-        st->values[1] = u + 1ull;
-    if (a->utilization(g->device, &util) == NVML_OK) {
-        st->values[2] = util.gpu + 1ull;
-        st->values[3] = util.memory + 1ull;
-    }
-    if (a->memory(g->device, &mem) == NVML_OK)
-        st->values[4] = mem.used + 1ull;
-    if (a->temperature(g->device, NVML_TEMPERATURE_SENSOR_GPU, &u) == NVML_OK)
-        st->values[5] = u + 1ull;
-    if (a->clock_reasons && a->clock_reasons(g->device, &ull) == NVML_OK)
-        st->values[6] = ull + 1;
-}
+/* ---- the engine's sink (src/energy/gpu_sampling.h) ---------------------------------------- */
 
 /* Sleeps until deadline (CLOCK_MONOTONIC) or until the sampler stops. Returns 0, or -1 when
  * it stopped. */
-static int wait_until(struct nvml_sampler *s, uint64_t deadline)
+static int wait_until(void *ctx, uint64_t deadline)
 {
+    struct nvml_sampler *s = ctx;
     struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
                           .tv_nsec = (long)(deadline % 1000000000u)};
     pthread_mutex_lock(&s->lock);
@@ -172,13 +143,6 @@ static int wait_until(struct nvml_sampler *s, uint64_t deadline)
     return stopped ? -1 : 0;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void count_call(struct call_count *c, uint64_t t0, uint64_t t1)
 {
     c->calls++;
@@ -187,90 +151,46 @@ static void count_call(struct call_count *c, uint64_t t0, uint64_t t1)
         c->max_ns = t1 - t0;
 }
 
-static void sample_power_once(struct nvml_sampler *s, struct sampler_gpu *sg, int with_state)
+static void on_power(void *ctx, unsigned int gpu, const struct gpu_power_sample *p)
 {
-    const struct nvml_gpu *g = sg->gpu;
-    struct nvml_field_value v = {.field_id = NVML_FIELD_POWER_INSTANT};
-    uint64_t ts = nvml_now_ns();
-    int instant_ok = g->has_instant_power &&
-                     s->nvml.api.field_values(g->device, 1, &v) == NVML_OK && v.status == NVML_OK;
-    unsigned int avg;
-    int avg_ok = s->nvml.api.power_usage(g->device, &avg) == NVML_OK;
-    uint64_t t1 = nvml_now_ns(), t2 = t1;
-    struct gpu_state st;
-    if (with_state) {
-        read_state(&s->nvml, g, &st);
-        t2 = nvml_now_ns();
-    }
+    struct nvml_sampler *s = ctx;
+    struct sampler_gpu *sg = &s->gpus[gpu];
+    unsigned int index = sg->gpu->nvml_index;
     pthread_mutex_lock(&s->lock);
-    count_call(&sg->power, ts, t1);
-    if (with_state)
-        count_call(&sg->state, t1, t2);
-    if (instant_ok || avg_ok) {
-        put_power(s, g->nvml_index, ts, instant_ok, v.value.ui, avg_ok, avg);
-    }
-    if (with_state)
-        put_state(s, g->nvml_index, ts, &st);
+    count_call(&sg->power, p->ts, p->power_end_ns);
+    if (p->with_state)
+        count_call(&sg->state, p->power_end_ns, p->state_end_ns);
+    if (p->instant_ok || p->average_ok)
+        put_power(s, index, p->ts, p->instant_ok, p->instant_mw, p->average_ok, p->average_mw);
+    if (p->with_state)
+        put_state(s, index, p->ts, &p->state);
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Samples at --nvml-rate until stopped, always once at the start and once at the stop, so a
- * program shorter than a period (or one that ended before this thread first ran) still has
- * power and state at both ends. */
-static void *power_loop(void *arg)
+static void on_counter(void *ctx, unsigned int gpu, const struct gpu_counter_read *r)
 {
-    struct nvml_sampler *s = arg;
-    uint64_t next = nvml_now_ns(), next_state = next, next_flush = next + SAMPLER_FLUSH_NS;
-    for (;;) {
-        uint64_t now = nvml_now_ns();
-        int with_state = now >= next_state;
-        if (with_state)
-            next_state += SAMPLER_STATE_PERIOD_NS;
-        for (unsigned int i = 0; i < s->gpu_count; i++)
-            sample_power_once(s, &s->gpus[i], with_state);
-        pthread_mutex_lock(&s->lock); /* the energy threads append to the chunk too */
-        if (now >= next_flush || s->chunk.len > SAMPLER_BUFFER_BYTES / 2) {
-            flush_locked(s);
-            next_flush = now + SAMPLER_FLUSH_NS;
-        }
-        pthread_mutex_unlock(&s->lock);
-        next += s->period_ns;
-        if (next < now) /* fell behind (a slow read): do not try to catch up */
-            next = now;
-        if (wait_until(s, next) != 0)
-            break;
-    }
-    for (unsigned int i = 0; i < s->gpu_count; i++)
-        sample_power_once(s, &s->gpus[i], 1);
-    s->power_cpu_ns = thread_cpu_ns();
-    return NULL;
+    struct nvml_sampler *s = ctx;
+    struct sampler_gpu *sg = &s->gpus[gpu];
+    pthread_mutex_lock(&s->lock);
+    count_call(&sg->energy, r->t0, r->t1);
+    if (r->updated)
+        put_energy(s, sg->gpu->nvml_index, r->update.ts, r->update.mj, r->update.uncertainty_ns);
+    pthread_mutex_unlock(&s->lock);
 }
 
-/* Reads the energy counter when the counter reader says (about once per update, right after
- * it is due: src/energy/counter_reader.h), never back to back: each read holds the driver for
- * milliseconds, and the profiled program's own driver calls wait behind it. */
-static void *energy_loop(void *arg)
+/* After each power round: the chunk goes out every SAMPLER_FLUSH_NS or when half full (the
+ * energy threads append to it too). */
+static void on_round(void *ctx, uint64_t now)
 {
-    struct sampler_gpu *sg = arg;
-    struct nvml_sampler *s = sg->sampler;
-    counter_reader_init(&sg->counter);
-    while (wait_until(s, counter_reader_next_start(&sg->counter)) == 0) {
-        unsigned long long mj;
-        uint64_t t0 = nvml_now_ns();
-        int ok = s->nvml.api.total_energy(sg->gpu->device, &mj) == NVML_OK;
-        uint64_t t1 = nvml_now_ns();
-        struct counter_update u;
-        int updated = ok && counter_reader_feed(&sg->counter, t0, t1, mj, &u);
-        pthread_mutex_lock(&s->lock);
-        count_call(&sg->energy, t0, t1);
-        if (updated)
-            put_energy(s, sg->gpu->nvml_index, u.ts, u.mj, u.uncertainty_ns);
-        pthread_mutex_unlock(&s->lock);
-        if (!ok && wait_until(s, t1 + 100000000) != 0) /* a failed read: try again later */
-            break;
+    struct nvml_sampler *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    if (!s->next_flush)
+        s->next_flush = now + SAMPLER_FLUSH_NS;
+    if (now >= s->next_flush || s->chunk.len > SAMPLER_BUFFER_BYTES / 2) {
+        flush_locked(s);
+        s->next_flush = now + SAMPLER_FLUSH_NS;
     }
-    sg->energy_cpu_ns = thread_cpu_ns();
-    return NULL;
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* The sampler's own footprint, one record per GPU (lock held). The power thread's CPU time is
@@ -291,7 +211,7 @@ static void put_footprint(struct nvml_sampler *s, const struct sampler_gpu *sg, 
             .state_calls = kinds[2]->calls,
             .state_busy_ns = kinds[2]->busy_ns,
             .state_max_ns = kinds[2]->max_ns,
-            .cpu_ns = sg->energy_cpu_ns + s->power_cpu_ns / s->gpu_count,
+            .cpu_ns = sg->energy_sampling.cpu_ns + s->power_sampling.cpu_ns / s->gpu_count,
             .counter_mode = sg->energy_started ? (uint64_t)sg->counter.mode + 1 : 0,
             .counter_resets = sg->counter.resets,
         };
@@ -316,17 +236,44 @@ static void write_disabled(int fd, const char *why)
         return; /* the reason is also printed by the caller */
 }
 
-static int start_threads(struct nvml_sampler *s)
+static const struct gpu_sink sampler_sink = {
+    .power = on_power, .counter = on_counter, .round = on_round, .wait_until = wait_until};
+
+static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
 {
-    for (unsigned int i = 0; i < s->gpu_count; i++) {
+    struct gpu_sink sink = sampler_sink;
+    sink.ctx = s;
+    for (unsigned int i = 0; i < s->gpu_count; i++) { /* the counter: when its reader says */
         struct sampler_gpu *sg = &s->gpus[i];
         if (!sg->gpu->has_energy_counter)
             continue;
-        if (pthread_create(&sg->energy_thread, NULL, energy_loop, sg) != 0)
+        struct gpu_sampling *e = &sg->energy_sampling;
+        *e = (struct gpu_sampling){.nvml = &s->nvml,
+                                   .sink = sink,
+                                   .counter_gpu = sg->gpu,
+                                   .counter_slot = i,
+                                   .reader = &sg->counter};
+        if (pthread_create(&sg->energy_thread, NULL, gpu_sampling_thread, e) != 0)
             return -1;
         sg->energy_started = 1;
     }
-    if (pthread_create(&s->power_thread, NULL, power_loop, s) != 0)
+    /* power at --nvml-rate, always once at the start and once at the stop, so a program
+     * shorter than a period (or one that ended before this thread first ran) still has power
+     * and state at both ends */
+    struct gpu_sampling *w = &s->power_sampling;
+    *w = (struct gpu_sampling){.nvml = &s->nvml,
+                               .sink = sink,
+                               .power_count = s->gpu_count,
+                               .power_period_ns = period_ns,
+                               .power_read = GPU_POWER_BOTH,
+                               .state_period_ns = SAMPLER_STATE_PERIOD_NS,
+                               .resume_now = 1,
+                               .both_ends = 1};
+    for (unsigned int i = 0; i < s->gpu_count; i++) {
+        w->power_gpus[i] = s->gpus[i].gpu;
+        w->power_slots[i] = i;
+    }
+    if (pthread_create(&s->power_thread, NULL, gpu_sampling_thread, w) != 0)
         return -1;
     s->power_started = 1;
     return 0;
@@ -349,7 +296,6 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
     pthread_condattr_destroy(&attr);
-    s->period_ns = (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ));
     if (nvml_open(&s->nvml) != 0) {
         snprintf(why, why_len, "%s", s->nvml.disabled_reason);
         goto fail;
@@ -360,11 +306,12 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
         goto fail;
     trace_chunk_begin(&s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
     for (int i = 0; i < count; i++) {
-        s->gpus[i] = (struct sampler_gpu){.sampler = s, .gpu = &s->nvml.gpus[chosen[i]]};
+        s->gpus[i] = (struct sampler_gpu){.gpu = &s->nvml.gpus[chosen[i]]};
         put_gpu(s, s->gpus[i].gpu);
     }
     s->gpu_count = (unsigned int)count;
-    if (start_threads(s) != 0) {
+    uint64_t period_ns = (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ));
+    if (start_threads(s, period_ns) != 0) {
         snprintf(why, why_len, "cannot start the sampling threads");
         nvml_sampler_stop(s);
         write_disabled(fd, why);

@@ -1,5 +1,5 @@
 /* RAPL through powercap (see rapl.h): zone discovery by name, counter reads, wrap handling. */
-#include "api/rapl.h"
+#include "energy/rapl.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* CPU package and DRAM energy from Linux's powercap interface (RAPL): the counters under
  * /sys/class/powercap/intel-rapl:N (package N) and its "dram" subzone, in µJ, wrapping at
  * max_energy_range_uj. $LANTERN_POWERCAP_ROOT replaces /sys/class/powercap (tests). */
-#ifndef LANTERN_API_RAPL_H
-#define LANTERN_API_RAPL_H
+#ifndef LANTERN_ENERGY_RAPL_H
+#define LANTERN_ENERGY_RAPL_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /* The launcher's GPU sampler (`lantern profile -t nvml`, `lantern energy`): background threads
  * in the launcher, never in the profiled program, that read NVML and append TRACE_NVML_*
  * records (src/trace/format.h) to the launcher's raw file. */
-#ifndef LANTERN_LAUNCHER_SAMPLER_H
-#define LANTERN_LAUNCHER_SAMPLER_H
+#ifndef LANTERN_LAUNCHER_NVML_SAMPLER_H
+#define LANTERN_LAUNCHER_NVML_SAMPLER_H
 
 #include <stddef.h>
 #include <stdint.h>
