@@ -77,7 +77,7 @@ def objects(build):
             if not f.endswith(".c.o"):
                 continue
             obj = os.path.join(root, f)
-            m = re.search(r"/src/(.+)/CMakeFiles/[^/]+\.dir/(.+)\.o$", obj)
+            m = re.match(r"src/(.+?)/CMakeFiles/[^/]+\.dir/(.+)\.o$", os.path.relpath(obj, build))
             if m:
                 src = os.path.join(SRC, m.group(1), m.group(2))
                 if os.path.exists(src):
