@@ -521,6 +521,7 @@ int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_field
     fields->end = p + len;
     fields->prev_ts = &r->prev_ts;
     fields->bad = 0;
+    fields->decoded = NULL;
     r->rec = p + len;
     return 1;
 }

@@ -80,6 +80,10 @@ struct trace_fields {
     const uint8_t *p, *end;
     uint64_t *prev_ts;   /* the chunk's running timestamp */
     int bad;             /* set on a malformed varint or string */
+    /* set: no bytes but the record already decoded (a thread event: events.h), which
+     * trace_get_<name> of decoded_type copies */
+    const void *decoded;
+    unsigned decoded_type;
 };
 
 uint64_t trace_get_u(struct trace_fields *f);

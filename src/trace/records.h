@@ -53,7 +53,8 @@ struct trace_u_list {
     };                                                                                             \
     /* Appends the record to the chunk: 0, or -1 if it did not fit (the chunk is unchanged). */    \
     int trace_put_##name(struct trace_chunk_builder *b, const struct trace_##name *r);             \
-    /* Reads a TRACE_##TYPE body (from trace_reader_next): absent trailing fields read as 0.       \
+    /* Reads a TRACE_##TYPE body (from trace_reader_next): absent trailing fields read as 0;       \
+     * or copies the record a thread event was decoded into (trace_events_next).                   \
      * 0, or -1 if the body is malformed. */                                                       \
     int trace_get_##name(struct trace_fields *f, struct trace_##name *r);
 #include "trace/records.def"
