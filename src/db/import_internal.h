@@ -20,7 +20,8 @@ struct import_file; /* one raw file being imported (opaque to sources) */
 
 /* ---- a source, as the core sees it -------------------------------------------------------- */
 
-/* A record handler's result: 0 done (or skipped on purpose), a negative code on failure,
+/* A record handler's result: 0 done (or skipped on purpose), a negative errno on failure
+ * (counted per file: -ENOMEM as IMPORT_LOST_MEMORY, any other as IMPORT_LOST_FAILED),
  * IMPORT_RECORD_UNKNOWN for a type the source does not know (counted in
  * import_summary.skipped). */
 #define IMPORT_RECORD_UNKNOWN 1
@@ -74,6 +75,7 @@ struct import_summary *import_summary_of(struct import_file *f);
 #define IMPORT_LOSSES(X)                                                                           \
     X(MALFORMED, "malformed records skipped")                                                      \
     X(MEMORY, "events skipped: the importer ran out of memory")                                    \
+    X(FAILED, "records not stored: the importer failed (an SQL error)")                            \
     X(DUPLICATE_CHUNKS, "duplicated chunks skipped (each chunk is imported once)")                 \
     X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")              \
     X(TABLE_REGISTERED_STRINGS, "NVTX registered strings past the agent's cap (no name)")         \

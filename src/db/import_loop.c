@@ -5,6 +5,7 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -111,8 +112,11 @@ static void import_record(struct import_file *f, unsigned type, struct trace_fie
         ctx = src->file_open ? src->file_open(f, f->s->source_state[i]) : f;
         f->source_ctx[i] = ctx;
     }
-    if (ctx && src->record(ctx, type, fl) == IMPORT_RECORD_UNKNOWN) /* !ctx: out of memory */
+    int rc = ctx ? src->record(ctx, type, fl) : 0; /* !ctx: out of memory */
+    if (rc == IMPORT_RECORD_UNKNOWN)
         f->s->summary.skipped++;
+    else if (rc < 0)
+        import_lost(f, rc == -ENOMEM ? IMPORT_LOST_MEMORY : IMPORT_LOST_FAILED, 1);
     f->bank = 0;
 }
 
