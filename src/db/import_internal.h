@@ -1,6 +1,6 @@
 /* The importer's interface to its event sources: what a source's importer (import_nvtx.c,
  * import_cuda.c, import_nvml.c, ...) is given, and what it gives back. The core (import_file.c,
- * import_processes.c, import_loop.c, import_session.c) walks the raw files and knows each
+ * import_processes.c, import_loop.c, import_run.c) walks the raw files and knows each
  * source only through its row in the table of sources (import_sources.c, one row per line of
  * src/trace/sources.def); a source calls the helpers below and never the other way round.
  * Not part of the public importer API (import.h). */

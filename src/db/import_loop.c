@@ -146,7 +146,7 @@ static void file_release(struct import_file *f)
     free(f->warning);
 }
 
-static void report_progress(struct import_session *s, const struct trace_reader *r, uint64_t base)
+static void report_progress(struct import_run *s, const struct trace_reader *r, uint64_t base)
 {
     if (s->opt && s->opt->progress)
         s->opt->progress(s->opt->ctx, base + r->pos, s->bytes_total);
@@ -154,13 +154,13 @@ static void report_progress(struct import_session *s, const struct trace_reader 
 
 int import_cancelled(void *ctx)
 {
-    struct import_session *s = ctx;
+    struct import_run *s = ctx;
     if (!s->cancelled && s->opt && s->opt->cancel && s->opt->cancel(s->opt->ctx))
         s->cancelled = 1;
     return s->cancelled;
 }
 
-void import_file(struct import_session *s, const char *path, const char *name)
+void import_file(struct import_run *s, const char *path, const char *name)
 {
     struct import_file f = {.s = s, .name = name};
     f.is_launcher = strcmp(name, "launcher.lrt") == 0;
