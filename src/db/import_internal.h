@@ -59,7 +59,7 @@ struct import_source {
 #undef SOURCE
 
 /* Moves each NVML GPM set's samples to where they line up with the kernels of its GPU
- * (import_gpu_metrics_align.c); 0 or -1. */
+ * (import_gpu_metrics_align.c); 0 or a negative errno. */
 int import_gpu_metrics_align(sqlite3 *db);
 
 /* ---- the file being imported ---------------------------------------------------------- */

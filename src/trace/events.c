@@ -3,6 +3,7 @@
  * the record's own trace_get_<name> hands to its reader (trace_fields.decoded). */
 #include "trace/events.h"
 
+#include <errno.h>
 #include <string.h>
 
 void trace_events_begin(struct trace_events_reader *r, const uint8_t *events, size_t len,
@@ -20,7 +21,8 @@ struct event_context {
     uint64_t thread, ts, domain;
 };
 
-/* ---- one decoder per event: its fields into its record's struct; the record type, or -1 ---- */
+/* ---- one decoder per event: its fields into its record's struct; the record type, or
+ * -EBADMSG ---- */
 
 #define CONTEXT(field, what) e->field = c->what;
 #define GET_u(field) e->field = trace_get_u(in);
@@ -49,7 +51,7 @@ struct event_context {
         const size_t bytes_max = (bytes_max_);                                                     \
         (void)bytes_max, (void)op, (void)c, (void)in, (void)too_long;                              \
         *e = (struct trace_##name){0};                                                             \
-        context fields return too_long ? -1 : TRACE_##KIND;                                        \
+        context fields return too_long ? -EBADMSG : TRACE_##KIND;                                  \
     }
 #include "trace/events.def"
 #undef EVENT
@@ -91,10 +93,10 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
         if (op & TRACE_EV_DOMAIN)
             c.domain = trace_get_u(in);
     }
-    int record = kinds[kind].decode ? kinds[kind].decode(r, op, &c) : -1;
+    int record = kinds[kind].decode ? kinds[kind].decode(r, op, &c) : -EBADMSG;
     if (record < 0 || in->bad || in->p > in->end) {
         in->bad = 1;
-        return -1;
+        return -EBADMSG;
     }
     *type = (unsigned)record;
     *fields = (struct trace_fields){.decoded = &r->record, .decoded_type = *type};
@@ -112,7 +114,13 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
 
 /* kind, name, record, type, flags, doc, fields, field_count */
 #define EVENT(KIND, name, number, flags, bytes_max, context, fields)                               \
-    {TRACE_EV_##KIND, #KIND, "TRACE_" #KIND, TRACE_##KIND, flags, "", event_fields_##name,         \
+    {TRACE_EV_##KIND,                                                                              \
+     #KIND,                                                                                        \
+     "TRACE_" #KIND,                                                                               \
+     TRACE_##KIND,                                                                                 \
+     flags,                                                                                        \
+     "",                                                                                           \
+     event_fields_##name,                                                                          \
      sizeof event_fields_##name / sizeof event_fields_##name[0]},
 #define RESTART(KIND, number, doc) {TRACE_EV_##KIND, #KIND, NULL, 0, 0, doc, NULL, 0},
 const struct trace_event_spec trace_event_specs[] = {

@@ -109,7 +109,7 @@ void trace_events_begin(struct trace_events_reader *r, const uint8_t *events, si
                         uint64_t thread_idx, uint64_t *ticks, const struct trace_clock_line *clock);
 /* 1: the next event is the record *type, already decoded: *fields hold no bytes, only the
  * record (trace_fields.decoded), which that record's trace_get_<name> copies out (its ts
- * absolute); 0: the end; -1: a malformed event (the rest is skipped). */
+ * absolute); 0: the end; -EBADMSG: a malformed event (the rest is skipped). */
 int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trace_fields *fields);
 
 /* ---- the events described, for the docs check ---- */

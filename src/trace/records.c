@@ -4,6 +4,8 @@
  * name; a list (ul) is its count, then its values. */
 #include "trace/records.h"
 
+#include <errno.h>
+
 /* Writes count (at most TRACE_U_LIST_MAX) then the values. */
 static void put_u_list(struct trace_chunk_builder *b, const struct trace_u_list *l)
 {
@@ -86,7 +88,7 @@ static int get_decoded(struct trace_fields *f, unsigned type, void *r, size_t si
     if (f->decoded_type != type) {
         memset(r, 0, size);
         f->bad = 1;
-        return -1;
+        return -EINVAL;
     }
     memcpy(r, f->decoded, size);
     return 0;
@@ -112,7 +114,7 @@ static int get_decoded(struct trace_fields *f, unsigned type, void *r, size_t si
         if (f->decoded)                                                                            \
             return get_decoded(f, TRACE_##TYPE, r, sizeof *r);                                     \
         *r = (struct trace_##name){0};                                                             \
-        fields return f->bad ? -1 : 0;                                                             \
+        fields return f->bad ? -EBADMSG : 0;                                                       \
     }
 #include "trace/records.def"
 #undef RECORD

@@ -7,6 +7,8 @@
 #include "harness.h"
 #include "trace/events.h"
 
+#include <errno.h>
+
 /* One of each kind, in kind order, with a RESTART and an event after it. */
 static size_t encode_every_kind(uint8_t *buf)
 {
@@ -208,14 +210,14 @@ static void a_malformed_event_stops_the_stream(void)
     struct trace_fields f;
     ASSERT_EQ(next(&r, &f), TRACE_MARK);
     struct trace_push wrong;
-    ASSERT_EQ(trace_get_push(&f, &wrong), -1);
+    ASSERT_EQ(trace_get_push(&f, &wrong), -EINVAL);
     ASSERT(f.bad);
 
     static char text[TRACE_EV_STRING_MAX + 1];
     p = trace_ev_put_string(buf, (struct trace_ev_string){1, {text, sizeof text}});
     trace_events_begin(&r, buf, (size_t)(p - buf), 1, &ticks, NULL);
     unsigned type;
-    ASSERT_EQ(trace_events_next(&r, &type, &f), -1);
+    ASSERT_EQ(trace_events_next(&r, &type, &f), -EBADMSG);
     ASSERT_EQ(trace_events_next(&r, &type, &f), 0);
 
     p = buf;
@@ -224,7 +226,7 @@ static void a_malformed_event_stops_the_stream(void)
     *p++ = TRACE_EV_MARK;
     ticks = 0;
     trace_events_begin(&r, buf, (size_t)(p - buf), 1, &ticks, NULL);
-    ASSERT_EQ(trace_events_next(&r, &type, &f), -1);
+    ASSERT_EQ(trace_events_next(&r, &type, &f), -EBADMSG);
     ASSERT_EQ(ticks, 9);
     ASSERT_EQ(trace_events_next(&r, &type, &f), 0);
 }

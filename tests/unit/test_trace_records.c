@@ -5,6 +5,8 @@
 #include "harness.h"
 #include "trace_reencode.h"
 
+#include <errno.h>
+
 static uint8_t buf[1 << 16], scratch[1 << 16];
 
 /* A distinct value per field: small, multi-byte and full 64-bit varints. */
@@ -171,7 +173,7 @@ static void malformed_body_is_reported(void)
     uint64_t prev_ts = 0;
     struct trace_fields f = {.p = body, .end = body + sizeof body, .prev_ts = &prev_ts};
     struct trace_string s;
-    ASSERT_EQ(trace_get_string(&f, &s), -1);
+    ASSERT_EQ(trace_get_string(&f, &s), -EBADMSG);
 }
 
 static void the_list_keeps_its_first_values(void)
