@@ -103,6 +103,9 @@ void import_warn(struct import_file *f, const char *fmt, ...) __attribute__((for
  * use and reset (bindings cleared) on every call; NULL if sql does not compile (a bug: also
  * reported with import_warn). */
 sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql);
+/* Steps st to its end; on failure warns "<what><SQLite's message>" about f (what NULL: no
+ * warning) and returns -EIO. st NULL (import_stmt failed): -EIO. */
+int import_step(struct import_file *f, sqlite3_stmt *st, const char *what);
 
 /* ---- strings, processes, threads (import_processes.c) ------------------------------------ */
 
@@ -123,11 +126,8 @@ int64_t import_process(struct import_file *f);
  * launcher's own file. */
 int64_t import_known_process(struct import_file *f);
 
-/* ---- statements (import_sql.c) ------------------------------------------------------------ */
+/* ---- binds and scripts (import_sql.c) ------------------------------------------------------ */
 
-/* Steps st to its end; on failure warns "<what><SQLite's message>" about f (what NULL: no
- * warning) and returns -EIO. st NULL (import_stmt failed): -EIO. */
-int import_step(struct import_file *f, sqlite3_stmt *st, const char *what);
 /* The binds for the trace's conventions, inline: the NVTX importer binds 14 values per range. */
 /* NULL for text NULL, else the text (static: it must outlive the step). */
 static inline void import_bind_text(sqlite3_stmt *st, int col, const char *text)
