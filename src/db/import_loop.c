@@ -47,7 +47,7 @@ static void import_thread_events(struct import_file *f, struct trace_fields *fl)
         }
         ticks = u64_map_find(&f->stream_ticks, r.thread_idx + 1);
     }
-    static struct trace_events_reader reader; /* 8 KiB of scratch; the import is one thread */
+    static struct trace_events_reader reader; /* the import is one thread */
     trace_events_begin(&reader, r.events.bytes, r.events.len, r.thread_idx, ticks, &f->clock);
     unsigned type;
     struct trace_fields event;
