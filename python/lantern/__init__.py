@@ -26,17 +26,22 @@ from typing import Dict, List, Optional, Tuple
 
 __all__ = ["Monitor", "Measurement", "LanternError", "library_path", "ERR_GPU", "ERR_NO_NVML"]
 
-# lantern.h error codes and flags
-_OK = 0
-_ERR_NO_WINDOW = -4
-_ERR_WINDOW_OPEN = -5
-_ERR_UNAVAILABLE = -6
+# lantern.h's constants: generated from include/lantern.h (tests/energy/python_constants.py)
+OK = 0
+ERR_ARGUMENT = -1
+ERR_NO_MEMORY = -2
 ERR_GPU = -3
+ERR_NO_WINDOW = -4
+ERR_WINDOW_OPEN = -5
+ERR_UNAVAILABLE = -6
+ERR_THREAD = -7
 ERR_NO_NVML = -8
 POWER_ONLY = 0x1
+NO_NVTX = 0x2
 ENERGY_EXTRAPOLATED = 0x1
 ENERGY_POWER_ONLY = 0x2
 ENERGY_TOO_SHORT = 0x4
+# end of lantern.h's constants
 
 
 class LanternError(RuntimeError):
@@ -162,7 +167,7 @@ def _read_rapl(lib, handle, count, getter) -> Optional[Dict[int, float]]:
     values = {}
     for i in range(count):
         joules = ctypes.c_double()
-        if getter(handle, i, ctypes.byref(joules)) == _OK:
+        if getter(handle, i, ctypes.byref(joules)) == OK:
             values[lib.lantern_measurement_cpu_index(handle, i)] = joules.value
     return values or None
 
@@ -177,7 +182,7 @@ def _take_measurement(handle, reason: str) -> Measurement:
             index = lib.lantern_measurement_gpu_index(handle, i)
             joules, bound = ctypes.c_double(), ctypes.c_double()
             if lib.lantern_measurement_gpu_energy(handle, i, ctypes.byref(joules),
-                                                  ctypes.byref(bound)) != _OK:
+                                                  ctypes.byref(bound)) != OK:
                 continue
             result.gpu_energy[index] = joules.value
             result.gpu_energy_error[index] = bound.value
@@ -238,7 +243,7 @@ class Monitor:
         handle = ctypes.c_void_p()
         rc = self._lib.lantern_monitor_open(_spec(gpu_indices), _spec(cpu_indices),
                                             POWER_ONLY if power_only else 0, ctypes.byref(handle))
-        if rc != _OK:
+        if rc != OK:
             raise LanternError(rc, f"cannot monitor GPUs {gpu_indices} / CPUs {cpu_indices}",
                                self._lib.lantern_errdetail().decode())
         self._handle = handle
@@ -265,9 +270,9 @@ class Monitor:
         if sync_execution:
             _sync(self.sync_execution_with, self.gpu_indices)
         rc = self._lib.lantern_window_begin(self._handle, key.encode())
-        if rc == _ERR_WINDOW_OPEN:
+        if rc == ERR_WINDOW_OPEN:
             raise ValueError(f"measurement window '{key}' already exists")
-        if rc != _OK:
+        if rc != OK:
             raise LanternError(rc, f"cannot begin window '{key}'")
 
     def end_window(self, key: str, sync_execution: bool = True,
@@ -278,9 +283,9 @@ class Monitor:
             _sync(self.sync_execution_with, self.gpu_indices)
         handle = ctypes.c_void_p()
         rc = self._lib.lantern_window_end(self._handle, key.encode(), ctypes.byref(handle))
-        if rc == _ERR_NO_WINDOW:
+        if rc == ERR_NO_WINDOW:
             raise ValueError(f"measurement window '{key}' does not exist")
-        if rc != _OK:
+        if rc != OK:
             raise LanternError(rc, f"cannot end window '{key}'")
         measurement = _take_measurement(handle, self.disabled_reason)
         return None if cancel else measurement
@@ -291,7 +296,7 @@ class Monitor:
         if sync_execution:
             _sync(self.sync_execution_with, self.gpu_indices)
         rc = self._lib.lantern_window_push(self._handle)
-        if rc != _OK:
+        if rc != OK:
             raise LanternError(rc, "cannot push a window")
 
     def pop_window(self, sync_execution: bool = True) -> Tuple[float, Dict[int, float]]:
@@ -301,9 +306,9 @@ class Monitor:
             _sync(self.sync_execution_with, self.gpu_indices)
         handle = ctypes.c_void_p()
         rc = self._lib.lantern_window_pop(self._handle, ctypes.byref(handle))
-        if rc == _ERR_NO_WINDOW:
+        if rc == ERR_NO_WINDOW:
             raise ValueError("no pushed window to pop")
-        if rc != _OK:
+        if rc != OK:
             raise LanternError(rc, "cannot pop a window")
         measurement = _take_measurement(handle, self.disabled_reason)
         return measurement.time, measurement.gpu_energy

@@ -125,15 +125,8 @@ static __attribute__((noinline)) uint8_t *nvtx_put_payloads(uint8_t *p,
         if (len > budget)
             len = budget;
         budget -= len;
-        *p++ = TRACE_EV_PAYLOAD;
-        p = trace_ev_u(p, i);
-        p = trace_ev_u(p, ext.count);
-        p = trace_ev_u(p, d->schemaId);
-        p = trace_ev_u(p, d->size);
-        p = trace_ev_u(p, len);
-        if (len)
-            memcpy(p, d->payload, len);
-        p += len;
+        p = trace_ev_put_payload(p, (struct trace_ev_payload){i, ext.count, d->schemaId, d->size,
+                                                              {d->payload, len}});
     }
     return p;
 }
@@ -155,15 +148,15 @@ static inline __attribute__((always_inline)) void nvtx_put_utf8(struct agent_thr
         return;
     if (domain)
         p = trace_ev_u(p, domain);
-    if (kind != TRACE_EV_MARK)
-        p = trace_ev_u(p, arg);
-    p = trace_ev_u(p, ev->msg.id);
-    if (ev->has_attributes) {
-        p = trace_ev_u(p, ev->category);
-        p = trace_ev_u(p, ev->color);
-        p = trace_ev_u(p, ev->payload_type);
-        p = trace_ev_u(p, ev->payload);
-    }
+    if (kind == TRACE_EV_PUSH)
+        p = trace_ev_put_push(p, (struct trace_ev_push){arg, ev->msg.id});
+    else if (kind == TRACE_EV_START)
+        p = trace_ev_put_start(p, (struct trace_ev_start){arg, ev->msg.id});
+    else
+        p = trace_ev_put_mark(p, (struct trace_ev_mark){ev->msg.id});
+    if (ev->has_attributes)
+        p = trace_ev_put_attributes(p, (struct trace_ev_attributes){ev->category, ev->color,
+                                                                    ev->payload_type, ev->payload});
     if (__builtin_expect(ev->ext.count != 0, 0))
         p = nvtx_put_payloads(p, ev->ext);
     ring_commit(t, p, ticks);
@@ -212,7 +205,7 @@ static inline __attribute__((always_inline)) void nvtx_put(struct agent_thread *
  * events without a message; a POP or END of the payload extension's carries payloads. */
 static inline __attribute__((always_inline)) void
 nvtx_put_short(struct agent_thread *t, unsigned kind, uint64_t ticks, uint32_t domain,
-               int has_arg, uint64_t arg, const struct nvtx_payloads *ext)
+               uint64_t arg, const struct nvtx_payloads *ext)
 {
     struct thread_message none = {0};
     uint8_t *p = thread_event_begin_extra(t, kind | (domain ? TRACE_EV_DOMAIN : 0), ticks, &none,
@@ -221,8 +214,13 @@ nvtx_put_short(struct agent_thread *t, unsigned kind, uint64_t ticks, uint32_t d
         return;
     if (domain)
         p = trace_ev_u(p, domain);
-    if (has_arg)
-        p = trace_ev_u(p, arg);
+    if (kind == TRACE_EV_POP)
+        p = trace_ev_put_pop(p, (struct trace_ev_pop){arg});
+    else if (kind == TRACE_EV_END)
+        p = trace_ev_put_end(p, (struct trace_ev_end){arg});
+    else if (kind == TRACE_EV_DOMAIN_DESTROY)
+        p = trace_ev_put_domain_destroy(p, (struct trace_ev_domain_destroy){arg});
+    /* UNBALANCED_POP has no fields */
     if (ext)
         p = nvtx_put_payloads(p, *ext);
     ring_commit(t, p, ticks);
@@ -248,11 +246,11 @@ static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain,
     if (__builtin_expect(!t, 0))
         return -1;
     if (__builtin_expect(t->depth[domain] <= 0, 0)) {
-        nvtx_put_short(t, TRACE_EV_UNBALANCED_POP, ticks, domain, 0, 0, NULL);
+        nvtx_put_short(t, TRACE_EV_UNBALANCED_POP, ticks, domain, 0, NULL);
         return -1;
     }
     int level = --t->depth[domain];
-    nvtx_put_short(t, TRACE_EV_POP, ticks, domain, 1, (uint64_t)level, ext);
+    nvtx_put_short(t, TRACE_EV_POP, ticks, domain, (uint64_t)level, ext);
     return level;
 }
 
@@ -275,7 +273,7 @@ static inline __attribute__((always_inline)) void nvtx_end(nvtxRangeId_t id,
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (__builtin_expect(t != NULL, 1))
-        nvtx_put_short(t, TRACE_EV_END, ticks, 0, 1, id, ext);
+        nvtx_put_short(t, TRACE_EV_END, ticks, 0, id, ext);
 }
 
 static inline __attribute__((always_inline)) void nvtx_mark(uint32_t domain,
@@ -309,9 +307,10 @@ static void nvtx_name(unsigned kind, uint32_t resource_kind, uint64_t handle, co
     uint8_t *p = thread_event_begin(t, kind, ticks, &m);
     if (p) {
         if (kind == TRACE_EV_NAME_RESOURCE)
-            p = trace_ev_u(p, resource_kind);
-        p = trace_ev_u(p, handle);
-        p = trace_ev_u(p, m.id);
+            p = trace_ev_put_name_resource(
+                p, (struct trace_ev_name_resource){resource_kind, handle, m.id});
+        else
+            p = trace_ev_put_thread_name(p, (struct trace_ev_thread_name){handle, m.id});
         ring_commit(t, p, ticks);
     }
     free(utf8);
@@ -614,7 +613,7 @@ static void nvtx_domain_destroy(nvtxDomainHandle_t domain)
     uint64_t ticks = clock_ticks();
     struct agent_thread *t = ring_self(ticks);
     if (domain && t)
-        nvtx_put_short(t, TRACE_EV_DOMAIN_DESTROY, ticks, 0, 1, nvtx_domain_id(domain), NULL);
+        nvtx_put_short(t, TRACE_EV_DOMAIN_DESTROY, ticks, 0, nvtx_domain_id(domain), NULL);
 }
 
 /* nvtxInitialize only forces NVTX to load us, which has happened by the time it is called. */

@@ -214,10 +214,9 @@ static __attribute__((noinline)) void osrt_record(unsigned sym, uint64_t start, 
     struct thread_message none = {0};
     uint8_t *p = t ? thread_event_begin(t, TRACE_EV_OSRT_CALL, start, &none) : NULL;
     if (p) {
-        p = trace_ev_u(p, end - start);
-        p = trace_ev_u(p, osrt_symbols[sym].function);
-        p = trace_ev_i(p, ret);
-        p = trace_ev_u(p, (uint64_t)error);
+        p = trace_ev_put_osrt_call(p, (struct trace_ev_osrt_call){end - start,
+                                                                  osrt_symbols[sym].function, ret,
+                                                                  (uint64_t)error});
         ring_commit(t, p, end);
     } else {
         osrt_count(&c->lost, c);

@@ -35,8 +35,7 @@ static void pytrace_push(uint64_t correlation, const char *text, size_t len)
     uint8_t *p = thread_event_begin(t, TRACE_EV_CUDA_BACKTRACE, ticks, &m);
     if (!p)
         return;
-    p = trace_ev_u(p, correlation);
-    p = trace_ev_u(p, m.id);
+    p = trace_ev_put_cuda_backtrace(p, (struct trace_ev_cuda_backtrace){correlation, m.id});
     ring_commit(t, p, ticks);
 }
 

@@ -13,6 +13,73 @@
 #include "agent/writer.h"
 #include "trace/events.h"
 
+/* ---- the events' encoders, generated from trace/events.def ----
+ * trace_ev_put_<name>(p, (struct trace_ev_<name>){fields...}) writes the event's fields in
+ * events.def's order at p and returns their end. An event with ticks has its op, dticks and
+ * [u domain] written before (thread_event_begin); one without (STRING, PAYLOAD) writes its op
+ * here. NVTX's attributes are trace_ev_put_attributes, after the fields. */
+
+struct trace_ev_bytes {
+    const void *bytes;
+    size_t len;
+};
+
+#define TRACE_EV_CTYPE_u uint64_t
+#define TRACE_EV_CTYPE_i int64_t
+#define TRACE_EV_CTYPE_d uint64_t
+#define TRACE_EV_CTYPE_s struct trace_ev_bytes
+#define TRACE_EV_MEMBER_a(field)
+#define TRACE_EV_MEMBER_u(field) TRACE_EV_CTYPE_u field;
+#define TRACE_EV_MEMBER_i(field) TRACE_EV_CTYPE_i field;
+#define TRACE_EV_MEMBER_d(field) TRACE_EV_CTYPE_d field;
+#define TRACE_EV_MEMBER_s(field) TRACE_EV_CTYPE_s field;
+#define TRACE_EV_PUT_a(field)
+#define TRACE_EV_PUT_u(field) p = trace_ev_u(p, e.field);
+#define TRACE_EV_PUT_i(field) p = trace_ev_i(p, e.field);
+#define TRACE_EV_PUT_d(field) p = trace_ev_u(p, e.field);
+#define TRACE_EV_PUT_s(field)                                                                      \
+    p = trace_ev_u(p, e.field.len);                                                                \
+    if (e.field.len)                                                                               \
+        memcpy(p, e.field.bytes, e.field.len);                                                     \
+    p += e.field.len;
+
+#define TRACE_EV_ATTRIBUTE_MEMBER(kind, field, doc) TRACE_EV_MEMBER_##kind(field)
+#define TRACE_EV_ATTRIBUTE_PUT(kind, field, doc) TRACE_EV_PUT_##kind(field)
+struct trace_ev_attributes {
+    TRACE_EV_ATTRIBUTE_FIELDS(TRACE_EV_ATTRIBUTE_MEMBER)
+};
+static inline __attribute__((always_inline)) uint8_t *
+trace_ev_put_attributes(uint8_t *p, struct trace_ev_attributes e)
+{
+    TRACE_EV_ATTRIBUTE_FIELDS(TRACE_EV_ATTRIBUTE_PUT)
+    return p;
+}
+
+#define C(field, what)
+#define E(kind, field, doc) TRACE_EV_MEMBER_##kind(field)
+#define EVENT(KIND, name, number, flags, bytes_max, context, fields)                               \
+    struct trace_ev_##name {                                                                       \
+        fields                                                                                     \
+    };
+#include "trace/events.def"
+#undef EVENT
+#undef E
+
+#define E(kind, field, doc) TRACE_EV_PUT_##kind(field)
+#define EVENT(KIND, name, number, flags, bytes_max, context, fields)                               \
+    static inline __attribute__((always_inline))                                                   \
+    uint8_t *trace_ev_put_##name(uint8_t *p, struct trace_ev_##name e)                             \
+    {                                                                                              \
+        (void)e;                                                                                   \
+        if (!((flags)&TRACE_EV_TICKS))                                                             \
+            *p++ = TRACE_EV_##KIND;                                                                \
+        fields return p;                                                                           \
+    }
+#include "trace/events.def"
+#undef EVENT
+#undef E
+#undef C
+
 /* An event's message: UTF-8 bytes to resolve, or a string id already known. */
 struct thread_message {
     const char *bytes; /* NULL: id (0: no message) */
@@ -99,13 +166,8 @@ thread_event_begin_extra(struct agent_thread *t, unsigned op, uint64_t ticks,
         ring_count_drop(t);
         return NULL;
     }
-    if (m->define) {
-        *p++ = TRACE_EV_STRING;
-        p = trace_ev_u(p, m->id);
-        p = trace_ev_u(p, m->len);
-        memcpy(p, m->bytes, m->len);
-        p += m->len;
-    }
+    if (m->define)
+        p = trace_ev_put_string(p, (struct trace_ev_string){m->id, {m->bytes, m->len}});
     *p++ = (uint8_t)op;
     return trace_ev_i(p, (int64_t)(ticks - t->last_ticks));
 }

@@ -1,7 +1,7 @@
-/* The importer core's own structures, shared by its files and by no source: the session
- * (import_session.c), the file being imported and the record loop (import_file.c,
- * import_loop.c), strings, processes and threads (import_processes.c), and the table of
- * sources (import_sources.c). Sources see only import_internal.h. */
+/* The importer core's own structures, shared by its files and by no source: the import run
+ * (import_run.c: a session folder into one database), the file being imported and the record
+ * loop (import_file.c, import_loop.c), strings, processes and threads (import_processes.c),
+ * and the table of sources (import_sources.c). Sources see only import_internal.h. */
 #ifndef LANTERN_DB_IMPORT_CORE_H
 #define LANTERN_DB_IMPORT_CORE_H
 
@@ -35,7 +35,8 @@ static inline int import_source_of(unsigned type)
     return -1;
 }
 
-struct import_session {
+/* One import run: a session folder's raw files into one database. */
+struct import_run {
     sqlite3 *db;
     const struct import_options *opt;
     struct import_summary summary;
@@ -58,7 +59,7 @@ struct import_session {
 };
 
 struct import_file {
-    struct import_session *s;
+    struct import_run *s;
     const char *name; /* the raw file's name in the session folder */
     int is_launcher;
     int64_t process_id;
@@ -102,12 +103,12 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
 /* End of the file: the process row's end, exit, drops and warning, and its import_losses. */
 void import_process_finish(struct import_file *f);
 /* Frees the session's interned strings. */
-void import_strings_release(struct import_session *s);
+void import_strings_release(struct import_run *s);
 
 /* ---- import_loop.c ------------------------------------------------------------------------ */
 
 /* Imports one raw file (path, named name in the session folder) into s->db. */
-void import_file(struct import_session *s, const char *path, const char *name);
+void import_file(struct import_run *s, const char *path, const char *name);
 /* Asks import_options.cancel whether to stop (a signal is pending): from the record loop and,
  * through sqlite3_progress_handler, from long SQL statements. */
 int import_cancelled(void *session);

@@ -16,6 +16,7 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ struct cpu_file {
     size_t sample_count, sample_cap;
 };
 
-/* Grows *v (of *cap elements of `size` bytes) to hold one more: 0, or -1 out of memory. */
+/* Grows *v (of *cap elements of `size` bytes) to hold one more: 0, or -ENOMEM. */
 static int grow(void **v, size_t *cap, size_t count, size_t size)
 {
     if (count < *cap)
@@ -119,7 +120,7 @@ static int grow(void **v, size_t *cap, size_t count, size_t size)
     size_t want = *cap ? *cap * 2 : 256;
     void *grown = realloc(*v, want * size);
     if (!grown)
-        return -1;
+        return -ENOMEM;
     *v = grown;
     *cap = want;
     return 0;
@@ -131,7 +132,7 @@ static int cpu_session_open(sqlite3 *db, void **state)
     struct cpu_session *s = calloc(1, sizeof *s);
     if (!s || !(s->symbols = symbol_cache_new())) {
         free(s);
-        return -1;
+        return -ENOMEM;
     }
     *state = s;
     return 0;
@@ -183,13 +184,13 @@ static int import_py_status(struct cpu_file *c, const struct trace_cpu_sampling 
     free(c->interpreter);
     c->interpreter = strndup((const char *)path + from, r->python_interpreter.len - from);
     if (!c->interpreter)
-        return -1;
+        return -ENOMEM;
     c->py_tick_ns = r->python_tick_ns;
     sqlite3_stmt *st = import_stmt(
         c->f, SLOT_PY_STATUS,
         "UPDATE cpu_sampling SET python_status = ?, python_reason = ? WHERE process_id = ?");
     if (!st)
-        return -1;
+        return -EIO;
     import_bind_text(st, 1, status_name(r->python_status));
     import_bind_bytes(st, 2, r->python_reason.bytes, r->python_reason.len);
     sqlite3_bind_int64(st, 3, import_process(c->f));
@@ -203,7 +204,7 @@ static int import_py_totals(struct cpu_file *c, const struct trace_cpu_sampler *
         "UPDATE cpu_sampling SET python_snapshots = ?, python_lost = ?, python_unreadable = ?,"
         " python_cpu_ns = ? WHERE process_id = ?");
     if (!st)
-        return -1;
+        return -EIO;
     const uint64_t v[] = {r->python_snapshots, r->python_lost, r->python_unreadable,
                           r->python_cpu_ns};
     for (int i = 0; i < 4; i++)
@@ -222,13 +223,13 @@ static int import_status(struct cpu_file *c, struct trace_fields *fl)
         " ON CONFLICT(process_id) DO UPDATE SET status = excluded.status,"
         " period_ns = excluded.period_ns, reason = excluded.reason");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_process(c->f));
     import_bind_text(st, 2, status_name(r.status));
     sqlite3_bind_int64(st, 3, (int64_t)r.period_ns);
     import_bind_bytes(st, 4, r.reason.bytes, r.reason.len);
     if (import_step(c->f, st, "cannot store the CPU sampling status: ") < 0)
-        return -1;
+        return -EIO;
     return r.optional_present ? import_py_status(c, &r) : 0;
 }
 
@@ -240,13 +241,13 @@ static int import_totals(struct cpu_file *c, struct trace_fields *fl)
                                    "UPDATE cpu_sampling SET samples = ?, lost = ?, threads = ?,"
                                    " threads_unsampled = ?, cpu_ns = ? WHERE process_id = ?");
     if (!st)
-        return -1;
+        return -EIO;
     const uint64_t v[] = {r.samples, r.lost, r.threads, r.threads_unsampled, r.cpu_ns};
     for (int i = 0; i < 5; i++)
         sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
     sqlite3_bind_int64(st, 6, import_process(c->f));
     if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
-        return -1;
+        return -EIO;
     return r.optional_present ? import_py_totals(c, &r) : 0;
 }
 
@@ -262,13 +263,13 @@ static int import_mapping(struct cpu_file *c, struct trace_fields *fl)
         size_t cap = c->map_cap ? c->map_cap * 2 : 64;
         struct cpu_mapping *grown = realloc(c->maps, cap * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         c->maps = grown;
         c->map_cap = cap;
     }
     char *path = strndup((const char *)r.path.bytes, r.path.len);
     if (!path)
-        return -1;
+        return -ENOMEM;
     c->maps[c->map_count++] = (struct cpu_mapping){r.start, r.end, r.file_offset, path};
     return 0;
 }
@@ -285,15 +286,15 @@ static int import_stack(struct cpu_file *c, struct trace_fields *fl)
     sqlite3_stmt *st =
         import_stmt(c->f, SLOT_STACK, "INSERT INTO cpu_stacks(process_id) VALUES(?)");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_process(c->f));
     if (import_step(c->f, st, "cannot store a CPU stack: ") < 0)
-        return -1;
+        return -EIO;
     if (c->stack_count == c->stack_cap) {
         size_t cap = c->stack_cap ? c->stack_cap * 2 : 256;
         struct cpu_stack *grown = realloc(c->stacks, cap * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         c->stacks = grown;
         c->stack_cap = cap;
     }
@@ -302,7 +303,7 @@ static int import_stack(struct cpu_file *c, struct trace_fields *fl)
     s->len = r.frames.len;
     s->frames = malloc(r.frames.len ? r.frames.len : 1);
     if (!s->frames)
-        return -1;
+        return -ENOMEM;
     memcpy(s->frames, r.frames.bytes, r.frames.len);
     *slot = (int64_t)++c->stack_count;
     return 0;
@@ -320,14 +321,14 @@ static int import_sample(struct cpu_file *c, struct trace_fields *fl)
     sqlite3_stmt *st = import_stmt(
         c->f, SLOT_SAMPLE, "INSERT INTO cpu_samples(thread_id, ts_ns, stack_id) VALUES(?, ?, ?)");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
     sqlite3_bind_int64(st, 2, (int64_t)r.ts);
     import_bind_nonzero(st, 3, index ? c->stacks[index - 1].row : 0);
     if (import_step(c->f, st, "cannot store a CPU sample: ") < 0)
-        return -1;
+        return -EIO;
     if (grow((void **)&c->samples, &c->sample_cap, c->sample_count, sizeof *c->samples) < 0)
-        return -1;
+        return -ENOMEM;
     c->samples[c->sample_count++] = (struct cpu_sample_ref){
         sqlite3_last_insert_rowid(import_db(c->f)), (uint32_t)r.os_tid, r.ts, (uint32_t)index};
     return 0;
@@ -524,7 +525,7 @@ static int import_py_frame(struct cpu_file *c, struct trace_fields *fl)
     free(file);
     free(name);
     if (id <= 0)
-        return -1;
+        return -EIO;
     *slot = id;
     return 0;
 }
@@ -539,7 +540,7 @@ static int import_py_stack(struct cpu_file *c, struct trace_fields *fl)
         return 0;
     }
     if (grow((void **)&c->py_stacks, &c->py_stack_cap, c->py_stack_count, sizeof *c->py_stacks))
-        return -1;
+        return -ENOMEM;
     struct cpu_py_stack *ps = &c->py_stacks[c->py_stack_count];
     *ps = (struct cpu_py_stack){0};
     ps->frames = malloc(CPU_MAX_FRAMES * sizeof *ps->frames);
@@ -547,7 +548,7 @@ static int import_py_stack(struct cpu_file *c, struct trace_fields *fl)
     if (!ps->frames || !ps->entry) {
         free(ps->frames);
         free(ps->entry);
-        return -1;
+        return -ENOMEM;
     }
     uint64_t prev_ts = 0;
     struct trace_fields f = {.p = r.frames.bytes, .end = r.frames.bytes + r.frames.len,
@@ -560,7 +561,7 @@ static int import_py_stack(struct cpu_file *c, struct trace_fields *fl)
         if (!frame) /* the sampler could not name it (its table full, its names unreadable) */
             frame = frame_id(c, "[unknown Python function]", "", NULL, 0);
         if (frame <= 0)
-            return -1;
+            return -EIO;
         ps->frames[ps->depth] = frame;
         ps->entry[ps->depth++] = (uint8_t)(v & 1);
     }
@@ -599,18 +600,18 @@ static int import_py_sample(struct cpu_file *c, struct trace_fields *fl)
     }
     if (r.state == 0) {
         if (grow((void **)&c->looks, &c->look_cap, c->look_count, sizeof *c->looks) < 0)
-            return -1;
+            return -ENOMEM;
         c->looks[c->look_count++] = (struct cpu_py_look){(uint32_t)r.os_tid, r.ts, (uint32_t)index};
         return 0;
     }
     struct cpu_py_stack *ps = index ? &c->py_stacks[index - 1] : NULL;
     if (ps && !ps->row && !(ps->row = stack_row(c, ps->frames, ps->depth)))
-        return -1;
+        return -EIO;
     sqlite3_stmt *st = import_stmt(
         c->f, SLOT_GIL_WAIT,
         "INSERT INTO cpu_gil_waits(thread_id, ts_ns, duration_ns, stack_id) VALUES(?, ?, ?, ?)");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
     sqlite3_bind_int64(st, 2, (int64_t)r.ts);
     sqlite3_bind_int64(st, 3, (int64_t)r.span_ns);
@@ -673,14 +674,14 @@ static int symbolize_stack(struct cpu_file *c, struct cpu_stack *s)
         if (frame < 0)
             frame = frame_id(c, "[unknown]", "", NULL, 0);
         if (frame <= 0)
-            return -1;
+            return -EIO;
         frames[kept++] = frame;
     }
     if (c->look_count) { /* kept for the Python stacks' splice */
         s->symbolized = malloc((kept ? kept : 1) * sizeof *s->symbolized);
         s->kinds = malloc(kept ? kept : 1);
         if (!s->symbolized || !s->kinds)
-            return -1;
+            return -ENOMEM;
         for (size_t i = 0; i < kept; i++) {
             uint64_t *kind = u64_map_find(&c->frame_kinds, (uint64_t)frames[i]);
             s->symbolized[i] = frames[i];
@@ -691,11 +692,11 @@ static int symbolize_stack(struct cpu_file *c, struct cpu_stack *s)
     int64_t callsite = 0;
     for (size_t i = kept; i-- > 0;) /* outermost first */
         if (!(callsite = callsite_id(c, callsite, frames[i], (int)(kept - 1 - i))))
-            return -1;
+            return -EIO;
     sqlite3_stmt *st = import_stmt(c->f, SLOT_STACK_CALLSITE,
                                    "UPDATE cpu_stacks SET callsite_id = ? WHERE id = ?");
     if (!st)
-        return -1;
+        return -EIO;
     import_bind_nonzero(st, 1, callsite);
     sqlite3_bind_int64(st, 2, s->row);
     return import_step(c->f, st, "cannot store a CPU stack: ");
@@ -746,7 +747,7 @@ static int join_python(struct cpu_file *c)
                                          ns ? ns->depth : 0, ps->frames, ps->entry, ps->depth,
                                          spliced, sizeof spliced / sizeof spliced[0]);
             if (!(row = stack_row(c, spliced, n)) || u64_map_put(&rows, key, (uint64_t)row) < 0) {
-                rc = -1;
+                rc = -EIO;
                 break;
             }
         }

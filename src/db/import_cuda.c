@@ -7,6 +7,7 @@
 #include "db/import_demangle.h"
 #include "trace/format.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ static int attribute_api_calls(sqlite3 *db)
     sqlite3_stmt *ranges = NULL, *calls = NULL, *update = NULL;
     struct candidate_range *stack = NULL;
     size_t depth = 0, cap = 0;
-    int rc = -1;
+    int rc = -EIO;
     if (sqlite3_prepare_v2(
             db,
             "SELECT start_thread_id, start_ns, id, end_ns FROM ranges WHERE style = ?"
@@ -108,7 +109,7 @@ static int cuda_session_open(sqlite3 *db, void **state)
             create = sqlite3_mprintf("CREATE TEMP TABLE kernels%s", sql + strlen(prefix));
     }
     sqlite3_finalize(st);
-    int rc = create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    int rc = create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
     sqlite3_free(create);
     return rc;
 }
@@ -118,7 +119,7 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
 {
     (void)state;
     if (!records) /* nothing was written to temp.kernels */
-        return sqlite3_exec(db, "DROP TABLE temp.kernels", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+        return sqlite3_exec(db, "DROP TABLE temp.kernels", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
     /* the enumerations the scripts compare with, by name (src/trace/format.h) */
     const struct import_sql_param params[] = {
         {":api_runtime", IMPORT_CUDA_API_RUNTIME, NULL},
@@ -138,8 +139,8 @@ static int cuda_session_finish(sqlite3 *db, void *state, uint64_t records)
     if (import_exec_script(db, import_cuda_correlate_sql, params) < 0 ||
         (capture && import_exec_script(db, import_cuda_capture_sql, params) < 0) ||
         attribute_api_calls(db) < 0 || import_demangle_kernel_names(db) < 0)
-        return -1;
-    return import_exec_script(db, import_cuda_finish_sql, params) < 0 ? -1 : 0;
+        return -EIO;
+    return import_exec_script(db, import_cuda_finish_sql, params) < 0 ? -EIO : 0;
 }
 
 extern const char import_cuda_window_sql[];

@@ -3,6 +3,7 @@
  * time. */
 #include "db/import_demangle.h"
 
+#include <errno.h>
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +49,11 @@ int import_demangle_kernel_names(sqlite3 *db)
 {
     cxa_demangle_fn demangle = find_demangler();
     sqlite3_stmt *names = NULL, *add_string = NULL, *add_pair = NULL;
-    int rc = -1;
+    int rc = -EIO;
     if (sqlite3_exec(
             db, "CREATE TEMP TABLE demangled(name_id INTEGER PRIMARY KEY, demangled_id INTEGER)",
             NULL, NULL, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     if (!demangle)
         return 0;
     if (sqlite3_exec(db,

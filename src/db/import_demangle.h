@@ -8,7 +8,7 @@
 /* The demangled name of every mangled kernel name of a kernel not yet demangled, each distinct
  * name once: a string each, paired with its mangled name in temp.demangled(name_id,
  * demangled_id), which cuda_finish.sql's one pass over kernels reads and drops (empty when no
- * C++ runtime is there to demangle). Returns 0 or -1 on an SQL error. */
+ * C++ runtime is there to demangle). Returns 0 or -EIO on an SQL error. */
 int import_demangle_kernel_names(sqlite3 *db);
 
 /* The demangled form of a C++ name ("_Z..."), allocated (the caller frees it); NULL when it is

@@ -1,7 +1,8 @@
 /* The file being imported, as sources see it (import_internal.h): its database, name,
- * counters, warnings and cached statements. */
+ * counters, warnings, cached statements and their stepping. */
 #include "db/import_core.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -95,6 +96,18 @@ static sqlite3_stmt *stmt_in_bank(struct import_file *f, int bank, int slot, con
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return st;
+}
+
+int import_step(struct import_file *f, sqlite3_stmt *st, const char *what)
+{
+    if (!st)
+        return -EIO;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+        return 0;
+    if (what)
+        import_warn(f, "%s%s", what, sqlite3_errmsg(import_db(f)));
+    return -EIO;
 }
 
 sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql)

@@ -9,6 +9,7 @@
 #include "trace/gpu_metrics.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +138,7 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
     char *hardware = hardware_text(r.hardware);
     if (!gpu || !st || !hardware) {
         free(hardware);
-        return -1;
+        return -EIO;
     }
     mask_columns(mask, columns, sizeof columns);
     sqlite3_bind_int64(st, 1, gpu);
@@ -148,7 +149,7 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
     bind_bytes(st, 6, r.chip);
     free(hardware);
     if (import_step(g->f, st, "cannot store a GPU metric set: ") < 0)
-        return -1;
+        return -EIO;
     g->sets[g->count].file_id = r.set_id;
     g->sets[g->count].row = sqlite3_last_insert_rowid(import_db(g->f));
     g->sets[g->count].mask = mask;
@@ -191,7 +192,7 @@ static int import_sample(struct gpu_metrics_file *g, struct trace_fields *fl)
                               ")";
     sqlite3_stmt *st = import_stmt(g->f, SLOT_SAMPLE, sql);
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, g->sets[set].row);
     sqlite3_bind_int64(st, 2, (int64_t)r.start);
     sqlite3_bind_int64(st, 3, (int64_t)r.end);
@@ -221,7 +222,7 @@ static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
                                    "INSERT INTO gpu_metric_status(gpu_id, source, code, count,"
                                    " reason) VALUES(?, ?, ?, ?, ?)");
     if (!st)
-        return -1;
+        return -EIO;
     if (gpu)
         sqlite3_bind_int64(st, 1, gpu);
     const char *source = source_name(r.source);
@@ -246,7 +247,7 @@ static int import_sampler(struct gpu_metrics_file *g, struct trace_fields *fl)
                                    " duration_ns = ?, sampler_cpu_ns = ?, sampler_reads = ?,"
                                    " sampler_read_ns = ? WHERE id = ?");
     if (!st)
-        return -1;
+        return -EIO;
     const uint64_t v[] = {r.samples, r.lost, r.duration_ns, r.cpu_ns, r.reads, r.read_ns};
     for (int i = 0; i < 6; i++)
         sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
@@ -267,7 +268,7 @@ static int import_relay(struct gpu_metrics_file *g, struct trace_fields *fl)
                                    " sampler_max_rss_kib = ?, delivery_mean_ns = ?,"
                                    " delivery_max_ns = ?, relay_cpu_ns = ? WHERE id = ?");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, (int64_t)r.cpu_ns);
     sqlite3_bind_int64(st, 2, (int64_t)r.max_rss_kib);
     if (r.samples) {

@@ -9,6 +9,7 @@
  * refreshes put them, with a status saying so (docs/gpu-metrics.md, "NVML GPM"). */
 #include "db/import_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,7 +74,7 @@ static int load_busy(sqlite3 *db, int64_t gpu_id, struct busy *b)
                            "SELECT start_ns, end_ns FROM kernels WHERE gpu_id = ? AND"
                            " end_ns > start_ns ORDER BY start_ns",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, gpu_id);
     size_t cap = 0;
     int rc = 0;
@@ -89,7 +90,7 @@ static int load_busy(sqlite3 *db, int64_t gpu_id, struct busy *b)
             cap = cap ? 2 * cap : 1024;
             struct piece *grown = realloc(b->p, cap * sizeof *grown);
             if (!grown) {
-                rc = -1;
+                rc = -ENOMEM;
                 break;
             }
             b->p = grown;
@@ -109,7 +110,7 @@ static int load_samples(sqlite3 *db, int64_t set_id, struct sample **out, size_t
                            " gpu_metric_samples WHERE set_id = ? AND end_ns > start_ns AND"
                            " COALESCE(gr_active, sm_active) IS NOT NULL",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, set_id);
     size_t cap = 0;
     int rc = 0;
@@ -120,7 +121,7 @@ static int load_samples(sqlite3 *db, int64_t set_id, struct sample **out, size_t
             cap = cap ? 2 * cap : 1024;
             struct sample *s = realloc(*out, cap * sizeof *s);
             if (!s) {
-                rc = -1;
+                rc = -ENOMEM;
                 break;
             }
             *out = s;
@@ -140,23 +141,25 @@ static int put_status(sqlite3 *db, int64_t gpu_id, const char *code, const char 
                            "INSERT INTO gpu_metric_status(gpu_id, source, code, count, reason)"
                            " VALUES(?, 'NVML GPM', ?, 0, ?)",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, gpu_id);
     sqlite3_bind_text(st, 2, code, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     sqlite3_finalize(st);
     return rc;
 }
 
-/* Aligns one set, saying what it did in gpu_metric_status; 0 or -1 (SQLite error or no
- * memory). */
+/* Aligns one set, saying what it did in gpu_metric_status; 0 or a negative errno (-EIO: an
+ * SQLite error, -ENOMEM). */
 static int align_set(sqlite3 *db, int64_t set_id, int64_t gpu_id)
 {
     struct busy b = {0};
     struct sample *s = NULL;
     size_t n = 0;
-    int rc = load_busy(db, gpu_id, &b) < 0 || load_samples(db, set_id, &s, &n) < 0 ? -1 : 0;
+    int rc = load_busy(db, gpu_id, &b);
+    if (rc == 0)
+        rc = load_samples(db, set_id, &s, &n);
     if (rc == 0 && n && b.n) {
         int64_t best_lag = 0;
         double none = misfit(s, n, &b, 0), best = none;
@@ -175,11 +178,11 @@ static int align_set(sqlite3 *db, int64_t set_id, int64_t gpu_id)
                                     " end_ns = end_ns - ?1 WHERE set_id = ?2",
                                     -1, &st, NULL) == SQLITE_OK
                      ? 0
-                     : -1;
+                     : -EIO;
             if (rc == 0) {
                 sqlite3_bind_int64(st, 1, best_lag);
                 sqlite3_bind_int64(st, 2, set_id);
-                rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+                rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
                 sqlite3_finalize(st);
             }
             snprintf(reason, sizeof reason,
@@ -210,7 +213,7 @@ int import_gpu_metrics_align(sqlite3 *db)
                            "SELECT id, gpu_id FROM gpu_metric_sets WHERE source = 'NVML GPM'"
                            " AND gpu_id IS NOT NULL ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int rc = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
         rc = align_set(db, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));

@@ -1,6 +1,6 @@
 /* The importer's interface to its event sources: what a source's importer (import_nvtx.c,
  * import_cuda.c, import_nvml.c, ...) is given, and what it gives back. The core (import_file.c,
- * import_processes.c, import_loop.c, import_session.c) walks the raw files and knows each
+ * import_processes.c, import_loop.c, import_run.c) walks the raw files and knows each
  * source only through its row in the table of sources (import_sources.c, one row per line of
  * src/trace/sources.def); a source calls the helpers below and never the other way round.
  * Not part of the public importer API (import.h). */
@@ -20,7 +20,8 @@ struct import_file; /* one raw file being imported (opaque to sources) */
 
 /* ---- a source, as the core sees it -------------------------------------------------------- */
 
-/* A record handler's result: 0 done (or skipped on purpose), a negative code on failure,
+/* A record handler's result: 0 done (or skipped on purpose), a negative errno on failure
+ * (counted per file: -ENOMEM as IMPORT_LOST_MEMORY, any other as IMPORT_LOST_FAILED),
  * IMPORT_RECORD_UNKNOWN for a type the source does not know (counted in
  * import_summary.skipped). */
 #define IMPORT_RECORD_UNKNOWN 1
@@ -58,7 +59,7 @@ struct import_source {
 #undef SOURCE
 
 /* Moves each NVML GPM set's samples to where they line up with the kernels of its GPU
- * (import_gpu_metrics_align.c); 0 or -1. */
+ * (import_gpu_metrics_align.c); 0 or a negative errno. */
 int import_gpu_metrics_align(sqlite3 *db);
 
 /* ---- the file being imported ---------------------------------------------------------- */
@@ -74,6 +75,7 @@ struct import_summary *import_summary_of(struct import_file *f);
 #define IMPORT_LOSSES(X)                                                                           \
     X(MALFORMED, "malformed records skipped")                                                      \
     X(MEMORY, "events skipped: the importer ran out of memory")                                    \
+    X(FAILED, "records not stored: the importer failed (an SQL error)")                            \
     X(DUPLICATE_CHUNKS, "duplicated chunks skipped (each chunk is imported once)")                 \
     X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")              \
     X(TABLE_REGISTERED_STRINGS, "NVTX registered strings past the agent's cap (no name)")         \
@@ -101,6 +103,9 @@ void import_warn(struct import_file *f, const char *fmt, ...) __attribute__((for
  * use and reset (bindings cleared) on every call; NULL if sql does not compile (a bug: also
  * reported with import_warn). */
 sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql);
+/* Steps st to its end; on failure warns "<what><SQLite's message>" about f (what NULL: no
+ * warning) and returns -EIO. st NULL (import_stmt failed): -EIO. */
+int import_step(struct import_file *f, sqlite3_stmt *st, const char *what);
 
 /* ---- strings, processes, threads (import_processes.c) ------------------------------------ */
 
@@ -121,11 +126,8 @@ int64_t import_process(struct import_file *f);
  * launcher's own file. */
 int64_t import_known_process(struct import_file *f);
 
-/* ---- statements (import_sql.c) ------------------------------------------------------------ */
+/* ---- binds and scripts (import_sql.c) ------------------------------------------------------ */
 
-/* Steps st to its end; on failure warns "<what><SQLite's message>" about f (what NULL: no
- * warning) and returns -EIO. st NULL (import_stmt failed): -EIO. */
-int import_step(struct import_file *f, sqlite3_stmt *st, const char *what);
 /* The binds for the trace's conventions, inline: the NVTX importer binds 14 values per range. */
 /* NULL for text NULL, else the text (static: it must outlive the step). */
 static inline void import_bind_text(sqlite3_stmt *st, int col, const char *text)

@@ -5,6 +5,7 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static void import_thread_events(struct import_file *f, struct trace_fields *fl)
         }
         ticks = u64_map_find(&f->stream_ticks, r.thread_idx + 1);
     }
-    static struct trace_events_reader reader; /* 8 KiB of scratch; the import is one thread */
+    static struct trace_events_reader reader; /* the import is one thread */
     trace_events_begin(&reader, r.events.bytes, r.events.len, r.thread_idx, ticks, &f->clock);
     unsigned type;
     struct trace_fields event;
@@ -111,8 +112,11 @@ static void import_record(struct import_file *f, unsigned type, struct trace_fie
         ctx = src->file_open ? src->file_open(f, f->s->source_state[i]) : f;
         f->source_ctx[i] = ctx;
     }
-    if (ctx && src->record(ctx, type, fl) == IMPORT_RECORD_UNKNOWN) /* !ctx: out of memory */
+    int rc = ctx ? src->record(ctx, type, fl) : 0; /* !ctx: out of memory */
+    if (rc == IMPORT_RECORD_UNKNOWN)
         f->s->summary.skipped++;
+    else if (rc < 0)
+        import_lost(f, rc == -ENOMEM ? IMPORT_LOST_MEMORY : IMPORT_LOST_FAILED, 1);
     f->bank = 0;
 }
 
@@ -142,7 +146,7 @@ static void file_release(struct import_file *f)
     free(f->warning);
 }
 
-static void report_progress(struct import_session *s, const struct trace_reader *r, uint64_t base)
+static void report_progress(struct import_run *s, const struct trace_reader *r, uint64_t base)
 {
     if (s->opt && s->opt->progress)
         s->opt->progress(s->opt->ctx, base + r->pos, s->bytes_total);
@@ -150,13 +154,13 @@ static void report_progress(struct import_session *s, const struct trace_reader 
 
 int import_cancelled(void *ctx)
 {
-    struct import_session *s = ctx;
+    struct import_run *s = ctx;
     if (!s->cancelled && s->opt && s->opt->cancel && s->opt->cancel(s->opt->ctx))
         s->cancelled = 1;
     return s->cancelled;
 }
 
-void import_file(struct import_session *s, const char *path, const char *name)
+void import_file(struct import_run *s, const char *path, const char *name)
 {
     struct import_file f = {.s = s, .name = name};
     f.is_launcher = strcmp(name, "launcher.lrt") == 0;

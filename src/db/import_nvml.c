@@ -8,6 +8,7 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <string.h>
 
 enum {
@@ -60,7 +61,7 @@ static int import_gpu(struct import_file *f, struct trace_fields *fl)
                     " name = COALESCE(gpus.name, excluded.name),"
                     " memory_bytes = COALESCE(gpus.memory_bytes, excluded.memory_bytes)");
     if (!st)
-        return -1;
+        return -EIO;
     bind_text(st, 1, g.uuid);
     bind_text(st, 2, g.name);
     sqlite3_bind_int64(st, 3, (int64_t)g.gpu);
@@ -77,7 +78,7 @@ static int import_power(struct import_file *f, struct trace_fields *fl)
         f, SLOT_POWER,
         "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, power_avg_mw) VALUES(?, ?, ?, ?)", p.gpu);
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 2, (int64_t)p.ts);
     import_bind_plus_one(st, 3, p.power_mw);
     import_bind_plus_one(st, 4, p.power_avg_mw);
@@ -93,7 +94,7 @@ static int import_energy(struct import_file *f, struct trace_fields *fl)
                                 " energy_uncertainty_ns) VALUES(?, ?, ?, ?)",
                                 e.gpu);
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 2, (int64_t)e.ts);
     sqlite3_bind_int64(st, 3, (int64_t)e.energy_mj);
     sqlite3_bind_int64(st, 4, (int64_t)e.uncertainty_ns);
@@ -111,7 +112,7 @@ static int import_state(struct import_file *f, struct trace_fields *fl)
                  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  g.gpu);
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 2, (int64_t)g.ts);
     const uint64_t plus_one[] = {g.sm_clock_mhz,    g.memory_clock_mhz,  g.gpu_util,
                                  g.memory_util,     g.memory_used_bytes, g.temperature_c,
@@ -129,7 +130,7 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
         import_stmt(f, SLOT_DISABLED,
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('nvml_disabled_reason', ?)");
     if (!st)
-        return -1;
+        return -EIO;
     bind_text(st, 1, d.reason);
     return import_step(f, st, "cannot store the NVML disabled reason: ");
 }
@@ -147,7 +148,7 @@ static int import_sampler(struct import_file *f, struct trace_fields *fl)
         " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         r.gpu);
     if (!st)
-        return -1;
+        return -EIO;
     const uint64_t counts[] = {r.duration_ns,   r.energy_calls,  r.energy_busy_ns, r.energy_max_ns,
                                r.power_calls,   r.power_busy_ns, r.power_max_ns,   r.state_calls,
                                r.state_busy_ns, r.state_max_ns,  r.cpu_ns};
@@ -194,7 +195,7 @@ static int insert_window(sqlite3 *db, sqlite3_stmt *ranges, const struct energy_
         " energy_j, error_j, counter_updates, flags) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     for (int col = 0; col < 5; col++)
         sqlite3_bind_value(st, col + 1, sqlite3_column_value(ranges, col));
     sqlite3_bind_int64(st, 6, g->gpu_id);
@@ -208,7 +209,7 @@ static int insert_window(sqlite3 *db, sqlite3_stmt *ranges, const struct energy_
         sqlite3_bind_int64(st, 10,
                            (int64_t)(e.flags & 0x3) | (e.updates < 2 ? WINDOW_TOO_SHORT : 0));
     }
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     sqlite3_finalize(st);
     return rc;
 }
@@ -222,7 +223,7 @@ static int nvml_session_finish(sqlite3 *db, void *state, uint64_t records)
     if (n <= 0)
         return n;
     sqlite3_stmt *ranges;
-    int rc = -1;
+    int rc = -EIO;
     if (sqlite3_prepare_v2(db,
                            "SELECT r.process_id, r.start_thread_id, r.name_id, r.start_ns, r.end_ns"
                            " FROM ranges r JOIN domains d ON d.id = r.domain_id"
@@ -234,7 +235,7 @@ static int nvml_session_finish(sqlite3 *db, void *state, uint64_t records)
     while (!failed && (step = sqlite3_step(ranges)) == SQLITE_ROW)
         for (int i = 0; i < n && !failed; i++)
             failed = insert_window(db, ranges, &gpus[i]) != 0;
-    rc = !failed && step == SQLITE_DONE ? 0 : -1;
+    rc = !failed && step == SQLITE_DONE ? 0 : -EIO;
     sqlite3_finalize(ranges);
 out:
     energy_db_free(gpus, n);

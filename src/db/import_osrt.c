@@ -5,6 +5,8 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
+#include <errno.h>
+
 enum { SLOT_CALL, SLOT_SETTINGS, SLOT_TOTALS };
 
 /* The function names of trace/osrt.def by number. */
@@ -28,7 +30,7 @@ static int import_call(struct import_file *f, struct trace_fields *fl)
                                    "INSERT INTO osrt_calls(thread_id, name_id, start_ns, end_ns,"
                                    " ret, errno) VALUES(?, ?, ?, ?, ?, ?)");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_thread(f, r.thread_idx));
     sqlite3_bind_int64(st, 2, import_string_text(f, name));
     sqlite3_bind_int64(st, 3, (int64_t)r.start);
@@ -47,7 +49,7 @@ static int import_settings(struct import_file *f, struct trace_fields *fl)
                                    " ON CONFLICT(process_id) DO UPDATE SET"
                                    " threshold_ns = excluded.threshold_ns");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_process(f));
     sqlite3_bind_int64(st, 2, (int64_t)r.threshold_ns);
     return import_step(f, st, "cannot store the OS runtime settings: ");
@@ -63,7 +65,7 @@ static int import_totals(struct import_file *f, struct trace_fields *fl)
                                    " seen = excluded.seen, kept = excluded.kept,"
                                    " lost = excluded.lost");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, import_process(f));
     sqlite3_bind_int64(st, 2, (int64_t)r.seen);
     sqlite3_bind_int64(st, 3, (int64_t)r.kept);

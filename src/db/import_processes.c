@@ -38,7 +38,7 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
  * different strings are resolved by probing successive hash values. */
 static int64_t session_intern(struct import_file *f, const uint8_t *bytes, size_t len)
 {
-    struct import_session *s = f->s;
+    struct import_run *s = f->s;
     uint64_t h = hash_bytes(bytes, len);
     for (;; h = h + 1 ? h + 1 : 1) {
         uint64_t *id = u64_map_find(&s->string_ids, h);
@@ -205,7 +205,7 @@ static void on_process(struct import_file *f, struct trace_fields *fl)
     for (size_t i = 0; i + 1 < cmd_len; i++) /* arguments are NUL-separated */
         if (!cmd_s[i])
             cmd_s[i] = ' ';
-    struct import_session *s = f->s;
+    struct import_run *s = f->s;
     if (p.agent_flags & TRACE_FLAG_LAUNCHER) {
         f->is_launcher = 1;
         s->have_launcher = 1;
@@ -258,7 +258,7 @@ static void on_process_end(struct import_file *f, struct trace_fields *fl)
 }
 
 /* TRACE_CHILD_EXIT (launcher.lrt only): kept until every process row exists; the session's
- * end gives it to its process (import_session.c). */
+ * end gives it to its process (import_run.c). */
 static void on_child_exit(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_child_exit c;
@@ -511,7 +511,7 @@ void import_core_record(struct import_file *f, unsigned type, struct trace_field
 
 void import_process_finish(struct import_file *f)
 {
-    struct import_session *s = f->s;
+    struct import_run *s = f->s;
     uint64_t dropped =
         f->saw_end && f->dropped_total > f->dropped_sum ? f->dropped_total : f->dropped_sum;
     s->summary.dropped_events += dropped;
@@ -540,7 +540,7 @@ void import_process_finish(struct import_file *f)
 }
 
 
-void import_strings_release(struct import_session *s)
+void import_strings_release(struct import_run *s)
 {
     for (size_t i = 1; i <= s->strings; i++)
         free(s->string_values[i]);

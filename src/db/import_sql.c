@@ -1,21 +1,9 @@
-/* Statement helpers shared by the importer's core and sources (import_internal.h): stepping
- * with a warning, and the runner of the embedded .sql scripts with named parameters. */
+/* The runner of the embedded .sql scripts with named parameters, shared by the importer's core
+ * and sources (import_internal.h). */
 #include "db/import_internal.h"
 
 #include <errno.h>
 #include <string.h>
-
-int import_step(struct import_file *f, sqlite3_stmt *st, const char *what)
-{
-    if (!st)
-        return -EIO;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
-        return 0;
-    if (what)
-        import_warn(f, "%s%s", what, sqlite3_errmsg(import_db(f)));
-    return -EIO;
-}
 
 /* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
 static int bind_params(sqlite3_stmt *st, const struct import_sql_param *params)

@@ -6,6 +6,7 @@
 #include "db/import_symbols.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,16 +73,16 @@ static int elf_read_symbols(struct elf_file *e, const Elf64_Shdr *sections, size
     const Elf64_Shdr *sh = &sections[index];
     if (sh->sh_link >= count || sh->sh_entsize != sizeof(Elf64_Sym) ||
         !elf_within(e, sh->sh_offset, sh->sh_size))
-        return -1;
+        return -ENOEXEC;
     const Elf64_Shdr *strtab = &sections[sh->sh_link];
     if (!elf_within(e, strtab->sh_offset, strtab->sh_size) || strtab->sh_size == 0)
-        return -1;
+        return -ENOEXEC;
     const char *strings = (const char *)e->map + strtab->sh_offset;
     const Elf64_Sym *syms = (const Elf64_Sym *)((const char *)e->map + sh->sh_offset);
     size_t n = sh->sh_size / sizeof(Elf64_Sym);
     e->symbols = calloc(n ? n : 1, sizeof *e->symbols);
     if (!e->symbols)
-        return -1;
+        return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         unsigned type = ELF64_ST_TYPE(syms[i].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[i].st_value == 0 ||

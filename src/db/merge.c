@@ -130,7 +130,7 @@ static int fail(struct merge *m, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(m->err, m->err_len, fmt, ap);
     va_end(ap);
-    return -1;
+    return -EIO;
 }
 
 static int fail_sql(struct merge *m, const char *what)
@@ -143,7 +143,7 @@ static int fail_sql(struct merge *m, const char *what)
 static int exec(struct merge *m, const char *sql)
 {
     if (merge_cancelled((void *)m->opt))
-        return -1;
+        return -EINTR;
     return sqlite3_exec(m->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : fail_sql(m, "merging");
 }
 
@@ -166,7 +166,7 @@ static void bind_state(struct merge *m, sqlite3_stmt *st, int input)
 static int run_sql(struct merge *m, const char *sql, int input)
 {
     if (merge_cancelled((void *)m->opt))
-        return -1;
+        return -EINTR;
     while (sql && *sql) {
         sqlite3_stmt *st = NULL;
         const char *tail = NULL;
@@ -215,11 +215,11 @@ static int append(char **s, size_t *len, const char *fmt, ...)
     int n = vasprintf(&piece, fmt, ap);
     va_end(ap);
     if (n < 0)
-        return -1;
+        return -ENOMEM;
     char *grown = realloc(*s, *len + (size_t)n + 1);
     if (!grown) {
         free(piece);
-        return -1;
+        return -ENOMEM;
     }
     memcpy(grown + *len, piece, (size_t)n + 1);
     *s = grown;
@@ -316,7 +316,7 @@ static int merge_gpus(struct merge *m, const char *host)
             char sql[160];
             snprintf(sql, sizeof sql, "INSERT INTO temp.gpu_hosts VALUES(%" PRId64 ", ?)", new_id);
             if (rc == 0 && query(m, sql, host, NULL, NULL) < 0)
-                rc = -1;
+                rc = -EIO;
         }
         sqlite3_reset(map);
         sqlite3_bind_int64(map, 1, old);
@@ -341,7 +341,7 @@ static int clock_shift(struct merge *m, int input, const char *host)
     if (query(m, "SELECT value FROM src.meta WHERE key = 'start_wall_ns'", NULL, &wall, NULL) ||
         query(m, "SELECT value FROM src.meta WHERE key = 'start_ns'", NULL, &mono, NULL) ||
         query(m, "SELECT count(*) FROM temp.inputs WHERE host = ?1", host, &known, NULL))
-        return -1;
+        return -EIO;
     if (input == 0) {
         m->first_host = host ? strdup(host) : NULL;
         m->first_clock = wall > 0 ? wall - mono : 0;
@@ -517,25 +517,28 @@ int merge_databases(const char *const *inputs, size_t n, const char *out,
 {
     struct merge m = {.opt = opt, .err = err, .err_len = err_len, .input = out, .out = out};
     int force = opt->force;
-    if (check_paths(&m, inputs, n, out, force) < 0 || check_sessions(&m, inputs, n, force) < 0)
-        return -1;
+    int rc;
+    if ((rc = check_paths(&m, inputs, n, out, force)) < 0 ||
+        (rc = check_sessions(&m, inputs, n, force)) < 0)
+        return rc;
     char *temp = NULL;
     if (asprintf(&temp, "%s.XXXXXX", out) < 0)
         return fail(&m, "out of memory");
     int fd = mkstemp(temp);
     if (fd < 0) {
-        fail(&m, "cannot create '%s': %s", temp, strerror(errno));
+        int error = errno;
+        fail(&m, "cannot create '%s': %s", temp, strerror(error));
         free(temp);
-        return -1;
+        return -error;
     }
     mode_t mask = umask(0); /* the mode a plain open would give, not mkstemp's 0600 */
     umask(mask);
     fchmod(fd, 0666 & ~mask);
     close(fd);
-    int rc = sqlite3_open_v2(temp, &m.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
-                     SQLITE_OK
-                 ? 0
-                 : fail_sql(&m, "creating");
+    rc = sqlite3_open_v2(temp, &m.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
+                 SQLITE_OK
+             ? 0
+             : fail_sql(&m, "creating");
     sqlite3_progress_handler(m.db, 1000, merge_cancelled, (void *)opt);
     if (rc == 0)
         rc = exec(&m, merge_setup_sql);

@@ -17,8 +17,8 @@ struct merge_options {
  * schema version) into a new database at out, written as a temporary file in out's folder and
  * renamed into place when complete. An existing out, and two inputs of one session (same host,
  * start and command: a database and its copy), are refused unless opt->force. Returns 0,
- * or -1 with a one-line reason (no "lantern:" prefix) in err; nothing is left behind on
- * failure. */
+ * or a negative errno (-EINTR: cancelled; -EIO for most: the reason is err's) with a one-line
+ * reason (no "lantern:" prefix) in err; nothing is left behind on failure. */
 int merge_databases(const char *const *inputs, size_t n, const char *out,
                     const struct merge_options *opt, char *err, size_t err_len);
 

@@ -24,7 +24,7 @@ static int fail(char *err, size_t err_len, sqlite3 *db, const char *fmt, ...)
     va_end(ap);
     if (db && n >= 0 && (size_t)n < err_len)
         snprintf(err + n, err_len - (size_t)n, ": %s", sqlite3_errmsg(db));
-    return -1;
+    return -EIO;
 }
 
 /* lantern_process_name(cmdline): processes.name from a command line stored with its arguments
@@ -54,7 +54,7 @@ static void process_name_sql(sqlite3_context *ctx, int argc, sqlite3_value **arg
 }
 
 /* The columns of table that this schema ("main") and the old one share, quoted and
- * comma-separated, into out. Returns how many, or -1. */
+ * comma-separated, into out. Returns how many, or -EIO. */
 static int shared_columns(sqlite3 *db, const char *table, char *out, size_t size)
 {
     sqlite3_stmt *st;
@@ -65,14 +65,14 @@ static int shared_columns(sqlite3 *db, const char *table, char *out, size_t size
                            "SELECT m.name FROM pragma_table_info(?1, 'main') m"
                            " JOIN pragma_table_info(?1, 'old') o ON o.name = m.name ORDER BY m.cid",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
     while (sqlite3_step(st) == SQLITE_ROW) {
         int w = snprintf(out + used, size - used, "%s\"%s\"", n ? ", " : "",
                          (const char *)sqlite3_column_text(st, 0));
         if (w < 0 || (size_t)w >= size - used) {
             sqlite3_finalize(st);
-            return -1;
+            return -EIO;
         }
         used += (size_t)w;
         n++;
@@ -116,10 +116,10 @@ int upgrade_database(const char *old_path, int from, const char *new_path, char 
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *attach = NULL;
-    int rc = -1;
+    int rc = -EIO;
     if (from < UPGRADE_OLDEST_SCHEMA || from >= IMPORT_SCHEMA_VERSION) {
         snprintf(err, err_len, "schema version %d cannot be upgraded", from);
-        return -1;
+        return -EINVAL;
     }
     if (sqlite3_open_v2(new_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {

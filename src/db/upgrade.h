@@ -15,7 +15,8 @@
  * every table the two schemas share, in the columns they share; the columns and tables added
  * since get what an import by this Lantern would have given where it can be worked out from
  * the rows (processes' names and parents), else their defaults (NULL: not known); meta gains
- * upgraded_from. The old file is only read. Returns 0, or -1 with a one-line reason in err. */
+ * upgraded_from. The old file is only read. Returns 0, or a negative errno (-EINVAL: a version
+ * that cannot be upgraded; -EIO: SQLite failed) with a one-line reason in err. */
 int upgrade_database(const char *old_path, int from, const char *new_path, char *err,
                      size_t err_len);
 

@@ -195,7 +195,7 @@ int trace_record_end(struct trace_chunk_builder *b, struct trace_record_mark m)
         b->len = m.start;
         b->prev_ts = m.prev_ts;
         b->overflow = 0;
-        return -1;
+        return -ENOSPC;
     }
     uint8_t *p = b->buf + m.start + header - RECORD_LEN_BYTES;
     p[0] = (uint8_t)(body | 0x80);
@@ -245,7 +245,7 @@ static int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
         if (p >= end)
-            return -1;
+            return -EBADMSG;
         uint8_t byte = *p++;
         v |= (uint64_t)(byte & 0x7F) << shift;
         if (!(byte & 0x80)) {
@@ -254,7 +254,7 @@ static int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
             return 0;
         }
     }
-    return -1;
+    return -EBADMSG;
 }
 
 uint64_t trace_get_u(struct trace_fields *f)
@@ -326,47 +326,50 @@ int trace_reader_open(struct trace_reader *r, const char *path)
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a link is not ours */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
-        r->not_a_trace = errno == ELOOP;
+        int error = errno;
+        r->not_a_trace = error == ELOOP;
         snprintf(r->damage, sizeof r->damage, "cannot open: %s",
-                 errno == ELOOP ? "a symbolic link" : strerror(errno));
-        return -1;
+                 error == ELOOP ? "a symbolic link" : strerror(error));
+        return -error;
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
-        snprintf(r->damage, sizeof r->damage, "cannot stat: %s", strerror(errno));
+        int error = errno;
+        snprintf(r->damage, sizeof r->damage, "cannot stat: %s", strerror(error));
         close(fd);
-        return -1;
+        return -error;
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(r->damage, sizeof r->damage, "not a regular file");
         r->not_a_trace = 1;
         close(fd);
-        return -1;
+        return -EINVAL;
     }
     r->fd = fd;
     r->size = (size_t)st.st_size;
     if (r->size < TRACE_FILE_HEADER_SIZE) {
         snprintf(r->damage, sizeof r->damage, "file too short for a trace header (%zu bytes)", r->size);
         r->bytes_lost = r->size;
-        return -1;
+        return -EBADMSG;
     }
     r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (r->map == MAP_FAILED) {
         r->map = NULL;
-        snprintf(r->damage, sizeof r->damage, "cannot map: %s", strerror(errno));
-        return -1;
+        int error = errno;
+        snprintf(r->damage, sizeof r->damage, "cannot map: %s", strerror(error));
+        return -error;
     }
     r->data = r->map;
     if (memcmp(r->data, TRACE_FILE_MAGIC, 8) != 0) {
         snprintf(r->damage, sizeof r->damage, "not a Lantern raw trace (bad magic)");
         r->bytes_lost = r->size;
-        return -1;
+        return -EBADMSG;
     }
     uint32_t version = get_le32(r->data + 8);
     if (version < TRACE_FORMAT_VERSION_MIN || version > TRACE_FORMAT_VERSION) {
         snprintf(r->damage, sizeof r->damage, "unsupported trace format version %u", version);
         r->bytes_lost = r->size;
-        return -1;
+        return -EPROTO;
     }
     r->version = version;
     r->pos = TRACE_FILE_HEADER_SIZE;
@@ -424,7 +427,7 @@ static int reader_fail(struct trace_reader *r, size_t chunk_start, const char *w
     snprintf(r->damage, sizeof r->damage, "chunk %llu at offset %zu: %s",
              (unsigned long long)r->chunk_index, chunk_start, why);
     r->bytes_lost = r->size - chunk_start;
-    return -1;
+    return -EBADMSG;
 }
 
 static int by_seq_then_offset(const void *pa, const void *pb)
@@ -456,7 +459,7 @@ static int reader_scan(struct trace_reader *r)
                 snprintf(r->damage, sizeof r->damage, "out of memory listing the chunks");
                 r->bytes_lost = r->size;
                 r->nchunks = 0;
-                return -1;
+                return -ENOMEM;
             }
             r->chunks = chunks;
         }
@@ -497,12 +500,13 @@ static void reader_load_chunk(struct trace_reader *r, const struct trace_chunk_r
 
 int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_fields *fields)
 {
-    if (!r->scanned && reader_scan(r) < 0)
-        return -1;
+    int rc;
+    if (!r->scanned && (rc = reader_scan(r)) < 0)
+        return rc;
     while (!r->rec || r->rec >= r->rec_end) {
         r->rec = NULL;
         if (r->next_chunk == r->nchunks)
-            return r->damage[0] ? -1 : 0;
+            return r->damage[0] ? -EBADMSG : 0;
         reader_load_chunk(r, &r->chunks[r->next_chunk++]);
     }
     uint64_t t, len;
@@ -514,13 +518,14 @@ int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_field
         r->bytes_lost = r->size - (size_t)(r->rec - r->data);
         r->rec = r->rec_end = NULL;
         r->next_chunk = r->nchunks;
-        return -1;
+        return -EBADMSG;
     }
     *type = (unsigned)t;
     fields->p = p;
     fields->end = p + len;
     fields->prev_ts = &r->prev_ts;
     fields->bad = 0;
+    fields->decoded = NULL;
     r->rec = p + len;
     return 1;
 }

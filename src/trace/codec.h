@@ -58,7 +58,7 @@ static inline int trace_chunk_empty(const struct trace_chunk_builder *b) { retur
 void trace_chunk_renumber(uint8_t *chunk);
 
 /* A record is built field by field between record_begin and record_end. If the record does
- * not fit, record_end rolls the chunk back to where the record began and returns -1. */
+ * not fit, record_end rolls the chunk back to where the record began and returns -ENOSPC. */
 struct trace_record_mark { size_t start; uint64_t prev_ts; };
 struct trace_record_mark trace_record_begin(struct trace_chunk_builder *b, unsigned type);
 void trace_put_u(struct trace_chunk_builder *b, uint64_t v);
@@ -80,6 +80,10 @@ struct trace_fields {
     const uint8_t *p, *end;
     uint64_t *prev_ts;   /* the chunk's running timestamp */
     int bad;             /* set on a malformed varint or string */
+    /* set: no bytes but the record already decoded (a thread event: events.h), which
+     * trace_get_<name> of decoded_type copies */
+    const void *decoded;
+    unsigned decoded_type;
 };
 
 uint64_t trace_get_u(struct trace_fields *f);
@@ -115,13 +119,15 @@ struct trace_reader {
     int not_a_trace;          /* open refused: not a regular file (a link, FIFO, device) */
 };
 
-/* Opens and validates the file header. Returns 0, or -1 with damage[] saying why. Only a
- * regular file is read: a symbolic link, FIFO or device is refused without blocking. */
+/* Opens and validates the file header. Returns 0, or a negative errno with damage[] saying why
+ * (-EBADMSG: not a raw trace; -EPROTO: a format version this build does not read; -EINVAL:
+ * not a regular file). Only a regular file is read: a symbolic link, FIFO or device is refused
+ * without blocking. */
 int trace_reader_open(struct trace_reader *r, const char *path);
 void trace_reader_close(struct trace_reader *r);
 
 /* Next record of the file: returns 1 and fills *type and *fields, 0 at a clean end of file,
- * -1 at damage (truncated or corrupt chunk, malformed record): damage[] and bytes_lost
+ * -EBADMSG at damage (truncated or corrupt chunk, malformed record): damage[] and bytes_lost
  * describe it, and every chunk before the damaged one has been returned (-ENOMEM: the chunk
  * list could not be allocated, said in damage[]). */
 int trace_reader_next(struct trace_reader *r, unsigned *type, struct trace_fields *fields);

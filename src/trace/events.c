@@ -1,31 +1,75 @@
-/* The thread event stream's decoder (events.h): each event becomes the record of the same
- * meaning, encoded by that record's generated encoder into a scratch chunk, so that every
- * reader decodes it with the record's own decoder. */
+/* The thread event stream's decoder and descriptions, generated from events.def (see
+ * events.h): each event is decoded straight into the struct of the record it stands for, which
+ * the record's own trace_get_<name> hands to its reader (trace_fields.decoded). */
 #include "trace/events.h"
-#include "trace/records.h"
 
+#include <errno.h>
 #include <string.h>
 
 void trace_events_begin(struct trace_events_reader *r, const uint8_t *events, size_t len,
                         uint64_t thread_idx, uint64_t *ticks, const struct trace_clock_line *clock)
 {
-    r->in = (struct trace_fields){.p = events, .end = events + len, .prev_ts = &r->zero_ts};
+    r->in = (struct trace_fields){.p = events, .end = events + len};
     r->thread_idx = thread_idx;
     r->ticks = ticks;
     r->clock = clock;
     r->restarted = 0;
 }
 
-/* The event attributes of PUSH, START and MARK. */
-#define EVENT_ATTRIBUTES(in, op, rec)                                                              \
-    do {                                                                                           \
-        if ((op) & TRACE_EV_ATTRIBUTES) {                                                          \
-            (rec).category = trace_get_u(in);                                                      \
-            (rec).color = trace_get_u(in);                                                         \
-            (rec).payload_type = trace_get_u(in);                                                  \
-            (rec).payload = trace_get_u(in);                                                       \
-        }                                                                                          \
-    } while (0)
+/* What an event's header gave: its time, its domain and the stream's thread. */
+struct event_context {
+    uint64_t thread, ts, domain;
+};
+
+/* ---- one decoder per event: its fields into its record's struct; the record type, or
+ * -EBADMSG ---- */
+
+#define CONTEXT(field, what) e->field = c->what;
+#define GET_u(field) e->field = trace_get_u(in);
+#define GET_i(field) e->field = trace_get_i(in);
+#define GET_s(field)                                                                               \
+    e->field.len = trace_get_s(in, &e->field.bytes);                                               \
+    too_long |= e->field.len > bytes_max;
+#define GET_d(field)                                                                               \
+    *r->ticks += trace_get_u(in);                                                                  \
+    e->field = trace_clock_line_ns(r->clock, *r->ticks);
+#define GET_ATTRIBUTE(kind, field, doc) GET_##kind(field)
+#define GET_a(field)                                                                               \
+    if (op & TRACE_EV_ATTRIBUTES) {                                                                \
+        TRACE_EV_ATTRIBUTE_FIELDS(GET_ATTRIBUTE)                                                   \
+    }
+
+#define C(field, what) CONTEXT(field, what)
+#define E(kind, field, doc) GET_##kind(field)
+#define EVENT(KIND, name, number, flags, bytes_max_, context, fields)                              \
+    static int decode_##name(struct trace_events_reader *r, unsigned op,                           \
+                             const struct event_context *c)                                        \
+    {                                                                                              \
+        struct trace_fields *in = &r->in;                                                          \
+        struct trace_##name *e = &r->record.name;                                                  \
+        int too_long = 0;                                                                          \
+        const size_t bytes_max = (bytes_max_);                                                     \
+        (void)bytes_max, (void)op, (void)c, (void)in, (void)too_long;                              \
+        *e = (struct trace_##name){0};                                                             \
+        context fields return too_long ? -EBADMSG : TRACE_##KIND;                                  \
+    }
+#include "trace/events.def"
+#undef EVENT
+#undef E
+#undef C
+
+typedef int (*event_decoder)(struct trace_events_reader *r, unsigned op,
+                             const struct event_context *c);
+
+/* By kind: its decoder and flags; no decoder: not an event with a record. */
+static const struct {
+    event_decoder decode;
+    unsigned flags;
+} kinds[TRACE_EV_KIND_MASK + 1] = {
+#define EVENT(KIND, name, number, flags, ...) [number] = {decode_##name, flags},
+#include "trace/events.def"
+#undef EVENT
+};
 
 int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trace_fields *fields)
 {
@@ -33,150 +77,57 @@ int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trac
     if (in->p >= in->end || in->bad)
         return 0;
     unsigned op = *in->p++;
-    unsigned kind = op & TRACE_EV_KIND_MASK;
-    while (kind == TRACE_EV_RESTART) { /* --ring: a new segment's stream (docs/trace-format.md) */
+    while ((op & TRACE_EV_KIND_MASK) == TRACE_EV_RESTART) { /* --ring: a new segment's stream */
         *r->ticks = 0;
         r->restarted = 1;
         if (in->p >= in->end)
             return 0;
         op = *in->p++;
-        kind = op & TRACE_EV_KIND_MASK;
     }
-    uint64_t ts = 0, domain = 0;
-    if (kind != TRACE_EV_STRING && kind != TRACE_EV_PAYLOAD) {
+    unsigned kind = op & TRACE_EV_KIND_MASK;
+    struct event_context c = {.thread = r->thread_idx};
+    /* an unknown kind is read as far as its dticks (they still move the thread's ticks) */
+    if (kinds[kind].flags & TRACE_EV_TICKS || !kinds[kind].decode) {
         *r->ticks += (uint64_t)trace_get_i(in);
-        ts = trace_clock_line_ns(r->clock, *r->ticks);
+        c.ts = trace_clock_line_ns(r->clock, *r->ticks);
         if (op & TRACE_EV_DOMAIN)
-            domain = trace_get_u(in);
+            c.domain = trace_get_u(in);
     }
-    struct trace_chunk_builder *b = &r->out;
-    trace_chunk_begin(b, r->buf, sizeof r->buf, 0);
-    uint64_t thread = r->thread_idx;
-    int put = -1;
-    switch (kind) {
-    case TRACE_EV_PUSH: {
-        struct trace_push e = {.thread_idx = thread, .ts = ts, .domain = domain};
-        e.depth = trace_get_u(in);
-        e.name = trace_get_u(in);
-        EVENT_ATTRIBUTES(in, op, e);
-        *type = TRACE_PUSH;
-        put = trace_put_push(b, &e);
-        break;
-    }
-    case TRACE_EV_POP: {
-        struct trace_pop e = {.thread_idx = thread, .ts = ts, .domain = domain};
-        e.depth = trace_get_u(in);
-        *type = TRACE_POP;
-        put = trace_put_pop(b, &e);
-        break;
-    }
-    case TRACE_EV_START: {
-        struct trace_start e = {.thread_idx = thread, .ts = ts, .domain = domain};
-        e.range_id = trace_get_u(in);
-        e.name = trace_get_u(in);
-        EVENT_ATTRIBUTES(in, op, e);
-        *type = TRACE_START;
-        put = trace_put_start(b, &e);
-        break;
-    }
-    case TRACE_EV_END: {
-        struct trace_end e = {.thread_idx = thread, .ts = ts};
-        e.range_id = trace_get_u(in);
-        *type = TRACE_END;
-        put = trace_put_end(b, &e);
-        break;
-    }
-    case TRACE_EV_MARK: {
-        struct trace_mark e = {.thread_idx = thread, .ts = ts, .domain = domain};
-        e.name = trace_get_u(in);
-        EVENT_ATTRIBUTES(in, op, e);
-        *type = TRACE_MARK;
-        put = trace_put_mark(b, &e);
-        break;
-    }
-    case TRACE_EV_UNBALANCED_POP: {
-        struct trace_unbalanced_pop e = {.thread_idx = thread, .ts = ts, .domain = domain};
-        *type = TRACE_UNBALANCED_POP;
-        put = trace_put_unbalanced_pop(b, &e);
-        break;
-    }
-    case TRACE_EV_DOMAIN_DESTROY: {
-        struct trace_domain_destroy e = {.ts = ts};
-        e.domain = trace_get_u(in);
-        *type = TRACE_DOMAIN_DESTROY;
-        put = trace_put_domain_destroy(b, &e);
-        break;
-    }
-    case TRACE_EV_THREAD_NAME: {
-        struct trace_thread_name e;
-        e.os_tid = trace_get_u(in);
-        e.name = trace_get_u(in);
-        *type = TRACE_THREAD_NAME;
-        put = trace_put_thread_name(b, &e);
-        break;
-    }
-    case TRACE_EV_NAME_RESOURCE: {
-        struct trace_name_resource e;
-        e.kind = trace_get_u(in);
-        e.handle = trace_get_u(in);
-        e.name = trace_get_u(in);
-        *type = TRACE_NAME_RESOURCE;
-        put = trace_put_name_resource(b, &e);
-        break;
-    }
-    case TRACE_EV_CUDA_BACKTRACE: {
-        struct trace_cuda_backtrace e;
-        e.correlation = trace_get_u(in);
-        e.stack = trace_get_u(in);
-        *type = TRACE_CUDA_BACKTRACE;
-        put = trace_put_cuda_backtrace(b, &e);
-        break;
-    }
-    case TRACE_EV_STRING: {
-        struct trace_string e = {.id = trace_get_u(in)};
-        const uint8_t *bytes;
-        size_t len = trace_get_s(in, &bytes);
-        e.bytes = trace_bytes(bytes, len);
-        *type = TRACE_STRING;
-        put = len <= TRACE_EV_STRING_MAX ? trace_put_string(b, &e) : -1;
-        break;
-    }
-    case TRACE_EV_PAYLOAD: {
-        struct trace_payload e = {.thread_idx = thread};
-        e.index = trace_get_u(in);
-        e.count = trace_get_u(in);
-        e.schema_id = trace_get_u(in);
-        e.size = trace_get_u(in);
-        const uint8_t *bytes;
-        size_t len = trace_get_s(in, &bytes);
-        e.bytes = trace_bytes(bytes, len);
-        *type = TRACE_PAYLOAD;
-        put = len <= TRACE_EV_PAYLOAD_BYTES ? trace_put_payload(b, &e) : -1;
-        break;
-    }
-    case TRACE_EV_OSRT_CALL: {
-        struct trace_osrt_call e = {.thread_idx = thread, .start = ts};
-        *r->ticks += trace_get_u(in);
-        e.end = trace_clock_line_ns(r->clock, *r->ticks);
-        e.function = trace_get_u(in);
-        e.ret = trace_get_i(in);
-        e.error = trace_get_u(in);
-        *type = TRACE_OSRT_CALL;
-        put = trace_put_osrt_call(b, &e);
-        break;
-    }
-    default:
-        break;
-    }
-    if (put < 0 || in->bad || in->p > in->end) {
+    int record = kinds[kind].decode ? kinds[kind].decode(r, op, &c) : -EBADMSG;
+    if (record < 0 || in->bad || in->p > in->end) {
         in->bad = 1;
-        return -1;
+        return -EBADMSG;
     }
-    /* the encoder wrote the type (one byte below 128, else two) and a 3-byte length before
-     * the body */
-    r->zero_ts = 0;
-    *fields = (struct trace_fields){.p = b->buf + TRACE_CHUNK_HEADER_SIZE + (*type < 128 ? 4 : 5),
-                                    .end = b->buf + b->len,
-                                    .prev_ts = &r->zero_ts};
+    *type = (unsigned)record;
+    *fields = (struct trace_fields){.decoded = &r->record, .decoded_type = *type};
     return 1;
 }
+
+/* ---- the descriptions ---- */
+
+#define C(field, what)
+#define E(kind, field, doc) {#kind, #field, doc},
+#define EVENT(KIND, name, number, flags, bytes_max, context, fields)                               \
+    static const struct trace_field_spec event_fields_##name[] = {fields};
+#include "trace/events.def"
+#undef EVENT
+
+/* kind, name, record, type, flags, doc, fields, field_count */
+#define EVENT(KIND, name, number, flags, bytes_max, context, fields)                               \
+    {TRACE_EV_##KIND,                                                                              \
+     #KIND,                                                                                        \
+     "TRACE_" #KIND,                                                                               \
+     TRACE_##KIND,                                                                                 \
+     flags,                                                                                        \
+     "",                                                                                           \
+     event_fields_##name,                                                                          \
+     sizeof event_fields_##name / sizeof event_fields_##name[0]},
+#define RESTART(KIND, number, doc) {TRACE_EV_##KIND, #KIND, NULL, 0, 0, doc, NULL, 0},
+const struct trace_event_spec trace_event_specs[] = {
+#include "trace/events.def"
+};
+#undef EVENT
+#undef E
+#undef C
+
+const size_t trace_event_spec_count = sizeof trace_event_specs / sizeof trace_event_specs[0];

@@ -1,19 +1,20 @@
 /* The per-thread event stream: what the agent's application threads encode straight into
  * their buffers (src/agent/ring.h), what the writer copies byte for byte into
- * TRACE_THREAD_EVENTS records, and what the importer expands, event by event, into the trace
+ * TRACE_THREAD_EVENTS records, and what the importer reads back, event by event, as the trace
  * record of the same meaning (records.def). Encoding at the source keeps the writer a byte
  * mover: it never decodes, hashes or re-encodes an event (docs/trace-format.md, "Thread event
- * stream").
+ * stream"). Every event is one row of events.def; the decoder (events.c) and the agent's
+ * encoders (src/agent/thread_events.h) are generated from it.
  *
  * An event: one op byte, then varints (the codec's u and zigzag i):
- *   op & TRACE_EV_KIND_MASK   the kind below
+ *   op & TRACE_EV_KIND_MASK   the kind (events.def)
  *   op & TRACE_EV_DOMAIN      a u domain follows the tick delta (absent: domain 0)
  *   op & TRACE_EV_ATTRIBUTES  u category, u color + 1, u payload_type, u payload end the event
- * Every kind but STRING and PAYLOAD starts with i dticks: the TSC (or ns) delta from the
- * thread's previous event in this file, the first from 0. Names are string ids: 0 none, else
- * defined before their first use by a STRING event of the same stream or a TRACE_STRING
- * record. PAYLOAD events follow the PUSH, POP, START, END or MARK whose extended payloads they
- * carry, written with it (one reservation, one commit): nothing comes between them. */
+ * Every kind with ticks starts with i dticks: the TSC (or ns) delta from the thread's previous
+ * event in this file, the first from 0. Names are string ids: 0 none, else defined before
+ * their first use by a STRING event of the same stream or a TRACE_STRING record. PAYLOAD
+ * events follow the PUSH, POP, START, END or MARK whose extended payloads they carry, written
+ * with it (one reservation, one commit): nothing comes between them. */
 #ifndef LANTERN_TRACE_EVENTS_H
 #define LANTERN_TRACE_EVENTS_H
 
@@ -22,28 +23,17 @@
 
 #include "trace/codec.h"
 #include "trace/format.h"
+#include "trace/records.h"
 
-/* kind, record it becomes, fields after dticks ([domain] where the DOMAIN bit allows it) */
-#define TRACE_EVENT_KINDS(X)                                                                       \
-    X(PUSH, 1, "[domain] depth name [attributes]")                                                 \
-    X(POP, 2, "[domain] depth")                                                                    \
-    X(START, 3, "[domain] range_id name [attributes]")                                             \
-    X(END, 4, "range_id")                                                                          \
-    X(MARK, 5, "[domain] name [attributes]")                                                       \
-    X(UNBALANCED_POP, 6, "[domain]")                                                               \
-    X(DOMAIN_DESTROY, 7, "domain")                                                                 \
-    X(THREAD_NAME, 8, "os_tid name")                                                               \
-    X(NAME_RESOURCE, 9, "kind handle name")                                                        \
-    X(CUDA_BACKTRACE, 10, "correlation stack")                                                     \
-    X(STRING, 11, "(no dticks) id, u length, bytes")                                               \
-    X(PAYLOAD, 12, "(no dticks) index count schema_id size, u length, bytes")                      \
-    X(OSRT_CALL, 13, "duration_ticks function i ret error")                                        \
-    X(RESTART, 14, "(no dticks, no fields) the stream starts over: dticks from 0, names anew")
+/* events.def's flags */
+#define TRACE_EV_TICKS 1u
+#define TRACE_EV_HAS_DOMAIN 2u
 
 enum trace_event_kind {
-#define X(KIND, number, fields) TRACE_EV_##KIND = number,
-    TRACE_EVENT_KINDS(X)
-#undef X
+#define EVENT(KIND, name, number, ...) TRACE_EV_##KIND = number,
+#define RESTART(KIND, number, doc) TRACE_EV_##KIND = number,
+#include "trace/events.def"
+#undef EVENT
 };
 
 #define TRACE_EV_KIND_MASK 0x1Fu
@@ -98,6 +88,13 @@ static inline uint64_t trace_clock_line_ns(const struct trace_clock_line *c, uin
     return c->ns + (uint64_t)(int64_t)delta;
 }
 
+/* The record an event stands for, decoded into its records.h struct. */
+union trace_event_record {
+#define EVENT(KIND, name, ...) struct trace_##name name;
+#include "trace/events.def"
+#undef EVENT
+};
+
 /* Reads one TRACE_THREAD_EVENTS body's events back as the trace records they stand for. */
 struct trace_events_reader {
     struct trace_fields in;
@@ -105,15 +102,30 @@ struct trace_events_reader {
     uint64_t *ticks; /* the thread's running ticks, kept by the caller across records */
     const struct trace_clock_line *clock;
     int restarted; /* a RESTART event was read (trace_events_next reads the event after it) */
-    uint64_t zero_ts;
-    struct trace_chunk_builder out;
-    uint8_t buf[TRACE_CHUNK_HEADER_SIZE + TRACE_EV_STRING_MAX + 256];
+    union trace_event_record record;
 };
 
 void trace_events_begin(struct trace_events_reader *r, const uint8_t *events, size_t len,
                         uint64_t thread_idx, uint64_t *ticks, const struct trace_clock_line *clock);
-/* 1: *type and *fields hold the next event as a record of that type (its ts absolute, as
- * the record decoders read them); 0: the end; -1: a malformed event (the rest is skipped). */
+/* 1: the next event is the record *type, already decoded: *fields hold no bytes, only the
+ * record (trace_fields.decoded), which that record's trace_get_<name> copies out (its ts
+ * absolute); 0: the end; -EBADMSG: a malformed event (the rest is skipped). */
 int trace_events_next(struct trace_events_reader *r, unsigned *type, struct trace_fields *fields);
+
+/* ---- the events described, for the docs check ---- */
+
+struct trace_event_spec {
+    unsigned kind;
+    const char *name;   /* "PUSH" */
+    const char *record; /* "TRACE_PUSH"; NULL: none (RESTART) */
+    unsigned type;      /* TRACE_PUSH */
+    unsigned flags;
+    const char *doc; /* an event that is no record: what it does */
+    const struct trace_field_spec *fields;
+    size_t field_count;
+};
+
+extern const struct trace_event_spec trace_event_specs[];
+extern const size_t trace_event_spec_count;
 
 #endif

@@ -217,7 +217,7 @@ static void salvage_segment_header(int fd)
 }
 
 /* Appends to the trace file `lrt` what the mapped buffer file lacks; 0, 1 when it lacked
- * nothing, or -1 (said). */
+ * nothing, or a negative errno (said). */
 static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
 {
     const struct pool_header *h = (const struct pool_header *)map;
@@ -245,13 +245,14 @@ static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
                 name, strerror(-rc));
         if (s.fd >= 0)
             close(s.fd);
-        return -1;
+        return rc;
     }
     if (ftruncate(s.fd, (off_t)whole) < 0 || !(s.buf = malloc(SALVAGE_CHUNK_BYTES))) {
+        int error = errno;
         fprintf(stderr, "lantern: cannot recover the buffered events of %s: %s\n", name,
-                strerror(errno));
+                strerror(error));
         close(s.fd);
-        return -1;
+        return -error;
     }
     s.length = whole;
     uint64_t commit_end = h->commit_end;
@@ -283,7 +284,7 @@ static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
     if (failed) {
         fprintf(stderr, "lantern: cannot append the buffered events of %s: %s\n", name,
                 strerror(failed));
-        return -1;
+        return -failed;
     }
     return s.added || !h->ended ? 0 : 1;
 }

@@ -2,6 +2,7 @@
  * whether another process that wrote a raw file still lives. */
 #include "trace/process.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,18 +50,19 @@ int trace_proc_stat(long pid, char *state, long *ppid, unsigned long long *start
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return -errno;
     ssize_t len = read(fd, stat, sizeof stat - 1);
+    int error = len < 0 ? errno : ESRCH; /* an empty stat: the process is gone */
     close(fd);
     if (len <= 0)
-        return -1;
+        return -error;
     stat[len] = '\0';
     char *close_paren = strrchr(stat, ')'); /* comm may hold spaces and parentheses */
     if (!close_paren ||
         sscanf(close_paren + 1,
                " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
                state, ppid, started) != 3)
-        return -1;
+        return -EBADMSG;
     return 0;
 }
 

@@ -4,6 +4,8 @@
  * name; a list (ul) is its count, then its values. */
 #include "trace/records.h"
 
+#include <errno.h>
+
 /* Writes count (at most TRACE_U_LIST_MAX) then the values. */
 static void put_u_list(struct trace_chunk_builder *b, const struct trace_u_list *l)
 {
@@ -80,6 +82,18 @@ static void get_u_list(struct trace_fields *f, struct trace_u_list *l)
 
 /* ---- pass 3: decoders ---- */
 
+/* A record decoded already (trace_fields.decoded): copied, if it is of this type. */
+static int get_decoded(struct trace_fields *f, unsigned type, void *r, size_t size)
+{
+    if (f->decoded_type != type) {
+        memset(r, 0, size);
+        f->bad = 1;
+        return -EINVAL;
+    }
+    memcpy(r, f->decoded, size);
+    return 0;
+}
+
 #define GET_u(x) x = trace_get_u(f);
 #define GET_i(x) x = trace_get_i(f);
 #define GET_ts(x) x = trace_get_ts(f);
@@ -97,8 +111,10 @@ static void get_u_list(struct trace_fields *f, struct trace_u_list *l)
 #define RECORD(TYPE, name, number, doc, fields)                                                    \
     int trace_get_##name(struct trace_fields *f, struct trace_##name *r)                           \
     {                                                                                              \
+        if (f->decoded)                                                                            \
+            return get_decoded(f, TRACE_##TYPE, r, sizeof *r);                                     \
         *r = (struct trace_##name){0};                                                             \
-        fields return f->bad ? -1 : 0;                                                             \
+        fields return f->bad ? -EBADMSG : 0;                                                       \
     }
 #include "trace/records.def"
 #undef RECORD

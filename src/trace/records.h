@@ -51,10 +51,12 @@ struct trace_u_list {
     struct trace_##name {                                                                          \
         fields unsigned optional_present;                                                          \
     };                                                                                             \
-    /* Appends the record to the chunk: 0, or -1 if it did not fit (the chunk is unchanged). */    \
+    /* Appends the record to the chunk: 0, or -ENOSPC if it did not fit (the chunk is              \
+     * unchanged). */                                                                              \
     int trace_put_##name(struct trace_chunk_builder *b, const struct trace_##name *r);             \
-    /* Reads a TRACE_##TYPE body (from trace_reader_next): absent trailing fields read as 0.       \
-     * 0, or -1 if the body is malformed. */                                                       \
+    /* Reads a TRACE_##TYPE body (from trace_reader_next): absent trailing fields read as 0;       \
+     * or copies the record a thread event was decoded into (trace_events_next).                   \
+     * 0, or -EBADMSG if the body is malformed (-EINVAL: a decoded record of another type). */     \
     int trace_get_##name(struct trace_fields *f, struct trace_##name *r);
 #include "trace/records.def"
 #undef RECORD

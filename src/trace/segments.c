@@ -34,10 +34,10 @@ int trace_segment_path(char *out, size_t cap, const char *lrt_path, uint64_t num
 {
     size_t len = strlen(lrt_path);
     if (len < 4 || strcmp(lrt_path + len - 4, ".lrt") != 0)
-        return -1;
+        return -EINVAL;
     int n = snprintf(out, cap, "%.*s.%06" PRIu64 TRACE_SEGMENT_SUFFIX, (int)(len - 4), lrt_path,
                      number);
-    return n > 0 && (size_t)n < cap ? 0 : -1;
+    return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
 uint64_t trace_segment_number(const char *name, const char *lrt_name)
@@ -180,7 +180,7 @@ static int transfer_record(struct trace_chunk_builder *to, unsigned type, const 
     } else if (rest) {
         to->overflow = 1;
     }
-    return f.bad ? -1 : trace_record_end(to, m);
+    return f.bad ? -EBADMSG : trace_record_end(to, m);
 }
 
 int trace_chunk_split(const struct trace_chunk_builder *in, struct trace_chunk_builder *defs,
@@ -189,11 +189,11 @@ int trace_chunk_split(const struct trace_chunk_builder *in, struct trace_chunk_b
     const uint8_t *p = in->buf + TRACE_CHUNK_HEADER_SIZE, *end = in->buf + in->len, *body;
     uint64_t prev = in->base_ts, len;
     unsigned type;
-    while (chunk_next_record(&p, end, &type, &body, &len))
-        if (transfer_record(trace_record_is_definition(type) ? defs : events, type, body, len,
-                            &prev) < 0)
-            return -1;
-    return 0;
+    int rc = 0;
+    while (rc == 0 && chunk_next_record(&p, end, &type, &body, &len))
+        rc = transfer_record(trace_record_is_definition(type) ? defs : events, type, body, len,
+                             &prev);
+    return rc;
 }
 
 /* A whole chunk of one of the joined files. */
@@ -216,6 +216,14 @@ static uint64_t join_le(const uint8_t *p, int bytes)
     return v;
 }
 
+/* A failed call's -errno, errno kept (a short read sets none: -EIO). */
+static int join_error(void)
+{
+    if (!errno)
+        errno = EIO;
+    return -errno;
+}
+
 /* Lists the whole chunks of fd (its header checked by trace_file_last_chunk) into *chunks. A
  * file shorter than its header is a segment the writer had just created when its process
  * died (writer_ring_open): it holds nothing. */
@@ -227,18 +235,18 @@ static int join_list(int fd, size_t file, struct join_chunk **chunks, size_t *co
         return 0;
     if (trace_file_last_chunk(fd, &whole, &next_seq) < 0) {
         errno = EPROTO;
-        return -1;
+        return -EPROTO;
     }
     uint8_t h[TRACE_CHUNK_HEADER_SIZE];
     for (uint64_t at = TRACE_FILE_HEADER_SIZE; at < whole;) {
         if (pread(fd, h, sizeof h, (off_t)at) != (ssize_t)sizeof h)
-            return -1;
+            return join_error();
         uint64_t len = TRACE_CHUNK_HEADER_SIZE + join_le(h + 4, 4);
         if (*count == *cap) {
             *cap = *cap ? *cap * 2 : 256;
             struct join_chunk *grown = realloc(*chunks, *cap * sizeof *grown);
             if (!grown)
-                return -1;
+                return join_error();
             *chunks = grown;
         }
         (*chunks)[(*count)++] = (struct join_chunk){file, at, len, join_le(h + 24, 8)};
@@ -253,11 +261,11 @@ int trace_files_join(int out_fd, const char *const *paths, size_t count)
     struct join_chunk *chunks = NULL;
     size_t n = 0, cap = 0, buf_cap = 0;
     uint8_t *buf = NULL;
-    int rc = fds ? 0 : -1;
+    int rc = fds ? 0 : join_error();
     for (size_t i = 0; rc == 0 && i < count; i++) {
         fds[i] = open(paths[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fds[i] < 0 && errno != ENOENT)
-            rc = -1;
+            rc = join_error();
         else if (fds[i] >= 0)
             rc = join_list(fds[i], i, &chunks, &n, &cap);
     }
@@ -266,12 +274,12 @@ int trace_files_join(int out_fd, const char *const *paths, size_t count)
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
     if (rc == 0 && write(out_fd, header, sizeof header) != (ssize_t)sizeof header)
-        rc = -1;
+        rc = join_error();
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (chunks[i].len > buf_cap) {
             uint8_t *grown = realloc(buf, (size_t)chunks[i].len);
             if (!grown) {
-                rc = -1;
+                rc = join_error();
                 break;
             }
             buf = grown;
@@ -280,7 +288,7 @@ int trace_files_join(int out_fd, const char *const *paths, size_t count)
         if (pread(fds[chunks[i].file], buf, (size_t)chunks[i].len, (off_t)chunks[i].offset) !=
                 (ssize_t)chunks[i].len ||
             write(out_fd, buf, (size_t)chunks[i].len) != (ssize_t)chunks[i].len)
-            rc = -1;
+            rc = join_error();
     }
     for (size_t i = 0; fds && i < count; i++)
         if (fds[i] >= 0)

@@ -26,8 +26,8 @@ uint64_t trace_segments_kept(uint64_t ring_ns);
  * with the events (which then define again the strings they use). */
 #define TRACE_SEGMENT_DEFINITIONS_MAX (64ull << 20)
 
-/* "<pid>-<start_ns>.<n>.lrs" from the trace file's path "<pid>-<start_ns>.lrt"; 0, or -1 when
- * it does not fit cap. */
+/* "<pid>-<start_ns>.<n>.lrs" from the trace file's path "<pid>-<start_ns>.lrt"; 0, -EINVAL
+ * when the path is not a .lrt, or -ENAMETOOLONG when it does not fit cap. */
 int trace_segment_path(char *out, size_t cap, const char *lrt_path, uint64_t number);
 /* The segment number of name if it is a segment of the trace file named lrt_name (both
  * without folder), else 0. */
@@ -39,14 +39,15 @@ int trace_record_is_definition(unsigned type);
 int trace_chunk_has_definition(const struct trace_chunk_builder *b);
 /* Moves the records of the chunk being built into defs (definitions) and events (the rest),
  * both begun by the caller with in's base_ts, in order, their timestamps encoded anew
- * (record layouts from records.def). 0, or -1 when one did not fit (then both are partial). */
+ * (record layouts from records.def). 0, or -ENOSPC when one did not fit, -EBADMSG when one is
+ * malformed (then both are partial). */
 int trace_chunk_split(const struct trace_chunk_builder *in, struct trace_chunk_builder *defs,
                       struct trace_chunk_builder *events);
 
 /* Writes to out_fd a file header and the whole chunks of the raw files at paths (a process's
  * .lrt and its segments), in the order of their sequence numbers, so that the joined file
  * reads as the process wrote it. A file that is gone (a segment the writer deleted meanwhile)
- * is skipped. 0, or -1 with errno set. */
+ * is skipped. 0, or a negative errno (errno set too). */
 int trace_files_join(int out_fd, const char *const *paths, size_t count);
 
 #endif

@@ -99,14 +99,18 @@ static void trace_log_expand(struct trace_log *log, const struct trace_log_recor
         log->ticks_cap = cap;
     }
     static struct trace_events_reader reader;
-    trace_events_begin(&reader, holder->s[1], holder->s_len[1], thread_idx,
-                       &log->ticks[thread_idx], &log->clock);
+    static uint8_t record[TRACE_CHUNK_HEADER_SIZE + TRACE_EV_STRING_MAX + 256];
+    struct trace_chunk_builder as_bytes = {.buf = record, .cap = sizeof record};
+    uint64_t zero;
+    trace_events_begin(&reader, holder->s[1], holder->s_len[1], thread_idx, &log->ticks[thread_idx],
+                       &log->clock);
     unsigned type;
     struct trace_fields f;
     int rc;
     while ((rc = trace_events_next(&reader, &type, &f)) == 1) {
         log->events++;
-        trace_log_add(log, type, f, path, scratch, 1);
+        trace_log_add(log, type, trace_reencode_record(type, f, &as_bytes, &zero), path, scratch,
+                      1);
     }
     if (rc < 0)
         log->damaged = 1;

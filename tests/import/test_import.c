@@ -474,6 +474,51 @@ static void write_error_and_cut_name_are_reported(void)
     unlink(db_path);
 }
 
+/* SQLite's authorizer, installed on every connection: no INSERT into osrt_calls. */
+static int deny_osrt_calls(void *ctx, int action, const char *table, const char *unused,
+                           const char *db, const char *trigger)
+{
+    (void)ctx, (void)unused, (void)db, (void)trigger;
+    return action == SQLITE_INSERT && table && !strcmp(table, "osrt_calls") ? SQLITE_DENY
+                                                                           : SQLITE_OK;
+}
+
+static int install_deny_osrt_calls(sqlite3 *db, char **error, const void *api)
+{
+    (void)error, (void)api;
+    return sqlite3_set_authorizer(db, deny_osrt_calls, NULL);
+}
+
+/* A source's record handler that fails (here: its INSERT is refused) is not silent: each
+ * record it could not store is counted in import_losses and said in a warning. */
+static void a_failing_record_handler_is_counted(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/600-6.lrt", dir);
+    raw_open(&w, path, 4096);
+    raw_chunk(&w, 100);
+    raw_process(&w, 600, 100, "osrt", 4, TRACE_FLAG_NVTX, NULL);
+    raw_thread(&w, 1, 600, 100);
+    for (int i = 0; i < 2; i++)
+        RAW(&w, osrt_call, .thread_idx = 1, .start = 200 + 100 * (uint64_t)i,
+            .end = 250 + 100 * (uint64_t)i, .function = 1, .ret = -1, .error = 4);
+    RAW(&w, process_end, .end = 900, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+    ASSERT_EQ(sqlite3_auto_extension((void (*)(void))install_deny_osrt_calls), SQLITE_OK);
+    sqlite3 *db = import_and_open();
+    sqlite3_cancel_auto_extension((void (*)(void))install_deny_osrt_calls);
+    ASSERT_STR_EQ(rows(db, "SELECT count, reason FROM import_losses"),
+                  "2|records not stored: the importer failed (an SQL error)");
+    ASSERT_STR_EQ(last_warning, "600-6.lrt: 2 records not stored: the importer failed (an SQL "
+                                "error)");
+    ASSERT_STR_EQ(rows(db, "SELECT count(*) FROM osrt_calls"), "0");
+    sqlite3_close(db);
+    unlink(db_path);
+}
+
 /* A folder with no raw file, or only files that are not Lantern's, is no session: an error
  * (-ENODATA), and no database is written. */
 static void empty_or_foreign_folder_is_an_error(void)
@@ -1009,6 +1054,7 @@ static const struct test_case tests[] = {
      names_ranks_and_parents_come_from_their_records},
     {"process_names_follow_the_interpreters_script", process_names_follow_the_interpreters_script},
     {"write_error_and_cut_name_are_reported", write_error_and_cut_name_are_reported},
+    {"a_failing_record_handler_is_counted", a_failing_record_handler_is_counted},
     {"empty_or_foreign_folder_is_an_error", empty_or_foreign_folder_is_an_error},
     {"fifo_and_link_are_skipped_without_blocking", fifo_and_link_are_skipped_without_blocking},
     {"cancelled_import_leaves_nothing", cancelled_import_leaves_nothing},

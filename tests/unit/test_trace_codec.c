@@ -85,7 +85,7 @@ static void truncated_file_reads_up_to_damage(void)
     struct trace_reader r;
     ASSERT_EQ(trace_reader_open(&r, path), 0);
     int n;
-    ASSERT_EQ(read_all(&r, &n), -1);
+    ASSERT_EQ(read_all(&r, &n), -EBADMSG);
     ASSERT_EQ(n, 20);
     ASSERT(strstr(r.damage, "truncated") != NULL);
     ASSERT(r.bytes_lost > 0);
@@ -98,7 +98,7 @@ static void corrupt_chunk_is_detected(void)
     struct trace_reader r;
     ASSERT_EQ(trace_reader_open(&r, path), 0);
     int n;
-    ASSERT_EQ(read_all(&r, &n), -1);
+    ASSERT_EQ(read_all(&r, &n), -EBADMSG);
     ASSERT_EQ(n, 10);
     ASSERT(strstr(r.damage, "checksum") != NULL);
     trace_reader_close(&r);
@@ -122,7 +122,7 @@ static void every_chunk_bit_flip_is_detected(void)
         ASSERT_EQ(trace_reader_open(&r, path), 0);
         unsigned type;
         struct trace_fields fl;
-        if (trace_reader_next(&r, &type, &fl) != -1) {
+        if (trace_reader_next(&r, &type, &fl) != -EBADMSG) {
             fprintf(stderr, "flip of bit %zu (byte %zu) not detected\n", bit % 8, bit / 8);
             ASSERT(0);
         }
@@ -178,7 +178,7 @@ static void version_1_and_4_files_still_read(void)
     f = fopen(path, "wb");
     fwrite(header, 1, 16, f);
     fclose(f);
-    ASSERT_EQ(trace_reader_open(&r, path), -1);
+    ASSERT_EQ(trace_reader_open(&r, path), -EPROTO);
     char expected[64];
     snprintf(expected, sizeof expected, "unsupported trace format version %u",
              TRACE_FORMAT_VERSION + 1);
@@ -310,7 +310,7 @@ static void not_a_trace_is_refused(void)
     fwrite("SQLite format 3\0 and more bytes", 1, 32, f);
     fclose(f);
     struct trace_reader r;
-    ASSERT_EQ(trace_reader_open(&r, path), -1);
+    ASSERT_EQ(trace_reader_open(&r, path), -EBADMSG);
     ASSERT(strstr(r.damage, "not a Lantern raw trace") != NULL);
     trace_reader_close(&r);
 }
@@ -323,7 +323,7 @@ static void record_that_does_not_fit_is_rolled_back(void)
     struct trace_string s = {.id = 1,
                              .bytes = trace_cstr("0123456789012345678901234567890123456789")};
     ASSERT_EQ(trace_put_string(&b, &s), 0);
-    ASSERT_EQ(trace_put_string(&b, &s), -1);
+    ASSERT_EQ(trace_put_string(&b, &s), -ENOSPC);
     ASSERT_EQ(b.records, 1);
     ASSERT_EQ(b.len, TRACE_CHUNK_HEADER_SIZE + 4 + 1 + 1 + 40);
 }

@@ -5,6 +5,8 @@
 #include "harness.h"
 #include "trace_reencode.h"
 
+#include <errno.h>
+
 static uint8_t buf[1 << 16], scratch[1 << 16];
 
 /* A distinct value per field: small, multi-byte and full 64-bit varints. */
@@ -75,8 +77,9 @@ static char names[64][8];
         if (type_bytes == 2)                                                                       \
             ASSERT_EQ(buf[TRACE_CHUNK_HEADER_SIZE + 1], TRACE_##TYPE >> 7);                        \
         uint64_t prev_ts = 1000000;                                                                \
-        struct trace_fields f = {buf + TRACE_CHUNK_HEADER_SIZE + type_bytes + 3, buf + b.len,      \
-                                 &prev_ts, 0};                                                     \
+        struct trace_fields f = {.p = buf + TRACE_CHUNK_HEADER_SIZE + type_bytes + 3,              \
+                                 .end = buf + b.len,                                               \
+                                 .prev_ts = &prev_ts};                                             \
         ASSERT_EQ(trace_reencode_same(TRACE_##TYPE, f, &again), 1);                                \
         ASSERT_EQ(trace_get_##name(&f, &out), 0);                                                  \
         ASSERT(f.p == f.end);                                                                      \
@@ -135,7 +138,8 @@ static void optional_fields_end_at_the_last_non_zero_one(void)
     ASSERT_EQ(trace_put_process_end(&b, &end), 0);
     ASSERT_EQ(body_of(&b), 4);
     uint64_t prev_ts = 0;
-    struct trace_fields f = {buf + TRACE_CHUNK_HEADER_SIZE + 4, buf + b.len, &prev_ts, 0};
+    struct trace_fields f = {
+        .p = buf + TRACE_CHUNK_HEADER_SIZE + 4, .end = buf + b.len, .prev_ts = &prev_ts};
     struct trace_process_end out;
     ASSERT_EQ(trace_get_process_end(&f, &out), 0);
     ASSERT_EQ(out.optional_present, 1);
@@ -151,7 +155,7 @@ static void absent_trailing_fields_read_as_zero(void)
 {
     static const uint8_t body[] = {0x02, 0x14}; /* a kernel record cut after device, context */
     uint64_t prev_ts = 77;
-    struct trace_fields f = {body, body + sizeof body, &prev_ts, 0};
+    struct trace_fields f = {.p = body, .end = body + sizeof body, .prev_ts = &prev_ts};
     struct trace_cuda_kernel k;
     memset(&k, 0xAB, sizeof k);
     ASSERT_EQ(trace_get_cuda_kernel(&f, &k), 0);
@@ -167,9 +171,9 @@ static void malformed_body_is_reported(void)
 {
     static const uint8_t body[] = {0x01, 0x05, 'a'}; /* a string claiming 5 bytes, holding 1 */
     uint64_t prev_ts = 0;
-    struct trace_fields f = {body, body + sizeof body, &prev_ts, 0};
+    struct trace_fields f = {.p = body, .end = body + sizeof body, .prev_ts = &prev_ts};
     struct trace_string s;
-    ASSERT_EQ(trace_get_string(&f, &s), -1);
+    ASSERT_EQ(trace_get_string(&f, &s), -EBADMSG);
 }
 
 static void the_list_keeps_its_first_values(void)
@@ -181,7 +185,8 @@ static void the_list_keeps_its_first_values(void)
     trace_chunk_begin(&b, buf, sizeof buf, 0);
     ASSERT_EQ(trace_put_process_info(&b, &in), 0); /* writes at most TRACE_U_LIST_MAX */
     uint64_t prev_ts = 0;
-    struct trace_fields f = {buf + TRACE_CHUNK_HEADER_SIZE + 4, buf + b.len, &prev_ts, 0};
+    struct trace_fields f = {
+        .p = buf + TRACE_CHUNK_HEADER_SIZE + 4, .end = buf + b.len, .prev_ts = &prev_ts};
     struct trace_process_info out;
     ASSERT_EQ(trace_get_process_info(&f, &out), 0);
     ASSERT_EQ(out.ancestors.count, TRACE_U_LIST_MAX);

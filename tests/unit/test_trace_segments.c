@@ -7,6 +7,7 @@
 #include "trace/records.h"
 #include "trace/segments.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -111,7 +112,7 @@ static void segment_names_round_trip(void)
     ASSERT_EQ(trace_segment_number("12-345.1234567.lrs", "12-345.lrt"), 1234567);
     ASSERT_EQ(trace_segment_number("12-3456.000007.lrs", "12-345.lrt"), 0);
     ASSERT_EQ(trace_segment_number("12-345.lrt", "12-345.lrt"), 0);
-    ASSERT_EQ(trace_segment_path(path, sizeof path, "/s/12-345.lrb", 1), -1);
+    ASSERT_EQ(trace_segment_path(path, sizeof path, "/s/12-345.lrb", 1), -EINVAL);
 }
 
 static void segments_cover_the_ring(void)

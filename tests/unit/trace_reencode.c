@@ -1,15 +1,16 @@
 /* trace_reencode FILE...: decodes every record of raw trace files with its generated decoder
  * and encodes it again (tests/trace_reencode.h), the events of TRACE_THREAD_EVENTS records as
  * the records they stand for too; prints per file the records and the types seen, and fails
- * if one record's bytes differ or a thread's events do not decode. Run on files an older build wrote, it shows
- * that the generated encoders write the same bytes (docs/trace-format.md). */
+ * if one record's bytes differ or a thread's events do not decode. Run on files an older build
+ * wrote, it shows that the generated encoders write the same bytes (docs/trace-format.md). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "trace/events.h"
 #include "trace_reencode.h"
 
-static struct trace_events_reader events; /* 8 KiB of scratch */
+static struct trace_events_reader events;
+static uint8_t event_record[TRACE_CHUNK_HEADER_SIZE + TRACE_EV_STRING_MAX + 256];
 static uint64_t thread_ticks[1u << 16];
 
 int main(int argc, char **argv)
@@ -41,10 +42,13 @@ int main(int argc, char **argv)
                 continue;
             trace_events_begin(&events, te.events.bytes, te.events.len, te.thread_idx,
                                &thread_ticks[te.thread_idx & 0xFFFF], NULL);
+            struct trace_chunk_builder as_bytes = {.buf = event_record, .cap = sizeof event_record};
             struct trace_fields ef;
+            uint64_t zero;
             int ev;
             while ((ev = trace_events_next(&events, &type, &ef)) == 1) {
                 records++;
+                ef = trace_reencode_record(type, ef, &as_bytes, &zero);
                 differ += trace_reencode_same(type, ef, &b) != 1;
                 seen[type & 255]++;
             }

@@ -1,4 +1,4 @@
-/* The importer's session: lists a session folder's raw files, creates the database beside its
+/* One import run: lists a session folder's raw files, creates the database beside its
  * final name, runs each file through the record loop (import_loop.c) inside one transaction,
  * then each source's end-of-session work (import_sources.c's table), the parent links, meta
  * and indexes, and renames the complete database into place. */
@@ -79,7 +79,7 @@ static int put_meta(sqlite3 *db, const char *key, const char *text, int64_t numb
 
 /* The session's meta rows; a session without a launcher file (synthetic, or the launcher
  * was killed early) takes them from its earliest process. */
-static int write_meta(struct import_session *s)
+static int write_meta(struct import_run *s)
 {
     sqlite3 *db = s->db;
     if (!s->have_launcher) {
@@ -113,7 +113,7 @@ static int write_meta(struct import_session *s)
     return rc ? -EIO : 0;
 }
 
-static void session_release(struct import_session *s)
+static void session_release(struct import_run *s)
 {
     for (int i = 0; i < IMPORT_SOURCES; i++)
         if (import_sources[i].source->session_close)
@@ -172,7 +172,7 @@ static int set_exits(sqlite3 *db)
 /* lantern profile's start/stop windows (import_options.windows, docs/long-runs.md): each
  * source's window_sql deletes its rows outside them; the session's start and end become the
  * windows' first start and last end where they lie inside it. */
-static int apply_windows(struct import_session *s)
+static int apply_windows(struct import_run *s)
 {
     const struct import_options *o = s->opt;
     if (!o || !o->window_count)
@@ -215,7 +215,7 @@ static int apply_windows(struct import_session *s)
 
 /* Bulk load: no journal and no fsync while the new file fills (it is renamed into place
  * only when complete), then the normal settings for whoever opens it later. */
-static int import_all(struct import_session *s, const char *dir, char **names, size_t count)
+static int import_all(struct import_run *s, const char *dir, char **names, size_t count)
 {
     if (exec_sql(s->db,
                  "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;") <
@@ -257,7 +257,7 @@ static int import_all(struct import_session *s, const char *dir, char **names, s
 }
 
 /* What an import that SQLite failed ran into: a full disk and an interruption say so. */
-static int import_failure(struct import_session *s, int rc)
+static int import_failure(struct import_run *s, int rc)
 {
     if (s->cancelled)
         return -EINTR;
@@ -302,7 +302,7 @@ static int rename_into_place(const char *part, const char *db_path, int replace)
 int import_session(const char *session_dir, const char *db_path, const struct import_options *opt,
                    struct import_summary *summary)
 {
-    struct import_session s = {.opt = opt, .exit_status = -1};
+    struct import_run s = {.opt = opt, .exit_status = -1};
     char **names = NULL, *part = NULL;
     size_t count = 0;
     struct stat st;
