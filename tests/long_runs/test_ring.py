@@ -146,9 +146,9 @@ def test_nvtx_mark_dumps(tmp_path):
                           " WHERE s.value = 'slow'").fetchone()[0] == 1
 
 
-@pytest.mark.xfail(strict=False, reason="KNOWN BUG (issue #30, open): a crash dump failed in 2 of "
-                   "3 CI runs: once a hole (step 398 of 400), once the dump itself ('its trace "
-                   "file is missing or not of this version')")
+@pytest.mark.xfail(strict=False, reason="KNOWN BUG (issue #30, open): one CI run's crash dump had a "
+                   "hole (step 398 of 400); the other failure, a segment without its header, is "
+                   "fixed (test_trace_segments)")
 def test_crash_dumps(tmp_path):
     # in the sanitized build the sanitizer must let the signal kill the program
     options = ":".join(o for o in (ENV.get("ASAN_OPTIONS"), "handle_segv=0") if o)
