@@ -29,7 +29,7 @@ struct table_column {
 
 struct table;
 
-/* Parses "table", "csv" or "json"; returns -1 for anything else. */
+/* Parses "table", "csv" or "json"; returns -EINVAL for anything else. */
 int table_parse_format(const char *name, enum table_format *out);
 
 /* Starts a table of ncols columns (the array must outlive the table). A text table is fitted
