@@ -362,7 +362,7 @@ int table_finish(struct table *t)
         print_text_table(t);
     else if (t->format == TABLE_FORMAT_JSON)
         fputs(t->rows ? "\n]" : "]", t->out);
-    int rc = t->failed || ferror(t->out) ? -1 : 0;
+    int rc = t->failed ? -ENOMEM : ferror(t->out) ? -EIO : 0;
     for (size_t i = 0; i < t->ncells; i++)
         free(t->cells[i]);
     free(t->cells);
