@@ -157,9 +157,8 @@ static int sync_at(const struct pass *p, int64_t ts)
     return lo > 0 && p->sync_max_end[lo - 1] >= ts;
 }
 
-/* Room for one more busy interval of g; 0, or -ENOSPC (past MAX_INTERVALS) or
- * -ENOMEM when it cannot have it (then the bins
- * answer busy_between for this GPU). */
+/* Room for one more busy interval of g; 0, or -ENOSPC (past MAX_INTERVALS) or -ENOMEM when
+ * it cannot have it (then the bins answer busy_between for this GPU). */
 static int reserve_interval(struct timeline_gpu *g)
 {
     if (g->iv_count < g->iv_cap)
