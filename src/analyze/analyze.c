@@ -59,7 +59,7 @@ int analyze_run(sqlite3 *db, const char *list, unsigned flags, struct analyze_ru
     if (!ctx || !run->results) {
         free(ctx);
         snprintf(error, error_size, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     run->ctx = ctx;
     ctx->db = db;

@@ -29,8 +29,8 @@ struct analyze_run {
 };
 
 /* Runs the rules named in the comma-separated list (NULL: all) over db, with ANALYZE_* flags.
- * Returns 0, -EINVAL with *bad_rule pointing at the first unknown name (inside list), or -1 with
- * error set. Release the run in every case. */
+ * Returns 0, -EINVAL with *bad_rule pointing at the first unknown name (inside list), or another
+ * negative errno (-ENOMEM, -EIO; never -EINVAL) with error set. Release the run in every case. */
 int analyze_run(sqlite3 *db, const char *list, unsigned flags, struct analyze_run *run,
                 const char **bad_rule, char *error, size_t error_size);
 void analyze_run_release(struct analyze_run *run);

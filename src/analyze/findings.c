@@ -4,6 +4,7 @@
 #include "common/sql_query.h"
 #include "output/table.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ int analyze_evidence_from(struct analyze_ctx *ctx, struct analyze_finding *f, sq
     }
     if (f && f->evidence_count < ANALYZE_MAX_EVIDENCE && step != SQLITE_DONE) {
         snprintf(ctx->error, sizeof ctx->error, "evidence: %s", sqlite3_errmsg(ctx->db));
-        return -1;
+        return -EIO;
     }
     return 0;
 }

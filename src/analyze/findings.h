@@ -25,7 +25,7 @@ struct analyze_finding *analyze_add_finding(struct analyze_result *res, double c
 
 /* Adds the rows of a statement as evidence of f, columns in this order: start_ns (absolute),
  * duration_ns, pid, tid, gpu, stream, range, name, detail. Steps st until done or f is full;
- * returns 0 or -1 (SQLite error). */
+ * returns 0 or -EIO (SQLite error). */
 int analyze_evidence_from(struct analyze_ctx *ctx, struct analyze_finding *f, sqlite3_stmt *st);
 
 /* One evidence row from values (strings copied; NULL allowed). */

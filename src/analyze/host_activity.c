@@ -9,6 +9,7 @@
 #include "common/index_map.h"
 #include "common/u64_map.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,16 +118,17 @@ static int cpu_load(struct analyze_ctx *ctx, struct analyze_cpu *c)
     if (c->loaded)
         return 0;
     struct cpu_profile *p = &c->profile;
-    if (cpu_profile_load(ctx->db, p) < 0) {
+    int rc = cpu_profile_load(ctx->db, p);
+    if (rc < 0) {
         snprintf(ctx->error, sizeof ctx->error, "host activity: cannot read the CPU samples: %s",
                  sqlite3_errmsg(ctx->db));
-        return -1;
+        return rc;
     }
     c->frame_bits = calloc(p->frames, sizeof *c->frame_bits);
     c->stack_bits = calloc(p->callsites, sizeof *c->stack_bits);
     if (!c->frame_bits || !c->stack_bits) {
         snprintf(ctx->error, sizeof ctx->error, "host activity: out of memory");
-        return -1;
+        return -ENOMEM;
     }
     for (size_t f = 1; f < p->frames; f++)
         c->frame_bits[f] = pattern_bits(p->name[f], p->file[f] ? p->file[f] : p->module[f]);
@@ -184,10 +186,10 @@ struct scope_threads {
 static int add_thread(struct scope_threads *t, int64_t id, int64_t period)
 {
     if (index_reserve((void **)&t->ids, &t->cap, t->n, sizeof *t->ids) < 0)
-        return -1;
+        return -ENOMEM;
     int64_t *grown = realloc(t->period, t->cap * sizeof *grown); /* as long as ids */
     if (!grown)
-        return -1;
+        return -ENOMEM;
     t->period = grown;
     t->ids[t->n] = id;
     t->period[t->n++] = period;
@@ -212,7 +214,7 @@ static int load_threads(struct analyze_ctx *ctx, const struct analyze_host_scope
                         "  NOT EXISTS (SELECT 1 FROM cuda_api a WHERE a.process_id = ?2)))"
                         " OR (?1 = 0 AND th.id = ?2)");
     if (!st)
-        return -1;
+        return -EIO;
     int by_thread = s->thread_count > 0;
     size_t n = by_thread ? s->thread_count : s->process_count;
     int64_t last_off_pid = -1, last_on_pid = -1;
@@ -287,7 +289,7 @@ static int top_functions(const struct cpu_profile *p, const int64_t *counts, str
         }
         if (index_reserve((void **)&rows, &cap, n, sizeof *rows) < 0 ||
             u64_map_put(&rows_by_key, key + 1, n) < 0) {
-            rc = -1;
+            rc = -ENOMEM;
             break;
         }
         rows[n++] = (struct fn_row){leaf, user, counts[c]};
@@ -359,7 +361,7 @@ static int blocking_calls(struct analyze_ctx *ctx, const struct scope_threads *t
 {
     sqlite3_stmt *st = analyze_prepare(ctx, "host activity", osrt_sql);
     if (!st)
-        return -1;
+        return -EIO;
     struct call_sum sums[MAX_CALL_NAMES];
     int nsums = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -488,13 +490,13 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
 {
     struct analyze_cpu *c = cpu_state(ctx);
     if (!c)
-        return -1;
+        return -ENOMEM;
     if (!f || !c->asked || f->host)
         return 0;
     struct analyze_host *h = calloc(1, sizeof *h);
     struct scope_threads t = {0};
     int64_t *counts = NULL, pattern_ns[HOST_PATTERNS] = {0};
-    int rc = -1;
+    int rc = -ENOMEM;
     if (!h) {
         snprintf(ctx->error, sizeof ctx->error, "host activity: out of memory");
         goto out;
@@ -502,7 +504,7 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
     f->host = h;
     for (size_t i = 0; i < s->windows.count; i++)
         h->window_ns += (double)(s->windows.end[i] - s->windows.start[i]);
-    if (load_threads(ctx, s, &t) < 0)
+    if ((rc = load_threads(ctx, s, &t)) < 0)
         goto out;
     if (t.sampled_processes == 0) { /* say why rather than guess */
         if (asprintf(&h->summary, "CPU sampling was off (%s): what the host did is unknown",
@@ -512,8 +514,9 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
         goto out;
     }
     h->sampled = 1;
-    if (cpu_load(ctx, c) < 0)
+    if ((rc = cpu_load(ctx, c)) < 0)
         goto out;
+    rc = -ENOMEM;
     counts = calloc(c->profile.callsites ? c->profile.callsites : 1, sizeof *counts);
     if (!counts) {
         snprintf(ctx->error, sizeof ctx->error, "host activity: out of memory");
@@ -525,6 +528,7 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
         int64_t n = cpu_profile_count(ctx->db, &c->profile, t.ids[i], &s->windows, counts);
         if (n < 0) {
             snprintf(ctx->error, sizeof ctx->error, "host activity: %s", sqlite3_errmsg(ctx->db));
+            rc = (int)n;
             goto out;
         }
         h->samples += n;
@@ -534,7 +538,8 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
         snprintf(ctx->error, sizeof ctx->error, "host activity: out of memory");
         goto out;
     }
-    if (c->has_osrt && s->windows.count && blocking_calls(ctx, &t, &s->windows, h, pattern_ns) < 0)
+    if (c->has_osrt && s->windows.count &&
+        (rc = blocking_calls(ctx, &t, &s->windows, h, pattern_ns)) < 0)
         goto out;
     write_summary(s, h);
     choose_pattern(c, counts, s, pattern_ns, f, h);

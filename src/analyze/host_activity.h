@@ -59,7 +59,7 @@ struct analyze_host_scope {
 int analyze_host_asked(struct analyze_ctx *ctx);
 
 /* Sets f->host (and f->advice when a pattern matches) from the samples in scope; nothing when
- * the session did not ask for sampling or f is NULL. 0, or -1 with ctx->error set. */
+ * the session did not ask for sampling or f is NULL. 0, or a negative errno with ctx->error set. */
 int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
                           const struct analyze_host_scope *scope);
 

@@ -7,6 +7,7 @@
 #include "analyze/host_activity.h"
 #include "output/json.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static int write_evidence_table(const struct analyze_finding *f, enum table_form
 {
     struct table *t = table_new(out, format, width, evidence_columns, EVIDENCE_COLUMNS);
     if (!t)
-        return -1;
+        return -ENOMEM;
     for (int e = 0; e < f->evidence_count; e++)
         evidence_cells(t, &f->evidence[e]);
     return table_finish(t);
@@ -87,7 +88,7 @@ static int write_summary(const struct analyze_ranked *ranked, size_t n,
           out);
     struct table *t = table_new(out, TABLE_FORMAT_TABLE, width, summary_columns, SUMMARY_COLUMNS);
     if (!t)
-        return -1;
+        return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         table_int(t, (int64_t)i + 1);
         table_ns(t, ranked[i].finding->cost_ns);
@@ -150,7 +151,7 @@ static int write_text(const struct analyze_run *run, const struct analyze_write_
     size_t n = 0;
     struct analyze_ranked *ranked = analyze_rank(run, &n);
     if (!ranked)
-        return -1;
+        return -ENOMEM;
     int rc = write_summary(ranked, n, run, opt->width, out), found = 0;
     for (int i = 0; i < run->count; i++)
         found += run->results[i].count > 0;
@@ -213,7 +214,7 @@ static int write_csv(const struct analyze_run *run, int terminal, FILE *out)
     struct table *t = table_new(out, TABLE_FORMAT_CSV, 0, csv_columns,
                                 (int)(sizeof csv_columns / sizeof csv_columns[0]));
     if (!t)
-        return -1;
+        return -ENOMEM;
     if (terminal)
         table_escape_csv_controls(t);
     static const struct analyze_evidence none = {-1, -1, -1, -1, -1, -1, NULL, NULL, NULL};
@@ -246,7 +247,7 @@ static int write_json_ranked(const struct analyze_run *run, FILE *out)
     size_t n = 0;
     struct analyze_ranked *ranked = analyze_rank(run, &n);
     if (!ranked)
-        return -1;
+        return -ENOMEM;
     fputs("\"ranked\": [", out);
     for (size_t i = 0; i < n; i++) {
         fputs(i ? ",\n {\"rule\": " : "\n {\"rule\": ", out);
@@ -314,7 +315,7 @@ static int write_json(const struct analyze_run *run, FILE *out)
     int rc = 0;
     fprintf(out, "{\"duration_ns\": %lld, ", (long long)run->duration_ns);
     if (write_json_ranked(run, out) < 0)
-        return -1;
+        return -ENOMEM;
     fputs("\"rules\": [", out);
     for (int i = 0; i < run->count; i++) {
         const struct analyze_result *res = &run->results[i];
@@ -344,7 +345,7 @@ static int write_json(const struct analyze_run *run, FILE *out)
                 fputs("null", out);
             fprintf(out, ", \"count\": %lld, \"evidence\": ", (long long)f->count);
             if (write_evidence_table(f, TABLE_FORMAT_JSON, 0, out) < 0)
-                rc = -1;
+                rc = -EIO;
             fputs(", \"host\": ", out);
             write_json_host(f->host, out);
             putc('}', out);
@@ -361,5 +362,5 @@ int analyze_write(const struct analyze_run *run, enum table_format format,
     int rc = format == TABLE_FORMAT_CSV    ? write_csv(run, opt->terminal, out)
              : format == TABLE_FORMAT_JSON ? write_json(run, out)
                                            : write_text(run, opt, out);
-    return rc < 0 || ferror(out) ? -1 : 0;
+    return rc < 0 ? rc : ferror(out) ? -EIO : 0;
 }

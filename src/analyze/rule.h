@@ -70,7 +70,7 @@ struct analyze_rule {
     const char *looks_for; /* what it looks for */
     const char *threshold; /* when it reports, in words */
     const char *advice;    /* the default advice of its findings */
-    int (*run)(struct analyze_ctx *ctx, struct analyze_result *res); /* 0, or -1 with error */
+    int (*run)(struct analyze_ctx *ctx, struct analyze_result *res); /* 0, or -errno with error (-ENOMEM, -EIO) */
 };
 
 #endif

@@ -5,6 +5,8 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
+
 /* Runtime and driver functions that allocate or free memory through the driver. The
  * stream-ordered ones (cudaMallocAsync, cuMemAllocAsync) use a pool and are left out. */
 #define ALLOC_NAMES                                                                                \
@@ -49,7 +51,7 @@ int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res)
         " LEFT JOIN threads t ON t.id = c.thread_id"
         " WHERE r.process_id = ?1 AND r.domain_id = ?2 AND r.name_id IS ?3"
         " ORDER BY 2 DESC LIMIT 10");
-    int rc = groups && rows ? 0 : -1;
+    int rc = groups && rows ? 0 : -EIO;
     while (rc == 0 && sqlite3_step(groups) == SQLITE_ROW) {
         int64_t calls = sqlite3_column_int64(groups, 3),
                 instances = sqlite3_column_int64(groups, 4);
@@ -81,5 +83,5 @@ int rule_alloc_in_loop(struct analyze_ctx *ctx, struct analyze_result *res)
     }
     sqlite3_finalize(groups);
     sqlite3_finalize(rows);
-    return ctx->error[0] ? -1 : rc;
+    return ctx->error[0] ? -EIO : rc;
 }

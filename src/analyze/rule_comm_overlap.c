@@ -9,6 +9,7 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -38,7 +39,7 @@ int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res)
     struct timeline_rank_share *v = calloc(t->rank_count, sizeof *v);
     if (!v) {
         snprintf(ctx->error, sizeof ctx->error, "comm_overlap: out of memory");
-        return -1;
+        return -ENOMEM;
     }
     size_t n = 0, flagged = 0;
     int64_t least = -1;

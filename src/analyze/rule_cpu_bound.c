@@ -9,6 +9,7 @@
 #include "analyze/timeline.h"
 #include "common/index_map.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static int load_sample_times(struct analyze_ctx *ctx, sqlite3_stmt *st, int64_t 
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (index_reserve((void **)&s->ts, &s->cap, s->n, sizeof *s->ts) < 0) {
             snprintf(ctx->error, sizeof ctx->error, "cpu_bound_ranges: out of memory");
-            return -1;
+            return -ENOMEM;
         }
         s->ts[s->n++] = sqlite3_column_int64(st, 0);
     }
@@ -96,7 +97,7 @@ static int keep_instance(struct bound_name *b, int64_t start, int64_t end, int64
 {
     size_t cap = b->cap;
     if (index_reserve((void **)&b->start, &cap, b->n, sizeof *b->start) < 0)
-        return -1;
+        return -ENOMEM;
     int64_t *e = realloc(b->end, cap * sizeof *e);
     if (e)
         b->end = e;
@@ -104,7 +105,7 @@ static int keep_instance(struct bound_name *b, int64_t start, int64_t end, int64
     if (t)
         b->thread = t;
     if (!e || !t)
-        return -1;
+        return -ENOMEM;
     b->cap = cap;
     b->start[b->n] = start;
     b->end[b->n] = end;
@@ -145,7 +146,7 @@ static int scan_ranges(struct analyze_ctx *ctx, const struct analyze_timeline *t
         analyze_prepare(ctx, "cpu_bound_ranges",
                         "SELECT ts_ns FROM cpu_samples WHERE thread_id = ? ORDER BY ts_ns");
     struct sample_times times = {.thread = -1};
-    int rc = ranges && samples ? 0 : -1;
+    int rc = ranges && samples ? 0 : -EIO;
     while (rc == 0 && sqlite3_step(ranges) == SQLITE_ROW) {
         int64_t thread = sqlite3_column_int64(ranges, 4), start = sqlite3_column_int64(ranges, 5),
                 end = sqlite3_column_int64(ranges, 6), period = sqlite3_column_int64(ranges, 7);
@@ -164,7 +165,7 @@ static int scan_ranges(struct analyze_ctx *ctx, const struct analyze_timeline *t
             name_of(names, count, cap, sqlite3_column_int64(ranges, 1),
                     sqlite3_column_int64(ranges, 2), sqlite3_column_int64(ranges, 0));
         if (!b) {
-            rc = -1;
+            rc = -ENOMEM;
             break;
         }
         b->instances++;
@@ -177,7 +178,7 @@ static int scan_ranges(struct analyze_ctx *ctx, const struct analyze_timeline *t
         b->gpu_busy_ns += busy;
         b->cost_ns += on_cpu < ns - busy ? on_cpu : ns - busy; /* CPU time the GPU waited out */
         if (keep_instance(b, start, end, thread) < 0)
-            rc = -1;
+            rc = -ENOMEM;
     }
     if (rc < 0 && !ctx->error[0])
         snprintf(ctx->error, sizeof ctx->error, "cpu_bound_ranges: out of memory");
@@ -203,7 +204,7 @@ static int describe(struct analyze_ctx *ctx, struct analyze_finding *f, struct b
     int64_t *start = calloc(b->n, sizeof *start), *end = calloc(b->n, sizeof *end);
     int64_t threads[64];
     size_t nthreads = 0, nwin = 0;
-    int rc = st && order && start && end ? 0 : -1;
+    int rc = !st ? -EIO : order && start && end ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < b->n; i++) /* longest first, as evidence */
         order[i] = (int64_t)i;
     for (size_t k = 0; rc == 0 && k < b->n && k < ANALYZE_MAX_EVIDENCE; k++) {
@@ -234,7 +235,7 @@ static int describe(struct analyze_ctx *ctx, struct analyze_finding *f, struct b
     }
     struct window *w = calloc(b->n ? b->n : 1, sizeof *w);
     if (!w)
-        rc = -1;
+        rc = -ENOMEM;
     for (size_t i = 0; rc == 0 && i < b->n; i++) { /* the threads, and the windows by start */
         size_t k = 0;
         while (k < nthreads && threads[k] != b->thread[i])
@@ -292,7 +293,7 @@ int rule_cpu_bound_ranges(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     if (!analyze_host_asked(ctx)) {
         if (ctx->error[0])
-            return -1;
+            return -EIO;
         analyze_note(res, "no CPU samples in this database (profile with -t cpu)");
         return 0;
     }
@@ -313,7 +314,7 @@ int rule_cpu_bound_ranges(struct analyze_ctx *ctx, struct analyze_result *res)
                                           "SELECT " ANALYZE_RANGE_LABEL
                                           " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
     if (!label)
-        rc = -1;
+        rc = -EIO;
     for (size_t i = 0; rc == 0 && i < count; i++) {
         struct bound_name *b = &names[i];
         if (!b->flagged || analyze_share(ctx, b->ns) < CPU_BOUND_MIN_SHARE)

@@ -9,6 +9,7 @@
 #include "energy/energy_db.h"
 #include "model/throttle.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,12 +29,13 @@ static int worst_ranges(struct analyze_ctx *ctx, struct analyze_result *res,
     if (run_j <= 0 || run_busy <= 0)
         return 0;                       /* no GPU work: every range would be "worst" */
     double run_rate = run_j / run_busy; /* J per busy ns */
-    if (timeline_ranges(ctx, t) < 0)
-        return -1;
+    int rc = timeline_ranges(ctx, t);
+    if (rc < 0)
+        return rc;
     sqlite3_stmt *label = analyze_prepare(ctx, "energy",
                                           "SELECT " ANALYZE_RANGE_LABEL
                                           " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
-    int rc = label ? 0 : -1;
+    rc = label ? 0 : -EIO;
     for (size_t i = 0; rc == 0 && i < t->range_energy_count; i++) {
         const struct timeline_range_energy *r = &t->range_energy[i];
         if (100.0 * r->joules / run_j < ENERGY_MIN_SHARE)
@@ -142,7 +144,7 @@ static int throttling(struct analyze_ctx *ctx, struct analyze_result *res)
     if (!st || !clock) {
         sqlite3_finalize(st);
         sqlite3_finalize(clock);
-        return -1;
+        return -EIO;
     }
     int64_t gpu = -1;
     struct gpu_throttle g = {.label = -1};
@@ -191,7 +193,7 @@ static int throttling(struct analyze_ctx *ctx, struct analyze_result *res)
     sqlite3_finalize(clock);
     if (step != SQLITE_DONE) {
         snprintf(ctx->error, sizeof ctx->error, "energy: %s", sqlite3_errmsg(ctx->db));
-        return -1;
+        return -EIO;
     }
     return 0;
 }
@@ -200,7 +202,7 @@ int rule_energy(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
-        return -1;
+        return -EIO;
     if (t->energy_count == 0) {
         sqlite3_stmt *st = analyze_prepare(
             ctx, "energy", "SELECT value FROM meta WHERE key = 'nvml_disabled_reason'");

@@ -6,6 +6,7 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static int describe_gaps(struct analyze_ctx *ctx, struct analyze_finding *f,
     int64_t *procs = gpu_processes(t, g->gpu_id, &nproc);
     int64_t *start = calloc(g->host_gap_count + 1, sizeof *start);
     int64_t *end = calloc(g->host_gap_count + 1, sizeof *end);
-    int rc = -1;
+    int rc = -ENOMEM;
     if (procs && start && end) {
         for (size_t i = 0; i < g->host_gap_count; i++) {
             const struct timeline_gap *gap = &g->host_gaps[i];
@@ -119,11 +120,11 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
     sqlite3_stmt *st = analyze_prepare(ctx, "gpu_idle",
                                        "SELECT " ANALYZE_RANGE_LABEL
                                        " FROM (SELECT ?1 AS id) q" ANALYZE_RANGE_JOINS("q.id"));
-    int rc = items && st ? 0 : -1;
+    int rc = !st ? -EIO : items ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct timeline_range_idle *r = &g->ranges[i];
         if (!(items[i].label = range_label(ctx, st, r->range_id)))
-            rc = -1;
+            rc = -ENOMEM;
         items[i].range_id = r->range_id;
         items[i].gaps = r->gaps;
         for (int c = 0; c < GAP_CLASSES; c++) {
@@ -138,7 +139,7 @@ static int range_breakdown(struct analyze_ctx *ctx, struct analyze_result *res,
             int same = merged && !strcmp(items[merged - 1].label, items[i].label);
             if (u64_map_put(&groups, (uint64_t)items[i].range_id + 1, same ? merged : merged + 1) <
                 0)
-                rc = -1;
+                rc = -ENOMEM;
             if (same) {
                 struct labelled_idle *m = &items[merged - 1];
                 m->gaps += items[i].gaps;
@@ -212,13 +213,15 @@ int rule_gpu_idle(struct analyze_ctx *ctx, struct analyze_result *res)
         if (!f)
             continue;
         f->count = g->long_gap_count;
-        for (int k = 0; k < g->top_count; k++)
-            if (gap_evidence(ctx, f, &g->top[k]) < 0)
-                return -1;
-        if (g->long_gap_class_ns[GAP_HOST] > 0 && describe_gaps(ctx, f, t, g, NULL, 0) < 0)
-            return -1;
-        if (range_breakdown(ctx, res, t, g) < 0)
-            return -1;
+        rc = 0;
+        for (int k = 0; rc == 0 && k < g->top_count; k++)
+            rc = gap_evidence(ctx, f, &g->top[k]);
+        if (rc == 0 && g->long_gap_class_ns[GAP_HOST] > 0)
+            rc = describe_gaps(ctx, f, t, g, NULL, 0);
+        if (rc == 0)
+            rc = range_breakdown(ctx, res, t, g);
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }
@@ -253,7 +256,7 @@ static int describe_stretches(struct analyze_ctx *ctx, struct analyze_finding *f
                                        .process_count = nproc,
                                        .windows = {start, end, (size_t)count},
                                        .what = "low windows"};
-    int rc = procs ? analyze_host_describe(ctx, f, &scope) : -1;
+    int rc = procs ? analyze_host_describe(ctx, f, &scope) : -ENOMEM;
     if (!procs)
         snprintf(ctx->error, sizeof ctx->error, "gpu_utilization: out of memory");
     free(procs);
@@ -313,8 +316,9 @@ int rule_gpu_utilization(struct analyze_ctx *ctx, struct analyze_result *res)
         if (!f)
             continue;
         f->count = count; /* stretches of consecutive low windows */
-        if (analyze_host_asked(ctx) && describe_stretches(ctx, f, t, g, stretches, count) < 0)
-            return -1;
+        rc = analyze_host_asked(ctx) ? describe_stretches(ctx, f, t, g, stretches, count) : 0;
+        if (rc < 0)
+            return rc;
         qsort(stretches, (size_t)count, sizeof *stretches, by_idle);
         for (int k = 0; k < count && k < ANALYZE_MAX_EVIDENCE; k++) {
             char detail[64];

@@ -8,6 +8,7 @@
 #include "analyze/timeline.h"
 #include "model/kernels_model.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,7 +35,7 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
-        return -1;
+        return -EIO;
     if (analyze_query_int(ctx, "SELECT count(*) FROM gpu_metric_sets", 0) > 0)
         analyze_note(res, "achieved occupancy was measured: `lantern kernels -c "
                           "kernel,occupancy,achieved` shows it beside the theoretical one");
@@ -50,7 +51,7 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
         "SELECT id, sm_count, cc_major, max_threads_per_sm, max_regs_per_sm, max_smem_per_sm,"
         " max_blocks_per_sm FROM gpus");
     if (!st)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW && nsm < TIMELINE_MAX_GPUS) {
         struct sm_info *s = &sms[nsm++];
         s->gpu_id = sqlite3_column_int64(st, 0);
@@ -64,7 +65,7 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
     sqlite3_finalize(st);
     struct shape_hit *hits = calloc(t->shape_count ? t->shape_count : 1, sizeof *hits);
     if (!hits)
-        return -1;
+        return -ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < t->shape_count; i++) {
         const struct timeline_shape *s = &t->shapes[i];
@@ -87,7 +88,7 @@ int rule_small_grid(struct analyze_ctx *ctx, struct analyze_result *res)
     qsort(hits, n, sizeof *hits, by_cost);
     sqlite3_stmt *name =
         analyze_prepare(ctx, "small_grid", "SELECT value FROM strings WHERE id = ?");
-    int rc = name ? 0 : -1;
+    int rc = name ? 0 : -EIO;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct timeline_shape *s = hits[i].shape;
         sqlite3_reset(name);

@@ -6,6 +6,7 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
-        return -1;
+        return -EIO;
     if (t->kernels == 0) {
         analyze_note(res, "no kernels in this database (profile with -t cuda)");
         return 0;
@@ -55,7 +56,7 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
     launch_statistics(ctx, t, res);
     const struct timeline_kernel_name **flagged = calloc(t->name_count, sizeof *flagged);
     if (!flagged)
-        return -1;
+        return -ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < t->name_count; i++) {
         const struct timeline_kernel_name *k = &t->names[i];
@@ -66,7 +67,7 @@ int rule_launch_bound(struct analyze_ctx *ctx, struct analyze_result *res)
     qsort(flagged, n, sizeof *flagged, by_excess);
     sqlite3_stmt *name =
         analyze_prepare(ctx, "launch_bound", "SELECT value FROM strings WHERE id = ?");
-    int rc = name ? 0 : -1;
+    int rc = name ? 0 : -EIO;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct timeline_kernel_name *k = flagged[i];
         sqlite3_reset(name);

@@ -6,6 +6,7 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,7 +62,7 @@ static int top_evidence(struct analyze_ctx *ctx, struct analyze_finding *f, sqli
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, top->id[i]);
         if (analyze_evidence_from(ctx, f, st) < 0)
-            return -1;
+            return -EIO;
     }
     return 0;
 }
@@ -81,7 +82,7 @@ int rule_pageable_memcpy(struct analyze_ctx *ctx, struct analyze_result *res)
         "  ELSE '' END)"
         " FROM memcpys x" OP_EVIDENCE_JOINS " WHERE x.id = ?1");
     if (!rows)
-        return -1;
+        return -EIO;
     int order[TIMELINE_MAX_COPY_GROUPS];
     rc = 0;
     int n = sorted_groups(t, 0, order);
@@ -133,7 +134,7 @@ int rule_sync_memops(struct analyze_ctx *ctx, struct analyze_result *res)
         " printf('%.2f MB memset; GPU %.3f us', x.bytes / 1e6, (x.end_ns - x.start_ns) / 1e3)"
         " FROM memsets x" OP_EVIDENCE_JOINS " WHERE x.id = ?1");
     int order[TIMELINE_MAX_COPY_GROUPS];
-    rc = copies && sets ? 0 : -1;
+    rc = copies && sets ? 0 : -EIO;
     int n = rc == 0 ? sorted_groups(t, 1, order) : 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         const struct timeline_copies *c = &t->copies[order[i]];

@@ -7,6 +7,7 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -42,7 +43,7 @@ int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
     struct timeline_rank_share *v = calloc(t->rank_count, sizeof *v);
     if (!v) {
         snprintf(ctx->error, sizeof ctx->error, "rank_idle: out of memory");
-        return -1;
+        return -ENOMEM;
     }
     size_t n = 0;
     for (size_t i = 0; i < t->rank_count; i++) {

@@ -14,6 +14,7 @@
 #include "analyze/timeline.h"
 #include "common/index_map.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ static void keep_late(struct lane *l, const struct late *e)
     l->top[i] = *e;
 }
 
-/* The step instance of lane l holding instant ts, or -1. */
+/* The step instance of lane l holding instant ts, or -1 (none). */
 static int64_t step_of(const struct lane *l, int64_t ts)
 {
     size_t lo = 0, hi = l->step_count;
@@ -147,7 +148,7 @@ static int match_type(struct straggle *s, int type, const char *name)
     int *in = calloc(s->count, sizeof *in);
     size_t *cursor = calloc(s->count, sizeof *cursor);
     int64_t *counts = calloc(s->count, sizeof *counts);
-    int rc = in && cursor && counts ? 0 : -1;
+    int rc = in && cursor && counts ? 0 : -ENOMEM;
     for (size_t l = 0; rc == 0 && l < s->count; l++) {
         const struct timeline_rank *r = s->lanes[l].r;
         for (size_t k = 0; k < r->collective_count; k++)
@@ -243,7 +244,7 @@ struct stems {
 };
 
 /* Each stem of the lanes' processes' top-level push/pop ranges (step_query's rows): its time,
- * and in how many processes it repeats. 0 or -1 (memory). */
+ * and in how many processes it repeats. 0 or -ENOMEM. */
 static int count_stems(struct straggle *s, sqlite3_stmt *st, struct stems *m)
 {
     int added;
@@ -259,7 +260,7 @@ static int count_stems(struct straggle *s, sqlite3_stmt *st, struct stems *m)
                 ? -1
                 : index_get(&m->index, stem_hash(name, len), m->v, stem_eq, &key, m->count, &added);
         if (pos < 0 || (added && !(key.name = strndup(name, len))))
-            return -1;
+            return -ENOMEM;
         if (added) {
             key.last_process = -1;
             m->v[m->count++] = key;
@@ -277,7 +278,7 @@ static int count_stems(struct straggle *s, sqlite3_stmt *st, struct stems *m)
 }
 
 /* The instances of the step (step_query's rows named by that stem), on each lane of their
- * process. 0 or -1 (memory). */
+ * process. 0 or -ENOMEM. */
 static int load_steps(struct straggle *s, sqlite3_stmt *st, const struct stem *step)
 {
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -293,7 +294,7 @@ static int load_steps(struct straggle *s, sqlite3_stmt *st, const struct stem *s
                 continue;
             if (index_reserve((void **)&l->steps, &l->step_cap, l->step_count, sizeof *l->steps) <
                 0)
-                return -1;
+                return -ENOMEM;
             l->steps[l->step_count++] = instance;
         }
     }
@@ -301,12 +302,12 @@ static int load_steps(struct straggle *s, sqlite3_stmt *st, const struct stem *s
 }
 
 /* The step range: the top-level push/pop range name (stem) that every lane's process runs at
- * least twice, with the most time; then each lane's instances of it. 0 or -1. */
+ * least twice, with the most time; then each lane's instances of it. 0, -EIO or -ENOMEM. */
 static int find_steps(struct straggle *s)
 {
     sqlite3_stmt *st = analyze_prepare(s->ctx, "stragglers", step_query);
     if (!st)
-        return -1;
+        return -EIO;
     struct stems stems = {0};
     int rc = count_stems(s, st, &stems);
     const struct stem *chosen = NULL;
@@ -394,7 +395,7 @@ static int report_lane(struct straggle *s, struct analyze_result *res, struct la
                  analyze_fmt_ns(spread, sizeof spread, (double)e->spread),
                  timeline_rank_label(s->lanes[e->first].r, first, sizeof first));
         if (timeline_op_evidence(ctx, f, TIMELINE_KERNEL, e->id, detail, e->arrival, e->lag) < 0)
-            return -1;
+            return -EIO;
     }
     return 0;
 }
@@ -439,7 +440,7 @@ int rule_stragglers(struct analyze_ctx *ctx, struct analyze_result *res)
         free(s.lanes);
         free(order);
         snprintf(ctx->error, sizeof ctx->error, "stragglers: out of memory");
-        return -1;
+        return -ENOMEM;
     }
     size_t processes = 0, hosts = 0;
     for (size_t i = 0; i < t->rank_count; i++) {

@@ -8,6 +8,7 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ static int created_unused(struct analyze_ctx *ctx, const struct analyze_timeline
         " LEFT JOIN cuda_contexts c ON c.process_id = s.process_id AND c.context = s.context"
         " LEFT JOIN gpus g ON g.id = s.gpu_id LEFT JOIN strings n ON n.id = s.name_id"
         " WHERE s.process_id = ?1 AND s.is_default = 0 AND s.stream = ?2 LIMIT 1");
-    int rc = procs && rows ? 0 : -1;
+    int rc = procs && rows ? 0 : -EIO;
     while (rc == 0 && sqlite3_step(procs) == SQLITE_ROW) {
         int64_t process_id = sqlite3_column_int64(procs, 0);
         const struct timeline_stream *used = only_stream(ctx, t, process_id);
@@ -104,7 +105,7 @@ static int created_unused(struct analyze_ctx *ctx, const struct analyze_timeline
     }
     sqlite3_finalize(procs);
     sqlite3_finalize(rows);
-    return ctx->error[0] ? -1 : rc;
+    return ctx->error[0] ? -EIO : rc;
 }
 
 /* "H2D Memory Stream 3" -> prefix length (up to the number), or 0 for a name without a
@@ -128,7 +129,7 @@ struct family {
 
 /* The families of numbered NVTX ranges of process_id whose GPU work ran on the program's
  * streams, into fam (at most ANALYZE_MAX_EVIDENCE; their prefixes allocated). Returns their
- * count, or -1 on an SQLite error. */
+ * count, or -EIO on an SQLite error. */
 static int load_families(struct analyze_ctx *ctx, int64_t process_id, struct family *fam)
 {
     /* the GPU work of each range name of the process, per stream */
@@ -145,7 +146,7 @@ static int load_families(struct analyze_ctx *ctx, int64_t process_id, struct fam
         "  AND c.stream = x.stream AND c.is_default = 0)"
         " GROUP BY r.name_id, x.stream ORDER BY rs.value");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, process_id);
     int nfam = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -241,7 +242,7 @@ static int indexed_ranges(struct analyze_ctx *ctx, const struct analyze_timeline
         struct family fam[ANALYZE_MAX_EVIDENCE];
         int nfam = load_families(ctx, s->process_id, fam);
         if (nfam < 0)
-            return -1;
+            return nfam;
         if (add_families_finding(res, s, fam, nfam))
             flagged[i] = 1;
         for (int k = 0; k < nfam; k++)
@@ -289,7 +290,7 @@ int rule_stream_use(struct analyze_ctx *ctx, struct analyze_result *res)
     ctx->error[0] = '\0';
     unsigned char *flagged = calloc(t->stream_count ? t->stream_count : 1, 1);
     if (!flagged)
-        return -1;
+        return -ENOMEM;
     rc = created_unused(ctx, t, res, flagged);
     if (rc == 0)
         rc = indexed_ranges(ctx, t, res, flagged);

@@ -5,6 +5,8 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
+#include <errno.h>
+
 /* The launching call of a wait: the runtime call when there is one, else the driver call. */
 #define SYNC_CALL                                                                                  \
     "(SELECT a2.id FROM cuda_api a2 WHERE a2.process_id = s.process_id AND a2.correlation_id ="    \
@@ -35,7 +37,7 @@ int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
             "a.nvtx_range_id") " WHERE s.process_id = ?1 AND s.thread_id IS ?2 AND "
                                "COALESCE(n.value, s.sync_kind) IS ?3"
                                " ORDER BY 2 DESC LIMIT 10");
-    int rc = groups && rows ? 0 : -1;
+    int rc = groups && rows ? 0 : -EIO;
     while (rc == 0 && sqlite3_step(groups) == SQLITE_ROW) {
         int64_t count = sqlite3_column_int64(groups, 3), ns = sqlite3_column_int64(groups, 4);
         if (analyze_share(ctx, (double)ns) < SYNC_API_MIN_SHARE)
@@ -63,5 +65,5 @@ int rule_sync_api(struct analyze_ctx *ctx, struct analyze_result *res)
     }
     sqlite3_finalize(groups);
     sqlite3_finalize(rows);
-    return ctx->error[0] ? -1 : rc;
+    return ctx->error[0] ? -EIO : rc;
 }

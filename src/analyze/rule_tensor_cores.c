@@ -118,7 +118,7 @@ static int tc_from_kernels_table(struct analyze_ctx *ctx, struct analyze_result 
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     if (!out)
-        return -1;
+        return -ENOMEM;
     struct kernels_options opt = {
         .columns = TC_COLUMNS, .format = KERNELS_FORMAT_CSV, .no_memops = 1, .hints_only = 1};
     int rc = kernels_write(ctx->db, &opt, out);
@@ -126,7 +126,7 @@ static int tc_from_kernels_table(struct analyze_ctx *ctx, struct analyze_result 
     if (rc < 0) {
         free(text);
         snprintf(ctx->error, sizeof ctx->error, "tensor_cores: the kernels report failed");
-        return -1;
+        return -EIO;
     }
     struct tc_group groups[ANALYZE_MAX_FINDINGS];
     int ngroups = 0;
@@ -213,7 +213,7 @@ static int measure_names(struct analyze_ctx *ctx, struct gpu_metrics_groups *gro
     sqlite3_stmt *st = analyze_prepare(ctx, "tensor_cores",
                                        "SELECT DISTINCT gpu_id FROM gpu_metric_sets ORDER BY 1");
     if (!st)
-        return -1;
+        return -EIO;
     struct gpu_metrics_kernel *kernels = NULL;
     size_t count = 0;
     int rc = 0;
@@ -257,12 +257,13 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     struct analyze_timeline *t = analyze_timeline(ctx);
     if (!t)
-        return -1;
+        return -EIO;
     struct gpu_metrics_groups groups = {0};
     int gpus;
-    if (measure_names(ctx, &groups, &gpus) < 0) {
+    int rc = measure_names(ctx, &groups, &gpus);
+    if (rc < 0) {
         gpu_metrics_groups_release(&groups);
-        return -1;
+        return rc;
     }
     if (t->kernels == 0) {
         analyze_note(res, gpus ? "no kernels to judge"
@@ -275,10 +276,10 @@ int rule_tensor_cores(struct analyze_ctx *ctx, struct analyze_result *res)
         analyze_prepare(ctx, "tensor_cores", "SELECT value FROM strings WHERE id = ?");
     if (!name) {
         gpu_metrics_groups_release(&groups);
-        return -1;
+        return -EIO;
     }
     double gain = tensor_core_gain(ctx);
-    int any_half_without = 0, rc = 0, measured = 0;
+    int any_half_without = 0, measured = 0;
     /* PyTorch's emit_nvtx op markers give the shapes; without them, names alone */
     int markers =
         analyze_query_int(ctx, "SELECT 1 FROM strings WHERE value LIKE 'aten::%' LIMIT 1", 0) == 1;

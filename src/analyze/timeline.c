@@ -11,6 +11,7 @@
 #include "common/index_map.h"
 #include "energy/energy_db.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +78,11 @@ static int load_gpus(struct pass *p)
         "SELECT g.id, COALESCE(g.nvml_index, (SELECT min(device) FROM process_gpus pg WHERE"
         " pg.gpu_id = g.id), g.id - 1), g.sm_count FROM gpus g ORDER BY g.id");
     if (!st)
-        return -1;
+        return -EIO;
     t->gpus = calloc(TIMELINE_MAX_GPUS, sizeof *t->gpus);
     if (!t->gpus) {
         sqlite3_finalize(st);
-        return -1;
+        return -ENOMEM;
     }
     while (sqlite3_step(st) == SQLITE_ROW && t->gpu_count < TIMELINE_MAX_GPUS - 1) {
         struct timeline_gpu *g = &t->gpus[t->gpu_count++];
@@ -116,7 +117,7 @@ static int load_syncs(struct pass *p)
     sqlite3_stmt *st = analyze_prepare(p->ctx, "timeline",
                                        "SELECT start_ns, end_ns FROM cuda_syncs ORDER BY start_ns");
     if (!st)
-        return -1;
+        return -EIO;
     size_t cap = 0;
     int rc = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -129,7 +130,7 @@ static int load_syncs(struct pass *p)
             if (b)
                 p->sync_max_end = b;
             if (!a || !b) {
-                rc = -1;
+                rc = -ENOMEM;
                 break;
             }
         }
@@ -156,20 +157,20 @@ static int sync_at(const struct pass *p, int64_t ts)
     return lo > 0 && p->sync_max_end[lo - 1] >= ts;
 }
 
-/* Room for one more busy interval of g; 0, or -1 when it cannot have it (then the bins
- * answer busy_between for this GPU). */
+/* Room for one more busy interval of g; 0, or -ENOSPC (past MAX_INTERVALS) or -ENOMEM when
+ * it cannot have it (then the bins answer busy_between for this GPU). */
 static int reserve_interval(struct timeline_gpu *g)
 {
     if (g->iv_count < g->iv_cap)
         return 0;
     if (g->iv_cap >= MAX_INTERVALS)
-        return -1;
+        return -ENOSPC;
     size_t cap = g->iv_cap ? g->iv_cap * 2 : 1024;
     int64_t *arrays[3] = {g->iv_start, g->iv_end, g->iv_before};
     for (int i = 0; i < 3; i++) {
         int64_t *p = realloc(arrays[i], cap * sizeof *p);
         if (!p)
-            return -1; /* the arrays already grown are larger than needed: harmless */
+            return -ENOMEM; /* the arrays already grown are larger than needed: harmless */
         arrays[i] = p;
         if (i == 0)
             g->iv_start = p;
@@ -229,11 +230,11 @@ static int add_range_idle(struct gpu_state *s, struct timeline_gpu *g, int64_t r
 {
     int added;
     if (index_reserve((void **)&g->ranges, &g->range_cap, g->range_count, sizeof *g->ranges) < 0)
-        return -1;
+        return -ENOMEM;
     long pos = index_get(&s->range_index, index_mix(0, range_id), g->ranges, range_eq, &range_id,
                          g->range_count, &added);
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     if (added) {
         memset(&g->ranges[pos], 0, sizeof g->ranges[pos]);
         g->ranges[pos].range_id = range_id;
@@ -252,7 +253,7 @@ static int keep_host_gap(struct timeline_gpu *g, const struct timeline_gap *gap)
     }
     if (index_reserve((void **)&g->host_gaps, &g->host_gap_cap, g->host_gap_count,
                       sizeof *g->host_gaps) < 0)
-        return -1;
+        return -ENOMEM;
     g->host_gaps[g->host_gap_count++] = *gap;
     return 0;
 }
@@ -281,7 +282,7 @@ static int on_gap(struct pass *p, int slot, int64_t start, const struct op *next
     g->long_gap_class_ns[gap.cls] += len;
     keep_top_gap(g, &gap);
     if (p->t->want_host && gap.cls == GAP_HOST && keep_host_gap(g, &gap) < 0)
-        return -1;
+        return -ENOMEM;
     return add_range_idle(&p->gs[slot], g, next->range_id, gap.cls, len);
 }
 
@@ -311,11 +312,11 @@ static int on_kernel(struct pass *p, const struct op *o)
     int added;
     t->kernels++;
     if (index_reserve((void **)&t->names, &t->name_cap, t->name_count, sizeof *t->names) < 0)
-        return -1;
+        return -ENOMEM;
     long pos = index_get(&p->names, index_mix(1, o->name_id), t->names, name_eq, &o->name_id,
                          t->name_count, &added);
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     struct timeline_kernel_name *n = &t->names[pos];
     if (added) {
         memset(n, 0, sizeof *n);
@@ -368,10 +369,10 @@ static int on_kernel(struct pass *p, const struct op *o)
                   key.regs),
         key.smem);
     if (index_reserve((void **)&t->shapes, &t->shape_cap, t->shape_count, sizeof *t->shapes) < 0)
-        return -1;
+        return -ENOMEM;
     pos = index_get(&p->shapes, h, t->shapes, shape_eq, &key, t->shape_count, &added);
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     if (added) {
         t->shapes[pos] = key;
         t->shapes[pos].first_id = o->id;
@@ -389,11 +390,11 @@ static int on_stream(struct pass *p, const struct op *o)
     int added;
     if (index_reserve((void **)&t->streams, &t->stream_cap, t->stream_count, sizeof *t->streams) <
         0)
-        return -1;
+        return -ENOMEM;
     long pos = index_get(&p->streams, index_mix(index_mix(3, o->process_id), o->stream), t->streams,
                          stream_eq, &key, t->stream_count, &added);
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     struct timeline_stream *s = &t->streams[pos];
     if (added) {
         *s = key;
@@ -509,7 +510,7 @@ static int on_op(struct pass *p, const struct op *o)
     } else if (o->start > s->cur_end) {
         add_busy(p->t, g, s->cur_start, s->cur_end);
         if (on_gap(p, slot, s->cur_end, o) < 0)
-            return -1;
+            return -ENOMEM;
         s->cur_start = o->start;
         s->cur_end = o->end;
     } else if (o->end > s->cur_end) {
@@ -524,7 +525,7 @@ static int on_op(struct pass *p, const struct op *o)
         if (o->end > s->max_kernel_end)
             s->max_kernel_end = o->end;
         if (on_kernel(p, o) < 0)
-            return -1;
+            return -ENOMEM;
     } else if (o->kind == TIMELINE_MEMCPY) {
         g->copy_ns += ns;
         if (s->max_kernel_end > o->start)
@@ -537,7 +538,7 @@ static int on_op(struct pass *p, const struct op *o)
         on_copy(p->t, o);
     if (timeline_ranks_op(p->t, &p->ranks, o->process_id, o->gpu_id, o->kind == TIMELINE_KERNEL,
                           o->name_id, o->id, o->start, o->end) < 0)
-        return -1;
+        return -ENOMEM;
     return on_stream(p, o);
 }
 
@@ -608,7 +609,7 @@ static int walk(struct pass *p)
     int live[3] = {0, 0, 0}, rc = 0;
     for (int k = 0; k < 3 && rc == 0; k++) {
         if (!(st[k] = analyze_prepare(p->ctx, "timeline", op_queries[k])))
-            rc = -1;
+            rc = -EIO;
         else if ((live[k] = sqlite3_step(st[k]) == SQLITE_ROW))
             read_op(st[k], (enum timeline_op_kind)k, &head[k]);
     }
@@ -621,7 +622,7 @@ static int walk(struct pass *p)
             break;
         if (on_op(p, &head[best]) < 0) {
             snprintf(p->ctx->error, sizeof p->ctx->error, "timeline: out of memory");
-            rc = -1;
+            rc = -ENOMEM;
         }
         if ((live[best] = sqlite3_step(st[best]) == SQLITE_ROW))
             read_op(st[best], (enum timeline_op_kind)best, &head[best]);
@@ -652,7 +653,7 @@ struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx)
     if (rc == 0 && (p.t->energy_count = energy_db_load(ctx->db, &p.t->energy)) < 0) {
         p.t->energy_count = 0;
         snprintf(ctx->error, sizeof ctx->error, "timeline: cannot load the power samples");
-        rc = -1;
+        rc = -EIO;
     }
     if (rc == 0)
         rc = load_syncs(&p);
@@ -795,7 +796,7 @@ int timeline_op_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
              op_evidence_sql[kind]);
     sqlite3_stmt *st = analyze_prepare(ctx, "evidence", sql);
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, detail, -1, SQLITE_TRANSIENT);
     int before = f->evidence_count;
@@ -815,7 +816,7 @@ struct analyze_timeline *analyze_gpu_work(struct analyze_ctx *ctx, struct analyz
                                           int *rc)
 {
     struct analyze_timeline *t = analyze_timeline(ctx);
-    *rc = t ? 0 : -1;
+    *rc = t ? 0 : -EIO;
     if (t && t->ops == 0) {
         analyze_note(res, "no GPU work in this database (profile with -t cuda)");
         return NULL;

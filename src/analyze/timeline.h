@@ -204,7 +204,7 @@ struct timeline_range_energy {
 /* The timeline of ctx, computed on first use. NULL with ctx->error set on failure. */
 struct analyze_timeline *analyze_timeline(struct analyze_ctx *ctx);
 /* The timeline for a rule about GPU work: NULL with *rc = 0 and a note in res when the
- * database has none (no CUDA recorded), NULL with *rc = -1 on an error. */
+ * database has none (no CUDA recorded), NULL with *rc = -EIO on an error. */
 struct analyze_timeline *analyze_gpu_work(struct analyze_ctx *ctx, struct analyze_result *res,
                                           int *rc);
 void analyze_timeline_free(struct analyze_timeline *t);
@@ -216,20 +216,21 @@ double timeline_delay_quantile(const struct analyze_timeline *t, double q);
 /* Keeps (id, ns) if among the longest of top. */
 void timeline_top_add(struct timeline_top *top, int64_t id, int64_t ns);
 
-/* Every range name (t->range_energy, computed once, in one scan of ranges); 0 or -1. */
+/* Every range name (t->range_energy, computed once, in one scan of ranges); 0, -EIO or
+ * -ENOMEM. */
 int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t);
 /* The energy track of a GPU, NULL without samples. */
 const struct energy_track *timeline_energy_track(const struct analyze_timeline *t, int64_t gpu_id);
 /* ---- ranks (timeline_ranks.c) ---- */
 struct index_map;
 /* Before the pass: the NCCL kernel names of the database (model/nccl.h's nccl_parse_kernel);
- * 0 or -1. */
+ * 0, -EIO or -ENOMEM. */
 int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t);
-/* One piece of work, in start order; is_kernel and the name id for kernels. 0 or -1 (memory). */
+/* One piece of work, in start order; is_kernel and the name id for kernels. 0 or -ENOMEM. */
 int timeline_ranks_op(struct analyze_timeline *t, struct index_map *index, int64_t process_id,
                       int64_t gpu_id, int is_kernel, int64_t name_id, int64_t id, int64_t start,
                       int64_t end);
-/* After the pass: the last intervals, and each rank's pid, rank, host and GPU label; 0 or -1. */
+/* After the pass: the last intervals, and each rank's pid, rank, host and GPU label; 0 or -EIO. */
 int timeline_ranks_end(struct analyze_ctx *ctx, struct analyze_timeline *t);
 void timeline_ranks_free(struct analyze_timeline *t);
 void timeline_union_add(struct timeline_union *u, int64_t start, int64_t end);

@@ -8,6 +8,7 @@
 #include "common/index_map.h"
 #include "energy/energy_db.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -71,17 +72,17 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
         " depth = 0 OR style = 1, start_thread_id, process_id FROM ranges"
         " WHERE end_ns IS NOT NULL");
     if (!st)
-        return -1;
+        return -EIO;
     struct energy_db_users users;
     if (energy_db_users_load(ctx->db, t->energy, t->energy_count, &users) < 0) {
         energy_db_users_release(&users);
         sqlite3_finalize(st);
         snprintf(ctx->error, sizeof ctx->error, "energy: %s", sqlite3_errmsg(ctx->db));
-        return -1;
+        return -EIO;
     }
     if (t->want_page && !(t->lanes = calloc(TIMELINE_MAX_LANES, sizeof *t->lanes))) {
         sqlite3_finalize(st);
-        return -1;
+        return -ENOMEM;
     }
     struct timeline_range_energy *items = NULL;
     struct index_map index = {0};
@@ -97,7 +98,7 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
                        : index_get(&index, index_mix(index_mix(4, key.domain_id), key.name_id),
                                    items, range_energy_eq, &key, n, &added);
         if (pos < 0) {
-            rc = -1;
+            rc = -ENOMEM;
             break;
         }
         if (added) {
@@ -127,7 +128,7 @@ int timeline_ranges(struct analyze_ctx *ctx, struct analyze_timeline *t)
     if (rc < 0) {
         free(items);
         snprintf(ctx->error, sizeof ctx->error, "energy: out of memory");
-        return -1;
+        return -ENOMEM;
     }
     if (n)
         qsort(items, n, sizeof *items, by_joules);

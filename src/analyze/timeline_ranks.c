@@ -8,6 +8,7 @@
 #include "common/index_map.h"
 #include "model/nccl.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ _Static_assert(sizeof((struct analyze_timeline *)0)->nccl_types[0] >=
                    sizeof((struct nccl_kernel *)0)->collective,
                "a collective's name fits its type slot whole");
 
-/* The type index of a collective, added to the list if new (-1 when the list is full). */
+/* The type index of a collective, added to the list if new (-1, none, when the list is full). */
 static int nccl_type(struct analyze_timeline *t, const char *type)
 {
     for (int i = 0; i < t->nccl_type_count; i++)
@@ -53,7 +54,7 @@ int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t)
     sqlite3_stmt *st = analyze_prepare(
         ctx, "timeline", "SELECT id, value FROM strings WHERE value LIKE " NCCL_KERNEL_LIKE);
     if (!st)
-        return -1;
+        return -EIO;
     int rc = 0, step;
     while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
         struct nccl_kernel kernel;
@@ -62,7 +63,7 @@ int timeline_ranks_begin(struct analyze_ctx *ctx, struct analyze_timeline *t)
         int k = nccl_type(t, kernel.collective);
         if (k >= 0 &&
             u64_map_put(&t->nccl_names, (uint64_t)sqlite3_column_int64(st, 0), (uint64_t)k + 1) < 0)
-            rc = -1;
+            rc = -ENOMEM;
     }
     sqlite3_finalize(st);
     if (rc)
@@ -80,7 +81,7 @@ static int add_collective(struct timeline_rank *r, int64_t id, int64_t start, in
 {
     if (index_reserve((void **)&r->collectives, &r->collective_cap, r->collective_count,
                       sizeof *r->collectives) < 0)
-        return -1;
+        return -ENOMEM;
     r->collectives[r->collective_count++] =
         (struct timeline_collective){.id = id, .start = start, .end = end, .type = type};
     return 0;
@@ -93,11 +94,11 @@ int timeline_ranks_op(struct analyze_timeline *t, struct index_map *index, int64
     struct timeline_rank key = {.process_id = process_id, .gpu_id = gpu_id};
     int added;
     if (index_reserve((void **)&t->ranks, &t->rank_cap, t->rank_count, sizeof *t->ranks) < 0)
-        return -1;
+        return -ENOMEM;
     long pos = index_get(index, index_mix(index_mix(5, process_id), gpu_id), t->ranks, rank_eq,
                          &key, t->rank_count, &added);
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     struct timeline_rank *r = &t->ranks[pos];
     if (added) {
         *r = key;
@@ -130,7 +131,7 @@ int timeline_ranks_end(struct analyze_ctx *ctx, struct analyze_timeline *t)
         " (SELECT min(device) FROM process_gpus pg WHERE pg.gpu_id = g.id), -1) FROM gpus g"
         " WHERE g.id = ?2) FROM processes p WHERE p.id = ?1");
     if (!st)
-        return -1;
+        return -EIO;
     for (size_t i = 0; i < t->rank_count; i++) {
         struct timeline_rank *r = &t->ranks[i];
         timeline_union_close(&r->all);

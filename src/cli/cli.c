@@ -265,13 +265,13 @@ fail:
 int cli_rename_output(const char *from, const char *to, int replace)
 {
     if (replace)
-        return rename(from, to);
+        return rename(from, to) == 0 ? 0 : -errno;
     if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
         return 0;
     if (errno != EINVAL && errno != ENOSYS)
-        return -1;
+        return -errno;
     if (link(from, to) < 0) /* a file system without RENAME_NOREPLACE */
-        return -1;
+        return -errno;
     unlink(from);
     return 0;
 }
@@ -321,7 +321,7 @@ int cli_fit_end(struct cli_fit *f)
 {
     if (!f->held) /* no limit, or nothing could be held: written as it came */
         return 0;
-    int rc = fclose(f->held) == 0 ? 0 : -1;
+    int rc = fclose(f->held) == 0 ? 0 : -errno;
     if (rc == 0)
         output_wrap(f->out, f->text, f->len, f->width);
     free(f->text);

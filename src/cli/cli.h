@@ -63,7 +63,7 @@ int cli_open_db(const char *path, sqlite3 **db);
  * CLI_EXIT_ERROR with the reason printed (not one, a newer one). */
 int cli_schema_version(const char *path, int *version);
 /* rename(2) that replaces an existing name only when asked to (a file system without
- * RENAME_NOREPLACE: link and unlink). 0, or -1 with errno. */
+ * RENAME_NOREPLACE: link and unlink). 0, or -errno (errno still set). */
 int cli_rename_output(const char *from, const char *to, int replace);
 
 /* Text for the terminal (output/fit.h): between cli_fit_begin and cli_fit_end what is written to
@@ -76,7 +76,7 @@ struct cli_fit {
     int width;
 };
 FILE *cli_fit_begin(struct cli_fit *f, FILE *out, int width);
-/* Returns 0, or -1 if the held text could not be completed (then nothing was written). */
+/* Returns 0, or -errno if the held text could not be completed (then nothing was written). */
 int cli_fit_end(struct cli_fit *f);
 
 /* The signals that end lantern (SIGINT, SIGTERM, SIGHUP) held during a long write (import,

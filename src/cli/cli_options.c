@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "output/fit.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,10 +100,10 @@ int cli_set_width(const char *cmd, const struct cli_option *row, void *options, 
 int cli_set_help(const char *cmd, const struct cli_option *row, void *options, const char *value)
 {
     (void)cmd, (void)row, (void)options, (void)value;
-    return -1; /* the parser prints the help, and the command exits 0 */
+    return -1; /* not an error but "help asked": the parser prints it, the command exits 0 */
 }
 
-/* getopt_long's two tables from the rows. Returns 0, or -1 when there are too many rows. */
+/* getopt_long's two tables from the rows. Returns 0, or -ENOSPC when there are too many rows. */
 static int getopt_tables(const struct cli_command *c, struct option *longs, char *shorts)
 {
     size_t n = 0, s = 0;
@@ -114,7 +115,7 @@ static int getopt_tables(const struct cli_command *c, struct option *longs, char
         if (!row->long_name)
             continue;
         if (n == CLI_MAX_OPTIONS)
-            return -1;
+            return -ENOSPC;
         static const int has_arg[] = {[CLI_ARG_NONE] = no_argument,
                                       [CLI_ARG_REQUIRED] = required_argument,
                                       [CLI_ARG_OPTIONAL] = optional_argument};

@@ -98,7 +98,7 @@ static int print_analysis(const char *path, const char *rules, enum table_format
         ctx.out = cli_fit_begin(&fit, out, format == TABLE_FORMAT_TABLE ? opt->width : 0);
         rc = write_analysis(&ctx, &run, opt);
         if (cli_fit_end(&fit) < 0)
-            rc = -1;
+            rc = -EIO;
         if (rc < 0)
             snprintf(error, sizeof error, "cannot write the analysis");
     }

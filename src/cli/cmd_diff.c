@@ -48,7 +48,7 @@ struct diff_args {
 };
 
 /* --base and --new take every argument after them up to the next option; they are taken out
- * of argv here, so that the parser sees the rest. Returns the new argc, or -1 (out of memory). */
+ * of argv here, so that the parser sees the rest. Returns the new argc, or -ENOMEM. */
 static int take_lists(int argc, char **argv, struct diff_args *a)
 {
     int kept = 1, options_end = 0;
@@ -64,7 +64,7 @@ static int take_lists(int argc, char **argv, struct diff_args *a)
             const char **grown =
                 realloc(a->files[side], (size_t)(a->count[side] + 1) * sizeof *grown);
             if (!grown)
-                return -1;
+                return -ENOMEM;
             a->files[side] = grown;
             a->files[side][a->count[side]++] = argv[++i];
         }
@@ -77,7 +77,7 @@ static int parse_number(const char *text, double *out)
     char *end;
     double v = strtod(text, &end);
     if (end == text || *end || !isfinite(v))
-        return -1;
+        return -EINVAL;
     *out = v;
     return 0;
 }

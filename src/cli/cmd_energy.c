@@ -77,14 +77,15 @@ static int parse_options(int argc, char **argv, struct energy_options *o)
 }
 
 /* Runs the command to its end; Ctrl-C reaches it directly (same process group) and the
- * summary is still printed. Returns its exit status (128+N if killed), or -1. */
+ * summary is still printed. Returns its exit status (128+N if killed), or -errno (it could
+ * not start). */
 static int run_to_end(char **command)
 {
     pid_t pid;
     int err = posix_spawnp(&pid, command[0], NULL, NULL, command, environ);
     if (err) {
         cli_error("cannot run '%s': %s", command[0], strerror(err));
-        return -1;
+        return -err;
     }
     struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
     sigaction(SIGINT, &ignore, &old_int);

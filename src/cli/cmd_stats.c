@@ -68,20 +68,24 @@ static int print_stats(struct stats_ctx *ctx, const struct stats_entry *r)
 {
     if (ctx->format == TABLE_FORMAT_JSON) {
         fprintf(ctx->out, "{\"report\": \"%s\", \"session\": ", r->name);
-        if (stats_header(ctx, ctx->out) < 0)
-            return -1;
+        int rc = stats_header(ctx, ctx->out);
+        if (rc < 0)
+            return rc;
         fputs(", \"rows\": ", ctx->out);
-    } else if (stats_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out) < 0) {
-        return -1;
+    } else {
+        int rc = stats_header(ctx, ctx->format == TABLE_FORMAT_CSV ? stderr : ctx->out);
+        if (rc < 0)
+            return rc;
     }
-    if (r->run(ctx) < 0)
-        return -1;
+    int rc = r->run(ctx);
+    if (rc < 0)
+        return rc;
     if (ctx->format == TABLE_FORMAT_JSON) {
         fputs(", \"note\": ", ctx->out);
         json_write_cstring(ctx->out, ctx->note[0] ? ctx->note : NULL);
         fputs("}\n", ctx->out);
     }
-    return fflush(ctx->out) == 0 ? 0 : -1;
+    return fflush(ctx->out) == 0 ? 0 : -EIO;
 }
 
 int cli_print_stats(const char *db_path, const struct stats_entry *r, enum table_format format,
@@ -96,7 +100,7 @@ int cli_print_stats(const char *db_path, const struct stats_entry *r, enum table
     ctx.out = cli_fit_begin(&fit, out, ctx.width);
     int rc = print_stats(&ctx, r);
     if (cli_fit_end(&fit) < 0)
-        rc = -1;
+        rc = -EIO;
     int err = errno;
     sqlite3_close(ctx.db);
     errno = err; /* a write error's, for the caller */

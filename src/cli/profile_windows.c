@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "db/import.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 #include <unistd.h>
 
 /* Database n: FILE for the first; then, where -o has %n, its next free number (run-1.db,
- * run-2.db, ...), else FILE with -n before its extension (out.db, out-2.db). 0 or -1. */
+ * run-2.db, ...), else FILE with -n before its extension (out.db, out-2.db). 0 or -ENOSPC (no name). */
 static int window_name(const struct profile_windows *pw, uint64_t number, char *out, size_t cap)
 {
     const char *first = pw->output;
@@ -26,7 +27,7 @@ static int window_name(const struct profile_windows *pw, uint64_t number, char *
             snprintf(out, cap, "%s", name);
         free(name);
         free(error);
-        return rc < 0 ? -1 : 0;
+        return rc < 0 ? -ENOSPC : 0;
     }
     const char *slash = strrchr(first, '/'), *dot = strrchr(first, '.');
     size_t stem = dot && (!slash || dot > slash) && dot != (slash ? slash + 1 : first)
@@ -69,14 +70,14 @@ int profile_ring_dumped(void *ctx, uint64_t number, const char *dir, uint64_t fr
     const struct profile_windows *pw = ctx;
     struct import_window one = {from_ns, until_ns};
     return window_import_from(pw, dir, "dump", number, &one, 1, name, cap) == CLI_EXIT_OK ? 0
-                                                                                          : -1;
+                                                                                          : -EIO;
 }
 
 int profile_window_ended(void *ctx, const struct launcher_window *w, char *name, size_t cap)
 {
     const struct profile_windows *pw = ctx;
     struct import_window one = {w->start_ns, w->end_ns};
-    return window_import(pw, "window", w->number, &one, 1, name, cap) == CLI_EXIT_OK ? 0 : -1;
+    return window_import(pw, "window", w->number, &one, 1, name, cap) == CLI_EXIT_OK ? 0 : -EIO;
 }
 
 int profile_windows_finish(const struct profile_windows *pw, const struct launcher *l, char *last,
@@ -105,13 +106,13 @@ int profile_windows_finish(const struct profile_windows *pw, const struct launch
 
 /* The instances of the range named name in the database at path, in start order, none inside
  * another, at most max (0: all): [start, end] as windows (end + 1: what begins at the range's
- * end is its). Returns how many, or -1. */
+ * end is its). Returns how many, or -EIO/-ENOMEM. */
 static long capture_instances(const char *path, const char *name, long max,
                               struct import_window **out)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    long n = 0, cap = 0;
+    long n = 0, cap = 0, rc = -EIO;
     *out = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
@@ -130,8 +131,10 @@ static long capture_instances(const char *path, const char *name, long max,
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             struct import_window *grown = realloc(*out, (size_t)cap * sizeof *grown);
-            if (!grown)
+            if (!grown) {
+                rc = -ENOMEM;
                 goto fail;
+            }
             *out = grown;
         }
         (*out)[n++] = w;
@@ -145,7 +148,7 @@ fail:
     sqlite3_close(db);
     free(*out);
     *out = NULL;
-    return -1;
+    return rc;
 }
 
 int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range, long max,

@@ -1,6 +1,7 @@
 /* An open-addressing index from a hash to a position in the caller's array (index_map.h). */
 #include "common/index_map.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 uint64_t index_mix(uint64_t h, int64_t v)
@@ -9,7 +10,7 @@ uint64_t index_mix(uint64_t h, int64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-/* Position of key in array, or -1 with *slot_out the empty slot where it goes. */
+/* Position of key in array, or -1 (none) with *slot_out the empty slot where it goes. */
 static long index_find(const struct index_map *m, uint64_t hash, const void *array, index_eq eq,
                        const void *key, size_t *slot_out)
 {
@@ -33,7 +34,7 @@ static int index_grow(struct index_map *m)
     if (!slots || !hashes) {
         free(slots);
         free(hashes);
-        return -1;
+        return -ENOMEM;
     }
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->slots[i])
@@ -58,7 +59,7 @@ long index_get(struct index_map *m, uint64_t hash, const void *array, index_eq e
     size_t slot = 0;
     *added = 0;
     if ((m->count + 1) * 2 > m->cap && index_grow(m) < 0)
-        return -1;
+        return -ENOMEM;
     long pos = index_find(m, hash, array, eq, key, &slot);
     if (pos >= 0)
         return pos;
@@ -82,7 +83,7 @@ int index_reserve(void **array, size_t *cap, size_t count, size_t elem)
     size_t n = *cap ? *cap * 2 : 64;
     void *p = realloc(*array, n * elem);
     if (!p)
-        return -1;
+        return -ENOMEM;
     *array = p;
     *cap = n;
     return 0;

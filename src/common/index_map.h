@@ -26,12 +26,12 @@ typedef int (*index_eq)(const void *array, size_t pos, const void *key);
 uint64_t index_mix(uint64_t h, int64_t v);
 
 /* Finds key, or inserts it at position `next` (the caller appends the element there).
- * Returns the position, or -1 when out of memory; *added says which. */
+ * Returns the position, or -ENOMEM; *added says which. */
 long index_get(struct index_map *m, uint64_t hash, const void *array, index_eq eq, const void *key,
                size_t next, int *added);
 void index_release(struct index_map *m);
 
-/* Grows a dynamic array of elem-byte elements to hold count + 1 (doubling); 0 or -1. */
+/* Grows a dynamic array of elem-byte elements to hold count + 1 (doubling); 0 or -ENOMEM. */
 int index_reserve(void **array, size_t *cap, size_t count, size_t elem);
 
 #endif

@@ -13,7 +13,8 @@
  *   diff_write(&result, format, width, all, stdout);   and/or diff_write_html(&result, file)
  *   diff_result_release(&result); diff_run_free(base); ...
  *
- * Functions return 0 or -1 with the reason in error; they never print. */
+ * Functions return 0 or a negative errno (-ENOMEM, -EIO, -EBADMSG) with the reason in error;
+ * they never print. */
 #ifndef LANTERN_DIFF_H
 #define LANTERN_DIFF_H
 
@@ -153,12 +154,13 @@ size_t diff_regressions(const struct diff_result *result);
 /* Writes the result: a text table fitted to width (0: no limit) with the checks, warnings and
  * explanations around it; every row with all = 1, else the changes, the NVTX ranges and the
  * whole-run figures; CSV (one line per row, every field; checks and warnings are the caller's
- * to put on stderr) or JSON (everything). Returns 0, or -1 if a write failed. */
+ * to put on stderr) or JSON (everything). Returns 0, or -EIO if a write
+ * failed (-ENOMEM: out of memory). */
 int diff_write(const struct diff_result *result, enum table_format format, int width, int all,
                FILE *out);
 /* Writes the checks and warnings as text lines ("Checks:" ...), for CSV's stderr. */
 int diff_write_checks(const struct diff_result *result, FILE *out);
-/* Writes the self-contained HTML page. Returns 0, or -1 if a write failed. */
+/* Writes the self-contained HTML page. Returns 0, or -EIO if a write failed. */
 int diff_write_html(const struct diff_result *result, FILE *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include "model/session_losses.h"
 #include "model/throttle.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 /* A sampled SM clock this much apart (%) between runs is a different clock. */
 #define DIFF_CLOCK_TOLERANCE_PERCENT 5.0
 
+/* The number sql selects, or -1 when none (a value the checks read as unknown). */
 static double query_double(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *q;
@@ -51,7 +53,7 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size)
                                        "MHz', 'unknown'), '; ')" DIFF_USED_GPUS);
     if (aggregate_sql_register(db) < 0) {
         snprintf(error, size, "%s", sqlite3_errmsg(db));
-        return -1;
+        return -EIO;
     }
     /* the clock while the GPU works: an idle GPU drops its clock, which says nothing */
     f->sampled_clock =
@@ -68,7 +70,7 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size)
     f->losses = session_losses_line(db);
     if (!f->losses) {
         snprintf(error, size, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     return 0;
 }
@@ -183,11 +185,11 @@ static char *fact_losses(const struct diff_run *r)
 static int add_check(struct diff_result *res, const char *what, char *text, int differs)
 {
     if (!text)
-        return -1;
+        return -ENOMEM;
     struct diff_check *grown = realloc(res->checks, (res->check_count + 1) * sizeof *grown);
     if (!grown) {
         free(text);
-        return -1;
+        return -ENOMEM;
     }
     res->checks = grown;
     res->checks[res->check_count++] = (struct diff_check){what, text, differs};

@@ -6,6 +6,7 @@
 #include "diff/diff_stats.h"
 #include "model/aggregates.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +47,14 @@ static int match_series(struct matching *m, const struct diff_series *s, int run
         if (series)
             m->series = series;
         if (!rows || !series)
-            return -1;
+            return -ENOMEM;
         m->cap = cap;
     }
     int added;
     long pos = index_get(&m->index, diff_row_hash(s->kind, s->scope, s->name), m->rows, row_eq, s,
                          m->count, &added);
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     if (added) {
         m->rows[pos] =
             (struct diff_row){.kind = s->kind, .unit = s->unit, .scope = s->scope, .name = s->name};
@@ -368,7 +369,7 @@ static int compare(struct diff_run *const *base, int base_count, struct diff_run
         for (int i = 0; i < counts[side]; i++, at++)
             for (size_t k = 0; k < runs[side][i]->count; k++)
                 if (match_series(m, &runs[side][i]->series[k], at) < 0)
-                    return -1;
+                    return -ENOMEM;
     for (size_t i = 0; i < m->count; i++)
         measure_row(&m->rows[i], m->series + i * (size_t)m->runs, base_count, new_count, res, w);
     res->rows = m->rows;
@@ -376,7 +377,7 @@ static int compare(struct diff_run *const *base, int base_count, struct diff_run
     m->rows = NULL;
     double *p = malloc((res->count ? res->count : 1) * sizeof *p);
     double *q = malloc((res->count ? res->count : 1) * sizeof *q);
-    int rc = p && q ? 0 : -1;
+    int rc = p && q ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < res->count; i++)
         p[i] = res->rows[i].p;
     if (rc == 0)
@@ -414,7 +415,7 @@ int diff_compare(struct diff_run *const *base, int base_count, struct diff_run *
         w->medians[0] = malloc((size_t)base_count * sizeof(double));
         w->medians[1] = malloc((size_t)new_count * sizeof(double));
     }
-    int rc = out->base_paths && out->new_paths && w && w->medians[0] && w->medians[1] ? 0 : -1;
+    int rc = out->base_paths && out->new_paths && w && w->medians[0] && w->medians[1] ? 0 : -ENOMEM;
     for (int i = 0; rc == 0 && i < base_count; i++)
         out->base_paths[i] = base[i]->path;
     for (int i = 0; rc == 0 && i < new_count; i++)

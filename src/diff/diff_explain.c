@@ -8,6 +8,7 @@
 #include "diff/diff_internal.h"
 #include "model/kernels_model.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ struct explain {
 static int fail(struct explain *e, sqlite3 *db)
 {
     snprintf(e->error, e->error_size, "explaining the changed ranges: %s", sqlite3_errmsg(db));
-    return -1;
+    return -EIO;
 }
 
 /* Adds ns per instance to the part (kind, name) of row, on one side. */
@@ -45,12 +46,12 @@ static int add_part(struct diff_row *row, enum diff_part_kind kind, const char *
     if (!p) {
         struct diff_part *grown = realloc(row->parts, (row->part_count + 1) * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         row->parts = grown;
         p = &row->parts[row->part_count];
         *p = (struct diff_part){.kind = kind, .tensor = -1};
         if (name && !(p->name = strdup(name)))
-            return -1;
+            return -ENOMEM;
         row->part_count++;
     }
     *(side ? &p->new : &p->base) += ns;
@@ -136,7 +137,7 @@ static int add_query(struct explain *e, sqlite3 *db, const char *sql, enum diff_
             } else {
                 free(short_name);
                 if (!(short_name = malloc(strlen(name) + 1))) {
-                    rc = -1;
+                    rc = -ENOMEM;
                     break;
                 }
                 name = kernels_name_short(name, short_name, strlen(name) + 1);
@@ -193,7 +194,7 @@ static int explain_run(struct explain *e, struct diff_run *run, int side, int si
     sqlite3 *db = run->db;
     double *scale = calloc(e->count, sizeof *scale); /* 1 / (instances x side's runs) */
     sqlite3_stmt *q = NULL;
-    int rc = scale ? gather_instances(e, run) : -1;
+    int rc = scale ? gather_instances(e, run) : -ENOMEM;
     if (rc == 0 && sqlite3_prepare_v2(db,
                                       "SELECT label, count(*) FROM temp.diff_instances"
                                       " GROUP BY label",
@@ -324,7 +325,7 @@ int diff_explain(struct diff_run *const *base, int base_count, struct diff_run *
     struct explain e = {.res = res, .error = error, .error_size = size};
     if (!(e.rows = malloc((res->count ? res->count : 1) * sizeof *e.rows))) {
         snprintf(error, size, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     for (size_t i = 0; i < res->count; i++)
         if (res->rows[i].kind == DIFF_KIND_RANGE &&
@@ -344,7 +345,7 @@ int diff_explain(struct diff_run *const *base, int base_count, struct diff_run *
             qsort(row->parts, row->part_count, sizeof *row->parts, compare_parts);
         if (!(row->explanation = explanation_line(row))) {
             snprintf(error, size, "out of memory");
-            rc = -1;
+            rc = -ENOMEM;
         }
     }
     free(e.rows);

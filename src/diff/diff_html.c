@@ -6,6 +6,7 @@
 #include "diff/diff_internal.h"
 #include "output/html.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -201,5 +202,5 @@ int diff_write_html(const struct diff_result *res, FILE *out)
     fputs(explained ? "</ul>\n" : "", out);
     all_rows(res, out);
     fputs("</body></html>\n", out);
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? -EIO : 0;
 }

@@ -53,7 +53,7 @@ int diff_facts_load(struct diff_run *run, char *error, size_t size);
 void diff_facts_release(struct diff_facts *facts);
 
 /* Adds the comparability checks and their warnings to result, whose rows are made (the
- * kernels' overlap is counted from them). 0 or -1 (out of memory). */
+ * kernels' overlap is counted from them). 0 or -ENOMEM. */
 int diff_checks(struct diff_run *const *base, int base_count, struct diff_run *const *new,
                 int new_count, struct diff_result *result);
 
@@ -61,7 +61,7 @@ int diff_checks(struct diff_run *const *base, int base_count, struct diff_run *c
 int diff_explain(struct diff_run *const *base, int base_count, struct diff_run *const *new,
                  int new_count, struct diff_result *result, char *error, size_t size);
 
-/* Adds a warning (printf-style) to result. 0 or -1 (out of memory). */
+/* Adds a warning (printf-style) to result. 0 or -ENOMEM. */
 int diff_warn(struct diff_result *result, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -12,6 +12,7 @@
 #include "model/gpu_metrics_series.h"
 #include "model/kernels_model.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static int series_push(struct diff_series *s, double v)
         size_t cap = s->cap ? 2 * s->cap : 16;
         double *grown = realloc(s->v, cap * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         s->v = grown;
         s->cap = cap;
     }
@@ -181,18 +182,18 @@ static char *range_label(struct loader *l, int64_t domain_id, int64_t name_id)
     return label;
 }
 
-/* The position of a range's series by its ids, made when new. -1 when out of memory. */
+/* The position of a range's series by its ids, made when new. -ENOMEM when out of memory. */
 static long range_series(struct loader *l, int64_t domain_id, int64_t name_id)
 {
     int added;
     struct id_entry *e = id_cache_get(&l->ranges, domain_id, name_id, 0, &added);
     if (!e || !added)
-        return e ? (long)e->pos : -1;
+        return e ? (long)e->pos : -ENOMEM;
     char *label = range_label(l, domain_id, name_id);
     struct diff_series *s = label ? diff_run_series(l->run, DIFF_KIND_RANGE, NULL, label) : NULL;
     free(label);
     if (!s)
-        return -1;
+        return -ENOMEM;
     s->domain_id = domain_id;
     s->name_id = name_id;
     e->pos = (size_t)(s - l->run->series);
@@ -200,14 +201,14 @@ static long range_series(struct loader *l, int64_t domain_id, int64_t name_id)
 }
 
 /* The position of the series of kind named by strings id name_id (a kernel: its short name),
- * through cache; unnamed: `unnamed`. -1 when out of memory. */
+ * through cache; unnamed: `unnamed`. -ENOMEM when out of memory. */
 static long named_series(struct loader *l, struct id_cache *cache, enum diff_kind kind,
                          int64_t name_id, const char *unnamed)
 {
     int added, failed = 0;
     struct id_entry *e = id_cache_get(cache, name_id, 0, 0, &added);
     if (!e || !added)
-        return e ? (long)e->pos : -1;
+        return e ? (long)e->pos : -ENOMEM;
     char *name = name_id ? string_of(l, name_id, &failed) : NULL, *shown = name;
     if (name && kind == DIFF_KIND_KERNEL) { /* the short name is never the longer */
         shown = malloc(strlen(name) + 1);
@@ -221,25 +222,26 @@ static long named_series(struct loader *l, struct id_cache *cache, enum diff_kin
         free(shown);
     free(name);
     if (!s)
-        return -1;
+        return -ENOMEM;
     e->pos = (size_t)(s - l->run->series);
     return (long)e->pos;
 }
 
-/* Runs a query whose rows fill series: row() is called for each and returns 0 or -1. */
+/* Runs a query whose rows fill series: row() is called for each and returns 0 or a
+ * negative errno. */
 static int each_row(struct loader *l, const char *sql, int (*row)(struct loader *, sqlite3_stmt *))
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(l->run->db, sql, -1, &q, NULL) != SQLITE_OK) {
         snprintf(l->error, l->error_size, "%s", sqlite3_errmsg(l->run->db));
-        return -1;
+        return -EIO;
     }
     int step, rc = 0;
     while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW)
         rc = row(l, q);
     if (rc == 0 && step != SQLITE_DONE) {
         snprintf(l->error, l->error_size, "%s", sqlite3_errmsg(l->run->db));
-        rc = -1;
+        rc = -EIO;
     } else if (rc < 0 && !l->error[0]) {
         snprintf(l->error, l->error_size, "out of memory");
     }
@@ -251,7 +253,7 @@ static int each_row(struct loader *l, const char *sql, int (*row)(struct loader 
 static int busy_push(struct loader *l, sqlite3_stmt *q, int start)
 {
     if (index_reserve((void **)&l->busy, &l->busy_cap, l->busy_count, sizeof *l->busy) < 0)
-        return -1;
+        return -ENOMEM;
     l->busy[l->busy_count++] =
         (struct interval){sqlite3_column_int64(q, start), sqlite3_column_int64(q, start + 1)};
     return 0;
@@ -269,10 +271,10 @@ static int energy_row(struct loader *l, sqlite3_stmt *q)
         return 0;
     long pos = range_series(l, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
     if (pos < 0)
-        return -1;
+        return -ENOMEM;
     struct diff_series *s =
         diff_run_series(l->run, DIFF_KIND_ENERGY, NULL, l->run->series[pos].name);
-    return s ? series_push(s, sqlite3_column_double(q, 2)) : -1;
+    return s ? series_push(s, sqlite3_column_double(q, 2)) : -ENOMEM;
 }
 
 static int kernel_row(struct loader *l, sqlite3_stmt *q)
@@ -281,24 +283,24 @@ static int kernel_row(struct loader *l, sqlite3_stmt *q)
     double ns = (double)sqlite3_column_int64(q, 1);
     long pos = named_series(l, &l->kernels, DIFF_KIND_KERNEL, name_id, "(unnamed kernel)");
     if (pos < 0 || series_push(&l->run->series[pos], ns) < 0 || busy_push(l, q, 4) < 0)
-        return -1;
+        return -ENOMEM;
     if (sqlite3_column_type(q, 2) == SQLITE_NULL) /* launched outside any NVTX range */
         return 0;
     int64_t domain_id = sqlite3_column_int64(q, 2), range_name_id = sqlite3_column_int64(q, 3);
     int added;
     struct id_entry *e = id_cache_get(&l->range_kernels, name_id, domain_id, range_name_id, &added);
     if (!e)
-        return -1;
+        return -ENOMEM;
     if (added) {
         long range = range_series(l, domain_id, range_name_id);
         if (range < 0)
-            return -1;
+            return -ENOMEM;
         /* the names are the series' own strings: they stay where they are when the series
          * array grows */
         struct diff_series *s = diff_run_series(
             l->run, DIFF_KIND_RANGE_KERNEL, l->run->series[range].name, l->run->series[pos].name);
         if (!s)
-            return -1;
+            return -ENOMEM;
         e->pos = (size_t)(s - l->run->series);
     }
     return series_push(&l->run->series[e->pos], ns);
@@ -308,7 +310,7 @@ static int copy_row(struct loader *l, sqlite3_stmt *q)
 {
     const char *name = (const char *)sqlite3_column_text(q, 0);
     struct diff_series *s = diff_run_series(l->run, DIFF_KIND_COPY, NULL, name ? name : "?");
-    return s && series_push(s, (double)sqlite3_column_int64(q, 1)) == 0 ? busy_push(l, q, 2) : -1;
+    return s && series_push(s, (double)sqlite3_column_int64(q, 1)) == 0 ? busy_push(l, q, 2) : -ENOMEM;
 }
 
 static int api_row(struct loader *l, sqlite3_stmt *q)
@@ -322,7 +324,7 @@ static int run_figure(struct diff_run *run, const char *name, double v, enum dif
 {
     struct diff_series *s = diff_run_series(run, DIFF_KIND_RUN, NULL, name);
     if (!s)
-        return -1;
+        return -ENOMEM;
     s->single = 1;
     s->unit = unit;
     return series_push(s, v);
@@ -346,7 +348,7 @@ static int load_run_figures(struct loader *l)
         return 0;
     double duration = (double)(end - start);
     if (run_figure(l->run, "duration", duration, DIFF_UNIT_NS) < 0)
-        return -1;
+        return -ENOMEM;
     if (!l->busy_count)
         return 0;
     /* sorted by start, an operation adds what it reaches past every earlier one's end */
@@ -361,7 +363,7 @@ static int load_run_figures(struct loader *l)
     }
     if (run_figure(l->run, "GPU busy", 100.0 * (double)busy / duration, DIFF_UNIT_PERCENT) < 0 ||
         run_figure(l->run, "GPU idle", duration - (double)busy, DIFF_UNIT_NS) < 0)
-        return -1;
+        return -ENOMEM;
     return 0;
 }
 
@@ -378,26 +380,24 @@ static int load_metrics(struct loader *l)
     sqlite3_stmt *gpus = NULL;
     struct gpu_metric_acc *acc = NULL; /* [kernel series][metric], by the series' position */
     size_t series_count = l->run->count;
-    int rc = gpu_metrics_kernels_load(db, &k, &n) < 0 ? -1 : 0;
+    int rc = gpu_metrics_kernels_load(db, &k, &n);
     if (rc == 0 && sqlite3_prepare_v2(db, "SELECT DISTINCT gpu_id FROM gpu_metric_sets", -1, &gpus,
                                       NULL) != SQLITE_OK)
-        rc = -1;
+        rc = -EIO;
     while (rc == 0 && sqlite3_step(gpus) == SQLITE_ROW) {
         struct gpu_metrics_series s;
-        if (gpu_metrics_series_load(db, sqlite3_column_int64(gpus, 0), &s) < 0) {
-            rc = -1;
+        if ((rc = gpu_metrics_series_load(db, sqlite3_column_int64(gpus, 0), &s)) < 0)
             break;
-        }
-        rc = gpu_metrics_kernels_sweep(k, n, &s, &groups) < 0 ? -1 : 0;
+        rc = gpu_metrics_kernels_sweep(k, n, &s, &groups);
         gpu_metrics_series_release(&s);
     }
     if (rc == 0 && !(acc = calloc(series_count * DIFF_METRIC_COUNT + 1, sizeof *acc)))
-        rc = -1;
+        rc = -ENOMEM;
     for (size_t g = 0; rc == 0 && g < groups.count; g++) {
         int added;
         struct id_entry *e = id_cache_get(&l->kernels, groups.v[g].key, 0, 0, &added);
         if (!e || added) { /* every kernel was loaded before: a new name is a changed database */
-            rc = -1;
+            rc = -EBADMSG;
             break;
         }
         for (size_t m = 0; m < DIFF_METRIC_COUNT; m++) {
@@ -415,7 +415,7 @@ static int load_metrics(struct loader *l)
                 diff_run_series(l->run, DIFF_KIND_METRIC, gpu_metrics[diff_metrics[m]].column,
                                 l->run->series[pos].name);
             if (!s || series_push(s, mean) < 0)
-                rc = -1;
+                rc = -ENOMEM;
             else
                 s->single = 1;
         }
@@ -438,34 +438,42 @@ static int load(struct loader *l)
                            " WHERE d.id = ?1",
                            -1, &l->domain, NULL) != SQLITE_OK) {
         snprintf(l->error, l->error_size, "%s", sqlite3_errmsg(db));
-        return -1;
+        return -EIO;
     }
     int sampled = energy_db_register_sql(db);
     if (sampled < 0) {
         snprintf(l->error, l->error_size, "energy: %s", sqlite3_errmsg(db));
-        return -1;
+        return -EIO;
     }
-    if (each_row(l,
-                 "SELECT domain_id, ifnull(name_id, 0), end_ns - start_ns FROM ranges"
-                 " WHERE end_ns IS NOT NULL",
-                 range_row) < 0 ||
-        (sampled && each_row(l,
-                             "SELECT domain_id, ifnull(name_id, 0),"
-                             " lantern_process_energy_j(process_id, start_ns, end_ns) FROM ranges"
-                             " WHERE end_ns IS NOT NULL",
-                             energy_row) < 0) ||
-        each_row(l,
-                 "SELECT ifnull(k.demangled_id, ifnull(k.name_id, 0)), k.end_ns - k.start_ns,"
-                 " r.domain_id, ifnull(r.name_id, 0), k.start_ns, k.end_ns FROM kernels k"
-                 " LEFT JOIN ranges r ON r.id = k.nvtx_range_id",
-                 kernel_row) < 0 ||
-        each_row(l,
-                 "SELECT name, end_ns - start_ns, start_ns, end_ns FROM gpu_ops"
-                 " WHERE kind IN ('memcpy', 'memset')",
-                 copy_row) < 0 ||
-        each_row(l, "SELECT ifnull(name_id, 0), end_ns - start_ns FROM cuda_api", api_row) < 0 ||
-        load_metrics(l) < 0 || load_run_figures(l) < 0)
-        return -1;
+    int rc = each_row(l,
+                      "SELECT domain_id, ifnull(name_id, 0), end_ns - start_ns FROM ranges"
+                      " WHERE end_ns IS NOT NULL",
+                      range_row);
+    if (rc == 0 && sampled)
+        rc = each_row(l,
+                      "SELECT domain_id, ifnull(name_id, 0),"
+                      " lantern_process_energy_j(process_id, start_ns, end_ns) FROM ranges"
+                      " WHERE end_ns IS NOT NULL",
+                      energy_row);
+    if (rc == 0)
+        rc = each_row(l,
+                      "SELECT ifnull(k.demangled_id, ifnull(k.name_id, 0)), k.end_ns - k.start_ns,"
+                      " r.domain_id, ifnull(r.name_id, 0), k.start_ns, k.end_ns FROM kernels k"
+                      " LEFT JOIN ranges r ON r.id = k.nvtx_range_id",
+                      kernel_row);
+    if (rc == 0)
+        rc = each_row(l,
+                      "SELECT name, end_ns - start_ns, start_ns, end_ns FROM gpu_ops"
+                      " WHERE kind IN ('memcpy', 'memset')",
+                      copy_row);
+    if (rc == 0)
+        rc = each_row(l, "SELECT ifnull(name_id, 0), end_ns - start_ns FROM cuda_api", api_row);
+    if (rc == 0)
+        rc = load_metrics(l);
+    if (rc == 0)
+        rc = load_run_figures(l);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < l->run->count; i++)
         qsort(l->run->series[i].v, l->run->series[i].n, sizeof(double), diff_compare_doubles);
     return diff_facts_load(l->run, l->error, l->error_size);
@@ -477,7 +485,7 @@ int diff_run_load(sqlite3 *db, const char *path, struct diff_run **out, char *er
     *out = NULL;
     if (!run) {
         snprintf(error, size, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     run->db = db;
     run->path = path;
@@ -495,7 +503,7 @@ int diff_run_load(sqlite3 *db, const char *path, struct diff_run **out, char *er
         if (!error[0])
             snprintf(error, size, "out of memory");
         diff_run_free(run);
-        return -1;
+        return rc;
     }
     *out = run;
     return 0;

@@ -5,6 +5,7 @@
 #include "output/csv.h"
 #include "output/json.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,18 +152,18 @@ int diff_write_checks(const struct diff_result *res, FILE *out)
     }
     for (size_t i = 0; i < res->warning_count; i++)
         fprintf(out, "warning: %s\n", res->warnings[i]);
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? -EIO : 0;
 }
 
 static int write_text(const struct diff_result *res, int width, int all, FILE *out)
 {
     if (diff_write_checks(res, out) < 0)
-        return -1;
+        return -EIO;
     putc('\n', out);
     struct table *t = table_new(out, TABLE_FORMAT_TABLE, width, text_columns,
                                 sizeof text_columns / sizeof *text_columns);
     if (!t)
-        return -1;
+        return -ENOMEM;
     table_drop_ranks(t, text_drop);
     size_t hidden = 0;
     for (size_t i = 0; i < res->count; i++) {
@@ -197,7 +198,7 @@ static int write_text(const struct diff_result *res, int width, int all, FILE *o
         free(name);
     }
     if (table_finish(t) < 0)
-        return -1;
+        return -EIO;
     int explained = 0;
     for (size_t i = 0; i < res->count; i++) {
         const struct diff_row *r = &res->rows[i];
@@ -216,7 +217,7 @@ static int write_text(const struct diff_result *res, int width, int all, FILE *o
     if (hidden)
         fprintf(out, "; %zu same or untested not shown: --all shows them", hidden);
     fputs(")\n", out);
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? -EIO : 0;
 }
 
 static void csv_number(FILE *out, double v)
@@ -261,7 +262,7 @@ static int write_csv(const struct diff_result *res, FILE *out)
         csv_write_field(out, r->explanation);
         putc('\n', out);
     }
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? -EIO : 0;
 }
 
 static void json_key_number(FILE *out, const char *key, double v)
@@ -366,7 +367,7 @@ static int write_json(const struct diff_result *res, FILE *out)
         json_row(out, &res->rows[i]);
     }
     fputs("]}\n", out);
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? -EIO : 0;
 }
 
 int diff_write(const struct diff_result *res, enum table_format format, int width, int all,

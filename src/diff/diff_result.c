@@ -5,6 +5,7 @@
  * other. */
 #include "diff/diff_internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,11 +35,11 @@ int diff_warn(struct diff_result *result, const char *fmt, ...)
     int n = vasprintf(&text, fmt, ap);
     va_end(ap);
     if (n < 0)
-        return -1;
+        return -ENOMEM;
     char **grown = realloc(result->warnings, (result->warning_count + 1) * sizeof *grown);
     if (!grown) {
         free(text);
-        return -1;
+        return -ENOMEM;
     }
     result->warnings = grown;
     result->warnings[result->warning_count++] = text;

@@ -1,6 +1,7 @@
 /* The statistics of `lantern diff` (see diff_stats.h). */
 #include "diff/diff_stats.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -149,7 +150,7 @@ int diff_fdr_adjust(const double *p, size_t n, double *q)
 {
     struct ranked_p *ranked = malloc((n ? n : 1) * sizeof *ranked);
     if (!ranked)
-        return -1;
+        return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         q[i] = NAN;

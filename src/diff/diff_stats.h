@@ -39,7 +39,7 @@ double diff_t_quantile(double p, double df);
 
 /* Benjamini-Hochberg adjusted p-values ("q-values") of the n p-values p, into q: a row is a
  * discovery at false-discovery rate alpha when q <= alpha. NaN p-values (rows not tested) get
- * NaN and do not count among the tests. Returns 0, or -1 when out of memory. */
+ * NaN and do not count among the tests. Returns 0, or -ENOMEM. */
 int diff_fdr_adjust(const double *p, size_t n, double *q);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "output/json.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -42,7 +43,7 @@ static int write_names(struct chrome_writer *w)
         " FROM threads t JOIN processes p ON p.id = t.process_id"
         " JOIN thread_labels tl ON tl.id = t.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *kind = (const char *)sqlite3_column_text(st, 3);
         long long pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
@@ -59,7 +60,7 @@ static int write_names(struct chrome_writer *w)
                 "\"args\": {\"sort_index\": %lld}}",
                 kind, pid, tid, sqlite3_column_int64(st, 4));
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* What each process lost (model/session_losses.h), as its process_labels metadata event,
@@ -70,7 +71,7 @@ static int write_losses(struct chrome_writer *w)
     if (sqlite3_prepare_v2(w->db,
                            "SELECT id, pid FROM processes WHERE dropped_events > 0 OR end_record = 0",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW) {
         char *losses = session_losses_process(w->db, sqlite3_column_int64(st, 0));
         if (!losses)
@@ -84,7 +85,7 @@ static int write_losses(struct chrome_writer *w)
         fputs("}}", w->out);
         free(losses);
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
@@ -102,7 +103,7 @@ int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *erro
         rc = chrome_producers[i].produce(&w);
     if (rc < 0) {
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
-        return -1;
+        return rc;
     }
     fputs("\n]", out);
     for (size_t i = 0; rc == 0 && i < chrome_producer_count; i++)
@@ -110,7 +111,7 @@ int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *erro
             rc = chrome_producers[i].sections(&w);
     if (rc < 0) {
         snprintf(error, error_size, "%s", sqlite3_errmsg(db));
-        return -1;
+        return rc;
     }
     if (stats)
         stats->gpu_metrics_bucket_ns = w.gpu_metrics_bucket_ns;
@@ -121,7 +122,7 @@ int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *erro
     free(losses);
     if (fflush(out) != 0 || ferror(out)) {
         snprintf(error, error_size, "write failed");
-        return -1;
+        return -EIO;
     }
     return 0;
 }

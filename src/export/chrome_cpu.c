@@ -10,6 +10,8 @@
 #include "model/cpu_profile.h"
 #include "output/json.h"
 
+#include <errno.h>
+
 int chrome_cpu_events(struct chrome_writer *w);
 int chrome_cpu_stack_frames(struct chrome_writer *w);
 
@@ -27,7 +29,7 @@ int chrome_cpu_events(struct chrome_writer *w)
                            " LEFT JOIN cpu_frames f ON f.id = c.frame_id"
                            " ORDER BY s.thread_id, s.ts_ns",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);
@@ -61,7 +63,7 @@ int chrome_cpu_stack_frames(struct chrome_writer *w)
                            "SELECT c.id, c.parent_id, f.name, f.module FROM cpu_callsites c"
                            " JOIN cpu_frames f ON f.id = c.frame_id ORDER BY c.id",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     fputs(", \"stackFrames\": {", w->out);
     int step, first = 1;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {

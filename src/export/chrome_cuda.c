@@ -4,6 +4,7 @@
 #include "export/chrome_writer.h"
 #include "output/json.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Every GPU operation of the gpu_ops view (src/db/schema.sql, the one definition reports
@@ -44,7 +45,7 @@ static int write_names(struct chrome_writer *w)
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);
         fprintf(w->out,
@@ -69,7 +70,7 @@ static int write_api_calls(struct chrome_writer *w)
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         long long start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
         chrome_event_begin(w);
@@ -243,7 +244,7 @@ static int write_gpu_ops(struct chrome_writer *w)
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         write_gpu_op(w, st);
         if (sqlite3_column_type(st, OP_API_START) != SQLITE_NULL &&
@@ -267,7 +268,7 @@ static int write_memory_counters(struct chrome_writer *w)
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);
         fprintf(w->out,
@@ -284,6 +285,6 @@ int chrome_cuda_events(struct chrome_writer *w)
 {
     if (write_names(w) < 0 || write_api_calls(w) < 0 || write_gpu_ops(w) < 0 ||
         write_memory_counters(w) < 0)
-        return -1;
+        return -EIO;
     return 0;
 }

@@ -6,6 +6,8 @@
 #include "export/gpu_metrics_tracks.h"
 #include "output/json.h"
 
+#include <errno.h>
+
 /* JSON spends ~90 bytes a point: 2 s of 10 kHz samples, ~27 MB a GPU at most. */
 #define CHROME_GPU_METRIC_POINTS 20000
 
@@ -18,7 +20,7 @@ static int write_gpu_name(struct chrome_writer *w, int64_t gpu)
                            " process_gpus WHERE gpu_id = g.id), '?') || ': ' ||"
                            " COALESCE(g.name, 'unknown GPU') FROM gpus g WHERE g.id = ?",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, gpu);
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
@@ -56,7 +58,7 @@ static int draw(void *writer, const struct gpu_metrics_tracks *t)
 {
     struct chrome_writer *w = writer;
     if (write_gpu_name(w, t->gpu_id) < 0)
-        return -1;
+        return -EIO;
     for (int m = 0; m < GPU_METRIC_COUNT; m++)
         write_track(w, t, m);
     return 0;

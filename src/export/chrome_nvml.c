@@ -4,6 +4,8 @@
 #include "export/chrome_writer.h"
 #include "output/json.h"
 
+#include <errno.h>
+
 /* The GPU rows' pid, as the CUDA rows number them (gpu_samples.gpu_id is never NULL). */
 #define NVML_GPU_PID CHROME_GPU_PID("s.gpu_id")
 
@@ -35,7 +37,7 @@ static int write_gpu_names(struct chrome_writer *w)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(w->db, names_sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);
@@ -63,10 +65,10 @@ static void write_series(FILE *out, sqlite3_stmt *st, int key_col, int first)
 int chrome_nvml_events(struct chrome_writer *w)
 {
     if (write_gpu_names(w) < 0)
-        return -1;
+        return -EIO;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(w->db, counters_sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         chrome_event_begin(w);

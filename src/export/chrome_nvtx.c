@@ -4,6 +4,8 @@
 #include "export/chrome_writer.h"
 #include "output/json.h"
 
+#include <errno.h>
+
 /* The columns every NVTX event query returns first, in this order. */
 #define EVENT_COLUMNS                                                                              \
     "coalesce(n.value, ''), coalesce(ds.value, 'nvtx'), r.color, r.payload, cs.value, "            \
@@ -77,7 +79,7 @@ static int write_push_pop(struct chrome_writer *w, long long session_end)
         "FROM ranges r " EVENT_JOINS "JOIN threads t ON t.id = r.start_thread_id "
         "WHERE r.style = 0 ORDER BY r.start_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, session_end);
     while (sqlite3_step(st) == SQLITE_ROW) {
         long long start = sqlite3_column_int64(st, COL_NEXT + 1);
@@ -91,7 +93,7 @@ static int write_push_pop(struct chrome_writer *w, long long session_end)
         chrome_write_duration_us(w->out, chrome_span_ns(start, end));
         write_event_args(w, st, unended);
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* Start/end ranges as async begin/end pairs (id = range id, cat = domain); they may end on
@@ -105,7 +107,7 @@ static int write_start_end(struct chrome_writer *w, long long session_end)
         "JOIN threads t ON t.id = r.start_thread_id LEFT JOIN threads e ON e.id = r.end_thread_id "
         "WHERE r.style = 1 ORDER BY r.start_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, session_end);
     while (sqlite3_step(st) == SQLITE_ROW) {
         long long id = sqlite3_column_int64(st, COL_NEXT + 5);
@@ -121,7 +123,7 @@ static int write_start_end(struct chrome_writer *w, long long session_end)
                 write_event_args(w, st, sqlite3_column_int(st, COL_NEXT + 4));
         }
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* Marks as thread-scoped instant events. */
@@ -131,7 +133,7 @@ static int write_marks(struct chrome_writer *w)
     const char *sql = "SELECT " EVENT_COLUMNS ", t.tid, r.ts_ns FROM marks r " EVENT_JOINS
                       "JOIN threads t ON t.id = r.thread_id ORDER BY r.ts_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW) {
         chrome_event_begin(w);
         write_event_head(w, st, "i");
@@ -140,13 +142,13 @@ static int write_marks(struct chrome_writer *w)
         chrome_write_us(w, sqlite3_column_int64(st, COL_NEXT + 1));
         write_event_args(w, st, 0);
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 int chrome_nvtx_events(struct chrome_writer *w)
 {
     if (write_push_pop(w, w->session_end) < 0 || write_start_end(w, w->session_end) < 0 ||
         write_marks(w) < 0)
-        return -1;
+        return -EIO;
     return 0;
 }

@@ -2,6 +2,8 @@
  * complete event on its thread, category "osrt", with its return value and errno as args. */
 #include "export/chrome_writer.h"
 
+#include <errno.h>
+
 int chrome_osrt_events(struct chrome_writer *w);
 
 int chrome_osrt_events(struct chrome_writer *w)
@@ -13,7 +15,7 @@ int chrome_osrt_events(struct chrome_writer *w)
     sqlite3_stmt *st;
     int rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         long long start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
         chrome_event_begin(w);

@@ -4,6 +4,7 @@
 #include "export/chrome_writer.h"
 #include "output/json.h"
 
+#include <errno.h>
 #include <limits.h>
 
 void chrome_event_begin(struct chrome_writer *w)
@@ -46,5 +47,5 @@ void chrome_write_text_column(FILE *out, sqlite3_stmt *st, int col)
 int chrome_finish(sqlite3_stmt *st, int step_rc)
 {
     int rc = sqlite3_finalize(st);
-    return step_rc == SQLITE_DONE && rc == SQLITE_OK ? 0 : -1;
+    return step_rc == SQLITE_DONE && rc == SQLITE_OK ? 0 : -EIO;
 }

@@ -20,7 +20,7 @@ struct export_stats {
 
 /* The export formats, one row each (formats.c): `lantern export --format NAME` writes FILE
  * with `extension` in place of .db unless told where; `help` is its line in --help. write
- * returns 0, or -1 with a reason in error. */
+ * returns 0, or a negative errno (-EIO, -ENOMEM) with a reason in error. */
 struct export_format {
     const char *name, *extension, *help;
     int (*write)(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
@@ -33,15 +33,15 @@ const struct export_format *export_format_find(const char *name);
 
 /* Chrome trace-event JSON (Perfetto, chrome://tracing; chrome.c): process/thread names, push/pop
  * ranges as complete events, start/end ranges as async events, marks as instant events, and
- * each source's rows. stats (may be NULL) receives what export_stats says. Returns 0, or -1
- * with a reason in error. */
+ * each source's rows. stats (may be NULL) receives what export_stats says. Returns 0, or
+ * -EIO/-ENOMEM with a reason in error. */
 int export_chrome(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
                   size_t error_size);
 
 /* Perfetto's protobuf trace (perfetto.c): the same content as the Chrome export in Perfetto's
  * native format (TrackEvent, interned names, track descriptors, counter tracks, flows). stats
  * (may be NULL) receives the number of events written and of ranges left out.
- * Returns 0, or -1 with a reason in error. */
+ * Returns 0, or -EIO/-ENOMEM with a reason in error. */
 int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
                     size_t error_size);
 

@@ -132,21 +132,19 @@ int gpu_metrics_tracks_each(sqlite3 *db, size_t max_points,
                            " (SELECT 1 FROM gpu_metric_samples s WHERE s.set_id = m.id)"
                            " ORDER BY m.gpu_id",
                            -1, &gpus, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int rc = 0, step;
     while (rc == 0 && (step = sqlite3_step(gpus)) == SQLITE_ROW) {
         struct gpu_metrics_tracks t;
-        if (tracks_build(db, sqlite3_column_int64(gpus, 0), max_points, &t) < 0) {
-            rc = -1;
+        if ((rc = tracks_build(db, sqlite3_column_int64(gpus, 0), max_points, &t)) < 0)
             break;
-        }
         if (t.bucket_ns > *widest_bucket_ns)
             *widest_bucket_ns = t.bucket_ns;
-        rc = draw(arg, &t) ? -1 : 0;
+        rc = draw(arg, &t) ? -EIO : 0;
         tracks_release(&t);
     }
     if (rc == 0 && step != SQLITE_DONE)
-        rc = -1;
+        rc = -EIO;
     sqlite3_finalize(gpus);
     return rc;
 }

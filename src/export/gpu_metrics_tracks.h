@@ -29,8 +29,8 @@ struct gpu_metrics_tracks {
 
 /* Builds the tracks of each GPU with metric samples in turn, in gpus.id order, each track of
  * at most max_points points (plus two per gap), and hands them to draw(arg, tracks);
- * *widest_bucket_ns becomes the widest bucket, if wider. Returns 0, or -1: SQLite's error (the
- * database's message says why), out of memory, or a draw that returned nonzero. */
+ * *widest_bucket_ns becomes the widest bucket, if wider. Returns 0, or -EIO: SQLite's error (the
+ * database's message says why) or a draw that returned nonzero; -ENOMEM: out of memory. */
 int gpu_metrics_tracks_each(sqlite3 *db, size_t max_points,
                             int (*draw)(void *arg, const struct gpu_metrics_tracks *t), void *arg,
                             int64_t *widest_bucket_ns);

@@ -9,6 +9,7 @@
 #include "export/producers.h"
 #include "model/session_losses.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 /* A process track per process and a thread track per thread, named and ordered as the Chrome
@@ -21,7 +22,7 @@ static int perfetto_processes(struct perfetto_writer *w)
                       " ROW_NUMBER() OVER (ORDER BY p.rank IS NOT NULL, p.rank, p.start_ns, p.id)"
                       " FROM processes p JOIN process_labels pl ON pl.id = p.id ORDER BY p.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW) {
         char *losses = session_losses_process(w->db, sqlite3_column_int64(st, 0));
         struct perfetto_process_info info = {sqlite3_column_int64(st, 1),
@@ -31,14 +32,14 @@ static int perfetto_processes(struct perfetto_writer *w)
         free(losses);
     }
     if (sqlite3_finalize(st) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sql = "SELECT t.id, p.pid, t.tid, tl.label,"
           " ROW_NUMBER() OVER (PARTITION BY t.process_id ORDER BY t.tid != p.pid, t.start_ns, t.id),"
           " CASE WHEN t.dropped_events > 0 THEN t.dropped_events || ' events dropped' END"
           " FROM threads t JOIN processes p ON p.id = t.process_id"
           " JOIN thread_labels tl ON tl.id = t.id ORDER BY t.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW) {
         struct perfetto_thread_info info = {
             sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 4),
@@ -46,7 +47,7 @@ static int perfetto_processes(struct perfetto_writer *w)
         perfetto_track(w, PERFETTO_THREAD_TRACK(sqlite3_column_int64(st, 0)), 0,
                        (const char *)sqlite3_column_text(st, 3), &info, NULL, 0);
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *error,
@@ -56,7 +57,7 @@ int export_perfetto(sqlite3 *db, FILE *out, struct export_stats *stats, char *er
     /* synthetic names ("Memcpy HtoD", "(unnamed)") take iids above every string id */
     w.unnamed_iid = (uint64_t)sql_query_int(db, "SELECT coalesce(max(id), 0) FROM strings", 0) + 1;
     w.session_end = sql_query_int(db, "SELECT value FROM meta WHERE key = 'end_ns'", 0);
-    int rc = -1;
+    int rc = -EIO;
     if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &w.string_query,
                            NULL) != SQLITE_OK)
         goto out;
@@ -74,7 +75,7 @@ out:
                     w.file.failed || w.event.failed || w.interned.failed)) {
         snprintf(error, error_size,
                  w.write_failed || ferror(out) ? "write failed" : "out of memory");
-        rc = -1;
+        rc = w.write_failed || ferror(out) ? -EIO : -ENOMEM;
     }
     if (stats) {
         stats->events = w.events;

@@ -10,6 +10,7 @@
 #include "export/producers.h"
 #include "model/cpu_profile.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ static int number_modules(struct cpu_interning *c)
     c->frame_mapping = calloc(c->p.frames ? c->p.frames : 1, sizeof *c->frame_mapping);
     c->modules = calloc(c->p.frames ? c->p.frames : 1, sizeof *c->modules);
     if (!c->frame_mapping || !c->modules)
-        return -1;
+        return -ENOMEM;
     for (size_t f = 1; f < c->p.frames; f++) {
         const char *m = c->p.module[f] ? c->p.module[f] : "[unknown]";
         size_t k = 0;
@@ -101,7 +102,7 @@ int perfetto_cpu_samples(struct perfetto_writer *w)
     struct cpu_interning c;
     memset(&c, 0, sizeof c);
     sqlite3_stmt *st = NULL;
-    int rc = -1;
+    int rc = -EIO;
     if (cpu_profile_load(w->db, &c.p) < 0 || number_modules(&c) < 0 ||
         sqlite3_prepare_v2(w->db,
                            "SELECT s.thread_id, p.pid, t.tid, s.ts_ns, ifnull(s.stack_id, 0)"
@@ -128,7 +129,7 @@ int perfetto_cpu_samples(struct perfetto_writer *w)
         }
         perfetto_payload_end(w, (uint64_t)sqlite3_column_int64(st, 3), PF_PACKET_PERF_SAMPLE);
     }
-    rc = step == SQLITE_DONE || w->write_failed ? 0 : -1;
+    rc = step == SQLITE_DONE || w->write_failed ? 0 : -EIO;
 out:
     sqlite3_finalize(st);
     cpu_profile_release(&c.p);

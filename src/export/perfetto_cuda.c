@@ -4,6 +4,7 @@
  * counter track under the GPU's track. */
 #include "export/perfetto_writer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,7 @@ static int load_flows(struct perfetto_writer *w, struct flow_index *fi)
                       " UNION ALL SELECT api_id, id * 4 + 1 FROM memcpys WHERE api_id IS NOT NULL"
                       " UNION ALL SELECT api_id, id * 4 + 2 FROM memsets WHERE api_id IS NOT NULL";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     size_t cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (fi->count == cap) {
@@ -72,7 +73,7 @@ static int load_flows(struct perfetto_writer *w, struct flow_index *fi)
             struct flow *grown = realloc(fi->flows, cap * sizeof *grown);
             if (!grown) {
                 sqlite3_finalize(st);
-                return -1;
+                return -ENOMEM;
             }
             fi->flows = grown;
         }
@@ -81,7 +82,7 @@ static int load_flows(struct perfetto_writer *w, struct flow_index *fi)
     }
     if (fi->count)
         qsort(fi->flows, fi->count, sizeof *fi->flows, compare_flows);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* The flows that start at this call: its GPU work's flow ids. */
@@ -107,7 +108,7 @@ static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
     const char *sql = "SELECT a.id, a.thread_id, a.start_ns, a.end_ns, a.name_id, a.correlation_id"
                       " FROM cuda_api a ORDER BY a.thread_id, a.start_ns, a.end_ns DESC";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     struct perfetto_nest nest = {0};
     int64_t last_thread = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
@@ -128,7 +129,7 @@ static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
     }
     perfetto_nest_close(w, &nest);
     free(nest.ends);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* A stream's track under its GPU: the NVTX name the program gave the stream, else
@@ -195,7 +196,7 @@ static int put_gpu_ops(struct perfetto_writer *w)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(w->db, GPU_OPS_SQL, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     struct perfetto_nest nest = {0};
     uint64_t lane = 0;
     int64_t gpu = -1, process = -1;
@@ -253,7 +254,7 @@ static int put_gpu_ops(struct perfetto_writer *w)
     perfetto_nest_close(w, &nest);
     free(nest.ends);
     sqlite3_value_free(stream);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* Device memory in use per GPU (allocations minus frees, in CUPTI's order, with
@@ -272,7 +273,7 @@ int perfetto_cuda_memory_counter(struct perfetto_writer *w)
 int perfetto_cuda_events(struct perfetto_writer *w)
 {
     struct flow_index flows = {0};
-    int rc = -1;
+    int rc = -EIO;
     if (load_flows(w, &flows) < 0 || put_api_calls(w, &flows) < 0 || put_gpu_ops(w) < 0)
         goto out;
     rc = 0;

@@ -3,6 +3,7 @@
  * track, one per metric, so idle and loaded phases show beside the kernels that caused them. */
 #include "export/perfetto_writer.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 static const struct {
@@ -27,7 +28,7 @@ int perfetto_nvml_counters(struct perfetto_writer *w)
                  " WHERE v IS NOT NULL ORDER BY gpu_id, ts_ns",
                  counters[i].value);
         if (perfetto_gpu_counter(w, counters[i].name, sql) < 0)
-            return -1;
+            return -EIO;
     }
     return 0;
 }

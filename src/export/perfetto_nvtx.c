@@ -4,6 +4,7 @@
  * category, payload and category name are arguments. */
 #include "export/perfetto_writer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 /* The NVTX category of a domain: its name, "nvtx" for the default domain. */
@@ -51,7 +52,7 @@ static int perfetto_push_pop(struct perfetto_writer *w, long long session_end)
     sqlite3_stmt *st;
     const char *sql = NVTX_RANGES_SQL("r.start_thread_id", "0", "r.depth");
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, session_end);
     struct perfetto_nest nest = {0};
     int64_t last_thread = -1, last_domain = -1;
@@ -76,7 +77,7 @@ static int perfetto_push_pop(struct perfetto_writer *w, long long session_end)
     }
     perfetto_nest_close(w, &nest);
     free(nest.ends);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* Start/end ranges may overlap and end on another thread: each (process, domain) gets lanes,
@@ -113,12 +114,12 @@ static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
     sqlite3_stmt *st;
     const char *sql = NVTX_RANGES_SQL("r.process_id", "1", "r.id");
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, session_end);
     struct async_lanes *l = calloc(1, sizeof *l);
     if (!l) {
         sqlite3_finalize(st);
-        return -1;
+        return -ENOMEM;
     }
     l->process = l->domain = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
@@ -160,7 +161,7 @@ static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
     }
     async_close_until(w, l, UINT64_MAX);
     free(l);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* Marks: instants on their thread's track, whatever their domain (instants need no nesting). */
@@ -172,7 +173,7 @@ static int perfetto_marks(struct perfetto_writer *w)
         " CASE WHEN r.category THEN coalesce(" NVTX_CATEGORY_NAME ", r.category) END"
         " FROM marks r ORDER BY r.thread_id, r.ts_ns, r.id";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int64_t last_thread = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
         int64_t thread = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 1);
@@ -187,13 +188,13 @@ static int perfetto_marks(struct perfetto_writer *w)
         perfetto_nvtx_args(w, st, 5, 0);
         perfetto_event_end(w, (uint64_t)sqlite3_column_int64(st, 2));
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 int perfetto_nvtx_events(struct perfetto_writer *w)
 {
     if (perfetto_push_pop(w, w->session_end) < 0 || perfetto_start_end(w, w->session_end) < 0 ||
         perfetto_marks(w) < 0)
-        return -1;
+        return -EIO;
     return 0;
 }

@@ -4,6 +4,7 @@
  * nesting is kept only against a damaged database's. */
 #include "export/perfetto_writer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 int perfetto_osrt_events(struct perfetto_writer *w);
@@ -14,7 +15,7 @@ int perfetto_osrt_events(struct perfetto_writer *w)
     const char *sql = "SELECT thread_id, start_ns, end_ns, name_id, ret, errno FROM osrt_calls"
                       " ORDER BY thread_id, start_ns, end_ns DESC";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     struct perfetto_nest nest = {0};
     int64_t last_thread = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
@@ -36,5 +37,5 @@ int perfetto_osrt_events(struct perfetto_writer *w)
     }
     perfetto_nest_close(w, &nest);
     free(nest.ends);
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }

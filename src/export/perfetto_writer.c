@@ -8,6 +8,7 @@
  * by the core (perfetto.c) and by each source's file (perfetto_<source>.c). */
 #include "export/perfetto_writer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,7 @@ int perfetto_flush(struct perfetto_writer *w)
     if (w->file.len && fwrite(w->file.data, 1, w->file.len, w->out) != w->file.len)
         w->write_failed = 1;
     w->file.len = 0;
-    return w->write_failed ? -1 : 0;
+    return w->write_failed ? -EIO : 0;
 }
 
 /* Appends the packet built in w->packet to the file as Trace.packet. */
@@ -392,7 +393,7 @@ int perfetto_gpu_counter(struct perfetto_writer *w, const char *name, const char
     unsigned metric = perfetto_gpu_counter_metric(w);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int64_t last_gpu = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
         int64_t gpu = sqlite3_column_int64(st, 0);
@@ -402,7 +403,7 @@ int perfetto_gpu_counter(struct perfetto_writer *w, const char *name, const char
         perfetto_gpu_counter_value(w, gpu, metric, (uint64_t)sqlite3_column_int64(st, 1),
                                    sqlite3_column_double(st, 2));
     }
-    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* ---- the writer's start and end ------------------------------------------------------------ */

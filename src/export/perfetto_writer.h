@@ -264,7 +264,7 @@ void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n);
 void perfetto_gpu_track(struct perfetto_writer *w, int64_t gpu);
 /* A counter track per GPU named name, under the GPU's track, holding the rows of sql
  * (gpu_id, ts_ns, value; sorted by GPU, then time); each call numbers a new metric.
- * 0 or -1 (the database's error says why). */
+ * 0 or -EIO (the database's error says why). */
 int perfetto_gpu_counter(struct perfetto_writer *w, const char *name, const char *sql);
 /* The same for values a producer computes itself (perfetto_gpu_metrics.c): a new metric's
  * number, then per GPU its track (named; the GPU's track described first if new), then the
@@ -276,7 +276,7 @@ void perfetto_gpu_counter_value(struct perfetto_writer *w, int64_t gpu, unsigned
                                 uint64_t ts, double value);
 
 /* The writer's life (perfetto.c): the first packet (sequence 1 starts clean); writing out
- * the packets buffered (0, or -1 once a write failed); freeing what it holds. */
+ * the packets buffered (0, or -EIO once a write failed); freeing what it holds. */
 void perfetto_first_packet(struct perfetto_writer *w);
 int perfetto_flush(struct perfetto_writer *w);
 void perfetto_writer_release(struct perfetto_writer *w);

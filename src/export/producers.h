@@ -21,7 +21,7 @@ enum export_source {
 struct chrome_writer;
 struct perfetto_writer;
 
-/* A row: the source, and its producer, which returns 0 or -1 (the database's error message
+/* A row: the source, and its producer, which returns 0 or -EIO (the database's error message
  * says why). Rows run in table order, which is the order of the output. */
 struct chrome_producer {
     enum export_source source;

@@ -3,19 +3,20 @@
 #include "export/protobuf.h"
 #include "output/utf8.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 int pb_grow(struct pb_buf *b, size_t need)
 {
     if (b->failed)
-        return -1;
+        return -ENOMEM;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap - b->len < need)
         cap *= 2;
     uint8_t *data = realloc(b->data, cap);
     if (!data) {
         b->failed = 1;
-        return -1;
+        return -ENOMEM;
     }
     b->data = data;
     b->cap = cap;

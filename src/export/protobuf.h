@@ -17,7 +17,7 @@ struct pb_buf {
 
 enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2 };
 
-int pb_grow(struct pb_buf *b, size_t need); /* 0, or -1 (and failed set) */
+int pb_grow(struct pb_buf *b, size_t need); /* 0, or -ENOMEM (and failed set) */
 
 static inline int pb_room(struct pb_buf *b, size_t need)
 {

@@ -90,7 +90,7 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
         page.timeline = analyze_timeline(page.ctx);
         if (!page.timeline) {
             snprintf(error, error_size, "%s", page.ctx->error);
-            rc = -1;
+            rc = -EIO;
         }
     }
     if (rc == 0) {
@@ -108,7 +108,7 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
                 analyze_run_release(&page.run);
                 snprintf(error, error_size, "write error");
                 errno = write_errno;
-                return -1;
+                return -write_errno;
             }
         }
         if (rc < 0)
@@ -124,7 +124,7 @@ int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size)
     analyze_run_release(&page.run);
     if (rc == 0 && ferror(out)) {
         snprintf(error, error_size, "write error");
-        rc = -1;
+        rc = -EIO;
     }
     return rc;
 }

@@ -9,7 +9,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-/* Writes the page for db to out. Returns 0, or -1 with error set. */
+/* Writes the page for db to out. Returns 0, or a negative errno with error set
+ * (-EIO, -ENOMEM; a failed write's -errno, errno still set). */
 int html_report_write(sqlite3 *db, FILE *out, char *error, size_t error_size);
 
 #endif

@@ -9,6 +9,7 @@
 #include "html/html_internal.h"
 #include "model/cpu_profile.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,7 @@ static int build_tree(struct flame *f)
     const struct cpu_profile *p = f->p;
     int64_t *kids = calloc(p->callsites ? p->callsites : 1, sizeof *kids);
     if (!kids)
-        return -1;
+        return -ENOMEM;
     size_t n = 0;
     for (size_t c = 1; c < p->callsites; c++)
         if (f->total[c] > 0)
@@ -145,7 +146,7 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
     memset(f->first_child, 0, p->callsites * sizeof *f->first_child);
     memset(f->next_sibling, 0, p->callsites * sizeof *f->next_sibling);
     if (build_tree(f) < 0)
-        return -1;
+        return -ENOMEM;
     int rows = rows_below(f, 0, 0);
     if (rows < 2 && no_frame)
         rows = 2;
@@ -178,7 +179,7 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
 }
 
 /* Counts a process's samples (or those inside the ranges named name_id of each thread) into
- * counts; 0 or -1. */
+ * counts; 0, -EIO or -ENOMEM. */
 static int count_process(struct html_page *page, const struct cpu_profile *p, int64_t process,
                          int64_t domain_id, int64_t name_id, int64_t *counts)
 {
@@ -189,7 +190,7 @@ static int count_process(struct html_page *page, const struct cpu_profile *p, in
               " AND name_id = ?3 AND end_ns > start_ns ORDER BY start_ns");
     int64_t *start = NULL, *end = NULL;
     size_t cap = 0;
-    int rc = threads && ranges ? 0 : -1;
+    int rc = threads && ranges ? 0 : -EIO;
     sqlite3_bind_int64(threads, 1, process);
     while (rc == 0 && sqlite3_step(threads) == SQLITE_ROW) {
         int64_t thread = sqlite3_column_int64(threads, 0);
@@ -209,13 +210,13 @@ static int count_process(struct html_page *page, const struct cpu_profile *p, in
                 }
                 size_t old = cap;
                 if (index_reserve((void **)&start, &cap, n, sizeof *start) < 0) {
-                    rc = -1;
+                    rc = -ENOMEM;
                     break;
                 }
                 if (cap != old) {
                     int64_t *grown = realloc(end, cap * sizeof *grown);
                     if (!grown) {
-                        rc = -1;
+                        rc = -ENOMEM;
                         break;
                     }
                     end = grown;
@@ -228,7 +229,7 @@ static int count_process(struct html_page *page, const struct cpu_profile *p, in
             w = (struct cpu_windows){start, end, n};
         }
         if (rc == 0 && cpu_profile_count(page->db, p, thread, name_id > 0 ? &w : NULL, counts) < 0)
-            rc = -1;
+            rc = -EIO;
     }
     if (rc < 0 && !page->ctx->error[0])
         snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s", sqlite3_errmsg(page->db));
@@ -248,9 +249,11 @@ static int process_graphs(struct html_page *page, struct flame *f, int64_t *coun
     html_text(out, label);
     fputs("</h3>\n", out);
     memset(counts, 0, f->p->callsites * sizeof *counts);
-    if (count_process(page, f->p, process, 0, 0, counts) < 0 ||
-        draw(page, f, counts, "The whole run") < 0)
-        return -1;
+    int rc = count_process(page, f->p, process, 0, 0, counts);
+    if (rc == 0)
+        rc = draw(page, f, counts, "The whole run");
+    if (rc < 0)
+        return rc;
     sqlite3_stmt *top = html_prepare(
         page, "SELECT r.domain_id, r.name_id, " ANALYZE_RANGE_LABEL ", sum(r.end_ns - r.start_ns)"
               " FROM ranges r LEFT JOIN strings rs ON rs.id = r.name_id"
@@ -258,7 +261,7 @@ static int process_graphs(struct html_page *page, struct flame *f, int64_t *coun
               " LEFT JOIN strings rds ON rds.id = rd.name_id"
               " WHERE r.process_id = ? AND r.end_ns > r.start_ns AND r.name_id IS NOT NULL"
               " GROUP BY r.domain_id, r.name_id ORDER BY 4 DESC, 3 LIMIT " FLAME_RANGES);
-    int rc = top ? 0 : -1;
+    rc = top ? 0 : -EIO;
     sqlite3_bind_int64(top, 1, process);
     while (rc == 0 && sqlite3_step(top) == SQLITE_ROW) {
         char title[512];
@@ -277,14 +280,14 @@ int html_section_cpu(struct html_page *page)
 {
     FILE *out = page->out;
     if (!analyze_host_asked(page->ctx))
-        return page->ctx->error[0] ? -1 : 0; /* sampling not asked: no section, as before */
+        return page->ctx->error[0] ? -EIO : 0; /* sampling not asked: no section, as before */
     fputs("<section id=\"cpu\"><h2>Host CPU</h2>\n", out);
     if (!cpu_profile_has_samples(page->db)) {
         sqlite3_stmt *st = html_prepare(
             page, "SELECT p.pid, c.status, c.reason FROM cpu_sampling c JOIN processes p"
                   " ON p.id = c.process_id WHERE c.status != 'on' ORDER BY p.id LIMIT 1");
         if (!st)
-            return -1;
+            return -EIO;
         fputs("<p class=\"note\">No CPU samples", out);
         if (sqlite3_step(st) == SQLITE_ROW) {
             fprintf(out, ": sampling was off in pid %lld (",
@@ -301,9 +304,10 @@ int html_section_cpu(struct html_page *page)
         return 0;
     }
     struct cpu_profile p;
-    if (cpu_profile_load(page->db, &p) < 0) {
+    int rc = cpu_profile_load(page->db, &p);
+    if (rc < 0) {
         snprintf(page->ctx->error, sizeof page->ctx->error, "report: cannot read the CPU samples");
-        return -1;
+        return rc;
     }
     struct flame f = {.p = &p};
     size_t n = p.callsites ? p.callsites : 1;
@@ -315,7 +319,7 @@ int html_section_cpu(struct html_page *page)
               " cpu_samples s JOIN threads t ON t.id = s.thread_id JOIN processes p ON"
               " p.id = t.process_id JOIN process_labels pl ON pl.id = p.id"
               " GROUP BY t.process_id ORDER BY 3 DESC, 1 LIMIT " FLAME_PROCESSES);
-    int rc = counts && f.first_child && f.next_sibling && procs ? 0 : -1;
+    rc = !procs ? -EIO : counts && f.first_child && f.next_sibling ? 0 : -ENOMEM;
     if (rc == 0)
         fputs("<p>Where the profiled threads spent their CPU time (native stacks, -t cpu): "
               "callers above their callees, each frame as wide as its samples; hover a frame "

@@ -7,6 +7,7 @@
 #include "model/gpu_metrics_sources.h"
 #include "output/table.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define BINS 500
@@ -113,17 +114,16 @@ int html_section_gpu_metrics(struct html_page *page)
               " COALESCE(g.name, 'unknown GPU') FROM gpus g"
               " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets) ORDER BY g.id");
     if (!gpus)
-        return -1;
+        return -EIO;
     fputs("<section id=\"gpu-metrics\"><h2>GPU metrics</h2>\n", out);
     int shown = 0, rc = 0;
     while (rc == 0 && sqlite3_step(gpus) == SQLITE_ROW) {
         struct gpu_metrics_series s;
-        if (gpu_metrics_series_load(page->db, sqlite3_column_int64(gpus, 0), &s) < 0) {
+        if ((rc = gpu_metrics_series_load(page->db, sqlite3_column_int64(gpus, 0), &s)) < 0) {
             snprintf(page->ctx->error, sizeof page->ctx->error,
                      "report: cannot read the GPU "
                      "metrics: %s",
                      sqlite3_errmsg(page->db));
-            rc = -1;
             break;
         }
         if (s.count) {

@@ -50,7 +50,8 @@ struct html_bar {
  * joules). */
 void html_bar_chart(FILE *out, const struct html_bar *bars, int n, const char *unit);
 
-/* Sections, in page order. Each returns 0 or -1 (SQLite error: page->ctx->error set). */
+/* Sections, in page order. Each returns 0 or -EIO (SQLite error: page->ctx->error set)
+ * or -ENOMEM. */
 int html_section_summary(struct html_page *page);
 int html_section_timeline(struct html_page *page);
 int html_section_time(struct html_page *page);

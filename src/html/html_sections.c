@@ -10,6 +10,7 @@
 #include "output/kernel_name.h"
 #include "output/table.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ static int process_list(struct html_page *page)
         html_prepare(page, "SELECT p.pid, l.label FROM processes p JOIN"
                            " process_labels l ON l.id = p.id ORDER BY p.id LIMIT ?1");
     if (!st)
-        return -1;
+        return -EIO;
     sqlite3_bind_int(st, 1, HTML_PROCESSES);
     fprintf(out, "<tr><th>Processes</th><td id=\"processes\">%lld", (long long)count);
     for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
@@ -128,14 +129,14 @@ static void summary_run(struct html_page *page)
     fputs("</td></tr>\n", out);
 }
 
-/* The summary's GPUs, one per line, and what recorded their metrics. Returns 0 or -1. */
+/* The summary's GPUs, one per line, and what recorded their metrics. Returns 0 or -EIO. */
 static int summary_gpus(struct html_page *page)
 {
     FILE *out = page->out;
     sqlite3_stmt *st = html_prepare(page, "SELECT COALESCE(nvml_index, id - 1), name, sm_count,"
                                           " power_limit_mw FROM gpus ORDER BY id");
     if (!st)
-        return -1;
+        return -EIO;
     kv_start(out, "GPUs");
     int gpus = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -216,8 +217,11 @@ int html_section_summary(struct html_page *page)
 {
     fputs("<section id=\"summary\"><h2>Session</h2>\n<table class=\"kv\">\n", page->out);
     summary_run(page);
-    if (summary_gpus(page) < 0 || process_list(page) < 0)
-        return -1;
+    int rc = summary_gpus(page);
+    if (rc == 0)
+        rc = process_list(page);
+    if (rc < 0)
+        return rc;
     summary_events(page);
     summary_overhead(page);
     fputs("</table></section>\n", page->out);
@@ -310,8 +314,9 @@ static int top_ranges(struct html_page *page)
     FILE *out = page->out;
     struct analyze_timeline *t = page->timeline;
     fputs("<h3>NVTX ranges</h3>\n", out);
-    if (timeline_ranges(page->ctx, t) < 0)
-        return -1;
+    int rc = timeline_ranges(page->ctx, t);
+    if (rc < 0)
+        return rc;
     if (t->range_energy_count == 0) {
         fputs("<p class=\"note\">No NVTX ranges.</p>\n", out);
         return 0;
@@ -321,7 +326,7 @@ static int top_ranges(struct html_page *page)
     if (!v || !label) {
         free(v);
         sqlite3_finalize(label);
-        return -1;
+        return !label ? -EIO : -ENOMEM;
     }
     for (size_t i = 0; i < t->range_energy_count; i++)
         v[i] = &t->range_energy[i];
@@ -398,7 +403,7 @@ static int top_kernels(struct html_page *page)
     if (!v || !st) {
         free(v);
         sqlite3_finalize(st);
-        return -1;
+        return !st ? -EIO : -ENOMEM;
     }
     struct top_rows top = {0};
     int64_t all = 0;
@@ -484,8 +489,13 @@ static int copies(struct html_page *page)
 int html_section_time(struct html_page *page)
 {
     fputs("<section id=\"time\"><h2>Where the time went</h2>\n", page->out);
-    if (top_ranges(page) < 0 || top_kernels(page) < 0 || copies(page) < 0)
-        return -1;
+    int rc = top_ranges(page);
+    if (rc == 0)
+        rc = top_kernels(page);
+    if (rc == 0)
+        rc = copies(page);
+    if (rc < 0)
+        return rc;
     fputs("</section>\n", page->out);
     return 0;
 }
@@ -542,7 +552,7 @@ int html_section_findings(struct html_page *page)
     struct analyze_ranked *ranked = analyze_rank(run, &n);
     if (!ranked) {
         snprintf(page->ctx->error, sizeof page->ctx->error, "report: out of memory");
-        return -1;
+        return -ENOMEM;
     }
     fputs("<section id=\"findings\"><h2>Findings</h2>\n", out);
     if (n == 0)
@@ -664,8 +674,9 @@ int html_section_energy(struct html_page *page)
                    iv.error_mj / 1000.0);
     }
     fputs("</tbody></table>\n", out);
-    if (timeline_ranges(page->ctx, t) < 0)
-        return -1;
+    int rc = timeline_ranges(page->ctx, t);
+    if (rc < 0)
+        return rc;
     sqlite3_stmt *label = html_prepare(page, RANGE_LABEL_SQL);
     sqlite3_stmt *name = html_prepare(page, "SELECT value FROM strings WHERE id = ?1");
     const struct timeline_kernel_name **v = sorted_names(t, by_kernel_energy);
@@ -673,7 +684,7 @@ int html_section_energy(struct html_page *page)
         sqlite3_finalize(label);
         sqlite3_finalize(name);
         free(v);
-        return -1;
+        return !label || !name ? -EIO : -ENOMEM;
     }
     struct top_rows top = {0};
     for (size_t i = 0; i < t->range_energy_count && top.n < HTML_TOP; i++)

@@ -3,6 +3,7 @@
  * SVG over the analyze timeline. Every query aggregates or is limited. */
 #include "html/html_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,9 @@ static int range_lanes(struct html_page *page)
 {
     FILE *out = page->out;
     struct analyze_timeline *t = page->timeline;
-    if (timeline_ranges(page->ctx, t) < 0)
-        return -1;
+    int rc = timeline_ranges(page->ctx, t);
+    if (rc < 0)
+        return rc;
     const struct timeline_lane *lanes[TIMELINE_MAX_LANES];
     int nlanes = t->lanes ? t->lane_count : 0;
     for (int i = 0; i < nlanes; i++)
@@ -103,7 +105,7 @@ static int range_lanes(struct html_page *page)
     if (!st || !names) {
         sqlite3_finalize(st);
         sqlite3_finalize(names);
-        return -1;
+        return -EIO;
     }
     const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
     fprintf(out,
@@ -236,15 +238,16 @@ int html_section_timeline(struct html_page *page)
 {
     FILE *out = page->out;
     fputs("<section id=\"timeline\"><h2>Timeline</h2>\n", out);
-    if (range_lanes(page) < 0)
-        return -1;
+    int rc = range_lanes(page);
+    if (rc < 0)
+        return rc;
     sqlite3_stmt *power = html_prepare(
         page,
         "SELECT (ts_ns - ?2) / ?3 AS b, avg(COALESCE(power_mw, power_avg_mw)) FROM gpu_samples"
         " WHERE gpu_id = ?1 AND COALESCE(power_mw, power_avg_mw) IS NOT NULL"
         " GROUP BY b ORDER BY b");
     if (!power)
-        return -1;
+        return -EIO;
     int shown = 0;
     for (int i = 0; i < page->timeline->gpu_count; i++) {
         const struct timeline_gpu *g = &page->timeline->gpus[i];

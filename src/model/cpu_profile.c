@@ -3,6 +3,7 @@
  * samples counted per leaf callsite, thread by thread, inside sorted time windows. */
 #include "model/cpu_profile.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,17 +84,18 @@ static int load_frames(sqlite3 *db, struct cpu_profile *p)
 {
     int64_t n = max_id(db, "SELECT ifnull(max(id), 0) FROM cpu_frames");
     if (n < 0 || n > (1 << 28))
-        return -1;
+        return n < 0 ? -EIO : -EBADMSG;
     p->frames = (size_t)n + 1;
     p->name = calloc(p->frames, sizeof *p->name);
     p->module = calloc(p->frames, sizeof *p->module);
     p->file = calloc(p->frames, sizeof *p->file);
     p->library = calloc(p->frames, 1);
     sqlite3_stmt *st = NULL;
-    if (!p->name || !p->module || !p->file || !p->library ||
-        sqlite3_prepare_v2(db, "SELECT id, name, module, file FROM cpu_frames", -1, &st, NULL) !=
-            SQLITE_OK)
-        return -1;
+    if (!p->name || !p->module || !p->file || !p->library)
+        return -ENOMEM;
+    if (sqlite3_prepare_v2(db, "SELECT id, name, module, file FROM cpu_frames", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EIO;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
@@ -110,7 +112,9 @@ static int load_frames(sqlite3 *db, struct cpu_profile *p)
         /* a Python function by its file's path: site-packages or the program's own */
         p->library[id] = (unsigned char)cpu_frame_is_library(name, file ? file : module);
     }
-    return sqlite3_finalize(st) == SQLITE_OK && step == SQLITE_DONE ? 0 : -1;
+    if (sqlite3_finalize(st) != SQLITE_OK || step != SQLITE_DONE)
+        return step == SQLITE_ROW ? -ENOMEM : -EIO; /* a row left: a copy failed */
+    return 0;
 }
 
 static const struct cpu_profile *sort_profile; /* qsort's context */
@@ -126,18 +130,18 @@ static int load_callsites(sqlite3 *db, struct cpu_profile *p)
 {
     int64_t n = max_id(db, "SELECT ifnull(max(id), 0) FROM cpu_callsites");
     if (n < 0 || n > (1 << 28))
-        return -1;
+        return n < 0 ? -EIO : -EBADMSG;
     p->callsites = (size_t)n + 1;
     p->parent = calloc(p->callsites, sizeof *p->parent);
     p->frame = calloc(p->callsites, sizeof *p->frame);
     p->depth = calloc(p->callsites, sizeof *p->depth);
     p->by_depth = calloc(p->callsites, sizeof *p->by_depth);
     sqlite3_stmt *st = NULL;
-    if (!p->parent || !p->frame || !p->depth || !p->by_depth ||
-        sqlite3_prepare_v2(db,
-                           "SELECT id, ifnull(parent_id, 0), frame_id, depth FROM cpu_callsites",
+    if (!p->parent || !p->frame || !p->depth || !p->by_depth)
+        return -ENOMEM;
+    if (sqlite3_prepare_v2(db, "SELECT id, ifnull(parent_id, 0), frame_id, depth FROM cpu_callsites",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1),
@@ -150,7 +154,7 @@ static int load_callsites(sqlite3 *db, struct cpu_profile *p)
         p->depth[id] = (int32_t)sqlite3_column_int(st, 3);
     }
     if (sqlite3_finalize(st) != SQLITE_OK || step != SQLITE_DONE)
-        return -1;
+        return -EIO;
     for (size_t i = 0; i < p->callsites; i++)
         p->by_depth[i] = (int64_t)i;
     sort_profile = p;
@@ -162,31 +166,35 @@ static int load_stacks(sqlite3 *db, struct cpu_profile *p)
 {
     int64_t n = max_id(db, "SELECT ifnull(max(id), 0) FROM cpu_stacks");
     if (n < 0 || n > (1 << 28))
-        return -1;
+        return n < 0 ? -EIO : -EBADMSG;
     p->stacks = (size_t)n + 1;
     p->stack_callsite = calloc(p->stacks, sizeof *p->stack_callsite);
     sqlite3_stmt *st = NULL;
-    if (!p->stack_callsite ||
-        sqlite3_prepare_v2(db, "SELECT id, ifnull(callsite_id, 0) FROM cpu_stacks", -1, &st,
-                           NULL) != SQLITE_OK)
-        return -1;
+    if (!p->stack_callsite)
+        return -ENOMEM;
+    if (sqlite3_prepare_v2(db, "SELECT id, ifnull(callsite_id, 0) FROM cpu_stacks", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EIO;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0), c = sqlite3_column_int64(st, 1);
         if (id > 0 && id <= n)
             p->stack_callsite[id] = c > 0 && (size_t)c < p->callsites ? c : 0;
     }
-    return sqlite3_finalize(st) == SQLITE_OK && step == SQLITE_DONE ? 0 : -1;
+    return sqlite3_finalize(st) == SQLITE_OK && step == SQLITE_DONE ? 0 : -EIO;
 }
 
 int cpu_profile_load(sqlite3 *db, struct cpu_profile *p)
 {
     memset(p, 0, sizeof *p);
-    if (load_frames(db, p) < 0 || load_callsites(db, p) < 0 || load_stacks(db, p) < 0) {
+    int rc = load_frames(db, p);
+    if (rc == 0)
+        rc = load_callsites(db, p);
+    if (rc == 0)
+        rc = load_stacks(db, p);
+    if (rc < 0)
         cpu_profile_release(p);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 void cpu_profile_release(struct cpu_profile *p)
@@ -231,7 +239,7 @@ int64_t cpu_profile_count(sqlite3 *db, const struct cpu_profile *p, int64_t thre
                            "SELECT ts_ns, ifnull(stack_id, 0) FROM cpu_samples WHERE thread_id = ?1"
                            " AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY ts_ns",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, thread);
     sqlite3_bind_int64(st, 2, windows ? windows->start[0] : INT64_MIN);
     sqlite3_bind_int64(st, 3, windows ? windows->end[windows->count - 1] : INT64_MAX);
@@ -252,7 +260,7 @@ int64_t cpu_profile_count(sqlite3 *db, const struct cpu_profile *p, int64_t thre
         n++;
     }
     int rc = sqlite3_finalize(st);
-    return (step == SQLITE_DONE || step == SQLITE_ROW) && rc == SQLITE_OK ? n : -1;
+    return (step == SQLITE_DONE || step == SQLITE_ROW) && rc == SQLITE_OK ? n : -EIO;
 }
 
 void cpu_profile_totals(const struct cpu_profile *p, int64_t *counts)

@@ -32,7 +32,8 @@ struct cpu_windows {
 /* Whether the database holds CPU samples (the tables exist and have rows). */
 int cpu_profile_has_samples(sqlite3 *db);
 
-/* Loads the callsites, frames and stacks; 0, or -1 (the database's error, or memory). */
+/* Loads the callsites, frames and stacks; 0, -EIO (the database's error),
+ * -ENOMEM or -EBADMSG (ids past 2^28). */
 int cpu_profile_load(sqlite3 *db, struct cpu_profile *p);
 void cpu_profile_release(struct cpu_profile *p);
 
@@ -48,7 +49,7 @@ int64_t cpu_profile_user_frame(const struct cpu_profile *p, int64_t callsite);
 
 /* Adds to counts[leaf callsite] (counts has p->callsites slots; slot 0: samples without a
  * frame) each sample of thread (threads.id) taken inside windows (NULL: every sample).
- * Returns the samples counted, or -1 on a database error. */
+ * Returns the samples counted, or -EIO on a database error. */
 int64_t cpu_profile_count(sqlite3 *db, const struct cpu_profile *p, int64_t thread,
                           const struct cpu_windows *windows, int64_t *counts);
 

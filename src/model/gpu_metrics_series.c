@@ -33,9 +33,9 @@ void gpu_metrics_series_release(struct gpu_metrics_series *s)
 static int64_t count_samples(sqlite3 *db, int64_t gpu_id)
 {
     sqlite3_stmt *st;
-    int64_t n = -1;
+    int64_t n = -EIO;
     if (sqlite3_prepare_v2(db, count_sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_int64(st, 1, gpu_id);
     if (sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
@@ -179,7 +179,7 @@ int gpu_metrics_series_load(sqlite3 *db, int64_t gpu_id, struct gpu_metrics_seri
     s->gpu_id = gpu_id;
     int64_t n = count_samples(db, gpu_id);
     if (n < 0)
-        return -EIO;
+        return (int)n;
     int rc = allocate(s, (size_t)n);
     sqlite3_stmt *st = NULL;
     if (rc == 0 && sqlite3_prepare_v2(db, samples_sql, -1, &st, NULL) != SQLITE_OK)

@@ -4,6 +4,7 @@
 #include "model/gpu_metrics_sources.h"
 #include "common/sql_query.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,7 @@ static int asked_for(sqlite3 *db)
 
 /* One line per GPU with metrics or a status (GPU_METRICS_SQL_GPU_INDEX, else its uuid), then
  * the statuses of no GPU.
- * 0, or -1 when the database cannot say. */
+ * 0, or -EIO when the database cannot say. */
 static int put_lines(FILE *out, sqlite3 *db)
 {
     sqlite3_stmt *st;
@@ -99,7 +100,7 @@ static int put_lines(FILE *out, sqlite3 *db)
             " WHERE g.id IN (SELECT gpu_id FROM gpu_metric_sets UNION SELECT gpu_id FROM"
             " gpu_metric_status) ORDER BY idx IS NULL, idx, g.id",
             -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (sqlite3_column_type(st, 1) != SQLITE_NULL)
             fprintf(out, "GPU %lld ", (long long)sqlite3_column_int64(st, 1));

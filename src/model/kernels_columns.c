@@ -141,7 +141,7 @@ static double dram_bytes(const struct kernels_row *row)
 }
 
 /* Achieved rate as a share of the roofline bound: max(FLOP/s / peak FLOP/s, B/s / peak B/s),
- * each term used when known. */
+ * each term used when known; -1 when neither is (a value, not an error). */
 static double peak_percent(const struct kernels_row *row)
 {
     double d = duration_ns(row), best = -1;

@@ -3,6 +3,7 @@
  * cannot work is not an error: nvml_open leaves one line in disabled_reason instead. */
 #include "nvml/nvml_iface.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ static int bind(struct nvml *n, void **slot, const char *symbol, int required)
     if (*slot || !required)
         return 0;
     snprintf(n->disabled_reason, sizeof n->disabled_reason, "NVML too old: no %s", symbol);
-    return -1;
+    return -ENOSYS;
 }
 
 static int bind_all(struct nvml *n)
@@ -55,7 +56,7 @@ static int bind_all(struct nvml *n)
     rc |= bind(n, (void **)&a->gpm_sample_free, "nvmlGpmSampleFree", 0);
     rc |= bind(n, (void **)&a->gpm_sample_get, "nvmlGpmSampleGet", 0);
     rc |= bind(n, (void **)&a->gpm_metrics_get, "nvmlGpmMetricsGet", 0);
-    return rc ? -1 : 0;
+    return rc ? -ENOSYS : 0;
 }
 
 static void explain(struct nvml *n, const char *what, nvml_return_t rc)
@@ -97,7 +98,7 @@ static int describe_gpu(struct nvml *n, unsigned int index)
         rc = a->name(g->device, g->name, sizeof g->name);
     if (rc != NVML_OK) {
         explain(n, "reading a GPU", rc);
-        return -1;
+        return -EIO;
     }
     if (a->power_limit(g->device, &g->power_limit_mw) != NVML_OK)
         g->power_limit_mw = 0;
@@ -113,7 +114,7 @@ static int describe_gpu(struct nvml *n, unsigned int index)
     rc = nvml_read_power(n, g, &mw);
     if (rc != NVML_OK && !g->has_energy_counter) {
         explain(n, "reading GPU power", rc);
-        return -1;
+        return -EIO;
     }
     return 0;
 }
@@ -174,10 +175,12 @@ int nvml_open(struct nvml *n)
     n->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!n->library) {
         snprintf(n->disabled_reason, sizeof n->disabled_reason, "NVML not found (%s)", dlerror());
-        return -1;
+        return -ENOENT;
     }
-    if (bind_all(n) != 0)
+    int err = bind_all(n);
+    if (err < 0)
         goto fail_unload;
+    err = -EIO;
     nvml_return_t rc = n->api.init();
     if (rc != NVML_OK) {
         explain(n, "init", rc);
@@ -190,12 +193,13 @@ int nvml_open(struct nvml *n)
     }
     if (n->gpu_count == 0) {
         snprintf(n->disabled_reason, sizeof n->disabled_reason, "no NVIDIA GPU");
+        err = -ENODEV;
         goto fail_shutdown;
     }
     if (n->gpu_count > NVML_MAX_GPUS)
         n->gpu_count = NVML_MAX_GPUS;
     for (unsigned int i = 0; i < n->gpu_count; i++)
-        if (describe_gpu(n, i) != 0)
+        if ((err = describe_gpu(n, i)) < 0)
             goto fail_shutdown;
     number_for_cuda(n);
     return 0;
@@ -205,7 +209,7 @@ fail_shutdown:
 fail_unload:
     dlclose(n->library);
     n->library = NULL;
-    return -1;
+    return err;
 }
 
 void nvml_close(struct nvml *n)
@@ -224,13 +228,14 @@ static int in_mig_mode(const struct nvml *n, const struct nvml_gpu *g)
            current == 1;
 }
 
-/* Finds the GPU one spec item names; returns its index in n->gpus or -1 with why[] set. */
+/* Finds the GPU one spec item names; returns its index in n->gpus, or with why[] set -ENODEV
+ * (none), -EINVAL (ambiguous) or -EOPNOTSUPP (MIG). */
 static int find_gpu(struct nvml *n, const char *item, size_t len, char *why, size_t why_len)
 {
     if (len >= 4 && strncmp(item, "MIG-", 4) == 0) {
         snprintf(why, why_len, "MIG instance %.*s: per-instance energy is not supported by NVML",
                  (int)len, item);
-        return -1;
+        return -EOPNOTSUPP;
     }
     int found = -1;
     for (unsigned int i = 0; i < n->gpu_count; i++) {
@@ -247,7 +252,7 @@ static int find_gpu(struct nvml *n, const char *item, size_t len, char *why, siz
             continue;
         if (found >= 0) {
             snprintf(why, why_len, "GPU '%.*s' is ambiguous", (int)len, item);
-            return -1;
+            return -EINVAL;
         }
         found = (int)i;
     }
@@ -257,10 +262,11 @@ static int find_gpu(struct nvml *n, const char *item, size_t len, char *why, siz
             visible += n->gpus[i].cuda_index >= 0;
         snprintf(why, why_len, "GPU %.*s does not exist (%u GPU%s visible)", (int)len, item,
                  visible, visible == 1 ? "" : "s");
+        return -ENODEV;
     } else if (in_mig_mode(n, &n->gpus[found])) {
         snprintf(why, why_len, "GPU %.*s is in MIG mode: energy per MIG instance is not supported",
                  (int)len, item);
-        return -1;
+        return -EOPNOTSUPP;
     }
     return found;
 }
@@ -281,7 +287,7 @@ int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned in
                          "GPU %d is in MIG mode: energy per MIG instance is not "
                          "supported",
                          cuda);
-                return -1;
+                return -EOPNOTSUPP;
             }
             out[count++] = i;
         }
@@ -292,13 +298,13 @@ int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned in
                      "not supported by NVML");
         else if (count == 0)
             snprintf(why, why_len, "no GPU visible (CUDA_VISIBLE_DEVICES)");
-        return count ? (int)count : -1;
+        return count ? (int)count : -ENODEV;
     }
     for (const char *p = spec; *p && count < max;) {
         size_t len = strcspn(p, ",");
         int i = find_gpu(n, p, len, why, why_len);
         if (i < 0)
-            return -1;
+            return i;
         out[count++] = (unsigned int)i;
         p += len;
         if (*p == ',')

@@ -144,7 +144,8 @@ struct nvml {
 };
 
 /* Loads NVML from $LANTERN_NVML_LIBRARY or libnvidia-ml.so.1, initialises it and lists the
- * GPUs. Returns 0, or -1 with n->disabled_reason saying why in one line ("NVML not found
+ * GPUs. Returns 0, or a negative errno (-ENOENT not found, -ENOSYS too old, -EIO an NVML
+ * error, -ENODEV no GPU) with n->disabled_reason saying why in one line ("NVML not found
  * (libnvidia-ml.so.1: cannot open ...)", "no permission to read GPU power", "no NVIDIA GPU").
  * On failure nothing stays loaded; nvml_close is still safe to call. */
 int nvml_open(struct nvml *n);
@@ -153,8 +154,8 @@ void nvml_close(struct nvml *n);
 /* Chooses GPUs. spec is NULL or "" (every GPU visible to CUDA), or a comma-separated list of
  * CUDA indices (as the program sees them, i.e. after CUDA_VISIBLE_DEVICES) or UUIDs (full
  * or a unique prefix, as CUDA_VISIBLE_DEVICES accepts). Fills out[] with indexes into
- * n->gpus (at most max) and returns how many, or -1 with why[] set ("GPU 3 does not exist
- * (2 GPUs visible)", MIG instance: not supported). */
+ * n->gpus (at most max) and returns how many, or -ENODEV, -EINVAL or -EOPNOTSUPP with why[]
+ * set ("GPU 3 does not exist (2 GPUs visible)", MIG instance: not supported). */
 int nvml_select(struct nvml *n, const char *spec, unsigned int *out, unsigned int max, char *why,
                 size_t why_len);
 

@@ -5,6 +5,7 @@
 #include "output/json.h"
 #include "output/utf8.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ int table_parse_format(const char *name, enum table_format *out)
             *out = (enum table_format)i;
             return 0;
         }
-    return -1;
+    return -EINVAL;
 }
 
 static const char *unit_suffix(enum table_kind kind)
@@ -263,7 +264,7 @@ static void print_padded(FILE *out, const char *s, int width, int right, int las
 
 /* The columns that fit t->width (output/fit.h): text cut; numbers left out from the right,
  * or the columns the caller ranked (table_drop_ranks) in their order (width 0). Returns how
- * many were left out, or -1 if out of memory. */
+ * many were left out, or -ENOMEM. */
 static int fit_widths(struct table *t, char **headers, int *width)
 {
     unsigned *flags = calloc((size_t)t->ncols, sizeof *flags);
@@ -271,7 +272,7 @@ static int fit_widths(struct table *t, char **headers, int *width)
     if (!flags || !drop) {
         free(flags);
         free(drop);
-        return -1;
+        return -ENOMEM;
     }
     for (int c = 0; c < t->ncols; c++) {
         width[c] = (int)utf8_width(headers[c]);
@@ -361,7 +362,7 @@ int table_finish(struct table *t)
         print_text_table(t);
     else if (t->format == TABLE_FORMAT_JSON)
         fputs(t->rows ? "\n]" : "]", t->out);
-    int rc = t->failed || ferror(t->out) ? -1 : 0;
+    int rc = t->failed ? -ENOMEM : ferror(t->out) ? -EIO : 0;
     for (size_t i = 0; i < t->ncells; i++)
         free(t->cells[i]);
     free(t->cells);

@@ -5,6 +5,7 @@
 #ifndef LANTERN_OUTPUT_TABLE_H
 #define LANTERN_OUTPUT_TABLE_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -29,7 +30,7 @@ struct table_column {
 
 struct table;
 
-/* Parses "table", "csv" or "json"; returns -1 for anything else. */
+/* Parses "table", "csv" or "json"; returns -EINVAL for anything else. */
 int table_parse_format(const char *name, enum table_format *out);
 
 /* Starts a table of ncols columns (the array must outlive the table). A text table is fitted
@@ -58,7 +59,7 @@ void table_real(struct table *t, double v);
  * table_finish. */
 void table_drop_ranks(struct table *t, const int *drop);
 
-/* Writes what is held and frees the table; returns 0, or -1 if a write failed or a
+/* Writes what is held and frees the table; returns 0, -EIO if a write failed or -ENOMEM if a
  * cell could not be stored. */
 int table_finish(struct table *t);
 

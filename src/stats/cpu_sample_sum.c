@@ -7,6 +7,7 @@
 #include "common/u64_map.h"
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ struct cpu_sum {
 static int load_callsites(struct stats_ctx *ctx, struct cpu_sum *s)
 {
     sqlite3_stmt *st = NULL;
-    int rc = -1;
+    int rc = -EIO;
     if (sqlite3_prepare_v2(ctx->db, "SELECT max(id) FROM cpu_callsites", -1, &st, NULL) !=
             SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW)
@@ -49,8 +50,11 @@ static int load_callsites(struct stats_ctx *ctx, struct cpu_sum *s)
     st = NULL;
     s->parent = calloc(s->callsites, sizeof *s->parent);
     s->frame = calloc(s->callsites, sizeof *s->frame);
-    if (!s->parent || !s->frame ||
-        sqlite3_prepare_v2(ctx->db, "SELECT id, ifnull(parent_id, 0), frame_id FROM cpu_callsites",
+    if (!s->parent || !s->frame) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (sqlite3_prepare_v2(ctx->db, "SELECT id, ifnull(parent_id, 0), frame_id FROM cpu_callsites",
                            -1, &st, NULL) != SQLITE_OK)
         goto out;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -101,7 +105,7 @@ static int thread_count(struct cpu_sum *s, int64_t thread)
         if (samples)
             s->threads.samples = samples;
         if (!ids || !samples)
-            return -1;
+            return -ENOMEM;
         s->threads.cap = cap;
     }
     s->threads.ids[s->threads.n] = thread;
@@ -115,11 +119,11 @@ static int add_sample(struct cpu_sum *s, int64_t thread, int64_t callsite)
     int64_t seen[CPU_MAX_DEPTH];
     size_t nseen = 0;
     if (thread_count(s, thread) < 0)
-        return -1;
+        return -ENOMEM;
     if (callsite <= 0 || (size_t)callsite >= s->callsites) {
         struct cpu_row *r = row_of(s, thread, 0);
         if (!r)
-            return -1;
+            return -ENOMEM;
         r->self++;
         r->total++;
         return 0;
@@ -135,7 +139,7 @@ static int add_sample(struct cpu_sum *s, int64_t thread, int64_t callsite)
         seen[nseen++] = frame;
         struct cpu_row *r = row_of(s, thread, frame);
         if (!r)
-            return -1;
+            return -ENOMEM;
         r->total++;
         if (c == callsite)
             r->self++;
@@ -154,7 +158,7 @@ static int load_ranges(struct stats_ctx *ctx, struct cpu_sum *s, int64_t thread)
     s->filter_thread = thread;
     s->nranges = 0;
     if (sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     sqlite3_bind_text(st, 1, ctx->filter_nvtx, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, thread);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -174,7 +178,7 @@ static int load_ranges(struct stats_ctx *ctx, struct cpu_sum *s, int64_t thread)
                 s->until = u;
             if (!f || !u) {
                 sqlite3_finalize(st);
-                return -1;
+                return -ENOMEM;
             }
             s->ranges_cap = cap;
         }
@@ -201,28 +205,29 @@ static int in_ranges(const struct cpu_sum *s, int64_t ts)
 static int collect(struct stats_ctx *ctx, struct cpu_sum *s)
 {
     sqlite3_stmt *st = NULL;
-    int rc = -1;
-    if (load_callsites(ctx, s) < 0 ||
-        sqlite3_prepare_v2(
-            ctx->db,
-            "SELECT s.thread_id, s.ts_ns, ifnull(k.callsite_id, 0) FROM cpu_samples s"
-            " LEFT JOIN cpu_stacks k ON k.id = s.stack_id ORDER BY 1, 2",
-            -1, &st, NULL) != SQLITE_OK)
+    int rc = load_callsites(ctx, s);
+    if (rc < 0)
+        return rc;
+    rc = -EIO;
+    if (sqlite3_prepare_v2(ctx->db,
+                           "SELECT s.thread_id, s.ts_ns, ifnull(k.callsite_id, 0) FROM cpu_samples s"
+                           " LEFT JOIN cpu_stacks k ON k.id = s.stack_id ORDER BY 1, 2",
+                           -1, &st, NULL) != SQLITE_OK)
         goto out;
     s->filter_thread = -1;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t thread = sqlite3_column_int64(st, 0), ts = sqlite3_column_int64(st, 1);
         if (ctx->filter_nvtx) {
-            if (thread != s->filter_thread && load_ranges(ctx, s, thread) < 0)
+            if (thread != s->filter_thread && (rc = load_ranges(ctx, s, thread)) < 0)
                 goto out;
             if (!in_ranges(s, ts))
                 continue;
         }
-        if (add_sample(s, thread, sqlite3_column_int64(st, 2)) < 0)
+        if ((rc = add_sample(s, thread, sqlite3_column_int64(st, 2))) < 0)
             goto out;
     }
-    rc = step == SQLITE_DONE ? 0 : -1;
+    rc = step == SQLITE_DONE ? 0 : -EIO;
 out:
     sqlite3_finalize(st);
     return rc;
@@ -265,7 +270,7 @@ static const struct table_column columns[] = {
 static int write_rows(struct stats_ctx *ctx, struct cpu_sum *s)
 {
     sqlite3_stmt *frame = NULL, *thread = NULL;
-    int rc = -1;
+    int rc = -EIO;
     if (sqlite3_prepare_v2(ctx->db, "SELECT name, module FROM cpu_frames WHERE id = ?", -1, &frame,
                            NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(ctx->db,
@@ -295,7 +300,7 @@ static int write_rows(struct stats_ctx *ctx, struct cpu_sum *s)
         table_text(t, has_thread ? (const char *)sqlite3_column_text(thread, 0) : NULL);
         table_text(t, has_thread ? (const char *)sqlite3_column_text(thread, 1) : NULL);
     }
-    rc = t && table_finish(t) == 0 ? 0 : -1;
+    rc = !t ? -ENOMEM : table_finish(t) == 0 ? 0 : -EIO;
 out:
     sqlite3_finalize(frame);
     sqlite3_finalize(thread);

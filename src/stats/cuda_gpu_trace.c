@@ -1,6 +1,7 @@
 /* cuda_gpu_trace: one row per GPU operation (kernel, copy, memset) with its launch geometry,
  * sizes and placement, like nsys's report of the same name. Rows come in start order, or
  * longest first with --sort duration (the "what took longest" view). */
+#include <errno.h>
 #include <string.h>
 
 #include "stats/cuda_query.h"
@@ -54,7 +55,7 @@ int stats_cuda_gpu_trace(struct stats_ctx *ctx)
     } else if (ctx->sort && strcmp(ctx->sort, "start") != 0) {
         snprintf(ctx->error, sizeof ctx->error,
                  "cuda_gpu_trace: cannot sort by '%s' (start or duration)", ctx->sort);
-        return -1;
+        return -EINVAL;
     }
     return stats_cuda_query(ctx, "cuda_gpu_trace", cuda_gpu_trace_columns,
                             sizeof cuda_gpu_trace_columns / sizeof *cuda_gpu_trace_columns, sql);

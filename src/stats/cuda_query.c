@@ -5,6 +5,7 @@
 
 #include "model/aggregates.h"
 
+#include <errno.h>
 #include <string.h>
 
 static int query_text(sqlite3 *db, const char *sql, char *out, size_t size)
@@ -100,7 +101,8 @@ int stats_cuda_query(struct stats_ctx *ctx, const char *name, const struct table
     t = stats_new_table(ctx, cols, ncols);
     if (!t) {
         snprintf(ctx->error, sizeof ctx->error, "%s: out of memory", name);
-        goto fail;
+        sqlite3_finalize(stmt);
+        return -ENOMEM;
     }
     size_t rows = 0;
     for (; (rc = sqlite3_step(stmt)) == SQLITE_ROW; rows++)
@@ -116,10 +118,10 @@ int stats_cuda_query(struct stats_ctx *ctx, const char *name, const struct table
     rc = table_finish(t);
     if (rc < 0)
         snprintf(ctx->error, sizeof ctx->error, "%s: cannot write the output", name);
-    return rc < 0 ? -1 : 0;
+    return rc < 0 ? rc : 0;
 fail:
     if (t)
         table_finish(t);
     sqlite3_finalize(stmt);
-    return -1;
+    return -EIO;
 }

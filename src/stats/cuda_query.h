@@ -78,7 +78,8 @@ int stats_nvtx_gpu_proj_sum(struct stats_ctx *ctx);
 
 /* Runs sql on ctx->db and prints every row through table.h as report `name`: result column i
  * is printed as cols[i] says (a NULL value prints an empty cell). Registers the median and
- * stddev aggregates (aggregates.h) first. Returns 0, or -1 with ctx->error set. */
+ * stddev aggregates (aggregates.h) first. Returns 0, or -EIO/-ENOMEM with
+ * ctx->error set. */
 int stats_cuda_query(struct stats_ctx *ctx, const char *name, const struct table_column *cols,
                      int ncols, const char *sql);
 

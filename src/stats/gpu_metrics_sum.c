@@ -72,7 +72,13 @@ struct state {
 static int fail(struct state *st, const char *what)
 {
     snprintf(st->ctx->error, sizeof st->ctx->error, "gpu_metrics_sum: %s", what);
-    return -1;
+    return -EIO;
+}
+
+static int no_memory(struct state *st)
+{
+    fail(st, "out of memory");
+    return -ENOMEM;
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
@@ -122,7 +128,7 @@ static int load_projections(struct state *st)
     }
     sqlite3_finalize(q);
     if (rc == SQLITE_ROW)
-        return fail(st, "out of memory");
+        return no_memory(st);
     if (rc != SQLITE_DONE)
         return fail(st, sqlite3_errmsg(st->ctx->db));
     if (st->projection_count) /* qsort's base must not be NULL, even for 0 rows */
@@ -140,7 +146,7 @@ static int load_gpus(struct state *st)
         struct gpu_result *v = realloc(st->gpus, (st->gpu_count + 1) * sizeof *v);
         if (!v) {
             sqlite3_finalize(q);
-            return fail(st, "out of memory");
+            return no_memory(st);
         }
         st->gpus = v;
         struct gpu_result *g = &st->gpus[st->gpu_count++];
@@ -166,7 +172,7 @@ static int sweep_projections(struct state *st, struct gpu_result *g,
             continue;
         struct gpu_metrics_group *grp = gpu_metrics_group_of(&g->ranges, p->label);
         if (!grp)
-            return fail(st, "out of memory");
+            return no_memory(st);
         gpu_metrics_group_add(grp, s, &c, p->start, p->end);
     }
     return 0;
@@ -177,7 +183,7 @@ static int sweep_gpu(struct state *st, struct gpu_result *g)
     struct gpu_metrics_series s;
     int rc = gpu_metrics_series_load(st->ctx->db, g->gpu_id, &s);
     if (rc < 0)
-        return fail(st, rc == -ENOMEM ? "out of memory" : sqlite3_errmsg(st->ctx->db));
+        return rc == -ENOMEM ? no_memory(st) : fail(st, sqlite3_errmsg(st->ctx->db));
     for (int m = 0; m < GPU_METRIC_COUNT; m++)
         g->present[m] = s.values[m] != NULL;
     if (s.count) {
@@ -187,7 +193,7 @@ static int sweep_gpu(struct state *st, struct gpu_result *g)
         gpu_metrics_series_add(&s, &c, g->first_ns, g->last_ns, g->run);
     }
     rc = gpu_metrics_kernels_sweep(st->kernels, st->kernel_count, &s, &g->kernels) < 0
-             ? fail(st, "out of memory")
+             ? no_memory(st)
              : 0;
     if (rc == 0)
         rc = sweep_projections(st, g, &s);
@@ -320,7 +326,7 @@ int stats_gpu_metrics_sum(struct stats_ctx *ctx)
         rc = sweep_gpu(&st, &st.gpus[i]);
     struct table *t = rc == 0 ? stats_new_table(ctx, columns, NCOLUMNS) : NULL;
     if (rc == 0 && !t)
-        rc = fail(&st, "out of memory");
+        rc = no_memory(&st);
     if (rc == 0)
         rc = write_rows(&st, t);
     if (t && table_finish(t) < 0 && rc == 0)

@@ -7,6 +7,7 @@
 #include "output/json.h"
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,7 +276,7 @@ int stats_header(struct stats_ctx *ctx, FILE *out)
     free(s.osrt);
     if (ferror(out)) {
         snprintf(ctx->error, sizeof ctx->error, "cannot write the session header");
-        return -1;
+        return -EIO;
     }
     return 0;
 }

@@ -23,5 +23,5 @@ int stats_kernels(struct stats_ctx *ctx)
         return 0;
     snprintf(ctx->error, sizeof ctx->error, "kernels: %s",
              rc == -EIO ? KERNELS_NO_TABLES : strerror(-rc));
-    return -1;
+    return rc;
 }

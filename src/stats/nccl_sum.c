@@ -12,6 +12,7 @@
 #include "model/nccl.h"
 #include "stats/cuda_query.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -157,14 +158,14 @@ static int nccl_fill_api(sqlite3 *db)
                      NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.nccl_api VALUES(?1, ?2), (?1 || 'Config', ?2)", -1,
                            &st, NULL) != SQLITE_OK)
-        return -1;
+        return -EIO;
     int rc = 0;
     for (const struct nccl_collective *c = nccl_collectives; c->name && rc == 0; c++) {
         if (!c->api)
             continue;
         sqlite3_bind_text(st, 1, c->api, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, c->name, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
@@ -193,7 +194,7 @@ static void nccl_note(struct stats_ctx *ctx)
 int stats_nccl_sum(struct stats_ctx *ctx)
 {
     sqlite3_exec(ctx->db, nccl_sum_cleanup_sql, NULL, NULL, NULL);
-    int rc = -1;
+    int rc = -EIO;
     if (aggregate_sql_register(ctx->db) < 0 || nccl_sql_register(ctx->db) < 0 ||
         nccl_fill_api(ctx->db) < 0 ||
         sqlite3_exec(ctx->db, nccl_sum_setup_sql, NULL, NULL, NULL) != SQLITE_OK) {

@@ -5,6 +5,7 @@
 #include "model/aggregates.h"
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ static int durations_push(struct durations *d, double v)
         size_t cap = d->cap ? d->cap * 2 : 256;
         double *grown = realloc(d->v, cap * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         d->v = grown;
         d->cap = cap;
     }
@@ -76,7 +77,7 @@ static int groups_add(struct group_list *l, const struct durations *d, const cha
         size_t cap = l->cap ? l->cap * 2 : 64;
         struct range_group *grown = realloc(l->v, cap * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         l->v = grown;
         l->cap = cap;
     }
@@ -84,7 +85,7 @@ static int groups_add(struct group_list *l, const struct durations *d, const cha
     summarize(d, g);
     g->style = style;
     if (asprintf(&g->label, "%s:%s", domain ? domain : "", name ? name : "(unnamed)") < 0)
-        return -1;
+        return -ENOMEM;
     l->n++;
     return 0;
 }
@@ -104,14 +105,14 @@ static int collect_groups(struct stats_ctx *ctx, struct group_list *groups)
     sqlite3_stmt *st = NULL;
     struct durations d = {0};
     char *domain = NULL, *name = NULL;
-    int64_t key[3] = {-1, -1, -1}, rc = -1, step;
+    int64_t key[3] = {-1, -1, -1}, rc = -EIO, step;
     if (sqlite3_prepare_v2(ctx->db, query, -1, &st, NULL) != SQLITE_OK)
         goto fail;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t row[3] = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
                           sqlite3_column_int64(st, 2)};
         if (memcmp(row, key, sizeof key) != 0) {
-            if (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0)
+            if (d.n && (rc = groups_add(groups, &d, domain, name, (int)key[2])) < 0)
                 goto fail;
             d.n = 0;
             d.energy_j = 0;
@@ -124,16 +125,14 @@ static int collect_groups(struct stats_ctx *ctx, struct group_list *groups)
             name = sqlite3_column_text(st, 5) ? strdup((const char *)sqlite3_column_text(st, 5))
                                               : NULL;
         }
-        if (durations_push(&d, (double)sqlite3_column_int64(st, 3)) < 0)
+        if ((rc = durations_push(&d, (double)sqlite3_column_int64(st, 3))) < 0)
             goto fail;
         if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
             d.energy_j += sqlite3_column_double(st, 6);
             d.has_energy = 1;
         }
     }
-    if (step != SQLITE_DONE || (d.n && groups_add(groups, &d, domain, name, (int)key[2]) < 0))
-        goto fail;
-    rc = 0;
+    rc = step != SQLITE_DONE ? -EIO : d.n ? groups_add(groups, &d, domain, name, (int)key[2]) : 0;
 fail:
     if (rc)
         snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: %s", sqlite3_errmsg(ctx->db));
@@ -162,7 +161,7 @@ int stats_nvtx_sum(struct stats_ctx *ctx)
 {
     struct group_list groups = {0};
     int gpus_sampled = energy_db_register_sql(ctx->db);
-    int rc = gpus_sampled < 0 ? -1 : collect_groups(ctx, &groups);
+    int rc = gpus_sampled < 0 ? -EIO : collect_groups(ctx, &groups);
     if (gpus_sampled < 0)
         snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: %s", sqlite3_errmsg(ctx->db));
     if (rc == 0) {
@@ -192,7 +191,7 @@ int stats_nvtx_sum(struct stats_ctx *ctx)
         }
         if (!t || table_finish(t) < 0) {
             snprintf(ctx->error, sizeof ctx->error, "nvtx_sum: cannot write the table");
-            rc = -1;
+            rc = t ? -EIO : -ENOMEM;
         }
         if (rc == 0 && !groups.n)
             stats_why_nothing(ctx->db, ctx->note, sizeof ctx->note);

@@ -5,6 +5,8 @@
 #include "model/aggregates.h"
 #include "stats/stats.h"
 
+#include <errno.h>
+
 #define DURATION "(o.end_ns - o.start_ns)"
 
 static const char osrt_sum_sql[] =
@@ -47,7 +49,7 @@ int stats_osrt_sum(struct stats_ctx *ctx)
 {
     sqlite3_stmt *st = NULL;
     struct table *t = NULL;
-    int rc = -1, step;
+    int rc = -EIO, step;
     size_t rows = 0;
     if (aggregate_sql_register(ctx->db) < 0 ||
         sqlite3_prepare_v2(ctx->db, osrt_sum_sql, -1, &st, NULL) != SQLITE_OK)
@@ -73,7 +75,7 @@ fail:
     sqlite3_finalize(st);
     if (t && table_finish(t) < 0 && rc == 0) {
         snprintf(ctx->error, sizeof ctx->error, "osrt_sum: cannot write the output");
-        rc = -1;
+        rc = -EIO;
     }
     return rc;
 }

@@ -3,6 +3,7 @@
  * that no report calls back into the file that lists it. */
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols)
@@ -19,5 +20,5 @@ int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncol
     if (t && table_finish(t) == 0)
         return 0;
     snprintf(ctx->error, sizeof ctx->error, "cannot write the table");
-    return -1;
+    return t ? -EIO : -ENOMEM;
 }

@@ -22,7 +22,7 @@ struct stats_ctx {
 
 struct stats_entry {
     const char *name;
-    int (*run)(struct stats_ctx *ctx); /* 0, or -1 with ctx->error set */
+    int (*run)(struct stats_ctx *ctx); /* 0, or -errno with ctx->error set */
     const char *help;
 };
 
@@ -32,7 +32,7 @@ const struct stats_entry *stats_find(const char *name);
 
 /* The session header (command, duration, processes, threads, dropped events, warnings)
  * written to out: text lines for a table or CSV (the caller picks a stream that keeps the
- * CSV clean), a JSON object for JSON. Returns 0 or -1 with ctx->error set. */
+ * CSV clean), a JSON object for JSON. Returns 0 or -EIO with ctx->error set. */
 int stats_header(struct stats_ctx *ctx, FILE *out);
 
 /* Why a session recorded nothing at all (no process loaded the agent): the program used neither
@@ -45,7 +45,7 @@ int stats_why_nothing(sqlite3 *db, char *why, size_t size);
 struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
 
 /* A report with nothing to show (its reason already in ctx->note): its table without rows, so
- * that JSON stays whole and CSV keeps its header. Returns 0, or -1 with ctx->error set. */
+ * that JSON stays whole and CSV keeps its header. Returns 0, or -EIO/-ENOMEM with ctx->error set. */
 int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
 
 /* Why a database holds no CUDA activity (no API call, kernel, copy or set): writes the reason

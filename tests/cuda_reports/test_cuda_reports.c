@@ -1,6 +1,7 @@
 /* The CUDA reports over a database built here from the real schema and cuda_session.sql,
  * whose numbers were worked out by hand (see the comments there): each test compares a
  * report's exact CSV (or table/JSON cells) with those hand-computed values. */
+#include <errno.h>
 #include <sqlite3.h>
 
 #include "harness.h"
@@ -177,7 +178,7 @@ static void cuda_gpu_trace_rejects_an_unknown_sort(void)
 {
     struct stats_ctx ctx = {.db = open_session(), .format = TABLE_FORMAT_CSV, .sort = "name"};
     ctx.out = fopen("/dev/null", "w");
-    ASSERT_EQ(stats_cuda_gpu_trace(&ctx), -1);
+    ASSERT_EQ(stats_cuda_gpu_trace(&ctx), -EINVAL);
     ASSERT_STR_EQ(ctx.error, "cuda_gpu_trace: cannot sort by 'name' (start or duration)");
     fclose(ctx.out);
     sqlite3_close(ctx.db);
