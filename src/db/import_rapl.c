@@ -15,7 +15,7 @@ static int import_package(struct import_file *f, struct trace_fields *fl)
     struct trace_rapl_package p;
     trace_get_rapl_package(fl, &p);
     sqlite3_stmt *st = import_stmt(f, SLOT_PACKAGE,
-                                   "INSERT OR REPLACE INTO cpu_packages(package,"
+                                   "INSERT INTO cpu_packages(package,"
                                    " max_energy_range_uj, dram_max_energy_range_uj)"
                                    " VALUES(?, ?, ?)");
     if (!st)

@@ -223,7 +223,7 @@ CREATE TABLE energy_windows(                    -- lantern.h energy windows seen
 -- ---- CPU package energy (RAPL, lantern profile's source "rapl"; docs/energy.md) ------------
 
 CREATE TABLE cpu_packages(                      -- CPU packages sampled (powercap's intel-rapl:N)
-  package INTEGER PRIMARY KEY,                  -- N
+  package INTEGER NOT NULL,                     -- N (no key: `lantern merge` keeps each host's)
   max_energy_range_uj INTEGER,                  -- where the package counter wraps
   dram_max_energy_range_uj INTEGER);            -- the same for its DRAM zone; NULL: none
 

@@ -12,9 +12,8 @@ static const char counters_sql[] =
     "SELECT " RAPL_PACKAGE_PID ", s.ts_ns, s.energy_uj / 1e6, s.dram_energy_uj / 1e6"
     " FROM cpu_energy_samples s ORDER BY s.package, s.ts_ns";
 
-static const char names_sql[] =
-    "SELECT DISTINCT " RAPL_PACKAGE_PID ", 'CPU package ' || s.package"
-    " FROM cpu_energy_samples s ORDER BY 1";
+static const char names_sql[] = "SELECT DISTINCT " RAPL_PACKAGE_PID ", 'CPU package ' || s.package"
+                                " FROM cpu_energy_samples s ORDER BY 1";
 
 static int write_names(struct chrome_writer *w)
 {

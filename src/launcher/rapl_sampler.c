@@ -72,11 +72,11 @@ static int zone_update(const struct rapl_zone *z, struct zone_track *t)
 /* Appends package i's sample at ts from its tracks. */
 static void put_sample(struct rapl_sampler *s, int i, uint64_t ts)
 {
-    struct trace_rapl_sample r = {
-        .package = (uint64_t)s->packages[i].index,
-        .ts = ts,
-        .energy_uj = s->package[i].total_uj,
-        .dram_energy_uj = s->dram[i].present ? s->dram[i].total_uj + 1 : 0};
+    struct trace_rapl_sample r = {.package = (uint64_t)s->packages[i].index,
+                                  .ts = ts,
+                                  .energy_uj = s->package[i].total_uj,
+                                  .dram_energy_uj =
+                                      s->dram[i].present ? s->dram[i].total_uj + 1 : 0};
     if (trace_put_rapl_sample(&s->chunk, &r) != 0) {
         flush(s);
         trace_put_rapl_sample(&s->chunk, &r);
@@ -154,10 +154,10 @@ static int open_packages(struct rapl_sampler *s, char *why, size_t why_len)
         s->packages[c] = found[i];
         s->package[c] = t;
         zone_update(&found[i].dram, &s->dram[c]);
-        struct trace_rapl_package r = {
-            .package = (uint64_t)found[i].index,
-            .max_range_uj = found[i].package.max_range_uj,
-            .dram_max_range_uj = s->dram[c].present ? found[i].dram.max_range_uj + 1 : 0};
+        struct trace_rapl_package r = {.package = (uint64_t)found[i].index,
+                                       .max_range_uj = found[i].package.max_range_uj,
+                                       .dram_max_range_uj =
+                                           s->dram[c].present ? found[i].dram.max_range_uj + 1 : 0};
         trace_put_rapl_package(&s->chunk, &r);
         put_sample(s, c, ts); /* the first sample: energy 0 at the start */
     }

@@ -131,8 +131,8 @@ int cpu_energy_disabled_reason(sqlite3 *db, char *why, size_t size)
 {
     sqlite3_stmt *st;
     int found = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'rapl_disabled_reason'", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'rapl_disabled_reason'", -1, &st,
+                           NULL) != SQLITE_OK)
         return 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
         snprintf(why, size, "%s", (const char *)sqlite3_column_text(st, 0));

@@ -4,7 +4,7 @@
  * src/energy/energy_db.h (the energy counter interpolated with power samples), so disjoint
  * ranges add up to their union; processes and ranges are charged only their own process's
  * GPUs (temp.energy_process_gpus, filled there), so a merged job's ranks do not each carry the
- * whole job's energy. */
+ * whole job's energy. Under it, where RAPL was sampled, CPU package energy (model/cpu_energy.h). */
 #include "energy/energy_db.h"
 #include "model/cpu_energy.h"
 #include "stats/stats.h"
@@ -100,6 +100,28 @@ static void no_samples(struct stats_ctx *ctx)
     sqlite3_finalize(st);
 }
 
+static void write_cell(struct table *t, sqlite3_stmt *st, int col, enum table_kind kind)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL && kind != TABLE_TEXT) {
+        table_text(t, NULL);
+        return;
+    }
+    switch (kind) {
+    case TABLE_TEXT:
+        table_text(t, (const char *)sqlite3_column_text(st, col));
+        break;
+    case TABLE_INT:
+        table_int(t, sqlite3_column_int64(st, col));
+        break;
+    case TABLE_NS:
+        table_ns(t, sqlite3_column_double(st, col));
+        break;
+    default:
+        table_real(t, sqlite3_column_double(st, col));
+        break;
+    }
+}
+
 /* ---- CPU package energy (RAPL, model/cpu_energy.h): a table of its own under the GPU's,
  * in the table format only, or why it was not sampled when -t rapl asked for it ---------- */
 
@@ -131,8 +153,6 @@ static const struct table_column cpu_energy_columns[] = {
     {"Avg Power (W)", "avg_w", TABLE_REAL},
 };
 
-static void write_cell(struct table *t, sqlite3_stmt *st, int col, enum table_kind kind);
-
 /* 0, or -1 with ctx->error set. Nothing at all where RAPL was neither sampled nor asked for. */
 static int print_cpu_energy(struct stats_ctx *ctx)
 {
@@ -158,28 +178,6 @@ static int print_cpu_energy(struct stats_ctx *ctx)
 fail:
     snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
     return -1;
-}
-
-static void write_cell(struct table *t, sqlite3_stmt *st, int col, enum table_kind kind)
-{
-    if (sqlite3_column_type(st, col) == SQLITE_NULL && kind != TABLE_TEXT) {
-        table_text(t, NULL);
-        return;
-    }
-    switch (kind) {
-    case TABLE_TEXT:
-        table_text(t, (const char *)sqlite3_column_text(st, col));
-        break;
-    case TABLE_INT:
-        table_int(t, sqlite3_column_int64(st, col));
-        break;
-    case TABLE_NS:
-        table_ns(t, sqlite3_column_double(st, col));
-        break;
-    default:
-        table_real(t, sqlite3_column_double(st, col));
-        break;
-    }
 }
 
 /* Below the table: what the sampling itself cost, per GPU (nvml_sampler; absent in databases
