@@ -147,7 +147,9 @@ static int open_packages(struct rapl_sampler *s, char *why, size_t why_len)
             int e = errno;
             snprintf(why, why_len, "cannot read %s: %s%s", found[i].package.energy_path,
                      e ? strerror(e) : "not a number",
-                     e == EACCES ? " (only root may, since Linux's fix of CVE-2020-8694)" : "");
+                     e == EACCES || e == EPERM
+                         ? " (only root may, since Linux's fix of CVE-2020-8694)"
+                         : "");
             continue;
         }
         int c = s->count++;
