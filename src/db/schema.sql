@@ -220,6 +220,18 @@ CREATE TABLE energy_windows(                    -- lantern.h energy windows seen
   start_ns INTEGER NOT NULL, end_ns INTEGER, gpu_id INTEGER, energy_j REAL, error_j REAL,
   counter_updates INTEGER, flags INTEGER);
 
+-- ---- CPU package energy (RAPL, lantern profile's source "rapl"; docs/energy.md) ------------
+
+CREATE TABLE cpu_packages(                      -- CPU packages sampled (powercap's intel-rapl:N)
+  package INTEGER NOT NULL,                     -- N (no key: `lantern merge` keeps each host's)
+  max_energy_range_uj INTEGER,                  -- where the package counter wraps
+  dram_max_energy_range_uj INTEGER);            -- the same for its DRAM zone; NULL: none
+
+CREATE TABLE cpu_energy_samples(                -- RAPL reads taken by the launcher, ~10 Hz
+  package INTEGER NOT NULL, ts_ns INTEGER NOT NULL,
+  energy_uj INTEGER NOT NULL,                   -- package energy since the first read (unwrapped)
+  dram_energy_uj INTEGER);                      -- DRAM energy since the first read; NULL: none
+
 -- ---- GPU hardware metrics (lantern profile --gpu-metrics; docs/gpu-metrics.md) -------------
 
 CREATE TABLE gpu_metric_sets(                   -- what was sampled on one GPU, by one source

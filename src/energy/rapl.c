@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *powercap_root(void)
+const char *rapl_powercap_root(void)
 {
     const char *root = getenv("LANTERN_POWERCAP_ROOT");
     return root && *root ? root : "/sys/class/powercap";
@@ -57,7 +57,7 @@ static void package_init(struct rapl_package *p, int index)
     char dir[300], sub[400];
     memset(p, 0, sizeof *p);
     p->index = index;
-    snprintf(dir, sizeof dir, "%s/intel-rapl:%d", powercap_root(), index);
+    snprintf(dir, sizeof dir, "%s/intel-rapl:%d", rapl_powercap_root(), index);
     zone_init(&p->package, dir);
     for (int m = 0; m < 8; m++) {
         snprintf(sub, sizeof sub, "%s/intel-rapl:%d:%d", dir, index, m);
@@ -71,7 +71,7 @@ static void package_init(struct rapl_package *p, int index)
 static int package_exists(int index)
 {
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/intel-rapl:%d", powercap_root(), index);
+    snprintf(dir, sizeof dir, "%s/intel-rapl:%d", rapl_powercap_root(), index);
     char want[32];
     snprintf(want, sizeof want, "package-%d", index);
     return zone_name_is(dir, want);
@@ -104,9 +104,12 @@ int rapl_read(const struct rapl_zone *z, uint64_t *uj)
     return z->energy_path[0] ? read_u64_file(z->energy_path, uj) : -1;
 }
 
+uint64_t rapl_uj_between(const struct rapl_zone *z, uint64_t before_uj, uint64_t after_uj)
+{
+    return after_uj >= before_uj ? after_uj - before_uj : z->max_range_uj - before_uj + after_uj;
+}
+
 double rapl_joules_between(const struct rapl_zone *z, uint64_t before_uj, uint64_t after_uj)
 {
-    uint64_t delta =
-        after_uj >= before_uj ? after_uj - before_uj : z->max_range_uj - before_uj + after_uj;
-    return (double)delta / 1e6;
+    return (double)rapl_uj_between(z, before_uj, after_uj) / 1e6;
 }

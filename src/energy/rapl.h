@@ -18,6 +18,9 @@ struct rapl_package {
     struct rapl_zone package, dram;
 };
 
+/* The powercap folder read: $LANTERN_POWERCAP_ROOT, else /sys/class/powercap. */
+const char *rapl_powercap_root(void);
+
 /* Finds the packages named by spec (NULL or "": all; "none": none; else indices separated by
  * commas). Returns how many were found (0 when there is no RAPL), or -1 when spec names a
  * package that does not exist. */
@@ -26,6 +29,9 @@ int rapl_discover(const char *spec, struct rapl_package *out, int max);
 /* Reads a zone's counter; returns 0, or -1 when absent or unreadable (since 2020 Linux lets
  * only root read it). */
 int rapl_read(const struct rapl_zone *z, uint64_t *uj);
+
+/* Microjoules between two reads of a zone, across at most one wrap of the counter. */
+uint64_t rapl_uj_between(const struct rapl_zone *z, uint64_t before_uj, uint64_t after_uj);
 
 /* Joules between two reads of a zone, across at most one wrap of the counter. */
 double rapl_joules_between(const struct rapl_zone *z, uint64_t before_uj, uint64_t after_uj);

@@ -164,8 +164,11 @@ enum {
 /* CUDA's: API calls under their thread, streams under their GPU. */
 #define PERFETTO_API_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 4)
 #define PERFETTO_STREAM_TRACK(lane) ((uint64_t)(lane) << 8 | 7)
-/* OS runtime calls under their thread. The next free kind is 10. */
+/* OS runtime calls under their thread. */
 #define PERFETTO_OSRT_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 9)
+/* RAPL's: a CPU package's energy counters (zone 0 the package, 1 its DRAM), at the top. The
+ * next free kind is 11. */
+#define PERFETTO_RAPL_TRACK(package, zone) (((uint64_t)(package) << 1 | (uint64_t)(zone)) << 8 | 10)
 
 /* ---- The writer -------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@ int chrome_gpu_metrics_events(struct chrome_writer *w);
 int chrome_cpu_events(struct chrome_writer *w);
 int chrome_cpu_stack_frames(struct chrome_writer *w);
 int chrome_osrt_events(struct chrome_writer *w);
+int chrome_rapl_events(struct chrome_writer *w);
 
 const struct chrome_producer chrome_producers[] = {
     {EXPORT_SOURCE_NVTX, chrome_nvtx_events, NULL}, /* chrome_nvtx.c: ranges and marks */
@@ -22,6 +23,7 @@ const struct chrome_producer chrome_producers[] = {
     /* chrome_cpu.c: samples as instant events, their stacks in "stackFrames" */
     {EXPORT_SOURCE_CPU, chrome_cpu_events, chrome_cpu_stack_frames},
     {EXPORT_SOURCE_OSRT, chrome_osrt_events, NULL}, /* chrome_osrt.c: calls on their thread */
+    {EXPORT_SOURCE_RAPL, chrome_rapl_events, NULL}, /* chrome_rapl.c: counters per CPU package */
 };
 const size_t chrome_producer_count = sizeof chrome_producers / sizeof chrome_producers[0];
 
@@ -32,6 +34,7 @@ int perfetto_gpu_metrics_counters(struct perfetto_writer *w);
 int perfetto_cuda_memory_counter(struct perfetto_writer *w);
 int perfetto_cpu_samples(struct perfetto_writer *w);
 int perfetto_osrt_events(struct perfetto_writer *w);
+int perfetto_rapl_counters(struct perfetto_writer *w);
 
 const struct perfetto_producer perfetto_producers[] = {
     {EXPORT_SOURCE_NVTX, perfetto_nvtx_events},         /* perfetto_nvtx.c */
@@ -41,5 +44,6 @@ const struct perfetto_producer perfetto_producers[] = {
     {EXPORT_SOURCE_CUDA, perfetto_cuda_memory_counter}, /* perfetto_cuda.c */
     {EXPORT_SOURCE_CPU, perfetto_cpu_samples},          /* perfetto_cpu.c: PerfSample packets */
     {EXPORT_SOURCE_OSRT, perfetto_osrt_events},         /* perfetto_osrt.c: OS runtime tracks */
+    {EXPORT_SOURCE_RAPL, perfetto_rapl_counters},       /* perfetto_rapl.c: CPU package energy */
 };
 const size_t perfetto_producer_count = sizeof perfetto_producers / sizeof perfetto_producers[0];

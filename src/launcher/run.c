@@ -16,6 +16,7 @@
 static const struct launcher_sampler *const launcher_samplers[] = {
     &launcher_sampler_nvml,
     &launcher_sampler_gpu_metrics,
+    &launcher_sampler_rapl,
 };
 #define SAMPLER_COUNT (sizeof launcher_samplers / sizeof launcher_samplers[0])
 _Static_assert(SAMPLER_COUNT <= LAUNCHER_MAX_SAMPLERS, "LAUNCHER_MAX_SAMPLERS is too small");

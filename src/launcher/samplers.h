@@ -23,6 +23,7 @@ struct launcher_sampler {
 
 extern const struct launcher_sampler launcher_sampler_nvml;        /* nvml_sampler.c */
 extern const struct launcher_sampler launcher_sampler_gpu_metrics; /* gpu_metrics_sampler.c */
+extern const struct launcher_sampler launcher_sampler_rapl;        /* rapl_sampler.c */
 
 /* Writes a sampler's chunk (the builder's buffer, finished) to fd, whole, and begins the next
  * one at base_ts in the same buffer; nothing when it holds no record. A write that fails (a

@@ -4,8 +4,9 @@
  * src/energy/energy_db.h (the energy counter interpolated with power samples), so disjoint
  * ranges add up to their union; processes and ranges are charged only their own process's
  * GPUs (temp.energy_process_gpus, filled there), so a merged job's ranks do not each carry the
- * whole job's energy. */
+ * whole job's energy. Under it, where RAPL was sampled, CPU package energy (model/cpu_energy.h). */
 #include "energy/energy_db.h"
+#include "model/cpu_energy.h"
 #include "stats/stats.h"
 
 #include <stdio.h>
@@ -121,6 +122,64 @@ static void write_cell(struct table *t, sqlite3_stmt *st, int col, enum table_ki
     }
 }
 
+/* ---- CPU package energy (RAPL, model/cpu_energy.h): a table of its own under the GPU's,
+ * in the table format only, or why it was not sampled when -t rapl asked for it ---------- */
+
+/* Each row: package, scope, name, instances, time, joules: the run (clamped to the package's
+ * samples), then each NVTX range name (every process's: a package serves them all). */
+static const char cpu_energy_query[] =
+    "WITH pk AS (SELECT package, min(ts_ns) AS first_ns, max(ts_ns) AS last_ns"
+    "  FROM cpu_energy_samples GROUP BY package),"
+    " run AS (SELECT package, max(first_ns, COALESCE((SELECT CAST(value AS INTEGER) FROM meta"
+    "  WHERE key = 'start_ns'), first_ns)) AS start_ns, min(last_ns, COALESCE((SELECT"
+    "  CAST(value AS INTEGER) FROM meta WHERE key = 'end_ns'), last_ns)) AS end_ns FROM pk),"
+    " rows AS (SELECT 0 AS ord, package, 'run' AS scope, COALESCE((SELECT value FROM meta"
+    "  WHERE key = 'command'), '(run)') AS name, 1 AS instances, end_ns - start_ns AS total_ns,"
+    "  lantern_cpu_energy_j(package, start_ns, end_ns) AS energy_j FROM run"
+    " UNION ALL SELECT 1, pk.package, 'nvtx', CASE WHEN ds.value IS NULL THEN '' ELSE"
+    "  ds.value || ':' END || COALESCE(s.value, '(unnamed)'), count(*),"
+    "  sum(r.end_ns - r.start_ns), sum(lantern_cpu_energy_j(pk.package, r.start_ns, r.end_ns))"
+    "  FROM ranges r CROSS JOIN pk LEFT JOIN strings s ON s.id = r.name_id"
+    "  LEFT JOIN domains d ON d.id = r.domain_id LEFT JOIN strings ds ON ds.id = d.name_id"
+    "  WHERE r.end_ns IS NOT NULL GROUP BY r.domain_id, r.name_id, pk.package)"
+    " SELECT package, scope, name, instances, total_ns, energy_j,"
+    "  CASE WHEN total_ns > 0 THEN energy_j * 1e9 / total_ns END"
+    " FROM rows ORDER BY package, ord, energy_j DESC, name";
+
+static const struct table_column cpu_energy_columns[] = {
+    {"CPU Package", "package", TABLE_INT}, {"Scope", "scope", TABLE_TEXT},
+    {"Name", "name", TABLE_TEXT},          {"Instances", "instances", TABLE_INT},
+    {"Total Time", "total_ns", TABLE_NS},  {"Energy (J)", "energy_j", TABLE_REAL},
+    {"Avg Power (W)", "avg_w", TABLE_REAL},
+};
+
+/* 0, or -1 with ctx->error set. Nothing at all where RAPL was neither sampled nor asked for. */
+static int print_cpu_energy(struct stats_ctx *ctx)
+{
+    char why[512];
+    int packages = cpu_energy_register_sql(ctx->db);
+    if (packages == 0 && cpu_energy_disabled_reason(ctx->db, why, sizeof why))
+        fprintf(ctx->out, "\nCPU energy: not sampled: %s\n", why);
+    if (packages <= 0)
+        return 0;
+    int ncols = (int)(sizeof cpu_energy_columns / sizeof cpu_energy_columns[0]);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(ctx->db, cpu_energy_query, -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    fputs("\nCPU package energy (RAPL):\n", ctx->out);
+    struct table *t = stats_new_table(ctx, cpu_energy_columns, ncols);
+    int step = SQLITE_DONE;
+    while (t && (step = sqlite3_step(st)) == SQLITE_ROW)
+        for (int col = 0; col < ncols; col++)
+            write_cell(t, st, col, cpu_energy_columns[col].kind);
+    sqlite3_finalize(st);
+    if (t && step == SQLITE_DONE && table_finish(t) == 0)
+        return 0;
+fail:
+    snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
+    return -1;
+}
+
 /* Below the table: what the sampling itself cost, per GPU (nvml_sampler; absent in databases
  * from before it was recorded), so that nobody reads the energy without knowing how hard the
  * driver was polled for it. */
@@ -162,7 +221,8 @@ int stats_energy_sum(struct stats_ctx *ctx)
     }
     if (gpus == 0) {
         no_samples(ctx);
-        return stats_empty(ctx, energy_columns, ncols);
+        int rc = stats_empty(ctx, energy_columns, ncols);
+        return rc == 0 && ctx->format == TABLE_FORMAT_TABLE ? print_cpu_energy(ctx) : rc;
     }
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(ctx->db, energy_query, -1, &st, NULL) != SQLITE_OK) {
@@ -185,6 +245,7 @@ int stats_energy_sum(struct stats_ctx *ctx)
     if (!rc && ctx->format == TABLE_FORMAT_TABLE) {
         putc('\n', ctx->out);
         print_footprint(ctx);
+        rc = print_cpu_energy(ctx);
     }
     return rc;
 }

@@ -75,6 +75,10 @@ enum trace_record_type {
      * streams, and each process's settings and totals. */
     TRACE_OSRT_FIRST = 140,
     TRACE_OSRT_LAST = 149,
+    /* CPU package energy sampled by the launcher (150-159, src/launcher/rapl_sampler.c):
+     * Linux powercap's RAPL counters (src/energy/rapl.h), one package per CPU socket. */
+    TRACE_RAPL_FIRST = 150,
+    TRACE_RAPL_LAST = 159,
 };
 
 /* CUDA enumerations in the trace, numbered as CUPTI numbers them (stable since CUDA 10). */
@@ -144,6 +148,7 @@ enum trace_resource_kind {
 #define TRACE_FLAG_GPU_METRICS 0x20u
 #define TRACE_FLAG_CPU 0x40u
 #define TRACE_FLAG_OSRT 0x80u
+#define TRACE_FLAG_RAPL 0x100u
 
 /* TRACE_CPU_SAMPLING status: whether this process's threads are sampled (cpu_sampling.status) */
 enum trace_cpu_sampling_status {
