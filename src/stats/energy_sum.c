@@ -9,6 +9,7 @@
 #include "model/cpu_energy.h"
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 /* "train.py (rank 1)": the process_labels view (src/db/schema.sql) */
@@ -153,7 +154,7 @@ static const struct table_column cpu_energy_columns[] = {
     {"Avg Power (W)", "avg_w", TABLE_REAL},
 };
 
-/* 0, or -1 with ctx->error set. Nothing at all where RAPL was neither sampled nor asked for. */
+/* 0, or -EIO with ctx->error set. Nothing at all where RAPL was neither sampled nor asked for. */
 static int print_cpu_energy(struct stats_ctx *ctx)
 {
     char why[512];
@@ -177,7 +178,7 @@ static int print_cpu_energy(struct stats_ctx *ctx)
         return 0;
 fail:
     snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
-    return -1;
+    return -EIO;
 }
 
 /* Below the table: what the sampling itself cost, per GPU (nvml_sampler; absent in databases
@@ -217,7 +218,7 @@ int stats_energy_sum(struct stats_ctx *ctx)
     int ncols = (int)(sizeof energy_columns / sizeof energy_columns[0]);
     if (gpus < 0) {
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
-        return -1;
+        return -EIO;
     }
     if (gpus == 0) {
         no_samples(ctx);
@@ -227,20 +228,20 @@ int stats_energy_sum(struct stats_ctx *ctx)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(ctx->db, energy_query, -1, &st, NULL) != SQLITE_OK) {
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
-        return -1;
+        return -EIO;
     }
     struct table *t = stats_new_table(ctx, energy_columns, ncols);
     int step = SQLITE_DONE;
     while (t && (step = sqlite3_step(st)) == SQLITE_ROW)
         for (int col = 0; col < ncols; col++)
             write_cell(t, st, col, energy_columns[col].kind);
-    int rc = t && step == SQLITE_DONE ? 0 : -1;
+    int rc = t && step == SQLITE_DONE ? 0 : -EIO;
     if (rc)
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: %s", sqlite3_errmsg(ctx->db));
     sqlite3_finalize(st);
     if (t && table_finish(t) < 0 && !rc) {
         snprintf(ctx->error, sizeof ctx->error, "energy_sum: cannot write the table");
-        rc = -1;
+        rc = -EIO;
     }
     if (!rc && ctx->format == TABLE_FORMAT_TABLE) {
         putc('\n', ctx->out);
