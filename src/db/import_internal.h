@@ -126,44 +126,62 @@ int64_t import_process(struct import_file *f);
  * launcher's own file. */
 int64_t import_known_process(struct import_file *f);
 
-/* ---- binds and scripts (import_sql.c) ------------------------------------------------------ */
+/* ---- rows and scripts (import_sql.c) ------------------------------------------------------ */
 
-/* The binds for the trace's conventions, inline: the NVTX importer binds 14 values per range. */
-/* NULL for text NULL, else the text (static: it must outlive the step). */
-static inline void import_bind_text(sqlite3_stmt *st, int col, const char *text)
-{
-    if (text)
-        sqlite3_bind_text(st, col, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, col);
-}
+/* One value of a row to insert, in the trace's conventions: made with the IMPORT_* macros below
+ * and bound with import_bind_row, so that every insert of the importer binds the same way. */
+enum import_value_kind {
+    IMPORT_VALUE_NULL,       /* NULL */
+    IMPORT_VALUE_INT,        /* the integer */
+    IMPORT_VALUE_NONZERO,    /* NULL for 0 ("none": string ids, graph ids, row ids), else it */
+    IMPORT_VALUE_PLUS_ONE,   /* a value stored + 1 in the trace (0: none): NULL or the value */
+    IMPORT_VALUE_REAL,       /* the double */
+    IMPORT_VALUE_TEXT,       /* NULL for NULL, else the text (static: it must outlive the step) */
+    IMPORT_VALUE_TEXT_COPY,  /* NULL for NULL, else a copy of the text */
+    /* (both up to their NUL, or len bytes: IMPORT_TEXT_N) */
+    IMPORT_VALUE_BYTES,      /* NULL for no bytes, else a copy of the bytes as text */
+    IMPORT_VALUE_BYTES_TEXT, /* a copy of the bytes as text, '' for none */
+    IMPORT_VALUE_BLOB,       /* NULL for no bytes, else a copy of the bytes as a blob */
+    IMPORT_VALUE_SQL,        /* a copy of an SQLite value (a column of another statement) */
+};
+struct import_value {
+    enum import_value_kind kind;
+    int len; /* the bytes' length; a text's, or -1: up to its NUL */
+    union {
+        int64_t i;
+        uint64_t plus_one;
+        double real;
+        const void *p; /* text, bytes, sqlite3_value */
+    };
+};
+#define IMPORT_NULL ((struct import_value){.kind = IMPORT_VALUE_NULL})
+#define IMPORT_INT(v) ((struct import_value){.kind = IMPORT_VALUE_INT, .i = (int64_t)(v)})
+#define IMPORT_NONZERO(v) ((struct import_value){.kind = IMPORT_VALUE_NONZERO, .i = (int64_t)(v)})
+#define IMPORT_PLUS_ONE(v)                                                                         \
+    ((struct import_value){.kind = IMPORT_VALUE_PLUS_ONE, .plus_one = (uint64_t)(v)})
+#define IMPORT_REAL(v) ((struct import_value){.kind = IMPORT_VALUE_REAL, .real = (double)(v)})
+#define IMPORT_TEXT(s) ((struct import_value){.kind = IMPORT_VALUE_TEXT, .len = -1, .p = (s)})
+#define IMPORT_TEXT_N(s, n) ((struct import_value){.kind = IMPORT_VALUE_TEXT, .len = (int)(n), .p = (s)})
+#define IMPORT_TEXT_COPY(s) ((struct import_value){.kind = IMPORT_VALUE_TEXT_COPY, .len = -1, .p = (s)})
+/* b: a struct trace_bytes (trace/records.h) */
+#define IMPORT_BYTES(b)                                                                            \
+    ((struct import_value){.kind = IMPORT_VALUE_BYTES, .len = (int)(b).len, .p = (b).bytes})
+#define IMPORT_BYTES_TEXT(b)                                                                       \
+    ((struct import_value){.kind = IMPORT_VALUE_BYTES_TEXT, .len = (int)(b).len, .p = (b).bytes})
+#define IMPORT_BLOB(b)                                                                             \
+    ((struct import_value){.kind = IMPORT_VALUE_BLOB, .len = (int)(b).len, .p = (b).bytes})
+#define IMPORT_SQL(value) ((struct import_value){.kind = IMPORT_VALUE_SQL, .p = (value)})
 
-/* NULL for len 0, else a copy of the bytes as text. */
-static inline void import_bind_bytes(sqlite3_stmt *st, int col, const uint8_t *bytes, size_t len)
-{
-    if (len)
-        sqlite3_bind_text(st, col, (const char *)bytes, (int)len, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, col);
-}
-
-/* NULL for 0 ("none": string ids, graph ids, row ids), else v. */
-static inline void import_bind_nonzero(sqlite3_stmt *st, int col, int64_t v)
-{
-    if (v)
-        sqlite3_bind_int64(st, col, v);
-    else
-        sqlite3_bind_null(st, col);
-}
-
-/* A value stored + 1 in the trace (0: none): NULL or the value. */
-static inline void import_bind_plus_one(sqlite3_stmt *st, int col, uint64_t plus_one)
-{
-    if (plus_one)
-        sqlite3_bind_int64(st, col, (int64_t)(plus_one - 1));
-    else
-        sqlite3_bind_null(st, col);
-}
+/* Binds n values to st's parameters first, first + 1, ... A bind that fails (a column past the
+ * statement's: a bug) leaves its parameter NULL, as import_stmt cleared it. */
+void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *values, int n);
+/* Binds a row, its values listed: import_bind_row(st, IMPORT_INT(pid), IMPORT_TEXT(name)) binds
+ * parameters 1 and 2; import_bind_row_at starts at parameter first. */
+#define IMPORT_VALUES(...)                                                                         \
+    (const struct import_value[]){__VA_ARGS__},                                                    \
+        (int)(sizeof((const struct import_value[]){__VA_ARGS__}) / sizeof(struct import_value))
+#define import_bind_row(st, ...) import_bind_values((st), 1, IMPORT_VALUES(__VA_ARGS__))
+#define import_bind_row_at(st, first, ...) import_bind_values((st), (first), IMPORT_VALUES(__VA_ARGS__))
 
 /* A named parameter of an SQL script: ":name" in the SQL takes the integer, or the text when
  * text is not NULL. The enumerations a script compares with are bound this way, so their

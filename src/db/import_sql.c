@@ -1,9 +1,64 @@
-/* The runner of the embedded .sql scripts with named parameters, shared by the importer's core
- * and sources (import_internal.h). */
+/* How the importer binds its rows (one tagged value per column) and runs the embedded .sql
+ * scripts with named parameters, shared by the importer's core and sources (import_internal.h). */
 #include "db/import_internal.h"
 
 #include <errno.h>
 #include <string.h>
+
+void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *values, int n)
+{
+    for (int k = 0; k < n; k++) {
+        const struct import_value *v = &values[k];
+        int col = first + k;
+        switch (v->kind) {
+        case IMPORT_VALUE_INT:
+            sqlite3_bind_int64(st, col, v->i);
+            continue;
+        case IMPORT_VALUE_NONZERO:
+            if (v->i)
+                sqlite3_bind_int64(st, col, v->i);
+            else
+                sqlite3_bind_null(st, col);
+            continue;
+        case IMPORT_VALUE_PLUS_ONE:
+            if (v->plus_one)
+                sqlite3_bind_int64(st, col, (int64_t)(v->plus_one - 1));
+            else
+                sqlite3_bind_null(st, col);
+            continue;
+        case IMPORT_VALUE_REAL:
+            sqlite3_bind_double(st, col, v->real);
+            continue;
+        case IMPORT_VALUE_TEXT:
+        case IMPORT_VALUE_TEXT_COPY:
+            if (v->p)
+                sqlite3_bind_text(st, col, v->p, v->len,
+                                  v->kind == IMPORT_VALUE_TEXT ? SQLITE_STATIC : SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(st, col);
+            continue;
+        case IMPORT_VALUE_BYTES:
+        case IMPORT_VALUE_BYTES_TEXT:
+            if (v->len || v->kind == IMPORT_VALUE_BYTES_TEXT)
+                sqlite3_bind_text(st, col, v->p, v->len, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(st, col);
+            continue;
+        case IMPORT_VALUE_BLOB:
+            if (v->len)
+                sqlite3_bind_blob(st, col, v->p, v->len, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(st, col);
+            continue;
+        case IMPORT_VALUE_SQL:
+            sqlite3_bind_value(st, col, v->p);
+            continue;
+        case IMPORT_VALUE_NULL:
+            sqlite3_bind_null(st, col);
+            continue;
+        }
+    }
+}
 
 /* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
 static int bind_params(sqlite3_stmt *st, const struct import_sql_param *params)
@@ -16,10 +71,8 @@ static int bind_params(sqlite3_stmt *st, const struct import_sql_param *params)
             p++;
         if (!p || !p->name)
             return -EIO;
-        if (p->text)
-            sqlite3_bind_text(st, i, p->text, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_int64(st, i, p->value);
+        struct import_value v = p->text ? IMPORT_TEXT(p->text) : IMPORT_INT(p->value);
+        import_bind_values(st, i, &v, 1);
     }
     return 0;
 }
