@@ -98,7 +98,8 @@ static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, uint64_t 
                                uint64_t start, uint64_t end)
 {
     import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_INT(device), IMPORT_INT(context),
-                    IMPORT_INT(stream), IMPORT_INT(correlation), IMPORT_INT(start), IMPORT_INT(end));
+                    IMPORT_INT(stream), IMPORT_INT(correlation), IMPORT_INT(start),
+                    IMPORT_INT(end));
 }
 
 /* An INSERT of the process id, then n values (sql's n + 1 parameters, in that order). */
@@ -295,8 +296,8 @@ static int import_memcpy(struct import_file *f, struct trace_fields *in)
     if (!s)
         return -EIO;
     BIND_GPU_OP_HEADER(f, s, c);
-    import_bind_row_at(s, 8, IMPORT_TEXT(NAME_OF(copy_kind_names, c.copy_kind)), IMPORT_INT(c.bytes),
-                       IMPORT_TEXT(NAME_OF(mem_kind_names, c.src_kind)),
+    import_bind_row_at(s, 8, IMPORT_TEXT(NAME_OF(copy_kind_names, c.copy_kind)),
+                       IMPORT_INT(c.bytes), IMPORT_TEXT(NAME_OF(mem_kind_names, c.src_kind)),
                        IMPORT_TEXT(NAME_OF(mem_kind_names, c.dst_kind)), IMPORT_INT(c.async),
                        IMPORT_INT(c.src_device), IMPORT_INT(c.dst_device),
                        IMPORT_NONZERO(c.graph_node_id));
@@ -410,7 +411,8 @@ static int import_device(struct import_file *f, struct trace_fields *in)
                     " SELECT ?, ?, id FROM gpus WHERE uuid = ?");
     if (!link)
         return -EIO;
-    import_bind_row(link, IMPORT_INT(import_process(f)), IMPORT_INT(d.device), IMPORT_BYTES(d.uuid));
+    import_bind_row(link, IMPORT_INT(import_process(f)), IMPORT_INT(d.device),
+                    IMPORT_BYTES(d.uuid));
     return import_step(f, link, STEP_WARNING);
 }
 
@@ -473,7 +475,8 @@ static int import_overhead(struct import_file *f, struct trace_fields *in)
     int64_t process = import_process(f);
     import_bind_row(s, IMPORT_INT(process),
                     o.os_tid ? IMPORT_INT(import_thread_by_tid(f, o.os_tid)) : IMPORT_NULL,
-                    IMPORT_TEXT(overhead_kind_name(o.kind)), IMPORT_INT(o.start), IMPORT_INT(o.end));
+                    IMPORT_TEXT(overhead_kind_name(o.kind)), IMPORT_INT(o.start),
+                    IMPORT_INT(o.end));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -499,8 +502,8 @@ static int import_capture(struct import_file *f, struct trace_fields *in)
         "INSERT OR REPLACE INTO cuda_capture(process_id, mode, from_ns, until_ns) VALUES(?,?,?,?)");
     if (!s)
         return -EIO;
-    import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_BYTES(c.mode), IMPORT_NONZERO(c.from_ns),
-                    IMPORT_NONZERO(c.until_ns));
+    import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_BYTES(c.mode),
+                    IMPORT_NONZERO(c.from_ns), IMPORT_NONZERO(c.until_ns));
     return import_step(f, s, STEP_WARNING);
 }
 

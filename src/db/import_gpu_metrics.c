@@ -254,8 +254,8 @@ static int import_relay(struct gpu_metrics_file *g, struct trace_fields *fl)
         return -EIO;
     import_bind_row(st, IMPORT_INT(r.cpu_ns), IMPORT_INT(r.max_rss_kib),
                     r.samples ? IMPORT_INT(r.delay_sum_ns / r.samples) : IMPORT_NULL,
-                    r.samples ? IMPORT_INT(r.delay_max_ns) : IMPORT_NULL, IMPORT_INT(r.relay_cpu_ns),
-                    IMPORT_INT(g->sets[set].row));
+                    r.samples ? IMPORT_INT(r.delay_max_ns) : IMPORT_NULL,
+                    IMPORT_INT(r.relay_cpu_ns), IMPORT_INT(g->sets[set].row));
     return import_step(g->f, st, "cannot store a GPU metric sampler's cost: ");
 }
 

@@ -131,14 +131,13 @@ int64_t import_known_process(struct import_file *f);
 /* One value of a row to insert, in the trace's conventions: made with the IMPORT_* macros below
  * and bound with import_bind_row, so that every insert of the importer binds the same way. */
 enum import_value_kind {
-    IMPORT_VALUE_NULL,       /* NULL */
-    IMPORT_VALUE_INT,        /* the integer */
-    IMPORT_VALUE_NONZERO,    /* NULL for 0 ("none": string ids, graph ids, row ids), else it */
-    IMPORT_VALUE_PLUS_ONE,   /* a value stored + 1 in the trace (0: none): NULL or the value */
-    IMPORT_VALUE_REAL,       /* the double */
-    IMPORT_VALUE_TEXT,       /* NULL for NULL, else the text (static: it must outlive the step) */
-    IMPORT_VALUE_TEXT_COPY,  /* NULL for NULL, else a copy of the text */
-    /* (both up to their NUL, or len bytes: IMPORT_TEXT_N) */
+    IMPORT_VALUE_NULL,      /* NULL */
+    IMPORT_VALUE_INT,       /* the integer */
+    IMPORT_VALUE_NONZERO,   /* NULL for 0 ("none": string ids, graph ids, row ids), else it */
+    IMPORT_VALUE_PLUS_ONE,  /* a value stored + 1 in the trace (0: none): NULL or the value */
+    IMPORT_VALUE_REAL,      /* the double */
+    IMPORT_VALUE_TEXT,      /* NULL for NULL, else the text (static: it must outlive the step) */
+    IMPORT_VALUE_TEXT_COPY, /* NULL for NULL, else a copy of the text */
     IMPORT_VALUE_BYTES,      /* NULL for no bytes, else a copy of the bytes as text */
     IMPORT_VALUE_BYTES_TEXT, /* a copy of the bytes as text, '' for none */
     IMPORT_VALUE_BLOB,       /* NULL for no bytes, else a copy of the bytes as a blob */
@@ -146,7 +145,7 @@ enum import_value_kind {
 };
 struct import_value {
     enum import_value_kind kind;
-    int len; /* the bytes' length; a text's, or -1: up to its NUL */
+    int len; /* the bytes' length; a text's: -1 up to its NUL, or n (IMPORT_TEXT_N) */
     union {
         int64_t i;
         uint64_t plus_one;
@@ -161,8 +160,10 @@ struct import_value {
     ((struct import_value){.kind = IMPORT_VALUE_PLUS_ONE, .plus_one = (uint64_t)(v)})
 #define IMPORT_REAL(v) ((struct import_value){.kind = IMPORT_VALUE_REAL, .real = (double)(v)})
 #define IMPORT_TEXT(s) ((struct import_value){.kind = IMPORT_VALUE_TEXT, .len = -1, .p = (s)})
-#define IMPORT_TEXT_N(s, n) ((struct import_value){.kind = IMPORT_VALUE_TEXT, .len = (int)(n), .p = (s)})
-#define IMPORT_TEXT_COPY(s) ((struct import_value){.kind = IMPORT_VALUE_TEXT_COPY, .len = -1, .p = (s)})
+#define IMPORT_TEXT_N(s, n)                                                                        \
+    ((struct import_value){.kind = IMPORT_VALUE_TEXT, .len = (int)(n), .p = (s)})
+#define IMPORT_TEXT_COPY(s)                                                                        \
+    ((struct import_value){.kind = IMPORT_VALUE_TEXT_COPY, .len = -1, .p = (s)})
 /* b: a struct trace_bytes (trace/records.h) */
 #define IMPORT_BYTES(b)                                                                            \
     ((struct import_value){.kind = IMPORT_VALUE_BYTES, .len = (int)(b).len, .p = (b).bytes})
@@ -181,7 +182,8 @@ void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *
     (const struct import_value[]){__VA_ARGS__},                                                    \
         (int)(sizeof((const struct import_value[]){__VA_ARGS__}) / sizeof(struct import_value))
 #define import_bind_row(st, ...) import_bind_values((st), 1, IMPORT_VALUES(__VA_ARGS__))
-#define import_bind_row_at(st, first, ...) import_bind_values((st), (first), IMPORT_VALUES(__VA_ARGS__))
+#define import_bind_row_at(st, first, ...)                                                         \
+    import_bind_values((st), (first), IMPORT_VALUES(__VA_ARGS__))
 
 /* A named parameter of an SQL script: ":name" in the SQL takes the integer, or the text when
  * text is not NULL. The enumerations a script compares with are bound this way, so their

@@ -86,7 +86,8 @@ static int import_energy(struct import_file *f, struct trace_fields *fl)
                                 e.gpu);
     if (!st)
         return -EIO;
-    import_bind_row_at(st, 2, IMPORT_INT(e.ts), IMPORT_INT(e.energy_mj), IMPORT_INT(e.uncertainty_ns));
+    import_bind_row_at(st, 2, IMPORT_INT(e.ts), IMPORT_INT(e.energy_mj),
+                       IMPORT_INT(e.uncertainty_ns));
     return import_step(f, st, "cannot store an energy counter update: ");
 }
 

@@ -183,8 +183,9 @@ static void bind_range(sqlite3_stmt *st, int col, int64_t process_id,
                        IMPORT_NONZERO(r->name_id), IMPORT_INT(r->category),
                        IMPORT_PLUS_ONE(r->color), payload_value(r->payload_type, r->payload_bits),
                        IMPORT_INT(row->style), nested ? IMPORT_INT(r->depth) : IMPORT_NULL,
-                       nested ? IMPORT_NONZERO(r->parent_id) : IMPORT_NULL, IMPORT_INT(r->thread_id),
-                       IMPORT_NONZERO(row->end_thread_id), IMPORT_INT(r->start_ns),
+                       nested ? IMPORT_NONZERO(r->parent_id) : IMPORT_NULL,
+                       IMPORT_INT(r->thread_id), IMPORT_NONZERO(row->end_thread_id),
+                       IMPORT_INT(r->start_ns),
                        row->end_thread_id ? IMPORT_INT(row->end_ns) : IMPORT_NULL);
 }
 

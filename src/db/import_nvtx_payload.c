@@ -274,8 +274,8 @@ static void put_value(void *ctx, const struct payload_value *v)
     import_bind_row(st, IMPORT_INT(p->decoding.payload_id), IMPORT_NONZERO(p->decoding.range_id),
                     IMPORT_NONZERO(p->decoding.mark_id), IMPORT_INT(v->entry),
                     v->array_index >= 0 ? IMPORT_INT(v->array_index) : IMPORT_NULL,
-                    IMPORT_NONZERO(p->decoding.schema->entries[v->entry].name_id),
-                    decoded_value(v), IMPORT_NONZERO(v->enum_name_id));
+                    IMPORT_NONZERO(p->decoding.schema->entries[v->entry].name_id), decoded_value(v),
+                    IMPORT_NONZERO(v->enum_name_id));
     import_step(p->file, st, "NVTX payload values: ");
 }
 

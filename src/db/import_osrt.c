@@ -33,7 +33,8 @@ static int import_call(struct import_file *f, struct trace_fields *fl)
         return -EIO;
     int64_t thread_id = import_thread(f, r.thread_idx); /* before the name, as both may insert */
     import_bind_row(st, IMPORT_INT(thread_id), IMPORT_INT(import_string_text(f, name)),
-                    IMPORT_INT(r.start), IMPORT_INT(r.end), IMPORT_INT(r.ret), IMPORT_NONZERO(r.error));
+                    IMPORT_INT(r.start), IMPORT_INT(r.end), IMPORT_INT(r.ret),
+                    IMPORT_NONZERO(r.error));
     return import_step(f, st, "cannot store an OS runtime call: ");
 }
 

@@ -508,9 +508,9 @@ void import_process_finish(struct import_file *f)
         end = end > f->last_ts ? end : f->last_ts;
         end = end > f->last_event_ns ? end : f->last_event_ns;
     }
-    import_bind_row(st, IMPORT_NONZERO(end), IMPORT_INT(f->saw_end && f->clean), IMPORT_INT(dropped),
-                    IMPORT_TEXT(f->warning), IMPORT_INT(f->saw_end), IMPORT_INT(f->salvaged),
-                    IMPORT_INT(f->process_id));
+    import_bind_row(st, IMPORT_NONZERO(end), IMPORT_INT(f->saw_end && f->clean),
+                    IMPORT_INT(dropped), IMPORT_TEXT(f->warning), IMPORT_INT(f->saw_end),
+                    IMPORT_INT(f->salvaged), IMPORT_INT(f->process_id));
     import_step(f, st, NULL);
 }
 
