@@ -7,57 +7,8 @@
 
 void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *values, int n)
 {
-    for (int k = 0; k < n; k++) {
-        const struct import_value *v = &values[k];
-        int col = first + k;
-        switch (v->kind) {
-        case IMPORT_VALUE_INT:
-            sqlite3_bind_int64(st, col, v->i);
-            continue;
-        case IMPORT_VALUE_NONZERO:
-            if (v->i)
-                sqlite3_bind_int64(st, col, v->i);
-            else
-                sqlite3_bind_null(st, col);
-            continue;
-        case IMPORT_VALUE_PLUS_ONE:
-            if (v->plus_one)
-                sqlite3_bind_int64(st, col, (int64_t)(v->plus_one - 1));
-            else
-                sqlite3_bind_null(st, col);
-            continue;
-        case IMPORT_VALUE_REAL:
-            sqlite3_bind_double(st, col, v->real);
-            continue;
-        case IMPORT_VALUE_TEXT:
-        case IMPORT_VALUE_TEXT_COPY:
-            if (v->p)
-                sqlite3_bind_text(st, col, v->p, v->len,
-                                  v->kind == IMPORT_VALUE_TEXT ? SQLITE_STATIC : SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(st, col);
-            continue;
-        case IMPORT_VALUE_BYTES:
-        case IMPORT_VALUE_BYTES_TEXT:
-            if (v->len || v->kind == IMPORT_VALUE_BYTES_TEXT)
-                sqlite3_bind_text(st, col, v->p, v->len, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(st, col);
-            continue;
-        case IMPORT_VALUE_BLOB:
-            if (v->len)
-                sqlite3_bind_blob(st, col, v->p, v->len, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(st, col);
-            continue;
-        case IMPORT_VALUE_SQL:
-            sqlite3_bind_value(st, col, v->p);
-            continue;
-        case IMPORT_VALUE_NULL:
-            sqlite3_bind_null(st, col);
-            continue;
-        }
-    }
+    for (int k = 0; k < n; k++)
+        import_bind_value(st, first + k, values[k]);
 }
 
 /* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
