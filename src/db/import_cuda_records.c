@@ -472,8 +472,7 @@ static int import_overhead(struct import_file *f, struct trace_fields *in)
                     " VALUES(?,?,?,?,?)");
     if (!s)
         return -EIO;
-    int64_t process = import_process(f);
-    import_bind_row(s, IMPORT_INT(process),
+    import_bind_row(s, IMPORT_INT(import_process(f)),
                     o.os_tid ? IMPORT_INT(import_thread_by_tid(f, o.os_tid)) : IMPORT_NULL,
                     IMPORT_TEXT(overhead_kind_name(o.kind)), IMPORT_INT(o.start),
                     IMPORT_INT(o.end));

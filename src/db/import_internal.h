@@ -77,10 +77,10 @@ struct import_summary *import_summary_of(struct import_file *f);
     X(MEMORY, "events skipped: the importer ran out of memory")                                    \
     X(FAILED, "records not stored: the importer failed (an SQL error)")                            \
     X(DUPLICATE_CHUNKS, "duplicated chunks skipped (each chunk is imported once)")                 \
-    X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")                 \
-    X(TABLE_REGISTERED_STRINGS, "NVTX registered strings past the agent's cap (no name)")          \
-    X(TABLE_CATEGORIES, "NVTX category names past the agent's cap (not named)")                    \
-    X(TABLE_DOMAINS, "NVTX domains past the agent's cap (in the default domain)")                  \
+    X(MISORDERED_CHUNKS, "chunks out of order (imported in their sequence order)")              \
+    X(TABLE_REGISTERED_STRINGS, "NVTX registered strings past the agent's cap (no name)")         \
+    X(TABLE_CATEGORIES, "NVTX category names past the agent's cap (not named)")                   \
+    X(TABLE_DOMAINS, "NVTX domains past the agent's cap (in the default domain)")                 \
     X(TABLE_PAYLOAD_SCHEMAS, "NVTX payload schemas past the agent's cap (not decoded)")
 enum import_loss {
 #define LOSS(ID, what) IMPORT_LOST_##ID,
@@ -231,23 +231,54 @@ __attribute__((always_inline)) static inline void import_bind_value(sqlite3_stmt
 void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *values, int n);
 
 /* Binds a row, its values listed: import_bind_row(st, IMPORT_INT(pid), IMPORT_TEXT(name)) binds
- * parameters 1 and 2; import_bind_row_at starts at parameter first. Inline and unrolled, so
- * that each value's kind is known where it is bound and the row costs what hand-written binds
- * cost (the NVTX importer binds 14 values per range; measured with callgrind: an out-of-line
- * loop added ~4 % to bench_import's instructions). */
+ * parameters 1 and 2; import_bind_row_at starts at parameter first. It expands to one inline
+ * bind per value, in the order listed (each value evaluated in turn, as statements are), so
+ * that each value's kind is known where it is bound and a row costs what hand-written binds
+ * cost (the NVTX importer binds 14 values per range; measured with callgrind: a loop over an
+ * array of the values added ~4 % to bench_import's instructions, an unrolled one ~0.8 %). Up
+ * to 24 values. */
+#define import_bind_row(st, ...) import_bind_row_at(st, 1, __VA_ARGS__)
+#define import_bind_row_at(st, first, ...)                                                         \
+    do {                                                                                           \
+        sqlite3_stmt *import_st_ = (st);                                                           \
+        IMPORT_BIND_CAT(IMPORT_BIND_, IMPORT_BIND_COUNT(__VA_ARGS__))(first, __VA_ARGS__)          \
+    } while (0)
+#define IMPORT_BIND_CAT(a, b) IMPORT_BIND_CAT_(a, b)
+#define IMPORT_BIND_CAT_(a, b) a##b
+#define IMPORT_BIND_COUNT(...)                                                                     \
+    IMPORT_BIND_NTH(__VA_ARGS__, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, \
+                    7, 6, 5, 4, 3, 2, 1)
+#define IMPORT_BIND_NTH(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16,     \
+                        _17, _18, _19, _20, _21, _22, _23, _24, n, ...)                            \
+    n
+#define IMPORT_BIND_1(col, v) import_bind_value(import_st_, col, v);
+#define IMPORT_BIND_2(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_1((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_3(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_2((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_4(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_3((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_5(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_4((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_6(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_5((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_7(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_6((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_8(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_7((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_9(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_8((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_10(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_9((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_11(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_10((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_12(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_11((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_13(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_12((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_14(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_13((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_15(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_14((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_16(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_15((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_17(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_16((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_18(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_17((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_19(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_18((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_20(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_19((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_21(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_20((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_22(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_21((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_23(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_22((col) + 1, __VA_ARGS__)
+#define IMPORT_BIND_24(col, v, ...) IMPORT_BIND_1(col, v) IMPORT_BIND_23((col) + 1, __VA_ARGS__)
+/* The values as an array and its length, for import_bind_values. */
 #define IMPORT_VALUES(...)                                                                         \
     (const struct import_value[]){__VA_ARGS__},                                                    \
         (int)(sizeof((const struct import_value[]){__VA_ARGS__}) / sizeof(struct import_value))
-#define import_bind_row(st, ...) import_bind_listed((st), 1, IMPORT_VALUES(__VA_ARGS__))
-#define import_bind_row_at(st, first, ...)                                                         \
-    import_bind_listed((st), (first), IMPORT_VALUES(__VA_ARGS__))
-__attribute__((always_inline)) static inline void
-import_bind_listed(sqlite3_stmt *st, int first, const struct import_value *values, int n)
-{
-#pragma GCC unroll 32
-    for (int k = 0; k < n; k++)
-        import_bind_value(st, first + k, values[k]);
-}
 
 /* A named parameter of an SQL script: ":name" in the SQL takes the integer, or the text when
  * text is not NULL. The enumerations a script compares with are bound this way, so their

@@ -31,8 +31,8 @@ static int import_call(struct import_file *f, struct trace_fields *fl)
                                    " ret, errno) VALUES(?, ?, ?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    int64_t thread_id = import_thread(f, r.thread_idx); /* before the name, as both may insert */
-    import_bind_row(st, IMPORT_INT(thread_id), IMPORT_INT(import_string_text(f, name)),
+    import_bind_row(st, IMPORT_INT(import_thread(f, r.thread_idx)),
+                    IMPORT_INT(import_string_text(f, name)),
                     IMPORT_INT(r.start), IMPORT_INT(r.end), IMPORT_INT(r.ret),
                     IMPORT_NONZERO(r.error));
     return import_step(f, st, "cannot store an OS runtime call: ");
