@@ -7,8 +7,12 @@
 
 void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *values, int n)
 {
-    for (int k = 0; k < n; k++)
-        import_bind_value(st, first + k, values[k]);
+    for (int k = 0; k < n; k++) {
+        if (values[k].kind == IMPORT_VALUE_INT) /* first: most cells of the CUDA batches */
+            sqlite3_bind_int64(st, first + k, values[k].i);
+        else
+            import_bind_value(st, first + k, values[k]);
+    }
 }
 
 /* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
