@@ -191,9 +191,8 @@ static int import_py_status(struct cpu_file *c, const struct trace_cpu_sampling 
         "UPDATE cpu_sampling SET python_status = ?, python_reason = ? WHERE process_id = ?");
     if (!st)
         return -EIO;
-    import_bind_text(st, 1, status_name(r->python_status));
-    import_bind_bytes(st, 2, r->python_reason.bytes, r->python_reason.len);
-    sqlite3_bind_int64(st, 3, import_process(c->f));
+    import_bind_row(st, IMPORT_TEXT(status_name(r->python_status)), IMPORT_BYTES(r->python_reason),
+                    IMPORT_INT(import_process(c->f)));
     return import_step(c->f, st, "cannot store the Python sampling status: ");
 }
 
@@ -205,11 +204,9 @@ static int import_py_totals(struct cpu_file *c, const struct trace_cpu_sampler *
         " python_cpu_ns = ? WHERE process_id = ?");
     if (!st)
         return -EIO;
-    const uint64_t v[] = {r->python_snapshots, r->python_lost, r->python_unreadable,
-                          r->python_cpu_ns};
-    for (int i = 0; i < 4; i++)
-        sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
-    sqlite3_bind_int64(st, 5, import_process(c->f));
+    import_bind_row(st, IMPORT_INT(r->python_snapshots), IMPORT_INT(r->python_lost),
+                    IMPORT_INT(r->python_unreadable), IMPORT_INT(r->python_cpu_ns),
+                    IMPORT_INT(import_process(c->f)));
     return import_step(c->f, st, "cannot store the Python sampler's totals: ");
 }
 
@@ -224,10 +221,8 @@ static int import_status(struct cpu_file *c, struct trace_fields *fl)
         " period_ns = excluded.period_ns, reason = excluded.reason");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_process(c->f));
-    import_bind_text(st, 2, status_name(r.status));
-    sqlite3_bind_int64(st, 3, (int64_t)r.period_ns);
-    import_bind_bytes(st, 4, r.reason.bytes, r.reason.len);
+    import_bind_row(st, IMPORT_INT(import_process(c->f)), IMPORT_TEXT(status_name(r.status)),
+                    IMPORT_INT(r.period_ns), IMPORT_BYTES(r.reason));
     if (import_step(c->f, st, "cannot store the CPU sampling status: ") < 0)
         return -EIO;
     return r.optional_present ? import_py_status(c, &r) : 0;
@@ -242,10 +237,9 @@ static int import_totals(struct cpu_file *c, struct trace_fields *fl)
                                    " threads_unsampled = ?, cpu_ns = ? WHERE process_id = ?");
     if (!st)
         return -EIO;
-    const uint64_t v[] = {r.samples, r.lost, r.threads, r.threads_unsampled, r.cpu_ns};
-    for (int i = 0; i < 5; i++)
-        sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
-    sqlite3_bind_int64(st, 6, import_process(c->f));
+    import_bind_row(st, IMPORT_INT(r.samples), IMPORT_INT(r.lost), IMPORT_INT(r.threads),
+                    IMPORT_INT(r.threads_unsampled), IMPORT_INT(r.cpu_ns),
+                    IMPORT_INT(import_process(c->f)));
     if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
         return -EIO;
     return r.optional_present ? import_py_totals(c, &r) : 0;
@@ -287,7 +281,7 @@ static int import_stack(struct cpu_file *c, struct trace_fields *fl)
         import_stmt(c->f, SLOT_STACK, "INSERT INTO cpu_stacks(process_id) VALUES(?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_process(c->f));
+    import_bind_row(st, IMPORT_INT(import_process(c->f)));
     if (import_step(c->f, st, "cannot store a CPU stack: ") < 0)
         return -EIO;
     if (c->stack_count == c->stack_cap) {
@@ -322,9 +316,8 @@ static int import_sample(struct cpu_file *c, struct trace_fields *fl)
         c->f, SLOT_SAMPLE, "INSERT INTO cpu_samples(thread_id, ts_ns, stack_id) VALUES(?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
-    sqlite3_bind_int64(st, 2, (int64_t)r.ts);
-    import_bind_nonzero(st, 3, index ? c->stacks[index - 1].row : 0);
+    import_bind_row(st, IMPORT_INT(import_thread_by_tid(c->f, r.os_tid)), IMPORT_INT(r.ts),
+                    IMPORT_NONZERO(index ? c->stacks[index - 1].row : 0));
     if (import_step(c->f, st, "cannot store a CPU sample: ") < 0)
         return -EIO;
     if (grow((void **)&c->samples, &c->sample_cap, c->sample_count, sizeof *c->samples) < 0)
@@ -360,10 +353,8 @@ static int64_t frame_id(struct cpu_file *c, const char *name, const char *module
         c->f, SLOT_FRAME, "INSERT INTO cpu_frames(name, module, file, line) VALUES(?, ?, ?, ?)");
     if (!st)
         return 0;
-    import_bind_text(st, 1, name);
-    import_bind_text(st, 2, *module ? module : NULL);
-    import_bind_text(st, 3, file);
-    import_bind_nonzero(st, 4, file ? line : 0);
+    import_bind_row(st, IMPORT_TEXT(name), IMPORT_TEXT(*module ? module : NULL), IMPORT_TEXT(file),
+                    IMPORT_NONZERO(file ? line : 0));
     if (import_step(c->f, st, "cannot store a CPU frame: ") < 0)
         return 0;
     int64_t id = sqlite3_last_insert_rowid(import_db(c->f));
@@ -392,7 +383,7 @@ static void jit_read(struct cpu_file *c)
     sqlite3_stmt *st = import_stmt(c->f, SLOT_PID, "SELECT pid FROM processes WHERE id = ?");
     if (!st)
         return;
-    sqlite3_bind_int64(st, 1, import_process(c->f));
+    import_bind_row(st, IMPORT_INT(import_process(c->f)));
     if (sqlite3_step(st) != SQLITE_ROW)
         return;
     const char *folder = getenv(trace_env_name(TRACE_ENV_PERF_MAP_DIR));
@@ -498,9 +489,7 @@ static int64_t callsite_id(struct cpu_file *c, int64_t parent, int64_t frame, in
                     "INSERT INTO cpu_callsites(parent_id, frame_id, depth) VALUES(?, ?, ?)");
     if (!st)
         return 0;
-    import_bind_nonzero(st, 1, parent);
-    sqlite3_bind_int64(st, 2, frame);
-    sqlite3_bind_int(st, 3, depth);
+    import_bind_row(st, IMPORT_NONZERO(parent), IMPORT_INT(frame), IMPORT_INT(depth));
     if (import_step(c->f, st, "cannot store a CPU callsite: ") < 0)
         return 0;
     int64_t id = sqlite3_last_insert_rowid(import_db(c->f));
@@ -580,8 +569,7 @@ static int64_t stack_row(struct cpu_file *c, const int64_t *frames, size_t n)
                                    "INSERT INTO cpu_stacks(process_id, callsite_id) VALUES(?, ?)");
     if (!st)
         return 0;
-    sqlite3_bind_int64(st, 1, import_process(c->f));
-    import_bind_nonzero(st, 2, callsite);
+    import_bind_row(st, IMPORT_INT(import_process(c->f)), IMPORT_NONZERO(callsite));
     if (import_step(c->f, st, "cannot store a CPU stack: ") < 0)
         return 0;
     return sqlite3_last_insert_rowid(import_db(c->f));
@@ -612,10 +600,8 @@ static int import_py_sample(struct cpu_file *c, struct trace_fields *fl)
         "INSERT INTO cpu_gil_waits(thread_id, ts_ns, duration_ns, stack_id) VALUES(?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_thread_by_tid(c->f, r.os_tid));
-    sqlite3_bind_int64(st, 2, (int64_t)r.ts);
-    sqlite3_bind_int64(st, 3, (int64_t)r.span_ns);
-    import_bind_nonzero(st, 4, ps ? ps->row : 0);
+    import_bind_row(st, IMPORT_INT(import_thread_by_tid(c->f, r.os_tid)), IMPORT_INT(r.ts),
+                    IMPORT_INT(r.span_ns), IMPORT_NONZERO(ps ? ps->row : 0));
     return import_step(c->f, st, "cannot store a GIL wait: ");
 }
 
@@ -697,8 +683,7 @@ static int symbolize_stack(struct cpu_file *c, struct cpu_stack *s)
                                    "UPDATE cpu_stacks SET callsite_id = ? WHERE id = ?");
     if (!st)
         return -EIO;
-    import_bind_nonzero(st, 1, callsite);
-    sqlite3_bind_int64(st, 2, s->row);
+    import_bind_row(st, IMPORT_NONZERO(callsite), IMPORT_INT(s->row));
     return import_step(c->f, st, "cannot store a CPU stack: ");
 }
 
@@ -713,7 +698,7 @@ static int join_python(struct cpu_file *c)
     sqlite3_stmt *st = import_stmt(c->f, SLOT_PERIOD,
                                    "SELECT period_ns FROM cpu_sampling WHERE process_id = ?");
     if (st) {
-        sqlite3_bind_int64(st, 1, import_process(c->f));
+        import_bind_row(st, IMPORT_INT(import_process(c->f)));
         if (sqlite3_step(st) == SQLITE_ROW)
             period = (uint64_t)sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
@@ -752,8 +737,7 @@ static int join_python(struct cpu_file *c)
             }
         }
         st = import_stmt(c->f, SLOT_RESTACK, "UPDATE cpu_samples SET stack_id = ? WHERE rowid = ?");
-        sqlite3_bind_int64(st, 1, row);
-        sqlite3_bind_int64(st, 2, sr->row);
+        import_bind_row(st, IMPORT_INT(row), IMPORT_INT(sr->row));
         rc = import_step(c->f, st, "cannot store a CPU sample's Python stack: ");
     }
     u64_map_release(&rows);
@@ -761,9 +745,8 @@ static int join_python(struct cpu_file *c)
                      "UPDATE cpu_sampling SET python_matched = ?, python_unmatched = ?"
                      " WHERE process_id = ?");
     if (st) {
-        sqlite3_bind_int64(st, 1, (int64_t)matched);
-        sqlite3_bind_int64(st, 2, (int64_t)unmatched);
-        sqlite3_bind_int64(st, 3, import_process(c->f));
+        import_bind_row(st, IMPORT_INT(matched), IMPORT_INT(unmatched),
+                        IMPORT_INT(import_process(c->f)));
         import_step(c->f, st, "cannot store the Python sampling counts: ");
     }
     return rc;
@@ -784,10 +767,8 @@ static void cpu_file_close(void *ctx)
                                        "UPDATE cpu_sampling SET addresses = ?, unsymbolized = ?,"
                                        " truncated_stacks = ? WHERE process_id = ?");
         if (st) {
-            sqlite3_bind_int64(st, 1, (int64_t)c->addresses);
-            sqlite3_bind_int64(st, 2, (int64_t)c->unsymbolized);
-            sqlite3_bind_int64(st, 3, (int64_t)c->truncated);
-            sqlite3_bind_int64(st, 4, import_process(c->f));
+            import_bind_row(st, IMPORT_INT(c->addresses), IMPORT_INT(c->unsymbolized),
+                            IMPORT_INT(c->truncated), IMPORT_INT(import_process(c->f)));
             import_step(c->f, st, "cannot store the CPU sampling counts: ");
         }
     }

@@ -42,7 +42,7 @@ static int attribute_api_calls(sqlite3 *db)
         sqlite3_prepare_v2(db, "UPDATE cuda_api SET nvtx_range_id = ? WHERE id = ?", -1, &update,
                            NULL) != SQLITE_OK)
         goto fail;
-    sqlite3_bind_int(ranges, 1, IMPORT_RANGE_PUSH_POP);
+    import_bind_row(ranges, IMPORT_INT(IMPORT_RANGE_PUSH_POP));
 
     int have_range = sqlite3_step(ranges) == SQLITE_ROW;
     int64_t thread = -1;
@@ -75,8 +75,8 @@ static int attribute_api_calls(sqlite3 *db)
             depth--;
         if (!depth)
             continue;
-        sqlite3_bind_int64(update, 1, stack[depth - 1].id);
-        sqlite3_bind_int64(update, 2, sqlite3_column_int64(calls, 2));
+        import_bind_row(update, IMPORT_INT(stack[depth - 1].id),
+                        IMPORT_INT(sqlite3_column_int64(calls, 2)));
         if (sqlite3_step(update) != SQLITE_DONE)
             goto fail;
         sqlite3_reset(update);

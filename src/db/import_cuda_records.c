@@ -88,7 +88,8 @@ static const char *overhead_kind_name(uint64_t kind)
 /* ---- one function per record type ------------------------------------------------------ */
 
 /* Binds columns 1-7 shared by kernels, memcpys and memsets (process, device, context, stream,
- * correlation, start, end): the leading fields of their records, which have the same names. */
+ * correlation, start, end): the leading fields of their records, which have the same names; the
+ * record's own columns follow from 8. */
 #define BIND_GPU_OP_HEADER(f, s, r)                                                                \
     bind_gpu_op_header(f, s, (r).device, (r).context, (r).stream, (r).correlation, (r).start,      \
                        (r).end)
@@ -96,25 +97,20 @@ static void bind_gpu_op_header(struct import_file *f, sqlite3_stmt *s, uint64_t 
                                uint64_t context, uint64_t stream, uint64_t correlation,
                                uint64_t start, uint64_t end)
 {
-    sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, (int64_t)device);
-    sqlite3_bind_int64(s, 3, (int64_t)context);
-    sqlite3_bind_int64(s, 4, (int64_t)stream);
-    sqlite3_bind_int64(s, 5, (int64_t)correlation);
-    sqlite3_bind_int64(s, 6, (int64_t)start);
-    sqlite3_bind_int64(s, 7, (int64_t)end);
+    import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_INT(device), IMPORT_INT(context),
+                    IMPORT_INT(stream), IMPORT_INT(correlation), IMPORT_INT(start),
+                    IMPORT_INT(end));
 }
 
-/* An INSERT of the process id, then n integers (sql's n + 1 parameters, in that order). */
-static int insert_process_ints(struct import_file *f, int slot, const char *sql, const uint64_t *v,
-                               int n)
+/* An INSERT of the process id, then n values (sql's n + 1 parameters, in that order). */
+static int insert_process_row(struct import_file *f, int slot, const char *sql,
+                              const struct import_value *v, int n)
 {
     sqlite3_stmt *s = import_stmt(f, slot, sql);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, import_process(f));
-    for (int i = 0; i < n; i++)
-        sqlite3_bind_int64(s, 2 + i, (int64_t)v[i]);
+    import_bind_row(s, IMPORT_INT(import_process(f)));
+    import_bind_values(s, 2, v, n);
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -149,15 +145,9 @@ static struct batch_table api_table = {
     " return_code, correlation_id) VALUES",
     9, SLOT_API, SLOT_API_BATCH, "", ""};
 
-/* One value of a row held back: an integer, or NULL. */
-struct batch_cell {
-    int64_t value;
-    int is_null;
-};
-
 struct row_batch {
     int rows;
-    struct batch_cell cells[ROW_BATCH * ROW_MAX_COLUMNS];
+    struct import_value cells[ROW_BATCH * ROW_MAX_COLUMNS]; /* IMPORT_INT or IMPORT_NONZERO */
 };
 
 /* The CUDA importer's state for one file: the rows held back. */
@@ -180,16 +170,6 @@ static const char *table_sql(struct batch_table *t, int rows)
     return out;
 }
 
-static void bind_cells(sqlite3_stmt *st, int first, const struct batch_cell *cells, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (cells[i].is_null)
-            sqlite3_bind_null(st, first + i);
-        else
-            sqlite3_bind_int64(st, first + i, cells[i].value);
-    }
-}
-
 /* Writes the rows held back: a full batch in one statement, the rest one by one. */
 static int flush_rows(struct import_file *f, struct batch_table *t, struct row_batch *b)
 {
@@ -197,14 +177,14 @@ static int flush_rows(struct import_file *f, struct batch_table *t, struct row_b
     sqlite3_stmt *st = full ? import_stmt(f, t->slot_batch, table_sql(t, ROW_BATCH)) : NULL;
     if (full) {
         if (st)
-            bind_cells(st, 1, b->cells, ROW_BATCH * t->columns);
+            import_bind_values(st, 1, b->cells, ROW_BATCH * t->columns);
         rc = import_step(f, st, STEP_WARNING); /* -EIO for no statement */
     }
     for (int r = 0; !full && r < b->rows; r++) {
         st = import_stmt(f, t->slot_one, table_sql(t, 1));
         if (!st)
             return -EIO;
-        bind_cells(st, 1, b->cells + r * t->columns, t->columns);
+        import_bind_values(st, 1, b->cells + r * t->columns, t->columns);
         rc |= import_step(f, st, STEP_WARNING);
     }
     b->rows = 0;
@@ -212,7 +192,7 @@ static int flush_rows(struct import_file *f, struct batch_table *t, struct row_b
 }
 
 /* The next row of the batch (its cells to fill, all of them), written when the batch is full. */
-static struct batch_cell *next_row(struct row_batch *b, const struct batch_table *t)
+static struct import_value *next_row(struct row_batch *b, const struct batch_table *t)
 {
     return b->cells + b->rows * t->columns;
 }
@@ -222,48 +202,38 @@ static int row_done(struct import_file *f, struct batch_table *t, struct row_bat
     return ++b->rows == ROW_BATCH ? flush_rows(f, t, b) : 0;
 }
 
-/* A cell of the trace's conventions: the value, or NULL for 0 ("none"). */
-static struct batch_cell value(int64_t v)
-{
-    return (struct batch_cell){v, 0};
-}
-static struct batch_cell nonzero(int64_t v)
-{
-    return (struct batch_cell){v, v == 0};
-}
-
 static int import_kernel(struct cuda_file *cf, struct trace_fields *in)
 {
     struct import_file *f = cf->file;
     struct trace_cuda_kernel k;
     trace_get_cuda_kernel(in, &k);
-    struct batch_cell *row = next_row(&cf->kernels, &kernel_table);
-    const struct batch_cell cells[] = {
-        value(import_process(f)),
-        value((int64_t)k.device),
-        value((int64_t)k.context),
-        value((int64_t)k.stream),
-        value((int64_t)k.correlation),
-        value((int64_t)k.start),
-        value((int64_t)k.end),
-        nonzero(import_string(f, k.name)),
-        nonzero(import_string(f, k.demangled)),
-        value((int64_t)k.grid_x),
-        value((int64_t)k.grid_y),
-        value((int64_t)k.grid_z),
-        value((int64_t)k.block_x),
-        value((int64_t)k.block_y),
-        value((int64_t)k.block_z),
-        value((int64_t)k.cluster_x),
-        value((int64_t)k.cluster_y),
-        value((int64_t)k.cluster_z),
-        value((int64_t)k.registers_per_thread),
-        value((int64_t)k.static_smem),
-        value((int64_t)k.dynamic_smem),
-        value((int64_t)k.local_mem_per_thread),
-        value((int64_t)k.launch_type),
-        nonzero((int64_t)k.graph_id), /* 0 outside graphs */
-        nonzero((int64_t)k.graph_node_id),
+    struct import_value *row = next_row(&cf->kernels, &kernel_table);
+    const struct import_value cells[] = {
+        IMPORT_INT(import_process(f)),
+        IMPORT_INT(k.device),
+        IMPORT_INT(k.context),
+        IMPORT_INT(k.stream),
+        IMPORT_INT(k.correlation),
+        IMPORT_INT(k.start),
+        IMPORT_INT(k.end),
+        IMPORT_NONZERO(import_string(f, k.name)),
+        IMPORT_NONZERO(import_string(f, k.demangled)),
+        IMPORT_INT(k.grid_x),
+        IMPORT_INT(k.grid_y),
+        IMPORT_INT(k.grid_z),
+        IMPORT_INT(k.block_x),
+        IMPORT_INT(k.block_y),
+        IMPORT_INT(k.block_z),
+        IMPORT_INT(k.cluster_x),
+        IMPORT_INT(k.cluster_y),
+        IMPORT_INT(k.cluster_z),
+        IMPORT_INT(k.registers_per_thread),
+        IMPORT_INT(k.static_smem),
+        IMPORT_INT(k.dynamic_smem),
+        IMPORT_INT(k.local_mem_per_thread),
+        IMPORT_INT(k.launch_type),
+        IMPORT_NONZERO(k.graph_id), /* 0 outside graphs */
+        IMPORT_NONZERO(k.graph_node_id),
     };
     _Static_assert(sizeof cells / sizeof cells[0] == 25, "kernel_table's columns");
     memcpy(row, cells, sizeof cells);
@@ -275,18 +245,18 @@ static int import_api(struct cuda_file *cf, struct trace_fields *in)
     struct import_file *f = cf->file;
     struct trace_cuda_api a;
     trace_get_cuda_api(in, &a);
-    struct batch_cell *row = next_row(&cf->api, &api_table);
+    struct import_value *row = next_row(&cf->api, &api_table);
     int64_t thread = import_thread_by_tid(f, a.os_tid); /* may add the thread (and process) row */
-    const struct batch_cell cells[] = {
-        value(import_process(f)),
-        value(thread),
-        value((int64_t)a.api),
-        value((int64_t)a.cbid),
-        nonzero(import_string(f, a.name)),
-        value((int64_t)a.start),
-        value((int64_t)a.end),
-        value((int64_t)a.return_code),
-        value((int64_t)a.correlation),
+    const struct import_value cells[] = {
+        IMPORT_INT(import_process(f)),
+        IMPORT_INT(thread),
+        IMPORT_INT(a.api),
+        IMPORT_INT(a.cbid),
+        IMPORT_NONZERO(import_string(f, a.name)),
+        IMPORT_INT(a.start),
+        IMPORT_INT(a.end),
+        IMPORT_INT(a.return_code),
+        IMPORT_INT(a.correlation),
     };
     _Static_assert(sizeof cells / sizeof cells[0] == 9, "api_table's columns");
     memcpy(row, cells, sizeof cells);
@@ -326,14 +296,11 @@ static int import_memcpy(struct import_file *f, struct trace_fields *in)
     if (!s)
         return -EIO;
     BIND_GPU_OP_HEADER(f, s, c);
-    import_bind_text(s, 8, NAME_OF(copy_kind_names, c.copy_kind));
-    sqlite3_bind_int64(s, 9, (int64_t)c.bytes);
-    import_bind_text(s, 10, NAME_OF(mem_kind_names, c.src_kind));
-    import_bind_text(s, 11, NAME_OF(mem_kind_names, c.dst_kind));
-    sqlite3_bind_int64(s, 12, (int64_t)c.async);
-    sqlite3_bind_int64(s, 13, (int64_t)c.src_device);
-    sqlite3_bind_int64(s, 14, (int64_t)c.dst_device);
-    import_bind_nonzero(s, 15, (int64_t)c.graph_node_id);
+    import_bind_row_at(s, 8, IMPORT_TEXT(NAME_OF(copy_kind_names, c.copy_kind)),
+                       IMPORT_INT(c.bytes), IMPORT_TEXT(NAME_OF(mem_kind_names, c.src_kind)),
+                       IMPORT_TEXT(NAME_OF(mem_kind_names, c.dst_kind)), IMPORT_INT(c.async),
+                       IMPORT_INT(c.src_device), IMPORT_INT(c.dst_device),
+                       IMPORT_NONZERO(c.graph_node_id));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -348,11 +315,9 @@ static int import_memset(struct import_file *f, struct trace_fields *in)
     if (!s)
         return -EIO;
     BIND_GPU_OP_HEADER(f, s, m);
-    sqlite3_bind_int64(s, 8, (int64_t)m.bytes);
-    sqlite3_bind_int64(s, 9, (int64_t)m.value);
-    import_bind_text(s, 10, NAME_OF(mem_kind_names, m.mem_kind));
-    sqlite3_bind_int64(s, 11, (int64_t)m.async);
-    import_bind_nonzero(s, 12, (int64_t)m.graph_node_id);
+    import_bind_row_at(s, 8, IMPORT_INT(m.bytes), IMPORT_INT(m.value),
+                       IMPORT_TEXT(NAME_OF(mem_kind_names, m.mem_kind)), IMPORT_INT(m.async),
+                       IMPORT_NONZERO(m.graph_node_id));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -366,14 +331,11 @@ static int import_sync(struct import_file *f, struct trace_fields *in)
         " start_ns, end_ns) VALUES(?,?,?,?,?,?,?,?)");
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, import_process(f));
-    import_bind_text(s, 2, NAME_OF(import_cuda_sync_kind_names, y.sync_kind));
-    sqlite3_bind_int64(s, 3, (int64_t)y.context);
-    import_bind_plus_one(s, 4, y.stream); /* 0: none */
-    import_bind_plus_one(s, 5, y.event);
-    sqlite3_bind_int64(s, 6, (int64_t)y.correlation);
-    sqlite3_bind_int64(s, 7, (int64_t)y.start);
-    sqlite3_bind_int64(s, 8, (int64_t)y.end);
+    import_bind_row(s, IMPORT_INT(import_process(f)),
+                    IMPORT_TEXT(NAME_OF(import_cuda_sync_kind_names, y.sync_kind)),
+                    IMPORT_INT(y.context), IMPORT_PLUS_ONE(y.stream) /* 0: none */,
+                    IMPORT_PLUS_ONE(y.event), IMPORT_INT(y.correlation), IMPORT_INT(y.start),
+                    IMPORT_INT(y.end));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -390,16 +352,17 @@ static int import_memory(struct import_file *f, struct trace_fields *in)
     const char *op = m.op == 1 ? "alloc" : m.op == 2 ? "free" : NULL;
     if (!op)
         return 0; /* CUPTI's "invalid" operation: nothing to show */
-    sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, (int64_t)m.device);
-    sqlite3_bind_text(s, 3, op, -1, SQLITE_STATIC);
-    import_bind_text(s, 4, NAME_OF(mem_kind_names, m.mem_kind));
-    sqlite3_bind_int64(s, 5, (int64_t)m.address);
-    sqlite3_bind_int64(s, 6, (int64_t)m.bytes);
-    sqlite3_bind_int64(s, 7, (int64_t)m.ts);
-    sqlite3_bind_int64(s, 8, (int64_t)m.stream);
-    sqlite3_bind_int64(s, 9, (int64_t)m.correlation);
+    import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_INT(m.device), IMPORT_TEXT(op),
+                    IMPORT_TEXT(NAME_OF(mem_kind_names, m.mem_kind)), IMPORT_INT(m.address),
+                    IMPORT_INT(m.bytes), IMPORT_INT(m.ts), IMPORT_INT(m.stream),
+                    IMPORT_INT(m.correlation));
     return import_step(f, s, STEP_WARNING);
+}
+
+/* A peak FLOP rate: NULL for 0 (unknown). */
+static struct import_value peak_value(double flops)
+{
+    return flops != 0 ? IMPORT_REAL(flops) : IMPORT_NULL;
 }
 
 /* gpus.id of a uuid, inserting the GPU if new (merged by uuid across processes). */
@@ -421,31 +384,24 @@ static int import_device(struct import_file *f, struct trace_fields *in)
         import_warn(f, "CUDA device %lld has no UUID; not imported", (long long)d.device);
         return 0;
     }
-    import_bind_bytes(s, 1, d.uuid.bytes, d.uuid.len);
-    import_bind_bytes(s, 2, d.name.bytes, d.name.len);
-    import_bind_bytes(s, 3, d.pci_bus_id.bytes, d.pci_bus_id.len);
-    sqlite3_bind_int64(s, 4, (int64_t)d.cc_major); /* compute capability: minor 0 is a real value */
-    sqlite3_bind_int64(s, 5, (int64_t)d.cc_minor);
-    const uint64_t known[] = {
-        /* columns 6-17, 0 meaning unknown */
-        d.sm_count,        d.memory_bytes,      d.sm_clock_khz,        d.memory_clock_khz,
-        d.memory_bus_bits, d.l2_bytes,          d.max_threads_per_sm,  d.max_registers_per_sm,
-        d.max_smem_per_sm, d.max_blocks_per_sm, d.registers_per_block, d.smem_per_block_optin,
-    };
-    for (int i = 0; i < 12; i++)
-        import_bind_nonzero(s, 6 + i, (int64_t)known[i]);
     /* the theoretical peaks (gpu_peaks.h): the reports compute them again from the row */
     struct gpu_peaks peaks;
     gpu_peaks_flops((int64_t)d.cc_major, (int64_t)d.cc_minor, (int64_t)d.sm_count,
                     (int64_t)d.sm_clock_khz, &peaks);
-    const double flops[] = {peaks.fp32, peaks.fp16, peaks.bf16, peaks.tf32, peaks.fp64};
-    for (int i = 0; i < 5; i++)
-        if (flops[i] != 0)
-            sqlite3_bind_double(s, 18 + i, flops[i]);
     double dram = gpu_peak_dram_bytes_per_s((int64_t)d.dram_bandwidth, (int64_t)d.memory_clock_khz,
                                             (int64_t)d.memory_bus_bits);
-    if (dram > 0)
-        sqlite3_bind_double(s, 23, dram);
+    import_bind_row(
+        s, IMPORT_BYTES(d.uuid), IMPORT_BYTES(d.name), IMPORT_BYTES(d.pci_bus_id),
+        IMPORT_INT(d.cc_major), IMPORT_INT(d.cc_minor), /* compute capability: minor 0 is real */
+        /* columns 6-17, 0 meaning unknown */
+        IMPORT_NONZERO(d.sm_count), IMPORT_NONZERO(d.memory_bytes), IMPORT_NONZERO(d.sm_clock_khz),
+        IMPORT_NONZERO(d.memory_clock_khz), IMPORT_NONZERO(d.memory_bus_bits),
+        IMPORT_NONZERO(d.l2_bytes), IMPORT_NONZERO(d.max_threads_per_sm),
+        IMPORT_NONZERO(d.max_registers_per_sm), IMPORT_NONZERO(d.max_smem_per_sm),
+        IMPORT_NONZERO(d.max_blocks_per_sm), IMPORT_NONZERO(d.registers_per_block),
+        IMPORT_NONZERO(d.smem_per_block_optin), peak_value(peaks.fp32), peak_value(peaks.fp16),
+        peak_value(peaks.bf16), peak_value(peaks.tf32), peak_value(peaks.fp64),
+        dram > 0 ? IMPORT_REAL(dram) : IMPORT_NULL);
     if (import_step(f, s, STEP_WARNING) < 0)
         return -EIO;
 
@@ -455,9 +411,8 @@ static int import_device(struct import_file *f, struct trace_fields *in)
                     " SELECT ?, ?, id FROM gpus WHERE uuid = ?");
     if (!link)
         return -EIO;
-    sqlite3_bind_int64(link, 1, import_process(f));
-    sqlite3_bind_int64(link, 2, (int64_t)d.device);
-    import_bind_bytes(link, 3, d.uuid.bytes, d.uuid.len);
+    import_bind_row(link, IMPORT_INT(import_process(f)), IMPORT_INT(d.device),
+                    IMPORT_BYTES(d.uuid));
     return import_step(f, link, STEP_WARNING);
 }
 
@@ -465,10 +420,10 @@ static int import_context(struct import_file *f, struct trace_fields *in)
 {
     struct trace_cuda_context c;
     trace_get_cuda_context(in, &c);
-    return insert_process_ints(
+    return insert_process_row(
         f, SLOT_CONTEXT,
         "INSERT INTO cuda_contexts(process_id, context, device, null_stream) VALUES(?,?,?,?)",
-        (const uint64_t[]){c.context, c.device, c.null_stream}, 3);
+        IMPORT_VALUES(IMPORT_INT(c.context), IMPORT_INT(c.device), IMPORT_INT(c.null_stream)));
 }
 
 static int import_stream(struct import_file *f, struct trace_fields *in)
@@ -481,11 +436,9 @@ static int import_stream(struct import_file *f, struct trace_fields *in)
                     " VALUES(?,?,?,?,?)");
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, import_process(f));
-    sqlite3_bind_int64(s, 2, (int64_t)t.context);
-    sqlite3_bind_int64(s, 3, (int64_t)t.stream);
-    sqlite3_bind_int64(s, 4, (int32_t)t.priority); /* CUDA priorities are small negative ints */
-    sqlite3_bind_int64(s, 5, t.flag == TRACE_CUDA_STREAM_NULL);
+    import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_INT(t.context), IMPORT_INT(t.stream),
+                    IMPORT_INT((int32_t)t.priority), /* CUDA priorities are small negative ints */
+                    IMPORT_INT(t.flag == TRACE_CUDA_STREAM_NULL));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -493,20 +446,20 @@ static int import_stream_handle(struct import_file *f, struct trace_fields *in)
 {
     struct trace_cuda_stream_handle h;
     trace_get_cuda_stream_handle(in, &h);
-    return insert_process_ints(
+    return insert_process_row(
         f, SLOT_STREAM_HANDLE,
         "INSERT INTO cuda_stream_handles(process_id, handle, context, stream) VALUES(?,?,?,?)",
-        (const uint64_t[]){h.handle, h.context, h.stream}, 3);
+        IMPORT_VALUES(IMPORT_INT(h.handle), IMPORT_INT(h.context), IMPORT_INT(h.stream)));
 }
 
 static int import_context_handle(struct import_file *f, struct trace_fields *in)
 {
     struct trace_cuda_context_handle h;
     trace_get_cuda_context_handle(in, &h);
-    return insert_process_ints(
+    return insert_process_row(
         f, SLOT_CONTEXT_HANDLE,
         "INSERT INTO cuda_context_handles(process_id, handle, context) VALUES(?,?,?)",
-        (const uint64_t[]){h.handle, h.context}, 2);
+        IMPORT_VALUES(IMPORT_INT(h.handle), IMPORT_INT(h.context)));
 }
 
 static int import_overhead(struct import_file *f, struct trace_fields *in)
@@ -519,12 +472,10 @@ static int import_overhead(struct import_file *f, struct trace_fields *in)
                     " VALUES(?,?,?,?,?)");
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, import_process(f));
-    if (o.os_tid)
-        sqlite3_bind_int64(s, 2, import_thread_by_tid(f, o.os_tid));
-    sqlite3_bind_text(s, 3, overhead_kind_name(o.kind), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 4, (int64_t)o.start);
-    sqlite3_bind_int64(s, 5, (int64_t)o.end);
+    import_bind_row(s, IMPORT_INT(import_process(f)),
+                    o.os_tid ? IMPORT_INT(import_thread_by_tid(f, o.os_tid)) : IMPORT_NULL,
+                    IMPORT_TEXT(overhead_kind_name(o.kind)), IMPORT_INT(o.start),
+                    IMPORT_INT(o.end));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -537,8 +488,7 @@ static int import_rejected(struct import_file *f, struct trace_fields *in)
         "UPDATE processes SET cuda_rejected_records = cuda_rejected_records + ? WHERE id = ?");
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (int64_t)r.count);
-    sqlite3_bind_int64(s, 2, import_process(f));
+    import_bind_row(s, IMPORT_INT(r.count), IMPORT_INT(import_process(f)));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -551,10 +501,8 @@ static int import_capture(struct import_file *f, struct trace_fields *in)
         "INSERT OR REPLACE INTO cuda_capture(process_id, mode, from_ns, until_ns) VALUES(?,?,?,?)");
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, import_process(f));
-    import_bind_bytes(s, 2, c.mode.bytes, c.mode.len);
-    import_bind_nonzero(s, 3, (int64_t)c.from_ns);
-    import_bind_nonzero(s, 4, (int64_t)c.until_ns);
+    import_bind_row(s, IMPORT_INT(import_process(f)), IMPORT_BYTES(c.mode),
+                    IMPORT_NONZERO(c.from_ns), IMPORT_NONZERO(c.until_ns));
     return import_step(f, s, STEP_WARNING);
 }
 
@@ -568,10 +516,10 @@ static int import_backtrace(struct import_file *f, struct trace_fields *in)
     int64_t stack = import_string(f, b.stack);
     if (!stack)
         return 0;
-    return insert_process_ints(
+    return insert_process_row(
         f, SLOT_BACKTRACE,
         "INSERT INTO cuda_backtraces(process_id, correlation_id, backtrace_id) VALUES(?,?,?)",
-        (const uint64_t[]){b.correlation, (uint64_t)stack}, 2);
+        IMPORT_VALUES(IMPORT_INT(b.correlation), IMPORT_INT(stack)));
 }
 
 int import_cuda_record(void *ctx, unsigned type, struct trace_fields *fields)

@@ -2,6 +2,7 @@
  * the CPU samples' function names: a file of its own because it loads the C++ runtime at run
  * time. */
 #include "db/import_demangle.h"
+#include "db/import_internal.h"
 
 #include <errno.h>
 #include <dlfcn.h>
@@ -74,11 +75,11 @@ int import_demangle_kernel_names(sqlite3 *db)
         int status = -1;
         char *text = demangle((const char *)sqlite3_column_text(names, 1), NULL, NULL, &status);
         if (status == 0 && text) {
-            sqlite3_bind_text(add_string, 1, text, -1, SQLITE_TRANSIENT);
+            import_bind_row(add_string, IMPORT_TEXT_COPY(text));
             int ok = sqlite3_step(add_string) == SQLITE_DONE;
             sqlite3_reset(add_string);
-            sqlite3_bind_int64(add_pair, 1, sqlite3_last_insert_rowid(db));
-            sqlite3_bind_int64(add_pair, 2, sqlite3_column_int64(names, 0));
+            import_bind_row(add_pair, IMPORT_INT(sqlite3_last_insert_rowid(db)),
+                            IMPORT_INT(sqlite3_column_int64(names, 0)));
             ok = ok && sqlite3_step(add_pair) == SQLITE_DONE;
             sqlite3_reset(add_pair);
             if (!ok) {

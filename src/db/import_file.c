@@ -43,10 +43,8 @@ void import_losses_finish(struct import_file *f)
             "INSERT INTO import_losses(process_id, raw_file, count, reason) VALUES(?, ?, ?, ?)");
         if (!st)
             return;
-        import_bind_nonzero(st, 1, f->process_id);
-        import_bind_text(st, 2, f->name);
-        sqlite3_bind_int64(st, 3, (int64_t)f->lost[k]);
-        import_bind_text(st, 4, loss_what[k]);
+        import_bind_row(st, IMPORT_NONZERO(f->process_id), IMPORT_TEXT(f->name),
+                        IMPORT_INT(f->lost[k]), IMPORT_TEXT(loss_what[k]));
         import_step(f, st, NULL);
     }
 }

@@ -51,11 +51,6 @@ static const char *source_name(uint64_t source)
                                                    : NULL;
 }
 
-static void bind_bytes(sqlite3_stmt *st, int col, struct trace_bytes b)
-{
-    import_bind_bytes(st, col, b.bytes, b.len);
-}
-
 /* gpus.id of a uuid, made when no other source described that GPU; 0 on failure. */
 static int64_t gpu_of(struct import_file *f, struct trace_bytes uuid, struct trace_bytes name,
                       uint64_t nvml_index_plus_1)
@@ -67,14 +62,11 @@ static int64_t gpu_of(struct import_file *f, struct trace_bytes uuid, struct tra
                                    " nvml_index = COALESCE(gpus.nvml_index, excluded.nvml_index)");
     if (!st)
         return 0;
-    bind_bytes(st, 1, uuid);
-    bind_bytes(st, 2, name);
-    if (nvml_index_plus_1)
-        sqlite3_bind_int64(st, 3, (int64_t)nvml_index_plus_1 - 1);
+    import_bind_row(st, IMPORT_BYTES(uuid), IMPORT_BYTES(name), IMPORT_PLUS_ONE(nvml_index_plus_1));
     if (import_step(f, st, "cannot store a GPU: ") < 0 ||
         !(st = import_stmt(f, SLOT_GPU_ID, "SELECT id FROM gpus WHERE uuid = ?")))
         return 0;
-    bind_bytes(st, 1, uuid);
+    import_bind_row(st, IMPORT_BYTES(uuid));
     return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
@@ -141,12 +133,8 @@ static int import_set(struct gpu_metrics_file *g, struct trace_fields *fl)
         return -EIO;
     }
     mask_columns(mask, columns, sizeof columns);
-    sqlite3_bind_int64(st, 1, gpu);
-    sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (int64_t)r.period_ns);
-    sqlite3_bind_text(st, 4, columns, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, hardware, -1, SQLITE_TRANSIENT);
-    bind_bytes(st, 6, r.chip);
+    import_bind_row(st, IMPORT_INT(gpu), IMPORT_TEXT(source), IMPORT_INT(r.period_ns),
+                    IMPORT_TEXT_COPY(columns), IMPORT_TEXT_COPY(hardware), IMPORT_BYTES(r.chip));
     free(hardware);
     if (import_step(g->f, st, "cannot store a GPU metric set: ") < 0)
         return -EIO;
@@ -193,14 +181,16 @@ static int import_sample(struct gpu_metrics_file *g, struct trace_fields *fl)
     sqlite3_stmt *st = import_stmt(g->f, SLOT_SAMPLE, sql);
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, g->sets[set].row);
-    sqlite3_bind_int64(st, 2, (int64_t)r.start);
-    sqlite3_bind_int64(st, 3, (int64_t)r.end);
-    /* values in bit order; a short list leaves the last metrics NULL (unbound) */
+    import_bind_row(st, IMPORT_INT(g->sets[set].row), IMPORT_INT(r.start), IMPORT_INT(r.end));
+    /* values in bit order; a short list leaves the last metrics NULL */
+    struct import_value metrics[GPU_METRIC_COUNT];
     size_t value = 0;
     for (int i = 0; i < GPU_METRIC_COUNT; i++)
-        if ((g->sets[set].mask & (1u << i)) && value < r.values.count && value < TRACE_U_LIST_MAX)
-            sqlite3_bind_double(st, 4 + i, gpu_metric_decode(i, r.values.values[value++]));
+        metrics[i] =
+            (g->sets[set].mask & (1u << i)) && value < r.values.count && value < TRACE_U_LIST_MAX
+                ? IMPORT_REAL(gpu_metric_decode(i, r.values.values[value++]))
+                : IMPORT_NULL;
+    import_bind_values(st, 4, metrics, GPU_METRIC_COUNT);
     return import_step(g->f, st, "cannot store a GPU metric sample: ");
 }
 
@@ -223,15 +213,9 @@ static int import_status(struct gpu_metrics_file *g, struct trace_fields *fl)
                                    " reason) VALUES(?, ?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    if (gpu)
-        sqlite3_bind_int64(st, 1, gpu);
-    const char *source = source_name(r.source);
-    if (source)
-        sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
-    if (r.code < sizeof codes / sizeof codes[0] && codes[r.code])
-        sqlite3_bind_text(st, 3, codes[r.code], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, (int64_t)r.count);
-    bind_bytes(st, 5, r.reason);
+    const char *code = r.code < sizeof codes / sizeof codes[0] ? codes[r.code] : NULL;
+    import_bind_row(st, IMPORT_NONZERO(gpu), IMPORT_TEXT(source_name(r.source)), IMPORT_TEXT(code),
+                    IMPORT_INT(r.count), IMPORT_BYTES(r.reason));
     return import_step(g->f, st, "cannot store a GPU metric status: ");
 }
 
@@ -248,10 +232,9 @@ static int import_sampler(struct gpu_metrics_file *g, struct trace_fields *fl)
                                    " sampler_read_ns = ? WHERE id = ?");
     if (!st)
         return -EIO;
-    const uint64_t v[] = {r.samples, r.lost, r.duration_ns, r.cpu_ns, r.reads, r.read_ns};
-    for (int i = 0; i < 6; i++)
-        sqlite3_bind_int64(st, i + 1, (int64_t)v[i]);
-    sqlite3_bind_int64(st, 7, g->sets[set].row);
+    import_bind_row(st, IMPORT_INT(r.samples), IMPORT_INT(r.lost), IMPORT_INT(r.duration_ns),
+                    IMPORT_INT(r.cpu_ns), IMPORT_INT(r.reads), IMPORT_INT(r.read_ns),
+                    IMPORT_INT(g->sets[set].row));
     return import_step(g->f, st, "cannot store a GPU metric sampler: ");
 }
 
@@ -269,14 +252,10 @@ static int import_relay(struct gpu_metrics_file *g, struct trace_fields *fl)
                                    " delivery_max_ns = ?, relay_cpu_ns = ? WHERE id = ?");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, (int64_t)r.cpu_ns);
-    sqlite3_bind_int64(st, 2, (int64_t)r.max_rss_kib);
-    if (r.samples) {
-        sqlite3_bind_int64(st, 3, (int64_t)(r.delay_sum_ns / r.samples));
-        sqlite3_bind_int64(st, 4, (int64_t)r.delay_max_ns);
-    }
-    sqlite3_bind_int64(st, 5, (int64_t)r.relay_cpu_ns);
-    sqlite3_bind_int64(st, 6, g->sets[set].row);
+    import_bind_row(st, IMPORT_INT(r.cpu_ns), IMPORT_INT(r.max_rss_kib),
+                    r.samples ? IMPORT_INT(r.delay_sum_ns / r.samples) : IMPORT_NULL,
+                    r.samples ? IMPORT_INT(r.delay_max_ns) : IMPORT_NULL,
+                    IMPORT_INT(r.relay_cpu_ns), IMPORT_INT(g->sets[set].row));
     return import_step(g->f, st, "cannot store a GPU metric sampler's cost: ");
 }
 

@@ -75,7 +75,7 @@ static int load_busy(sqlite3 *db, int64_t gpu_id, struct busy *b)
                            " end_ns > start_ns ORDER BY start_ns",
                            -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int64(st, 1, gpu_id);
+    import_bind_row(st, IMPORT_INT(gpu_id));
     size_t cap = 0;
     int rc = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -111,7 +111,7 @@ static int load_samples(sqlite3 *db, int64_t set_id, struct sample **out, size_t
                            " COALESCE(gr_active, sm_active) IS NOT NULL",
                            -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int64(st, 1, set_id);
+    import_bind_row(st, IMPORT_INT(set_id));
     size_t cap = 0;
     int rc = 0;
     *out = NULL;
@@ -142,9 +142,7 @@ static int put_status(sqlite3 *db, int64_t gpu_id, const char *code, const char 
                            " VALUES(?, 'NVML GPM', ?, 0, ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int64(st, 1, gpu_id);
-    sqlite3_bind_text(st, 2, code, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
+    import_bind_row(st, IMPORT_INT(gpu_id), IMPORT_TEXT(code), IMPORT_TEXT_COPY(reason));
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     sqlite3_finalize(st);
     return rc;
@@ -180,8 +178,7 @@ static int align_set(sqlite3 *db, int64_t set_id, int64_t gpu_id)
                      ? 0
                      : -EIO;
             if (rc == 0) {
-                sqlite3_bind_int64(st, 1, best_lag);
-                sqlite3_bind_int64(st, 2, set_id);
+                import_bind_row(st, IMPORT_INT(best_lag), IMPORT_INT(set_id));
                 rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
                 sqlite3_finalize(st);
             }

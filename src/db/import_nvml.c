@@ -27,7 +27,7 @@ static int64_t gpu_id_of(struct import_file *f, uint64_t nvml_index)
     sqlite3_stmt *st = import_stmt(f, SLOT_GPU_ID, "SELECT id FROM gpus WHERE nvml_index = ?");
     if (!st)
         return 0;
-    sqlite3_bind_int64(st, 1, (int64_t)nvml_index);
+    import_bind_row(st, IMPORT_INT(nvml_index));
     return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
@@ -39,14 +39,8 @@ static sqlite3_stmt *gpu_stmt(struct import_file *f, int slot, const char *sql, 
     sqlite3_stmt *st = import_stmt(f, slot, sql);
     if (!gpu || !st)
         return NULL;
-    sqlite3_bind_int64(st, 1, gpu);
+    import_bind_row(st, IMPORT_INT(gpu));
     return st;
-}
-
-/* The bytes as text, '' when empty (NVML's strings are stored as read). */
-static void bind_text(sqlite3_stmt *st, int col, struct trace_bytes b)
-{
-    sqlite3_bind_text(st, col, (const char *)b.bytes, (int)b.len, SQLITE_TRANSIENT);
 }
 
 static int import_gpu(struct import_file *f, struct trace_fields *fl)
@@ -62,11 +56,9 @@ static int import_gpu(struct import_file *f, struct trace_fields *fl)
                     " memory_bytes = COALESCE(gpus.memory_bytes, excluded.memory_bytes)");
     if (!st)
         return -EIO;
-    bind_text(st, 1, g.uuid);
-    bind_text(st, 2, g.name);
-    sqlite3_bind_int64(st, 3, (int64_t)g.gpu);
-    sqlite3_bind_int64(st, 4, (int64_t)g.power_limit_mw);
-    sqlite3_bind_int64(st, 5, (int64_t)g.memory_bytes);
+    /* NVML's strings are stored as read: '' when empty */
+    import_bind_row(st, IMPORT_BYTES_TEXT(g.uuid), IMPORT_BYTES_TEXT(g.name), IMPORT_INT(g.gpu),
+                    IMPORT_INT(g.power_limit_mw), IMPORT_INT(g.memory_bytes));
     return import_step(f, st, "cannot store an NVML GPU: ");
 }
 
@@ -79,9 +71,8 @@ static int import_power(struct import_file *f, struct trace_fields *fl)
         "INSERT INTO gpu_samples(gpu_id, ts_ns, power_mw, power_avg_mw) VALUES(?, ?, ?, ?)", p.gpu);
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 2, (int64_t)p.ts);
-    import_bind_plus_one(st, 3, p.power_mw);
-    import_bind_plus_one(st, 4, p.power_avg_mw);
+    import_bind_row_at(st, 2, IMPORT_INT(p.ts), IMPORT_PLUS_ONE(p.power_mw),
+                       IMPORT_PLUS_ONE(p.power_avg_mw));
     return import_step(f, st, "cannot store a power sample: ");
 }
 
@@ -95,9 +86,8 @@ static int import_energy(struct import_file *f, struct trace_fields *fl)
                                 e.gpu);
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 2, (int64_t)e.ts);
-    sqlite3_bind_int64(st, 3, (int64_t)e.energy_mj);
-    sqlite3_bind_int64(st, 4, (int64_t)e.uncertainty_ns);
+    import_bind_row_at(st, 2, IMPORT_INT(e.ts), IMPORT_INT(e.energy_mj),
+                       IMPORT_INT(e.uncertainty_ns));
     return import_step(f, st, "cannot store an energy counter update: ");
 }
 
@@ -113,12 +103,10 @@ static int import_state(struct import_file *f, struct trace_fields *fl)
                  g.gpu);
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 2, (int64_t)g.ts);
-    const uint64_t plus_one[] = {g.sm_clock_mhz,    g.memory_clock_mhz,  g.gpu_util,
-                                 g.memory_util,     g.memory_used_bytes, g.temperature_c,
-                                 g.throttle_reasons};
-    for (int i = 0; i < 7; i++)
-        import_bind_plus_one(st, 3 + i, plus_one[i]);
+    import_bind_row_at(st, 2, IMPORT_INT(g.ts), IMPORT_PLUS_ONE(g.sm_clock_mhz),
+                       IMPORT_PLUS_ONE(g.memory_clock_mhz), IMPORT_PLUS_ONE(g.gpu_util),
+                       IMPORT_PLUS_ONE(g.memory_util), IMPORT_PLUS_ONE(g.memory_used_bytes),
+                       IMPORT_PLUS_ONE(g.temperature_c), IMPORT_PLUS_ONE(g.throttle_reasons));
     return import_step(f, st, "cannot store a GPU state sample: ");
 }
 
@@ -131,7 +119,7 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('nvml_disabled_reason', ?)");
     if (!st)
         return -EIO;
-    bind_text(st, 1, d.reason);
+    import_bind_row(st, IMPORT_BYTES_TEXT(d.reason));
     return import_step(f, st, "cannot store the NVML disabled reason: ");
 }
 
@@ -149,17 +137,14 @@ static int import_sampler(struct import_file *f, struct trace_fields *fl)
         r.gpu);
     if (!st)
         return -EIO;
-    const uint64_t counts[] = {r.duration_ns,   r.energy_calls,  r.energy_busy_ns, r.energy_max_ns,
-                               r.power_calls,   r.power_busy_ns, r.power_max_ns,   r.state_calls,
-                               r.state_busy_ns, r.state_max_ns,  r.cpu_ns};
-    for (int i = 0; i < 11; i++)
-        sqlite3_bind_int64(st, 2 + i, (int64_t)counts[i]);
     uint64_t mode = r.counter_mode;
-    if (mode < sizeof modes / sizeof *modes && modes[mode])
-        sqlite3_bind_text(st, 13, modes[mode], -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 13);
-    sqlite3_bind_int64(st, 14, (int64_t)r.counter_resets);
+    import_bind_row_at(
+        st, 2, IMPORT_INT(r.duration_ns), IMPORT_INT(r.energy_calls), IMPORT_INT(r.energy_busy_ns),
+        IMPORT_INT(r.energy_max_ns), IMPORT_INT(r.power_calls), IMPORT_INT(r.power_busy_ns),
+        IMPORT_INT(r.power_max_ns), IMPORT_INT(r.state_calls), IMPORT_INT(r.state_busy_ns),
+        IMPORT_INT(r.state_max_ns), IMPORT_INT(r.cpu_ns),
+        IMPORT_TEXT(mode < sizeof modes / sizeof *modes ? modes[mode] : NULL),
+        IMPORT_INT(r.counter_resets));
     return import_step(f, st, "cannot store the NVML sampler's footprint: ");
 }
 
@@ -196,18 +181,18 @@ static int insert_window(sqlite3 *db, sqlite3_stmt *ranges, const struct energy_
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    for (int col = 0; col < 5; col++)
-        sqlite3_bind_value(st, col + 1, sqlite3_column_value(ranges, col));
-    sqlite3_bind_int64(st, 6, g->gpu_id);
+    import_bind_row(st, IMPORT_SQL(sqlite3_column_value(ranges, 0)),
+                    IMPORT_SQL(sqlite3_column_value(ranges, 1)),
+                    IMPORT_SQL(sqlite3_column_value(ranges, 2)),
+                    IMPORT_SQL(sqlite3_column_value(ranges, 3)),
+                    IMPORT_SQL(sqlite3_column_value(ranges, 4)), IMPORT_INT(g->gpu_id));
     if (sqlite3_column_type(ranges, 4) != SQLITE_NULL) {
         struct energy_interval e =
             energy_track_between(&g->track, (uint64_t)sqlite3_column_int64(ranges, 3),
                                  (uint64_t)sqlite3_column_int64(ranges, 4));
-        sqlite3_bind_double(st, 7, e.mj / 1000);
-        sqlite3_bind_double(st, 8, e.error_mj / 1000);
-        sqlite3_bind_int64(st, 9, (int64_t)e.updates);
-        sqlite3_bind_int64(st, 10,
-                           (int64_t)(e.flags & 0x3) | (e.updates < 2 ? WINDOW_TOO_SHORT : 0));
+        import_bind_row_at(st, 7, IMPORT_REAL(e.mj / 1000), IMPORT_REAL(e.error_mj / 1000),
+                           IMPORT_INT(e.updates),
+                           IMPORT_INT((e.flags & 0x3) | (e.updates < 2 ? WINDOW_TOO_SHORT : 0)));
     }
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     sqlite3_finalize(st);

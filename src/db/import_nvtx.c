@@ -105,8 +105,7 @@ static void on_domain(struct nvtx_file *f, struct trace_fields *fl)
     if (!st)
         return;
     int64_t domain_id = ++f->session->next_domain_id;
-    sqlite3_bind_int64(st, 1, domain_id);
-    import_bind_nonzero(st, 2, name_id);
+    import_bind_row(st, IMPORT_INT(domain_id), IMPORT_NONZERO(name_id));
     if (import_step(f->file, st, NULL) < 0)
         return;
     if (name_id)
@@ -123,9 +122,8 @@ static void on_category(struct nvtx_file *f, struct trace_fields *fl)
         "INSERT OR REPLACE INTO categories(domain_id, category, name_id) VALUES(?, ?, ?)");
     if (!st)
         return;
-    sqlite3_bind_int64(st, 1, domain_of(f, r.domain));
-    sqlite3_bind_int64(st, 2, (int64_t)r.category);
-    import_bind_nonzero(st, 3, import_string(f->file, r.name));
+    import_bind_row(st, IMPORT_INT(domain_of(f, r.domain)), IMPORT_INT(r.category),
+                    IMPORT_NONZERO(import_string(f->file, r.name)));
     import_step(f->file, st, NULL);
 }
 
@@ -143,8 +141,8 @@ static void set_event(struct nvtx_file *f, struct open_range *r, uint64_t name, 
     r->payload_bits = payload;
 }
 
-/* Binds the payload as the NVTX type it was given in (nvToolsExt.h's NVTX_PAYLOAD_TYPE_*). */
-static void bind_payload(sqlite3_stmt *st, int col, uint64_t type, uint64_t bits)
+/* The payload as the NVTX type it was given in (nvToolsExt.h's NVTX_PAYLOAD_TYPE_*). */
+static struct import_value payload_value(uint64_t type, uint64_t bits)
 {
     uint32_t low = (uint32_t)bits;
     double d;
@@ -152,33 +150,20 @@ static void bind_payload(sqlite3_stmt *st, int col, uint64_t type, uint64_t bits
     switch (type) {
     case 1: /* UNSIGNED_INT64: SQLite integers are signed; values above 2^63 wrap */
     case 2: /* INT64 */
-        sqlite3_bind_int64(st, col, (int64_t)bits);
-        return;
+        return IMPORT_INT(bits);
     case 3: /* DOUBLE */
         memcpy(&d, &bits, sizeof d);
-        sqlite3_bind_double(st, col, d);
-        return;
+        return IMPORT_REAL(d);
     case 4: /* UNSIGNED_INT32 */
-        sqlite3_bind_int64(st, col, low);
-        return;
+        return IMPORT_INT(low);
     case 5: /* INT32 */
-        sqlite3_bind_int64(st, col, (int32_t)low);
-        return;
+        return IMPORT_INT((int32_t)low);
     case 6: /* FLOAT */
         memcpy(&fl, &low, sizeof fl);
-        sqlite3_bind_double(st, col, fl);
-        return;
+        return IMPORT_REAL(fl);
     default:
-        sqlite3_bind_null(st, col);
+        return IMPORT_NULL;
     }
-}
-
-static void bind_color(sqlite3_stmt *st, int col, uint64_t color)
-{
-    if (color)
-        sqlite3_bind_int64(st, col, (int64_t)(color - 1));
-    else
-        sqlite3_bind_null(st, col);
 }
 
 #define RANGE_COLUMNS                                                                              \
@@ -193,23 +178,15 @@ static void bind_range(sqlite3_stmt *st, int col, int64_t process_id,
                        const struct finished_range *row)
 {
     const struct open_range *r = &row->range;
-    sqlite3_bind_int64(st, col, r->id);
-    sqlite3_bind_int64(st, col + 1, process_id);
-    sqlite3_bind_int64(st, col + 2, r->domain_id);
-    import_bind_nonzero(st, col + 3, r->name_id);
-    sqlite3_bind_int64(st, col + 4, (int64_t)r->category);
-    bind_color(st, col + 5, r->color);
-    bind_payload(st, col + 6, r->payload_type, r->payload_bits);
-    sqlite3_bind_int(st, col + 7, row->style);
-    if (row->style == IMPORT_RANGE_PUSH_POP) {
-        sqlite3_bind_int64(st, col + 8, r->depth);
-        import_bind_nonzero(st, col + 9, r->parent_id);
-    }
-    sqlite3_bind_int64(st, col + 10, r->thread_id);
-    import_bind_nonzero(st, col + 11, row->end_thread_id);
-    sqlite3_bind_int64(st, col + 12, (int64_t)r->start_ns);
-    if (row->end_thread_id)
-        sqlite3_bind_int64(st, col + 13, (int64_t)row->end_ns);
+    int nested = row->style == IMPORT_RANGE_PUSH_POP; /* depth and parent: push/pop ranges' */
+    import_bind_row_at(st, col, IMPORT_INT(r->id), IMPORT_INT(process_id), IMPORT_INT(r->domain_id),
+                       IMPORT_NONZERO(r->name_id), IMPORT_INT(r->category),
+                       IMPORT_PLUS_ONE(r->color), payload_value(r->payload_type, r->payload_bits),
+                       IMPORT_INT(row->style), nested ? IMPORT_INT(r->depth) : IMPORT_NULL,
+                       nested ? IMPORT_NONZERO(r->parent_id) : IMPORT_NULL,
+                       IMPORT_INT(r->thread_id), IMPORT_NONZERO(row->end_thread_id),
+                       IMPORT_INT(r->start_ns),
+                       row->end_thread_id ? IMPORT_INT(row->end_ns) : IMPORT_NULL);
 }
 
 /* "INSERT ... VALUES (...), (...), ..." with RANGE_BATCH rows, built once. */
@@ -467,14 +444,10 @@ static void on_mark(struct nvtx_file *f, struct trace_fields *fl)
     int64_t thread_id = import_thread(f->file, m.thread_idx);
     if (!st || !thread_id)
         return;
-    sqlite3_bind_int64(st, 1, import_known_process(f->file));
-    sqlite3_bind_int64(st, 2, thread_id);
-    sqlite3_bind_int64(st, 3, domain_of(f, m.domain));
-    import_bind_nonzero(st, 4, ev.name_id);
-    sqlite3_bind_int64(st, 5, (int64_t)ev.category);
-    bind_color(st, 6, ev.color);
-    bind_payload(st, 7, ev.payload_type, ev.payload_bits);
-    sqlite3_bind_int64(st, 8, (int64_t)m.ts);
+    import_bind_row(st, IMPORT_INT(import_known_process(f->file)), IMPORT_INT(thread_id),
+                    IMPORT_INT(domain_of(f, m.domain)), IMPORT_NONZERO(ev.name_id),
+                    IMPORT_INT(ev.category), IMPORT_PLUS_ONE(ev.color),
+                    payload_value(ev.payload_type, ev.payload_bits), IMPORT_INT(m.ts));
     if (import_step(f->file, st, NULL) == 0) {
         import_summary_of(f->file)->marks++;
         nvtx_payloads_owner(f->payloads, m.thread_idx, m.domain, 0,
@@ -518,10 +491,8 @@ static int on_name_resource(struct nvtx_file *f, struct trace_fields *fl)
         "INSERT INTO cuda_resource_names(process_id, kind, handle, name_id) VALUES(?,?,?,?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_process(f->file));
-    sqlite3_bind_int64(st, 2, (int64_t)kind);
-    sqlite3_bind_int64(st, 3, (int64_t)r.handle);
-    sqlite3_bind_int64(st, 4, name);
+    import_bind_row(st, IMPORT_INT(import_process(f->file)), IMPORT_INT(kind), IMPORT_INT(r.handle),
+                    IMPORT_INT(name));
     return import_step(f->file, st, "CUDA import: ");
 }
 
@@ -594,8 +565,7 @@ static void store_unbalanced(struct nvtx_file *f)
                                    "UPDATE processes SET unbalanced_pops = ? WHERE id = ?");
     if (!st)
         return;
-    sqlite3_bind_int64(st, 1, (int64_t)f->unbalanced);
-    sqlite3_bind_int64(st, 2, process_id);
+    import_bind_row(st, IMPORT_INT(f->unbalanced), IMPORT_INT(process_id));
     import_step(f->file, st, NULL);
 }
 

@@ -151,19 +151,11 @@ static int schema_add(struct nvtx_payloads *p, struct payload_schema s, uint64_t
         " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         goto fail;
-    sqlite3_bind_int64(st, 1, import_process(p->file));
-    sqlite3_bind_int64(st, 2, domain_row(p, s.domain));
-    sqlite3_bind_int64(st, 3, (int64_t)s.id);
-    sqlite3_bind_int(st, 4, s.is_enum);
-    import_bind_nonzero(st, 5, import_string(p->file, name));
-    if (s.is_enum)
-        sqlite3_bind_null(st, 6);
-    else
-        sqlite3_bind_int64(st, 6, (int64_t)s.schema_type);
-    sqlite3_bind_int64(st, 7, (int64_t)flags);
-    sqlite3_bind_int64(st, 8, (int64_t)s.static_size);
-    sqlite3_bind_int64(st, 9, (int64_t)s.pack_align);
-    sqlite3_bind_int64(st, 10, (int64_t)entry_count);
+    import_bind_row(st, IMPORT_INT(import_process(p->file)), IMPORT_INT(domain_row(p, s.domain)),
+                    IMPORT_INT(s.id), IMPORT_INT(s.is_enum),
+                    IMPORT_NONZERO(import_string(p->file, name)),
+                    s.is_enum ? IMPORT_NULL : IMPORT_INT(s.schema_type), IMPORT_INT(flags),
+                    IMPORT_INT(s.static_size), IMPORT_INT(s.pack_align), IMPORT_INT(entry_count));
     rc = import_step(p->file, st, "NVTX payload schema: ");
     if (rc < 0)
         goto fail;
@@ -234,14 +226,9 @@ static int on_entry(struct nvtx_payloads *p, struct trace_fields *fl)
         " type, flags, array_length, byte_offset) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, fs->row);
-    sqlite3_bind_int64(st, 2, (int64_t)r.index);
-    import_bind_nonzero(st, 3, name_id);
-    import_bind_nonzero(st, 4, description_id);
-    sqlite3_bind_int64(st, 5, (int64_t)r.type);
-    sqlite3_bind_int64(st, 6, (int64_t)r.flags);
-    sqlite3_bind_int64(st, 7, (int64_t)r.array_length);
-    sqlite3_bind_int64(st, 8, (int64_t)r.offset);
+    import_bind_row(st, IMPORT_INT(fs->row), IMPORT_INT(r.index), IMPORT_NONZERO(name_id),
+                    IMPORT_NONZERO(description_id), IMPORT_INT(r.type), IMPORT_INT(r.flags),
+                    IMPORT_INT(r.array_length), IMPORT_INT(r.offset));
     return import_step(p->file, st, "NVTX payload schema: ");
 }
 
@@ -259,12 +246,19 @@ static int on_enum_value(struct nvtx_payloads *p, struct trace_fields *fl)
                                    " idx, name_id, value, is_flag) VALUES(?, ?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, fs->row);
-    sqlite3_bind_int64(st, 2, (int64_t)r.index);
-    import_bind_nonzero(st, 3, name_id);
-    sqlite3_bind_int64(st, 4, (int64_t)r.value);
-    sqlite3_bind_int64(st, 5, r.is_flag != 0);
+    import_bind_row(st, IMPORT_INT(fs->row), IMPORT_INT(r.index), IMPORT_NONZERO(name_id),
+                    IMPORT_INT(r.value), IMPORT_INT(r.is_flag != 0));
     return import_step(p->file, st, "NVTX payload schema: ");
+}
+
+/* A decoded value as its column holds it: an integer, a real or text. */
+static struct import_value decoded_value(const struct payload_value *v)
+{
+    if (v->type == PAYLOAD_VALUE_INT)
+        return IMPORT_INT(v->i);
+    if (v->type == PAYLOAD_VALUE_REAL)
+        return IMPORT_REAL(v->d);
+    return IMPORT_BYTES_TEXT(trace_bytes(v->text, v->text_len));
 }
 
 /* payload_decode's callback: one nvtx_payload_values row. */
@@ -277,20 +271,11 @@ static void put_value(void *ctx, const struct payload_value *v)
         " name_id, value, enum_name_id) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return;
-    sqlite3_bind_int64(st, 1, p->decoding.payload_id);
-    import_bind_nonzero(st, 2, p->decoding.range_id);
-    import_bind_nonzero(st, 3, p->decoding.mark_id);
-    sqlite3_bind_int64(st, 4, (int64_t)v->entry);
-    if (v->array_index >= 0)
-        sqlite3_bind_int64(st, 5, v->array_index);
-    import_bind_nonzero(st, 6, p->decoding.schema->entries[v->entry].name_id);
-    if (v->type == PAYLOAD_VALUE_INT)
-        sqlite3_bind_int64(st, 7, v->i);
-    else if (v->type == PAYLOAD_VALUE_REAL)
-        sqlite3_bind_double(st, 7, v->d);
-    else
-        sqlite3_bind_text(st, 7, (const char *)v->text, (int)v->text_len, SQLITE_TRANSIENT);
-    import_bind_nonzero(st, 8, v->enum_name_id);
+    import_bind_row(st, IMPORT_INT(p->decoding.payload_id), IMPORT_NONZERO(p->decoding.range_id),
+                    IMPORT_NONZERO(p->decoding.mark_id), IMPORT_INT(v->entry),
+                    v->array_index >= 0 ? IMPORT_INT(v->array_index) : IMPORT_NULL,
+                    IMPORT_NONZERO(p->decoding.schema->entries[v->entry].name_id), decoded_value(v),
+                    IMPORT_NONZERO(v->enum_name_id));
     import_step(p->file, st, "NVTX payload values: ");
 }
 
@@ -350,17 +335,10 @@ static int on_payload(struct nvtx_payloads *p, struct trace_fields *fl)
         " data, truncated) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    import_bind_nonzero(st, 1, p->owner.range_id);
-    import_bind_nonzero(st, 2, p->owner.mark_id);
-    sqlite3_bind_int64(st, 3, (int64_t)r.index);
-    sqlite3_bind_int64(st, 4, (int64_t)r.count);
-    sqlite3_bind_int64(st, 5, (int64_t)r.schema_id);
-    if (registered)
-        sqlite3_bind_int64(st, 6, registered->row);
-    sqlite3_bind_int64(st, 7, (int64_t)r.size);
-    if (r.bytes.len)
-        sqlite3_bind_blob(st, 8, r.bytes.bytes, (int)r.bytes.len, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 9, r.bytes.len < r.size);
+    import_bind_row(st, IMPORT_NONZERO(p->owner.range_id), IMPORT_NONZERO(p->owner.mark_id),
+                    IMPORT_INT(r.index), IMPORT_INT(r.count), IMPORT_INT(r.schema_id),
+                    registered ? IMPORT_INT(registered->row) : IMPORT_NULL, IMPORT_INT(r.size),
+                    IMPORT_BLOB(r.bytes), IMPORT_INT(r.bytes.len < r.size));
     int rc = import_step(p->file, st, "NVTX payloads: ");
     if (rc < 0 || !schema)
         return rc;

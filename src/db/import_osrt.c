@@ -31,12 +31,10 @@ static int import_call(struct import_file *f, struct trace_fields *fl)
                                    " ret, errno) VALUES(?, ?, ?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_thread(f, r.thread_idx));
-    sqlite3_bind_int64(st, 2, import_string_text(f, name));
-    sqlite3_bind_int64(st, 3, (int64_t)r.start);
-    sqlite3_bind_int64(st, 4, (int64_t)r.end);
-    sqlite3_bind_int64(st, 5, r.ret);
-    import_bind_nonzero(st, 6, (int64_t)r.error);
+    import_bind_row(st, IMPORT_INT(import_thread(f, r.thread_idx)),
+                    IMPORT_INT(import_string_text(f, name)),
+                    IMPORT_INT(r.start), IMPORT_INT(r.end), IMPORT_INT(r.ret),
+                    IMPORT_NONZERO(r.error));
     return import_step(f, st, "cannot store an OS runtime call: ");
 }
 
@@ -50,8 +48,7 @@ static int import_settings(struct import_file *f, struct trace_fields *fl)
                                    " threshold_ns = excluded.threshold_ns");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_process(f));
-    sqlite3_bind_int64(st, 2, (int64_t)r.threshold_ns);
+    import_bind_row(st, IMPORT_INT(import_process(f)), IMPORT_INT(r.threshold_ns));
     return import_step(f, st, "cannot store the OS runtime settings: ");
 }
 
@@ -66,10 +63,8 @@ static int import_totals(struct import_file *f, struct trace_fields *fl)
                                    " lost = excluded.lost");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, import_process(f));
-    sqlite3_bind_int64(st, 2, (int64_t)r.seen);
-    sqlite3_bind_int64(st, 3, (int64_t)r.kept);
-    sqlite3_bind_int64(st, 4, (int64_t)r.lost);
+    import_bind_row(st, IMPORT_INT(import_process(f)), IMPORT_INT(r.seen), IMPORT_INT(r.kept),
+                    IMPORT_INT(r.lost));
     return import_step(f, st, "cannot store the OS runtime totals: ");
 }
 

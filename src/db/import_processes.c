@@ -72,8 +72,7 @@ static int64_t session_intern(struct import_file *f, const uint8_t *bytes, size_
     sqlite3_stmt *st = import_core_stmt(f, SLOT_STRING, "INSERT INTO strings(id, value) VALUES(?, ?)");
     if (!st)
         return 0;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, copy, (int)len, SQLITE_STATIC);
+    import_bind_row(st, IMPORT_INT(id), IMPORT_TEXT_N(copy, len));
     return import_step(f, st, NULL) < 0 ? 0 : id;
 }
 
@@ -105,15 +104,9 @@ static int64_t insert_process(struct import_file *f, uint64_t pid, uint64_t ppid
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return 0;
-    sqlite3_bind_int64(st, 1, (int64_t)pid);
-    sqlite3_bind_int64(st, 2, (int64_t)ppid);
-    import_bind_text(st, 3, exe);
-    import_bind_text(st, 4, cmdline);
-    import_bind_text(st, 5, host);
-    if (start)
-        sqlite3_bind_int64(st, 6, (int64_t)start);
-    sqlite3_bind_text(st, 7, f->name, -1, SQLITE_STATIC);
-    import_bind_text(st, 8, name && *name ? name : NULL);
+    import_bind_row(st, IMPORT_INT(pid), IMPORT_INT(ppid), IMPORT_TEXT(exe), IMPORT_TEXT(cmdline),
+                    IMPORT_TEXT(host), IMPORT_NONZERO(start), IMPORT_TEXT(f->name),
+                    IMPORT_TEXT(name && *name ? name : NULL));
     if (import_step(f, st, NULL) < 0)
         return 0;
     f->process_id = sqlite3_last_insert_rowid(f->s->db);
@@ -127,9 +120,7 @@ static void insert_ancestor(struct import_file *f, unsigned depth, uint64_t pid)
         f, SLOT_ANCESTOR, "INSERT INTO temp.ancestors(process_id, depth, pid) VALUES(?, ?, ?)");
     if (!st || !f->process_id || !pid)
         return;
-    sqlite3_bind_int64(st, 1, f->process_id);
-    sqlite3_bind_int(st, 2, (int)depth);
-    sqlite3_bind_int64(st, 3, (int64_t)pid);
+    import_bind_row(st, IMPORT_INT(f->process_id), IMPORT_INT(depth), IMPORT_INT(pid));
     import_step(f, st, NULL);
 }
 
@@ -154,10 +145,7 @@ static int64_t insert_thread(struct import_file *f, uint64_t tid, uint64_t start
         f, SLOT_THREAD, "INSERT INTO threads(process_id, tid, start_ns) VALUES(?, ?, ?)");
     if (!st || !process_id)
         return 0;
-    sqlite3_bind_int64(st, 1, process_id);
-    sqlite3_bind_int64(st, 2, (int64_t)tid);
-    if (start_ns)
-        sqlite3_bind_int64(st, 3, (int64_t)start_ns);
+    import_bind_row(st, IMPORT_INT(process_id), IMPORT_INT(tid), IMPORT_NONZERO(start_ns));
     if (import_step(f, st, NULL) < 0)
         return 0;
     int64_t id = sqlite3_last_insert_rowid(f->s->db);
@@ -271,11 +259,8 @@ static void on_child_exit(struct import_file *f, struct trace_fields *fl)
         "VALUES(?, ?, ?, ?, ?)");
     if (!st)
         return;
-    sqlite3_bind_int64(st, 1, (int64_t)c.pid);
-    sqlite3_bind_int64(st, 2, (int64_t)c.ts);
-    sqlite3_bind_int64(st, 3, (int64_t)c.exit_code);
-    sqlite3_bind_int64(st, 4, (int64_t)c.signal);
-    sqlite3_bind_int(st, 5, c.core_dumped != 0);
+    import_bind_row(st, IMPORT_INT(c.pid), IMPORT_INT(c.ts), IMPORT_INT(c.exit_code),
+                    IMPORT_INT(c.signal), IMPORT_INT(c.core_dumped != 0));
     import_step(f, st, NULL);
 }
 
@@ -314,8 +299,7 @@ static void name_thread(struct import_file *f, int slot, const char *sql, uint64
     sqlite3_stmt *st = import_core_stmt(f, slot, sql);
     if (!st || !thread_id || skip)
         return;
-    import_bind_nonzero(st, 1, import_string(f, name));
-    sqlite3_bind_int64(st, 2, thread_id);
+    import_bind_row(st, IMPORT_NONZERO(import_string(f, name)), IMPORT_INT(thread_id));
     import_step(f, st, NULL);
 }
 
@@ -368,8 +352,7 @@ static void on_process_python_name(struct import_file *f, struct trace_fields *f
         import_core_stmt(f, SLOT_PROCESS_PYTHON_NAME, "UPDATE processes SET name = ? WHERE id = ?");
     if (!st)
         return;
-    import_bind_text(st, 1, name);
-    sqlite3_bind_int64(st, 2, f->process_id);
+    import_bind_row(st, IMPORT_TEXT(name), IMPORT_INT(f->process_id));
     import_step(f, st, NULL);
 }
 
@@ -388,10 +371,8 @@ static void on_process_info(struct import_file *f, struct trace_fields *fl)
         "UPDATE processes SET rank = ?, local_rank = ?, rank_variable = ? WHERE id = ?");
     if (!st)
         return;
-    import_bind_plus_one(st, 1, p.rank);
-    import_bind_plus_one(st, 2, p.local_rank);
-    import_bind_bytes(st, 3, p.rank_variable.bytes, p.rank_variable.len);
-    sqlite3_bind_int64(st, 4, f->process_id);
+    import_bind_row(st, IMPORT_PLUS_ONE(p.rank), IMPORT_PLUS_ONE(p.local_rank),
+                    IMPORT_BYTES(p.rank_variable), IMPORT_INT(f->process_id));
     import_step(f, st, NULL);
     for (uint64_t i = 0; i < p.ancestors.count && i < TRACE_U_LIST_MAX; i++)
         insert_ancestor(f, (unsigned)i + 1, p.ancestors.values[i]);
@@ -434,8 +415,7 @@ static void on_dropped(struct import_file *f, struct trace_fields *fl)
                     "UPDATE threads SET dropped_events = dropped_events + ? WHERE id = ?");
     if (!st || !thread_id)
         return;
-    sqlite3_bind_int64(st, 1, (int64_t)r.count);
-    sqlite3_bind_int64(st, 2, thread_id);
+    import_bind_row(st, IMPORT_INT(r.count), IMPORT_INT(thread_id));
     import_step(f, st, NULL);
 }
 
@@ -528,14 +508,9 @@ void import_process_finish(struct import_file *f)
         end = end > f->last_ts ? end : f->last_ts;
         end = end > f->last_event_ns ? end : f->last_event_ns;
     }
-    if (end)
-        sqlite3_bind_int64(st, 1, (int64_t)end);
-    sqlite3_bind_int(st, 2, f->saw_end && f->clean);
-    sqlite3_bind_int64(st, 3, (int64_t)dropped);
-    import_bind_text(st, 4, f->warning);
-    sqlite3_bind_int(st, 5, f->saw_end);
-    sqlite3_bind_int(st, 6, f->salvaged);
-    sqlite3_bind_int64(st, 7, f->process_id);
+    import_bind_row(st, IMPORT_NONZERO(end), IMPORT_INT(f->saw_end && f->clean),
+                    IMPORT_INT(dropped), IMPORT_TEXT(f->warning), IMPORT_INT(f->saw_end),
+                    IMPORT_INT(f->salvaged), IMPORT_INT(f->process_id));
     import_step(f, st, NULL);
 }
 

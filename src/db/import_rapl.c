@@ -20,9 +20,8 @@ static int import_package(struct import_file *f, struct trace_fields *fl)
                                    " VALUES(?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, (int64_t)p.package);
-    sqlite3_bind_int64(st, 2, (int64_t)p.max_range_uj);
-    import_bind_plus_one(st, 3, p.dram_max_range_uj);
+    import_bind_row(st, IMPORT_INT(p.package), IMPORT_INT(p.max_range_uj),
+                    IMPORT_PLUS_ONE(p.dram_max_range_uj));
     return import_step(f, st, "cannot store a CPU package: ");
 }
 
@@ -35,10 +34,8 @@ static int import_sample(struct import_file *f, struct trace_fields *fl)
                                    " dram_energy_uj) VALUES(?, ?, ?, ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_int64(st, 1, (int64_t)r.package);
-    sqlite3_bind_int64(st, 2, (int64_t)r.ts);
-    sqlite3_bind_int64(st, 3, (int64_t)r.energy_uj);
-    import_bind_plus_one(st, 4, r.dram_energy_uj);
+    import_bind_row(st, IMPORT_INT(r.package), IMPORT_INT(r.ts), IMPORT_INT(r.energy_uj),
+                    IMPORT_PLUS_ONE(r.dram_energy_uj));
     return import_step(f, st, "cannot store a CPU energy sample: ");
 }
 
@@ -51,7 +48,7 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('rapl_disabled_reason', ?)");
     if (!st)
         return -EIO;
-    sqlite3_bind_text(st, 1, (const char *)d.reason.bytes, (int)d.reason.len, SQLITE_TRANSIENT);
+    import_bind_row(st, IMPORT_BYTES_TEXT(d.reason));
     return import_step(f, st, "cannot store the RAPL disabled reason: ");
 }
 

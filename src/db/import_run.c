@@ -67,11 +67,7 @@ static int put_meta(sqlite3 *db, const char *key, const char *text, int64_t numb
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &st,
                            NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (is_number)
-        sqlite3_bind_int64(st, 2, number);
-    else
-        import_bind_text(st, 2, text);
+    import_bind_row(st, IMPORT_TEXT(key), is_number ? IMPORT_INT(number) : IMPORT_TEXT(text));
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -EIO;
@@ -185,8 +181,7 @@ static int apply_windows(struct import_run *s)
         return -EIO;
     int rc = 0;
     for (size_t i = 0; i < o->window_count && !rc; i++) {
-        sqlite3_bind_int64(st, 1, (int64_t)o->windows[i].start_ns);
-        sqlite3_bind_int64(st, 2, (int64_t)o->windows[i].end_ns);
+        import_bind_row(st, IMPORT_INT(o->windows[i].start_ns), IMPORT_INT(o->windows[i].end_ns));
         rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
         sqlite3_reset(st);
     }

@@ -1,9 +1,19 @@
-/* The runner of the embedded .sql scripts with named parameters, shared by the importer's core
- * and sources (import_internal.h). */
+/* How the importer binds its rows (one tagged value per column) and runs the embedded .sql
+ * scripts with named parameters, shared by the importer's core and sources (import_internal.h). */
 #include "db/import_internal.h"
 
 #include <errno.h>
 #include <string.h>
+
+void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *values, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (values[k].kind == IMPORT_VALUE_INT) /* first: most cells of the CUDA batches */
+            sqlite3_bind_int64(st, first + k, values[k].i);
+        else
+            import_bind_value(st, first + k, values[k]);
+    }
+}
 
 /* Binds every parameter of st by name from params; -EIO for one params lacks (a bug). */
 static int bind_params(sqlite3_stmt *st, const struct import_sql_param *params)
@@ -16,10 +26,8 @@ static int bind_params(sqlite3_stmt *st, const struct import_sql_param *params)
             p++;
         if (!p || !p->name)
             return -EIO;
-        if (p->text)
-            sqlite3_bind_text(st, i, p->text, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_int64(st, i, p->value);
+        struct import_value v = p->text ? IMPORT_TEXT(p->text) : IMPORT_INT(p->value);
+        import_bind_values(st, i, &v, 1);
     }
     return 0;
 }
