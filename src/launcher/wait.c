@@ -167,7 +167,7 @@ static int writer_set_update(struct writer_set *set)
         }
         struct writer_file *w = &set->v[set->count++];
         memset(w, 0, sizeof *w);
-        snprintf(w->name, sizeof w->name, "%s", e->d_name);
+        memcpy(w->name, e->d_name, strlen(e->d_name) + 1); /* shorter than name: checked above */
         w->pid = pid;
         w->start_ns = start;
     }
