@@ -9,6 +9,7 @@
 #include "energy/rapl.h"
 #include "nvml/nvml_iface.h"
 
+#include <errno.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -178,7 +179,7 @@ static int wait_until(void *ctx, uint64_t deadline)
     struct api_gpu *g = ctx;
     if (deadline > nvml_now_ns())
         sleep_until(deadline);
-    return __atomic_load_n(&g->monitor->stop, __ATOMIC_ACQUIRE) ? -1 : 0;
+    return __atomic_load_n(&g->monitor->stop, __ATOMIC_ACQUIRE) ? -EINTR : 0;
 }
 
 /* One GPU's thread: power every API_POWER_PERIOD_NS, the energy counter when the counter

@@ -426,8 +426,8 @@ int cmd_profile(int argc, char **argv)
     /* -o's patterns are expanded before anything is written: the expanded name is the one
      * checked, replaced with --force, given FILE.raw/ and said at the end. */
     if (o->output && (rc = launcher_output_name(o->output, &name, &error)) < 0) {
-        rc = rc == -1 ? cli_usage_error("profile", "%s", error)
-                      : cli_error("%s", error ? error : "out of memory");
+        rc = rc == -EINVAL ? cli_usage_error("profile", "%s", error)
+                           : cli_error("%s", error ? error : "out of memory");
         goto out;
     }
     rc = CLI_EXIT_ERROR;

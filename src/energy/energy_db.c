@@ -3,6 +3,7 @@
  * process is charged with; and both as SQL functions for the reports. */
 #include "energy/energy_db.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,8 @@ static int count_gpus(sqlite3 *db, struct energy_db_gpu **out)
                            "SELECT gpu_id, count(power_mw) + count(power_avg_mw), count(energy_mj)"
                            " FROM gpu_samples GROUP BY gpu_id ORDER BY gpu_id",
                            -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    int n = 0, cap = 0, rc;
+        return -EIO;
+    int n = 0, cap = 0, rc, err = -ENOMEM;
     struct energy_db_gpu *gpus = NULL;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (n == cap) {
@@ -31,6 +32,7 @@ static int count_gpus(sqlite3 *db, struct energy_db_gpu **out)
             goto fail;
         n++;
     }
+    err = -EIO;
     if (rc != SQLITE_DONE)
         goto fail;
     sqlite3_finalize(st);
@@ -39,11 +41,12 @@ static int count_gpus(sqlite3 *db, struct energy_db_gpu **out)
 fail:
     sqlite3_finalize(st);
     energy_db_free(gpus, n);
-    return -1;
+    return err;
 }
 
 /* The GPUs are in gpu_id order (count_gpus): a search, not a scan, since a merged database
- * of many ranks has hundreds of GPUs and the reports ask once per range or kernel. */
+ * of many ranks has hundreds of GPUs and the reports ask once per range or kernel. The index,
+ * or -1 when none. */
 static int find_index(const struct energy_db_gpu *gpus, int n, int64_t gpu_id)
 {
     int lo = 0, hi = n;
@@ -77,7 +80,7 @@ int energy_db_load(sqlite3 *db, struct energy_db_gpu **out)
                            " ORDER BY gpu_id, ts_ns",
                            -1, &st, NULL) != SQLITE_OK) {
         energy_db_free(gpus, n);
-        return -1;
+        return -EIO;
     }
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -94,7 +97,7 @@ int energy_db_load(sqlite3 *db, struct energy_db_gpu **out)
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         energy_db_free(gpus, n);
-        return -1;
+        return -EIO;
     }
     *out = gpus;
     return n;
@@ -130,7 +133,7 @@ static int users_push(struct energy_db_users *u, size_t *cap, int64_t process, i
             u->process_id = ids;
         int *grown = ids ? realloc(u->gpu, bigger * sizeof *grown) : NULL;
         if (!grown)
-            return -1;
+            return -ENOMEM;
         u->gpu = grown;
         *cap = bigger;
     }
@@ -146,33 +149,32 @@ int energy_db_users_load(sqlite3 *db, const struct energy_db_gpu *gpus, int coun
     if (count <= 0)
         return 0;
     size_t cap = 0;
-    int known = 0, rc = 0, step;
+    int known = 0, rc = -EIO, step;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, users_query, -1, &st, NULL) != SQLITE_OK)
-        goto fail;
+        goto done;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         known = 1; /* a known user, sampled or not: rule 3 is off */
         int g = find_index(gpus, count, sqlite3_column_int64(st, 1));
-        if (g >= 0 && users_push(out, &cap, sqlite3_column_int64(st, 0), g) < 0)
-            goto fail;
+        if (g >= 0 && (rc = users_push(out, &cap, sqlite3_column_int64(st, 0), g)) < 0)
+            goto done;
     }
+    rc = -EIO;
     if (step != SQLITE_DONE)
-        goto fail;
+        goto done;
     sqlite3_finalize(st);
     st = NULL;
     if (!known) {
         if (sqlite3_prepare_v2(db, every_process_query, -1, &st, NULL) != SQLITE_OK)
-            goto fail;
+            goto done;
         while ((step = sqlite3_step(st)) == SQLITE_ROW)
             for (int g = 0; g < count; g++)
-                if (users_push(out, &cap, sqlite3_column_int64(st, 0), g) < 0)
-                    goto fail;
-        if (step != SQLITE_DONE)
-            goto fail;
+                if ((rc = users_push(out, &cap, sqlite3_column_int64(st, 0), g)) < 0)
+                    goto done;
+        rc = step == SQLITE_DONE ? 0 : -EIO;
+    } else {
+        rc = 0;
     }
-    goto done;
-fail:
-    rc = -1;
 done:
     sqlite3_finalize(st);
     return rc;
@@ -285,12 +287,12 @@ static int fill_process_gpus(sqlite3 *db, const struct energy_sql *e)
                      sqlite3_prepare_v2(db, "INSERT INTO temp.energy_process_gpus VALUES(?, ?)", -1,
                                         &st, NULL) == SQLITE_OK
                  ? 0
-                 : -1;
+                 : -EIO;
     for (size_t i = 0; rc == 0 && i < e->users.count; i++) {
         sqlite3_bind_int64(st, 1, e->users.process_id[i]);
         sqlite3_bind_int64(st, 2, e->gpus[e->users.gpu[i]].gpu_id);
         if (sqlite3_step(st) != SQLITE_DONE)
-            rc = -1;
+            rc = -EIO;
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
@@ -301,16 +303,17 @@ int energy_db_register_sql(sqlite3 *db)
 {
     struct energy_sql *e = calloc(1, sizeof *e);
     if (!e)
-        return -1;
+        return -ENOMEM;
     e->count = energy_db_load(db, &e->gpus);
     if (e->count < 0) {
+        int rc = e->count;
         free(e);
-        return -1;
+        return rc;
     }
-    if (energy_db_users_load(db, e->gpus, e->count, &e->users) < 0 ||
-        fill_process_gpus(db, e) < 0) {
+    int rc = energy_db_users_load(db, e->gpus, e->count, &e->users);
+    if (rc < 0 || (rc = fill_process_gpus(db, e)) < 0) {
         energy_sql_free(e);
-        return -1;
+        return rc;
     }
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC, count = e->count;
     if (sqlite3_create_function_v2(db, "lantern_gpu_energy_j", 3, flags, e, gpu_joules_fn, NULL,
@@ -320,12 +323,12 @@ int energy_db_register_sql(sqlite3 *db)
         sqlite3_create_function_v2(db, "lantern_process_energy_error_j", 3, flags, e,
                                    process_error_fn, NULL, NULL, NULL) != SQLITE_OK) {
         energy_sql_free(e);
-        return -1;
+        return -EIO;
     }
     /* the last registration owns e: SQLite frees it when the connection closes, or at once
      * if the registration fails */
     if (sqlite3_create_function_v2(db, "lantern_process_energy_j", 3, flags, e, process_joules_fn,
                                    NULL, NULL, energy_sql_free) != SQLITE_OK)
-        return -1;
+        return -EIO;
     return count;
 }

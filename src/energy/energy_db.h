@@ -17,7 +17,7 @@ struct energy_db_gpu {
 };
 
 /* Loads every GPU that has samples, in gpu_id order. Returns how many (0: none) with *out
- * (free with energy_db_free), or -1 (SQLite error or no memory). */
+ * (free with energy_db_free), or -EIO (SQLite error) or -ENOMEM. */
 int energy_db_load(sqlite3 *db, struct energy_db_gpu **out);
 void energy_db_free(struct energy_db_gpu *gpus, int count);
 
@@ -34,7 +34,7 @@ struct energy_db_users {
     int64_t *process_id; /* of each pair */
     int *gpu;            /* of each pair: an index into the energy_db_gpu array given to the load */
 };
-/* Returns 0 or -1 (SQLite error or no memory); release *out in both cases. */
+/* Returns 0, -EIO (SQLite error) or -ENOMEM; release *out in all cases. */
 int energy_db_users_load(sqlite3 *db, const struct energy_db_gpu *gpus, int count,
                          struct energy_db_users *out);
 /* The GPUs (indices into the loaded array) of a process; *n = 0 (and NULL) when none. */
@@ -50,7 +50,7 @@ void energy_db_users_release(struct energy_db_users *u);
  *   lantern_process_energy_error_j(process_id, start_ns, end_ns)   its error bound
  * and fills temp.energy_process_gpus(process_id, gpu_id) with the same pairs, for reports that
  * join on them; so reports aggregate energy in SQL like any column. Returns the number of
- * GPUs with samples (0: the functions return NULL), or -1. */
+ * GPUs with samples (0: the functions return NULL), or -EIO or -ENOMEM. */
 int energy_db_register_sql(sqlite3 *db);
 
 #endif

@@ -4,6 +4,7 @@
  * power integral, rescaled so that it meets both counter values exactly. */
 #include "energy/energy_model.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ int energy_track_init(struct energy_track *t, size_t power_cap, size_t update_ca
     t->updates = calloc(update_cap ? update_cap : 1, sizeof *t->updates);
     if (!t->power || !t->updates) {
         energy_track_release(t);
-        return -1;
+        return -ENOMEM;
     }
     t->power_cap = power_cap ? power_cap : 1;
     t->update_cap = update_cap ? update_cap : 1;

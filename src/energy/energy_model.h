@@ -40,7 +40,7 @@ struct energy_track {
     int power_only; /* ignore the counter: integrate power (the pre-Volta method) */
 };
 
-/* Returns 0 or -1 (no memory). */
+/* Returns 0 or -ENOMEM. */
 int energy_track_init(struct energy_track *t, size_t power_cap, size_t update_cap);
 void energy_track_release(struct energy_track *t);
 

@@ -47,8 +47,8 @@ struct gpu_sink {
     void (*counter)(void *ctx, unsigned int gpu, const struct gpu_counter_read *r);
     /* after each round of power readings, with the round's start (NULL: nothing) */
     void (*round)(void *ctx, uint64_t now);
-    /* sleeps until deadline (CLOCK_MONOTONIC ns; a past one returns at once): 0, or -1 once
-     * the caller asked the engine to stop */
+    /* sleeps until deadline (CLOCK_MONOTONIC ns; a past one returns at once): 0, or -EINTR
+     * once the caller asked the engine to stop */
     int (*wait_until)(void *ctx, uint64_t deadline);
 };
 

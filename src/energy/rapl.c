@@ -2,6 +2,7 @@
 #include "energy/rapl.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,13 @@ static int read_u64_file(const char *path, uint64_t *v)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return -1;
+        return -errno;
     unsigned long long x;
-    int ok = fscanf(f, "%llu", &x) == 1;
+    int rc = fscanf(f, "%llu", &x) == 1 ? 0 : ferror(f) ? -EIO : -EBADMSG;
     fclose(f);
-    if (!ok)
-        return -1;
-    *v = x;
-    return 0;
+    if (rc == 0)
+        *v = x;
+    return rc;
 }
 
 static int zone_name_is(const char *zone_dir, const char *want)
@@ -92,7 +92,7 @@ int rapl_discover(const char *spec, struct rapl_package *out, int max)
         char *end;
         long i = strtol(p, &end, 10);
         if (end == p || i < 0 || i >= RAPL_MAX_PACKAGES || !package_exists((int)i))
-            return -1;
+            return -EINVAL;
         package_init(&out[count++], (int)i);
         p = *end == ',' ? end + 1 : end;
     }
@@ -101,7 +101,7 @@ int rapl_discover(const char *spec, struct rapl_package *out, int max)
 
 int rapl_read(const struct rapl_zone *z, uint64_t *uj)
 {
-    return z->energy_path[0] ? read_u64_file(z->energy_path, uj) : -1;
+    return z->energy_path[0] ? read_u64_file(z->energy_path, uj) : -ENOENT;
 }
 
 uint64_t rapl_uj_between(const struct rapl_zone *z, uint64_t before_uj, uint64_t after_uj)

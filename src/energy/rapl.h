@@ -22,12 +22,12 @@ struct rapl_package {
 const char *rapl_powercap_root(void);
 
 /* Finds the packages named by spec (NULL or "": all; "none": none; else indices separated by
- * commas). Returns how many were found (0 when there is no RAPL), or -1 when spec names a
- * package that does not exist. */
+ * commas). Returns how many were found (0 when there is no RAPL), or -EINVAL when spec names
+ * a package that does not exist. */
 int rapl_discover(const char *spec, struct rapl_package *out, int max);
 
-/* Reads a zone's counter; returns 0, or -1 when absent or unreadable (since 2020 Linux lets
- * only root read it). */
+/* Reads a zone's counter; returns 0, -ENOENT when the zone is absent, or fopen's -errno or
+ * -EIO/-EBADMSG when unreadable (since 2020 Linux lets only root read it). */
 int rapl_read(const struct rapl_zone *z, uint64_t *uj);
 
 /* Microjoules between two reads of a zone, across at most one wrap of the counter. */

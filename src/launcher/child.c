@@ -82,19 +82,23 @@ static int explain_exec_failure(struct launcher *l, const char *program, int err
                                   : !strcmp(dot, ".sh") ? "sh"
                                                         : NULL;
         if (S_ISDIR(st.st_mode))
-            return launcher_fail(l, "cannot run '%s': it is a folder, not a program", program);
+            return launcher_fail(l, -EISDIR, "cannot run '%s': it is a folder, not a program",
+                                 program);
         if (access(program, X_OK) != 0) {
             if (interpreter)
-                return launcher_fail(l, "'%s' is not executable; try: lantern profile %s %s",
-                                     program, interpreter, program);
-            return launcher_fail(l, "'%s' is not executable; try: chmod +x %s", program, program);
+                return launcher_fail(l, -EACCES,
+                                     "'%s' is not executable; try: lantern profile %s %s", program,
+                                     interpreter, program);
+            return launcher_fail(l, -EACCES, "'%s' is not executable; try: chmod +x %s", program,
+                                 program);
         }
         if (!strchr(program, '/'))
             return launcher_fail(
-                l, "'%s' is not in PATH; to run the file in this folder: lantern profile ./%s",
+                l, -ENOENT,
+                "'%s' is not in PATH; to run the file in this folder: lantern profile ./%s",
                 program, program);
     }
-    return launcher_fail(l, "cannot run '%s': %s", program, strerror(err));
+    return launcher_fail(l, -err, "cannot run '%s': %s", program, strerror(err));
 }
 
 /* Keeps how a reaped process ended (nothing when out of memory: its end goes unsaid). */
@@ -233,7 +237,7 @@ int child_run(struct launcher *l)
     char **command = l->o->command;
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return launcher_fail(l, "cannot start '%s': %s", command[0], strerror(errno));
+        return launcher_fail(l, -errno, "cannot start '%s': %s", command[0], strerror(errno));
     sigset_t block, old;
     sigemptyset(&block);
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
@@ -252,7 +256,7 @@ int child_run(struct launcher *l)
     if (pid < 0) {
         int err = errno;
         close(pipefd[0]);
-        return launcher_fail(l, "cannot start '%s': %s", command[0], strerror(err));
+        return launcher_fail(l, -err, "cannot start '%s': %s", command[0], strerror(err));
     }
     int err = 0, status = 0;
     ssize_t n;

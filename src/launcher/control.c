@@ -46,7 +46,7 @@ static int control_add_window(struct launcher *l, uint64_t start_ns)
         size_t cap = l->window_cap ? l->window_cap * 2 : 8;
         struct launcher_window *grown = realloc(l->windows, cap * sizeof *grown);
         if (!grown)
-            return -1;
+            return -ENOMEM;
         l->windows = grown;
         l->window_cap = cap;
     }
@@ -64,15 +64,16 @@ int control_create(struct launcher *l)
     int fd = openat(l->dir_fd, TRACE_CONTROL_FILE,
                     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 || ftruncate(fd, TRACE_CONTROL_BYTES) < 0) {
+        int err = errno;
         if (fd >= 0)
             close(fd);
-        return launcher_fail(l, "cannot write the session folder '%s': %s", l->raw_dir,
+        return launcher_fail(l, -err, "cannot write the session folder '%s': %s", l->raw_dir,
                              strerror(errno));
     }
     void *map = mmap(NULL, TRACE_CONTROL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (map == MAP_FAILED)
-        return launcher_fail(l, "cannot map '%s/" TRACE_CONTROL_FILE "': %s", l->raw_dir,
+        return launcher_fail(l, -errno, "cannot map '%s/" TRACE_CONTROL_FILE "': %s", l->raw_dir,
                              strerror(errno));
     struct trace_control *c = l->control = map;
     c->version = 1;
@@ -83,7 +84,7 @@ int control_create(struct launcher *l)
     c->ring_ns = (uint64_t)(l->o->ring_s * 1e9);
     if (!l->o->start_paused) { /* window 1 is the run from its start */
         if (control_add_window(l, 0) < 0)
-            return launcher_fail(l, "out of memory");
+            return launcher_fail(l, -ENOMEM, "out of memory");
         c->window = 1;
         c->recording = 1;
     }
@@ -238,7 +239,7 @@ int control_start(struct launcher *l)
     int rc = pthread_create(&l->control_thread, NULL, control_main, l);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
-        return launcher_fail(l, "cannot start the control thread: %s", strerror(rc));
+        return launcher_fail(l, -rc, "cannot start the control thread: %s", strerror(rc));
     l->control_running = 1;
     return 0;
 }
@@ -278,16 +279,17 @@ int launcher_windowed(const struct launcher *l)
 /* ---- finding a running session (lantern start|stop) -------------------------------------- */
 
 /* The session folder whose control file pid maps (/proc/PID/maps: the launcher and every
- * traced process map it), into dir; 0, -1 none, -2 not allowed to look (another user's). */
+ * traced process map it), into dir; 0, -ENOENT none, -EACCES not allowed to look (another
+ * user's). */
 static int control_dir_of_pid(long pid, char *dir, size_t cap)
 {
     char path[64], line[4096 + 256];
     snprintf(path, sizeof path, "/proc/%ld/maps", pid);
     FILE *f = fopen(path, "re");
     if (!f)
-        return errno == EACCES || errno == EPERM ? -2 : -1;
+        return errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
     const char suffix[] = "/" TRACE_CONTROL_FILE;
-    int found = -1;
+    int found = -ENOENT;
     while (found < 0 && fgets(line, sizeof line, f)) {
         size_t len = strcspn(line, "\n");
         line[len] = '\0';
@@ -300,24 +302,25 @@ static int control_dir_of_pid(long pid, char *dir, size_t cap)
         }
     }
     if (ferror(f) && found < 0)
-        found = errno == EACCES || errno == EPERM ? -2 : -1;
+        found = errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
     fclose(f);
     return found;
 }
 
 /* Reads the control file of dir: its launcher's pid, checked to be a live process that maps
- * this very file (not a later process that took the pid). 0; -1 no run; -2 another user's. */
+ * this very file (not a later process that took the pid). 0; -ENOENT no run; -EACCES another
+ * user's. */
 static int control_check_dir(const char *dir, int *launcher_pid)
 {
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
-        return -1;
+        return -ENOENT;
     struct stat st;
-    int rc = -1;
+    int rc = -ENOENT;
     int fd = openat(dfd, TRACE_CONTROL_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct trace_control c;
     if (fstat(dfd, &st) == 0 && st.st_uid != getuid())
-        rc = -2;
+        rc = -EACCES;
     else if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
              pread(fd, &c, sizeof c, 0) == (ssize_t)sizeof c &&
              !memcmp(c.magic, TRACE_CONTROL_MAGIC, 8) && !c.ended && c.launcher_pid > 0) {
@@ -329,7 +332,7 @@ static int control_check_dir(const char *dir, int *launcher_pid)
             rc = 0;
         }
     } else if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid != getuid())
-        rc = -2;
+        rc = -EACCES;
     if (fd >= 0)
         close(fd);
     close(dfd);
@@ -349,13 +352,15 @@ int launcher_control_find(const char *pid_text, const char *session, char *sessi
         else if (lstat(raw, &st) == 0 && S_ISDIR(st.st_mode))
             dir = raw; /* the database's name: its session folder */
         int rc = control_check_dir(dir, launcher_pid);
-        if (rc == -2)
+        if (rc == -EACCES)
             snprintf(error, error_cap, "session '%s' belongs to another user", dir);
         else if (rc < 0)
             snprintf(error, error_cap, "no running 'lantern profile' session in '%s'", dir);
-        else if (!realpath(dir, session_dir) || strlen(session_dir) >= cap)
-            rc = -1;
-        return rc < 0 ? -1 : 0;
+        else if (!realpath(dir, session_dir))
+            rc = -errno;
+        else if (strlen(session_dir) >= cap)
+            rc = -ENAMETOOLONG;
+        return rc;
     }
     if (pid_text) {
         char *end;
@@ -365,11 +370,11 @@ int launcher_control_find(const char *pid_text, const char *session, char *sessi
         snprintf(proc, sizeof proc, "/proc/%ld", pid);
         if (*end || pid <= 0 || end == pid_text || stat(proc, &st) < 0) {
             snprintf(error, error_cap, "no process with pid '%s'", pid_text);
-            return -1;
+            return -ESRCH;
         }
         if (st.st_uid != getuid()) {
             snprintf(error, error_cap, "pid %ld belongs to another user", pid);
-            return -1;
+            return -EACCES;
         }
         char dir[4096];
         if (control_dir_of_pid(pid, dir, sizeof dir) < 0 ||
@@ -378,7 +383,7 @@ int launcher_control_find(const char *pid_text, const char *session, char *sessi
                      "pid %ld is not in a running 'lantern profile' session (give the pid of "
                      "lantern or of a program it traces)",
                      pid);
-            return -1;
+            return -ENOENT;
         }
         snprintf(session_dir, cap, "%s", dir);
         return 0;
@@ -415,5 +420,5 @@ int launcher_control_find(const char *pid_text, const char *session, char *sessi
                  "%zu 'lantern profile' sessions are running (lantern pids %s): "
                  "name one, 'lantern start PID' or '--session DIR'",
                  found, pids);
-    return -1;
+    return found ? -EEXIST : -ENOENT;
 }

@@ -32,11 +32,11 @@ static int set_agent_loader(enum trace_env id, const char *agent, int append)
     const char *variable = trace_env_name(id);
     const char *old = getenv(variable);
     if (!append || !old || !*old)
-        return setenv(variable, agent, 1);
+        return setenv(variable, agent, 1) < 0 ? -errno : 0;
     char *list = NULL;
     if (asprintf(&list, "%s:%s", old, agent) < 0)
-        return -1;
-    int rc = setenv(variable, list, 1);
+        return -ENOMEM;
+    int rc = setenv(variable, list, 1) < 0 ? -errno : 0;
     free(list);
     return rc;
 }
@@ -149,7 +149,7 @@ static const struct option_variable {
 #undef PROFILE_OPTION
 
 /* Sets the variables of the options given (early: those set with PYTHONPATH), in the order
- * of src/trace/environment.def. Returns 0 or -1 (errno). */
+ * of src/trace/environment.def. Returns 0 or setenv's -errno (errno set too). */
 static int set_option_variables(const struct launcher_options *o, int early)
 {
     struct timespec now;
@@ -165,7 +165,7 @@ static int set_option_variables(const struct launcher_options *o, int early)
             const char *value =
                 v->render(o, (const char *)o + v->offset, launch_ns, buf, sizeof buf);
             if (value && setenv(trace_env_name(v->variable), value, 1) < 0)
-                return -1;
+                return -errno;
         }
     return 0;
 }
@@ -184,17 +184,18 @@ int environment_set_python(struct launcher *l)
     snprintf(folder, sizeof folder, "%s/lantern-python", lib);
     snprintf(probe, sizeof probe, "%s/sitecustomize.py", folder);
     if (access(probe, R_OK) != 0)
-        return o->py_functions ? launcher_fail(l, "--python-functions: cannot read '%s': %s", probe,
-                                               strerror(errno))
-                               : 0;
+        return o->py_functions
+                   ? launcher_fail(l, -errno, "--python-functions: cannot read '%s': %s", probe,
+                                   strerror(errno))
+                   : 0;
     const char *old = getenv(trace_env_name(TRACE_ENV_PYTHONPATH));
     char *path = NULL;
     if (asprintf(&path, "%s%s%s", folder, old && *old ? ":" : "", old && *old ? old : "") < 0)
-        return launcher_fail(l, "out of memory");
+        return launcher_fail(l, -ENOMEM, "out of memory");
     int rc = setenv(trace_env_name(TRACE_ENV_PYTHONPATH), path, 1) < 0 ||
                      (o->py_functions &&
                       setenv(trace_env_name(TRACE_ENV_PYTHON_FUNCTIONS), o->py_functions, 1) < 0)
-                 ? launcher_fail(l, "cannot set the environment: %s", strerror(errno))
+                 ? launcher_fail(l, -errno, "cannot set the environment: %s", strerror(errno))
                  : 0;
     free(path);
     return rc;
@@ -206,10 +207,14 @@ int environment_set_agent(const struct launcher *l)
     if (setenv(trace_env_name(TRACE_ENV_NVTX_INJECTION), l->agent, 1) < 0 ||
         setenv(trace_env_name(TRACE_ENV_SESSION_DIR), l->session_dir, 1) < 0 ||
         setenv(trace_env_name(TRACE_ENV_TRACE), o->trace, 1) < 0)
-        return -1;
-    for (size_t i = 0; i < sizeof agent_loaders / sizeof agent_loaders[0]; i++)
-        if (trace_list_has(o->trace, agent_loaders[i].source) &&
-            set_agent_loader(agent_loaders[i].variable, l->agent, agent_loaders[i].append) < 0)
-            return -1;
+        return -errno;
+    for (size_t i = 0; i < sizeof agent_loaders / sizeof agent_loaders[0]; i++) {
+        int rc =
+            trace_list_has(o->trace, agent_loaders[i].source)
+                ? set_agent_loader(agent_loaders[i].variable, l->agent, agent_loaders[i].append)
+                : 0;
+        if (rc < 0)
+            return rc;
+    }
     return set_option_variables(o, 0);
 }

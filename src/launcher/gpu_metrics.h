@@ -92,7 +92,7 @@ struct gpu_metrics_thread {
     uint64_t reads, read_ns;                       /* decode calls or GPM reads, their time */
 };
 void gpu_metrics_thread_init(struct gpu_metrics_thread *th);
-/* Runs fn(arg) on the thread; 0 or -1. */
+/* Runs fn(arg) on the thread; 0 or pthread_create's error, negated. */
 int gpu_metrics_thread_start(struct gpu_metrics_thread *th, void *(*fn)(void *), void *arg);
 /* Sleeps until CLOCK_MONOTONIC ns `until` or the stop; 1 when stopped. */
 int gpu_metrics_thread_sleep(struct gpu_metrics_thread *th, uint64_t until);

@@ -13,6 +13,7 @@
 #include "trace/format.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,13 +62,14 @@ static const struct pm_symbol pm_symbols[] = {
     PM_SYMBOL(host_evaluate, "cuptiProfilerHostEvaluateToGpuValues"),
 };
 
-/* Opens path and fills every CUPTI entry point; 0, or -1 with why[] set. */
+/* Opens path and fills every CUPTI entry point; 0, or with why[] set -ENOENT (no library) or
+ * -ENOSYS (one too old). */
 static int pm_bind(struct pm_api *api, const char *path, char *why, size_t why_len)
 {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         snprintf(why, why_len, "cannot load CUPTI: %s", dlerror());
-        return -1;
+        return -ENOENT;
     }
     for (size_t i = 0; i < sizeof pm_symbols / sizeof pm_symbols[0]; i++) {
         void *fn = dlsym(handle, pm_symbols[i].name);
@@ -75,7 +77,7 @@ static int pm_bind(struct pm_api *api, const char *path, char *why, size_t why_l
             snprintf(why, why_len, "%s has no %s (PM sampling needs CUPTI 12.6 or newer)", path,
                      pm_symbols[i].name);
             dlclose(handle);
-            return -1;
+            return -ENOSYS;
         }
         memcpy((char *)api + pm_symbols[i].offset, &fn, sizeof fn);
     }
@@ -98,7 +100,7 @@ int pm_api_load(struct pm_api *api, int with_cuda, char *why, size_t why_len)
             snprintf(paths[n++], sizeof paths[0], "%s/extras/CUPTI/lib64/libcupti.so", cuda_home);
         snprintf(paths[n++], sizeof paths[0], "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so");
     }
-    int loaded = -1;
+    int loaded = -ENOENT;
     for (int i = 0; i < n && loaded < 0; i++)
         loaded = pm_bind(api, paths[i], why, why_len);
     if (loaded < 0 || !with_cuda)
@@ -107,7 +109,7 @@ int pm_api_load(struct pm_api *api, int with_cuda, char *why, size_t why_len)
         !(*(void **)&api->cu_init = dlsym(api->cuda, "cuInit")) ||
         !(*(void **)&api->cu_device_get = dlsym(api->cuda, "cuDeviceGet"))) {
         snprintf(why, why_len, "no CUDA driver (libcuda.so.1)");
-        return -1;
+        return -ENOENT;
     }
     return 0;
 }
@@ -262,7 +264,7 @@ static void choose_candidate(const struct pm_api *api, const char *chip,
     }
 }
 
-/* c->names and c->sum for the metrics of c->mask. 0, or -1 when the names do not fit. */
+/* c->names and c->sum for the metrics of c->mask. 0, or -ENOSPC when the names do not fit. */
 static int build_names(struct pm_choice *c, const struct pm_candidates *k)
 {
     c->count = 0;
@@ -273,7 +275,7 @@ static int build_names(struct pm_choice *c, const struct pm_candidates *k)
         for (int i = 0; i < k->parts[m]; i++) {
             int index = name_index(c, k->part[m][i]);
             if (index < 0)
-                return -1;
+                return -ENOSPC;
             c->sum[m].part[i] = (unsigned char)index;
         }
     }
@@ -320,7 +322,7 @@ int pm_choose_metrics(const struct pm_api *api, const char *chip, const uint8_t 
         if (rc != CUPTI_SUCCESS) {
             snprintf(why, why_len, "CUPTI cannot configure the %s's metrics: %s", chip,
                      pm_error(api, rc));
-            return -1;
+            return -EIO;
         }
         if (passes != 1) {
             c->mask &= ~(1u << m);
@@ -329,7 +331,7 @@ int pm_choose_metrics(const struct pm_api *api, const char *chip, const uint8_t 
     }
     if (!c->mask) {
         snprintf(why, why_len, "the %s accepts none of the metrics asked for", chip);
-        return -1;
+        return -EOPNOTSUPP;
     }
     return build_names(c, &k);
 }

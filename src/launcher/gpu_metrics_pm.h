@@ -102,7 +102,8 @@ struct pm_api {
 };
 
 /* Loads libcupti ($LANTERN_CUPTI_PATH, libcupti.so.13, $CUDA_HOME's, /usr/local/cuda's: the
- * agent's order) and, when with_cuda, libcuda.so.1. 0, or -1 with why[] set. */
+ * agent's order) and, when with_cuda, libcuda.so.1. 0, or with why[] set -ENOENT (a library
+ * not found) or -ENOSYS (a CUPTI older than 12.6). */
 int pm_api_load(struct pm_api *api, int with_cuda, char *why, size_t why_len);
 /* The text of a CUPTI result ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"). */
 const char *pm_error(const struct pm_api *api, CUptiResult rc);
@@ -129,8 +130,8 @@ struct pm_choice {
 /* Chooses, for the chip (CUPTI's name, GH100) and its counter availability image (NULL: the
  * chip's full list, as on a machine without the GPU), the first candidate of gpu_metrics.def
  * that the chip accepts for each metric asked for in mask, then leaves out metrics from the
- * last row up until the set takes one pass (PM sampling takes no more). 0, or -1 with why[]
- * set (CUPTI failed, or no metric is left). */
+ * last row up until the set takes one pass (PM sampling takes no more). 0, or with why[] set
+ * -EIO (CUPTI failed), -EOPNOTSUPP (no metric is left) or -ENOSPC (too many names). */
 int pm_choose_metrics(const struct pm_api *api, const char *chip, const uint8_t *availability,
                       uint32_t mask, struct pm_choice *out, char *why, size_t why_len);
 

@@ -290,7 +290,7 @@ static const char *signal_name(int sig, char *buffer, size_t size)
 
 /* Waits for the child (SIGKILL when it lingers a second after closing its pipe), or takes its
  * end from the launcher's reaper of descendants (child.c); its status in *status, its
- * resources in *ru; 0, or -1 when it is not ours to wait for any more. */
+ * resources in *ru; 0, or wait4's -errno when it is not ours to wait for any more. */
 static int reap(struct sampler_child *c, int *status, struct rusage *ru)
 {
     for (int tries = 0;; tries++) {
@@ -303,7 +303,7 @@ static int reap(struct sampler_child *c, int *status, struct rusage *ru)
         if (w < 0 && errno == ECHILD && child_helper_reaped(c->pid, status, ru))
             return 0;
         if (w < 0 && errno != EINTR)
-            return -1;
+            return -errno;
         if (tries == 100)
             kill(c->pid, SIGKILL);
         if (w == 0) {
@@ -478,10 +478,11 @@ static void exec_child(int records, int control, char **argv, char **env)
     _exit(127);
 }
 
-/* Forks and executes c's child; 0, or -1 with c->why set. */
+/* Forks and executes c's child; 0, or the failed call's -errno (-ENOMEM, pthread_create's)
+ * with c->why set. */
 static int spawn(struct sampler_child *c, char **argv, char **env)
 {
-    int records[2] = {-1, -1}, control[2] = {-1, -1};
+    int records[2] = {-1, -1}, control[2] = {-1, -1}, rc;
     if (pipe2(records, O_CLOEXEC) < 0 ||
         socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0)
         goto fail;
@@ -496,8 +497,10 @@ static int spawn(struct sampler_child *c, char **argv, char **env)
     close(control[1]);
     c->records_fd = records[0];
     c->control_fd = control[0];
-    if ((c->chunk = malloc(GPU_METRICS_CHUNK_MAX)) &&
-        pthread_create(&c->relay, NULL, relay_main, c) == 0) {
+    rc = !(c->chunk = malloc(GPU_METRICS_CHUNK_MAX))
+             ? ENOMEM
+             : pthread_create(&c->relay, NULL, relay_main, c);
+    if (rc == 0) {
         c->relay_running = 1;
         return 0;
     }
@@ -510,9 +513,10 @@ static int spawn(struct sampler_child *c, char **argv, char **env)
     close(c->control_fd);
     c->records_fd = c->control_fd = -1;
     snprintf(c->why, sizeof c->why, "cannot start the metric sampler's relay");
-    return -1;
+    return -rc;
 fail:
-    snprintf(c->why, sizeof c->why, "cannot start the metric sampler: %s", strerror(errno));
+    rc = errno;
+    snprintf(c->why, sizeof c->why, "cannot start the metric sampler: %s", strerror(rc));
     for (int i = 0; i < 2; i++) {
         if (records[i] >= 0)
             close(records[i]);
@@ -520,7 +524,7 @@ fail:
             close(control[i]);
     }
     c->records_fd = c->control_fd = -1;
-    return -1;
+    return -rc;
 }
 
 /* ---- the launcher's row ------------------------------------------------------------------ */
@@ -548,14 +552,15 @@ static void sampler_free(struct gpu_metrics_sampler *s)
     free(s);
 }
 
-/* The GPUs to sample (uuid, name, CUDA index) into s->children; their count, or -1 with why. */
+/* The GPUs to sample (uuid, name, CUDA index) into s->children; their count, or nvml_open's or
+ * nvml_select's error with why. */
 static int choose_gpus(struct gpu_metrics_sampler *s, const char *devices, char *why,
                        size_t why_len)
 {
     static struct nvml nvml; /* 100 KB: not on the stack */
     unsigned int chosen[NVML_MAX_GPUS];
-    int count = -1;
-    if (nvml_open(&nvml) != 0)
+    int count = nvml_open(&nvml);
+    if (count != 0)
         snprintf(why, why_len, "%s", nvml.disabled_reason);
     else
         count = nvml_select(&nvml, devices, chosen, NVML_MAX_GPUS, why, why_len);
@@ -582,7 +587,7 @@ static int sampler_row_start(int fd, const struct launcher_options *o, void **st
     struct gpu_metrics_sampler *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(why, why_len, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     s->fd = fd;
     pthread_mutex_init(&s->lock, NULL);
@@ -591,7 +596,7 @@ static int sampler_row_start(int fd, const struct launcher_options *o, void **st
     if (count <= 0) {
         write_own(s, NULL, 0, TRACE_GPU_METRICS_UNAVAILABLE, why, NULL);
         sampler_free(s);
-        return -1;
+        return count < 0 ? count : -ENODEV;
     }
     s->count = (unsigned int)count;
 
@@ -645,10 +650,10 @@ static int sampler_row_start(int fd, const struct launcher_options *o, void **st
     pthread_mutex_unlock(&s->lock);
     if (!running) {
         sampler_free(s);
-        return -1;
+        return -EIO;
     }
     *state = s;
-    return why[0] ? -1 : 0; /* -1: said, though sampling runs on the other GPUs */
+    return why[0] ? -EIO : 0; /* -EIO: said, though sampling runs on the other GPUs */
 }
 
 static void sampler_row_stop(void *state)

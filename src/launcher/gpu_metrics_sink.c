@@ -67,8 +67,9 @@ void gpu_metrics_thread_init(struct gpu_metrics_thread *th)
 
 int gpu_metrics_thread_start(struct gpu_metrics_thread *th, void *(*fn)(void *), void *arg)
 {
-    th->started = pthread_create(&th->thread, NULL, fn, arg) == 0;
-    return th->started ? 0 : -1;
+    int rc = pthread_create(&th->thread, NULL, fn, arg);
+    th->started = rc == 0;
+    return -rc;
 }
 
 int gpu_metrics_thread_sleep(struct gpu_metrics_thread *th, uint64_t until)

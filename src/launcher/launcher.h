@@ -17,9 +17,10 @@
  *     ... cmd_profile imports l.raw_dir into OUTPUT ...
  *     launcher_release(&l);
  *
- * Errors: a function that fails returns -1 and keeps one line saying why, which
- * launcher_error() returns and the caller prints as "lantern: <line>"; the launcher itself
- * prints nothing. One launcher per process: it handles the process's signals. */
+ * Errors: a function that fails returns a negative errno that says what kind of failure it
+ * was and keeps one line saying which, which launcher_error() returns and the caller prints as
+ * "lantern: <line>"; the launcher itself prints nothing. One launcher per process: it handles the
+ * process's signals. */
 #ifndef LANTERN_LAUNCHER_H
 #define LANTERN_LAUNCHER_H
 
@@ -62,12 +63,14 @@ struct launcher_options {
     int start_paused; /* --start-paused: nothing is recorded until a start */
     int single_file;  /* --single-file: every window into one database, at the end */
     /* Called on the launcher's control thread when a window ends while the program runs
-     * (not with single_file): writes its database, says which in name (cap bytes); 0 or -1. */
+     * (not with single_file): writes its database, says which in name (cap bytes); 0 or a negative
+     * errno. */
     int (*window_ended)(void *ctx, const struct launcher_window *w, char *name, size_t cap);
     void *window_ctx;
     /* The flight recorder (ring.c, docs/long-runs.md): --ring SEC keeps the last SEC seconds
      * (0: off); --ring-trigger nvtx:NAME (or NULL); dumped, on the control thread, imports the
-     * raw folder dir of dump number (1..) keeping [from_ns, until_ns]: 0 or -1 (window_ctx). */
+     * raw folder dir of dump number (1..) keeping [from_ns, until_ns]: 0 or a negative errno
+     * (window_ctx). */
     double ring_s;
     const char *ring_trigger;
     int (*dumped)(void *ctx, uint64_t number, const char *dir, uint64_t from_ns,
@@ -127,12 +130,12 @@ void launcher_init(struct launcher *l, const struct launcher_options *o);
  * puts the Python bootstrap beside it first on PYTHONPATH, checks the outputs (OUTPUT a folder,
  * or existing without force; OUTPUT.raw a symbolic link, or existing without force, or holding
  * files that are not Lantern's), creates OUTPUT.raw/, and writes launcher.lrt's TRACE_PROCESS
- * record. Returns 0 or -1. */
+ * record. Returns 0 or a negative errno. */
 int launcher_open(struct launcher *l);
 
 /* Starts the samplers the launcher runs itself: those -t lists, or, without -t, every one (a
  * sampler that cannot start then records why in launcher.lrt and the run goes on). Returns 0,
- * or -1 when one that -t asked for cannot start ("GPU power not sampled: no NVIDIA GPU"): a
+ * or -ENODEV when one that -t asked for cannot start ("GPU power not sampled: no NVIDIA GPU"): a
  * warning, the run goes on. */
 int launcher_start_samplers(struct launcher *l);
 
@@ -143,9 +146,9 @@ int launcher_start_samplers(struct launcher *l);
  * (prctl(2) PR_SET_CHILD_SUBREAPER) of the command's descendants: one orphaned (a daemon, a
  * double fork) becomes its child, is waited for, and reaped; how each process it reaped ended
  * is kept in l->exits for launcher.lrt. Returns the
- * command's status as a shell reports it (128+N when killed by signal N), or -1 when it could not
- * be started (the error says why, with what to type instead where that can be told). Returns with
- * those signals held: one sent from here on acts at launcher_release. */
+ * command's status as a shell reports it (128+N when killed by signal N), or a negative errno
+ * when it could not be started (the error says why, with what to type instead where that can be
+ * told). Returns with those signals held: one sent from here on acts at launcher_release. */
 int launcher_run(struct launcher *l);
 
 /* After the command (wait.c): waits until no traced process still writes its raw file (no
@@ -155,11 +158,12 @@ int launcher_run(struct launcher *l);
  * ended; each is reaped as it ends), polling from 1 ms apart up to 100 ms apart, for at most
  * o->wait_timeout_s (not at all with o->wait_primary), or until an INT, TERM or HUP is pending.
  * Sets l->still_writing, l->untraced_running and l->running to those still running at the end,
- * whose raw folder must then be kept. Returns 0, or -1 when the session folder cannot be read. */
+ * whose raw folder must then be kept. Returns 0, or opendir's -errno or -ENOMEM when the session
+ * folder cannot be read. */
 int launcher_wait_writers(struct launcher *l);
 
 /* Writes launcher.lrt's TRACE_CHILD_EXIT records (l->exits) and its TRACE_PROCESS_END record
- * with the command's exit status, and closes the file. Returns 0 or -1. */
+ * with the command's exit status, and closes the file. Returns 0 or a negative errno. */
 int launcher_finish(struct launcher *l, int exit_status);
 
 /* Closes and frees everything, and releases the signals launcher_run held (a pending one acts
@@ -174,8 +178,11 @@ const char *launcher_error(const struct launcher *l);
 /* The running session that `lantern start|stop` act on, from a pid (the launcher or any
  * process it traces: the one that maps the session's control file), or a session folder
  * (OUTPUT.raw, or OUTPUT), or with neither the one session of this user that runs. Fills
- * session_dir (cap bytes) and *launcher_pid. Returns 0, or -1 with why in error ("no running
- * 'lantern profile' session", "pid 42 belongs to another user", ...). */
+ * session_dir (cap bytes) and *launcher_pid. Returns 0, or with why in error ("no running
+ * 'lantern profile' session", "pid 42 belongs to another user", ...) -ENOENT (no session),
+ * -ESRCH (no such pid), -EACCES (another user's) or -EEXIST (several run); a session folder
+ * whose real path fails or does not fit cap gives realpath's -errno or -ENAMETOOLONG with
+ * error left as it was. */
 int launcher_control_find(const char *pid, const char *session, char *session_dir, size_t cap,
                           int *launcher_pid, char *error, size_t error_cap);
 
@@ -185,10 +192,10 @@ int launcher_control_find(const char *pid, const char *session, char *session_di
  * first of src/trace/rank.h's variables that holds one), %h the host name, %p the launcher's
  * pid, %q{VAR} the environment variable VAR's value, %n the lowest number >= 1 for which
  * neither NAME nor NAME.raw exists, %% a percent sign; other text is kept. Sets *name,
- * malloc'd. Returns 0; -1 when the pattern cannot be expanded (an unknown %X, %r with no rank,
- * VAR not set, an empty name), with *error, malloc'd, saying why ("-o 'run-%r.db': %r is the
- * rank, but none of RANK, ... holds one"); -2 when no %n is free or out of memory (*error
- * NULL). */
+ * malloc'd. Returns 0; -EINVAL when the pattern cannot be expanded (an unknown %X, %r with no
+ * rank, VAR not set, an empty name), with *error, malloc'd, saying why ("-o 'run-%r.db': %r is
+ * the rank, but none of RANK, ... holds one"); -ENOSPC when no %n is free (*error says so);
+ * -ENOMEM out of memory (*error NULL). */
 int launcher_output_name(const char *pattern, char **name, char **error);
 
 /* The name without -o: "lantern-%n.db", the first lantern-N.db of the current folder that
@@ -198,8 +205,8 @@ char *launcher_default_output(void);
 
 /* Removes a session folder: the raw files Lantern writes there (regular files named *.lrt,
  * *.lrb, *.untraced), then the folder, which fails if anything else is in it (nothing else is
- * ours). No symbolic link is followed. Returns 0, or -1 with errno set (ENOTEMPTY: files that
- * are not ours). */
+ * ours). No symbolic link is followed. Returns 0, or the failed call's -errno, errno set too
+ * (-ENOTEMPTY: files that are not ours). */
 int launcher_remove_session(const char *raw_dir);
 /* How many processes of the session loaded the agent but ran untraced, having said why
  * (<pid>.untraced, trace/format.h). */

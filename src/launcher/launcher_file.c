@@ -23,6 +23,13 @@ static uint64_t clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Writes len bytes of buf: 0, or write's -errno (-EIO for a short write). */
+static int write_all(int fd, const void *buf, size_t len)
+{
+    ssize_t n = write(fd, buf, len);
+    return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
 /* launcher.lrt describes the session: a TRACE_PROCESS record flagged TRACE_FLAG_LAUNCHER
  * (cmdline = the profiled command, plus its trace_list field), and at the end a
  * TRACE_PROCESS_END with its exit_status field (src/trace/records.def). */
@@ -34,7 +41,7 @@ int launcher_write_start(int fd, char **command, const char *trace)
     char *cmdline = malloc(cmd_len + 1);
     size_t cap = cmd_len + PATH_MAX + 256 + strlen(trace) + 256; /* + exe, host, the rest */
     uint8_t *buf = malloc(cap);
-    int rc = -1;
+    int rc = -ENOMEM;
     if (!cmdline || !buf)
         goto out;
     size_t pos = 0;
@@ -47,14 +54,14 @@ int launcher_write_start(int fd, char **command, const char *trace)
     trace_chunk_begin(&b, buf, cap, now);
     uint32_t flags = TRACE_FLAG_LAUNCHER |
                      (access("/dev/nvidiactl", F_OK) == 0 ? 0 : TRACE_FLAG_NO_NVIDIA_DEVICE);
-    if (trace_put_process_self(&b, now, cmdline, cmd_len ? cmd_len - 1 : 0, flags, trace) < 0)
+    if ((rc = trace_put_process_self(&b, now, cmdline, cmd_len ? cmd_len - 1 : 0, flags, trace)) <
+        0)
         goto out;
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
     size_t len = trace_chunk_finish(&b);
-    if (write(fd, header, sizeof header) == (ssize_t)sizeof header &&
-        write(fd, buf, len) == (ssize_t)len)
-        rc = 0;
+    if ((rc = write_all(fd, header, sizeof header)) == 0)
+        rc = write_all(fd, buf, len);
 out:
     free(cmdline);
     free(buf);
@@ -73,13 +80,14 @@ static struct trace_child_exit child_exit_record(const struct launcher_exit *e)
         .core_dumped = signaled && WCOREDUMP(e->status)};
 }
 
-/* Writes the chunk being built (a failed write says -1) and begins the next at base_ts. */
+/* Writes the chunk being built (write_all's error) and begins the next at base_ts. */
 static int end_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buf, size_t size,
                      uint64_t base_ts)
 {
     size_t len = trace_chunk_finish(b);
-    if (write(fd, buf, len) != (ssize_t)len)
-        return -1;
+    int rc = write_all(fd, buf, len);
+    if (rc < 0)
+        return rc;
     trace_chunk_begin(b, buf, size, base_ts);
     return 0;
 }
@@ -93,21 +101,27 @@ int launcher_write_end(int fd, int exit_status, const struct launcher_exit *exit
     trace_chunk_begin(&b, buf, sizeof buf, count ? exits[0].ts : now);
     for (size_t i = 0; i < count; i++) {
         struct trace_child_exit c = child_exit_record(&exits[i]);
-        if (trace_put_child_exit(&b, &c) < 0 &&
-            (end_chunk(fd, &b, buf, sizeof buf, exits[i].ts) < 0 ||
-             trace_put_child_exit(&b, &c) < 0))
-            return -1;
+        if (trace_put_child_exit(&b, &c) < 0) {
+            int rc = end_chunk(fd, &b, buf, sizeof buf, exits[i].ts);
+            if (rc < 0)
+                return rc;
+            if (trace_put_child_exit(&b, &c) < 0)
+                return -ENOSPC;
+        }
     }
     struct trace_process_end r = {.end = now,
                                   .dropped_total = 0, /* the launcher drops nothing */
                                   .clean = 1,
                                   .exit_status = (uint64_t)exit_status,
                                   .optional_present = 1}; /* exit_status even when 0 */
-    if (trace_put_process_end(&b, &r) < 0 &&
-        (end_chunk(fd, &b, buf, sizeof buf, now) < 0 || trace_put_process_end(&b, &r) < 0))
-        return -1;
-    size_t len = trace_chunk_finish(&b);
-    return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+    if (trace_put_process_end(&b, &r) < 0) {
+        int rc = end_chunk(fd, &b, buf, sizeof buf, now);
+        if (rc < 0)
+            return rc;
+        if (trace_put_process_end(&b, &r) < 0)
+            return -ENOSPC;
+    }
+    return write_all(fd, buf, trace_chunk_finish(&b));
 }
 
 void launcher_flush_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buffer, size_t size,

@@ -9,8 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Keeps the failure's line for launcher_error; returns -1. */
-__attribute__((format(printf, 2, 3))) static inline int launcher_fail(struct launcher *l,
+/* Keeps the failure's line for launcher_error; returns code, a negative errno that says what
+ * kind of failure it was (the line says which). */
+__attribute__((format(printf, 3, 4))) static inline int launcher_fail(struct launcher *l, int code,
                                                                       const char *fmt, ...)
 {
     va_list ap;
@@ -19,12 +20,12 @@ __attribute__((format(printf, 2, 3))) static inline int launcher_fail(struct lau
     if (vasprintf(&l->error, fmt, ap) < 0)
         l->error = NULL; /* launcher_error says "out of memory" */
     va_end(ap);
-    return -1;
+    return code;
 }
 
 /* session.c: checks the outputs and creates the session folder l->raw_dir; sets l->dir_fd to
  * a descriptor of the folder (opened without following a link, so the launcher's own file
- * goes into the folder it created). Returns 0 or -1. */
+ * goes into the folder it created). Returns 0 or launcher_fail's code. */
 int session_prepare(struct launcher *l);
 /* session.c: whether done(buffer file, arg) holds for every live agent of the session (a
  * process gone or ended needs nothing): every agent paused at a window's end (control.c), or
@@ -32,7 +33,7 @@ int session_prepare(struct launcher *l);
 int session_agents_all(struct launcher *l, int (*done)(int pool_fd, uint64_t arg), uint64_t arg);
 
 /* control.c: session.lrc made in the session folder, SIGUSR1/SIGUSR2 held in this thread
- * (and so in every thread made after: the control thread takes them). 0 or -1. */
+ * (and so in every thread made after: the control thread takes them). 0 or launcher_fail's. */
 int control_create(struct launcher *l);
 /* control.c: the thread that takes the triggers while the program runs; its end (the open
  * window, if any, ends now). */
@@ -49,10 +50,10 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended);
 /* environment.c: the agent's path, malloc'd, or NULL. */
 char *environment_find_agent(void);
 /* environment.c: the Python bootstrap beside l->agent first on PYTHONPATH, and the
- * --python-functions patterns. Returns 0 or -1. */
+ * --python-functions patterns. Returns 0 or launcher_fail's code. */
 int environment_set_python(struct launcher *l);
-/* environment.c: what the agent reads (docs/architecture.md's table). Returns 0, or -1 with
- * errno set. */
+/* environment.c: what the agent reads (docs/architecture.md's table). Returns 0, or setenv's
+ * -errno (errno set too). */
 int environment_set_agent(const struct launcher *l);
 
 /* child.c: runs l->o->command (see launcher_run); the samplers are not stopped here. */
@@ -73,7 +74,8 @@ int child_helper_reaped(pid_t pid, int *status, struct rusage *ru);
 int child_is_helper(pid_t pid);
 
 /* launcher_file.c: launcher.lrt's first record and file header, and its end record
- * (docs/trace-format.md). Return 0, or -1 with errno set. */
+ * (docs/trace-format.md). Return 0, or -ENOMEM, -ENOSPC (a record too big for its chunk), or
+ * write's -errno (errno set too; -EIO for a short write). */
 int launcher_write_start(int fd, char **command, const char *trace);
 int launcher_write_end(int fd, int exit_status, const struct launcher_exit *exits, size_t count);
 

@@ -127,8 +127,8 @@ static void put_gpu(struct nvml_sampler *s, const struct nvml_gpu *g)
 
 /* ---- the engine's sink (src/energy/gpu_sampling.h) ---------------------------------------- */
 
-/* Sleeps until deadline (CLOCK_MONOTONIC) or until the sampler stops. Returns 0, or -1 when
- * it stopped. */
+/* Sleeps until deadline (CLOCK_MONOTONIC) or until the sampler stops. Returns 0, or -EINTR
+ * when it stopped. */
 static int wait_until(void *ctx, uint64_t deadline)
 {
     struct nvml_sampler *s = ctx;
@@ -140,7 +140,7 @@ static int wait_until(void *ctx, uint64_t deadline)
         ;
     int stopped = __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&s->lock);
-    return stopped ? -1 : 0;
+    return stopped ? -EINTR : 0;
 }
 
 static void count_call(struct call_count *c, uint64_t t0, uint64_t t1)
@@ -239,8 +239,10 @@ static void write_disabled(int fd, const char *why)
 static const struct gpu_sink sampler_sink = {
     .power = on_power, .counter = on_counter, .round = on_round, .wait_until = wait_until};
 
+/* 0, or pthread_create's error, negated. */
 static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
 {
+    int rc;
     struct gpu_sink sink = sampler_sink;
     sink.ctx = s;
     for (unsigned int i = 0; i < s->gpu_count; i++) { /* the counter: when its reader says */
@@ -253,8 +255,8 @@ static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
                                    .counter_gpu = sg->gpu,
                                    .counter_slot = i,
                                    .reader = &sg->counter};
-        if (pthread_create(&sg->energy_thread, NULL, gpu_sampling_thread, e) != 0)
-            return -1;
+        if ((rc = pthread_create(&sg->energy_thread, NULL, gpu_sampling_thread, e)) != 0)
+            return -rc;
         sg->energy_started = 1;
     }
     /* power at --nvml-rate, always once at the start and once at the stop, so a program
@@ -273,8 +275,8 @@ static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
         w->power_gpus[i] = s->gpus[i].gpu;
         w->power_slots[i] = i;
     }
-    if (pthread_create(&s->power_thread, NULL, gpu_sampling_thread, w) != 0)
-        return -1;
+    if ((rc = pthread_create(&s->power_thread, NULL, gpu_sampling_thread, w)) != 0)
+        return -rc;
     s->power_started = 1;
     return 0;
 }
@@ -283,6 +285,7 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
                        char *why, size_t why_len)
 {
     *out = NULL;
+    int rc = -ENOMEM;
     struct nvml_sampler *s = calloc(1, sizeof *s);
     if (!s || !(s->buffer = malloc(SAMPLER_BUFFER_BYTES))) {
         snprintf(why, why_len, "out of memory");
@@ -296,12 +299,12 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
     pthread_condattr_destroy(&attr);
-    if (nvml_open(&s->nvml) != 0) {
+    if ((rc = nvml_open(&s->nvml)) != 0) {
         snprintf(why, why_len, "%s", s->nvml.disabled_reason);
         goto fail;
     }
     unsigned int chosen[NVML_MAX_GPUS];
-    int count = nvml_select(&s->nvml, gpus, chosen, NVML_MAX_GPUS, why, why_len);
+    int count = rc = nvml_select(&s->nvml, gpus, chosen, NVML_MAX_GPUS, why, why_len);
     if (count < 0)
         goto fail;
     trace_chunk_begin(&s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
@@ -311,11 +314,11 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
     }
     s->gpu_count = (unsigned int)count;
     uint64_t period_ns = (uint64_t)(1e9 / (rate_hz > 0 ? rate_hz : NVML_SAMPLER_DEFAULT_HZ));
-    if (start_threads(s, period_ns) != 0) {
+    if ((rc = start_threads(s, period_ns)) != 0) {
         snprintf(why, why_len, "cannot start the sampling threads");
         nvml_sampler_stop(s);
         write_disabled(fd, why);
-        return -1;
+        return rc;
     }
     *out = s;
     return 0;
@@ -330,7 +333,7 @@ fail:
         free(s->buffer);
         free(s);
     }
-    return -1;
+    return rc;
 }
 
 void nvml_sampler_stop(struct nvml_sampler *s)

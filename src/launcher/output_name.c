@@ -12,7 +12,7 @@
 
 #define NAME_MAX_NUMBER 100000 /* %n tries 1 to NAME_MAX_NUMBER - 1 */
 
-/* Keeps the line for *error (NULL: out of memory); returns -1. */
+/* Keeps the line for *error (NULL: out of memory); returns -EINVAL. */
 __attribute__((format(printf, 2, 3))) static int name_fail(char **error, const char *fmt, ...)
 {
     va_list ap;
@@ -20,14 +20,14 @@ __attribute__((format(printf, 2, 3))) static int name_fail(char **error, const c
     if (vasprintf(error, fmt, ap) < 0)
         *error = NULL;
     va_end(ap);
-    return -1;
+    return -EINVAL;
 }
 
-/* Out of memory: *error NULL; returns -2. */
+/* Out of memory: *error NULL; returns -ENOMEM. */
 static int name_out_of_memory(char **error)
 {
     *error = NULL;
-    return -2;
+    return -ENOMEM;
 }
 
 /* "RANK, OMPI_COMM_WORLD_RANK, ...": the rank variables, for the error without one. */
@@ -60,7 +60,7 @@ static int name_variable(const char *pattern, const char **p, const char **value
 }
 
 /* Writes pattern expanded, with number for %n, to out; *numbered says whether %n was met.
- * 0, or -1 with *error the reason. */
+ * 0, or -EINVAL with *error the reason. */
 static int name_expand(const char *pattern, unsigned number, FILE *out, int *numbered, char **error)
 {
     *numbered = 0;
@@ -108,7 +108,7 @@ static int name_expand(const char *pattern, unsigned number, FILE *out, int *num
         case 'q': {
             const char *value;
             if (name_variable(pattern, &p, &value, error) < 0)
-                return -1;
+                return -EINVAL;
             fputs(value, out);
             break;
         }
@@ -178,7 +178,7 @@ int launcher_output_name(const char *pattern, char **name, char **error)
     }
     name_fail(error, "-o '%s': no free number for %%n (1 to %u are taken)", pattern,
               NAME_MAX_NUMBER - 1);
-    return -2;
+    return -ENOSPC;
 }
 
 char *launcher_default_output(void)

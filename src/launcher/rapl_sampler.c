@@ -56,12 +56,13 @@ static void flush(struct rapl_sampler *s)
     launcher_flush_chunk(s->fd, &s->chunk, s->buffer, sizeof s->buffer, now_ns());
 }
 
-/* Reads a zone into its track; 0, or -1 when the read failed (the track keeps its total). */
+/* Reads a zone into its track; 0, or rapl_read's error (the track keeps its total). */
 static int zone_update(const struct rapl_zone *z, struct zone_track *t)
 {
     uint64_t uj;
-    if (rapl_read(z, &uj) != 0)
-        return -1;
+    int rc = rapl_read(z, &uj);
+    if (rc != 0)
+        return rc;
     if (t->present)
         t->total_uj += rapl_uj_between(z, t->last_uj, uj);
     t->present = 1;
@@ -98,7 +99,7 @@ static void sample(struct rapl_sampler *s)
     }
 }
 
-/* Sleeps until deadline or until the sampler stops; -1 when it stopped. */
+/* Sleeps until deadline or until the sampler stops; -EINTR when it stopped. */
 static int wait_until(struct rapl_sampler *s, uint64_t deadline)
 {
     struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
@@ -108,7 +109,7 @@ static int wait_until(struct rapl_sampler *s, uint64_t deadline)
         ;
     int stopped = s->stop;
     pthread_mutex_unlock(&s->lock);
-    return stopped ? -1 : 0;
+    return stopped ? -EINTR : 0;
 }
 
 static void *sampler_thread(void *arg)
@@ -208,7 +209,7 @@ static int rapl_sampler_start(int fd, const struct launcher_options *o, void **s
     struct rapl_sampler *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(why, why_len, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     s->fd = fd;
     pthread_mutex_init(&s->lock, NULL);
@@ -222,14 +223,15 @@ static int rapl_sampler_start(int fd, const struct launcher_options *o, void **s
         if (trace_list_has(o->trace, "rapl")) /* unasked, a host without RAPL says nothing */
             write_disabled(fd, why);
         sampler_free(s);
-        return -1;
+        return -ENODEV;
     }
     s->next_flush = now_ns() + RAPL_FLUSH_NS;
-    if (pthread_create(&s->thread, NULL, sampler_thread, s) != 0) {
+    int rc = pthread_create(&s->thread, NULL, sampler_thread, s);
+    if (rc != 0) {
         snprintf(why, why_len, "cannot start the sampling thread");
         write_disabled(fd, why);
         sampler_free(s);
-        return -1;
+        return -rc;
     }
     *state = s;
     return 0;

@@ -72,7 +72,8 @@ static uint64_t *ring_segments_of(struct launcher *l, const char *lrt_name, size
 }
 
 /* dir/name: the trace file's chunks and those of each segment kept, in their order (one
- * deleted meanwhile is skipped: the importer sees the gap). 0 or -1. */
+ * deleted meanwhile is skipped: the importer sees the gap). 0, -ENOMEM, or the failed call's
+ * -errno (errno set too; trace_segment_path's code without it). */
 static int ring_join(struct launcher *l, const char *dir, const char *name)
 {
     char dst[4352];
@@ -80,21 +81,23 @@ static int ring_join(struct launcher *l, const char *dir, const char *name)
     size_t count;
     uint64_t *numbers = ring_segments_of(l, name, &count);
     char **paths = calloc(count + 1, sizeof *paths);
-    int rc = paths ? 0 : -1;
+    int rc = paths ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i <= count; i++) {
         paths[i] = malloc(4400);
         if (!paths[i])
-            rc = -1;
+            rc = -ENOMEM;
         else if (i == 0)
             snprintf(paths[i], 4400, "%s/%s", l->session_dir, name);
-        else if (trace_segment_path(paths[i], 4400, paths[0], numbers[i - 1]) < 0)
-            rc = -1;
+        else
+            rc = trace_segment_path(paths[i], 4400, paths[0], numbers[i - 1]);
     }
     int out = rc == 0 ? open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
-    if (out < 0 || trace_files_join(out, (const char *const *)paths, count + 1) < 0)
-        rc = -1;
+    if (rc == 0 && out < 0)
+        rc = -errno;
+    else if (rc == 0)
+        rc = trace_files_join(out, (const char *const *)paths, count + 1);
     if (out >= 0 && close(out) < 0)
-        rc = -1;
+        rc = -errno;
     for (size_t i = 0; paths && i <= count; i++)
         free(paths[i]);
     free(paths);
@@ -118,18 +121,20 @@ static void ring_remove_dir(const char *dir)
     rmdir(dir);
 }
 
-/* The folder of the dump: every raw file of the session joined with its segments. */
+/* The folder of the dump: every raw file of the session joined with its segments. 0, or
+ * ring_join's error or the failed call's -errno (errno set too). */
 static int ring_assemble(struct launcher *l, const char *dir)
 {
     ring_remove_dir(dir); /* one a failed dump left */
     if (mkdir(dir, 0755) < 0)
-        return -1;
+        return -errno;
     int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
+        int err = errno;
         if (fd >= 0)
             close(fd);
-        return -1;
+        return -err;
     }
     int rc = 0;
     for (struct dirent *e; rc == 0 && (e = readdir(d));) {

@@ -52,20 +52,23 @@ int launcher_open(struct launcher *l)
 {
     if (!(l->agent = environment_find_agent()))
         return launcher_fail(
-            l, "cannot find the agent library liblantern-agent.so (set LANTERN_AGENT)");
-    if (environment_set_python(l) < 0)
-        return -1;
+            l, -ENOENT, "cannot find the agent library liblantern-agent.so (set LANTERN_AGENT)");
+    int rc = environment_set_python(l);
+    if (rc < 0)
+        return rc;
     if (asprintf(&l->raw_dir, "%s.raw", l->o->output) < 0) {
         l->raw_dir = NULL;
-        return launcher_fail(l, "out of memory");
+        return launcher_fail(l, -ENOMEM, "out of memory");
     }
-    if (session_prepare(l) < 0 || control_create(l) < 0)
-        return -1;
+    if ((rc = session_prepare(l)) < 0 || (rc = control_create(l)) < 0)
+        return rc;
     l->session_dir = realpath(l->raw_dir, NULL);
     l->fd = openat(l->dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                    0644);
-    if (!l->session_dir || l->fd < 0 || launcher_write_start(l->fd, l->o->command, l->o->trace) < 0)
-        return launcher_fail(l, "cannot write the session folder '%s': %s", l->raw_dir,
+    rc = !l->session_dir || l->fd < 0 ? -errno
+                                      : launcher_write_start(l->fd, l->o->command, l->o->trace);
+    if (rc < 0)
+        return launcher_fail(l, rc, "cannot write the session folder '%s': %s", l->raw_dir,
                              strerror(errno));
     return 0;
 }
@@ -98,7 +101,7 @@ int launcher_start_samplers(struct launcher *l)
         start_sampler(l, name, by_default, said, sizeof said);
 #include "trace/sources.def"
 #undef SOURCE
-    return said[0] ? launcher_fail(l, "%s", said) : 0;
+    return said[0] ? launcher_fail(l, -ENODEV, "%s", said) : 0;
 }
 
 static void stop_samplers(struct launcher *l)
@@ -115,10 +118,11 @@ int launcher_run(struct launcher *l)
     /* Only now, after the samplers started: the launcher's own CUDA (PM sampling's cuInit)
      * must not load the agent, which would trace the launcher and, with CUPTI activity
      * tracing in the process that samples, crashed CUPTI's metric evaluation (H200). */
-    if (environment_set_agent(l) < 0)
-        return launcher_fail(l, "cannot set the environment: %s", strerror(errno));
-    if (control_start(l) < 0)
-        return -1;
+    int rc = environment_set_agent(l);
+    if (rc < 0)
+        return launcher_fail(l, rc, "cannot set the environment: %s", strerror(errno));
+    if ((rc = control_start(l)) < 0)
+        return rc;
     int status = child_run(l);
     if (status >= 0 && launcher_wait_writers(l) < 0)
         l->still_writing = 1; /* unknown: keep the folder */
@@ -129,12 +133,13 @@ int launcher_run(struct launcher *l)
 
 int launcher_finish(struct launcher *l, int exit_status)
 {
-    int end_written = launcher_write_end(l->fd, exit_status, l->exits, l->exit_count) == 0;
-    if (close(l->fd) < 0)
-        end_written = 0;
+    int rc = launcher_write_end(l->fd, exit_status, l->exits, l->exit_count);
+    if (close(l->fd) < 0 && rc == 0)
+        rc = -errno;
     l->fd = -1;
-    if (!end_written)
-        return launcher_fail(l, "cannot write '%s/launcher.lrt': %s", l->raw_dir, strerror(errno));
+    if (rc < 0)
+        return launcher_fail(l, rc, "cannot write '%s/launcher.lrt': %s", l->raw_dir,
+                             strerror(errno));
     return 0;
 }
 

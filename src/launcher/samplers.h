@@ -14,9 +14,10 @@ struct launcher_sampler {
     const char *source; /* its name in sources.def */
     const char *what;   /* what goes unrecorded when it cannot start: "GPU power" */
     /* Starts sampling into fd (launcher.lrt, positioned at its end) with the options o.
-     * Returns 0 with *state set, or -1 with why[] set after recording the same reason in
-     * the file; *state may then still be set (it samples part of what was asked: some GPUs)
-     * and is stopped as usual. */
+     * Returns 0 with *state set, or a negative errno (-ENOMEM, -ENODEV nothing to sample,
+     * -EIO, the failed call's) with why[] set after recording the same reason in the file;
+     * *state may then still be set (it samples part of what was asked: some GPUs) and is
+     * stopped as usual. */
     int (*start)(int fd, const struct launcher_options *o, void **state, char *why, size_t why_len);
     void (*stop)(void *state); /* stops and frees; writes what is buffered; NULL allowed */
 };

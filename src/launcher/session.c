@@ -32,11 +32,12 @@ int launcher_remove_session(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return -errno;
     DIR *d = fdopendir(fd);
     if (!d) {
+        int err = errno;
         close(fd);
-        return -1;
+        return -err;
     }
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -49,7 +50,7 @@ int launcher_remove_session(const char *dir)
             unlinkat(fd, e->d_name, 0);
     }
     closedir(d);
-    return rmdir(dir);
+    return rmdir(dir) < 0 ? -errno : 0;
 }
 
 int launcher_untraced_processes(const char *dir)
@@ -72,7 +73,7 @@ static int lock_session(int fd)
 
 static int session_in_use(struct launcher *l)
 {
-    return launcher_fail(l,
+    return launcher_fail(l, -EBUSY,
                          "session folder '%s' is in use by another 'lantern profile' run (wait "
                          "for it to end, or use -o another name)",
                          l->raw_dir);
@@ -84,7 +85,7 @@ static int replace_old_session(struct launcher *l, const struct stat *st)
 {
     const char *raw_dir = l->raw_dir;
     if (S_ISLNK(st->st_mode))
-        return launcher_fail(l,
+        return launcher_fail(l, -ELOOP,
                              "session folder '%s' is a symbolic link; not following it "
                              "(remove it, or use -o another name)",
                              raw_dir);
@@ -94,10 +95,11 @@ static int replace_old_session(struct launcher *l, const struct stat *st)
         rc = session_in_use(l);
     else if (!l->o->force)
         rc = launcher_fail(
-            l, "session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
+            l, -EEXIST,
+            "session folder '%s' exists (use --force to replace it, or 'lantern import' it)",
             raw_dir);
-    else if (launcher_remove_session(raw_dir) < 0)
-        rc = launcher_fail(l, "cannot replace session folder '%s': %s", raw_dir,
+    else if ((rc = launcher_remove_session(raw_dir)) < 0)
+        rc = launcher_fail(l, rc, "cannot replace session folder '%s': %s", raw_dir,
                            errno == ENOTEMPTY || errno == EEXIST
                                ? "it holds files that are not Lantern raw traces"
                                : strerror(errno));
@@ -118,23 +120,26 @@ int session_prepare(struct launcher *l)
     struct stat st;
     if (lstat(o->output, &st) == 0) {
         if (S_ISDIR(st.st_mode))
-            return launcher_fail(l, "'%s' is a folder; -o names the database file to write",
-                                 o->output);
+            return launcher_fail(
+                l, -EISDIR, "'%s' is a folder; -o names the database file to write", o->output);
         if (!o->force)
-            return launcher_fail(l, "'%s' exists (use --force to replace it, or -o another name)",
+            return launcher_fail(l, -EEXIST,
+                                 "'%s' exists (use --force to replace it, or -o another name)",
                                  o->output);
     }
-    if (lstat(raw_dir, &st) == 0 && replace_old_session(l, &st) < 0)
-        return -1;
+    int rc;
+    if (lstat(raw_dir, &st) == 0 && (rc = replace_old_session(l, &st)) < 0)
+        return rc;
     if (mkdir(raw_dir, 0755) < 0)
         return errno == EEXIST ? session_in_use(l)
-                               : launcher_fail(l, "cannot create session folder '%s': %s", raw_dir,
-                                               strerror(errno));
+                               : launcher_fail(l, -errno, "cannot create session folder '%s': %s",
+                                               raw_dir, strerror(errno));
     l->dir_fd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (l->dir_fd < 0 && errno == ENOENT) /* another run replaced it (--force) before our lock */
         return session_in_use(l);
     if (l->dir_fd < 0)
-        return launcher_fail(l, "cannot open session folder '%s': %s", raw_dir, strerror(errno));
+        return launcher_fail(l, -errno, "cannot open session folder '%s': %s", raw_dir,
+                             strerror(errno));
     struct stat opened;
     if (lock_session(l->dir_fd) || fstat(l->dir_fd, &opened) < 0 || lstat(raw_dir, &st) < 0 ||
         st.st_dev != opened.st_dev || st.st_ino != opened.st_ino) {

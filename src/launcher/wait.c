@@ -136,12 +136,13 @@ static int still_maps_agent(const struct writer_set *set, struct writer_file *w)
 }
 
 /* Adds the agents' raw files that appeared since the last look (a process the program
- * started may itself start others). Returns 0 or -1 (out of memory, or the folder is gone). */
+ * started may itself start others). Returns 0, -ENOMEM, or opendir's -errno (the folder is gone);
+ * errno is set too. */
 static int writer_set_update(struct writer_set *set)
 {
     DIR *d = opendir(set->dir);
     if (!d)
-        return -1;
+        return -errno;
     struct dirent *e;
     while ((e = readdir(d))) {
         long pid;
@@ -160,14 +161,14 @@ static int writer_set_update(struct writer_set *set)
             struct writer_file *grown = realloc(set->v, cap * sizeof *grown);
             if (!grown) {
                 closedir(d);
-                return -1;
+                return -ENOMEM;
             }
             set->v = grown;
             set->cap = cap;
         }
         struct writer_file *w = &set->v[set->count++];
         memset(w, 0, sizeof *w);
-        snprintf(w->name, sizeof w->name, "%s", e->d_name);
+        memcpy(w->name, e->d_name, strlen(e->d_name) + 1); /* shorter than name: checked above */
         w->pid = pid;
         w->start_ns = start;
     }
@@ -325,12 +326,12 @@ int launcher_wait_writers(struct launcher *l)
     uint64_t timeout_ns = o->wait_primary ? 0 : (uint64_t)(o->wait_timeout_s * 1e9);
     size_t writing;
     for (;;) {
-        if (writer_set_update(&set) < 0) {
-            int err = errno;
+        int rc = writer_set_update(&set);
+        if (rc < 0) {
             free(set.v);
             free(set.unborn);
-            return launcher_fail(l, "cannot read the session folder '%s': %s", l->raw_dir,
-                                 strerror(err));
+            return launcher_fail(l, rc, "cannot read the session folder '%s': %s", l->raw_dir,
+                                 strerror(-rc));
         }
         int children = l->reaper && child_reap_ended(l);
         writing = writer_set_poll(&set) + writer_set_unborn(&set);

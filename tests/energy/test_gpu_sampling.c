@@ -5,6 +5,7 @@
 #include "energy/gpu_sampling.h"
 #include "harness.h"
 
+#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ struct recorder {
     struct gpu_counter_read counter[64];
     uint64_t rounds[64], deadlines[64];
     int power_count, counter_count, round_count, waits;
-    int stop_at_wait;      /* wait_until returns -1 from this call on (1-based) */
+    int stop_at_wait;      /* wait_until returns -EINTR from this call on (1-based) */
     uint64_t oversleep_ns; /* each wait sleeps until its deadline plus this */
 };
 
@@ -64,7 +65,7 @@ static int wait_until(void *ctx, uint64_t deadline)
     ASSERT(r->waits < 64);
     r->deadlines[r->waits++] = deadline;
     if (r->waits >= r->stop_at_wait)
-        return -1;
+        return -EINTR;
     uint64_t until = deadline + r->oversleep_ns;
     struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)

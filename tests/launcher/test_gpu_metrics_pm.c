@@ -6,6 +6,7 @@
 #include "launcher/gpu_metrics_pm.h"
 #include "tests/harness.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define SKIP 77
@@ -95,7 +96,7 @@ static void an_unknown_chip_is_an_error_with_a_reason(void)
 {
     struct pm_choice c;
     char why[256] = "";
-    ASSERT_EQ(pm_choose_metrics(&api, "NOCHIP", NULL, ALL, &c, why, sizeof why), -1);
+    ASSERT_EQ(pm_choose_metrics(&api, "NOCHIP", NULL, ALL, &c, why, sizeof why), -EOPNOTSUPP);
     ASSERT(why[0]);
 }
 

@@ -282,7 +282,7 @@ static void run_returns_the_status_a_shell_would(void)
     char *killed[] = {"sh", "-c", "kill -TERM $$", NULL};
     ASSERT_EQ(run_session(killed, error, sizeof error), 128 + 15);
     char *missing[] = {"/no/such/program", NULL};
-    ASSERT_EQ(run_session(missing, error, sizeof error), -1);
+    ASSERT_EQ(run_session(missing, error, sizeof error), -ENOENT);
     ASSERT_STR_EQ(error, "cannot run '/no/such/program': No such file or directory");
     leave_folder();
 }
@@ -297,7 +297,7 @@ static void open_refuses_an_existing_database_without_force(void)
     struct launcher_options o = {.output = "x.db", .trace = "nvtx", .command = command};
     struct launcher l;
     launcher_init(&l, &o);
-    ASSERT_EQ(launcher_open(&l), -1);
+    ASSERT_EQ(launcher_open(&l), -EEXIST);
     ASSERT_STR_EQ(launcher_error(&l),
                   "'x.db' exists (use --force to replace it, or -o another name)");
     launcher_release(&l);
@@ -533,15 +533,15 @@ static void output_name_number_is_the_first_free_one(void)
 static void output_name_errors_say_what_is_wrong(void)
 {
     clear_rank_variables();
-    expect_error("run-%x.db", -1,
+    expect_error("run-%x.db", -EINVAL,
                  "-o 'run-%x.db': unknown pattern '%x' (known: %r rank, %h host, %p pid, %q{VAR} "
                  "environment variable, %n first free number, %%)");
-    expect_error("run-%", -1, "-o 'run-%': a '%' ends the name (%% writes a percent sign)");
-    expect_error("run-%r.db", -1,
+    expect_error("run-%", -EINVAL, "-o 'run-%': a '%' ends the name (%% writes a percent sign)");
+    expect_error("run-%r.db", -EINVAL,
                  "-o 'run-%r.db': %r is the rank, but none of RANK, OMPI_COMM_WORLD_RANK, "
                  "PMI_RANK, PMIX_RANK, SLURM_PROCID holds one (not run by a job launcher?)");
     ASSERT_EQ(unsetenv("LANTERN_TEST_UNSET"), 0);
-    expect_error("%q{LANTERN_TEST_UNSET}.db", -1,
+    expect_error("%q{LANTERN_TEST_UNSET}.db", -EINVAL,
                  "-o '%q{LANTERN_TEST_UNSET}.db': %q{LANTERN_TEST_UNSET}: the environment "
                  "variable LANTERN_TEST_UNSET is not set");
     static const char *const no_name[] = {"%q", "%qHOME", "%q{HOME", "%q{}"};
@@ -549,10 +549,11 @@ static void output_name_errors_say_what_is_wrong(void)
         char want[128];
         snprintf(want, sizeof want, "-o '%s': %%q needs a variable's name in braces: %%q{VAR}",
                  no_name[i]);
-        expect_error(no_name[i], -1, want);
+        expect_error(no_name[i], -EINVAL, want);
     }
     ASSERT_EQ(setenv("LANTERN_TEST_EMPTY", "", 1), 0);
-    expect_error("%q{LANTERN_TEST_EMPTY}", -1, "-o '%q{LANTERN_TEST_EMPTY}': the name is empty");
+    expect_error("%q{LANTERN_TEST_EMPTY}", -EINVAL,
+                 "-o '%q{LANTERN_TEST_EMPTY}': the name is empty");
     ASSERT_EQ(unsetenv("LANTERN_TEST_EMPTY"), 0);
 }
 
