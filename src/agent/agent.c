@@ -241,7 +241,8 @@ int agent_init(uint32_t loaded_for)
     int expected = AGENT_FRESH;
     if (!__atomic_compare_exchange_n(&agent_state, &expected, AGENT_STARTING, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
-        return expected == AGENT_INERT ? -1 : 0; /* another caller is starting or has started */
+        /* another caller is starting or has started */
+        return expected == AGENT_INERT ? -ECANCELED : 0;
     agent_busy++;
     clock_init();
     const char *dir = getenv(trace_env_name(TRACE_ENV_SESSION_DIR));
@@ -274,5 +275,5 @@ inert:
     ring_disable();
     __atomic_store_n(&agent_state, AGENT_INERT, __ATOMIC_RELEASE);
     agent_busy--;
-    return -1;
+    return -ECANCELED;
 }

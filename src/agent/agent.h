@@ -10,7 +10,7 @@
 /* Starts the agent once per process; any thread, any number of times, never blocks (a
  * caller that loses the race returns while the winner finishes). `loaded_for` is the
  * TRACE_FLAG_* of the entry point (NVTX or CUDA injection). Returns 0 when recording or
- * starting, -1 when inert. */
+ * starting, -ECANCELED when inert. */
 int agent_init(uint32_t loaded_for);
 
 void agent_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

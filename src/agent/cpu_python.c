@@ -114,14 +114,15 @@ static struct py_stack_slot py_stacks[PY_STACK_SLOTS];
 
 /* ---- reading the interpreter's memory ---- */
 
-/* len bytes at `remote` into `local`: 0, or -1 where any of it is not mapped readable. */
+/* len bytes at `remote` into `local`: 0, or -EFAULT where any of it is not mapped readable
+ * (process_vm_readv's -errno where it failed whole). */
 static int py_read(const void *remote, void *local, size_t len)
 {
     struct iovec here = {local, len}, there = {(void *)remote, len};
     if (!remote)
-        return -1;
-    return syscall(SYS_process_vm_readv, py.pid, &here, 1UL, &there, 1UL, 0UL) == (ssize_t)len ? 0
-                                                                                               : -1;
+        return -EFAULT;
+    long n = syscall(SYS_process_vm_readv, py.pid, &here, 1UL, &there, 1UL, 0UL);
+    return n == (long)len ? 0 : n < 0 ? -errno : -EFAULT;
 }
 
 static const char *py_pointer(const char *buf, short offset)
@@ -138,18 +139,22 @@ static int py_int(const char *buf, short offset)
     return v;
 }
 
-/* A str's text, UTF-8, cut at max bytes, into out: 0, or -1 when it is not a readable compact
- * str (the non-ASCII ones carry their UTF-8 copy only once someone asked for it). */
+/* A str's text, UTF-8, cut at max bytes, into out: 0, or -EFAULT / -EBADMSG when it is not a
+ * readable compact str (the non-ASCII ones carry their UTF-8 copy only once someone asked for
+ * it). */
 static int py_read_string(const char *str, char *out, size_t max)
 {
     const struct pystack_layout *l = py.l;
     char head[64];
-    if (py_read(str, head, sizeof head) < 0 || py_pointer(head, sizeof(ptrdiff_t)) != py.str_type)
-        return -1;
+    int rc = py_read(str, head, sizeof head);
+    if (rc < 0)
+        return rc;
+    if (py_pointer(head, sizeof(ptrdiff_t)) != py.str_type)
+        return -EBADMSG;
     uint32_t state;
     memcpy(&state, head + l->str_state, sizeof state);
     if (!(state & PYSTACK_STR_COMPACT))
-        return -1;
+        return -EBADMSG;
     ptrdiff_t length;
     const char *text;
     if (state & PYSTACK_STR_ASCII) {
@@ -160,10 +165,11 @@ static int py_read_string(const char *str, char *out, size_t max)
         text = py_pointer(head, l->str_utf8);
     }
     if (!text || length < 0)
-        return -1;
+        return -EBADMSG;
     size_t kept = (size_t)length < max ? (size_t)length : max;
-    if (py_read(text, out, kept) < 0)
-        return -1;
+    rc = py_read(text, out, kept);
+    if (rc < 0)
+        return rc;
     out[kept] = '\0';
     return 0;
 }
@@ -232,8 +238,9 @@ static int py_walk(const char *frame, struct py_snapshot *s)
         (size_t)(l->code_first_traceable >= 0 ? l->code_first_traceable + 4 : l->code_name + 8);
     s->depth = 0;
     for (unsigned seen = 0; frame && seen < 4 * PY_MAX_DEPTH && s->depth < PY_MAX_DEPTH; seen++) {
-        if (py_read(frame, fb, frame_bytes) < 0)
-            return -1;
+        int rc = py_read(frame, fb, frame_bytes);
+        if (rc < 0)
+            return rc;
         const char *back = py_pointer(fb, l->frame_back);
         const char *code_at = py_pointer(fb, l->frame_code);
         if (l->frame_owner >= 0 && fb[l->frame_owner] == PYSTACK_OWNED_BY_CSTACK) {
@@ -242,9 +249,11 @@ static int py_walk(const char *frame, struct py_snapshot *s)
             frame = back;
             continue;
         }
-        if (py_read(code_at, code, code_bytes) < 0 ||
-            py_pointer(code, sizeof(ptrdiff_t)) != py.code_type)
-            return -1;
+        rc = py_read(code_at, code, code_bytes);
+        if (rc < 0)
+            return rc;
+        if (py_pointer(code, sizeof(ptrdiff_t)) != py.code_type)
+            return -EBADMSG;
         frame = back;
         if (l->frame_owner >= 0 && fb[l->frame_owner] != PYSTACK_OWNED_BY_GENERATOR) {
             /* not yet past its first traceable instruction: Python's own walk skips it */

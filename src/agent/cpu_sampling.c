@@ -513,15 +513,16 @@ static int cpu_init(void)
     unsigned status = TRACE_CPU_SAMPLING_ON;
     const char *reason = "";
     if (cpu.threads == 0) {
-        reason = cpu_refusal(err ? err : -ESRCH, &status);
+        err = err ? err : -ESRCH;
+        reason = cpu_refusal(err, &status);
         agent_warn("CPU sampling is off in this process: %s; the rest is recorded", reason);
     }
     if (!writer_lock())
-        return -1;
+        return -ECANCELED;
     cpu_put_status(status, reason);
     writer_unlock_durable();
     cpu.on = status == TRACE_CPU_SAMPLING_ON;
-    return cpu.on ? 0 : -1;
+    return cpu.on ? 0 : err; /* off: cpu_refusal's err, negative */
 }
 
 /* The child has only the forking thread; the parent's rings are not mapped in it
@@ -550,7 +551,7 @@ static void cpu_at_fork_child(void)
 
 /* Starts the agent in a process that may never call NVTX or CUDA, for its CPU samples: Python's
  * start-up calls it (src/agent/python/sitecustomize.py) when LANTERN_TRACE names cpu, so a
- * Python program is sampled from its first line. 0 recording, -1 inert. */
+ * Python program is sampled from its first line. 0 recording, -ECANCELED inert. */
 __attribute__((visibility("default"))) int lantern_agent_start_cpu_sampling(void)
 {
     return agent_init(TRACE_FLAG_CPU);

@@ -2,6 +2,7 @@
  * the "cuda" event source (activity kinds, API filter, CUPTI's clock set to ours, a bounded
  * pool of activity buffers translated under the writer lock) and flushing at fork and exit. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,7 @@ static const char *cupti_hook_api_name(void *ctx, int driver, uint32_t cbid)
     return name;
 }
 
+/* A value: -1 when it cannot be read (the hook's "none", cupti_translate.h). */
 static int64_t cupti_hook_device_attribute(void *ctx, uint32_t ordinal, int attribute)
 {
     (void)ctx;
@@ -268,12 +270,12 @@ static int cupti_record_profiler_calls(void)
                 CUPTI_SUCCESS ||
             cupti.api.activity_enable_driver_api(cupti_profiler_driver_cbids[i], 1) !=
                 CUPTI_SUCCESS)
-            return -1;
+            return -EIO;
     return 0;
 }
 
 /* The default API filter: only allow-listed calls are enabled, so CUPTI does not even
- * record the rest; the profiler calls are left alone when turning off. 0, or -1 if CUPTI
+ * record the rest; the profiler calls are left alone when turning off. 0, or -EIO if CUPTI
  * refused. */
 static int cupti_set_allowed_apis(CUpti_CallbackDomain domain, uint32_t cbid_limit,
                                   CUptiResult (*enable)(CUpti_CallbackId, uint8_t), int on)
@@ -284,7 +286,7 @@ static int cupti_set_allowed_apis(CUpti_CallbackDomain domain, uint32_t cbid_lim
             !cupti_api_allowed(name) || (!on && cupti_is_profiler_call(domain, cbid)))
             continue;
         if (enable(cbid, (uint8_t)on) != CUPTI_SUCCESS)
-            return -1;
+            return -EIO;
     }
     return 0;
 }
@@ -304,7 +306,7 @@ static int cupti_set_apis(int on)
         on ? cupti.api.activity_enable : cupti.api.activity_disable;
     if (set(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS ||
         set(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
-        return -1;
+        return -EIO;
     return on || !cupti.capture_pauses ? 0 : cupti_record_profiler_calls();
 }
 
@@ -464,10 +466,11 @@ static int cupti_start(void)
     char why[512];
     void *driver = cupti_open_driver();
     if (!driver)
-        return -1;
-    if (cupti_load(&cupti.api, why, sizeof(why)) < 0) {
+        return -ENODEV;
+    int loaded = cupti_load(&cupti.api, why, sizeof(why));
+    if (loaded < 0) {
         agent_warn("-t cuda: %s; CUDA is not traced", why);
-        return -1;
+        return loaded;
     }
     cupti_find_helpers(driver);
     int all_apis = cupti_env_is(trace_env_name(TRACE_ENV_CUDA_API), "all");
@@ -517,7 +520,7 @@ static int cupti_start(void)
     if (rc != CUPTI_SUCCESS || apis_rc < 0) {
         agent_warn("-t cuda: CUPTI refused activity tracing (%s); CUDA is not traced",
                    rc != CUPTI_SUCCESS ? cupti_error(rc) : "API calls");
-        return -1;
+        return -EIO;
     }
     pytrace_start(&cupti.api, subscribed ? cupti.subscriber : NULL);
     cupti_put_capture();

@@ -4,6 +4,7 @@
 #include "trace/environment.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ static const struct cupti_symbol cupti_symbols[] = {
     CUPTI_SYMBOL(get_stream_id_ex, "cuptiGetStreamIdEx"),
 };
 
-/* Fills every pointer from handle; 0, or -1 naming the first missing symbol. */
+/* Fills every pointer from handle; 0, or -ENOSYS naming the first missing symbol in why. */
 static int cupti_bind(struct cupti_api *api, void *handle, const char *path, char *why,
                       size_t why_len)
 {
@@ -45,7 +46,7 @@ static int cupti_bind(struct cupti_api *api, void *handle, const char *path, cha
         if (!fn) {
             snprintf(why, why_len, "%s has no %s (CUPTI 13 or newer is needed)", path,
                      cupti_symbols[i].name);
-            return -1;
+            return -ENOSYS;
         }
         memcpy((char *)api + cupti_symbols[i].offset, &fn, sizeof(fn));
     }
@@ -53,17 +54,19 @@ static int cupti_bind(struct cupti_api *api, void *handle, const char *path, cha
     return 0;
 }
 
+/* 0, -ENOENT where dlopen fails, or cupti_bind's -ENOSYS; why says which. */
 static int cupti_try(struct cupti_api *api, const char *path, char *why, size_t why_len)
 {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         snprintf(why, why_len, "cannot load CUPTI: %s", dlerror());
-        return -1;
+        return -ENOENT;
     }
-    if (cupti_bind(api, handle, path, why, why_len) == 0)
+    int rc = cupti_bind(api, handle, path, why, why_len);
+    if (rc == 0)
         return 0;
     dlclose(handle);
-    return -1;
+    return rc;
 }
 
 int cupti_load(struct cupti_api *api, char *why, size_t why_len)

@@ -33,7 +33,8 @@ struct cupti_api {
                                     uint32_t *id);
 };
 
-/* Loads libcupti and every entry point above. 0, or -1 with why[] saying what failed. */
+/* Loads libcupti and every entry point above. 0, or -ENOENT (not loaded) or -ENOSYS (an entry
+ * point missing) with why[] saying what failed. */
 int cupti_load(struct cupti_api *api, char *why, size_t why_len);
 
 #endif

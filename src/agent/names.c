@@ -8,6 +8,7 @@
 #include "agent/ring.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -154,7 +155,7 @@ __attribute__((visibility("default"))) int lantern_agent_python_thread_name(uint
                                                                             const char *name)
 {
     if (!tid || !name)
-        return -1;
+        return -EINVAL;
     for (unsigned i = 0; i < NAMES_PYTHON_SLOTS; i++) {
         int expected = PY_FREE;
         if (__atomic_load_n(&names_python.state[i], __ATOMIC_RELAXED) != PY_FREE ||
@@ -168,7 +169,7 @@ __attribute__((visibility("default"))) int lantern_agent_python_thread_name(uint
         __atomic_store_n(&names_python.state[i], PY_READY, __ATOMIC_RELEASE);
         return 0;
     }
-    return -1; /* the writer has not caught up (or never started): the name is lost */
+    return -ENOSPC; /* the writer has not caught up (or never started): the name is lost */
 }
 
 /* Called by the Python bootstrap through ctypes in a multiprocessing child, as its Process
@@ -178,10 +179,11 @@ __attribute__((visibility("default"))) int
 lantern_agent_python_process_name(const char *main, size_t main_len, const char *name)
 {
     int expected = PY_FREE;
-    if (!main || !name ||
-        !__atomic_compare_exchange_n(&names_process.state, &expected, PY_WRITING, 0,
+    if (!main || !name)
+        return -EINVAL;
+    if (!__atomic_compare_exchange_n(&names_process.state, &expected, PY_WRITING, 0,
                                      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return -1;
+        return -EBUSY;
     main_len = main_len < NAMES_PROCESS_MAIN_BYTES ? main_len : NAMES_PROCESS_MAIN_BYTES;
     memcpy(names_process.main, main, main_len);
     names_process.main_len = (uint16_t)main_len;

@@ -36,12 +36,13 @@ void names_fork_child(void);
  * knows nothing of the writer. Before that, nothing is written at once. */
 void names_set_flush(void (*flush)(void));
 
-/* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0, or -1
- * when the name could not be queued. */
+/* Exported for src/agent/python/lantern_threads.py (ctypes): tid's Python thread name. 0,
+ * -EINVAL without a tid or name, or -ENOSPC when the name could not be queued. */
 int lantern_agent_python_thread_name(uint32_t tid, const char *name);
 /* Exported for src/agent/python/lantern_processes.py (ctypes): a multiprocessing child's
  * Process.name and the program it runs (main: main_len bytes, arguments separated by NUL; cut
- * at 1 KiB), written as TRACE_PROCESS_PYTHON_NAME. 0, or -1 when one is already being queued. */
+ * at 1 KiB), written as TRACE_PROCESS_PYTHON_NAME. 0, -EINVAL without main or name, or -EBUSY
+ * when one is already being queued. */
 int lantern_agent_python_process_name(const char *main, size_t main_len, const char *name);
 
 #endif

@@ -237,7 +237,8 @@ static inline __attribute__((always_inline)) int nvtx_push(uint32_t domain, stru
     return level;
 }
 
-/* ext: NULL, or the payloads of nvtxRangePopPayload (count > 0) */
+/* ext: NULL, or the payloads of nvtxRangePopPayload (count > 0). The level ended, or -1: NVTX's
+ * own error value, which the program reads (an API's value, not our error code). */
 static inline __attribute__((always_inline)) int nvtx_pop(uint32_t domain,
                                                           const struct nvtx_payloads *ext)
 {

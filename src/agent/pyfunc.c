@@ -8,6 +8,7 @@
  * and a process where the lookup fails keeps the pure-Python path. Every callback runs with
  * the GIL held, which is what guards the table. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static int pyfunc_grow(void)
     size_t capacity = pyfunc_capacity * 2;
     struct pyfunc_slot *old = pyfunc_table, *table = calloc(capacity, sizeof *table);
     if (!table)
-        return -1;
+        return -ENOMEM;
     size_t old_capacity = pyfunc_capacity;
     pyfunc_table = table;
     pyfunc_capacity = capacity;
@@ -210,23 +211,27 @@ static int pyfunc_resolve(void)
     };
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++)
         if (!(*symbols[i].where = dlsym(RTLD_DEFAULT, symbols[i].name)))
-            return -1;
+            return -ENOSYS;
     *(void **)&pyfunc.frame_code = dlsym(RTLD_DEFAULT, "PyFrame_GetCode"); /* 3.9+ */
     return 0;
 }
 
 /* Sets the hot path up: push and pop are the agent's nvtxDomainRangePushEx/Pop for domain;
  * classify(code, frame) returns the address of a push's nvtxEventAttributes_t (kept alive by
- * the caller) or None; disable is sys.monitoring.DISABLE (None before 3.12). Returns 0, or -1
- * when this interpreter's API cannot be found (the caller keeps its pure-Python path). */
+ * the caller) or None; disable is sys.monitoring.DISABLE (None before 3.12). Returns 0, -EINVAL
+ * (started already, or an argument missing), -ENOSYS when this interpreter's API cannot be
+ * found or -ENOMEM (the caller keeps its pure-Python path). */
 PYFUNC_API int lantern_pyfunc_start(void *push, void *pop, void *domain, py_object *classify,
                                     py_object *disable)
 {
-    if (pyfunc.classify || !push || !pop || !classify || pyfunc_resolve() < 0)
-        return -1;
+    if (pyfunc.classify || !push || !pop || !classify)
+        return -EINVAL;
+    int rc = pyfunc_resolve();
+    if (rc < 0)
+        return rc;
     pyfunc_table = calloc(1024, sizeof *pyfunc_table);
     if (!pyfunc_table)
-        return -1;
+        return -ENOMEM;
     pyfunc_capacity = 1024;
     pyfunc.push = (nvtx_push_fn)push;
     pyfunc.pop = (nvtx_pop_fn)pop;
@@ -249,11 +254,14 @@ PYFUNC_API py_object *lantern_pyfunc_callback(int i)
 
 /* Installs the C profile function on the calling thread (3.9-3.11); sys.getprofile() then
  * returns shown (the equivalent Python profile function, so that code which saves and restores
- * the profile function keeps the recording). Returns 0 or -1. */
+ * the profile function keeps the recording). Returns 0, -EINVAL before lantern_pyfunc_start, or
+ * -ENOSYS without PyFrame_GetCode. */
 PYFUNC_API int lantern_pyfunc_profile_thread(py_object *shown)
 {
-    if (!pyfunc.classify || !pyfunc.frame_code)
-        return -1;
+    if (!pyfunc.classify)
+        return -EINVAL;
+    if (!pyfunc.frame_code)
+        return -ENOSYS;
     pyfunc.set_profile(pyfunc_profile, shown);
     return 0;
 }

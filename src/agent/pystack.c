@@ -57,7 +57,8 @@ static struct {
 enum { PY_UNRESOLVED, PY_READABLE, PY_UNREADABLE, PY_ABSENT };
 static int py_state = PY_UNRESOLVED;
 
-/* 3.minor of the running interpreter: Py_Version (3.11+) or Py_GetVersion()'s "3.10.13 (..." */
+/* 3.minor of the running interpreter: Py_Version (3.11+) or Py_GetVersion()'s "3.10.13 (...";
+ * -1 when it is not Python 3 (a value's "none"). */
 static int py_running_minor(void)
 {
     const unsigned long *hex_version = dlsym(RTLD_DEFAULT, "Py_Version");

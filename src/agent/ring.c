@@ -7,6 +7,7 @@
 #include "trace/environment.h"
 #include "trace/events.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -156,10 +157,10 @@ static int ring_pool_back(uint64_t offset, uint64_t bytes)
         return 0; /* anonymous memory */
     int fd = open(ring_pool.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return -1;
-    int rc = posix_fallocate(fd, (off_t)offset, (off_t)bytes);
+        return -errno;
+    int rc = posix_fallocate(fd, (off_t)offset, (off_t)bytes); /* an errno, not errno */
     close(fd);
-    return rc == 0 ? 0 : -1;
+    return -rc;
 }
 
 /* Backs RING_GROW_BLOCKS more blocks and pushes them; 1 if blocks were added or another thread
@@ -211,7 +212,7 @@ static uint32_t ring_pool_blocks(void)
 
 /* Maps the pool: the file at path (created, O_EXCL) or, without one, anonymous memory; at
  * `at` when given (a fork child replaces its parent's mapping in place). The header, slots,
- * meta and the first blocks get their disk space now. 0 or -1. */
+ * meta and the first blocks get their disk space now. 0, or mmap's -errno. */
 static int ring_pool_map(const char *path, void *at)
 {
     struct pool_header layout = {0};
@@ -238,10 +239,11 @@ static int ring_pool_map(const char *path, void *at)
     if (fd >= 0)
         close(fd);
     if (map == MAP_FAILED) {
+        int err = errno;
         if (ring_pool.path[0])
             unlink(ring_pool.path);
         ring_pool.path[0] = '\0';
-        return -1;
+        return -err;
     }
     ring_pool.map = map;
     ring_pool.map_bytes = layout.file_bytes;
@@ -292,7 +294,7 @@ static void ring_pool_create(void)
 int ring_pool_init(void)
 {
     pthread_once(&ring_pool_once, ring_pool_create);
-    return ring_pool_failed ? -1 : 0;
+    return ring_pool_failed ? -ENOMEM : 0;
 }
 
 static uint8_t *ring_take_block(struct agent_thread *t);

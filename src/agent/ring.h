@@ -182,7 +182,7 @@ void ring_disable(void);
  * before the agent's start has finished): LANTERN_BUFFER_KB of blocks in the buffer file
  * <LANTERN_SESSION_DIR>/<pid>-<start_ns>.lrb (created, O_EXCL; where it cannot be made,
  * anonymous memory, whose events are lost if the process ends without its exit hooks).
- * 0, or -1 without memory. */
+ * 0, or -ENOMEM without memory. */
 int ring_pool_init(void);
 
 /* ---- consumer (the writer, under the writer lock) ---- */

@@ -332,7 +332,7 @@ static int writer_start_thread(void)
         __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
-        return -1;
+        return -rc; /* pthread_create's error number */
     pthread_detach(writer.thread);
     return 0;
 }
@@ -419,9 +419,10 @@ static void writer_put_process(uint64_t start_ns)
  * pool in place (ring_fork_child). */
 static int writer_open_file(int fork_child)
 {
-    if (!fork_child && ring_pool_init() < 0) {
+    int rc = fork_child ? 0 : ring_pool_init();
+    if (rc < 0) {
         agent_warn("cannot reserve the event buffers (LANTERN_BUFFER_KB); tracing disabled");
-        return -1;
+        return rc;
     }
     uint64_t start_ns = fork_child ? clock_mono_ns() : ring_pool.start_ns; /* the pool's name */
     char *path = writer.path;
@@ -430,10 +431,11 @@ static int writer_open_file(int fork_child)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        agent_warn("cannot create '%s': %s; tracing disabled", path, strerror(errno));
+        int err = errno;
+        agent_warn("cannot create '%s': %s; tracing disabled", path, strerror(err));
         if (fd >= 0)
             close(fd);
-        return -1;
+        return -err;
     }
     writer.fd = writer_fd_high(fd);
     writer.fd_dev = st.st_dev;
@@ -457,10 +459,11 @@ static int writer_open_file(int fork_child)
     trace_file_header(header);
     writer.write_failed = 0;
     writer.file_bytes = 0;
-    if (writer_write_all(header, sizeof(header)) < 0) {
+    rc = writer_write_all(header, sizeof(header));
+    if (rc < 0) {
         agent_warn("cannot write '%s': %s; tracing disabled", path, strerror(errno));
         writer_close();
-        return -1;
+        return rc;
     }
     writer.file_bytes = sizeof(header);
     writer_keep_reserve();
@@ -475,7 +478,7 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
 {
     if (strlen(session_dir) >= sizeof(writer.session_dir)) {
         agent_warn("LANTERN_SESSION_DIR is too long; tracing disabled");
-        return -1;
+        return -ENAMETOOLONG;
     }
     pthread_mutex_lock(&writer.lock);
     strcpy(writer.session_dir, session_dir);
@@ -486,7 +489,8 @@ int writer_start(const char *session_dir, uint32_t agent_flags)
     ring_set_helper(writer_help);
     ring_set_block_hook(writer_start_wanted);
     names_set_flush(writer_put_names);
-    if (!writer.chunk_buf || writer_open_file(0) < 0)
+    int rc = writer.chunk_buf ? writer_open_file(0) : -ENOMEM;
+    if (rc < 0)
         goto fail;
     writer.open = 1;
     pthread_mutex_unlock(&writer.lock);
@@ -496,7 +500,7 @@ fail:
     free(writer.chunk_buf);
     writer.chunk_buf = NULL;
     pthread_mutex_unlock(&writer.lock);
-    return -1;
+    return rc;
 }
 
 /* Drains everything, writes TRACE_PROCESS_END and closes the file; once. */
@@ -529,10 +533,11 @@ out:
 
 int writer_run(void)
 {
-    if (writer_start_thread() == 0)
+    int rc = writer_start_thread();
+    if (rc == 0)
         return 0;
     agent_warn("cannot start the writer thread; events are written at exit only");
-    return -1;
+    return rc;
 }
 
 void writer_finish(void)

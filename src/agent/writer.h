@@ -21,10 +21,11 @@ void writer_unlock(void);                      /* may write the chunk to the fil
  * categories, long strings), which must be in the file if the process ends without its exit
  * hooks. */
 void writer_unlock_durable(void);
-/* Writes the chunk built so far and starts an empty one (lock held). 0 or -1. */
+/* Writes the chunk built so far and starts an empty one (lock held). 0, or the failed
+ * write's negative errno. */
 int writer_flush_locked(void);
 /* Makes room for a record of up to `bytes` (lock held): flushes, grows the buffer if one
- * record is larger than a whole chunk. 0, or -1 if memory ran out. */
+ * record is larger than a whole chunk. 0, or -ENOMEM if memory ran out. */
 int writer_reserve_locked(size_t bytes);
 uint64_t writer_intern(const char *s,
                        size_t len); /* string id, emits TRACE_STRING if new (lock held) */
@@ -51,10 +52,11 @@ size_t writer_wide_to_utf8(const wchar_t *w, size_t units, char *out);
 /* ---- for agent.c ---- */
 
 /* Opens <dir>/<pid>-<start_ns>.lrt and its buffer file .lrb (the event pool) and writes
- * TRACE_PROCESS. 0 or -1. */
+ * TRACE_PROCESS. 0 or a negative errno. */
 int writer_start(const char *session_dir, uint32_t agent_flags);
 /* Starts the thread that drains the threads' buffers: after the sources have written their
- * definitions (domains), so those precede every event that uses them. 0 or -1. */
+ * definitions (domains), so those precede every event that uses them. 0 or a negative
+ * errno. */
 int writer_run(void);
 /* fn runs on the writer thread every period_ms, the writer lock not held (the sources'
  * periodic hooks). */

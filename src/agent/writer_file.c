@@ -53,8 +53,8 @@ int writer_fd_high(int fd)
 
 /* The file's descriptor, checked: when the program closed it (close_range, a loop of
  * close) or its number now names another file, the file is opened again by its path (never
- * closing the program's descriptor) and must be the same file. -1 when that fails (then
- * writing stops, as after a failed write). */
+ * closing the program's descriptor) and must be the same file. -errno (errno set too) when
+ * that fails (then writing stops, as after a failed write). */
 static int writer_checked(int *fdp, dev_t dev, ino_t ino, const char *path)
 {
     struct stat st;
@@ -63,11 +63,11 @@ static int writer_checked(int *fdp, dev_t dev, ino_t ino, const char *path)
     *fdp = -1; /* not ours any more: never closed here */
     int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return -errno;
     if (fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
         close(fd);
         errno = ESTALE;
-        return -1;
+        return -ESTALE;
     }
     *fdp = writer_fd_high(fd);
     return *fdp;
@@ -78,16 +78,18 @@ static int writer_checked_fd(void)
     return writer_checked(&writer.fd, writer.fd_dev, writer.fd_ino, writer.path);
 }
 
+/* Writes len bytes to fd (a descriptor, or writer_checked's -errno, returned as is). 0, or a
+ * negative errno with errno set (-EIO for a write that wrote nothing, errno left as it was). */
 static int writer_write_fd(int fd, const uint8_t *p, size_t len)
 {
     if (fd < 0)
-        return -1;
+        return fd;
     while (len) {
         ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return -1;
+            return n < 0 ? -errno : -EIO;
         p += n;
         len -= (size_t)n;
     }
@@ -172,7 +174,7 @@ void writer_write_failed(int err)
 
 /* Writes the finished chunk of len bytes: the buffer file says, while it is written, how
  * long the trace file is once it is whole, and the threads' durable cursors catch up after
- * (trace/pool_file.h). 0, or -1 with errno set. */
+ * (trace/pool_file.h). 0, or a negative errno with errno set. */
 static int writer_write_chunk(size_t len)
 {
     struct pool_header *h = ring_pool.header;
@@ -214,7 +216,8 @@ static int writer_ring_write_events(const uint8_t *buf, size_t len)
 }
 
 /* The chunk built so far: its definitions into the .lrt (while it holds less than
- * TRACE_SEGMENT_DEFINITIONS_MAX), the rest into the segment. 0, or -1 with errno set. */
+ * TRACE_SEGMENT_DEFINITIONS_MAX), the rest into the segment. 0, or a negative errno with
+ * errno set. */
 static int writer_ring_write(void)
 {
     struct trace_chunk_builder *events = &writer.chunk;
@@ -237,8 +240,9 @@ static int writer_ring_write(void)
                               writer.chunk.base_ts);
             if (trace_chunk_split(&writer.chunk, &writer_ring.defs, &writer_ring.events) == 0) {
                 size_t len = trace_chunk_finish(&writer_ring.defs);
-                if (writer_write_all(writer_ring.defs_buf, len) < 0)
-                    return -1;
+                int rc = writer_write_all(writer_ring.defs_buf, len);
+                if (rc < 0)
+                    return rc;
                 writer.file_bytes += len;
                 writer_ring.definition_bytes += len;
                 events = &writer_ring.events;
@@ -257,20 +261,22 @@ static int writer_ring_write(void)
 int writer_ring_open(uint64_t n)
 {
     char path[sizeof writer_ring.path];
-    if (trace_segment_path(path, sizeof path, writer.path, n) < 0)
-        return -1;
+    int rc = trace_segment_path(path, sizeof path, writer.path, n);
+    if (rc < 0)
+        return rc;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     struct stat st;
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
-    if (fd < 0 || fstat(fd, &st) != 0 || writer_write_fd(fd, header, sizeof header) < 0) {
+    rc = fd < 0 || fstat(fd, &st) != 0 ? -errno : writer_write_fd(fd, header, sizeof header);
+    if (rc < 0) {
         int err = errno;
         if (fd >= 0) {
             close(fd);
             unlink(path);
         }
         errno = err;
-        return -1;
+        return rc;
     }
     writer_ring.fd = writer_fd_high(fd);
     writer_ring.fd_dev = st.st_dev;
@@ -306,10 +312,11 @@ int writer_ring_start(void)
     writer_ring.segment_ns = trace_segment_ns(ring_ns);
     writer_ring.kept = trace_segments_kept(ring_ns);
     writer_ring.definition_bytes = writer.file_bytes;
-    if (writer_ring_open(1) < 0) {
+    int rc = writer_ring_open(1);
+    if (rc < 0) {
         agent_warn("cannot create the ring's segment files beside '%s': %s; tracing disabled",
                    writer.path, strerror(errno));
-        return -1;
+        return rc;
     }
     __atomic_add_fetch(&ring_segment, 1, __ATOMIC_RELEASE);
     return 0;
@@ -324,11 +331,11 @@ int writer_flush_locked(void)
         writer.dropped_total += writer_chunk_events(); /* nothing more is written */
         ring_durable();                                /* counted: not salvaged again */
     } else if (!trace_chunk_empty(&writer.chunk) && writer.opened) {
-        if ((writer_ring.number ? writer_ring_write()
-                                : writer_write_chunk(trace_chunk_finish(&writer.chunk))) < 0) {
+        rc = writer_ring.number ? writer_ring_write()
+                                : writer_write_chunk(trace_chunk_finish(&writer.chunk));
+        if (rc < 0) {
             writer_write_failed(errno);
             ring_durable();
-            rc = -1;
         } else {
             writer_keep_reserve();
         }
@@ -353,7 +360,7 @@ int writer_reserve_locked(size_t bytes)
         cap *= 2;
     uint8_t *buf = realloc(writer.chunk_buf, cap);
     if (!buf)
-        return -1;
+        return -ENOMEM;
     writer.chunk_buf = buf;
     writer.chunk_cap = cap;
     trace_chunk_begin(&writer.chunk, buf, cap, writer.last_flush_ns);
@@ -423,15 +430,17 @@ void writer_put_end(int clean)
 }
 
 /* Writes the end chunk even after a failure (it fits in the space writer_write_failed freed
- * and the reserve kept); 0, or -1 with errno set and the file cut back to its whole chunks. */
+ * and the reserve kept); 0, or a negative errno with errno set and the file cut back to its
+ * whole chunks. */
 int writer_write_end_chunk(void)
 {
     size_t len = trace_chunk_finish(&writer.chunk);
-    if (writer_write_chunk(len) < 0) {
+    int rc = writer_write_chunk(len);
+    if (rc < 0) {
         int err = errno;
         writer_truncate();
         errno = err;
-        return -1;
+        return rc;
     }
     return 0;
 }

@@ -78,7 +78,8 @@ extern struct writer_ring_state writer_ring;
 
 /* Moves fd to a high number (closing fd); returns the new one, or fd where none is free. */
 int writer_fd_high(int fd);
-/* Writes len bytes to the file (its descriptor checked first). 0, or -1 with errno set. */
+/* Writes len bytes to the file (its descriptor checked first). 0, or a negative errno with
+ * errno set. */
 int writer_write_all(const uint8_t *p, size_t len);
 /* Keeps WRITER_END_RESERVE bytes allocated past the end of the file (where supported). */
 void writer_keep_reserve(void);
@@ -87,7 +88,8 @@ void writer_truncate(void);
 /* A write failed: the file is cut back, the chunk's events counted as dropped, writing stops. */
 void writer_write_failed(int err);
 /* --ring: opens segment number n (lock held); closes the current one; starts segment 1 at the
- * file's start from LANTERN_RING_NS (nothing without it). 0 or -1. */
+ * file's start from LANTERN_RING_NS (nothing without it). 0, or a negative errno (errno set
+ * where a system call failed). */
 int writer_ring_open(uint64_t n);
 void writer_ring_close(void);
 int writer_ring_start(void);
@@ -97,7 +99,8 @@ void writer_put_events(struct agent_thread *t, const uint8_t *bytes, size_t len,
 void writer_put_clock(void);
 void writer_put_thread(uint64_t thread_idx, uint32_t os_tid, uint64_t first_seen_ns);
 /* The last chunk, alone: TRACE_WRITE_ERROR if a write failed, then TRACE_PROCESS_END; then
- * its write (0, or -1 with errno set and the file cut back to its whole chunks). */
+ * its write (0, or a negative errno with errno set and the file cut back to its whole
+ * chunks). */
 void writer_put_end(int clean);
 int writer_write_end_chunk(void);
 /* Closes the file's descriptor if it is still ours. */

@@ -7,6 +7,7 @@
 #include "agent/ring.h"
 #include "trace/records.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +54,7 @@ static int writer_strings_grow(void)
     size_t cap = writer.strings_cap ? writer.strings_cap * 2 : 4096;
     struct writer_string *table = calloc(cap, sizeof(*table));
     if (!table)
-        return -1;
+        return -ENOMEM;
     for (size_t i = 0; i < writer.strings_cap; i++) {
         struct writer_string *old = &writer.strings[i];
         if (!old->hash)
