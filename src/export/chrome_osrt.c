@@ -17,15 +17,7 @@ int chrome_osrt_events(struct chrome_writer *w)
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -EIO;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        long long start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
-        chrome_event_begin(w);
-        fputs("\"name\": ", w->out);
-        chrome_write_text_column(w->out, st, 4);
-        fprintf(w->out, ", \"cat\": \"osrt\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, \"ts\": ",
-                sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
-        chrome_write_us(w, start);
-        fputs(", \"dur\": ", w->out);
-        chrome_write_duration_us(w->out, chrome_span_ns(start, end));
+        chrome_write_thread_slice(w, st, "osrt");
         fprintf(w->out, ", \"args\": {\"return\": %lld", sqlite3_column_int64(st, 5));
         if (sqlite3_column_type(st, 6) != SQLITE_NULL)
             fprintf(w->out, ", \"errno\": %lld", sqlite3_column_int64(st, 6));

@@ -38,6 +38,19 @@ long long chrome_span_ns(long long start, long long end)
     return span > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)span;
 }
 
+void chrome_write_thread_slice(struct chrome_writer *w, sqlite3_stmt *st, const char *cat)
+{
+    long long start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3);
+    chrome_event_begin(w);
+    fputs("\"name\": ", w->out);
+    chrome_write_text_column(w->out, st, 4);
+    fprintf(w->out, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %lld, \"ts\": ", cat,
+            sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+    chrome_write_us(w, start);
+    fputs(", \"dur\": ", w->out);
+    chrome_write_duration_us(w->out, chrome_span_ns(start, end));
+}
+
 void chrome_write_text_column(FILE *out, sqlite3_stmt *st, int col)
 {
     json_write_string(out, (const char *)sqlite3_column_text(st, col),

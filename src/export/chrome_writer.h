@@ -31,6 +31,10 @@ void chrome_write_duration_us(FILE *out, long long ns);
 /* end - start for end > start, else 0, capped at LLONG_MAX: never a signed overflow, whatever
  * a damaged trace put in the database. */
 long long chrome_span_ns(long long start, long long end);
+/* A complete event ("ph": "X") of category cat on a host thread, from a row whose first five
+ * columns are pid, tid, start_ns, end_ns, name: everything up to its args, which the caller
+ * writes (", \"args\": {...}}"). */
+void chrome_write_thread_slice(struct chrome_writer *w, sqlite3_stmt *st, const char *cat);
 /* A text column as a JSON string (NULL as null). */
 void chrome_write_text_column(FILE *out, sqlite3_stmt *st, int col);
 /* Finalizes st after its last step: 0 when stepping ended with SQLITE_DONE and finalizing
