@@ -54,6 +54,9 @@ def osrt_sum(cwd):
     return json.loads(out)
 
 
+CLOCKS_NS = 1000  # the agent's clock against the program's: the test below says why
+
+
 def test_sleeps_and_reads_are_counted_exactly_with_their_measured_durations(tmp_path):
     prof = profile(tmp_path, "counts")
     truth = measured(prof.stdout)
@@ -73,10 +76,14 @@ def test_sleeps_and_reads_are_counted_exactly_with_their_measured_durations(tmp_
     assert report["rows"][0]["name"] == "nanosleep"
     assert report["session"]["osrt"].startswith("on, threshold 500000 ns: %d calls kept of "
                                                  % len(long_calls))
-    # each kept call is inside the program's own bracket, and within 5 % of its duration
+    # each kept call is inside the program's own bracket, and within 5 % of its duration; the
+    # wrapper's times are the TSC through the writer's calibration, the bracket's
+    # clock_gettime: two clocks that agree to ~50 ns (docs/architecture.md, "Clock"; one CI run
+    # saw a call start 62 ns before its bracket), hence CLOCKS_NS of slack at the edges
     for (name, start, duration), row in zip(long_calls, kept):
         assert row[0] == name
-        assert start <= row[1] and row[1] + row[2] <= start + duration, (row, start, duration)
+        assert start - CLOCKS_NS <= row[1] and row[1] + row[2] <= start + duration + CLOCKS_NS, \
+            (row, start, duration)
         assert abs(row[2] - duration) <= 0.05 * duration, (row, duration)
     with sqlite3.connect(tmp_path / "x.db") as db:
         seen, kept_count, lost = db.execute("SELECT seen, kept, lost FROM osrt").fetchone()
