@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct cpu_ring {
     uint32_t tid;  /* 0: a free slot */
     uint32_t seen; /* the scan that last listed it */
     int named;     /* its OS name was written (TRACE_THREAD_OS_NAME) */
+    int adopted;   /* opened by the writer thread, which owns it (see cpu_events_on) */
     struct perf_event_mmap_page *page;
 };
 
@@ -69,18 +71,22 @@ static struct {
     int maps_stale;      /* an address outside the known mappings: read them again */
     uint32_t stack_generation, next_stack_id, stacks_in_generation;
     uint32_t mappings;
-    uint64_t samples, lost, threads, threads_unsampled, cpu_ns;
+    uint64_t samples, lost, threads, threads_unsampled, cpu_ns, paused_samples;
     int map_errno; /* the last ring that could not be mapped (the locked-memory limit) */
 } cpu;
 
-/* Start and stop on demand (set_recording, docs/long-runs.md): while the launcher has the
- * session paused the rings are still read, since the kernel samples on (each event's
- * descriptor was closed at its mapping, so it cannot be disabled), but their samples are
- * dropped: the trace file holds none of the paused time. CLOCK_MONOTONIC, the samples' clock:
- * the pause's flush writes what was taken before the writer saw the pause, and what was taken
- * before a resume is dropped. */
+/* Start and stop on demand (set_recording, docs/long-runs.md): a pause switches the kernel's
+ * sampling off. Each event's descriptor was closed at its mapping, so no ioctl can reach it;
+ * but prctl(PR_TASK_PERF_EVENTS_DISABLE) disables every event the calling thread opened. So
+ * the writer thread owns them all: a ring opened on another thread (at the agent's start, in
+ * a fork child) is opened again by the writer at its next drain, and the writer switches the
+ * events with one prctl at the drain that sees a pause or a resume (rings it opens while
+ * paused start disabled). Samples taken between the pause and that drain, or before the
+ * resume, are dropped by their time (CLOCK_MONOTONIC, the samples' clock): the trace file
+ * holds none of the paused time. */
 static _Atomic uint64_t cpu_paused_at;  /* when the sampler learnt of the pause; 0: recording */
 static _Atomic uint64_t cpu_resumed_at; /* when it learnt of the last resume */
+static int cpu_events_on = 1; /* the writer's events are enabled (writer thread only) */
 
 static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
 static struct cpu_stack_slot cpu_stacks[CPU_STACK_SLOTS];
@@ -110,6 +116,9 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
         .remove_on_exec = 1,
         .wakeup_events = 1u << 30, /* never woken: the writer polls */
     };
+    int on_writer = ring_gettid() == writer_thread_tid();
+    attr.disabled = on_writer ? !cpu_events_on
+                              : __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) != 0;
     if (getenv(trace_env_name(TRACE_ENV_TEST_CPU_REFUSE))) /* tests: the refusal of a locked-down kernel */
         return -EACCES;
     long fd = cpu_perf_event_open(&attr, (pid_t)tid);
@@ -130,6 +139,7 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
     r->page = map;
     r->seen = cpu.scan;
     r->named = 0;
+    r->adopted = on_writer;
     return 0;
 }
 
@@ -267,8 +277,11 @@ static void cpu_put_sample(const uint64_t *body, size_t words)
     uint32_t tid = (uint32_t)(body[0] >> 32);
     uint64_t ts = body[1], nr = body[2];
     uint64_t paused_at = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED);
-    if ((paused_at && ts >= paused_at) || ts < __atomic_load_n(&cpu_resumed_at, __ATOMIC_RELAXED))
-        return; /* taken while the session was paused */
+    if ((paused_at && ts >= paused_at) ||
+        ts < __atomic_load_n(&cpu_resumed_at, __ATOMIC_RELAXED)) {
+        cpu.paused_samples++; /* taken while the session was paused */
+        return;
+    }
     if (nr > words - 3)
         nr = words - 3;
     uint64_t ips[CPU_MAX_FRAMES];
@@ -380,6 +393,28 @@ static int cpu_scan(void)
     return first_error;
 }
 
+/* On the writer thread: every ring opened elsewhere is opened again here (its samples so far
+ * read first), so that the writer owns every event; then a pause or resume seen since the last
+ * drain switches them all. */
+static void cpu_writer_owns_and_switches(void)
+{
+    for (uint32_t i = 0; i < cpu.rings_used; i++) {
+        struct cpu_ring *r = &cpu_rings[i];
+        if (!r->tid || r->adopted)
+            continue;
+        uint32_t tid = r->tid;
+        cpu_ring_read(r);
+        cpu_ring_close(r);
+        int rc = cpu_ring_open(r, tid);
+        if (rc != 0 && rc != -ESRCH) /* -ESRCH: it ended meanwhile */
+            cpu.threads_unsampled++;
+    }
+    int want = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) == 0;
+    if (want != cpu_events_on &&
+        prctl(want ? PR_TASK_PERF_EVENTS_ENABLE : PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0) == 0)
+        cpu_events_on = want;
+}
+
 static uint64_t cpu_thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -393,7 +428,8 @@ static void cpu_put_totals(void)
                                     .lost = cpu.lost,
                                     .threads = cpu.threads,
                                     .threads_unsampled = cpu.threads_unsampled,
-                                    .cpu_ns = cpu.cpu_ns};
+                                    .cpu_ns = cpu.cpu_ns,
+                                    .paused_samples = cpu.paused_samples};
     cpu_python_totals(&rec);
     writer_reserve_locked(128);
     trace_put_cpu_sampler(writer_chunk_locked(), &rec);
@@ -417,6 +453,8 @@ static void cpu_drain(int final)
     cpu_python_drain(final, on_writer && !final, cpu.period_ns);
     if (may_allocate && clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
         cpu_scan();
+    if (on_writer)
+        cpu_writer_owns_and_switches();
     for (uint32_t i = 0; i < cpu.rings_used; i++) {
         struct cpu_ring *r = &cpu_rings[i];
         if (!r->tid)
@@ -540,7 +578,9 @@ static void cpu_at_fork_child(void)
     cpu.maps_stale = 1;
     cpu.last_maps_ns = 0;
     cpu.samples = cpu.lost = cpu.threads = cpu.threads_unsampled = cpu.cpu_ns = 0;
+    cpu.paused_samples = 0;
     cpu.status_pending = 1;
+    cpu_events_on = !__atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED); /* the child's writer owns none yet */
     cpu_python_at_fork_child();
     cpu_thread_add(ring_gettid());
     /* the child's writer thread (which reads the ring) starts at the child's first event,

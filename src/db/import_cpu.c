@@ -234,12 +234,13 @@ static int import_totals(struct cpu_file *c, struct trace_fields *fl)
     trace_get_cpu_sampler(fl, &r);
     sqlite3_stmt *st = import_stmt(c->f, SLOT_TOTALS,
                                    "UPDATE cpu_sampling SET samples = ?, lost = ?, threads = ?,"
-                                   " threads_unsampled = ?, cpu_ns = ? WHERE process_id = ?");
+                                   " threads_unsampled = ?, cpu_ns = ?, paused_samples = ?"
+                                   " WHERE process_id = ?");
     if (!st)
         return -EIO;
     import_bind_row(st, IMPORT_INT(r.samples), IMPORT_INT(r.lost), IMPORT_INT(r.threads),
                     IMPORT_INT(r.threads_unsampled), IMPORT_INT(r.cpu_ns),
-                    IMPORT_INT(import_process(c->f)));
+                    IMPORT_INT(r.paused_samples), IMPORT_INT(import_process(c->f)));
     if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
         return -EIO;
     return r.optional_present ? import_py_totals(c, &r) : 0;

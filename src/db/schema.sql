@@ -284,7 +284,8 @@ CREATE TABLE cpu_sampling(
   python_unreadable INTEGER,                    -- looks cut short (a stack changing as read)
   python_cpu_ns INTEGER,                        -- the Python sampler thread's CPU time
   python_matched INTEGER,                       -- samples given their thread's Python stack
-  python_unmatched INTEGER);                    -- samples of a Python thread with no look near
+  python_unmatched INTEGER,                     -- samples of a Python thread with no look near
+  paused_samples INTEGER);                      -- taken while paused, dropped (schema 8)
 CREATE TABLE cpu_frames(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL,   -- the function, or module+0xOFFSET
   module TEXT,                                  -- the file's base name ([vdso], [anon])

@@ -329,7 +329,8 @@ def test_a_start_during_a_windows_import_waits_for_it_and_is_not_lost(tmp_path):
 def test_cpu_samples_pause_with_the_session(tmp_path):
     """CPU sampling (--sample=cpu, docs/cpu.md) pauses with the session: each window's database
     holds samples taken inside it only, and the raw folder none of the paused time's (the
-    program spins on the CPU throughout, paused or not)."""
+    program spins on the CPU throughout, paused or not); and the pause switches the kernel's
+    sampling off (paused_samples: those it took before the writer's next drain, then dropped)."""
     server = Server(tmp_path, "--sample=cpu", "--start-paused", "--keep-raw", "-o", "run-%n.db",
                     env={"SERVER_WORKLOAD_SPIN": "1"})
     times = []
@@ -358,3 +359,13 @@ def test_cpu_samples_pause_with_the_session(tmp_path):
             assert db.execute("SELECT sum(samples) FROM cpu_sampling").fetchone() == (len(window),)
     raw = samples(tmp_path / "all.db")
     assert raw and all(any(o <= ts <= c for o, c in times) for ts in raw)
+    # the program's sampling rate while recording, from the windows; paused it ran 1.2 s (three
+    # 0.3 s pauses and 0.3 s before its end) and would have been sampled as often, had the pause
+    # only dropped the samples; switched off, the kernel takes those of <= a drain (~10 ms) per
+    # pause (bound: a quarter of what the paused time would hold, for a loaded machine)
+    recorded_s = sum(c - o for o, c in times) / 1e9
+    with sqlite3.connect(tmp_path / "all.db") as db:
+        paused = db.execute("SELECT sum(paused_samples) FROM cpu_sampling").fetchone()[0]
+    would_be = len(raw) / recorded_s * 1.2
+    print(f"samples taken while paused: {paused} (a sampling that ran on: ~{would_be:.0f})")
+    assert paused is not None and paused < would_be / 4, (paused, would_be)
