@@ -178,9 +178,11 @@ __attribute__((constructor(101))) static void osrt_resolve_all(void)
 
 /* ---- the hot path ---- */
 
+/* Whether this call is timed: the source on, not the agent's own call, and the session not
+ * paused (lantern stop: a paused call costs the next definition's call and two loads). */
 static inline int osrt_timing(void)
 {
-    return __atomic_load_n(&osrt.on, __ATOMIC_RELAXED) && !agent_busy;
+    return __atomic_load_n(&osrt.on, __ATOMIC_RELAXED) && !agent_busy && !agent_paused();
 }
 
 static struct osrt_counts *osrt_claim_counts(void)
