@@ -6,6 +6,7 @@ steady-state iterations itself and the medians' ratios to the baseline are repor
 
   python3 bench/bench_cuda.py --build build [--rounds 5] [--nsys PATH] [--json OUT]
   python3 bench/bench_cuda.py --build build --paired [--rounds 3]       (traced vs paused)
+  python3 bench/bench_cuda.py --build build --paired --pause session --variant ...
   python3 bench/bench_cuda.py --workload loop|transformer [--torch-profiler] [--paired] (one run)
 
 Workloads: "loop", launch-bound (two tiny elementwise kernels and one NVTX range per
@@ -21,6 +22,12 @@ PAIRS pairs in an alternating order; a run reports the median of its pairs' trac
 ratios. That is what recording costs on top of a paused CUPTI, not the whole overhead (a paused
 CUPTI keeps part of its cost; lab/cupti_detach measures against a detached one).
 The baseline does the same with no tool: its ratio is the method's own bias (~1.00).
+--pause session pairs recording with the whole session paused instead (lantern profile
+--start-paused --single-file; the program sends SIGUSR1/SIGUSR2 to lantern, its parent, and
+waits SESSION_SETTLE_S for the agent to see it): CPU sampling, -t osrt and NVTX pause too, so
+a variant's ratio is what its sources cost while recording, against a paused agent; the
+ratio of two variants' ratios (e.g. -t cuda,nvtx,cpu over -t cuda,nvtx) is what one source
+adds (docs/benchmarks.md, "CPU sampling's cost, paired").
 
 The lent machine's CPUs run in one of two speeds for minutes at a time (docs/benchmark-history.md,
 fourth session), and a launch-bound run goes at the speed it started in. Every loop run
@@ -34,6 +41,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -49,6 +57,8 @@ BLOCKS = 9
 # --paired: pairs of (traced, paused) blocks of PAIRED_BLOCK iterations or steps.
 PAIRS = 30
 PAIRED_LOOP_BLOCK, PAIRED_STEP_BLOCK = 1000, 2
+# --pause session: the wait after each signal to lantern (the agent looks every 10 ms)
+SESSION_SETTLE_S = 0.05
 # Two CPU speeds: the runs' CPU reference times part into two groups whose medians differ by
 # more than this (run 31: 7.3 and 12.3 us). A wide single spread may be split too, which is
 # still a fair comparison: runs are only compared with runs of like CPU speed.
@@ -168,7 +178,17 @@ def paired_blocks(torch, iterations, block, enter=None, leave=None, settle=0):
     print(f"paired_ratio={statistics.median(ratios):.4f}")
 
 
-def run_one(name, use_torch_profiler, build, paired=False):
+def session_switch(sig):
+    """--pause session: start (SIGUSR1) or stop (SIGUSR2) lantern's session, when run under it
+    (the baseline has no session: nothing to switch)."""
+    def switch():
+        if os.environ.get("LANTERN_SESSION_DIR"):
+            os.kill(os.getppid(), sig)
+        time.sleep(SESSION_SETTLE_S)
+    return switch
+
+
+def run_one(name, use_torch_profiler, build, paired=False, pause="cupti"):
     if name == "cuda_loop":
         if use_torch_profiler:
             sys.exit("cuda_loop: no torch.profiler for a CUDA C program")
@@ -180,7 +200,12 @@ def run_one(name, use_torch_profiler, build, paired=False):
     if paired:
         iterations(warmup)
         torch.cuda.synchronize()
-        paired_blocks(torch, iterations, PAIRED_LOOP_BLOCK if name == "loop" else PAIRED_STEP_BLOCK)
+        block = PAIRED_LOOP_BLOCK if name == "loop" else PAIRED_STEP_BLOCK
+        if pause == "session":
+            paired_blocks(torch, iterations, block, session_switch(signal.SIGUSR1),
+                          session_switch(signal.SIGUSR2))
+        else:
+            paired_blocks(torch, iterations, block)
         return
     profiler = None
     if use_torch_profiler:
@@ -224,11 +249,13 @@ def find_nsys(explicit):
     return None
 
 
-def mode_commands(build, nsys, tmp, variants, torch_profiler, paired=False):
+def mode_commands(build, nsys, tmp, variants, torch_profiler, paired=False, pause="cupti"):
     me = [sys.executable, os.path.abspath(__file__), "--build", os.path.abspath(build)]
     lantern = os.path.join(build, "bin", "lantern")
-    capture = ["--capture-range=cudaProfilerApi"] if paired else []
-    workload = (lambda w: ["--workload", w, "--paired"]) if paired else (lambda w: ["--workload", w])
+    capture = ((["--start-paused", "--single-file"] if pause == "session"
+                else ["--capture-range=cudaProfilerApi"]) if paired else [])
+    workload = ((lambda w: ["--workload", w, "--paired", "--pause", pause]) if paired
+                else (lambda w: ["--workload", w]))
     modes = {
         "baseline": lambda w, r: me + workload(w),
         "lantern": lambda w, r: [lantern, "profile", "-f", "-t", "cuda,nvtx", *capture, "-o",
@@ -298,7 +325,7 @@ def drive(args):
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         modes = mode_commands(args.build, nsys if not args.no_nsys else None, tmp, args.variant,
-                              not args.no_torch_profiler, args.paired)
+                              not args.no_torch_profiler, args.paired, args.pause)
         key = "paired_ratio" if args.paired else "per_iter_us"
         for workload in args.workloads:
             runs = alternate_rounds(modes, workload, args.rounds, args.cpus, key)
@@ -334,6 +361,8 @@ def main():
     p.add_argument("--torch-profiler", action="store_true")
     p.add_argument("--paired", action="store_true",
                    help="traced vs paused blocks inside each run (cudaProfilerStart/Stop)")
+    p.add_argument("--pause", choices=["cupti", "session"], default="cupti",
+                   help="--paired: what the other blocks pause (cudaProfilerStop, or the session)")
     p.add_argument("--build", default="build")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--nsys")
@@ -346,7 +375,9 @@ def main():
     p.add_argument("--cpus", help="taskset CPU list for every run, e.g. 2-9")
     args = p.parse_args()
     if args.workload:
-        run_one(args.workload, args.torch_profiler, args.build, args.paired)
+        if args.pause == "session" and args.workload == "cuda_loop":
+            sys.exit("cuda_loop pairs with cudaProfilerStart/Stop only")
+        run_one(args.workload, args.torch_profiler, args.build, args.paired, args.pause)
     else:
         drive(args)
 
