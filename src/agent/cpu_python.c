@@ -514,6 +514,9 @@ static void py_start(uint64_t tick_ns)
         return;
     }
     py.pid = getpid();
+    const char *hz = getenv(trace_env_name(TRACE_ENV_PYTHON_SAMPLING_HZ));
+    if (hz && strtoul(hz, NULL, 10) > 0) /* --python-sampling-frequency */
+        tick_ns = 1000000000u / strtoul(hz, NULL, 10);
     py.tick_ns = tick_ns > PY_MIN_TICK_NS ? tick_ns : PY_MIN_TICK_NS;
     void *(*main_interp)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");

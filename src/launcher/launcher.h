@@ -57,6 +57,7 @@ struct launcher_options {
                                         GPUs the program can see) */
     const char *gpu_metrics_source;  /* --gpu-metrics-source: auto, pm, gpm (NULL: auto) */
     unsigned sampling_hz;            /* --sampling-frequency: CPU samples per second (0: 1000) */
+    unsigned python_sampling_hz;     /* --python-sampling-frequency: Python looks a second */
     const char *osrt_threshold;      /* --osrt-threshold: ns, digits (NULL: the agent's 1000) */
     char **command;                  /* the program and its arguments, NULL-terminated */
     /* Start and stop on demand (control.c, docs/long-runs.md) */
