@@ -413,7 +413,7 @@ def test_profile_nvtx_demo_with_stats(tmp_path):
         ("start",), ("done",)]
     assert query(db, "SELECT s.value FROM threads t JOIN strings s ON s.id = t.name_id ORDER BY 1") == [
         ("main",), ("worker 0",), ("worker 1",)]
-    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx",)]
+    assert query(db, "SELECT value FROM meta WHERE key IN ('exit_status', 'trace') ORDER BY key") == [(0,), ("nvtx,cpu",)]
 
 
 def test_exit_status_is_the_childs(tmp_path):
