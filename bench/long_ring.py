@@ -107,7 +107,8 @@ def drive(args):
             marks = db.execute("SELECT m.ts_ns FROM marks m JOIN strings s ON s.id = m.name_id "
                                "WHERE s.value = 'slow_step'").fetchall()
             kernels = db.execute("SELECT count(*) FROM kernels").fetchone()[0]
-        first, last = (rows[0][0], rows[-1][1]) if rows else (None, None)
+        ends = [e for _, e in rows if e is not None]
+        first, last = (rows[0][0], max(ends)) if rows and ends else (None, None)
         truth = [(int(s[1]), int(s[2])) for s in steps
                  if first is not None and int(s[1]) >= first and int(s[2]) <= last]
         result.update({
@@ -116,6 +117,15 @@ def drive(args):
                                 for a, b in rows),
             "dump_span_before_mark_s": (marks[0][0] - first) / 1e9 if marks and first else None,
             "program_steps_in_span": len(truth)})
+    # the program's own step time, minute by minute (the slow step left out)
+    t_start = int(steps[0][1])
+    per_minute = {}
+    for s in steps:
+        if s[-1] != "slow":
+            per_minute.setdefault((int(s[1]) - t_start) // 60_000_000_000, []).append(
+                (int(s[2]) - int(s[1])) / 1e6)
+    result["step_ms_median_by_minute"] = {m: round(sorted(v)[len(v) // 2], 3)
+                                          for m, v in sorted(per_minute.items())}
     m1 = rss[0] if rss else None
     if m1:
         result["lantern_rss_growth"] = max(r["lantern_kib"] or 0 for r in rss) / m1["lantern_kib"]
