@@ -206,7 +206,7 @@ static void option_rows_reach_the_agent_environment(void)
         {TRACE_ENV_SAMPLING_HZ, "250"},        {TRACE_ENV_OSRT_THRESHOLD_NS, "5000"},
         {TRACE_ENV_CAPTURE_FROM_NS, NULL},     {TRACE_ENV_CAPTURE_UNTIL_NS, NULL},
         {TRACE_ENV_RING_NS, "1500000000"},     {TRACE_ENV_RING_TRIGGER, "nvtx:boom"},
-        {TRACE_ENV_PYTHON_FUNCTIONS, "json.*"},
+        {TRACE_ENV_PYTHON_FUNCTIONS, "json.*"}, {TRACE_ENV_PYTHON_SAMPLING_HZ, "200"},
     };
     const size_t count = sizeof want / sizeof want[0];
     /* every row with a variable is in want, and nothing else is */
@@ -234,7 +234,8 @@ static void option_rows_reach_the_agent_environment(void)
     struct launcher_options o = {.output = "x.db", .trace = "nvtx", .command = command,
                                  .capture_range = "nvtx:step", .cuda_api = "all",
                                  .cuda_memory_usage = 1, .python_backtrace = 1,
-                                 .sampling_hz = 250, .osrt_threshold = "5000", .delay_s = 2,
+                                 .sampling_hz = 250, .python_sampling_hz = 200,
+                                 .osrt_threshold = "5000", .delay_s = 2,
                                  .duration_s = 3, .ring_s = 1.5, .ring_trigger = "nvtx:boom",
                                  .py_functions = "json.*"};
     struct launcher l;
