@@ -113,7 +113,10 @@ def check_dump(db_path, logged, sent_ns=None, answered_ns=None):
         (sorted(set(expected) - set(numbers))[:10])
     between = set(range(numbers[0], numbers[-1] + 1)) - set(numbers)
     assert not between, sorted(between)[:10]  # none missing between
-    assert len(numbers) >= RING_S * 1e6 / PERIOD_US * 0.5, len(numbers)  # a loaded machine
+    # the dump spans the ring (at least half of it: an end dump's window ends at the trigger,
+    # after the program's last step), in the program's time: a loaded machine makes fewer steps
+    assert logged[numbers[-1]] - logged[numbers[0]] >= RING_S * 1e9 / 2, \
+        (numbers[0], numbers[-1], logged[numbers[-1]] - logged[numbers[0]])
     check_step_times(rows, logged)
     return numbers
 
@@ -149,13 +152,18 @@ def test_signal_to_lantern_dumps(tmp_path):
     check_dump(written, ring.logged(), sent, answered)
 
 
-@pytest.mark.xfail(strict=False, reason="KNOWN BUG (issue #30, open): in 1 of 4 CI runs the NVTX "
-                   "mark made no dump within 60 s")
 def test_nvtx_mark_dumps(tmp_path):
+    """The mark sends lantern SIGUSR1 (agent_ring_trigger_mark); without a dump the failure
+    says whether the program reached the mark, what the session folder held, and what
+    lantern said (a dump that failed says why)."""
     ring = Ring(tmp_path, "mark:300", "--ring-trigger", "nvtx:slow")
     deadline = time.monotonic() + 60
     while not (tmp_path / "ring-1.db").exists():
-        assert time.monotonic() < deadline, "the mark did not dump"
+        if time.monotonic() > deadline:
+            raw = sorted(p.name for p in ring.raw.iterdir()) if ring.raw.exists() else None
+            ring.stop_file.touch()
+            said = ring.proc.communicate(timeout=120)[1]
+            assert 0, ("the mark did not dump", ring.logged().get(300), raw, said)
         time.sleep(0.02)
     ring.stop()
     numbers = check_dump(tmp_path / "ring-1.db", ring.logged())
@@ -187,6 +195,24 @@ def test_crash_right_after_a_segment_begins_dumps(tmp_path, delay):
     assert "dump 1 written to ring-1.db" in err, err
     numbers = check_dump(tmp_path / "ring-1.db", ring.logged())
     assert numbers[-1] == max(ring.logged())  # the crashing step, from the buffer file
+
+
+def test_a_live_dump_skips_a_segment_not_yet_begun(tmp_path):
+    """A live writer creates each segment file, then writes its header: a dump that joins it
+    in between finds an empty file, which holds nothing. (Before e72200e the join failed on it,
+    'Protocol error', and no dump was written: the one cause of a missing dump found for
+    test_nvtx_mark_dumps, which timed out in 1 of 4 CI runs then.) The moment is made here
+    with an empty file named as a later segment of the process."""
+    ring = Ring(tmp_path)
+    ring.run_for(RING_S + 0.5)
+    lrt = next(p for p in ring.raw.glob("*.lrt") if p.name != "launcher.lrt")
+    (ring.raw / f"{lrt.stem}.999999.lrs").touch()
+    sent = time.monotonic_ns()
+    run = lantern(tmp_path, "dump", str(ring.proc.pid))
+    answered = time.monotonic_ns()
+    assert "dump 1 written to ring-1.db" in run.stderr, run.stderr
+    ring.stop()
+    check_dump(tmp_path / "ring-1.db", ring.logged(), sent, answered)
 
 
 def test_sigterm_to_lantern_dumps_and_ends_the_program(tmp_path):
