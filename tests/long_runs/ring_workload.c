@@ -149,7 +149,8 @@ int main(int argc, char **argv)
         if ((long)n == mark_at)
             nvtxMarkA("slow");
         rotation_crash_step(&rotation, (long)n);
-        if ((long)n == crash_at || (long)n == rotation.crash_at) { /* a store into a page it may not write: SIGSEGV */
+        /* a store into a page it may not write: SIGSEGV */
+        if ((long)n == crash_at || (long)n == rotation.crash_at) {
             volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             *page = 1;
         }
