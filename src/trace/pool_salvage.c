@@ -181,8 +181,9 @@ static int salvage_header_ok(const struct pool_header *h, uint64_t size)
            h->file_bytes <= size;
 }
 
-/* The newest segment file of the trace file lrt (--ring, trace/segments.h) into out; 0: none. */
-static int salvage_newest_segment(const char *lrt, char *out, size_t cap)
+/* The newest segment file of the trace file lrt (--ring, trace/segments.h) into out: its
+ * number, 0 when there is none. */
+static uint64_t salvage_newest_segment(const char *lrt, char *out, size_t cap)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", lrt);
@@ -199,7 +200,46 @@ static int salvage_newest_segment(const char *lrt, char *out, size_t cap)
     }
     if (d)
         closedir(d);
-    return newest && trace_segment_path(out, cap, lrt, newest) == 0;
+    return newest && trace_segment_path(out, cap, lrt, newest) == 0 ? newest : 0;
+}
+
+/* The number after the highest chunk seq of path's whole chunks; 1 when it has none or cannot
+ * be read. */
+static uint64_t salvage_next_seq_of(const char *path)
+{
+    uint64_t whole, next = 1;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && trace_file_last_chunk(fd, &whole, &next) < 0)
+        next = 1;
+    if (fd >= 0)
+        close(fd);
+    return next;
+}
+
+/* --ring: the number after the highest chunk seq the process wrote. Its chunks are numbered
+ * from one counter in the order it wrote them, into the .lrt (definitions) and its segments
+ * in turn, so the highest is the .lrt's or that of the newest segment that holds a chunk. The
+ * newest holds none when the process died right after the writer began it (the writer
+ * closes a segment before it begins the next one): the salvaged chunks must still follow the
+ * previous segment's, or the dump's join puts them before the whole ring, where the threads'
+ * streams read out of order (an event before a RESTART continues a stream that is not there
+ * yet: #30's hole two steps before a crash). Kept segments are consecutive: the walk stops at
+ * the first one missing. */
+static uint64_t salvage_ring_next_seq(const char *lrt, uint64_t newest)
+{
+    uint64_t next = salvage_next_seq_of(lrt);
+    char path[4096];
+    for (uint64_t n = newest; n > 0 && trace_segment_path(path, sizeof path, lrt, n) == 0; n--) {
+        if (access(path, F_OK) != 0)
+            break;
+        uint64_t segment_next = salvage_next_seq_of(path);
+        if (segment_next > 1) {
+            if (segment_next > next)
+                next = segment_next;
+            break;
+        }
+    }
+    return next;
 }
 
 /* A segment the writer had created but not yet given its header when the process died
@@ -222,22 +262,20 @@ static int salvage_file(const char *lrt, const uint8_t *map, const char *name)
 {
     const struct pool_header *h = (const struct pool_header *)map;
     struct salvage s = {.h = h, .map = map, .next_string_id = h->next_string_id};
-    uint64_t whole = 0, lrt_seq = 0;
-    /* --ring: the events go to the newest segment, numbered after the .lrt's chunks too */
+    uint64_t whole = 0, ring_seq = 0;
+    /* --ring: the events go to the newest segment, numbered after every chunk the process
+     * wrote */
     char segment[4096];
-    if (salvage_newest_segment(lrt, segment, sizeof segment)) {
-        int fd = open(lrt, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0 && trace_file_last_chunk(fd, &whole, &lrt_seq) < 0)
-            lrt_seq = 0;
-        if (fd >= 0)
-            close(fd);
+    uint64_t newest = salvage_newest_segment(lrt, segment, sizeof segment);
+    if (newest) {
+        ring_seq = salvage_ring_next_seq(lrt, newest);
         lrt = segment;
     }
     s.fd = open(lrt, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     salvage_segment_header(s.fd);
     int rc = s.fd < 0 ? -errno : trace_file_last_chunk(s.fd, &whole, &s.next_seq);
-    if (lrt_seq > s.next_seq)
-        s.next_seq = lrt_seq;
+    if (ring_seq > s.next_seq)
+        s.next_seq = ring_seq;
     if (rc < 0) {
         fprintf(stderr,
                 "lantern: %s: its trace file is missing or not of this version (%s); its "

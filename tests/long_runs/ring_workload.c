@@ -3,12 +3,15 @@
  * CLOCK_MONOTONIC start to LOG (the ground truth the dumps are checked against), until the file
  * STOP exists. MODE: "steps" (only that), "spin" (each step busy on the CPU in spin_step
  * instead of asleep: CPU samples), "mark:K" (an NVTX mark "slow" at step K, a
- * --ring-trigger), "crash:K" (a SIGSEGV at step K), or "names:N" (N ranges, each named by a new
+ * --ring-trigger), "crash:K" (a SIGSEGV at step K), "rotation-crash:K:D" (from step K on, it
+ * watches its segment files: a SIGSEGV D steps after the writer began a new one), or
+ * "names:N" (N ranges, each named by a new
  * nvtxDomainRegisterString, no pause; LOG gets the process's RssAnon in KiB after 40 % of them
  * and at the end: the agent's tables must stop growing at their cap).
  * Usage: ring_workload LOG STOP PERIOD_US MODE */
 #include <nvtx3/nvToolsExt.h>
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +39,44 @@ static long rss_anon_kib(void)
     if (f)
         fclose(f);
     return kib;
+}
+
+/* The number of this process's newest segment file (--ring: "<pid>-<start_ns>.<n>.lrs" in
+ * $LANTERN_SESSION_DIR), 0 when none. */
+static long newest_segment(void)
+{
+    const char *dir = getenv("LANTERN_SESSION_DIR");
+    DIR *d = dir ? opendir(dir) : NULL;
+    char prefix[32];
+    int prefix_len = snprintf(prefix, sizeof prefix, "%d-", (int)getpid());
+    long newest = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        const char *dot = strchr(e->d_name, '.');
+        if (!strncmp(e->d_name, prefix, (size_t)prefix_len) && dot && len > 4 &&
+            !strcmp(e->d_name + len - 4, ".lrs") && atol(dot + 1) > newest)
+            newest = atol(dot + 1);
+    }
+    if (d)
+        closedir(d);
+    return newest;
+}
+
+/* "rotation-crash:K:D": the step to crash at, once a segment newer than the one of step K
+ * exists (-1 until then). */
+struct rotation_crash {
+    long watch_from, delay, segment, crash_at;
+};
+
+static void rotation_crash_step(struct rotation_crash *r, long n)
+{
+    if (r->watch_from < 0 || r->crash_at >= 0 || n < r->watch_from)
+        return;
+    long newest = newest_segment();
+    if (n == r->watch_from)
+        r->segment = newest;
+    else if (newest > r->segment)
+        r->crash_at = n + r->delay;
 }
 
 static volatile double spin_sink;
@@ -83,6 +124,12 @@ int main(int argc, char **argv)
     const char *mode = argv[4];
     long mark_at = !strncmp(mode, "mark:", 5) ? atol(mode + 5) : -1;
     long crash_at = !strncmp(mode, "crash:", 6) ? atol(mode + 6) : -1;
+    struct rotation_crash rotation = {-1, 0, 0, -1};
+    if (!strncmp(mode, "rotation-crash:", 15)) {
+        char *end;
+        rotation.watch_from = strtol(mode + 15, &end, 10);
+        rotation.delay = *end == ':' ? atol(end + 1) : 0;
+    }
     int spin = !strcmp(mode, "spin");
     if (!strncmp(mode, "names:", 6)) {
         names(log, atol(mode + 6));
@@ -101,7 +148,9 @@ int main(int argc, char **argv)
         nvtxRangePushEx(&a);
         if ((long)n == mark_at)
             nvtxMarkA("slow");
-        if ((long)n == crash_at) { /* a store into a page it may not write: SIGSEGV */
+        rotation_crash_step(&rotation, (long)n);
+        /* a store into a page it may not write: SIGSEGV */
+        if ((long)n == crash_at || (long)n == rotation.crash_at) {
             volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             *page = 1;
         }
