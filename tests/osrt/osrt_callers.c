@@ -18,7 +18,8 @@
 
 static int pipe_fds[2];
 
-static void sleep_ns(long ns)
+/* inlined: the caller of nanosleep is the function that sleeps */
+static inline __attribute__((always_inline)) void sleep_ns(long ns)
 {
     struct timespec t = {0, ns};
     nanosleep(&t, NULL);
