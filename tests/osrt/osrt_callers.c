@@ -65,24 +65,36 @@ NOINLINE void quick_call(void)
     __asm__ volatile("" ::: "memory");
 }
 
+static volatile sig_atomic_t alarms;
+
 static void on_alarm(int sig)
 {
     (void)sig;
     struct timespec t = {0, 2000000};
     nanosleep(&t, NULL); /* async-signal-safe; wrapped */
+    alarms++;
 }
 
-/* SIGALRM after 1 ms while main blocks 5 ms in a read (its writer thread ends it). */
+/* SIGALRM after 1 ms while main blocks in a read (its writer thread ends it 2 ms in), handled
+ * by main: the writer thread starts with the signal blocked. Returns once it was handled. */
 static void alarm_during_read(void)
 {
     struct itimerval once = {{0, 0}, {0, 1000}};
+    sigset_t alarm_only, before;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alarm_only, &before);
     pthread_t writer;
     pthread_create(&writer, NULL, late_writer, NULL);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    sig_atomic_t seen = alarms;
     setitimer(ITIMER_REAL, &once, NULL);
     char c;
     while (read(pipe_fds[0], &c, 1) != 1)
         ; /* EINTR: the handler ran */
     pthread_join(writer, NULL);
+    while (alarms == seen) /* a loaded machine may deliver it after the read */
+        sleep_ns(100000);
 }
 
 static void signals(void)

@@ -49,12 +49,20 @@ def test_long_calls_name_their_callers_and_short_ones_carry_none(tmp_path):
     profile(tmp_path, "--osrt-backtrace-threshold", str(ONE_MS))
     kept = calls(tmp_path)
     slow = [c for c in kept if c[3] and c[3].startswith("wait_for_data")]
-    # the 2 ms nanosleep and the read waiting 2 ms for the writer thread
-    assert sorted(c[1] for c in slow) == ["nanosleep", "read"], kept
-    assert all(c[3].startswith(SLOW_READER) and c[2] >= 2 * ONE_MS for c in slow), slow
-    # each call at least the threshold has one; every shorter one (quick_call's) has none
-    assert all((c[3] is not None) == (c[2] >= ONE_MS) for c in kept), kept
-    assert sum(1 for c in kept if c[1] == "nanosleep" and c[2] < ONE_MS) == 5, kept
+    # the 2 ms nanosleep and the read waiting 2 ms for the writer thread (and the join of that
+    # thread, where a loaded machine makes it last 1 ms)
+    assert sorted(c[1] for c in slow if c[1] != "pthread_join") == ["nanosleep", "read"], kept
+    assert all(c[3].startswith(SLOW_READER) for c in slow), slow
+    assert all(c[2] >= 2 * ONE_MS for c in slow if c[1] != "pthread_join"), slow
+    # each call at least the threshold has one, every shorter one none (a call within 1 % of it
+    # may fall either side: the agent compares ticks, the database holds their ns)
+    assert all((c[3] is not None) == (c[2] >= ONE_MS) for c in kept
+               if abs(c[2] - ONE_MS) > ONE_MS // 100), kept
+    # quick_call's five 100 us sleeps: none (or, where a loaded machine made one last 1 ms,
+    # quick_call's)
+    quick = [c for c in kept if c[1] == "nanosleep" and (c[3] is None or c[3].startswith(
+        "quick_call(osrt_callers)<-main(osrt_callers)"))]
+    assert len(quick) == 5, kept
     with sqlite3.connect(tmp_path / "x.db") as db:
         assert db.execute("SELECT backtrace_threshold_ns, backtrace_depth FROM osrt").fetchall() \
             == [(ONE_MS, 24)]
@@ -66,9 +74,11 @@ def test_default_threshold_is_80_us_and_the_options_change_it(tmp_path):
                           ("shallow", ("--osrt-backtrace-depth", "2"))):
         (tmp_path / name).mkdir()
         profile(tmp_path / name, *options)
-    quick = calls(tmp_path / "default", "s.value = 'nanosleep' AND o.end_ns - o.start_ns < 1000000")
-    assert len(quick) == 5 and all(
-        c[3] and c[3].startswith("quick_call(osrt_callers)<-main(osrt_callers)") for c in quick), quick
+    # at 80 us every 100 us sleep of quick_call has its backtrace
+    sleeps = calls(tmp_path / "default", "s.value = 'nanosleep'")
+    assert all(c[3] for c in sleeps), sleeps
+    assert sum(1 for c in sleeps if c[3].startswith(
+        "quick_call(osrt_callers)<-main(osrt_callers)")) == 5, sleeps
     with_bt = lambda name: [c for c in calls(tmp_path / name) if c[3]]
     assert with_bt("high") == [] and with_bt("off") == []
     assert {c[3] for c in with_bt("shallow") if c[3].startswith("wait_for_data")} == \
@@ -100,8 +110,9 @@ def test_report_and_exports_carry_the_backtraces(tmp_path):
     profile(tmp_path, "--osrt-backtrace-threshold", str(ONE_MS))
     rows = json.loads(run(tmp_path, "stats", "x.db", "-r", "osrt_backtraces", "--format",
                           "json").stdout)["rows"]
-    mine = [r for r in rows if r["backtrace"].startswith(SLOW_READER)]
-    assert {r["name"] for r in mine} == {"nanosleep", "read"}, rows
+    mine = [r for r in rows if r["backtrace"].startswith(SLOW_READER)
+            and r["name"] != "pthread_join"]
+    assert sorted(r["name"] for r in mine) == ["nanosleep", "read"], rows
     assert all(r["num_calls"] == 1 and r["max_ns"] >= 2 * ONE_MS for r in mine), rows
     # the read's only long call is slow_reader's: all of read's time
     assert [r["time_percent"] for r in mine if r["name"] == "read"] == [100.0], rows
@@ -109,7 +120,8 @@ def test_report_and_exports_carry_the_backtraces(tmp_path):
     events = json.loads((tmp_path / "x.json").read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events
     osrt = [e for e in events if e.get("cat") == "osrt"]
-    assert sum(1 for e in osrt if e["args"].get("backtrace", "").startswith(SLOW_READER)) == 2
+    assert sorted(e["name"] for e in osrt if e["args"].get("backtrace", "").startswith(
+        SLOW_READER) and e["name"] != "pthread_join") == ["nanosleep", "read"]
     assert all(("backtrace" in e["args"]) == (e["dur"] >= 1000) for e in osrt), osrt
     perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
                                          "protobuf (scripts/deps.sh installs them)")
@@ -117,14 +129,20 @@ def test_report_and_exports_carry_the_backtraces(tmp_path):
     decoded = perfetto_check.decode(str(tmp_path / "x.perfetto-trace"))
     assert decoded.problems == []
     traced = [s for s in decoded.slices if "osrt" in s["category"]
-              and str(s["args"].get("backtrace", "")).startswith(SLOW_READER)]
+              and str(s["args"].get("backtrace", "")).startswith(SLOW_READER)
+              and s["name"] != "pthread_join"]
     assert sorted(s["name"] for s in traced) == ["nanosleep", "read"]
 
 
 def test_a_fork_child_records_its_own_backtraces(tmp_path):
     profile(tmp_path, "--osrt-backtrace-threshold", str(ONE_MS), program=(CALLERS, "fork"))
-    slow = [c for c in calls(tmp_path) if c[3] and c[3].startswith(SLOW_READER)]
-    assert len({c[0] for c in slow}) == 2 and len(slow) == 4, slow
+    slow = [c for c in calls(tmp_path) if c[3] and c[3].startswith(SLOW_READER)
+            and c[1] != "pthread_join"]
+    by_process = {}
+    for pid, name, _, _ in slow:
+        by_process.setdefault(pid, []).append(name)
+    assert len(by_process) == 2, slow
+    assert all({"nanosleep", "read"} <= set(names) for names in by_process.values()), slow
 
 
 def test_a_signal_handler_s_calls_are_kept_without_harm(tmp_path):
