@@ -250,26 +250,26 @@ static void osrt_put(unsigned sym, uint64_t start, uint64_t end, int64_t ret, in
 }
 
 /* A call at least the backtrace threshold long: its caller's stack, read here (the text's
- * room is on the stack only on this path). */
+ * room is on the stack only on this path); caller is the wrapper's return address. */
 static __attribute__((noinline)) void osrt_put_with_backtrace(unsigned sym, uint64_t start,
                                                               uint64_t end, int64_t ret,
-                                                              int error)
+                                                              int error, const void *caller)
 {
     char text[OSRT_BACKTRACE_TEXT];
-    size_t len = osrt_backtrace_capture(text, sizeof text, osrt.backtrace_depth);
+    size_t len = osrt_backtrace_capture(text, sizeof text, osrt.backtrace_depth, caller);
     osrt_put(sym, start, end, ret, error, text, len);
 }
 
 /* A call at least the threshold long: its events (out of line, errno kept), unless lantern
  * stop has paused the session (docs/long-runs.md: then it is only counted as seen). */
 static __attribute__((noinline)) void osrt_record(unsigned sym, uint64_t start, uint64_t end,
-                                                  int64_t ret, int error)
+                                                  int64_t ret, int error, const void *caller)
 {
     int saved_errno = errno;
     agent_busy++;
     if (!agent_paused()) {
         if (end - start >= osrt.backtrace_ticks)
-            osrt_put_with_backtrace(sym, start, end, ret, error);
+            osrt_put_with_backtrace(sym, start, end, ret, error, caller);
         else
             osrt_put(sym, start, end, ret, error, NULL, 0);
     }
@@ -277,17 +277,26 @@ static __attribute__((noinline)) void osrt_record(unsigned sym, uint64_t start, 
     errno = saved_errno;
 }
 
-/* After the real call: counted; written when long enough. error is errno where the call
- * failed by its convention, else 0. */
-static inline void osrt_done(unsigned sym, uint64_t start, uint64_t end, int64_t ret, int error)
+/* After the real call: counted; 1 when it is long enough to be written (osrt_record, by the
+ * wrapper: OSRT_RECORD). */
+static inline int osrt_done(uint64_t start, uint64_t end)
 {
     struct osrt_counts *c = osrt_mine;
     if (__builtin_expect(!c, 0))
         c = osrt_claim_counts();
     osrt_count(&c->seen, c);
-    if (__builtin_expect((int64_t)(end - start) >= (int64_t)osrt.threshold_ticks, 0))
-        osrt_record(sym, start, end, ret, error);
+    return __builtin_expect((int64_t)(end - start) >= (int64_t)osrt.threshold_ticks, 0);
 }
+
+/* A kept call's events, from the wrapper itself: its return address is the caller's frame of
+ * a backtrace. The barrier keeps that read on this path (the compiler would otherwise load it
+ * before the test, on every call). error is errno where the call failed by its convention,
+ * else 0. */
+#define OSRT_RECORD(sym, start, end, ret, error)                                                   \
+    do {                                                                                           \
+        __asm__ volatile("" ::: "memory");                                                         \
+        osrt_record(sym, start, end, ret, error, __builtin_return_address(0));                     \
+    } while (0)
 
 /* The body of a wrapper: the next definition, timed when the source runs. `failed` tells
  * from ret_ whether errno holds the call's error (read before anything else can change it);
@@ -306,7 +315,8 @@ static inline void osrt_done(unsigned sym, uint64_t start, uint64_t end, int64_t
         __typeof__(real_ args) ret_ = real_ args;                                                  \
         int error_ = (failed) ? errno : 0;                                                         \
         uint64_t end_ = clock_ticks();                                                             \
-        osrt_done(OSRT_SYM_##SYM, start_, end_, (int64_t)(intptr_t)ret_, error_);                  \
+        if (osrt_done(start_, end_))                                                               \
+            OSRT_RECORD(OSRT_SYM_##SYM, start_, end_, (int64_t)(intptr_t)ret_, error_);            \
         return ret_;                                                                               \
     } while (0)
 
@@ -618,7 +628,9 @@ EXPORT pid_t fork(void)
     if (pid == 0)
         return 0;
     int error = pid < 0 ? errno : 0;
-    osrt_done(OSRT_SYM_FORK, start, clock_ticks(), pid, error);
+    uint64_t end = clock_ticks();
+    if (osrt_done(start, end))
+        OSRT_RECORD(OSRT_SYM_FORK, start, end, pid, error);
     return pid;
 }
 

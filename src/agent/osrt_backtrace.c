@@ -135,40 +135,59 @@ static size_t bt_put_frame(char *out, size_t used, size_t cap, const char *path,
     return at;
 }
 
-/* The native frames after out's Python text: from this function's frame outwards, the
- * agent's and then libc's leading frames skipped; in a thread with a Python stack, the walk
- * stops at the interpreter's own code (the Python frames say the rest). */
+/* Appends the native frame at return address ret unless it is one to leave out: the agent's
+ * and libc's before the first kept one, the interpreter's own in a thread with a Python stack
+ * (*stop then). Returns 1 when it was written. */
+static int bt_frame(char *out, size_t *used, size_t cap, uintptr_t ret, int python,
+                    const char **last_path, int *stop)
+{
+    struct bt_object o;
+    if (ret < BT_PAGE || bt.find_object((void *)(ret - 1), &o) != 0 || !o.link_map) {
+        *stop = 1; /* not code of a loaded object: the chain has left the frames */
+        return 0;
+    }
+    if (!*last_path && (bt_in(bt.agent, ret) || bt_in(bt.libc, ret)))
+        return 0; /* the agent's frames, then libc's wrapper (a libc function calling the symbol) */
+    if (python && bt_in(bt.interpreter, ret)) {
+        *stop = 1;
+        return 0;
+    }
+    const char *path = o.link_map->l_name && *o.link_map->l_name ? o.link_map->l_name : bt.exe;
+    size_t after = bt_put_frame(out, *used, cap, path == *last_path ? "" : path,
+                                (uint64_t)(ret - o.link_map->l_addr));
+    if (after == *used) {
+        *stop = 1;
+        return 0;
+    }
+    *used = after;
+    *last_path = path;
+    return 1;
+}
+
+/* The native frames after out's Python text: the wrapper's caller, then the frame-pointer
+ * chain from this function's frame outwards (where the wrappers keep a frame, its first
+ * program frame is that caller again: written once). */
 static __attribute__((noinline)) size_t bt_native(char *out, size_t used, size_t cap,
-                                                  unsigned depth, int python)
+                                                  unsigned depth, int python, uintptr_t caller)
 {
     struct bt_window w = {0, 0, {0}};
     pid_t pid = getpid();
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0), frame[2];
     const char *last_path = NULL;
-    int leading = 1;
-    for (unsigned kept = 0, walked = 0; kept < depth && walked < 2 * OSRT_BACKTRACE_MAX_DEPTH;
+    int stop = 0, caller_pending = 1;
+    unsigned kept = bt_frame(out, &used, cap, caller, python, &last_path, &stop);
+    for (unsigned walked = 0; !stop && kept < depth && walked < 2 * OSRT_BACKTRACE_MAX_DEPTH;
          walked++) {
         if ((fp & (sizeof(uintptr_t) - 1)) || !bt_read_frame(&w, pid, fp, frame))
             break;
         uintptr_t next = frame[0], ret = frame[1];
-        struct bt_object o;
-        if (ret < BT_PAGE || bt.find_object((void *)(ret - 1), &o) != 0 || !o.link_map)
-            break; /* not code of a loaded object: the chain has left the frames */
-        if (leading && (bt_in(bt.agent, ret) || bt_in(bt.libc, ret))) {
-            /* the agent's frames, then libc's wrapper (a libc function calling the symbol) */
-        } else if (python && bt_in(bt.interpreter, ret)) {
-            break;
+        if (bt_in(bt.agent, ret)) {
+            /* the agent's own frames */
+        } else if (caller_pending && ret == caller) {
+            caller_pending = 0;
         } else {
-            leading = 0;
-            const char *path = o.link_map->l_name && *o.link_map->l_name ? o.link_map->l_name
-                                                                          : bt.exe;
-            size_t after = bt_put_frame(out, used, cap, path == last_path ? "" : path,
-                                        (uint64_t)(ret - o.link_map->l_addr));
-            if (after == used)
-                break;
-            used = after;
-            last_path = path;
-            kept++;
+            caller_pending = 0;
+            kept += (unsigned)bt_frame(out, &used, cap, ret, python, &last_path, &stop);
         }
         if (next <= fp || next - fp > BT_MAX_FRAME_BYTES)
             break;
@@ -177,7 +196,7 @@ static __attribute__((noinline)) size_t bt_native(char *out, size_t used, size_t
     return used;
 }
 
-size_t osrt_backtrace_capture(char *out, size_t out_len, unsigned depth)
+size_t osrt_backtrace_capture(char *out, size_t out_len, unsigned depth, const void *caller)
 {
     stack_t alt;
     if (out_len < 2 || (sigaltstack(NULL, &alt) == 0 && (alt.ss_flags & SS_ONSTACK)))
@@ -185,6 +204,6 @@ size_t osrt_backtrace_capture(char *out, size_t out_len, unsigned depth)
     out[0] = 0;
     size_t used = pystack_python(out, out_len);
     if (bt.find_object)
-        used = bt_native(out, used, out_len, depth, used > 0);
+        used = bt_native(out, used, out_len, depth, used > 0, (uintptr_t)caller);
     return used;
 }

@@ -24,9 +24,12 @@
 void osrt_backtrace_init(uint64_t *ns, unsigned *depth);
 
 /* The calling thread's backtrace as text (docs/trace-format.md, TRACE_OSRT_BACKTRACE): the
- * Python frames, then a line per native frame from the wrapper's caller outwards, the agent's
- * and libc's frames left out. Returns its length (0: nothing to say, or the thread runs on a
- * signal stack). */
-size_t osrt_backtrace_capture(char *out, size_t out_len, unsigned depth);
+ * Python frames, then a line per native frame: caller (the wrapper's return address), then the
+ * frame-pointer chain from the register as the wrapper left it, the agent's and libc's frames
+ * left out. The wrappers (osrt.c) never use that register for anything else (-ffixed-rbp where
+ * the compiler knows it, else a frame of their own), so without a frame of their own the chain
+ * goes on from the caller's frame. Returns its length (0: nothing to say, or the thread runs
+ * on a signal stack). */
+size_t osrt_backtrace_capture(char *out, size_t out_len, unsigned depth, const void *caller);
 
 #endif
