@@ -41,7 +41,7 @@ struct bt_range {
 
 static struct {
     int (*find_object)(void *address, struct bt_object *out); /* NULL: no native frames */
-    struct bt_range agent, libc, interpreter;
+    struct bt_range agent, libc, sanitizer, interpreter;
     char exe[512]; /* the main program's path (its link_map has an empty name) */
 } bt;
 
@@ -76,6 +76,8 @@ void osrt_backtrace_init(uint64_t *ns, unsigned *depth)
     *(void **)&bt.find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
     bt.agent = bt_range_of((const void *)osrt_backtrace_init);
     bt.libc = bt_range_of((const void *)getpid);
+    /* a sanitizer's runtime, preloaded before the agent, intercepts the call first */
+    bt.sanitizer = bt_range_of(dlsym(RTLD_DEFAULT, "__sanitizer_print_stack_trace"));
     bt.interpreter = bt_range_of(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
     ssize_t n = readlink("/proc/self/exe", bt.exe, sizeof bt.exe - 1);
     bt.exe[n > 0 ? n : 0] = 0;
@@ -135,8 +137,8 @@ static size_t bt_put_frame(char *out, size_t used, size_t cap, const char *path,
     return at;
 }
 
-/* Appends the native frame at return address ret unless it is one to leave out: the agent's
- * and libc's before the first kept one, the interpreter's own in a thread with a Python stack
+/* Appends the native frame at return address ret unless it is one to leave out: the agent's,
+ * libc's and a sanitizer runtime's before the first kept one, the interpreter's own in a thread with a Python stack
  * (*stop then). Returns 1 when it was written. */
 static int bt_frame(char *out, size_t *used, size_t cap, uintptr_t ret, int python,
                     const char **last_path, int *stop)
@@ -146,8 +148,9 @@ static int bt_frame(char *out, size_t *used, size_t cap, uintptr_t ret, int pyth
         *stop = 1; /* not code of a loaded object: the chain has left the frames */
         return 0;
     }
-    if (!*last_path && (bt_in(bt.agent, ret) || bt_in(bt.libc, ret)))
-        return 0; /* the agent's frames, then libc's wrapper (a libc function calling the symbol) */
+    if (!*last_path && (bt_in(bt.agent, ret) || bt_in(bt.libc, ret) || bt_in(bt.sanitizer, ret)))
+        return 0; /* the agent's frames, then libc's wrapper (a libc function calling the symbol)
+                     or a sanitizer's interceptor */
     if (python && bt_in(bt.interpreter, ret)) {
         *stop = 1;
         return 0;
