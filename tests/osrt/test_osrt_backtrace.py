@@ -154,3 +154,13 @@ def test_a_signal_handler_s_calls_are_kept_without_harm(tmp_path):
     in_handler = [c for c in handled if c[3] and c[3].startswith("on_alarm(osrt_callers)")]
     assert len(in_handler) == 1, handled
     assert len([c for c in handled if c[3] is None]) == 1, handled
+
+
+def test_merge_keeps_each_call_s_backtrace(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        profile(tmp_path / name, "--osrt-backtrace-threshold", str(ONE_MS))
+    run(tmp_path, "merge", "a/x.db", "b/x.db", "-o", "x.db")
+    pairs = lambda cwd: sorted((c[0], c[1], c[2], c[3]) for c in calls(cwd))
+    assert pairs(tmp_path) == sorted(pairs(tmp_path / "a") + pairs(tmp_path / "b"))
+    assert sum(1 for c in calls(tmp_path) if c[3] and c[3].startswith(SLOW_READER)) >= 4
