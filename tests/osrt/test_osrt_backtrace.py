@@ -18,6 +18,10 @@ BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CALLERS = os.environ.get("OSRT_CALLERS", os.path.join(BUILD, "bin", "osrt_callers"))
 ONE_MS = 1000000
+GLIBC = tuple(int(x) for x in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2])
+# native frames are placed with _dl_find_object (glibc 2.35); before it only Python frames
+native = pytest.mark.skipif(GLIBC < (2, 35), reason=f"glibc {GLIBC} before 2.35: no "
+                            "_dl_find_object, no native frames (docs/osrt.md)")
 SLOW_READER = ("wait_for_data(osrt_callers)<-read_block(osrt_callers)<-"
                "slow_reader(osrt_callers)<-main(osrt_callers)")
 
@@ -45,6 +49,7 @@ def calls(cwd, where="1"):
             " WHERE " + where + " ORDER BY o.start_ns").fetchall()
 
 
+@native
 def test_long_calls_name_their_callers_and_short_ones_carry_none(tmp_path):
     profile(tmp_path, "--osrt-backtrace-threshold", str(ONE_MS))
     kept = calls(tmp_path)
@@ -68,6 +73,7 @@ def test_long_calls_name_their_callers_and_short_ones_carry_none(tmp_path):
             == [(ONE_MS, 24)]
 
 
+@native
 def test_default_threshold_is_80_us_and_the_options_change_it(tmp_path):
     for name, options in (("default", ()), ("high", ("--osrt-backtrace-threshold", "50000000")),
                           ("off", ("--osrt-backtrace-depth", "0")),
@@ -106,6 +112,7 @@ def test_python_frames_name_the_function_that_slept(tmp_path):
         f"{where}:5:wait_here<-{where}:10:main<-{where}:13:<module>") for c in sleeps), sleeps
 
 
+@native
 def test_report_and_exports_carry_the_backtraces(tmp_path):
     profile(tmp_path, "--osrt-backtrace-threshold", str(ONE_MS))
     rows = json.loads(run(tmp_path, "stats", "x.db", "-r", "osrt_backtraces", "--format",
@@ -134,6 +141,7 @@ def test_report_and_exports_carry_the_backtraces(tmp_path):
     assert sorted(s["name"] for s in traced) == ["nanosleep", "read"]
 
 
+@native
 def test_a_fork_child_records_its_own_backtraces(tmp_path):
     profile(tmp_path, "--osrt-backtrace-threshold", str(ONE_MS), program=(CALLERS, "fork"))
     slow = [c for c in calls(tmp_path) if c[3] and c[3].startswith(SLOW_READER)
@@ -145,6 +153,7 @@ def test_a_fork_child_records_its_own_backtraces(tmp_path):
     assert all({"nanosleep", "read"} <= set(names) for names in by_process.values()), slow
 
 
+@native
 def test_a_signal_handler_s_calls_are_kept_without_harm(tmp_path):
     """SIGALRM's handler sleeps 2 ms while main blocks in a read: on the thread's stack its
     call names the handler; on a signal stack it carries none (the walk is not tried)."""
@@ -156,6 +165,7 @@ def test_a_signal_handler_s_calls_are_kept_without_harm(tmp_path):
     assert len([c for c in handled if c[3] is None]) == 1, handled
 
 
+@native
 def test_merge_keeps_each_call_s_backtrace(tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
