@@ -2,7 +2,9 @@
  * preloads the agent (LD_PRELOAD), so the definitions below come before libc's; each times the
  * next definition (dlsym RTLD_NEXT, resolved once) with two ticks of the agent's clock and
  * writes an OSRT_CALL event into the calling thread's buffer only when the call lasted at
- * least the threshold (--osrt-threshold, default 1 us). Every call is counted; the totals
+ * least the threshold (--osrt-threshold, default 1 us), with an OSRT_BACKTRACE event naming
+ * its caller when it lasted --osrt-backtrace-threshold (osrt_backtrace.c). Every call is
+ * counted; the totals
  * and the settings are written by the writer. The calls of the agent itself (agent_busy) and
  * those made before the source starts or after the process's exit hooks pass through
  * untouched, and errno is what the real call left. trace/osrt.def names the functions;
@@ -10,6 +12,7 @@
 #undef _FORTIFY_SOURCE /* the fortified inline read() etc. would clash with the definitions */
 #include "agent/agent.h"
 #include "agent/clock.h"
+#include "agent/osrt_backtrace.h"
 #include "agent/ring.h"
 #include "agent/thread_events.h"
 #include "agent/writer.h"
@@ -137,6 +140,9 @@ static struct {
     _Atomic int on;          /* the source runs: calls are timed */
     uint64_t threshold_ns;   /* --osrt-threshold */
     uint64_t threshold_ticks;
+    uint64_t backtrace_ns;    /* --osrt-backtrace-threshold */
+    uint64_t backtrace_ticks; /* UINT64_MAX: no backtraces */
+    unsigned backtrace_depth; /* --osrt-backtrace-depth (0: none) */
     int settings_pending; /* TRACE_OSRT_SETTINGS at the next drain (the start, a fork child) */
     _Atomic uint32_t counted; /* osrt_counts slots handed out */
 } osrt;
@@ -201,44 +207,98 @@ static inline void osrt_count(uint64_t *counter, struct osrt_counts *c)
         __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
-/* A call at least the threshold long: its OSRT_CALL event (out of line, errno kept), unless
- * lantern stop has paused the session (docs/long-runs.md: then it is only counted as seen). */
-static __attribute__((noinline)) void osrt_record(unsigned sym, uint64_t start, uint64_t end,
-                                                  int64_t ret, int error)
+/* A backtrace's key in the thread's cache of strings: 64 bits of its bytes (two texts
+ * colliding among a thread's 64 cached ones: ~1e-16). */
+static uint64_t osrt_hash(const char *s, size_t len)
 {
-    int saved_errno = errno;
-    agent_busy++;
-    if (agent_paused())
-        goto done;
+    uint64_t h = 0x9E3779B97F4A7C15u ^ len, word;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&word, s + i, 8);
+        h = (h ^ word) * 0xC2B2AE3D27D4EB4Fu;
+        h ^= h >> 31;
+    }
+    for (; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001B3u;
+    return h ^ (h >> 29);
+}
+
+/* A kept call's OSRT_CALL event, and after it, where stack_len is not 0, the OSRT_BACKTRACE
+ * of its caller (the text defined first as the thread's STRING when it is new to the thread). */
+static void osrt_put(unsigned sym, uint64_t start, uint64_t end, int64_t ret, int error,
+                     const char *stack, size_t stack_len)
+{
     struct osrt_counts *c = osrt_mine;
     osrt_count(&c->kept, c);
     struct agent_thread *t = ring_self(start);
-    struct thread_message none = {0};
-    uint8_t *p = t ? thread_event_begin(t, TRACE_EV_OSRT_CALL, start, &none) : NULL;
-    if (p) {
-        p = trace_ev_put_osrt_call(p, (struct trace_ev_osrt_call){end - start,
-                                                                  osrt_symbols[sym].function, ret,
-                                                                  (uint64_t)error});
-        ring_commit(t, p, end);
-    } else {
-        osrt_count(&c->lost, c);
+    struct thread_message m = {0};
+    if (t && stack_len) {
+        m = (struct thread_message){.bytes = stack, .len = stack_len};
+        thread_message_resolve_hashed(t, &m, osrt_hash(stack, stack_len));
     }
-done:
+    uint8_t *p = t ? thread_event_begin_extra(t, TRACE_EV_OSRT_CALL, start, &m,
+                                              stack_len ? TRACE_EV_MAX_FIXED : 0)
+                   : NULL;
+    if (!p) {
+        osrt_count(&c->lost, c);
+        return;
+    }
+    p = trace_ev_put_osrt_call(p, (struct trace_ev_osrt_call){end - start,
+                                                              osrt_symbols[sym].function, ret,
+                                                              (uint64_t)error});
+    if (stack_len)
+        p = trace_ev_put_osrt_backtrace(p, (struct trace_ev_osrt_backtrace){m.id});
+    ring_commit(t, p, end);
+}
+
+/* A call at least the backtrace threshold long: its caller's stack, read here (the text's
+ * room is on the stack only on this path); caller is the wrapper's return address. */
+static __attribute__((noinline)) void osrt_put_with_backtrace(unsigned sym, uint64_t start,
+                                                              uint64_t end, int64_t ret,
+                                                              int error, const void *caller)
+{
+    char text[OSRT_BACKTRACE_TEXT];
+    size_t len = osrt_backtrace_capture(text, sizeof text, osrt.backtrace_depth, caller);
+    osrt_put(sym, start, end, ret, error, text, len);
+}
+
+/* A call at least the threshold long: its events (out of line, errno kept), unless lantern
+ * stop has paused the session (docs/long-runs.md: then it is only counted as seen). */
+static __attribute__((noinline)) void osrt_record(unsigned sym, uint64_t start, uint64_t end,
+                                                  int64_t ret, int error, const void *caller)
+{
+    int saved_errno = errno;
+    agent_busy++;
+    if (!agent_paused()) {
+        if (end - start >= osrt.backtrace_ticks)
+            osrt_put_with_backtrace(sym, start, end, ret, error, caller);
+        else
+            osrt_put(sym, start, end, ret, error, NULL, 0);
+    }
     agent_busy--;
     errno = saved_errno;
 }
 
-/* After the real call: counted; written when long enough. error is errno where the call
- * failed by its convention, else 0. */
-static inline void osrt_done(unsigned sym, uint64_t start, uint64_t end, int64_t ret, int error)
+/* After the real call: counted; 1 when it is long enough to be written (osrt_record, by the
+ * wrapper: OSRT_RECORD). */
+static inline int osrt_done(uint64_t start, uint64_t end)
 {
     struct osrt_counts *c = osrt_mine;
     if (__builtin_expect(!c, 0))
         c = osrt_claim_counts();
     osrt_count(&c->seen, c);
-    if (__builtin_expect((int64_t)(end - start) >= (int64_t)osrt.threshold_ticks, 0))
-        osrt_record(sym, start, end, ret, error);
+    return __builtin_expect((int64_t)(end - start) >= (int64_t)osrt.threshold_ticks, 0);
 }
+
+/* A kept call's events, from the wrapper itself: its return address is the caller's frame of
+ * a backtrace. The barrier keeps that read on this path (the compiler would otherwise load it
+ * before the test, on every call). error is errno where the call failed by its convention,
+ * else 0. */
+#define OSRT_RECORD(sym, start, end, ret, error)                                                   \
+    do {                                                                                           \
+        __asm__ volatile("" ::: "memory");                                                         \
+        osrt_record(sym, start, end, ret, error, __builtin_return_address(0));                     \
+    } while (0)
 
 /* The body of a wrapper: the next definition, timed when the source runs. `failed` tells
  * from ret_ whether errno holds the call's error (read before anything else can change it);
@@ -257,7 +317,8 @@ static inline void osrt_done(unsigned sym, uint64_t start, uint64_t end, int64_t
         __typeof__(real_ args) ret_ = real_ args;                                                  \
         int error_ = (failed) ? errno : 0;                                                         \
         uint64_t end_ = clock_ticks();                                                             \
-        osrt_done(OSRT_SYM_##SYM, start_, end_, (int64_t)(intptr_t)ret_, error_);                  \
+        if (osrt_done(start_, end_))                                                               \
+            OSRT_RECORD(OSRT_SYM_##SYM, start_, end_, (int64_t)(intptr_t)ret_, error_);            \
         return ret_;                                                                               \
     } while (0)
 
@@ -569,7 +630,9 @@ EXPORT pid_t fork(void)
     if (pid == 0)
         return 0;
     int error = pid < 0 ? errno : 0;
-    osrt_done(OSRT_SYM_FORK, start, clock_ticks(), pid, error);
+    uint64_t end = clock_ticks();
+    if (osrt_done(start, end))
+        OSRT_RECORD(OSRT_SYM_FORK, start, end, pid, error);
     return pid;
 }
 
@@ -637,7 +700,12 @@ static int osrt_init(void)
     char *end = NULL;
     unsigned long long ns = threshold && *threshold ? strtoull(threshold, &end, 10) : 0;
     osrt.threshold_ns = end && !*end ? ns : OSRT_DEFAULT_THRESHOLD_NS;
-    osrt.threshold_ticks = (uint64_t)((double)osrt.threshold_ns * osrt_ticks_per_ns());
+    double ticks_per_ns = osrt_ticks_per_ns();
+    osrt.threshold_ticks = (uint64_t)((double)osrt.threshold_ns * ticks_per_ns);
+    osrt_backtrace_init(&osrt.backtrace_ns, &osrt.backtrace_depth);
+    osrt.backtrace_ticks = osrt.backtrace_depth
+                               ? (uint64_t)((double)osrt.backtrace_ns * ticks_per_ns)
+                               : UINT64_MAX;
     osrt.settings_pending = 1;
     __atomic_store_n(&osrt.on, 1, __ATOMIC_RELEASE);
     return 0;
@@ -669,7 +737,9 @@ static void osrt_drain(int final)
     if (osrt.settings_pending) {
         osrt.settings_pending = 0;
         writer_reserve_locked(32);
-        struct trace_osrt_settings settings = {.threshold_ns = osrt.threshold_ns};
+        struct trace_osrt_settings settings = {.threshold_ns = osrt.threshold_ns,
+                                               .backtrace_threshold_ns = osrt.backtrace_ns,
+                                               .backtrace_depth = osrt.backtrace_depth};
         trace_put_osrt_settings(b, &settings);
     }
     if (!final)

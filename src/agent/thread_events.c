@@ -1,5 +1,6 @@
 /* The slow steps of thread_events.h: defining a string the thread has not used in this file
- * (a new id, remembered in the thread's cache) and interning one too long for the stream. */
+ * (a new id, remembered in the thread's cache; a hashed text by its hash) and interning one too
+ * long for the stream. */
 #include "agent/thread_events.h"
 
 #include <stdlib.h>
@@ -38,4 +39,22 @@ uint64_t thread_string_long(const char *s, size_t len)
         writer_unlock_durable();
     }
     return id;
+}
+
+void thread_message_resolve_hashed(struct agent_thread *t, struct thread_message *m,
+                                   uint64_t hash)
+{
+    uint64_t key = (hash & ~(uint64_t)1) ? hash & ~(uint64_t)1 : 2;
+    struct ring_string_slot *slot = &t->strings[(key * 0xD6E8FEB86659FD93u) >> 58];
+    m->define = NULL;
+    if (slot->key == key && slot->len == m->len) {
+        m->id = slot->id;
+        return;
+    }
+    slot->key = key;
+    slot->id = writer_new_string_id();
+    slot->len = (uint32_t)m->len;
+    slot->a = slot->b = 0;
+    m->id = slot->id;
+    m->define = slot;
 }

@@ -124,6 +124,12 @@ static inline uint64_t thread_string_key(struct thread_string_words w, size_t le
 struct ring_string_slot *thread_string_define(struct ring_string_slot *slot, uint64_t key,
                                               struct thread_string_words w, const char *s,
                                               size_t len);
+/* A text known by a 64-bit hash of its bytes (a backtrace, osrt.c): its id from the thread's
+ * cache, matched by hash and length alone and never copied, so nothing is allocated (it may run
+ * in a signal handler). Its keys are even, thread_string_key's odd: no name ever matches one.
+ * m->define is set when the text is new: thread_event_begin* writes its STRING. */
+void thread_message_resolve_hashed(struct agent_thread *t, struct thread_message *m,
+                                   uint64_t hash);
 /* A message too long for a STRING event: interned by the writer, under its lock. */
 uint64_t thread_string_long(const char *s, size_t len);
 

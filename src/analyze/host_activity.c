@@ -169,8 +169,10 @@ void analyze_host_free(struct analyze_host *h)
         free(h->top[i].user_function);
         free(h->top[i].user_module);
     }
-    for (int i = 0; i < h->blocking_count; i++)
+    for (int i = 0; i < h->blocking_count; i++) {
         free(h->blocking[i].name);
+        free(h->blocking[i].caller);
+    }
     free(h);
 }
 
@@ -314,18 +316,67 @@ static int top_functions(const struct cpu_profile *p, const int64_t *counts, str
 /* ---- blocking calls (-t osrt): read only where it ran ----------------------------------------- */
 
 /* osrt_calls (docs/schema.md): one row per blocking libc call at least the threshold long,
- * with its thread (threads.id), its name (strings.id) and its start and end on the session
- * clock. */
+ * with its thread (threads.id), its name (strings.id), its start and end on the session
+ * clock, and for a long one who made it (backtrace_id, strings.id). */
 static const char osrt_sql[] =
-    "SELECT o.start_ns, o.end_ns, ifnull(n.value, '?') FROM osrt_calls o"
+    "SELECT o.start_ns, o.end_ns, ifnull(n.value, '?'), o.backtrace_id FROM osrt_calls o"
     " LEFT JOIN strings n ON n.id = o.name_id"
     " WHERE o.thread_id = ?1 AND o.end_ns > ?2 AND o.start_ns < ?3 ORDER BY o.start_ns";
+
+/* Backtraces told apart per name; a call of another one still counts in the name's time. */
+#define MAX_CALL_BACKTRACES 8
+/* Frames of the top backtrace named in the summary: the caller and its callers. */
+#define CALLER_FRAMES 3
 
 struct call_sum {
     char name[64];
     int64_t calls, ns;
+    struct {
+        int64_t id, ns; /* strings.id of a backtrace, its calls' time */
+    } backtraces[MAX_CALL_BACKTRACES];
+    int nbacktraces;
 };
 #define MAX_CALL_NAMES 64
+
+static void add_backtrace(struct call_sum *c, int64_t id, int64_t ns)
+{
+    int k = 0;
+    while (k < c->nbacktraces && c->backtraces[k].id != id)
+        k++;
+    if (k == c->nbacktraces && k < MAX_CALL_BACKTRACES) {
+        c->backtraces[k].id = id;
+        c->backtraces[k].ns = 0;
+        c->nbacktraces++;
+    }
+    if (k < c->nbacktraces)
+        c->backtraces[k].ns += ns;
+}
+
+/* The sum's top backtrace into c (its first CALLER_FRAMES frames, joined by "<-"). */
+static void name_caller(struct analyze_ctx *ctx, const struct call_sum *sum,
+                        struct analyze_host_call *c)
+{
+    int top = -1;
+    for (int k = 0; k < sum->nbacktraces; k++)
+        if (top < 0 || sum->backtraces[k].ns > sum->backtraces[top].ns)
+            top = k;
+    if (top < 0)
+        return;
+    sqlite3_stmt *st = analyze_prepare(ctx, "host activity", "SELECT value FROM strings WHERE id = ?");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, sum->backtraces[top].id);
+    const char *text = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
+                                                       : NULL;
+    if (text) {
+        const char *end = text;
+        for (int frames = 0; end && frames < CALLER_FRAMES; frames++)
+            end = strstr(end + (frames ? 2 : 0), "<-");
+        c->caller = end ? strndup(text, (size_t)(end - text)) : strdup(text);
+        c->caller_ns = sum->backtraces[top].ns;
+    }
+    sqlite3_finalize(st);
+}
 
 static int64_t overlap_with_windows(const struct cpu_windows *w, int64_t start, int64_t end)
 {
@@ -381,11 +432,14 @@ static int blocking_calls(struct analyze_ctx *ctx, const struct scope_threads *t
             if (k == nsums && nsums < MAX_CALL_NAMES) { /* more names: counted in the total */
                 snprintf(sums[k].name, sizeof sums[k].name, "%s", name);
                 sums[k].calls = sums[k].ns = 0;
+                sums[k].nbacktraces = 0;
                 nsums++;
             }
             if (k < nsums) {
                 sums[k].calls++;
                 sums[k].ns += ns;
+                if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+                    add_backtrace(&sums[k], sqlite3_column_int64(st, 3), ns);
             }
             h->blocked_ns += ns;
             for (size_t p = 0; p < HOST_PATTERNS; p++)
@@ -400,6 +454,7 @@ static int blocking_calls(struct analyze_ctx *ctx, const struct scope_threads *t
         c->name = strdup(sums[k].name);
         c->calls = sums[k].calls;
         c->ns = sums[k].ns;
+        name_caller(ctx, &sums[k], c);
     }
     return 0;
 }
@@ -451,6 +506,24 @@ static void write_summary(const struct analyze_host_scope *s, struct analyze_hos
         append(&h->summary, "%s %s %lld calls %s (%.1f %%)", i ? "," : "; blocked in:", c->name,
                (long long)c->calls, analyze_fmt_ns(blocked, sizeof blocked, (double)c->ns),
                h->window_ns > 0 ? 100.0 * (double)c->ns / h->window_ns : 0);
+        if (c->caller)
+            append(&h->summary, " from %s (%.0f %% of it)", c->caller,
+                   c->ns > 0 ? 100.0 * (double)c->caller_ns / (double)c->ns : 0);
+    }
+}
+
+/* A blocked-time advice names where the time was spent: the top blocking call the pattern
+ * names, and its top caller, so "data loading (reads)" says which reads. */
+static void name_blocking_caller(struct analyze_host *h, const char *needles)
+{
+    for (int k = 0; k < h->blocking_count && h->advice; k++) {
+        const struct analyze_host_call *c = &h->blocking[k];
+        if (!needle_match(needles, c->name, NULL))
+            continue;
+        if (c->caller)
+            append(&h->advice, " The %s calls are made mostly (%.0f %%) from %s.", c->name,
+                   c->ns > 0 ? 100.0 * (double)c->caller_ns / (double)c->ns : 0, c->caller);
+        return;
     }
 }
 
@@ -479,6 +552,8 @@ static void choose_pattern(const struct analyze_cpu *c, const int64_t *counts,
                      percent, by_samples >= by_time ? "samples" : "time, blocked,", s->what,
                      host_patterns[i].advice) < 0)
             h->advice = NULL;
+        if (by_time > by_samples)
+            name_blocking_caller(h, host_patterns[i].needles);
         if (h->advice)
             f->advice = h->advice;
         return;

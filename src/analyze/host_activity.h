@@ -24,6 +24,8 @@ struct analyze_host_call { /* blocking calls of one name (-t osrt) */
     char *name;
     int64_t calls;
     int64_t ns; /* their time inside the windows */
+    char *caller;      /* the backtrace with most of that time (first frames), NULL: none */
+    int64_t caller_ns; /* its calls' time inside the windows */
 };
 
 struct analyze_host {

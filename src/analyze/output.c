@@ -297,8 +297,14 @@ static void write_json_host(const struct analyze_host *h, FILE *out)
     for (int i = 0; i < h->blocking_count; i++) {
         fputs(i ? ", {\"name\": " : "{\"name\": ", out);
         json_write_cstring(out, h->blocking[i].name);
-        fprintf(out, ", \"calls\": %lld, \"ns\": %lld}", (long long)h->blocking[i].calls,
+        fprintf(out, ", \"calls\": %lld, \"ns\": %lld", (long long)h->blocking[i].calls,
                 (long long)h->blocking[i].ns);
+        if (h->blocking[i].caller) {
+            fputs(", \"caller\": ", out);
+            json_write_cstring(out, h->blocking[i].caller);
+            fprintf(out, ", \"caller_ns\": %lld", (long long)h->blocking[i].caller_ns);
+        }
+        fputc('}', out);
     }
     fputs("], \"pattern\": ", out);
     json_write_cstring(out, h->pattern);

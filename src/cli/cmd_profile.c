@@ -130,7 +130,7 @@ PROFILE_SETTER(set_patterns)
     return cli_set_string(cmd, row, options, value);
 }
 
-/* --osrt-threshold: up to 15 digits, handed to the agent as written */
+/* --osrt-threshold, --osrt-backtrace-*: up to 15 digits, handed to the agent as written */
 PROFILE_SETTER(set_digits)
 {
     if (!*value || value[strspn(value, "0123456789")] || strlen(value) > 15)
@@ -299,6 +299,11 @@ static int settle_trace(struct profile_options *p)
         return cli_usage_error("profile", "--sampling-frequency needs CPU sampling (-t cpu)");
     if (o->osrt_threshold && !trace_list_has(o->trace, "osrt"))
         return cli_usage_error("profile", "--osrt-threshold needs -t osrt");
+    if ((o->osrt_backtrace_ns || o->osrt_backtrace_depth) && !trace_list_has(o->trace, "osrt"))
+        return cli_usage_error("profile", "--osrt-backtrace-%s needs -t osrt",
+                               o->osrt_backtrace_ns ? "threshold" : "depth");
+    if (o->osrt_backtrace_depth && strtoul(o->osrt_backtrace_depth, NULL, 10) > 64)
+        return cli_usage_error("profile", "--osrt-backtrace-depth needs a number of frames (0 to 64)");
     if (p->gpu_metrics_option && !trace_list_has(o->trace, "gpu_metrics"))
         return cli_usage_error("profile", "--%s needs --gpu-metrics", p->gpu_metrics_option);
     if (o->python_backtrace && !trace_list_has(o->trace, "cuda"))

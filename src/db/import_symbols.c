@@ -154,23 +154,9 @@ static struct elf_file *elf_of(struct symbol_cache *c, const char *path)
     return e;
 }
 
-const char *symbol_lookup(struct symbol_cache *c, const char *path, uint64_t file_offset)
+/* The function of e containing a link-time address, or NULL. */
+static const char *elf_symbol_at(const struct elf_file *e, uint64_t address)
 {
-    struct elf_file *e = c && path && *path == '/' ? elf_of(c, path) : NULL;
-    if (!e || !e->symbol_count)
-        return NULL;
-    uint64_t address = 0;
-    int found = 0;
-    for (size_t i = 0; i < e->segment_count && !found; i++) {
-        const Elf64_Phdr *ph = &e->segments[i];
-        if (ph->p_type == PT_LOAD && file_offset >= ph->p_offset &&
-            file_offset < ph->p_offset + ph->p_filesz) {
-            address = file_offset - ph->p_offset + ph->p_vaddr;
-            found = 1;
-        }
-    }
-    if (!found)
-        return NULL;
     size_t lo = 0, hi = e->symbol_count; /* the last symbol at or below the address */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -186,4 +172,30 @@ const char *symbol_lookup(struct symbol_cache *c, const char *path, uint64_t fil
     if (s->size && address >= s->value + s->size)
         return NULL;
     return s->name;
+}
+
+static const struct elf_file *symbol_file(struct symbol_cache *c, const char *path)
+{
+    struct elf_file *e = c && path && *path == '/' ? elf_of(c, path) : NULL;
+    return e && e->symbol_count ? e : NULL;
+}
+
+const char *symbol_lookup(struct symbol_cache *c, const char *path, uint64_t file_offset)
+{
+    const struct elf_file *e = symbol_file(c, path);
+    if (!e)
+        return NULL;
+    for (size_t i = 0; i < e->segment_count; i++) {
+        const Elf64_Phdr *ph = &e->segments[i];
+        if (ph->p_type == PT_LOAD && file_offset >= ph->p_offset &&
+            file_offset < ph->p_offset + ph->p_filesz)
+            return elf_symbol_at(e, file_offset - ph->p_offset + ph->p_vaddr);
+    }
+    return NULL;
+}
+
+const char *symbol_lookup_address(struct symbol_cache *c, const char *path, uint64_t address)
+{
+    const struct elf_file *e = symbol_file(c, path);
+    return e ? elf_symbol_at(e, address) : NULL;
 }

@@ -1,5 +1,5 @@
 /* Function names of code addresses, from the ELF files a process had mapped: for the CPU
- * samples' frames (import_cpu.c). Each file's symbol table (.symtab, else .dynsym) is read
+ * samples' frames (import_cpu.c) and the OS runtime calls' backtraces (import_osrt.c). Each file's symbol table (.symtab, else .dynsym) is read
  * once per session; the files must still be where the process mapped them (docs/cpu.md). */
 #ifndef LANTERN_DB_IMPORT_SYMBOLS_H
 #define LANTERN_DB_IMPORT_SYMBOLS_H
@@ -16,5 +16,9 @@ void symbol_cache_free(struct symbol_cache *c);
  * start + mapping offset) of the ELF file at path, or NULL (no such file, not ELF, no symbol
  * there). The name is owned by the cache. */
 const char *symbol_lookup(struct symbol_cache *c, const char *path, uint64_t file_offset);
+
+/* The same by a link-time address (the ELF file's own vaddr: a runtime address less the
+ * object's load bias), as the OS runtime backtraces carry them. */
+const char *symbol_lookup_address(struct symbol_cache *c, const char *path, uint64_t address);
 
 #endif

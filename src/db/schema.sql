@@ -310,12 +310,15 @@ CREATE TABLE osrt(
   process_id INTEGER PRIMARY KEY,
   threshold_ns INTEGER,                         -- shorter calls were counted, not kept
   seen INTEGER, kept INTEGER,                   -- calls timed; of them, at least the threshold
-  lost INTEGER);                                -- kept calls the thread's buffer could not hold
+  lost INTEGER,                                 -- kept calls the thread's buffer could not hold
+  backtrace_threshold_ns INTEGER,               -- kept calls this long carry a backtrace
+  backtrace_depth INTEGER);                     -- native frames at most (0: no backtraces)
 CREATE TABLE osrt_calls(
   id INTEGER PRIMARY KEY, thread_id INTEGER NOT NULL, name_id INTEGER NOT NULL,
   start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   ret INTEGER NOT NULL,                         -- the return value (mmap: the address)
-  errno INTEGER);                               -- where the call failed with -1 and errno
+  errno INTEGER,                                -- where the call failed with -1 and errno
+  backtrace_id INTEGER);                        -- strings: who called (calls that long only)
 
 -- Every kernel with the name reports and exports show: demangled when known, else as CUPTI
 -- gave it (name_id is that string's id). Reports that read kernels only query this view.

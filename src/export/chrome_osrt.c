@@ -1,5 +1,6 @@
 /* The OS runtime calls' part of the Chrome trace (-t osrt): each call kept (osrt_calls) as a
- * complete event on its thread, category "osrt", with its return value and errno as args. */
+ * complete event on its thread, category "osrt", with its return value, errno and, for a long
+ * one, its caller's backtrace (frames joined by "<-", innermost first) as args. */
 #include "export/chrome_writer.h"
 
 #include <errno.h>
@@ -9,7 +10,8 @@ int chrome_osrt_events(struct chrome_writer *w);
 int chrome_osrt_events(struct chrome_writer *w)
 {
     static const char sql[] =
-        "SELECT p.pid, t.tid, o.start_ns, o.end_ns, s.value, o.ret, o.errno FROM osrt_calls o"
+        "SELECT p.pid, t.tid, o.start_ns, o.end_ns, s.value, o.ret, o.errno, b.value"
+        " FROM osrt_calls o LEFT JOIN strings b ON b.id = o.backtrace_id"
         " JOIN threads t ON t.id = o.thread_id JOIN processes p ON p.id = t.process_id"
         " JOIN strings s ON s.id = o.name_id ORDER BY o.start_ns, o.id";
     sqlite3_stmt *st;
@@ -21,6 +23,10 @@ int chrome_osrt_events(struct chrome_writer *w)
         fprintf(w->out, ", \"args\": {\"return\": %lld", sqlite3_column_int64(st, 5));
         if (sqlite3_column_type(st, 6) != SQLITE_NULL)
             fprintf(w->out, ", \"errno\": %lld", sqlite3_column_int64(st, 6));
+        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+            fputs(", \"backtrace\": ", w->out);
+            chrome_write_text_column(w->out, st, 7);
+        }
         fputs("}}", w->out);
     }
     return chrome_finish(st, rc);

@@ -127,7 +127,8 @@ enum {
     X(SRC_KIND, "source memory")            /* CUDA */                                             \
     X(DST_KIND, "destination memory")       /* CUDA */                                             \
     X(RETURN, "return")                     /* OS runtime */                                       \
-    X(ERRNO, "errno")                       /* OS runtime */
+    X(ERRNO, "errno")                       /* OS runtime */                                       \
+    X(BACKTRACE, "backtrace")               /* OS runtime */
 enum {
     PF_ARG_NONE,
 #define PERFETTO_ARG_ENUM(id, text) PF_ARG_##id,

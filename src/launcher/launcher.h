@@ -59,6 +59,8 @@ struct launcher_options {
     unsigned sampling_hz;            /* --sampling-frequency: CPU samples per second (0: 1000) */
     unsigned python_sampling_hz;     /* --python-sampling-frequency: Python looks a second */
     const char *osrt_threshold;      /* --osrt-threshold: ns, digits (NULL: the agent's 1000) */
+    const char *osrt_backtrace_ns;    /* --osrt-backtrace-threshold: digits (NULL: 80000) */
+    const char *osrt_backtrace_depth; /* --osrt-backtrace-depth: digits (NULL: 24) */
     char **command;                  /* the program and its arguments, NULL-terminated */
     /* Start and stop on demand (control.c, docs/long-runs.md) */
     int start_paused; /* --start-paused: nothing is recorded until a start */

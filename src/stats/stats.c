@@ -28,6 +28,8 @@ const struct stats_entry stats_table[] = {
      "(--filter-nvtx)"},
     {"osrt_sum", stats_osrt_sum,
      "OS runtime calls (-t osrt): time per libc function (sleeps, I/O, waits, locks)"},
+    {"osrt_backtraces", stats_osrt_backtraces,
+     "OS runtime calls (-t osrt): who made the long ones, time per function and caller"},
     {"kernels", stats_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},

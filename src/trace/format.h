@@ -9,7 +9,7 @@
 
 /* File header: 16 bytes, then chunks until end of file. */
 #define TRACE_FILE_MAGIC "LANTRACE"          /* 8 bytes, no NUL */
-#define TRACE_FORMAT_VERSION 6u              /* u32 little-endian after the magic */
+#define TRACE_FORMAT_VERSION 7u              /* u32 little-endian after the magic */
 #define TRACE_FORMAT_VERSION_MIN 1u          /* the oldest version readers still accept */
 /* A process that loaded the agent but runs untraced for a reason it printed (a static
  * executable) leaves an empty <pid>.untraced in the session folder, so that the launcher knows

@@ -280,6 +280,33 @@ static void blocking_calls_of_osrt_give_their_share_of_the_gap(void)
     sqlite3_close(db);
 }
 
+/* The same reads with their backtraces (--osrt-backtrace-threshold): the summary and the advice
+ * name the caller with most of the blocked time, its first three frames. */
+static void blocking_calls_name_their_top_caller(void)
+{
+    sqlite3 *db = gap_session(sampling_on);
+    exec(db, "INSERT INTO osrt(process_id, threshold_ns, seen, kept, lost) VALUES(1, 1000, 9, 3,"
+             " 0);"
+             "INSERT INTO strings VALUES(20, 'read'),"
+             " (22, 'load_batch(app)<-next_item(app)<-train(app)<-main(app)'),"
+             " (23, 'read_config(app)<-main(app)');"
+             "INSERT INTO osrt_calls(thread_id, name_id, start_ns, end_ns, ret, backtrace_id) VALUES"
+             " (1, 20, 20000, 102000, 1, 23), (1, 20, 150000, 260000, 1, 22);");
+    samples(db, 2, 40000, 2);
+    struct analyze_run run;
+    const struct analyze_finding *gpu = run_gpu_idle(db, &run);
+    const struct analyze_host *h = gpu->host;
+    ASSERT_EQ(h->blocking_count, 1);
+    ASSERT_STR_EQ(h->blocking[0].caller, "load_batch(app)<-next_item(app)<-train(app)");
+    ASSERT_EQ(h->blocking[0].caller_ns, 110000);
+    ASSERT(strstr(h->summary, "blocked in: read 2 calls 182.000 µs (67.4 %) from "
+                              "load_batch(app)<-next_item(app)<-train(app) (60 % of it)"));
+    ASSERT(strstr(gpu->advice, "The read calls are made mostly (60 %) from "
+                               "load_batch(app)<-next_item(app)<-train(app)."));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* Sampling refused in the process: the finding says so and why, and guesses nothing. */
 static void sampling_off_is_said_with_its_reason(void)
 {
@@ -403,6 +430,7 @@ int main(int argc, char **argv)
         {"numba_cuda_first_launch_is_the_jit_pattern", numba_cuda_first_launch_is_the_jit_pattern},
         {"blocking_calls_of_osrt_give_their_share_of_the_gap",
          blocking_calls_of_osrt_give_their_share_of_the_gap},
+        {"blocking_calls_name_their_top_caller", blocking_calls_name_their_top_caller},
         {"sampling_off_is_said_with_its_reason", sampling_off_is_said_with_its_reason},
         {"no_sampling_asked_leaves_findings_as_they_were",
          no_sampling_asked_leaves_findings_as_they_were},

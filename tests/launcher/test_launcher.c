@@ -207,6 +207,7 @@ static void option_rows_reach_the_agent_environment(void)
         {TRACE_ENV_CAPTURE_FROM_NS, NULL},     {TRACE_ENV_CAPTURE_UNTIL_NS, NULL},
         {TRACE_ENV_RING_NS, "1500000000"},     {TRACE_ENV_RING_TRIGGER, "nvtx:boom"},
         {TRACE_ENV_PYTHON_FUNCTIONS, "json.*"}, {TRACE_ENV_PYTHON_SAMPLING_HZ, "200"},
+        {TRACE_ENV_OSRT_BACKTRACE_NS, "200000"}, {TRACE_ENV_OSRT_BACKTRACE_DEPTH, "8"},
     };
     const size_t count = sizeof want / sizeof want[0];
     /* every row with a variable is in want, and nothing else is */
@@ -237,7 +238,8 @@ static void option_rows_reach_the_agent_environment(void)
                                  .sampling_hz = 250, .python_sampling_hz = 200,
                                  .osrt_threshold = "5000", .delay_s = 2,
                                  .duration_s = 3, .ring_s = 1.5, .ring_trigger = "nvtx:boom",
-                                 .py_functions = "json.*"};
+                                 .py_functions = "json.*", .osrt_backtrace_ns = "200000",
+                                 .osrt_backtrace_depth = "8"};
     struct launcher l;
     launcher_init(&l, &o);
     uint64_t before = monotonic_ns();

@@ -51,6 +51,7 @@ static size_t encode_every_kind(uint8_t *buf)
     *p++ = TRACE_EV_OSRT_CALL;
     p = trace_ev_i(p, 0);
     p = trace_ev_put_osrt_call(p, (struct trace_ev_osrt_call){100, 4, -1, 2});
+    p = trace_ev_put_osrt_backtrace(p, (struct trace_ev_osrt_backtrace){1});
     *p++ = TRACE_EV_RESTART;
     *p++ = TRACE_EV_MARK;
     p = trace_ev_i(p, 7);
@@ -72,6 +73,7 @@ static const uint8_t pinned[] = {
     0x09, 0x00, 0x02, 0xBC, 0x15, 0x01, /* NAME_RESOURCE +0 2 0xABC 1 */
     0x0A, 0x00, 0x09, 0x01,             /* CUDA_BACKTRACE +0 9 1 */
     0x0D, 0x00, 0x64, 0x04, 0x01, 0x02, /* OSRT_CALL +0 100 4 -1 2 */
+    0x0F, 0x01,                         /* OSRT_BACKTRACE 1 */
     0x0E,                               /* RESTART */
     0x05, 0x0E, 0x00,                   /* MARK +7 0 */
 };
@@ -168,6 +170,10 @@ static void every_kind_reads_back_as_its_record(void)
     ASSERT_EQ(trace_get_osrt_call(&f, &call), 0);
     ASSERT(call.thread_idx == 4 && call.start == 1008 && call.end == 1108);
     ASSERT(call.function == 4 && call.ret == -1 && call.error == 2);
+    struct trace_osrt_backtrace backtrace;
+    ASSERT_EQ(next(&r, &f), TRACE_OSRT_BACKTRACE);
+    ASSERT_EQ(trace_get_osrt_backtrace(&f, &backtrace), 0);
+    ASSERT(backtrace.thread_idx == 4 && backtrace.stack == 1);
     struct trace_mark mark;
     ASSERT_EQ(next(&r, &f), TRACE_MARK);
     ASSERT(r.restarted);
