@@ -197,18 +197,13 @@ static pid_t reap_wait(int options, int *status, struct rusage *ru)
 }
 
 /* wait4(-1) (hang: until a child ends), writing how the one reaped ended to launcher.lrt (a
- * helper's end goes to its owner). The exits batched so far are written before it sleeps, so
- * they reach the file as soon as the burst of ends is over. Returns its pid, 0 when none has
- * ended yet (not hang), or -1 (ECHILD: no child left). */
+ * helper's end goes to its owner). Returns its pid, 0 when none has ended yet (not hang), or
+ * -1 (ECHILD: no child left). */
 static pid_t reap_one(struct launcher *l, int hang, int *status)
 {
     int st = 0;
     struct rusage ru;
-    pid_t pid = reap_wait(WNOHANG, &st, &ru);
-    if (pid <= 0)
-        launcher_file_flush_exits(l->file);
-    if (pid == 0 && hang)
-        pid = reap_wait(0, &st, &ru);
+    pid_t pid = reap_wait(hang ? 0 : WNOHANG, &st, &ru);
     if (pid > 0 && !helper_ended(pid, st, &ru)) {
         launcher_file_add_exit(l->file, pid, st);
         *status = st;

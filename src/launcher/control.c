@@ -159,6 +159,7 @@ static void control_stop_window(struct launcher *l, int program_ended)
         return;
     }
     control_wait_agents(l, w->number);
+    launcher_file_flush_exits(l->file); /* the window's database has the ends reaped so far */
     char name[sizeof c->last_output];
     name[0] = '\0';
     int rc = l->o->window_ended(l->o->window_ctx, w, name, sizeof name);

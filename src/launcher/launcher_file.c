@@ -24,9 +24,11 @@
 #include <unistd.h>
 
 #define LAUNCHER_FILE_NAME "launcher.lrt" /* the segments' names come from it */
-/* The exits batched between two reaper sleeps: ~250 of them; a server that forks faster
- * writes a chunk every 4 KiB. */
+/* The exits are batched (a chunk of one exit would take 3 times the bytes): a batch is
+ * written once it holds 4 KiB (~300 exits) or its first exit is a second old, and before a
+ * window's database or a dump is written and at the end (launcher_file_flush_exits). */
 #define EXIT_BATCH_BYTES 4096u
+#define EXIT_BATCH_NS 1000000000ull
 /* A split chunk's records may take a few bytes more than in the chunk they came from (their
  * timestamps encoded from a new chain): the agents' writer keeps the same margin. */
 #define SPLIT_SLACK 4096u
@@ -284,6 +286,8 @@ void launcher_file_add_exit(struct launcher_file *f, pid_t pid, int status)
             break;
         exits_flush_locked(f);
     }
+    if (now - f->exits.base_ts >= EXIT_BATCH_NS)
+        exits_flush_locked(f);
     pthread_mutex_unlock(&f->lock);
 }
 

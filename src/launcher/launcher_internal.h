@@ -80,7 +80,8 @@ int child_is_helper(pid_t pid);
 int launcher_write_start(struct launcher_file *f, char **command, const char *trace);
 int launcher_write_end(struct launcher_file *f, int exit_status);
 /* launcher_file.c: a reaped process's end (waitpid's status), batched: written when the batch
- * is full or at launcher_file_flush_exits (the reaper calls it before it sleeps). */
+ * is full or a second old, or at launcher_file_flush_exits (before a window's or a dump's
+ * database is written; launcher_write_end). */
 void launcher_file_add_exit(struct launcher_file *f, pid_t pid, int status);
 int launcher_file_flush_exits(struct launcher_file *f);
 #endif

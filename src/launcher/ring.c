@@ -157,6 +157,7 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended)
                          !session_agents_all(l, ring_pool_dumped, n);
          waited += 2)
         nanosleep(&poll, NULL);
+    launcher_file_flush_exits(l->file); /* the ends reaped so far */
     /* a process gone (a crash) left its last events in its buffer file */
     pool_salvage_session(l->session_dir, trace_process_alive);
     char dir[4096], name[sizeof c->last_dump] = "";
