@@ -209,6 +209,8 @@ static void *control_main(void *arg)
     while (!__atomic_load_n(&l->control_quit, __ATOMIC_ACQUIRE)) {
         struct timespec tick = {0, 20000000}; /* 20 ms: how soon the run's end is seen */
         int sig = sigtimedwait(&set, NULL, &tick);
+        if (l->control->ring_ns)
+            ring_sweep(l, control_now_ns());
         if (sig > 0 && l->control->ring_ns) {
             __atomic_add_fetch(&l->control->triggers, 1, __ATOMIC_RELEASE);
             control_ring_trigger(l);

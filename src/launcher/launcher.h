@@ -103,6 +103,7 @@ struct launcher {
     pthread_t control_thread;
     int control_running;
     _Atomic int control_quit;
+    uint64_t ring_swept_ns; /* the control thread's last ring_sweep (ring.c) */
 };
 
 /* Whether the run is cut into windows (--start-paused, --single-file, or a stop came while

@@ -48,6 +48,13 @@ void control_release(struct launcher *l);
  * session, imported (o->dumped) and removed. On the control thread, or at the program's end. */
 void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended);
 
+/* ring.c (--ring): salvages the buffer files of processes that ended, and deletes their
+ * segments (their writer, which deleted the older ones, is gone) once older than the ring and
+ * a segment, so that a server forking a
+ * traced worker per request does not fill the folder; at most every segment (now_ns: the
+ * control thread's clock, CLOCK_MONOTONIC). On the control thread. */
+void ring_sweep(struct launcher *l, uint64_t now_ns);
+
 /* environment.c: the agent's path, malloc'd, or NULL. */
 char *environment_find_agent(void);
 /* environment.c: the Python bootstrap beside l->agent first on PYTHONPATH, and the

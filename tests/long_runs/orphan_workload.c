@@ -4,7 +4,8 @@
  * database's exit statuses are checked against, after an NVTX mark when MODE is "traced" (a
  * process is recorded from its first NVTX call). At the end, once its last orphan had time to
  * be reaped, it prints lantern's peak memory (VmHWM of its parent, the launcher) as
- * "launcher_hwm_kib N" (test_launcher_flat.py). Usage: N [traced|quiet] */
+ * "launcher_hwm_kib N" (test_launcher_flat.py), then waits until the file STOP exists, if
+ * named. Usage: N [traced|quiet] [STOP] */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,5 +50,8 @@ int main(int argc, char **argv)
     }
     usleep(300000); /* the last orphans reaped */
     printf("launcher_hwm_kib %ld\n", parent_hwm_kib());
+    fflush(stdout);
+    while (argc > 3 && access(argv[3], F_OK) != 0)
+        usleep(10000);
     return 0;
 }

@@ -132,3 +132,32 @@ def test_every_exit_status_is_in_the_database(tmp_path):
         rows = db.execute("SELECT pid, exit_status, exit_signal FROM processes").fetchall()
     assert len(rows) == n, len(rows)
     assert [r for r in rows if r[1] != r[0] % 200 + 1 or r[2] is not None] == []
+
+
+def test_ring_removes_the_files_of_ended_processes(tmp_path):
+    """A ring session of a server forking a traced worker per request: once a worker is gone
+    and its last write is older than the ring and a segment, its buffer file is salvaged and
+    its segments deleted (before: two files per worker stayed until the session's end); its
+    .lrt (definitions) stays."""
+    n, stop = 100, tmp_path / "stop"
+    proc = subprocess.Popen([LANTERN, "profile", "-t", "nvtx", "--ring", str(RING_S), "-o",
+                             "r.db", "--", ORPHANS, str(n), "traced", str(stop)], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    raw = tmp_path / "r.db.raw"
+    assert proc.stdout.readline().startswith("launcher_hwm_kib"), proc.stderr.read()
+    seen = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        names = [p.name for p in raw.iterdir() if not p.name.startswith("launcher.")]
+        seen.append((len([m for m in names if m.endswith(".lrs")]),
+                     len([m for m in names if m.endswith(".lrb")]),
+                     len([m for m in names if m.endswith(".lrt")])))
+        if seen[-1][:2] == (0, 0):
+            break
+        time.sleep(0.2)
+    stop.touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    print("segments, buffer files, trace files:", seen[0], "->", seen[-1])
+    assert seen[0][0] >= n // 2, seen[0]  # the workers' segments were there
+    assert seen[-1] == (0, 0, n), seen[-1]
