@@ -120,8 +120,8 @@ static int ring_rotate(struct launcher_file *f, uint64_t now)
     int rc = trace_segment_path(name, sizeof name, LAUNCHER_FILE_NAME, n);
     if (rc < 0)
         return rc;
-    int fd = openat(f->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-                    0644);
+    int fd = openat(f->dir_fd, name,
+                    O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     uint8_t header[TRACE_FILE_HEADER_SIZE], chunk[TRACE_CHUNK_HEADER_SIZE + 64];
@@ -272,12 +272,11 @@ void launcher_file_add_exit(struct launcher_file *f, pid_t pid, int status)
 {
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     int signaled = WIFSIGNALED(status);
-    struct trace_child_exit c = {
-        .pid = (uint64_t)pid,
-        .ts = now,
-        .exit_code = WIFEXITED(status) ? (uint64_t)WEXITSTATUS(status) : 0,
-        .signal = signaled ? (uint64_t)WTERMSIG(status) : 0,
-        .core_dumped = signaled && WCOREDUMP(status)};
+    struct trace_child_exit c = {.pid = (uint64_t)pid,
+                                 .ts = now,
+                                 .exit_code = WIFEXITED(status) ? (uint64_t)WEXITSTATUS(status) : 0,
+                                 .signal = signaled ? (uint64_t)WTERMSIG(status) : 0,
+                                 .core_dumped = signaled && WCOREDUMP(status)};
     pthread_mutex_lock(&f->lock);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (trace_chunk_empty(&f->exits))

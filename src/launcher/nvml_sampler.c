@@ -278,8 +278,8 @@ static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
     return 0;
 }
 
-int nvml_sampler_start(struct launcher_file *f, const char *gpus, double rate_hz, struct nvml_sampler **out,
-                       char *why, size_t why_len)
+int nvml_sampler_start(struct launcher_file *f, const char *gpus, double rate_hz,
+                       struct nvml_sampler **out, char *why, size_t why_len)
 {
     *out = NULL;
     int rc = -ENOMEM;

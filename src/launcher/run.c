@@ -63,11 +63,13 @@ int launcher_open(struct launcher *l)
     if ((rc = session_prepare(l)) < 0 || (rc = control_create(l)) < 0)
         return rc;
     l->session_dir = realpath(l->raw_dir, NULL);
-    int fd = openat(l->dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    0644);
-    rc = !l->session_dir || fd < 0
-             ? -errno
-             : launcher_file_open(fd, l->dir_fd, (uint64_t)(l->o->ring_s * 1e9), &l->file);
+    int fd = -1;
+    if (!l->session_dir ||
+        (fd = openat(l->dir_fd, "launcher.lrt",
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+        rc = -errno;
+    else
+        rc = launcher_file_open(fd, l->dir_fd, (uint64_t)(l->o->ring_s * 1e9), &l->file);
     if (rc == 0)
         rc = launcher_write_start(l->file, l->o->command, l->o->trace);
     if (rc < 0)
@@ -129,7 +131,7 @@ int launcher_run(struct launcher *l)
     int status = child_run(l);
     if (status >= 0 && launcher_wait_writers(l) < 0)
         l->still_writing = 1; /* unknown: keep the folder */
-    control_finish(l); /* no trigger from here: an open window ends now */
+    control_finish(l);        /* no trigger from here: an open window ends now */
     stop_samplers(l);
     return status;
 }
