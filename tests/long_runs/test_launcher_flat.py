@@ -161,3 +161,23 @@ def test_ring_removes_the_files_of_ended_processes(tmp_path):
     print("segments, buffer files, trace files:", seen[0], "->", seen[-1])
     assert seen[0][0] >= n // 2, seen[0]  # the workers' segments were there
     assert seen[-1] == (0, 0, n), seen[-1]
+
+
+def test_a_window_has_the_exit_statuses_reaped_before_it(tmp_path):
+    """The exits reaped while the program runs are written before a window's database (before
+    this work they were written only at the run's end: a window had none)."""
+    n, stop = 50, tmp_path / "stop"
+    proc = subprocess.Popen([LANTERN, "profile", "-t", "nvtx", "-o", "w-%n.db", "--", ORPHANS,
+                             str(n), "traced", str(stop)], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("launcher_hwm_kib"), proc.stderr.read()
+    run = subprocess.run([LANTERN, "stop", str(proc.pid)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env=ENV)
+    assert run.returncode == 0, run.stderr
+    with sqlite3.connect(tmp_path / "w-1.db") as db:
+        rows = db.execute("SELECT pid, exit_status, exit_signal FROM processes").fetchall()
+    stop.touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert len(rows) == n, len(rows)
+    assert [r for r in rows if r[1] != r[0] % 200 + 1 or r[2] is not None] == []
