@@ -167,15 +167,14 @@ static uint64_t le64(const uint8_t *p)
 
 /* A finished chunk under the ring (lock held): its definitions into launcher.lrt (up to
  * TRACE_SEGMENT_DEFINITIONS_MAX, then into the segment with the events), the rest into the
- * current segment, each numbered anew after the segment's start. */
+ * current segment, each numbered anew after the segment's start. A segment that could not be
+ * begun loses the events, not the definitions. */
 static int ring_write(struct launcher_file *f, uint8_t *chunk, size_t len)
 {
-    int rc = ring_rotate(f, clock_ns(CLOCK_MONOTONIC));
-    if (rc < 0)
-        return rc;
+    int rotated = ring_rotate(f, clock_ns(CLOCK_MONOTONIC)), rc;
     if (f->definition_bytes >= TRACE_SEGMENT_DEFINITIONS_MAX) {
         trace_chunk_renumber(chunk);
-        return write_all(f->segment_fd, chunk, len);
+        return rotated < 0 ? rotated : write_all(f->segment_fd, chunk, len);
     }
     if ((rc = ring_split_room(f, len)) < 0)
         return rc;
@@ -192,9 +191,10 @@ static int ring_write(struct launcher_file *f, uint8_t *chunk, size_t len)
             return rc;
         f->definition_bytes += n;
     }
-    return trace_chunk_empty(&events)
-               ? 0
-               : write_all(f->segment_fd, f->events_buf, trace_chunk_finish(&events));
+    if (trace_chunk_empty(&events))
+        return 0;
+    return rotated < 0 ? rotated
+                       : write_all(f->segment_fd, f->events_buf, trace_chunk_finish(&events));
 }
 
 int launcher_file_write(struct launcher_file *f, uint8_t *chunk, size_t len)
