@@ -16,6 +16,7 @@
  * launcher sampler, nvml_sampler_start with its defaults, writing to /dev/null). */
 #include "energy/counter_reader.h"
 #include "launcher/nvml_sampler.h"
+#include "launcher/samplers.h"
 #include "nvml/nvml_iface.h"
 
 #include <dlfcn.h>
@@ -148,6 +149,7 @@ static void *pattern_thread(void *arg)
 {
     (void)arg;
     struct nvml_sampler *sampler = NULL;
+    struct launcher_file *out = NULL;
     unsigned seen = ~0u;
     char name[128] = "idle";
     uint64_t next = now_ns();
@@ -165,8 +167,9 @@ static void *pattern_thread(void *arg)
             }
             if (strcmp(name, "sampler") == 0) {
                 char why[256];
-                int fd = open("/dev/null", O_WRONLY);
-                if (nvml_sampler_start(fd, NULL, 0, &sampler, why, sizeof why) != 0)
+                if (!out && launcher_file_open(open("/dev/null", O_WRONLY), -1, 0, &out) < 0)
+                    fprintf(stderr, "nvml_pattern: cannot open /dev/null\n");
+                else if (nvml_sampler_start(out, NULL, 0, &sampler, why, sizeof why) != 0)
                     fprintf(stderr, "nvml_pattern: sampler: %s\n", why);
             }
             next = now_ns();
@@ -188,6 +191,7 @@ static void *pattern_thread(void *arg)
     }
     if (sampler)
         nvml_sampler_stop(sampler);
+    launcher_file_close(out);
     return NULL;
 }
 

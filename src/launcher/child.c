@@ -1,7 +1,9 @@
 /* Running the profiled command: fork and exec, the signals sent to the launcher forwarded to
  * it, waiting for its end, and why an exec failed in words a user can act on (launcher.h,
  * launcher_run). The launcher is its descendants' subreaper: every process it reaps (the
- * command, and each orphan given to it) is recorded with how it ended. */
+ * command, and each orphan given to it) is recorded with how it ended, in launcher.lrt as
+ * they come (launcher_file.c), so that a server forking a worker per request costs the
+ * launcher no memory per worker. */
 #include "launcher/launcher_internal.h"
 #include "trace/process.h"
 
@@ -16,7 +18,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t child_pid;
@@ -99,25 +100,6 @@ static int explain_exec_failure(struct launcher *l, const char *program, int err
                 program, program);
     }
     return launcher_fail(l, -err, "cannot run '%s': %s", program, strerror(err));
-}
-
-/* Keeps how a reaped process ended (nothing when out of memory: its end goes unsaid). */
-static void record_exit(struct launcher *l, pid_t pid, int status)
-{
-    if (l->exit_count == l->exit_cap) {
-        size_t cap = l->exit_cap ? l->exit_cap * 2 : 16;
-        struct launcher_exit *grown = realloc(l->exits, cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->exits = grown;
-        l->exit_cap = cap;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    l->exits[l->exit_count++] = (struct launcher_exit){
-        .ts = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
-        .pid = (int)pid,
-        .status = status};
 }
 
 /* ---- the launcher's own helper processes (the GPU metric samplers) ----------------------- */
@@ -206,18 +188,24 @@ static int others_alive(void)
     return found;
 }
 
-/* wait4(-1) (hang: until a child ends), recording the one reaped (a helper's end goes to its
- * owner). Returns its pid, 0 when none has ended yet (not hang), or -1 (ECHILD: no child
- * left). */
-static pid_t reap_one(struct launcher *l, int hang, int *status)
+static pid_t reap_wait(int options, int *status, struct rusage *ru)
 {
     pid_t pid;
+    while ((pid = wait4(-1, status, options, ru)) < 0 && errno == EINTR)
+        ;
+    return pid;
+}
+
+/* wait4(-1) (hang: until a child ends), writing how the one reaped ended to launcher.lrt (a
+ * helper's end goes to its owner). Returns its pid, 0 when none has ended yet (not hang), or
+ * -1 (ECHILD: no child left). */
+static pid_t reap_one(struct launcher *l, int hang, int *status)
+{
     int st = 0;
     struct rusage ru;
-    while ((pid = wait4(-1, &st, hang ? 0 : WNOHANG, &ru)) < 0 && errno == EINTR)
-        ;
+    pid_t pid = reap_wait(hang ? 0 : WNOHANG, &st, &ru);
     if (pid > 0 && !helper_ended(pid, st, &ru)) {
-        record_exit(l, pid, st);
+        launcher_file_add_exit(l->file, pid, st);
         *status = st;
     }
     return pid;

@@ -159,6 +159,7 @@ static void control_stop_window(struct launcher *l, int program_ended)
         return;
     }
     control_wait_agents(l, w->number);
+    launcher_file_flush_exits(l->file); /* the window's database has the ends reaped so far */
     char name[sizeof c->last_output];
     name[0] = '\0';
     int rc = l->o->window_ended(l->o->window_ctx, w, name, sizeof name);
@@ -208,6 +209,8 @@ static void *control_main(void *arg)
     while (!__atomic_load_n(&l->control_quit, __ATOMIC_ACQUIRE)) {
         struct timespec tick = {0, 20000000}; /* 20 ms: how soon the run's end is seen */
         int sig = sigtimedwait(&set, NULL, &tick);
+        if (l->control->ring_ns)
+            ring_sweep(l, control_now_ns());
         if (sig > 0 && l->control->ring_ns) {
             __atomic_add_fetch(&l->control->triggers, 1, __ATOMIC_RELEASE);
             control_ring_trigger(l);

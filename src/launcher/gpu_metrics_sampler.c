@@ -83,28 +83,14 @@ struct sampler_child {
 };
 
 struct gpu_metrics_sampler {
-    int fd;               /* launcher.lrt */
-    pthread_mutex_t lock; /* the children's state, and whole chunks written to fd */
+    struct launcher_file *file; /* launcher.lrt */
+    pthread_mutex_t lock;       /* the children's state; the relays' renumbering and writes */
     pthread_cond_t changed;
     struct sampler_child children[NVML_MAX_GPUS];
     unsigned int count;
 };
 
 /* ---- writing into launcher.lrt ----------------------------------------------------------- */
-
-/* Writes len bytes whole (s->lock held, so the relays' chunks do not interleave). */
-static void write_locked(struct gpu_metrics_sampler *s, const uint8_t *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(s->fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return; /* a full disk loses the chunk: the profiled command goes on */
-        p += n;
-        len -= (size_t)n;
-    }
-}
 
 /* One chunk of the launcher's own: a status line (code 0: none) and the relay's cost (NULL:
  * none). */
@@ -126,10 +112,7 @@ static void write_own(struct gpu_metrics_sampler *s, const char *uuid, unsigned 
         trace_put_gpu_metric_relay(&b, cost);
     if (trace_chunk_empty(&b))
         return;
-    size_t len = trace_chunk_finish(&b);
-    pthread_mutex_lock(&s->lock);
-    write_locked(s, buffer, len);
-    pthread_mutex_unlock(&s->lock);
+    launcher_file_write(s->file, buffer, trace_chunk_finish(&b)); /* a full disk loses it */
 }
 
 /* ---- the relay: chunks from the child into the file -------------------------------------- */
@@ -175,7 +158,7 @@ static void relay_chunk(struct sampler_child *c, uint8_t *chunk, size_t len)
         c->cost.delay_max_ns = delay_max;
     pthread_mutex_lock(&c->s->lock);
     trace_chunk_renumber(chunk);
-    write_locked(c->s, chunk, len);
+    launcher_file_write(c->s->file, chunk, len); /* a full disk loses it: the program goes on */
     pthread_mutex_unlock(&c->s->lock);
 }
 
@@ -398,7 +381,8 @@ static void child_ended(struct sampler_child *c)
     int was_starting = c->state == CHILD_STARTING;
     if (was_starting) {
         c->state = CHILD_NOT_SAMPLING;
-        snprintf(c->why, sizeof c->why, "%s", code ? what : "the metric sampler ended");
+        snprintf(c->why, sizeof c->why, "%.*s", (int)sizeof c->why - 1, /* cut to fit */
+                 code ? what : "the metric sampler ended");
     }
     close(c->records_fd);
     if (c->control_fd >= 0)
@@ -580,8 +564,8 @@ static int choose_gpus(struct gpu_metrics_sampler *s, const char *devices, char 
     return count;
 }
 
-static int sampler_row_start(int fd, const struct launcher_options *o, void **state, char *why,
-                             size_t why_len)
+static int sampler_row_start(struct launcher_file *f, const struct launcher_options *o,
+                             void **state, char *why, size_t why_len)
 {
     *state = NULL;
     struct gpu_metrics_sampler *s = calloc(1, sizeof *s);
@@ -589,7 +573,7 @@ static int sampler_row_start(int fd, const struct launcher_options *o, void **st
         snprintf(why, why_len, "out of memory");
         return -ENOMEM;
     }
-    s->fd = fd;
+    s->file = f;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);
     int count = choose_gpus(s, o->gpu_metrics_devices, why, why_len);

@@ -82,13 +82,7 @@ struct launcher_options {
 
 #define LAUNCHER_MAX_SAMPLERS 8
 
-/* A process the launcher reaped: the command, or a descendant orphaned to the launcher (its
- * subreaper); launcher.lrt's TRACE_CHILD_EXIT records. */
-struct launcher_exit {
-    uint64_t ts; /* CLOCK_MONOTONIC when reaped */
-    int pid;
-    int status; /* waitpid(2)'s status */
-};
+struct launcher_file; /* launcher.lrt (launcher_file.c) */
 
 struct launcher {
     const struct launcher_options *o;
@@ -96,7 +90,7 @@ struct launcher {
     char *session_dir; /* its absolute path, LANTERN_SESSION_DIR */
     char *agent;       /* liblantern-agent.so's absolute path */
     int dir_fd;        /* the session folder, opened without following a link (-1: none) */
-    int fd;            /* launcher.lrt, from launcher_open to launcher_finish (-1: closed) */
+    struct launcher_file *file; /* launcher.lrt, from launcher_open to launcher_finish */
     void *sampler_state[LAUNCHER_MAX_SAMPLERS]; /* the running samplers, by launcher_samplers row */
     char *error;                                /* the last failure's line (see launcher_error) */
     size_t still_writing; /* processes still running when launcher_run returned: traced ones
@@ -104,8 +98,6 @@ struct launcher {
     size_t untraced_running; /* of them, descendants with no raw file being written */
     char *running;        /* them, "pid 1234 (daemon --port 80), pid ..." (NULL: none) */
     int reaper;           /* the command's descendants are the launcher's to reap (child.c) */
-    struct launcher_exit *exits; /* the processes reaped, in order */
-    size_t exit_count, exit_cap;
     /* start and stop on demand (control.c) */
     struct trace_control *control; /* OUTPUT.raw/session.lrc, mapped (NULL: none) */
     struct launcher_window *windows;
@@ -114,6 +106,7 @@ struct launcher {
     pthread_t control_thread;
     int control_running;
     _Atomic int control_quit;
+    uint64_t ring_swept_ns; /* the control thread's last ring_sweep (ring.c) */
 };
 
 /* Whether the run is cut into windows (--start-paused, --single-file, or a stop came while
@@ -148,7 +141,7 @@ int launcher_start_samplers(struct launcher *l);
  * (launcher_wait_writers), then stops the samplers. The launcher is the child subreaper
  * (prctl(2) PR_SET_CHILD_SUBREAPER) of the command's descendants: one orphaned (a daemon, a
  * double fork) becomes its child, is waited for, and reaped; how each process it reaped ended
- * is kept in l->exits for launcher.lrt. Returns the
+ * is written to launcher.lrt as they are reaped. Returns the
  * command's status as a shell reports it (128+N when killed by signal N), or a negative errno
  * when it could not be started (the error says why, with what to type instead where that can be
  * told). Returns with those signals held: one sent from here on acts at launcher_release. */
@@ -165,7 +158,7 @@ int launcher_run(struct launcher *l);
  * folder cannot be read. */
 int launcher_wait_writers(struct launcher *l);
 
-/* Writes launcher.lrt's TRACE_CHILD_EXIT records (l->exits) and its TRACE_PROCESS_END record
+/* Writes launcher.lrt's TRACE_CHILD_EXIT records not written yet and its TRACE_PROCESS_END record
  * with the command's exit status, and closes the file. Returns 0 or a negative errno. */
 int launcher_finish(struct launcher *l, int exit_status);
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 /* Keeps the failure's line for launcher_error; returns code, a negative errno that says what
  * kind of failure it was (the line says which). */
@@ -47,6 +48,13 @@ void control_release(struct launcher *l);
  * session, imported (o->dumped) and removed. On the control thread, or at the program's end. */
 void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended);
 
+/* ring.c (--ring): salvages the buffer files of processes that ended, and deletes their
+ * segments (their writer, which deleted the older ones, is gone) once older than the ring and
+ * a segment, so that a server forking a
+ * traced worker per request does not fill the folder; at most every segment (now_ns: the
+ * control thread's clock, CLOCK_MONOTONIC). On the control thread. */
+void ring_sweep(struct launcher *l, uint64_t now_ns);
+
 /* environment.c: the agent's path, malloc'd, or NULL. */
 char *environment_find_agent(void);
 /* environment.c: the Python bootstrap beside l->agent first on PYTHONPATH, and the
@@ -61,8 +69,8 @@ int child_run(struct launcher *l);
 /* child.c: holds (block = 1) or releases the signals forwarded to the command; released, a
  * pending one acts. */
 void child_hold_signals(int block);
-/* child.c: reaps every child of the launcher that has ended, keeping how each ended in
- * l->exits. Returns 1 while a child still runs, 0 when none is left (the launcher's own
+/* child.c: reaps every child of the launcher that has ended, writing how each ended to
+ * launcher.lrt. Returns 1 while a child still runs, 0 when none is left (the launcher's own
  * helpers aside). */
 int child_reap_ended(struct launcher *l);
 /* child.c: the launcher's own helper processes (the GPU metric samplers), which the reaper of
@@ -73,10 +81,14 @@ void child_helper_add(pid_t pid);
 int child_helper_reaped(pid_t pid, int *status, struct rusage *ru);
 int child_is_helper(pid_t pid);
 
-/* launcher_file.c: launcher.lrt's first record and file header, and its end record
- * (docs/trace-format.md). Return 0, or -ENOMEM, -ENOSPC (a record too big for its chunk), or
- * write's -errno (errno set too; -EIO for a short write). */
-int launcher_write_start(int fd, char **command, const char *trace);
-int launcher_write_end(int fd, int exit_status, const struct launcher_exit *exits, size_t count);
-
+/* launcher_file.c: launcher.lrt's first record; at the end the exits not written yet and the
+ * end record (docs/trace-format.md). Return 0, or -ENOMEM, -ENOSPC (a record too big for its
+ * chunk), or write's -errno (errno set too; -EIO for a short write). */
+int launcher_write_start(struct launcher_file *f, char **command, const char *trace);
+int launcher_write_end(struct launcher_file *f, int exit_status);
+/* launcher_file.c: a reaped process's end (waitpid's status), batched: written when the batch
+ * is full or a second old, or at launcher_file_flush_exits (before a window's or a dump's
+ * database is written; launcher_write_end). */
+void launcher_file_add_exit(struct launcher_file *f, pid_t pid, int status);
+int launcher_file_flush_exits(struct launcher_file *f);
 #endif

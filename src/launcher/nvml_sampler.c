@@ -38,7 +38,7 @@ struct sampler_gpu {
 };
 
 struct nvml_sampler {
-    int fd;
+    struct launcher_file *file;
     struct nvml nvml;
     unsigned int gpu_count;
     struct sampler_gpu gpus[NVML_MAX_GPUS];
@@ -59,7 +59,7 @@ struct nvml_sampler {
 /* Writes the chunk out and starts the next one (lock held). */
 static void flush_locked(struct nvml_sampler *s)
 {
-    launcher_flush_chunk(s->fd, &s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
+    launcher_file_flush(s->file, &s->chunk, s->buffer, SAMPLER_BUFFER_BYTES, nvml_now_ns());
 }
 
 /* Record builders: each appends one record (lock held), flushing and retrying once if the
@@ -223,17 +223,14 @@ static void put_footprint(struct nvml_sampler *s, const struct sampler_gpu *sg, 
 
 /* ---- start and stop ------------------------------------------------------------------------ */
 
-static void write_disabled(int fd, const char *why)
+static void write_disabled(struct launcher_file *f, const char *why)
 {
     uint8_t buf[512];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, nvml_now_ns());
     struct trace_nvml_disabled r = {.reason = trace_cstr(why)};
-    if (trace_put_nvml_disabled(&b, &r) != 0)
-        return;
-    size_t len = trace_chunk_finish(&b);
-    if (write(fd, buf, len) != (ssize_t)len)
-        return; /* the reason is also printed by the caller */
+    if (trace_put_nvml_disabled(&b, &r) == 0) /* a failed write: the caller says it too */
+        launcher_file_write(f, buf, trace_chunk_finish(&b));
 }
 
 static const struct gpu_sink sampler_sink = {
@@ -281,8 +278,8 @@ static int start_threads(struct nvml_sampler *s, uint64_t period_ns)
     return 0;
 }
 
-int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sampler **out,
-                       char *why, size_t why_len)
+int nvml_sampler_start(struct launcher_file *f, const char *gpus, double rate_hz,
+                       struct nvml_sampler **out, char *why, size_t why_len)
 {
     *out = NULL;
     int rc = -ENOMEM;
@@ -291,7 +288,7 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
         snprintf(why, why_len, "out of memory");
         goto fail;
     }
-    s->fd = fd;
+    s->file = f;
     s->start_ns = nvml_now_ns();
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t attr;
@@ -317,13 +314,13 @@ int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sam
     if ((rc = start_threads(s, period_ns)) != 0) {
         snprintf(why, why_len, "cannot start the sampling threads");
         nvml_sampler_stop(s);
-        write_disabled(fd, why);
+        write_disabled(f, why);
         return rc;
     }
     *out = s;
     return 0;
 fail:
-    write_disabled(fd, why);
+    write_disabled(f, why);
     if (s) {
         nvml_close(&s->nvml);
         if (s->buffer) {
@@ -364,11 +361,11 @@ void nvml_sampler_stop(struct nvml_sampler *s)
 
 /* ---- the launcher's row (samplers.h): `lantern profile` samples every GPU at --nvml-rate ---- */
 
-static int sampler_row_start(int fd, const struct launcher_options *o, void **state, char *why,
-                             size_t why_len)
+static int sampler_row_start(struct launcher_file *f, const struct launcher_options *o,
+                             void **state, char *why, size_t why_len)
 {
     struct nvml_sampler *s = NULL;
-    int rc = nvml_sampler_start(fd, NULL, o->nvml_rate, &s, why, why_len);
+    int rc = nvml_sampler_start(f, NULL, o->nvml_rate, &s, why, why_len);
     *state = s;
     return rc;
 }

@@ -14,16 +14,17 @@
 struct nvml_sampler;
 
 /* Starts sampling the GPUs named by gpus (see nvml_select: NULL for all visible to CUDA) at
- * rate_hz (<= 0: the default) into fd, an open raw trace file positioned at its end. The
+ * rate_hz (<= 0: the default) into f, launcher.lrt (samplers.h). The
  * energy counter is read back-to-back by one thread per GPU (a read costs 3-4 ms), power and
  * the other fields by one thread at rate_hz (clocks, utilization, memory, temperature and
  * throttle reasons every 100 ms). Returns 0, or a negative errno (-ENOMEM, nvml_open's or
  * nvml_select's, pthread_create's) with why[] set ("NVML not found (...)", "no NVIDIA GPU",
  * ...) after writing a TRACE_NVML_DISABLED record with the same reason. */
-int nvml_sampler_start(int fd, const char *gpus, double rate_hz, struct nvml_sampler **out,
-                       char *why, size_t why_len);
+struct launcher_file;
+int nvml_sampler_start(struct launcher_file *f, const char *gpus, double rate_hz,
+                       struct nvml_sampler **out, char *why, size_t why_len);
 
-/* Stops the threads, writes what is buffered and frees the sampler. The fd stays open (the
+/* Stops the threads, writes what is buffered and frees the sampler. The file stays open (the
  * launcher writes its end record after). NULL is allowed. */
 void nvml_sampler_stop(struct nvml_sampler *s);
 

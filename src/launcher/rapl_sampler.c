@@ -31,7 +31,7 @@ struct zone_track {
 };
 
 struct rapl_sampler {
-    int fd;
+    struct launcher_file *file;
     int count;
     struct rapl_package packages[RAPL_MAX_PACKAGES];
     struct zone_track package[RAPL_MAX_PACKAGES], dram[RAPL_MAX_PACKAGES];
@@ -53,7 +53,7 @@ static uint64_t now_ns(void)
 
 static void flush(struct rapl_sampler *s)
 {
-    launcher_flush_chunk(s->fd, &s->chunk, s->buffer, sizeof s->buffer, now_ns());
+    launcher_file_flush(s->file, &s->chunk, s->buffer, sizeof s->buffer, now_ns());
 }
 
 /* Reads a zone into its track; 0, or rapl_read's error (the track keeps its total). */
@@ -167,17 +167,14 @@ static int open_packages(struct rapl_sampler *s, char *why, size_t why_len)
     return s->count;
 }
 
-static void write_disabled(int fd, const char *why)
+static void write_disabled(struct launcher_file *f, const char *why)
 {
     uint8_t buf[512];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, buf, sizeof buf, now_ns());
     struct trace_rapl_disabled r = {.reason = trace_cstr(why)};
-    if (trace_put_rapl_disabled(&b, &r) != 0)
-        return;
-    size_t len = trace_chunk_finish(&b);
-    if (write(fd, buf, len) != (ssize_t)len)
-        return; /* the reason is also printed by the caller */
+    if (trace_put_rapl_disabled(&b, &r) == 0) /* a failed write: the caller says it too */
+        launcher_file_write(f, buf, trace_chunk_finish(&b));
 }
 
 static void sampler_free(struct rapl_sampler *s)
@@ -202,8 +199,8 @@ static void rapl_sampler_stop(void *state)
     sampler_free(s);
 }
 
-static int rapl_sampler_start(int fd, const struct launcher_options *o, void **state, char *why,
-                              size_t why_len)
+static int rapl_sampler_start(struct launcher_file *f, const struct launcher_options *o,
+                              void **state, char *why, size_t why_len)
 {
     *state = NULL;
     struct rapl_sampler *s = calloc(1, sizeof *s);
@@ -211,7 +208,7 @@ static int rapl_sampler_start(int fd, const struct launcher_options *o, void **s
         snprintf(why, why_len, "out of memory");
         return -ENOMEM;
     }
-    s->fd = fd;
+    s->file = f;
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -221,7 +218,7 @@ static int rapl_sampler_start(int fd, const struct launcher_options *o, void **s
     trace_chunk_begin(&s->chunk, s->buffer, sizeof s->buffer, now_ns());
     if (open_packages(s, why, why_len) == 0) {
         if (trace_list_has(o->trace, "rapl")) /* unasked, a host without RAPL says nothing */
-            write_disabled(fd, why);
+            write_disabled(f, why);
         sampler_free(s);
         return -ENODEV;
     }
@@ -229,7 +226,7 @@ static int rapl_sampler_start(int fd, const struct launcher_options *o, void **s
     int rc = pthread_create(&s->thread, NULL, sampler_thread, s);
     if (rc != 0) {
         snprintf(why, why_len, "cannot start the sampling thread");
-        write_disabled(fd, why);
+        write_disabled(f, why);
         sampler_free(s);
         return -rc;
     }

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -157,6 +158,7 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended)
                          !session_agents_all(l, ring_pool_dumped, n);
          waited += 2)
         nanosleep(&poll, NULL);
+    launcher_file_flush_exits(l->file); /* the ends reaped so far */
     /* a process gone (a crash) left its last events in its buffer file */
     pool_salvage_session(l->session_dir, trace_process_alive);
     char dir[4096], name[sizeof c->last_dump] = "";
@@ -174,4 +176,54 @@ void ring_dump(struct launcher *l, uint64_t trigger_ns, int program_ended)
     else
         __atomic_add_fetch(&c->dumps_failed, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&c->dumps_written, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether segment file name (<pid>-<start_ns>.<n>.lrs) belongs to a process that ended and
+ * whose buffer file is gone (salvaged, or it ended cleanly): no one writes it again. */
+static int ring_segment_orphaned(int dir_fd, const char *name)
+{
+    char *end;
+    long pid = strtol(name, &end, 10);
+    if (end == name || *end != '-')
+        return 0; /* launcher.<n>.lrs: the launcher's own, rotated by launcher_file.c */
+    char *start_end;
+    unsigned long long start = strtoull(end + 1, &start_end, 10);
+    if (start_end == end + 1 || *start_end != '.' || trace_process_alive(pid, start))
+        return 0;
+    char pool[300];
+    snprintf(pool, sizeof pool, "%.*s.lrb", (int)(start_end - name), name);
+    return faccessat(dir_fd, pool, F_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+}
+
+void ring_sweep(struct launcher *l, uint64_t now_ns)
+{
+    uint64_t ring_ns = l->control->ring_ns, segment_ns = trace_segment_ns(ring_ns);
+    if (now_ns - l->ring_swept_ns < segment_ns)
+        return;
+    l->ring_swept_ns = now_ns;
+    /* a process gone: its buffered events into its newest segment, its buffer file removed */
+    pool_salvage_session(l->session_dir, trace_process_alive);
+    int fd = openat(l->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return; /* tried again a segment later */
+    }
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name), suffix = strlen(TRACE_SEGMENT_SUFFIX);
+        struct stat st;
+        if (len <= suffix || strcmp(e->d_name + len - suffix, TRACE_SEGMENT_SUFFIX) ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        /* its last write older than the ring and a segment: no dump from now on holds any of
+         * its events (their times are before the write) */
+        int64_t age_ns = (int64_t)(real.tv_sec - st.st_mtim.tv_sec) * 1000000000 +
+                         (real.tv_nsec - st.st_mtim.tv_nsec);
+        if (age_ns > (int64_t)(ring_ns + segment_ns) && ring_segment_orphaned(dirfd(d), e->d_name))
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
 }

@@ -40,7 +40,7 @@ void launcher_init(struct launcher *l, const struct launcher_options *o)
 {
     memset(l, 0, sizeof *l);
     l->o = o;
-    l->dir_fd = l->fd = -1;
+    l->dir_fd = -1;
 }
 
 const char *launcher_error(const struct launcher *l)
@@ -63,13 +63,18 @@ int launcher_open(struct launcher *l)
     if ((rc = session_prepare(l)) < 0 || (rc = control_create(l)) < 0)
         return rc;
     l->session_dir = realpath(l->raw_dir, NULL);
-    l->fd = openat(l->dir_fd, "launcher.lrt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   0644);
-    rc = !l->session_dir || l->fd < 0 ? -errno
-                                      : launcher_write_start(l->fd, l->o->command, l->o->trace);
+    int fd = -1;
+    if (!l->session_dir ||
+        (fd = openat(l->dir_fd, "launcher.lrt",
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+        rc = -errno;
+    else
+        rc = launcher_file_open(fd, l->dir_fd, (uint64_t)(l->o->ring_s * 1e9), &l->file);
+    if (rc == 0)
+        rc = launcher_write_start(l->file, l->o->command, l->o->trace);
     if (rc < 0)
         return launcher_fail(l, rc, "cannot write the session folder '%s': %s", l->raw_dir,
-                             strerror(errno));
+                             strerror(-rc));
     return 0;
 }
 
@@ -85,7 +90,7 @@ static void start_sampler(struct launcher *l, const char *name, int by_default, 
     int named = trace_list_has(o->trace, name);
     if (i == SAMPLER_COUNT || !(named || (!o->trace_given && by_default)))
         return;
-    if (launcher_samplers[i]->start(l->fd, o, &l->sampler_state[i], why, sizeof why) != 0 &&
+    if (launcher_samplers[i]->start(l->file, o, &l->sampler_state[i], why, sizeof why) != 0 &&
         named) {
         size_t len = strlen(said);
         snprintf(said + len, size - len, "%s%s not sampled: %s", len ? "; " : "",
@@ -126,20 +131,21 @@ int launcher_run(struct launcher *l)
     int status = child_run(l);
     if (status >= 0 && launcher_wait_writers(l) < 0)
         l->still_writing = 1; /* unknown: keep the folder */
-    control_finish(l); /* no trigger from here: an open window ends now */
+    control_finish(l);        /* no trigger from here: an open window ends now */
     stop_samplers(l);
     return status;
 }
 
 int launcher_finish(struct launcher *l, int exit_status)
 {
-    int rc = launcher_write_end(l->fd, exit_status, l->exits, l->exit_count);
-    if (close(l->fd) < 0 && rc == 0)
-        rc = -errno;
-    l->fd = -1;
+    int rc = launcher_write_end(l->file, exit_status);
+    int closed = launcher_file_close(l->file);
+    l->file = NULL;
+    if (rc == 0)
+        rc = closed;
     if (rc < 0)
         return launcher_fail(l, rc, "cannot write '%s/launcher.lrt': %s", l->raw_dir,
-                             strerror(errno));
+                             strerror(-rc));
     return 0;
 }
 
@@ -147,19 +153,16 @@ void launcher_release(struct launcher *l)
 {
     stop_samplers(l);
     control_release(l);
-    if (l->fd >= 0)
-        close(l->fd);
+    launcher_file_close(l->file);
+    l->file = NULL;
     if (l->dir_fd >= 0)
         close(l->dir_fd);
-    l->fd = l->dir_fd = -1;
+    l->dir_fd = -1;
     child_hold_signals(0); /* a signal held since the program ended acts now */
     free(l->raw_dir);
     free(l->session_dir);
     free(l->agent);
     free(l->error);
     free(l->running);
-    free(l->exits);
     l->raw_dir = l->session_dir = l->agent = l->error = l->running = NULL;
-    l->exits = NULL;
-    l->exit_count = l->exit_cap = 0;
 }
