@@ -101,11 +101,14 @@ def test_exported_path_and_main_module_names(tmp_path, version, python):
         "mypkg.core.Frame.groupby": 1, "__main__.step": 7}
 
 
-CAP_PYTHONS = [(v, p) for v, p in PYTHONS if v in ("3.11", "3.12")] or PYTHONS[-1:]
+# the C profile function (3.11), the C sys.monitoring callbacks (3.12) and the Python path
+CAP_RUNS = [(v, p, fallback) for v, p in PYTHONS for fallback in (False, True)
+            if (v, fallback) in (("3.11", False), ("3.12", False), ("3.12", True))] or \
+    [(PYTHONS[-1][0], PYTHONS[-1][1], False)]
 
 
-@pytest.mark.parametrize("fallback", [False, True], ids=["c", "python"])
-@pytest.mark.parametrize("version,python", CAP_PYTHONS, ids=[v for v, _ in CAP_PYTHONS])
+@pytest.mark.parametrize("version,python,fallback", CAP_RUNS,
+                         ids=[f"{v}-{'python' if f else 'c'}" for v, _, f in CAP_RUNS])
 def test_code_objects_made_forever_stop_at_the_cap(tmp_path, version, python, fallback):
     """200 000 code objects made by exec, each called once: past the cap (2^16 recorded codes)
     the program's anonymous memory stays flat, the first 2^16 are recorded and exactly the
