@@ -10,16 +10,19 @@
 
 #include "agent/agent.h"
 #include "agent/writer.h"
+#include "trace/environment.h"
 #include "trace/records.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* A thread per request, each named, or a resource created per object, would grow the table
- * forever: past this many things, or bytes of names, a new thing keeps no name and is counted
- * (TRACE_TABLE_NAMES). Renaming a known thing replaces its name. */
-#define NVTX_NAMES_MAX (1u << 16)
+/* A resource created per object, each named, would grow the table forever: past this many
+ * things, or bytes of names, a new thing keeps no name and is counted (TRACE_TABLE_NAMES),
+ * once the threads that have ended are forgotten (below). Renaming a known thing replaces its
+ * name. */
+#define NVTX_NAMES_MAX (1u << 16) /* LANTERN_TEST_NAMES_MAX: lower, for tests */
 #define NVTX_NAME_BYTES_MAX (16u << 20)
 #define NVTX_NAME_BUCKETS 4096u /* a power of two */
 
@@ -35,6 +38,18 @@ struct nvtx_named {
 /* Guarded by the registry lock. */
 static struct nvtx_named *nvtx_named_buckets[NVTX_NAME_BUCKETS];
 static size_t nvtx_named_count, nvtx_named_bytes;
+static size_t nvtx_named_threads, nvtx_named_threads_swept; /* OS threads; after the last sweep */
+static size_t nvtx_names_max;                               /* read at the first name */
+
+static size_t nvtx_names_cap(void)
+{
+    if (!nvtx_names_max) {
+        const char *test = getenv(trace_env_name(TRACE_ENV_TEST_NAMES_MAX));
+        unsigned long max = test ? strtoul(test, NULL, 10) : 0;
+        nvtx_names_max = max && max < NVTX_NAMES_MAX ? max : NVTX_NAMES_MAX;
+    }
+    return nvtx_names_max;
+}
 
 static struct nvtx_named **nvtx_named_bucket(uint32_t kind, uint64_t handle)
 {
@@ -62,6 +77,37 @@ static void nvtx_named_emit_locked(struct nvtx_named *n)
     writer_unlock_durable();
 }
 
+/* A full table forgets the threads that have ended (no /proc/self/task/<tid>): their names are
+ * in the file already, and a server that starts and names a thread per request would fill it
+ * for good. A sweep looks at every entry: at most once per a quarter of the cap of threads named
+ * since the last one. Lock held. */
+static void nvtx_names_forget_ended_threads(void)
+{
+    if (nvtx_named_threads < nvtx_named_threads_swept + nvtx_names_cap() / 4)
+        return;
+    for (size_t i = 0; i < NVTX_NAME_BUCKETS; i++)
+        for (struct nvtx_named **p = &nvtx_named_buckets[i], *n; (n = *p);) {
+            char task[48];
+            snprintf(task, sizeof task, "/proc/self/task/%llu", (unsigned long long)n->handle);
+            if (n->kind != NVTX_NAMED_OS_THREAD || access(task, F_OK) == 0) {
+                p = &n->next;
+                continue;
+            }
+            *p = n->next;
+            nvtx_named_count--;
+            nvtx_named_threads--;
+            nvtx_named_bytes -= sizeof *n + n->len;
+            free(n->name);
+            free(n);
+        }
+    nvtx_named_threads_swept = nvtx_named_threads;
+}
+
+static int nvtx_names_full(void)
+{
+    return nvtx_named_count >= nvtx_names_cap() || nvtx_named_bytes >= NVTX_NAME_BYTES_MAX;
+}
+
 void nvtx_name_thing(uint32_t kind, uint64_t handle, const char *ascii, const wchar_t *wide)
 {
     size_t len;
@@ -74,7 +120,9 @@ void nvtx_name_thing(uint32_t kind, uint64_t handle, const char *ascii, const wc
         n = n->next;
     if (n && n->written_by == getpid() && n->len == len && memcmp(n->name, name, len) == 0)
         goto out; /* named so already */
-    if (!n && (nvtx_named_count >= NVTX_NAMES_MAX || nvtx_named_bytes >= NVTX_NAME_BYTES_MAX)) {
+    if (!n && nvtx_names_full())
+        nvtx_names_forget_ended_threads();
+    if (!n && nvtx_names_full()) {
         agent_table_cut(TRACE_TABLE_NAMES);
         goto out;
     }
@@ -86,6 +134,7 @@ void nvtx_name_thing(uint32_t kind, uint64_t handle, const char *ascii, const wc
         n->next = *bucket;
         *bucket = n;
         nvtx_named_count++;
+        nvtx_named_threads += kind == NVTX_NAMED_OS_THREAD;
         nvtx_named_bytes += sizeof *n;
     }
     nvtx_named_bytes += len - n->len;

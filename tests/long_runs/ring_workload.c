@@ -7,12 +7,15 @@
  * nvtxDomainRegisterString, no pause; LOG gets the process's RssAnon in KiB after 40 % of them
  * and at the end: the agent's tables must stop growing at their cap), "named" (steps, after
  * naming its thread "ring-main", the CUDA stream 0x5000 "copy-stream" and an NVTX resource at
- * its start: a dump long after must still have the names), or "streams:N" (N CUDA stream
- * handles 1..N each named "stream I", then exit: the table of names is capped).
+ * its start: a dump long after must still have the names), "streams:N" (N CUDA stream
+ * handles 1..N each named "stream I", then exit: the table of names is capped), or
+ * "threads:N" (N threads one after the other, each naming itself "request I" and ending: a
+ * server's thread per request, named past the cap).
  * Usage: ring_workload LOG STOP PERIOD_US MODE */
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtCudaRt.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +100,25 @@ static void name_streams(long n)
     }
 }
 
+static void *request_thread(void *arg)
+{
+    char name[64];
+    snprintf(name, sizeof name, "request %ld", (long)(intptr_t)arg);
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), name);
+    return NULL;
+}
+
+static int name_threads(long n)
+{
+    for (long i = 1; i <= n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, request_thread, (void *)(intptr_t)i) != 0 ||
+            pthread_join(t, NULL) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5) {
@@ -120,6 +142,11 @@ int main(int argc, char **argv)
         name_streams(atol(mode + 8));
         fprintf(log, "done\n");
         return 0;
+    }
+    if (!strncmp(mode, "threads:", 8)) {
+        int rc = name_threads(atol(mode + 8));
+        fprintf(log, "done\n");
+        return rc;
     }
     if (!strcmp(mode, "named"))
         name_things();

@@ -277,6 +277,24 @@ def test_names_stop_at_the_cap_and_the_cut_is_counted(tmp_path):
         header[:2000]
 
 
+def test_a_thread_per_request_keeps_its_names_past_the_cap(tmp_path):
+    """3000 threads one after the other, each naming itself, under a cap of 1000 names
+    (LANTERN_TEST_NAMES_MAX: this host's tids wrap at 32768, below the real cap): the threads
+    that ended are forgotten when the table is full, so every thread is named and none is
+    counted as cut."""
+    n = 3000
+    ring = Ring(tmp_path, f"threads:{n}", env={**ENV, "LANTERN_TEST_NAMES_MAX": "1000"})
+    ring.proc.communicate(timeout=300)
+    assert ring.proc.returncode == 0
+    with sqlite3.connect(tmp_path / "ring-1.db") as db:
+        names = {row[0] for row in db.execute(
+            "SELECT s.value FROM threads t JOIN strings s ON s.id = t.name_id")}
+        cut = db.execute("SELECT count(*) FROM import_losses WHERE reason LIKE"
+                         " 'NVTX names of threads%'").fetchone()[0]
+    assert cut == 0
+    assert f"request {n}" in names and "request 1001" in names, sorted(names)[-5:]
+
+
 def test_bad_input(tmp_path):
     run = lantern(tmp_path, "dump", "--session", str(tmp_path / "none.raw"), expect_status=1)
     assert run.stderr.startswith("lantern: no running 'lantern profile' session in"), run.stderr
