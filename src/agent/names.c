@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 /* Threads known by tid alone (CUPTI's API records): their name is read when first seen and
- * again at the end. Open addressing; a full table names no further thread. */
+ * again at the end. Open addressing; a full table forgets every thread it knows (a server
+ * with a thread per request: most have ended) and starts over, so that a long run keeps
+ * naming its new threads (a live thread seen again is named again). */
 #define NAMES_TID_SLOTS 1024u
 /* Python names waiting for the writer; the producer is any thread, the consumer the writer. */
 #define NAMES_PYTHON_SLOTS 256u
@@ -92,8 +94,10 @@ void names_put_os_name(const struct names_out *out, uint32_t tid, const char *na
 
 void names_note_tid_locked(const struct names_out *out, uint32_t tid)
 {
-    if (!tid || names_tids.used * 2 >= NAMES_TID_SLOTS)
+    if (!tid)
         return;
+    if (names_tids.used * 2 >= NAMES_TID_SLOTS)
+        memset(&names_tids, 0, sizeof names_tids);
     unsigned i = (tid * 2654435761u) & (NAMES_TID_SLOTS - 1);
     for (; names_tids.tid[i]; i = (i + 1) & (NAMES_TID_SLOTS - 1))
         if (names_tids.tid[i] == tid)

@@ -4,7 +4,8 @@
  * message is a string id from the thread's cache) into the thread's buffer, followed by a
  * copy of its extended payloads when it has some. Domains, categories, registered strings
  * and payload schemas live in the registry (nvtx_registry.c), which the callbacks that
- * register things call; the payload extension's entry point is nvtx_payload.c's. */
+ * register things call, and the names of threads and resources in nvtx_names.c; the payload
+ * extension's entry point is nvtx_payload.c's. */
 #include "agent/nvtx.h"
 
 #include <nvtx3/nvToolsExtCuda.h>
@@ -288,35 +289,6 @@ static inline __attribute__((always_inline)) void nvtx_mark(uint32_t domain,
         agent_ring_trigger_mark(ev->msg.bytes, ev->msg.len);
 }
 
-/* Names (nvtxNameOsThread: THREAD_NAME os_tid name; CUDA objects and generic resources:
- * NAME_RESOURCE kind handle name) go through the thread's buffer too: no lock for the
- * caller. Not a hot path: a wide name is converted on the heap. */
-static void nvtx_name(unsigned kind, uint32_t resource_kind, uint64_t handle, const char *ascii,
-                      const wchar_t *wide)
-{
-    uint64_t ticks = clock_ticks();
-    struct agent_thread *t = ring_self(ticks);
-    if (!t)
-        return;
-    char *utf8 = NULL;
-    struct thread_message m = {.bytes = ascii, .len = ascii ? strlen(ascii) : 0};
-    if (!ascii && wide && !(m.bytes = utf8 = nvtx_utf8_dup(NULL, wide, &m.len))) {
-        ring_count_drop(t);
-        return;
-    }
-    thread_message_resolve(t, &m);
-    uint8_t *p = thread_event_begin(t, kind, ticks, &m);
-    if (p) {
-        if (kind == TRACE_EV_NAME_RESOURCE)
-            p = trace_ev_put_name_resource(
-                p, (struct trace_ev_name_resource){resource_kind, handle, m.id});
-        else
-            p = trace_ev_put_thread_name(p, (struct trace_ev_thread_name){handle, m.id});
-        ring_commit(t, p, ticks);
-    }
-    free(utf8);
-}
-
 /* ---- the callbacks NVTX calls ---- */
 
 /* While the launcher has the session paused (lantern profile --start-paused, lantern stop:
@@ -434,12 +406,12 @@ static void nvtx_name_category_w(uint32_t category, const wchar_t *name)
 
 static void nvtx_name_os_thread_a(uint32_t tid, const char *name)
 {
-    nvtx_name(TRACE_EV_THREAD_NAME, 0, tid, name, NULL);
+    nvtx_name_thing(NVTX_NAMED_OS_THREAD, tid, name, NULL);
 }
 
 static void nvtx_name_os_thread_w(uint32_t tid, const wchar_t *name)
 {
-    nvtx_name(TRACE_EV_THREAD_NAME, 0, tid, NULL, name);
+    nvtx_name_thing(NVTX_NAMED_OS_THREAD, tid, NULL, name);
 }
 
 static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a)
@@ -563,8 +535,8 @@ static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domai
         const wchar_t *wide =
             attribs->messageType == NVTX_MESSAGE_TYPE_UNICODE ? attribs->message.unicode : NULL;
         if (ascii || wide)
-            nvtx_name(TRACE_EV_NAME_RESOURCE, TRACE_RESOURCE_NVTX_GENERIC,
-                      attribs->identifier.ullValue, ascii, wide);
+            nvtx_name_thing(TRACE_RESOURCE_NVTX_GENERIC, attribs->identifier.ullValue, ascii,
+                            wide);
     }
     return (nvtxResourceHandle_t)(uintptr_t)handle;
 }
@@ -626,11 +598,11 @@ static void nvtx_initialize(const void *reserved)
 #define NVTX_NAME_FUNCTIONS(fn, type, kind, to_handle)                                             \
     static void fn##_a(type h, const char *name)                                                   \
     {                                                                                              \
-        nvtx_name(TRACE_EV_NAME_RESOURCE, kind, to_handle(h), name, NULL);                            \
+        nvtx_name_thing(kind, to_handle(h), name, NULL);                                           \
     }                                                                                              \
     static void fn##_w(type h, const wchar_t *name)                                                \
     {                                                                                              \
-        nvtx_name(TRACE_EV_NAME_RESOURCE, kind, to_handle(h), NULL, name);                            \
+        nvtx_name_thing(kind, to_handle(h), NULL, name);                                           \
     }
 #define NVTX_POINTER_HANDLE(h) ((uint64_t)(uintptr_t)(h))
 #define NVTX_DEVICE_HANDLE(h) ((uint64_t)(uint32_t)(h))

@@ -50,6 +50,11 @@ nvtxDomainHandle_t nvtx_domain_create(const char *ascii, const wchar_t *wide);
 void nvtx_name_category(nvtxDomainHandle_t domain, uint32_t category, const char *ascii,
                         const wchar_t *wide);
 nvtxStringHandle_t nvtx_register_string(const char *ascii, const wchar_t *wide);
+/* Names a thing (nvtx_names.c): kind TRACE_RESOURCE_* with its handle, or
+ * NVTX_NAMED_OS_THREAD with the OS tid; written to the file at once as a definition, the
+ * table capped (TRACE_TABLE_NAMES). */
+#define NVTX_NAMED_OS_THREAD 0u
+void nvtx_name_thing(uint32_t kind, uint64_t handle, const char *ascii, const wchar_t *wide);
 /* A heap UTF-8 copy of an ASCII (UTF-8) or wide string; NULL if out of memory. */
 char *nvtx_utf8_dup(const char *ascii, const wchar_t *wide, size_t *len_out);
 

@@ -7,6 +7,9 @@
  * CPython API is found with dlsym in the running interpreter: the agent links no libpython,
  * and a process where the lookup fails keeps the pure-Python path. Every callback runs with
  * the GIL held, which is what guards the table. */
+#include "agent/agent.h"
+#include "trace/format.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -50,12 +53,22 @@ static struct {
 
 /* ---- code object -> attributes (NULL: not recorded), open addressing ------------------------ */
 
+/* A program that makes code objects forever (exec or compile per request) would grow the table,
+ * and keep every code alive, without bound. The classifier (lantern_pyfunctions.py) records at
+ * most RECORDED_MAX (2^16) codes and counts the matching codes it does not record for that
+ * (TRACE_TABLE_PYTHON_FUNCTIONS); the codes not recorded here (3.9-3.11: a cache that only
+ * saves their classification) are all forgotten when they reach PYFUNC_UNRECORDED_MAX, as
+ * the classifier's are. */
+#define PYFUNC_UNRECORDED_MAX (1u << 14)
+
 struct pyfunc_slot {
     py_object *code; /* a strong reference: a freed code's address could be reused */
     const void *attributes;
 };
 static struct pyfunc_slot *pyfunc_table;
 static size_t pyfunc_capacity, pyfunc_count; /* capacity: a power of two */
+static size_t pyfunc_unrecorded;              /* of pyfunc_count, those with no attributes */
+static const struct pyfunc_slot pyfunc_not_kept; /* a code not recorded, not kept (3.12+) */
 
 static inline size_t pyfunc_hash(const py_object *code)
 {
@@ -70,34 +83,52 @@ static inline struct pyfunc_slot *pyfunc_find(const py_object *code)
             return &pyfunc_table[i];
 }
 
-static int pyfunc_grow(void)
+/* Moves the table into one of capacity slots, keeping the codes not recorded or not. */
+static int pyfunc_rehash(size_t capacity, int keep_unrecorded)
 {
-    size_t capacity = pyfunc_capacity * 2;
     struct pyfunc_slot *old = pyfunc_table, *table = calloc(capacity, sizeof *table);
     if (!table)
         return -ENOMEM;
     size_t old_capacity = pyfunc_capacity;
     pyfunc_table = table;
     pyfunc_capacity = capacity;
-    for (size_t i = 0; i < old_capacity; i++)
-        if (old[i].code)
+    for (size_t i = 0; i < old_capacity; i++) {
+        if (!old[i].code)
+            continue;
+        if (old[i].attributes || keep_unrecorded) {
             *pyfunc_find(old[i].code) = old[i];
+            continue;
+        }
+        pyfunc.decref(old[i].code);
+        pyfunc_count--;
+        pyfunc_unrecorded--;
+    }
     free(old);
     return 0;
 }
 
+/* Room for one more code: 0, or -ENOMEM. */
+static int pyfunc_make_room(void)
+{
+    if (pyfunc_unrecorded >= PYFUNC_UNRECORDED_MAX)
+        return pyfunc_rehash(pyfunc_capacity, 0);
+    if ((pyfunc_count + 1) * 2 > pyfunc_capacity)
+        return pyfunc_rehash(pyfunc_capacity * 2, 1);
+    return 0;
+}
+
 /* The slot of a code, classified now if it is new (once per code object, in Python); NULL
- * when the classifier failed or memory ran out (the event is then left alone). */
-static struct pyfunc_slot *pyfunc_lookup(py_object *code, py_object *frame)
+ * when the classifier failed or memory ran out (the event is then left alone). A code not
+ * recorded is kept only with keep_unrecorded (3.12+ disables its start event instead: it gets
+ * pyfunc_not_kept). */
+static const struct pyfunc_slot *pyfunc_lookup(py_object *code, py_object *frame,
+                                               int keep_unrecorded)
 {
     struct pyfunc_slot *slot = pyfunc_find(code);
     if (__builtin_expect(slot->code != NULL, 1))
         return slot;
-    if ((pyfunc_count + 1) * 2 > pyfunc_capacity) {
-        if (pyfunc_grow() < 0)
-            return NULL;
-        slot = pyfunc_find(code);
-    }
+    if (pyfunc_make_room() < 0)
+        return NULL;
     py_object *answer = pyfunc.call2(pyfunc.classify, code, frame ? frame : pyfunc.none, NULL);
     if (!answer) {
         pyfunc.err_clear(); /* never let our failure become the program's exception */
@@ -109,10 +140,16 @@ static struct pyfunc_slot *pyfunc_lookup(py_object *code, py_object *frame)
         pyfunc.err_clear();
         return NULL;
     }
+    if (!attributes && !keep_unrecorded)
+        return &pyfunc_not_kept;
+    slot = pyfunc_find(code); /* the classifier may have run Python that came back here */
+    if (slot->code)
+        return slot;
     pyfunc.incref(code);
     slot->code = code;
     slot->attributes = attributes;
     pyfunc_count++;
+    pyfunc_unrecorded += !attributes;
     return slot;
 }
 
@@ -129,7 +166,7 @@ static py_object *pyfunc_on_start(py_object *self, py_object *const *args, py_ss
     (void)self;
     if (nargs < 1)
         return pyfunc_none();
-    struct pyfunc_slot *slot = pyfunc_lookup(args[0], NULL);
+    const struct pyfunc_slot *slot = pyfunc_lookup(args[0], NULL, 0);
     if (slot && !slot->attributes) { /* not recorded: never called here again for it */
         pyfunc.incref(pyfunc.disable);
         return pyfunc.disable;
@@ -178,8 +215,8 @@ static int pyfunc_profile(py_object *obj, py_object *frame, int what, py_object 
         return 0;
     py_object *code = pyfunc.frame_code(frame); /* a new reference; the frame keeps one */
     pyfunc.decref(code);
-    struct pyfunc_slot *slot =
-        what == PY_TRACE_CALL ? pyfunc_lookup(code, frame) : pyfunc_find(code);
+    const struct pyfunc_slot *slot =
+        what == PY_TRACE_CALL ? pyfunc_lookup(code, frame, 1) : pyfunc_find(code);
     if (!slot || !slot->code || !slot->attributes)
         return 0;
     if (what == PY_TRACE_CALL)
@@ -241,6 +278,13 @@ PYFUNC_API int lantern_pyfunc_start(void *push, void *pop, void *domain, py_obje
     pyfunc.disable = disable ? disable : pyfunc.none;
     pyfunc.incref(pyfunc.disable);
     return 0;
+}
+
+/* The classifier did not record a code that matched, RECORDED_MAX codes recorded
+ * already (lantern_pyfunctions.py, either path): counted into the Lost events line. */
+PYFUNC_API void lantern_pyfunc_not_kept(void)
+{
+    agent_table_cut(TRACE_TABLE_PYTHON_FUNCTIONS);
 }
 
 /* The sys.monitoring callbacks as Python callables: i = 0 start, 1 resume, 2 end. A new

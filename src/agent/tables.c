@@ -7,7 +7,7 @@
 #include "trace/format.h"
 #include "trace/records.h"
 
-#define AGENT_TABLES 5 /* TRACE_TABLE_* are 1..4 */
+#define AGENT_TABLES 7 /* TRACE_TABLE_* are 1..6 */
 
 static _Atomic uint64_t agent_cuts[AGENT_TABLES];
 static uint64_t agent_cuts_written[AGENT_TABLES]; /* the writer's (lock held) */

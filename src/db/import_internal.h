@@ -81,7 +81,9 @@ struct import_summary *import_summary_of(struct import_file *f);
     X(TABLE_REGISTERED_STRINGS, "NVTX registered strings past the agent's cap (no name)")         \
     X(TABLE_CATEGORIES, "NVTX category names past the agent's cap (not named)")                   \
     X(TABLE_DOMAINS, "NVTX domains past the agent's cap (in the default domain)")                 \
-    X(TABLE_PAYLOAD_SCHEMAS, "NVTX payload schemas past the agent's cap (not decoded)")
+    X(TABLE_PAYLOAD_SCHEMAS, "NVTX payload schemas past the agent's cap (not decoded)")         \
+    X(TABLE_NAMES, "NVTX names of threads and resources past the agent's cap (not named)")      \
+    X(TABLE_PYTHON_FUNCTIONS, "Python code objects past --python-functions' cap (not recorded)")
 enum import_loss {
 #define LOSS(ID, what) IMPORT_LOST_##ID,
     IMPORT_LOSSES(LOSS)

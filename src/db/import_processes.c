@@ -428,6 +428,8 @@ static void on_table_cut(struct import_file *f, struct trace_fields *fl)
         [TRACE_TABLE_CATEGORIES] = IMPORT_LOST_TABLE_CATEGORIES,
         [TRACE_TABLE_DOMAINS] = IMPORT_LOST_TABLE_DOMAINS,
         [TRACE_TABLE_PAYLOAD_SCHEMAS] = IMPORT_LOST_TABLE_PAYLOAD_SCHEMAS,
+        [TRACE_TABLE_NAMES] = IMPORT_LOST_TABLE_NAMES,
+        [TRACE_TABLE_PYTHON_FUNCTIONS] = IMPORT_LOST_TABLE_PYTHON_FUNCTIONS,
     };
     struct trace_table_cut r;
     if (trace_get_table_cut(fl, &r) < 0 || !r.table ||

@@ -131,6 +131,8 @@ enum trace_resource_kind {
 #define TRACE_TABLE_CATEGORIES 2u         /* nvtxDomainNameCategory: the name is not kept */
 #define TRACE_TABLE_DOMAINS 3u            /* nvtxDomainCreate: recorded in the default domain */
 #define TRACE_TABLE_PAYLOAD_SCHEMAS 4u    /* nvtxPayloadSchemaRegister/EnumRegister: not kept */
+#define TRACE_TABLE_NAMES 5u              /* nvtxNameOsThread, nvtxName*, resources: no name */
+#define TRACE_TABLE_PYTHON_FUNCTIONS 6u   /* --python-functions' code objects: not recorded */
 
 /* NVTX's extended payloads (the payload extension, nvToolsExtPayload.h). An event's payload
  * type NVTX_PAYLOAD_TYPE_EXT (0xDFBD0009) is recorded as its low byte, as the agent records

@@ -4,20 +4,28 @@
  * STOP exists. MODE: "steps" (only that), "spin" (each step busy on the CPU in spin_step
  * instead of asleep: CPU samples), "mark:K" (an NVTX mark "slow" at step K, a
  * --ring-trigger), "crash:K" (a SIGSEGV at step K), "rotation-crash:K:D" (from step K on, it
- * watches its segment files: a SIGSEGV D steps after the writer began a new one), or
+ * watches its segment files: a SIGSEGV D steps after the writer began a new one),
  * "names:N" (N ranges, each named by a new
  * nvtxDomainRegisterString, no pause; LOG gets the process's RssAnon in KiB after 40 % of them
- * and at the end: the agent's tables must stop growing at their cap).
+ * and at the end: the agent's tables must stop growing at their cap), "named" (steps, after
+ * naming its thread "ring-main", the CUDA stream 0x5000 "copy-stream" and an NVTX resource at
+ * its start: a dump long after must still have the names), "streams:N" (N CUDA stream
+ * handles 1..N each named "stream I", then exit: the table of names is capped), or
+ * "threads:N" (N threads one after the other, each naming itself "request I" and ending: a
+ * server's thread per request, named past the cap).
  * Usage: ring_workload LOG STOP PERIOD_US MODE */
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +118,48 @@ static void names(FILE *log, long n)
     fprintf(log, "rss %ld\n", rss_anon_kib());
 }
 
+static void name_things(void)
+{
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), "ring-main");
+    nvtxNameCudaStreamA((cudaStream_t)(uintptr_t)0x5000, "copy-stream");
+    nvtxResourceAttributes_t r = {0};
+    r.version = NVTX_VERSION;
+    r.size = NVTX_RESOURCE_ATTRIB_STRUCT_SIZE;
+    r.identifierType = NVTX_RESOURCE_TYPE_GENERIC_HANDLE;
+    r.identifier.ullValue = 77;
+    r.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    r.message.ascii = "pool-77";
+    nvtxDomainResourceCreate(nvtxDomainCreateA("ring"), &r);
+}
+
+static void name_streams(long n)
+{
+    for (long i = 1; i <= n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "stream %ld", i);
+        nvtxNameCudaStreamA((cudaStream_t)(uintptr_t)i, name);
+    }
+}
+
+static void *request_thread(void *arg)
+{
+    char name[64];
+    snprintf(name, sizeof name, "request %ld", (long)(intptr_t)arg);
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), name);
+    return NULL;
+}
+
+static int name_threads(long n)
+{
+    for (long i = 1; i <= n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, request_thread, (void *)(intptr_t)i) != 0 ||
+            pthread_join(t, NULL) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5) {
@@ -135,6 +185,18 @@ int main(int argc, char **argv)
         names(log, atol(mode + 6));
         return 0;
     }
+    if (!strncmp(mode, "streams:", 8)) {
+        name_streams(atol(mode + 8));
+        fprintf(log, "done\n");
+        return 0;
+    }
+    if (!strncmp(mode, "threads:", 8)) {
+        int rc = name_threads(atol(mode + 8));
+        fprintf(log, "done\n");
+        return rc;
+    }
+    if (!strcmp(mode, "named"))
+        name_things();
     struct timespec pause = {period_us / 1000000, (period_us % 1000000) * 1000};
     for (uint64_t n = 1; access(argv[2], F_OK) != 0; n++) {
         fprintf(log, "%llu %llu\n", (unsigned long long)n, (unsigned long long)now_ns());

@@ -293,6 +293,61 @@ def test_registered_names_stop_growing_at_the_cap(tmp_path):
     assert cut == n - (1 << 20), cut
 
 
+def test_names_given_at_the_start_survive_the_ring(tmp_path):
+    """A thread and a CUDA stream named at the program's start, then 3 rings of steps: their
+    segments left the ring long ago, and the dump still names them (the names are definitions,
+    in the .lrt), each once."""
+    ring = Ring(tmp_path, "named")
+    ring.run_for(3 * RING_S)
+    lantern(tmp_path, "dump", str(ring.proc.pid))
+    ring.stop()
+    with sqlite3.connect(tmp_path / "ring-1.db") as db:
+        threads = db.execute("SELECT t.tid, s.value FROM threads t JOIN strings s"
+                             " ON s.id = t.name_id").fetchall()
+        streams = db.execute("SELECT n.kind, n.handle, s.value FROM cuda_resource_names n"
+                             " JOIN strings s ON s.id = n.name_id").fetchall()
+    assert [name for _, name in threads] == ["ring-main"], threads
+    assert threads[0][0] == ring.proc.pid or threads[0][0] > 0
+    assert streams == [(6, 0x5000, "copy-stream")], streams  # TRACE_RESOURCE_CUDART_STREAM
+    check_dump(tmp_path / "ring-1.db", ring.logged())
+
+
+def test_names_stop_at_the_cap_and_the_cut_is_counted(tmp_path):
+    """100 000 streams each named: the agent keeps 2^16 names, and counts exactly the rest
+    in the Lost events line."""
+    n = 100_000
+    ring = Ring(tmp_path, f"streams:{n}")
+    ring.proc.communicate(timeout=600)
+    assert ring.proc.returncode == 0
+    with sqlite3.connect(tmp_path / "ring-1.db") as db:
+        kept = db.execute("SELECT count(*), max(handle) FROM cuda_resource_names").fetchone()
+        cut = db.execute("SELECT sum(count) FROM import_losses WHERE reason LIKE"
+                         " 'NVTX names of threads and resources%'").fetchone()[0]
+    assert kept == (1 << 16, 1 << 16), kept
+    assert cut == n - (1 << 16), cut
+    header = lantern(tmp_path, "stats", "ring-1.db").stdout
+    assert f"{n - (1 << 16)} NVTX names of threads and resources past the agent's cap" in header, \
+        header[:2000]
+
+
+def test_a_thread_per_request_keeps_its_names_past_the_cap(tmp_path):
+    """3000 threads one after the other, each naming itself, under a cap of 1000 names
+    (LANTERN_TEST_NAMES_MAX: this host's tids wrap at 32768, below the real cap): the threads
+    that ended are forgotten when the table is full, so every thread is named and none is
+    counted as cut."""
+    n = 3000
+    ring = Ring(tmp_path, f"threads:{n}", env={**ENV, "LANTERN_TEST_NAMES_MAX": "1000"})
+    ring.proc.communicate(timeout=300)
+    assert ring.proc.returncode == 0
+    with sqlite3.connect(tmp_path / "ring-1.db") as db:
+        names = {row[0] for row in db.execute(
+            "SELECT s.value FROM threads t JOIN strings s ON s.id = t.name_id")}
+        cut = db.execute("SELECT count(*) FROM import_losses WHERE reason LIKE"
+                         " 'NVTX names of threads%'").fetchone()[0]
+    assert cut == 0
+    assert f"request {n}" in names and "request 1001" in names, sorted(names)[-5:]
+
+
 def test_bad_input(tmp_path):
     run = lantern(tmp_path, "dump", "--session", str(tmp_path / "none.raw"), expect_status=1)
     assert run.stderr.startswith("lantern: no running 'lantern profile' session in"), run.stderr

@@ -101,6 +101,45 @@ def test_exported_path_and_main_module_names(tmp_path, version, python):
         "mypkg.core.Frame.groupby": 1, "__main__.step": 7}
 
 
+# the C profile function (3.11), the C sys.monitoring callbacks (3.12) and the Python path
+CAP_RUNS = [(v, p, fallback) for v, p in PYTHONS for fallback in (False, True)
+            if (v, fallback) in (("3.11", False), ("3.12", False), ("3.12", True))] or \
+    [(PYTHONS[-1][0], PYTHONS[-1][1], False)]
+
+
+@pytest.mark.parametrize("version,python,fallback", CAP_RUNS,
+                         ids=[f"{v}-{'python' if f else 'c'}" for v, _, f in CAP_RUNS])
+def test_code_objects_made_forever_stop_at_the_cap(tmp_path, version, python, fallback):
+    """200 000 code objects made by exec, each called once: past the cap (2^16 recorded codes)
+    the program's anonymous memory stays flat, the first 2^16 are recorded and exactly the
+    rest are counted in the Lost events line (the module code each exec makes matches no
+    pattern: it is no loss)."""
+    n = 200_000
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANTERN_")}
+    if fallback:
+        env["LANTERN_PYFUNC_HOT_PATH"] = "python"
+    db = tmp_path / "run.db"
+    r = subprocess.run([str(LANTERN), "profile", "-f", "-t", "nvtx", "-o", str(db),
+                        "--python-functions", "__main__.handler", "--", python,
+                        str(HERE / "program" / "codes.py"), str(n)],
+                       capture_output=True, text=True, env=env, timeout=280, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rss = [int(line.split()[1]) for line in r.stdout.splitlines() if line.startswith("rss ")]
+    print(f"{version} {'python' if fallback else 'C'}: RssAnon after 40 % of the codes: "
+          f"{rss[0]} KiB, at the end: {rss[1]} KiB")
+    assert rss[1] - rss[0] < 8 * 1024, rss  # 120 000 more codes kept: ~200 MiB (1.7 KiB each)
+    with sqlite3.connect(db) as conn:
+        recorded = conn.execute("SELECT count(*), count(DISTINCT name_id) FROM ranges")\
+            .fetchone()
+        cut = conn.execute("SELECT sum(count) FROM import_losses WHERE reason LIKE"
+                           " 'Python code objects past%'").fetchone()[0]
+    assert recorded == (1 << 16, 1), recorded  # each code recorded once
+    assert cut == n - (1 << 16), cut
+    header = subprocess.run([str(LANTERN), "stats", str(db)], capture_output=True, text=True,
+                            env=env, cwd=tmp_path).stdout
+    assert f"{cut} Python code objects past --python-functions' cap" in header, header[:2000]
+
+
 def test_bad_lists_are_usage_errors(tmp_path):
     r = subprocess.run([str(LANTERN), "profile", "--python-functions", " , ", "--", "true"],
                        capture_output=True, text=True, cwd=tmp_path)

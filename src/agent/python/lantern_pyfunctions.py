@@ -177,24 +177,46 @@ def _qualname_before_311(code, frame):
     return name
 
 
-class _Recorder:
-    """Pushes and pops the ranges: the attributes of each matched code, made once."""
+RECORDED_MAX = 1 << 16  # recorded codes kept, at most (src/agent/pyfunc.c)
+UNRECORDED_MAX = 1 << 14  # codes not recorded kept, at most: PYFUNC_UNRECORDED_MAX there
 
-    def __init__(self, nvtx, matcher):
+
+class _Recorder:
+    """Pushes and pops the ranges: the attributes of each matched code, made once. A program
+    that compiles code forever must not grow it without bound: at most RECORDED_MAX codes are
+    recorded, a later code that matches is not and is counted (the agent's
+    lantern_pyfunc_not_kept, the Lost events line), and the codes not recorded are all
+    forgotten when they reach UNRECORDED_MAX (a cache that only saves their classification)."""
+
+    def __init__(self, nvtx, matcher, agent_path):
         self.nvtx, self.matcher = nvtx, matcher
-        self.ranges = {}  # code -> attribute pointer (matched) or None (not matched)
+        self.ranges = {}  # code -> attribute pointer (matched) or None (not recorded)
+        self.unrecorded = 0  # of self.ranges, the codes not recorded
+        self.not_kept = ctypes.CDLL(agent_path).lantern_pyfunc_not_kept
         self.lock = threading.RLock()  # classification only, never on the call path
+
+    def _forget_unrecorded(self):
+        """In place: the callbacks of the Python path hold self.ranges itself."""
+        for code in [c for c, entry in self.ranges.items() if entry is None]:
+            del self.ranges[code]
+        self.unrecorded = 0
 
     def classify(self, code, frame):
         with self.lock:
             if code in self.ranges:
                 return self.ranges[code]
+            if self.unrecorded >= UNRECORDED_MAX:
+                self._forget_unrecorded()
             name = self.matcher.name(code, frame)
             entry = None
             if self.matcher.matches(code, name):
-                attributes, pointer = self.nvtx.attributes(name)
-                entry = (pointer, attributes)  # attributes kept alive with the pointer
+                if len(self.ranges) - self.unrecorded < RECORDED_MAX:
+                    attributes, pointer = self.nvtx.attributes(name)
+                    entry = (pointer, attributes)  # attributes kept alive with the pointer
+                else:
+                    self.not_kept()
             self.ranges[code] = entry
+            self.unrecorded += entry is None
             return entry
 
 
@@ -337,7 +359,7 @@ def install():
     if not patterns or not agent:
         return
     try:
-        recorder = _Recorder(_Nvtx(agent), _Matcher(patterns))
+        recorder = _Recorder(_Nvtx(agent), _Matcher(patterns), agent)
         if hasattr(sys, "monitoring"):
             _install_monitoring(recorder, agent)
         else:
