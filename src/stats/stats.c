@@ -28,6 +28,8 @@ const struct stats_entry stats_table[] = {
      "(--filter-nvtx)"},
     {"osrt_sum", stats_osrt_sum,
      "OS runtime calls (-t osrt): time per libc function (sleeps, I/O, waits, locks)"},
+    {"python_gil_sum", stats_python_gil_sum,
+     "GIL waits: time each Python thread waited for the GIL, its share, where (--filter-nvtx)"},
     {"kernels", stats_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},
