@@ -22,8 +22,8 @@
  * part of a frame's function or module name (for a Python function, of its file's path: its
  * name is only its qualified name in the file, as cpu_python.c reads it). HOST_LEAF patterns
  * look at the running function only (the interpreter is on every Python stack: only its own
- * time is overhead); HOST_ANY_FRAME ones at every frame of the stack (a compiler's frames are callers of whatever runs); the GIL's
- * (no needles) at the time the threads waited for the GIL. */
+ * time is overhead); HOST_ANY_FRAME ones at every frame of the stack (a compiler's frames are
+ * callers of whatever runs); the GIL's (no needles) at the time the threads waited for it. */
 enum host_match {
     HOST_ANY_FRAME, /* a needle in any frame of the stack */
     HOST_LEAF,      /* a needle in the running function */

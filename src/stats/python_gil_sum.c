@@ -24,9 +24,9 @@ struct gil_rows {
 };
 
 static const struct table_column columns[] = {
-    {"Wait", "wait_percent", TABLE_PERCENT},  {"Total Wait", "wait_ns", TABLE_NS},
-    {"Num Waits", "waits", TABLE_INT},        {"Wall Time", "wall_ns", TABLE_NS},
-    {"Functions", "functions", TABLE_TEXT},   {"Thread", "thread", TABLE_TEXT},
+    {"Wait", "wait_percent", TABLE_PERCENT}, {"Total Wait", "wait_ns", TABLE_NS},
+    {"Num Waits", "waits", TABLE_INT},       {"Wall Time", "wall_ns", TABLE_NS},
+    {"Functions", "functions", TABLE_TEXT},  {"Thread", "thread", TABLE_TEXT},
     {"Process", "process", TABLE_TEXT},
 };
 #define COLUMNS ((int)(sizeof columns / sizeof columns[0]))
@@ -147,8 +147,8 @@ static int write_rows(struct stats_ctx *ctx, const struct gil_rows *rows)
     sqlite3_stmt *frame = NULL, *thread = NULL;
     struct table *t = NULL;
     int rc = -EIO;
-    if (sqlite3_prepare_v2(ctx->db, "SELECT name FROM cpu_frames WHERE id = ?", -1, &frame,
-                           NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(ctx->db, "SELECT name FROM cpu_frames WHERE id = ?", -1, &frame, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v2(ctx->db,
                            "SELECT t.tid || ' (' || tl.label || ')', p.pid || ' (' || pl.label"
                            " || ')' FROM threads t JOIN thread_labels tl ON tl.id = t.id"

@@ -77,11 +77,11 @@ static void each_thread_s_waits_sum_to_its_rows_with_their_share_and_functions(v
 {
     sqlite3 *db = gil_session();
     char *csv = run_gil(db, TABLE_FORMAT_CSV, NULL, NULL);
-    ASSERT_STR_EQ(csv,
-                  "Wait (%),Total Wait (ns),Num Waits,Wall Time (ns),Functions,Thread,Process\n"
-                  "35.354,35000000,4,99000000,\"hot 57.1 %, warm 28.6 %, [no Python stack] 14.3 %\","
-                  "201 (w0),200 (prog.py)\n"
-                  "66.667,30000000,1,45000000,warm 100.0 %,202 (w1),200 (prog.py)\n");
+    ASSERT_STR_EQ(
+        csv, "Wait (%),Total Wait (ns),Num Waits,Wall Time (ns),Functions,Thread,Process\n"
+             "35.354,35000000,4,99000000,\"hot 57.1 %, warm 28.6 %, [no Python stack] 14.3 %\","
+             "201 (w0),200 (prog.py)\n"
+             "66.667,30000000,1,45000000,warm 100.0 %,202 (w1),200 (prog.py)\n");
     free(csv);
     /* the totals are the table's rows */
     sqlite3_stmt *st;
