@@ -17,8 +17,8 @@
  *   child     4 nanosleeps of 1 ms (the exec'd child of `fork`, `vfork`, `execl`), then
  *             prints OSRT_MARK from its environment
  *   vfork     a vfork child that writes the parent's memory, reuses the stack below and
- *             _exits; a vfork child that execls `child`; both waited for, the caller's frame
- *             checked intact
+ *             _exits; a vfork child whose execl of a missing file fails, then execls `child`;
+ *             both waited for, the caller's frame checked intact
  *   execl     execl, execlp and execle of a missing file (ENOENT, errno checked); children
  *             that execl, execlp and execle (OSRT_MARK=execle) `child`
  *   sockets   accept and accept4 of a Unix socket a thread connects to after 3 ms each, and
@@ -246,6 +246,7 @@ static int run_vfork(void)
     start = now_ns();
     pid_t execed = vfork();
     if (execed == 0) {
+        execl("/nonexistent/lantern", "lantern", (char *)NULL); /* fails: returns */
         execl(self_path, self_path, "child", (char *)NULL);
         _exit(127);
     }

@@ -135,8 +135,9 @@ def test_vfork_is_timed_until_the_parent_resumes_and_its_children_run_on_its_sta
     _exits, and one that execls `child`. The program's own checks hold (the child's write is
     seen, the caller's frame is intact: a wrapper that returned through its own frame would
     have crashed or corrupted it); each vfork is one kept call returning the child's pid,
-    inside the program's bracket; the children's calls (the execl, the _exit) are not
-    recorded in the parent; the exec'd child is traced in its own process."""
+    inside the program's bracket; the children's calls (a failed execl, which returns on the
+    parent's thread) are not recorded in the parent; the exec'd child is traced in its own
+    process."""
     prof = profile(tmp_path, "vfork", threshold=0)
     line = next(l for l in prof.stdout.splitlines() if l.startswith("vforked")).split()
     quick, execed = int(line[1]), int(line[2])
