@@ -629,12 +629,23 @@ __attribute__((visibility("hidden"), used)) struct osrt_vfork_plan osrt_vfork_be
     return plan;
 }
 
+/* The child's frames left AddressSanitizer's shadow of the shared stack poisoned (it exec'd or
+ * exited without returning from them); ASan's own vfork interceptor clears it, but only after
+ * its real vfork, this wrapper, has returned: the agent's ASan build clears it first. */
+#if defined(__SANITIZE_ADDRESS__)
+void __asan_handle_vfork(void *sp);
+#define OSRT_VFORK_UNPOISON() __asan_handle_vfork(__builtin_frame_address(0))
+#else
+#define OSRT_VFORK_UNPOISON() ((void)0)
+#endif
+
 __attribute__((visibility("hidden"), used)) pid_t osrt_vfork_end(uint64_t start, pid_t pid)
 {
     if (!start)
         return pid;
-    int error = pid < 0 ? errno : 0;
     uint64_t end = clock_ticks();
+    int error = pid < 0 ? errno : 0;
+    OSRT_VFORK_UNPOISON();
     agent_busy--;
     osrt_done(OSRT_SYM_VFORK, start, end, pid, error); /* errno as the call left it */
     return pid;
