@@ -112,7 +112,8 @@ int64_t gil_range_windows(sqlite3 *db, const char *name, int64_t thread, int64_t
                           int64_t **end)
 {
     static const char sql[] =
-        "SELECT r.start_ns, ifnull(r.end_ns, 9223372036854775807) FROM ranges r"
+        "SELECT r.start_ns, coalesce(r.end_ns, (SELECT value FROM meta WHERE key = 'end_ns'),"
+        " 9223372036854775807) FROM ranges r"
         " JOIN strings n ON n.id = r.name_id WHERE n.value = ? AND r.start_thread_id = ?"
         " ORDER BY 1";
     sqlite3_stmt *st = NULL;

@@ -41,7 +41,7 @@ void gil_wait_sum_release(struct gil_wait_sum *s);
 int64_t gil_overlap(const struct cpu_windows *windows, int64_t start, int64_t end);
 
 /* The windows of the NVTX ranges named `name` that thread started (nested or overlapping
- * instances merged; a range never ended runs to the end of time), into *start and *end
+ * instances merged; a range never ended runs to the session's end), into *start and *end
  * (malloc'd, the caller frees both). Returns the count, or -EIO / -ENOMEM. */
 int64_t gil_range_windows(sqlite3 *db, const char *name, int64_t thread, int64_t **start,
                           int64_t **end);

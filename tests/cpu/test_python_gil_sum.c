@@ -25,7 +25,8 @@ static void exec(sqlite3 *db, const char *sql)
  * (prog.py); stacks 1 run>hot, 2 run>warm. w0 has samples at 1 and 100 ms and waits [10,20]
  * hot, [30,40] hot, [50,60] warm, [65,70] with no stack: 35 ms of a 99 ms span (1 .. 100).
  * w1 starts at 5 ms and waits [20,50] warm: 30 ms of a 45 ms span (5 .. 50). Ranges 'step':
- * w0 [15,45] with [20,30] nested, and [65,80]; w1 [0,35]; 'other' on w0 [0,100]. */
+ * w0 [15,45] with [20,30] nested, and [65,80]; w1 [0,35]; 'other' on w0 [0,100]; 'tail' on
+ * w1 from 40 ms, never ended: to the session's end (100 ms). */
 static sqlite3 *gil_session(void)
 {
     sqlite3 *db = NULL;
@@ -35,7 +36,7 @@ static sqlite3 *gil_session(void)
          "INSERT INTO meta VALUES('schema_version', 7), ('start_ns', 0), ('end_ns', 100" MS ");"
          "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit, name) VALUES(1, 200, 0,"
          " 100" MS ", 1, 'prog.py');"
-         "INSERT INTO strings VALUES(1, 'w0'), (2, 'w1'), (3, 'step'), (4, 'other');"
+         "INSERT INTO strings VALUES(1, 'w0'), (2, 'w1'), (3, 'step'), (4, 'other'), (5, 'tail');"
          "INSERT INTO threads(id, process_id, tid, python_name_id, start_ns) VALUES"
          " (1, 1, 200, NULL, NULL), (2, 1, 201, 1, NULL), (3, 1, 202, 2, 5" MS ");"
          "INSERT INTO cpu_sampling(process_id, status, period_ns, python_status)"
@@ -52,7 +53,7 @@ static sqlite3 *gil_session(void)
          " end_thread_id, start_ns, end_ns) VALUES"
          " (1, 1, 3, 0, 0, 2, 2, 15" MS ", 45" MS "), (2, 1, 3, 0, 1, 2, 2, 20" MS ", 30" MS "),"
          " (3, 1, 3, 0, 0, 2, 2, 65" MS ", 80" MS "), (4, 1, 3, 0, 0, 3, 3, 0, 35" MS "),"
-         " (5, 1, 4, 0, 0, 2, 2, 0, 100" MS ");");
+         " (5, 1, 4, 0, 0, 2, 2, 0, 100" MS "), (6, 1, 5, 0, 0, 3, NULL, 40" MS ", NULL);");
     return db;
 }
 
@@ -115,6 +116,12 @@ static void filter_nvtx_clips_the_waits_to_the_thread_s_ranges(void)
                   "44.444,20000000,3,45000000,\"hot 75.0 %, [no Python stack] 25.0 %\","
                   "201 (w0),200 (prog.py)\n"
                   "42.857,15000000,1,35000000,warm 100.0 %,202 (w1),200 (prog.py)\n");
+    free(csv);
+    /* a range never ended counts to the session's end: w1's [40,50] of [40,100) */
+    csv = run_gil(db, TABLE_FORMAT_CSV, "tail", NULL);
+    ASSERT_STR_EQ(csv,
+                  "Wait (%),Total Wait (ns),Num Waits,Wall Time (ns),Functions,Thread,Process\n"
+                  "16.667,10000000,1,60000000,warm 100.0 %,202 (w1),200 (prog.py)\n");
     free(csv);
     char note[1024];
     csv = run_gil(db, TABLE_FORMAT_CSV, "nowhere", note);
