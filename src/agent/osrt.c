@@ -53,8 +53,10 @@ enum osrt_function {
 #undef OSRT_FUNCTION
 };
 
-/* Every symbol defined here: the name looked up next, a version where an unversioned lookup
- * would find an old one (glibc's pthread_cond_* of 2.2.5), the function it is recorded as.
+/* Every symbol defined here: the name looked up next (the symbol's own, except for the execl
+ * family, which calls execv, execve, execvp with the argv it built), a version where an
+ * unversioned lookup would find an old one (glibc's pthread_cond_* of 2.2.5), the function it
+ * is recorded as.
  * How each says it failed is its wrapper's: -1 (or MAP_FAILED) with errno, an error number
  * returned (pthread_*, clock_nanosleep: no errno recorded), never (sleep). */
 #define OSRT_SYMBOLS(X)                                                                            \
@@ -111,7 +113,14 @@ enum osrt_function {
     X(SYSTEM, "system", NULL, SYSTEM)                                                  \
     X(WAITPID, "waitpid", NULL, WAITPID)                                               \
     X(WAIT4, "wait4", NULL, WAIT4)                                                     \
-    X(WAIT, "wait", NULL, WAIT)
+    X(WAIT, "wait", NULL, WAIT)                                                        \
+    X(EXECL, "execv", NULL, EXECL)                                                     \
+    X(EXECLE, "execve", NULL, EXECLE)                                                  \
+    X(EXECLP, "execvp", NULL, EXECLP)                                                  \
+    X(VFORK, "vfork", NULL, VFORK)                                                     \
+    X(ACCEPT, "accept", NULL, ACCEPT)                                                  \
+    X(ACCEPT4, "accept4", NULL, ACCEPT4)                                               \
+    X(CONNECT, "connect", NULL, CONNECT)
 
 enum osrt_symbol {
 #define X(SYM, name, version, function) OSRT_SYM_##SYM,
@@ -459,6 +468,21 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
     OSRT_CALL(SENDMSG, sendmsg, (fd, msg, flags), OSRT_MINUS_ONE, -1);
 }
 
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+    OSRT_CALL(ACCEPT, accept, (fd, addr, addrlen), OSRT_MINUS_ONE, -1);
+}
+
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+    OSRT_CALL(ACCEPT4, accept4, (fd, addr, addrlen, flags), OSRT_MINUS_ONE, -1);
+}
+
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+    OSRT_CALL(CONNECT, connect, (fd, addr, addrlen), OSRT_MINUS_ONE, -1);
+}
+
 EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
     OSRT_CALL(POLL, poll, (fds, nfds, timeout), OSRT_MINUS_ONE, -1);
@@ -636,6 +660,84 @@ EXPORT pid_t fork(void)
     return pid;
 }
 
+/* vfork: its child runs on the parent's stack until it execs or exits, so a wrapper that
+ * called the next vfork and returned through its own frame would return into a frame the child
+ * reused. The wrapper (x86-64 only, below) keeps nothing on the stack across the call, as
+ * glibc's own vfork: it asks osrt_vfork_begin for the next vfork and the start tick (C, before
+ * the call), pops its caller's return address into r8 and the tick into r9 (registers vfork
+ * and the system call keep), calls the next vfork, pushes the return address back; the child
+ * returns 0 at once; the parent jumps to osrt_vfork_end, which records the call, timed from
+ * before the child existed until the parent resumed (the child's exec or exit), and returns
+ * the pid to the caller. While the child runs on the parent's thread, agent_busy is raised:
+ * its calls (dup2, close, execve, _exit) pass through unrecorded, as they would otherwise be
+ * written into the parent thread's buffer. */
+struct osrt_vfork_plan {
+    pid_t (*next)(void);
+    uint64_t start; /* 0: not timed */
+};
+
+static pid_t osrt_vfork_missing(void)
+{
+    errno = ENOSYS;
+    return -1;
+}
+
+__attribute__((visibility("hidden"), used)) struct osrt_vfork_plan osrt_vfork_begin(void)
+{
+    struct osrt_vfork_plan plan = {(pid_t(*)(void))osrt_next(OSRT_SYM_VFORK), 0};
+    if (!plan.next)
+        plan.next = osrt_vfork_missing;
+    else if (osrt_timing()) {
+        agent_busy++;
+        plan.start = clock_ticks() | 1; /* never 0 */
+    }
+    return plan;
+}
+
+/* The child's frames left AddressSanitizer's shadow of the shared stack poisoned (it exec'd or
+ * exited without returning from them); ASan's own vfork interceptor clears it, but only after
+ * its real vfork, this wrapper, has returned: the agent's ASan build clears it first. */
+#if defined(__SANITIZE_ADDRESS__)
+void __asan_handle_vfork(void *sp);
+#define OSRT_VFORK_UNPOISON() __asan_handle_vfork(__builtin_frame_address(0))
+#else
+#define OSRT_VFORK_UNPOISON() ((void)0)
+#endif
+
+__attribute__((visibility("hidden"), used)) pid_t osrt_vfork_end(uint64_t start, pid_t pid)
+{
+    if (!start)
+        return pid;
+    uint64_t end = clock_ticks();
+    int error = pid < 0 ? errno : 0;
+    OSRT_VFORK_UNPOISON();
+    agent_busy--;
+    if (osrt_done(start, end)) /* reached by a jump: its return address is vfork's caller's */
+        OSRT_RECORD(OSRT_SYM_VFORK, start, end, pid, error); /* errno as the call left it */
+    return pid;
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "    sub $8, %rsp\n"              /* aligned for the call */
+        "    call osrt_vfork_begin\n"     /* rax: the next vfork, rdx: the start tick */
+        "    add $8, %rsp\n"
+        "    pop %r8\n"                   /* the caller's return address, off the stack */
+        "    mov %rdx, %r9\n"
+        "    call *%rax\n"                /* returns twice: in the child, then the parent */
+        "    push %r8\n"
+        "    test %eax, %eax\n"
+        "    jnz 1f\n"
+        "    ret\n"                       /* the child */
+        "1:  mov %r9, %rdi\n"
+        "    mov %eax, %esi\n"
+        "    jmp osrt_vfork_end\n"        /* returns the pid to the caller */
+        ".size vfork, .-vfork\n");
+#endif
+
 /* The exec family returns only when it failed: a successful exec ends the process's image,
  * its events so far are in the buffer file (the salvage writes them). */
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -656,6 +758,47 @@ EXPORT int execvp(const char *file, char *const argv[])
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     OSRT_CALL(EXECVPE, execvpe, (file, argv, envp), OSRT_MINUS_ONE, -1);
+}
+
+/* The execl family: the arguments up to the NULL gathered into an argv on the stack (no
+ * allocation: a vfork child may call it), as glibc's own execl does, then the next execv,
+ * execve or execvp, timed and recorded as execl, execle or execlp. */
+#define OSRT_ARGV(argv, arg0, ap)                                                                  \
+    size_t argc_ = 1;                                                                              \
+    va_start(ap, arg0);                                                                            \
+    while (va_arg(ap, const char *))                                                               \
+        argc_++;                                                                                   \
+    va_end(ap);                                                                                    \
+    char *argv[argc_ + 1];                                                                         \
+    argv[0] = (char *)(arg0);                                                                      \
+    va_start(ap, arg0);                                                                            \
+    for (size_t i_ = 1; i_ <= argc_; i_++)                                                         \
+        argv[i_] = va_arg(ap, char *)
+
+EXPORT int execl(const char *path, const char *arg0, ...)
+{
+    va_list ap;
+    OSRT_ARGV(argv, arg0, ap);
+    va_end(ap);
+    OSRT_CALL(EXECL, execv, (path, argv), OSRT_MINUS_ONE, -1);
+}
+
+EXPORT int execlp(const char *file, const char *arg0, ...)
+{
+    va_list ap;
+    OSRT_ARGV(argv, arg0, ap);
+    va_end(ap);
+    OSRT_CALL(EXECLP, execvp, (file, argv), OSRT_MINUS_ONE, -1);
+}
+
+/* execle's environment follows the NULL that ends the arguments. */
+EXPORT int execle(const char *path, const char *arg0, ...)
+{
+    va_list ap;
+    OSRT_ARGV(argv, arg0, ap);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    OSRT_CALL(EXECLE, execve, (path, argv, envp), OSRT_MINUS_ONE, -1);
 }
 
 EXPORT int system(const char *command)

@@ -1,13 +1,15 @@
 /* What the host did in a finding's windows (host_activity.h): the CPU samples of the threads
  * concerned, counted per leaf callsite (model/cpu_profile.h), summed into the top functions
  * (leaf, and the nearest frame of the program's own above it), the blocking calls of -t osrt
- * where the database has them, and the advice of the first pattern of a table that covers
- * enough of the samples or of the blocked time. docs/analyze.md, "What the host did". */
+ * where the database has them, the GIL waits of Python threads (model/gil_waits.h) where it
+ * has them, and the advice of the first pattern of a table that covers enough of the samples,
+ * of the blocked time or of the time waited for the GIL. docs/analyze.md, "What the host did". */
 #include "analyze/host_activity.h"
 #include "analyze/findings.h"
 #include "analyze/thresholds.h"
 #include "common/index_map.h"
 #include "common/u64_map.h"
+#include "model/gil_waits.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -18,39 +20,50 @@
 /* Patterns of host activity, first match wins (the specific before the generic). Needles are
  * '|'-separated: "=name" is a function's exact name (and a blocking call's), any other text a
  * part of a frame's function or module name (for a Python function, of its file's path: its
- * name is only its qualified name in the file, as cpu_python.c reads it). `leaf` patterns look at the running function
- * only (the interpreter is on every Python stack: only its own time is overhead); the others
- * at every frame of the stack (a compiler's frames are callers of whatever runs). */
+ * name is only its qualified name in the file, as cpu_python.c reads it). HOST_LEAF patterns
+ * look at the running function only (the interpreter is on every Python stack: only its own
+ * time is overhead); HOST_ANY_FRAME ones at every frame of the stack (a compiler's frames are
+ * callers of whatever runs); the GIL's (no needles) at the time the threads waited for it. */
+enum host_match {
+    HOST_ANY_FRAME, /* a needle in any frame of the stack */
+    HOST_LEAF,      /* a needle in the running function */
+    HOST_GIL,       /* no needle: the time the threads waited for the GIL */
+};
 static const struct host_pattern {
     const char *what, *needles;
-    int leaf;
+    enum host_match match;
     const char *advice;
 } host_patterns[] = {
     {"JIT compilation of numba kernels",
      "numba/core/compiler|numba/core/typed_passes|llvmlite|Dispatcher.compile|"
      "_compile_for_args",
-     0,
+     HOST_ANY_FRAME,
      "warm up (call each kernel once) before the timed region, or cache the compilation "
      "(@cuda.jit(cache=True))"},
     {"a synchronization point",
      "=cudaStreamSynchronize|=cudaDeviceSynchronize|=cudaEventSynchronize|=cuCtxSynchronize|"
      "=cuStreamSynchronize|=cuEventSynchronize",
-     0,
+     HOST_ANY_FRAME,
      "the host waits for the GPU here (.item(), .cpu(), printing a tensor synchronize): move "
      "the synchronization out of the loop or wait on an event where the data is needed"},
-    {"tokenization", "tokenizers|tokenizer|sentencepiece", 0,
+    {"tokenization", "tokenizers|tokenizer|sentencepiece", HOST_ANY_FRAME,
      "tokenize ahead of the GPU work (pre-tokenized data, or in DataLoader workers)"},
     {"data loading (reads)",
      "=read|=pread64|=readv|=preadv|=recv|=recvfrom|=recvmsg|=__libc_read|=__libc_recv|"
      "=__read_nocancel|libjpeg|libturbojpeg|libpng|_imaging",
-     0,
+     HOST_ANY_FRAME,
      "load and decode input in more workers (DataLoader num_workers), with pinned memory and "
      "prefetching, so the next batch is ready before the GPU needs it"},
+    {"threads contend for the GIL", "", HOST_GIL,
+     "another Python thread holds the GIL while this one should launch work: move CPU-bound "
+     "Python work out of the process (multiprocessing, DataLoader workers) or into code that "
+     "releases the GIL (NumPy, PyTorch ops, C extensions)"},
     {"framework dispatch between small kernels", "c10::|at::_ops::|torch::autograd|libtorch|libc10",
-     1,
+     HOST_LEAF,
      "launch fewer, larger kernels: capture the step in CUDA graphs or compile it "
      "(torch.compile(mode=\"reduce-overhead\"))"},
-    {"Python interpreter overhead between kernels", "_PyEval_|PyObject_|_PyObject_|libpython", 1,
+    {"Python interpreter overhead between kernels", "_PyEval_|PyObject_|_PyObject_|libpython",
+     HOST_LEAF,
      "move the per-kernel Python work out of the loop: CUDA graphs, torch.compile, or fewer, "
      "larger kernels"},
 };
@@ -61,6 +74,7 @@ struct analyze_cpu {
     int asked;    /* cpu_sampling has rows */
     int loaded;   /* profile and masks below are loaded */
     int has_osrt; /* -t osrt ran in a process (osrt has rows) */
+    int has_gil;  /* the Python sampler saw GIL waits (cpu_gil_waits has rows) */
     struct cpu_profile profile;
     uint32_t *frame_bits; /* by frame: the patterns its own name or module matches */
     uint32_t *stack_bits; /* by callsite: the patterns any frame from it up matches */
@@ -109,6 +123,7 @@ static struct analyze_cpu *cpu_state(struct analyze_ctx *ctx)
     }
     c->asked = analyze_query_int(ctx, "SELECT 1 FROM cpu_sampling LIMIT 1", 0) == 1;
     c->has_osrt = analyze_query_int(ctx, "SELECT 1 FROM osrt LIMIT 1", 0) == 1;
+    c->has_gil = gil_waits_present(ctx->db);
     ctx->cpu = c;
     return c;
 }
@@ -173,6 +188,8 @@ void analyze_host_free(struct analyze_host *h)
         free(h->blocking[i].name);
         free(h->blocking[i].caller);
     }
+    for (int i = 0; i < h->gil_top_count; i++)
+        free(h->gil_top[i].function);
     free(h);
 }
 
@@ -459,6 +476,38 @@ static int blocking_calls(struct analyze_ctx *ctx, const struct scope_threads *t
     return 0;
 }
 
+/* ---- GIL waits: read only where the Python sampler saw some -------------------------------- */
+
+/* Sums the threads' GIL waits inside the windows into h (their time, count and the Python
+ * functions they waited in). */
+static int gil_waits(struct analyze_ctx *ctx, const struct cpu_profile *p,
+                     const struct scope_threads *t, const struct cpu_windows *w,
+                     struct analyze_host *h)
+{
+    struct gil_wait_sum sum = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < t->n; i++)
+        rc = gil_waits_add(ctx->db, t->ids[i], w, &sum);
+    if (rc < 0) {
+        snprintf(ctx->error, sizeof ctx->error, "host activity: %s",
+                 rc == -ENOMEM ? "out of memory" : sqlite3_errmsg(ctx->db));
+        gil_wait_sum_release(&sum);
+        return rc;
+    }
+    gil_wait_sum_sort(&sum);
+    h->gil_wait_ns = sum.ns;
+    h->gil_waits = sum.waits;
+    for (size_t i = 0; i < sum.nfunctions && h->gil_top_count < ANALYZE_HOST_GIL_TOP; i++) {
+        int64_t frame = sum.functions[i].frame_id;
+        int known = frame > 0 && (size_t)frame < p->frames;
+        struct analyze_host_gil_function *g = &h->gil_top[h->gil_top_count++];
+        g->function = strdup(known ? p->name[frame] : "[no Python stack]");
+        g->ns = sum.functions[i].ns;
+    }
+    gil_wait_sum_release(&sum);
+    return 0;
+}
+
 /* ---- the summary, the pattern and its advice ---------------------------------------------- */
 
 static void append(char **text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -510,6 +559,14 @@ static void write_summary(const struct analyze_host_scope *s, struct analyze_hos
             append(&h->summary, " from %s (%.0f %% of it)", c->caller,
                    c->ns > 0 ? 100.0 * (double)c->caller_ns / (double)c->ns : 0);
     }
+    if (!h->gil_waits)
+        return;
+    append(&h->summary, "; GIL waits: %lld, %s (%.1f %%)", (long long)h->gil_waits,
+           analyze_fmt_ns(blocked, sizeof blocked, (double)h->gil_wait_ns),
+           h->window_ns > 0 ? 100.0 * (double)h->gil_wait_ns / h->window_ns : 0);
+    for (int i = 0; i < h->gil_top_count; i++)
+        append(&h->summary, "%s %s %.1f %%", i ? "," : " in", h->gil_top[i].function,
+               100.0 * (double)h->gil_top[i].ns / (double)h->gil_wait_ns);
 }
 
 /* A blocked-time advice names where the time was spent: the top blocking call the pattern
@@ -528,7 +585,8 @@ static void name_blocking_caller(struct analyze_host *h, const char *needles)
 }
 
 /* The first pattern covering HOST_PATTERN_MIN_PERCENT of the samples (leaf or whole stack, as
- * its row says) or of the window time blocked in the calls it names. */
+ * its row says), of the window time blocked in the calls it names, or (the GIL's) of the
+ * window time the threads waited for the GIL. */
 static void choose_pattern(const struct analyze_cpu *c, const int64_t *counts,
                            const struct analyze_host_scope *s, const int64_t *pattern_ns,
                            struct analyze_finding *f, struct analyze_host *h)
@@ -537,20 +595,25 @@ static void choose_pattern(const struct analyze_cpu *c, const int64_t *counts,
     for (size_t i = 0; i < HOST_PATTERNS; i++) {
         int64_t hits = 0;
         for (size_t cs = 1; h->samples > 0 && cs < p->callsites; cs++) {
-            uint32_t bits = host_patterns[i].leaf ? c->frame_bits[p->frame[cs]] : c->stack_bits[cs];
+            uint32_t bits = host_patterns[i].match == HOST_LEAF ? c->frame_bits[p->frame[cs]]
+                                                                : c->stack_bits[cs];
             if (counts[cs] && bits >> i & 1)
                 hits += counts[cs];
         }
         double by_samples = h->samples ? 100.0 * (double)hits / (double)h->samples : 0;
-        double by_time = h->window_ns > 0 ? 100.0 * (double)pattern_ns[i] / h->window_ns : 0;
+        double time_ns =
+            host_patterns[i].match == HOST_GIL ? (double)h->gil_wait_ns : (double)pattern_ns[i];
+        double by_time = h->window_ns > 0 ? 100.0 * time_ns / h->window_ns : 0;
         double percent = by_samples >= by_time ? by_samples : by_time;
         if (percent < HOST_PATTERN_MIN_PERCENT)
             continue;
         h->pattern = host_patterns[i].what;
         h->pattern_percent = percent;
+        const char *of = by_samples >= by_time   ? "samples"
+                         : host_patterns[i].match == HOST_GIL ? "time, waiting for the GIL,"
+                                                : "time, blocked,";
         if (asprintf(&h->advice, "%s (%.0f %% of the %s in the %s): %s", host_patterns[i].what,
-                     percent, by_samples >= by_time ? "samples" : "time, blocked,", s->what,
-                     host_patterns[i].advice) < 0)
+                     percent, of, s->what, host_patterns[i].advice) < 0)
             h->advice = NULL;
         if (by_time > by_samples)
             name_blocking_caller(h, host_patterns[i].needles);
@@ -615,6 +678,9 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
     }
     if (c->has_osrt && s->windows.count &&
         (rc = blocking_calls(ctx, &t, &s->windows, h, pattern_ns)) < 0)
+        goto out;
+    if (c->has_gil && s->windows.count &&
+        (rc = gil_waits(ctx, &c->profile, &t, &s->windows, h)) < 0)
         goto out;
     write_summary(s, h);
     choose_pattern(c, counts, s, pattern_ns, f, h);

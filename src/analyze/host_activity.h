@@ -1,8 +1,8 @@
 /* What the host did while the GPU waited (host_activity.c): for a finding of a "host wait"
  * rule (gpu_idle, gpu_utilization, launch_bound) or a CPU-bound range, the CPU samples taken
  * in its windows on the threads of the processes concerned, their top functions, the blocking
- * calls (-t osrt, when the database has them) and the advice a table of patterns draws from
- * them; or, where sampling was off, why. docs/analyze.md, "What the host did". */
+ * calls (-t osrt, when the database has them), the GIL waits of Python threads (when it has
+ * them) and the advice a table of patterns draws from them; or, where sampling was off, why. docs/analyze.md, "What the host did". */
 #ifndef LANTERN_ANALYZE_HOST_ACTIVITY_H
 #define LANTERN_ANALYZE_HOST_ACTIVITY_H
 
@@ -28,6 +28,13 @@ struct analyze_host_call { /* blocking calls of one name (-t osrt) */
     int64_t caller_ns; /* its calls' time inside the windows */
 };
 
+#define ANALYZE_HOST_GIL_TOP 3 /* Python functions named for the GIL waits */
+
+struct analyze_host_gil_function { /* where the threads waited for the GIL */
+    char *function;
+    int64_t ns;
+};
+
 struct analyze_host {
     char *summary;    /* one line: the samples and top functions, or why there are none */
     char *advice;     /* "<what> (94 % of the gap samples): <advice>", NULL: no pattern */
@@ -40,6 +47,10 @@ struct analyze_host {
     struct analyze_host_call blocking[ANALYZE_HOST_TOP];
     int blocking_count;
     int64_t blocked_ns;     /* all blocking calls' time inside the windows */
+    int64_t gil_wait_ns;    /* the threads' GIL waits (cpu_gil_waits) inside the windows */
+    int64_t gil_waits;      /* those waits; 0: none (the summary then says nothing of them) */
+    struct analyze_host_gil_function gil_top[ANALYZE_HOST_GIL_TOP];
+    int gil_top_count;
     const char *pattern;    /* the pattern behind the advice, NULL none */
     double pattern_percent; /* its share: of the samples, or of the window time blocked */
 };

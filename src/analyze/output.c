@@ -306,7 +306,18 @@ static void write_json_host(const struct analyze_host *h, FILE *out)
         }
         fputc('}', out);
     }
-    fputs("], \"pattern\": ", out);
+    putc(']', out);
+    if (h->gil_waits) { /* only where there are some: other sessions' output stays as it was */
+        fprintf(out, ", \"gil_waits\": %lld, \"gil_wait_ns\": %lld, \"gil_functions\": [",
+                (long long)h->gil_waits, (long long)h->gil_wait_ns);
+        for (int i = 0; i < h->gil_top_count; i++) {
+            fputs(i ? ", {\"function\": " : "{\"function\": ", out);
+            json_write_cstring(out, h->gil_top[i].function);
+            fprintf(out, ", \"ns\": %lld}", (long long)h->gil_top[i].ns);
+        }
+        putc(']', out);
+    }
+    fputs(", \"pattern\": ", out);
     json_write_cstring(out, h->pattern);
     fputs(", \"pattern_percent\": ", out);
     if (h->pattern)

@@ -128,7 +128,8 @@ enum {
     X(DST_KIND, "destination memory")       /* CUDA */                                             \
     X(RETURN, "return")                     /* OS runtime */                                       \
     X(ERRNO, "errno")                       /* OS runtime */                                       \
-    X(BACKTRACE, "backtrace")               /* OS runtime */
+    X(BACKTRACE, "backtrace")               /* OS runtime */ \
+    X(FUNCTION, "function")                 /* Python GIL */
 enum {
     PF_ARG_NONE,
 #define PERFETTO_ARG_ENUM(id, text) PF_ARG_##id,
@@ -144,6 +145,7 @@ enum {
     PERFETTO_CATEGORY_MEMCPY,
     PERFETTO_CATEGORY_MEMSET,
     PERFETTO_CATEGORY_OSRT,
+    PERFETTO_CATEGORY_PYTHON_GIL,
     PERFETTO_CATEGORY_DOMAIN = 16, /* + domains.id */
 };
 
@@ -167,9 +169,12 @@ enum {
 #define PERFETTO_STREAM_TRACK(lane) ((uint64_t)(lane) << 8 | 7)
 /* OS runtime calls under their thread. */
 #define PERFETTO_OSRT_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 9)
-/* RAPL's: a CPU package's energy counters (zone 0 the package, 1 its DRAM), at the top. The
- * next free kind is 11. */
+/* RAPL's: a CPU package's energy counters (zone 0 the package, 1 its DRAM), at the top. */
 #define PERFETTO_RAPL_TRACK(package, zone) (((uint64_t)(package) << 1 | (uint64_t)(zone)) << 8 | 10)
+/* The Python sampler's GIL waits under their thread. The next free kind is 12. */
+#define PERFETTO_GIL_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 11)
+/* Synthetic names (perfetto_event_name_text) beside CUDA's own 0 .. 11 (perfetto_cuda.c). */
+#define PERFETTO_SYNTHETIC_GIL_WAIT 16u
 
 /* ---- The writer -------------------------------------------------------------------------- */
 

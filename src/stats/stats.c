@@ -30,6 +30,8 @@ const struct stats_entry stats_table[] = {
      "OS runtime calls (-t osrt): time per libc function (sleeps, I/O, waits, locks)"},
     {"osrt_backtraces", stats_osrt_backtraces,
      "OS runtime calls (-t osrt): who made the long ones, time per function and caller"},
+    {"python_gil_sum", stats_python_gil_sum,
+     "GIL waits: time each Python thread waited for the GIL, its share, where (--filter-nvtx)"},
     {"kernels", stats_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},

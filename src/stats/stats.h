@@ -61,5 +61,6 @@ int stats_cpu_sample_sum(struct stats_ctx *ctx);  /* cpu_sample_sum.c */
 int stats_kernels(struct stats_ctx *ctx);         /* kernels.c: `lantern kernels`' defaults */
 int stats_osrt_sum(struct stats_ctx *ctx);        /* osrt_sum.c */
 int stats_osrt_backtraces(struct stats_ctx *ctx); /* osrt_backtraces.c */
+int stats_python_gil_sum(struct stats_ctx *ctx);  /* python_gil_sum.c */
 
 #endif

@@ -276,6 +276,36 @@ static void blocking_calls_of_osrt_give_their_share_of_the_gap(void)
     ASSERT(fabs(h->pattern_percent - 100.0 * 182000 / 270000) < 1e-9);
     ASSERT(strstr(gpu->advice, "(67 % of the time, blocked, in the host-wait gaps)"));
     ASSERT(strstr(h->summary, "blocked in: read 2 calls 182.000 µs (67.4 %)"));
+    ASSERT(!strstr(h->summary, "GIL") && h->gil_waits == 0); /* none: nothing said of them */
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
+/* The Python sampler's GIL waits of thread 1 (the launching thread) in the 270 µs gap:
+ * [30, 130] µs in main, [150, 200] in parse, [280, 320] in main (20 µs inside): 170 µs,
+ * 63 %; a wait of thread 2 (no CUDA call) in the gap is not counted. Two samples of parse
+ * match no pattern: the advice comes from the time waited for the GIL. */
+static void gil_waits_give_their_share_of_the_gap_and_the_functions_waiting(void)
+{
+    sqlite3 *db = gap_session(sampling_on);
+    exec(db, "INSERT INTO threads(id, process_id, tid) VALUES(2, 1, 101);"
+             "INSERT INTO cpu_gil_waits VALUES(1, 130000, 100000, 1), (1, 200000, 50000, 2),"
+             " (1, 320000, 40000, 1), (2, 100000, 50000, 1);");
+    samples(db, 2, 40000, 2);
+    struct analyze_run run;
+    const struct analyze_finding *gpu = run_gpu_idle(db, &run);
+    const struct analyze_host *h = gpu->host;
+    ASSERT_EQ(h->gil_waits, 3);
+    ASSERT_EQ(h->gil_wait_ns, 170000);
+    ASSERT_EQ(h->gil_top_count, 2);
+    ASSERT_STR_EQ(h->gil_top[0].function, "main");
+    ASSERT_EQ(h->gil_top[0].ns, 120000);
+    ASSERT_STR_EQ(h->gil_top[1].function, "parse");
+    ASSERT_STR_EQ(h->pattern, "threads contend for the GIL");
+    ASSERT(fabs(h->pattern_percent - 100.0 * 170000 / 270000) < 1e-9);
+    ASSERT(strstr(gpu->advice, "threads contend for the GIL (63 % of the time, waiting for the"
+                               " GIL, in the host-wait gaps): another Python thread holds"));
+    ASSERT(strstr(h->summary, "; GIL waits: 3, 170.000 µs (63.0 %) in main 70.6 %, parse 29.4 %"));
     analyze_run_release(&run);
     sqlite3_close(db);
 }
@@ -431,6 +461,8 @@ int main(int argc, char **argv)
         {"blocking_calls_of_osrt_give_their_share_of_the_gap",
          blocking_calls_of_osrt_give_their_share_of_the_gap},
         {"blocking_calls_name_their_top_caller", blocking_calls_name_their_top_caller},
+        {"gil_waits_give_their_share_of_the_gap_and_the_functions_waiting",
+         gil_waits_give_their_share_of_the_gap_and_the_functions_waiting},
         {"sampling_off_is_said_with_its_reason", sampling_off_is_said_with_its_reason},
         {"no_sampling_asked_leaves_findings_as_they_were",
          no_sampling_asked_leaves_findings_as_they_were},

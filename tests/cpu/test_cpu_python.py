@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
+
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
@@ -146,6 +148,57 @@ def test_gil_waits_are_the_other_workers_time_and_not_a_join(tmp_path):
             name, waits, shares)
     main = sum(v for k, v in waits.items() if k not in ("w0", "w1"))
     assert main < 0.1, waits  # the main thread's join() is no GIL wait
+
+
+def test_python_gil_sum_and_the_exports_show_the_workers_gil_waits(tmp_path):
+    """Two workers taking the GIL in turn: python_gil_sum lists both, each row's wait and count
+    the sums of its cpu_gil_waits rows, its share of the thread's wall time as much as the
+    program's own measure allows (it waits while the other one runs: at least a fifth of the
+    other's CPU time, never more than its wall time off a CPU), waiting in hot and warm; the
+    Chrome and Perfetto exports put each wait on its thread as a "GIL wait" slice."""
+    prof = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_HOT, "1", "2")
+    shares = measured(prof.stdout)
+    report = json.loads(run(tmp_path, "stats", "x.db", "-r", "python_gil_sum", "--format",
+                            "json").stdout)
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        truth = {tid: (ns, n) for tid, ns, n in db.execute(
+            "SELECT t.tid, sum(w.duration_ns), count(*) FROM cpu_gil_waits w"
+            " JOIN threads t ON t.id = w.thread_id GROUP BY t.id")}
+        waits = collections.Counter((tid, start, end) for tid, start, end in db.execute(
+            "SELECT t.tid, w.ts_ns - w.duration_ns, w.ts_ns FROM cpu_gil_waits w"
+            " JOIN threads t ON t.id = w.thread_id"))
+        origin = db.execute("SELECT value FROM meta WHERE key = 'start_ns'").fetchone()[0]
+    rows = {int(r["thread"].split()[0]): r for r in report["rows"]}
+    assert {tid: (r["wait_ns"], r["waits"]) for tid, r in rows.items()} == truth
+    for name, other in (("w0", "w1"), ("w1", "w0")):
+        row = next(r for r in report["rows"] if r["thread"].endswith(f"({name})"))
+        off_cpu, cpu = shares[name][2], shares[name][3]
+        assert 0.2 * shares[other][3] <= row["wait_ns"] / 1e9 <= 1.1 * off_cpu + 0.05, (row, shares)
+        # its span from its first record to its last: the worker's wall time, but for up to
+        # 100 ms before its first sample (new threads are found every 100 ms)
+        wall = off_cpu + cpu
+        assert 0.85 * wall <= row["wall_ns"] / 1e9 <= 1.1 * wall + 0.05, (row, shares)
+        assert abs(row["wait_percent"] - 100 * row["wait_ns"] / row["wall_ns"]) < 0.01
+        assert row["functions"].split()[0] in ("hot", "warm"), row
+    run(tmp_path, "export", "x.db", "--format", "chrome", "-o", "x.json")
+    events = json.loads((tmp_path / "x.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    # the JSON's microseconds from the session's start keep 3 decimals: exact ns
+    chrome = collections.Counter(
+        (e["tid"], origin + round(e["ts"] * 1000), origin + round((e["ts"] + e["dur"]) * 1000))
+        for e in events if e.get("cat") == "python_gil" and e["name"] == "GIL wait")
+    assert chrome == waits
+    perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
+                                         "protobuf (scripts/deps.sh installs them)")
+    run(tmp_path, "export", "x.db", "--format", "perfetto", "-o", "x.perfetto-trace")
+    decoded = perfetto_check.decode(str(tmp_path / "x.perfetto-trace"))
+    assert decoded.problems == []
+    gil = [s for s in decoded.slices if "python_gil" in s["category"]]
+    assert {s["name"] for s in gil} == {"GIL wait"}
+    assert {decoded.tracks[s["track"]].name for s in gil} == {"Python GIL"}
+    def tid(s):
+        return decoded.tracks[decoded.tracks[s["track"]].parent_uuid].thread.tid
+    assert collections.Counter((tid(s), s["ts"], s["end"]) for s in gil) == waits
 
 
 def test_a_process_without_python_has_no_python_sampler(tmp_path):

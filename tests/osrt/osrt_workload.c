@@ -14,7 +14,15 @@
  *   fork      a child that sleeps 3 times and _exits, a child that execs this program with
  *             `child` (4 sleeps), both waited for
  *   closeall  closes every descriptor, then sleeps 5 times
- *   child     4 nanosleeps of 1 ms (the exec'd child of `fork`)
+ *   child     4 nanosleeps of 1 ms (the exec'd child of `fork`, `vfork`, `execl`), then
+ *             prints OSRT_MARK from its environment
+ *   vfork     a vfork child that writes the parent's memory, reuses the stack below and
+ *             _exits; a vfork child whose execl of a missing file fails, then execls `child`;
+ *             both waited for, the caller's frame checked intact
+ *   execl     execl, execlp and execle of a missing file (ENOENT, errno checked); children
+ *             that execl, execlp and execle (OSRT_MARK=execle) `child`
+ *   sockets   accept and accept4 of a Unix socket a thread connects to after 3 ms each, and
+ *             a connect to a missing path (ENOENT)
  * Exit status 0 when every check of the program itself held. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -206,7 +215,154 @@ static int run_child(void)
 {
     for (int i = 0; i < 4; i++)
         sleep_ms("nanosleep", 1);
+    const char *mark = getenv("OSRT_MARK");
+    printf("child-env %d %s\n", (int)getpid(), mark ? mark : "-");
     return 0;
+}
+
+static volatile int vfork_shared;
+
+/* Writes a page of the stack below its caller: in a vfork child, where a wrapper's frame
+ * would have been. */
+static __attribute__((noinline)) void clobber_stack(void)
+{
+    volatile char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)0x5a;
+}
+
+static int run_vfork(void)
+{
+    volatile long canary = 0x1234abcdL;
+    fflush(stdout);
+    uint64_t start = now_ns();
+    pid_t quick = vfork();
+    if (quick == 0) {
+        vfork_shared = 42; /* the parent's memory */
+        clobber_stack();
+        _exit(3);
+    }
+    report("vfork", start, now_ns());
+    start = now_ns();
+    pid_t execed = vfork();
+    if (execed == 0) {
+        execl("/nonexistent/lantern", "lantern", (char *)NULL); /* fails: returns */
+        execl(self_path, self_path, "child", (char *)NULL);
+        _exit(127);
+    }
+    report("vfork", start, now_ns());
+    int status[2] = {-1, -1};
+    waitpid(quick, &status[0], 0);
+    waitpid(execed, &status[1], 0);
+    printf("vforked %d %d %d %d %d %d\n", (int)quick, (int)execed, WEXITSTATUS(status[0]),
+           WEXITSTATUS(status[1]), vfork_shared, canary == 0x1234abcdL);
+    return !(WEXITSTATUS(status[0]) == 3 && status[1] == 0 && vfork_shared == 42 &&
+             canary == 0x1234abcdL);
+}
+
+extern char **environ;
+
+static int exec_fails(const char *name, int rc)
+{
+    int err = errno;
+    printf("%s %d %d\n", name, rc, err);
+    return !(rc == -1 && err == ENOENT);
+}
+
+/* A child running `child` through one of the execl family (which 0 execl, 1 execlp, 2 execle
+ * with OSRT_MARK=execle); its pid. */
+static pid_t spawn_execl(int which)
+{
+    static char mark[] = "OSRT_MARK=execle";
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env)
+        return -1;
+    memcpy(env, environ, n * sizeof *env);
+    env[n] = mark;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (which == 0)
+            execl(self_path, self_path, "child", (char *)NULL);
+        else if (which == 1)
+            execlp(self_path, self_path, "child", (char *)NULL);
+        else
+            execle(self_path, self_path, "child", (char *)NULL, env);
+        _exit(127);
+    }
+    free(env);
+    return pid;
+}
+
+static int run_execl(void)
+{
+    int bad = 0;
+    errno = 0;
+    bad |= exec_fails("execl", execl("/nonexistent/lantern", "lantern", "a", (char *)NULL));
+    errno = 0;
+    bad |= exec_fails("execlp", execlp("lantern-no-such-program", "x", (char *)NULL));
+    errno = 0;
+    bad |= exec_fails("execle", execle("/nonexistent/lantern", "lantern", (char *)NULL, environ));
+    for (int which = 0; which < 3; which++) {
+        int status = -1;
+        pid_t pid = spawn_execl(which);
+        waitpid(pid, &status, 0);
+        printf("execl-child %d %d %d\n", which, (int)pid, status);
+        bad |= status != 0;
+    }
+    return bad;
+}
+
+static char socket_path[108];
+
+static void *connector(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2; i++) {
+        raw_sleep_ms(3);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        memcpy(addr.sun_path, socket_path, sizeof addr.sun_path);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0)
+            abort();
+        close(fd);
+    }
+    return NULL;
+}
+
+static int run_sockets(void)
+{
+    snprintf(socket_path, sizeof socket_path, "/tmp/lantern-osrt-%d.sock", (int)getpid());
+    unlink(socket_path);
+    int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    memcpy(addr.sun_path, socket_path, sizeof addr.sun_path);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        listen(listener, 4) != 0)
+        return 1;
+    pthread_t thread;
+    pthread_create(&thread, NULL, connector, NULL);
+    uint64_t start = now_ns();
+    int a = accept(listener, NULL, NULL);
+    report("accept", start, now_ns());
+    start = now_ns();
+    int b = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+    report("accept4", start, now_ns());
+    pthread_join(thread, NULL);
+    close(a);
+    close(b);
+    close(listener);
+    unlink(socket_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    errno = 0;
+    int rc = connect(fd, (struct sockaddr *)&addr, sizeof addr); /* the path is gone */
+    int err = errno;
+    close(fd);
+    printf("sockets %d %d %d %d\n", a >= 0, b >= 0, rc, err);
+    return !(a >= 0 && b >= 0 && rc == -1 && err == ENOENT);
 }
 
 static int run_fork(void)
@@ -250,7 +406,8 @@ static const struct {
 } modes[] = {
     {"counts", run_counts}, {"errors", run_errors},   {"cancel", run_cancel},
     {"threads", run_threads}, {"fork", run_fork},     {"closeall", run_closeall},
-    {"child", run_child},
+    {"child", run_child},   {"vfork", run_vfork},     {"execl", run_execl},
+    {"sockets", run_sockets},
 };
 
 int main(int argc, char **argv)
@@ -259,6 +416,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; argc == 2 && i < sizeof modes / sizeof modes[0]; i++)
         if (!strcmp(argv[1], modes[i].name))
             return modes[i].run();
-    fprintf(stderr, "usage: osrt_workload counts|errors|cancel|threads|fork|closeall|child\n");
+    fprintf(stderr, "usage: osrt_workload counts|errors|cancel|threads|fork|closeall|child|vfork|"
+                    "execl|sockets\n");
     return 2;
 }

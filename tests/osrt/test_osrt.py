@@ -19,7 +19,7 @@ BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 WORKLOAD = os.environ.get("OSRT_WORKLOAD", os.path.join(BUILD, "bin", "osrt_workload"))
 THRESHOLD = 500000  # 500 us: the sleeps and blocking reads (>= 1 ms) are kept, the writes not
-EBADF, EAGAIN = 9, 11
+EBADF, EAGAIN, ENOENT = 9, 11, 2
 
 
 def run(cwd, *args, expect_status=0):
@@ -130,6 +130,68 @@ def test_fork_exec_and_exit_children_are_traced(tmp_path):
         per_pid[row[6]] = per_pid.get(row[6], 0) + 1
     assert per_pid == {quick: 3, execed: 4}, per_pid
     assert len(calls(tmp_path, "s.value = 'waitpid'")) >= 1  # at least the exec'd child's wait
+
+
+def test_vfork_is_timed_until_the_parent_resumes_and_its_children_run_on_its_stack(tmp_path):
+    """Two vforks: a child that writes the parent's memory, reuses the stack below and
+    _exits, and one that execls `child`. The program's own checks hold (the child's write is
+    seen, the caller's frame is intact: a wrapper that returned through its own frame would
+    have crashed or corrupted it); each vfork is one kept call returning the child's pid,
+    inside the program's bracket; the children's calls (a failed execl, which returns on the
+    parent's thread) are not recorded in the parent; the exec'd child is traced in its own
+    process."""
+    prof = profile(tmp_path, "vfork", threshold=0)
+    line = next(l for l in prof.stdout.splitlines() if l.startswith("vforked")).split()
+    quick, execed = int(line[1]), int(line[2])
+    assert line[3:] == ["3", "0", "42", "1"], line
+    vforks = calls(tmp_path, "s.value = 'vfork'")
+    parent = vforks[0][6]
+    assert [r[3] for r in vforks] == [quick, execed] and {r[6] for r in vforks} == {parent}
+    assert all(r[4] is None for r in vforks)
+    truth = [c for c in measured(prof.stdout) if c[0] == "vfork"]
+    for (name, start, duration), row in zip(truth, vforks):
+        assert start - CLOCKS_NS <= row[1] and row[1] + row[2] <= start + duration + CLOCKS_NS, \
+            (row, start, duration)
+    assert not calls(tmp_path, "s.value IN ('execl', 'execv') AND p.pid = %d" % parent)
+    sleeps = calls(tmp_path, "s.value = 'nanosleep'")
+    assert collections.Counter(r[6] for r in sleeps) == {execed: 4}
+
+
+def test_the_execl_family_builds_the_argv_and_is_recorded_under_its_own_name(tmp_path):
+    """execl, execlp and execle of a missing file each fail with ENOENT, seen by the program
+    and recorded once with ret -1 and errno 2; children that execl, execlp and execle `child`
+    run it (their argv built from the arguments) and are traced; execle's environment is the
+    one it was given."""
+    prof = profile(tmp_path, "execl", threshold=0)
+    lines = [l.split() for l in prof.stdout.splitlines()]
+    assert [l for l in lines if l[0] in ("execl", "execlp", "execle")] == [
+        ["execl", "-1", "2"], ["execlp", "-1", "2"], ["execle", "-1", "2"]]
+    children = [int(l[2]) for l in lines if l[0] == "execl-child" and l[3] == "0"]
+    assert len(children) == 3
+    marks = {int(l[1]): l[2] for l in lines if l[0] == "child-env"}
+    assert [marks.get(pid) for pid in children] == ["-", "-", "execle"]
+    root = calls(tmp_path, "p.parent_id IS NULL")[0][6]
+    for name in ("execl", "execlp", "execle"):
+        rows = calls(tmp_path, "s.value = '%s'" % name)
+        assert [(r[3], r[4], r[6]) for r in rows] == [(-1, ENOENT, root)], (name, rows)
+    sleeps = calls(tmp_path, "s.value = 'nanosleep'")
+    assert collections.Counter(r[6] for r in sleeps) == {pid: 4 for pid in children}
+
+
+def test_accept_accept4_and_connect_are_timed(tmp_path):
+    """accept and accept4 block until the thread connects (3 ms each): kept, within 5 % of the
+    program's measure, returning a descriptor; the thread's two connects and a failed one
+    (ENOENT) are there too, and only they."""
+    prof = profile(tmp_path, "sockets", threshold=0)
+    assert "sockets 1 1 -1 2" in prof.stdout, prof.stdout
+    truth = {c[0]: c for c in measured(prof.stdout)}
+    for name in ("accept", "accept4"):
+        (row,) = calls(tmp_path, "s.value = '%s'" % name)
+        duration = truth[name][2]
+        assert duration >= 2000000 and row[3] >= 0 and row[4] is None, (row, truth)
+        assert abs(row[2] - duration) <= 0.05 * duration, (row, duration)
+    connects = calls(tmp_path, "s.value = 'connect'")
+    assert sorted((r[3], r[4]) for r in connects) == [(-1, ENOENT), (0, None), (0, None)]
 
 
 def test_a_program_that_closes_every_descriptor_is_still_recorded(tmp_path):
