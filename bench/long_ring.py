@@ -2,7 +2,7 @@
 """The flight recorder left attached (docs/long-runs.md, issue #30's "30-minute run"): a PyTorch
 training loop under `lantern profile --ring SEC --ring-trigger nvtx:slow_step`, with one slow
 step injected at SLOW_AT seconds that the program marks (nvtxMark "slow_step") after it ends.
-Every minute the driver reads the resident memory of the program and of lantern
+Every minute (--sample-s) the driver reads the resident memory of the program and of lantern
 (/proc/PID/status VmRSS); at the end it checks the dump: it holds the slow step and the SEC
 seconds before the mark, and the step times inside the ring match the program's own log.
 
@@ -84,7 +84,7 @@ def drive(args):
     started, rss = time.monotonic(), []
     while proc.poll() is None:
         time.sleep(1)
-        minute = int((time.monotonic() - started) // 60)
+        minute = int((time.monotonic() - started) // args.sample_s)
         if minute >= 1 and (not rss or rss[-1]["minute"] < minute):
             kids = children(proc.pid)
             rss.append({"minute": minute, "lantern_kib": rss_kib(proc.pid),
@@ -143,6 +143,8 @@ def main():
     p.add_argument("--ring", type=int, default=20)
     p.add_argument("--out", default="long-ring")
     p.add_argument("--log")
+    p.add_argument("--sample-s", type=float, default=60,
+                   help="seconds between two RSS samples (their 'minute' counts these)")
     args = p.parse_args()
     workload(args) if args.workload else drive(args)
 
