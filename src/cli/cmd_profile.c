@@ -256,9 +256,9 @@ static void list_without(const char *list, const char *name, char *out, size_t s
 static int check_combinations(const struct profile_options *p)
 {
     const struct launcher_options *o = &p->launch;
-    if (p->capture_repeat >= 0 && (!o->capture_range || strncmp(o->capture_range, "nvtx:", 5)))
+    if (p->capture_repeat >= 0 && !o->capture_range)
         return cli_usage_error("profile", "--capture-range-end=repeat needs "
-                                          "--capture-range=nvtx:NAME (cudaProfilerApi: not yet)");
+                                          "--capture-range=nvtx:NAME or cudaProfilerApi");
     if (p->capture_repeat >= 0 && o->start_paused)
         return cli_usage_error("profile", "--capture-range-end=repeat and --start-paused: "
                                           "choose one");

@@ -156,6 +156,60 @@ fail:
     return rc;
 }
 
+/* The cudaProfilerApi capture's instances in the database at path: from a start call
+ * (cudaProfilerStart, cuProfilerStart) while none is open to the next stop call's end, in time
+ * order over every process (the agents record these calls whenever that capture is on, paused
+ * or not), at most max (0: all); one never stopped lasts to the end. Returns how many, or
+ * -EIO/-ENOMEM. */
+static long profiler_instances(const char *path, long max, struct import_window **out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long n = 0, cap = 0, rc = -EIO;
+    *out = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT a.start_ns, a.end_ns, s.value IN ('cudaProfilerStart',"
+                           " 'cuProfilerStart') FROM cuda_api a JOIN strings s ON s.id = a.name_id"
+                           " WHERE s.value IN ('cudaProfilerStart', 'cuProfilerStart',"
+                           " 'cudaProfilerStop', 'cuProfilerStop') ORDER BY a.start_ns, a.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    int open = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int start = sqlite3_column_int(st, 2);
+        if (start == open)
+            continue; /* a start inside a window (the runtime's call makes the driver's) */
+        if (start) {
+            if (max && n == max)
+                break;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                struct import_window *grown = realloc(*out, (size_t)cap * sizeof *grown);
+                if (!grown) {
+                    rc = -ENOMEM;
+                    goto fail;
+                }
+                *out = grown;
+            }
+            (*out)[n++] = (struct import_window){(uint64_t)sqlite3_column_int64(st, 0),
+                                                 (uint64_t)INT64_MAX};
+        } else {
+            (*out)[n - 1].end_ns = (uint64_t)sqlite3_column_int64(st, 1) + 1;
+        }
+        open = start;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+fail:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(*out);
+    *out = NULL;
+    return rc;
+}
+
 int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range, long max,
                            char *last, size_t cap)
 {
@@ -166,7 +220,9 @@ int profile_capture_repeat(const struct profile_windows *pw, const char *capture
     if (cli_import(pw->raw_dir, scan, 1) != CLI_EXIT_OK)
         return CLI_EXIT_ERROR;
     struct import_window *windows = NULL;
-    long n = capture_instances(scan, capture_range + strlen("nvtx:"), max, &windows);
+    long n = strncmp(capture_range, "nvtx:", 5) == 0
+                 ? capture_instances(scan, capture_range + strlen("nvtx:"), max, &windows)
+                 : profiler_instances(scan, max, &windows);
     unlink(scan);
     if (n < 0)
         return cli_error("cannot read the capture ranges of '%s'", pw->raw_dir);

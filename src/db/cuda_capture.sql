@@ -41,9 +41,14 @@ UPDATE capture_windows SET
    capture_windows.process_id), 9223372036854775807));
 DELETE FROM capture_windows WHERE end_ns <= start_ns;
 
+-- the calls that open and close a cudaProfilerApi window stay: they are its edges, and
+-- --capture-range-end=repeat finds the instances by them (src/cli/profile_windows.c)
 DELETE FROM cuda_api WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS
   (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_api.process_id
-   AND cuda_api.start_ns >= w.start_ns AND cuda_api.start_ns < w.end_ns);
+   AND cuda_api.start_ns >= w.start_ns AND cuda_api.start_ns < w.end_ns)
+  AND NOT (name_id IN (SELECT id FROM strings WHERE value IN ('cudaProfilerStart',
+   'cuProfilerStart', 'cudaProfilerStop', 'cuProfilerStop')) AND process_id IN
+   (SELECT process_id FROM cuda_capture WHERE mode = 'cudaProfilerApi'));
 DELETE FROM cuda_syncs WHERE process_id IN (SELECT process_id FROM cuda_capture) AND NOT EXISTS
   (SELECT 1 FROM capture_windows w WHERE w.process_id = cuda_syncs.process_id
    AND cuda_syncs.start_ns >= w.start_ns AND cuda_syncs.start_ns < w.end_ns);

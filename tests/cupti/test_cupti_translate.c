@@ -816,8 +816,11 @@ static void capture_range_cuda_profiler_api_keeps_work_between_start_and_stop(vo
     sqlite3 *db = import_chunk();
     ASSERT_EQ(query_int(db, "SELECT count(*) FROM kernels"), 1);
     ASSERT_EQ(query_int(db, "SELECT correlation_id FROM kernels"), 2); /* runs after Stop: kept */
-    ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_api"), 1);
-    ASSERT_EQ(query_int(db, "SELECT correlation_id FROM cuda_api"), 2);
+    /* the launch inside, and the window's edges: the start and stop calls themselves */
+    ASSERT_EQ(query_int(db, "SELECT count(*) FROM cuda_api"), 3);
+    ASSERT_STR_EQ(query_text(db, "SELECT group_concat(correlation_id, ',') FROM (SELECT"
+                                 " correlation_id FROM cuda_api ORDER BY start_ns)"),
+                  "10,2,11");
     ASSERT_EQ(query_int(db, "SELECT value FROM meta WHERE key = 'cuda_gpu_ops_outside_capture'"),
               2);
     sqlite3_close(db);

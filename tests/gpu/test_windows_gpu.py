@@ -5,7 +5,9 @@ windows opened and closed from another shell (`lantern start|stop PID`). Each wi
 database must hold the loop's kernels, every one launched inside that window, and the raw
 folder's import (everything the agents wrote, no window filter) must hold no kernel launched
 while the session was paused: CUPTI's kinds are off between the windows, not only filtered at
-import. Exits 77, saying why, where there is no GPU or no PyTorch."""
+import. And `--capture-range=cudaProfilerApi --capture-range-end=repeat:3` on bench's
+cuda_launch (30 cudaProfilerStart..Stop blocks of 2 kernels an iteration): three databases,
+each exactly one block's kernels. Exits 77, saying why, where there is no GPU or no PyTorch."""
 import os
 import signal
 import sqlite3
@@ -40,6 +42,26 @@ def launches(db_path):
         return db.execute("SELECT a.start_ns FROM kernels k JOIN cuda_api a ON"
                           " a.correlation_id = k.correlation_id AND a.process_id = k.process_id"
                           ).fetchall()
+
+
+def profiler_repeat(c, build, tmp):
+    binary = os.path.join(build, "bin", "cuda_launch")
+    if not os.path.exists(binary):
+        print(f"no {binary} (built where nvcc is): the cudaProfilerApi repeat is not checked")
+        return
+    block = 200
+    run = lantern(build, "profile", "-t", "cuda,nvtx", "--capture-range=cudaProfilerApi",
+                  "--capture-range-end=repeat:3", "-o", os.path.join(tmp, "cap-%n.db"), "--",
+                  binary, str(block), "paired")
+    c.expect(run.returncode == 0, f"lantern profile (cudaProfilerApi repeat): {run.stderr[-1500:]}")
+    for i in (1, 2, 3):
+        db = os.path.join(tmp, f"cap-{i}.db")
+        c.expect(os.path.exists(db), f"capture {i} was written ({run.stderr[-500:]})")
+        if os.path.exists(db):
+            n = len(launches(db))
+            print(f"capture {i}: {n} kernels")
+            c.expect(n == 2 * block, f"capture {i} holds one block's {2 * block} kernels ({n})")
+    c.expect(not os.path.exists(os.path.join(tmp, "cap-4.db")), "repeat:3 wrote three")
 
 
 def main():
@@ -90,6 +112,7 @@ def main():
             print(f"window {i}: {len(times)} kernels, {inside} launched inside it")
             c.expect(len(times) >= 50, f"window {i} holds the loop's kernels ({len(times)})")
             c.expect(inside == len(times), f"window {i}: every kernel launched inside it")
+        profiler_repeat(c, build, tmp)
         raw = lantern(build, "import", os.path.join(tmp, "win-1.db.raw"), "-o",
                       os.path.join(tmp, "all.db"))
         c.expect(raw.returncode == 0, f"import of the raw folder: {raw.stderr}")
