@@ -44,11 +44,12 @@ static char *cpu_sampling_line(sqlite3 *db)
         const char *why = (const char *)sqlite3_column_text(st, 7);
         int n;
         long long unsampled = sqlite3_column_int64(st, 8);
+        long long threads = sqlite3_column_int64(st, 5);
         if (on == processes)
             n = asprintf(
-                &line, "on, %lld Hz: %lld samples of %lld threads (%lld lost)%s%.0lld%s",
+                &line, "on, %lld Hz: %lld samples of %lld thread%s (%lld lost)%s%.0lld%s",
                 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
-                (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4),
+                threads, threads == 1 ? "" : "s", (long long)sqlite3_column_int64(st, 4),
                 unsampled ? "; " : "", unsampled, unsampled ? " threads not sampled" : "");
         else
             n = asprintf(&line, "off in %s: %s%s", off_pids ? off_pids : "?", why ? why : "",
