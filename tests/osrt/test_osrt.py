@@ -73,7 +73,12 @@ def test_sleeps_and_reads_are_counted_exactly_with_their_measured_durations(tmp_
         expected_counts[name] = expected_counts.get(name, 0) + 1
     report = osrt_sum(tmp_path)
     assert {r["name"]: r["num_calls"] for r in report["rows"]} == expected_counts
-    assert report["rows"][0]["name"] == "nanosleep"
+    # the rows by total time, as nsys orders them; each row's total is its calls' (which of
+    # nanosleep's ~100 ms and read's ~90 ms comes first is the machine's load)
+    totals = [r["total_ns"] for r in report["rows"]]
+    assert totals == sorted(totals, reverse=True), report["rows"]
+    for r in report["rows"]:
+        assert r["total_ns"] == sum(k[2] for k in kept if k[0] == r["name"]), r
     assert report["session"]["osrt"].startswith("on, threshold 500000 ns: %d calls kept of "
                                                  % len(long_calls))
     # each kept call is inside the program's own bracket, and within 5 % of its duration; the
@@ -100,10 +105,13 @@ def test_errno_and_return_values_are_kept_and_recorded(tmp_path):
     timed_out = next(r for r in reads if r[4] == EAGAIN)
     assert timed_out[2] >= 4000000  # the socket's 5 ms timeout
     # only the contended lock was timed: the uncontended one took the trylock path. The holder
-    # keeps it 5 ms from a moment the main thread sees only after a 1 ms sleep (more on a
-    # loaded machine): the wait is a contended one's, milliseconds, not exactly 4 of them
+    # keeps it 5 ms (more on a loaded machine) from a moment the main thread sees only after a
+    # 1 ms sleep: the wait lies inside the program's bracket of the call and lasts milliseconds
     locks = calls(tmp_path, "s.value = 'pthread_mutex_lock'")
-    assert len(locks) == 1 and locks[0][3] == 0 and 1000000 <= locks[0][2] <= 5100000, locks
+    (_, start, duration), = [m for m in measured(prof.stdout) if m[0] == "pthread_mutex_lock"]
+    assert len(locks) == 1 and locks[0][3] == 0 and locks[0][2] >= 1000000, locks
+    assert start - CLOCKS_NS <= locks[0][1] <= locks[0][1] + locks[0][2] <= start + duration + \
+        CLOCKS_NS, (locks, start, duration)
 
 
 def test_a_thread_blocked_in_a_wrapped_read_can_be_cancelled(tmp_path):
@@ -179,17 +187,23 @@ def test_the_execl_family_builds_the_argv_and_is_recorded_under_its_own_name(tmp
 
 
 def test_accept_accept4_and_connect_are_timed(tmp_path):
-    """accept and accept4 block until the thread connects (3 ms each): kept, within 5 % of the
-    program's measure, returning a descriptor; the thread's two connects and a failed one
-    (ENOENT) are there too, and only they."""
+    """accept and accept4 block until the thread connects (3 ms each, unless a loaded machine
+    runs the thread first): kept, returning a descriptor, inside the program's bracket and at
+    least half of it; the thread's two connects and a failed one (ENOENT) are there too, and
+    only they. (Not within 5 % of the bracket, as the sleeps and reads are: on the loaded CI
+    machine the sanitized build was once preempted 165 us between accept4's return and the
+    program's clock read, 5.1 % of it; under two busy loops an accept found its peer waiting and
+    the bracket was 127 us, the call 84 us: the sanitizer's own work is in the bracket.)"""
     prof = profile(tmp_path, "sockets", threshold=0)
     assert "sockets 1 1 -1 2" in prof.stdout, prof.stdout
     truth = {c[0]: c for c in measured(prof.stdout)}
     for name in ("accept", "accept4"):
         (row,) = calls(tmp_path, "s.value = '%s'" % name)
-        duration = truth[name][2]
-        assert duration >= 2000000 and row[3] >= 0 and row[4] is None, (row, truth)
-        assert abs(row[2] - duration) <= 0.05 * duration, (row, duration)
+        _, start, duration = truth[name]
+        assert row[3] >= 0 and row[4] is None, (row, truth)
+        assert start - CLOCKS_NS <= row[1] and row[1] + row[2] <= start + duration + CLOCKS_NS, \
+            (row, start, duration)
+        assert row[2] >= duration / 2, (row, duration)
     connects = calls(tmp_path, "s.value = 'connect'")
     assert sorted((r[3], r[4]) for r in connects) == [(-1, ENOENT), (0, None), (0, None)]
 
