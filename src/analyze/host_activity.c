@@ -395,26 +395,6 @@ static void name_caller(struct analyze_ctx *ctx, const struct call_sum *sum,
     sqlite3_finalize(st);
 }
 
-static int64_t overlap_with_windows(const struct cpu_windows *w, int64_t start, int64_t end)
-{
-    size_t lo = 0, hi = w->count; /* the first window ending after start */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (w->end[mid] <= start)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    int64_t ns = 0;
-    for (size_t i = lo; i < w->count && w->start[i] < end; i++) {
-        int64_t s = start > w->start[i] ? start : w->start[i];
-        int64_t e = end < w->end[i] ? end : w->end[i];
-        if (e > s)
-            ns += e - s;
-    }
-    return ns;
-}
-
 static int by_call_ns(const void *a, const void *b)
 {
     const struct call_sum *x = a, *y = b;
@@ -439,7 +419,7 @@ static int blocking_calls(struct analyze_ctx *ctx, const struct scope_threads *t
         sqlite3_bind_int64(st, 3, w->end[w->count - 1]);
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t ns =
-                overlap_with_windows(w, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+                gil_overlap(w, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
             const char *name = (const char *)sqlite3_column_text(st, 2);
             if (ns <= 0)
                 continue;
