@@ -1,0 +1,159 @@
+/* What a 1 kHz interruption costs a thread, whatever the sampler (docs/benchmarks.md, "CPU
+ * sampling's cost, paired"): a small library that bench/cpu_interrupt_cost.py loads into a
+ * PyTorch program with ctypes, to switch one source of interruptions of the calling thread on
+ * and off between timed blocks of its own work. No Lantern code runs: the kinds are
+ *   1  perf cpu-clock, TID|TIME only, ring mapped: the kernel's sample interrupt, bare;
+ *   2  perf cpu-clock with the user callchain: what the agent opens (src/agent/cpu_sampling.c);
+ *   3  2 plus context_switch records (PERF_RECORD_SWITCH): thread state;
+ *   4  a POSIX timer on the thread's CPU clock, SIGEV_THREAD_ID, an empty signal handler:
+ *      what a CPU-time-timer sampler costs before it reads a stack;
+ *   5  a POSIX timer on CLOCK_MONOTONIC with the same handler (a wall-clock hrtimer, as
+ *      perf's cpu-clock is, but with a signal).
+ * ci_samples() says how many interruptions the last enabled block took, from the ring's
+ * records or the handler's count, so that a block's extra time reads per interruption. */
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CI_RING_PAGES 64u
+
+static struct {
+    int kind, fd;
+    unsigned hz;
+    struct perf_event_mmap_page *page;
+    timer_t timer;
+    long samples;
+} ci = {.fd = -1};
+
+static volatile long ci_signals;
+
+static void ci_handler(int sig, siginfo_t *info, void *context)
+{
+    (void)sig, (void)info, (void)context;
+    ci_signals++;
+}
+
+static long ci_ring_count(void)
+{
+    struct perf_event_mmap_page *pg = ci.page;
+    uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), tail = pg->data_tail;
+    const unsigned char *data = (const unsigned char *)pg + pg->data_offset;
+    long n = 0;
+    while (tail < head) {
+        struct perf_event_header h;
+        uint64_t at = tail % pg->data_size;
+        for (size_t i = 0; i < sizeof h; i++)
+            ((unsigned char *)&h)[i] = data[(at + i) % pg->data_size];
+        n += h.type == PERF_RECORD_SAMPLE;
+        if (!h.size)
+            break;
+        tail += h.size;
+    }
+    __atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
+    return n;
+}
+
+int ci_open(int kind, unsigned hz)
+{
+    ci.kind = kind;
+    ci.hz = hz;
+    if (kind >= 1 && kind <= 3) {
+        struct perf_event_attr attr = {
+            .size = sizeof attr,
+            .type = PERF_TYPE_SOFTWARE,
+            .config = PERF_COUNT_SW_CPU_CLOCK,
+            .sample_period = 1000000000u / hz,
+            .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+                           (kind >= 2 ? PERF_SAMPLE_CALLCHAIN : 0),
+            .disabled = 1,
+            .exclude_kernel = 1,
+            .exclude_hv = 1,
+            .exclude_callchain_kernel = 1,
+            .use_clockid = 1,
+            .clockid = CLOCK_MONOTONIC,
+            .sample_id_all = 1,
+            .context_switch = kind == 3,
+            .wakeup_events = 1u << 30,
+        };
+        ci.fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+        if (ci.fd < 0)
+            return -1;
+        void *map = mmap(NULL, (CI_RING_PAGES + 1) * (size_t)getpagesize(),
+                         PROT_READ | PROT_WRITE, MAP_SHARED, ci.fd, 0);
+        if (map == MAP_FAILED)
+            return -2;
+        ci.page = map;
+        return 0;
+    }
+    if (kind == 4 || kind == 5) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = ci_handler;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGRTMAX - 3, &sa, NULL))
+            return -3;
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_THREAD_ID;
+        ev.sigev_signo = SIGRTMAX - 3;
+        ev._sigev_un._tid = (int)syscall(SYS_gettid);
+        return timer_create(kind == 4 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ev,
+                            &ci.timer) ? -4 : 0;
+    }
+    return kind == 0 ? 0 : -5;
+}
+
+static void ci_arm(int on)
+{
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (on) {
+        its.it_interval.tv_nsec = 1000000000l / ci.hz;
+        its.it_value = its.it_interval;
+    }
+    timer_settime(ci.timer, 0, &its, NULL);
+}
+
+void ci_on(void)
+{
+    ci_signals = 0;
+    if (ci.fd >= 0)
+        ioctl(ci.fd, PERF_EVENT_IOC_ENABLE, 0);
+    else if (ci.kind >= 4)
+        ci_arm(1);
+}
+
+void ci_off(void)
+{
+    if (ci.fd >= 0) {
+        ioctl(ci.fd, PERF_EVENT_IOC_DISABLE, 0);
+        ci.samples = ci_ring_count();
+    } else if (ci.kind >= 4) {
+        ci_arm(0);
+        ci.samples = ci_signals;
+    }
+}
+
+long ci_samples(void)
+{
+    return ci.samples;
+}
+
+void ci_close(void)
+{
+    if (ci.page)
+        munmap(ci.page, (CI_RING_PAGES + 1) * (size_t)getpagesize());
+    if (ci.fd >= 0)
+        close(ci.fd);
+    if (ci.kind >= 4)
+        timer_delete(ci.timer);
+    memset(&ci, 0, sizeof ci);
+    ci.fd = -1;
+}
