@@ -4,7 +4,8 @@
 with one source of interruptions of its thread switched on, against blocks with it off, in
 pairs of alternating order (bench/cpu_interrupt_lib.c: perf's cpu-clock bare, with callchains,
 with context-switch records; a POSIX CPU-time timer and a wall-clock timer with an empty signal
-handler). Per kind it prints the median on/off ratio and the extra time per interruption.
+handler; a second thread reading the thread's clock and stack at the rate, as the agent's
+Python sampler does). Per kind it prints the median on/off ratio and the extra time per interruption.
 
   python3 bench/cpu_interrupt_cost.py LIB.so [--workload loop|cpu_loop|transformer]
                                       [--rounds 3] [--pairs 40] [--hz 1000]
@@ -22,7 +23,8 @@ import bench_cuda  # noqa: E402  (the same workloads as the paired tracing bench
 
 KINDS = {0: "none (A/A)", 1: "perf cpu-clock, bare", 2: "perf cpu-clock + callchain",
          3: "perf + callchain + switches", 4: "CPU-time timer, signal",
-         5: "wall-clock timer, signal"}
+         5: "wall-clock timer, signal", 6: "a reader thread at the rate",
+         7: "its wake-ups alone", 8: "perf + callchain + reader"}
 
 
 def thread_switches():

@@ -8,16 +8,23 @@
  *   4  a POSIX timer on the thread's CPU clock, SIGEV_THREAD_ID, an empty signal handler:
  *      what a CPU-time-timer sampler costs before it reads a stack;
  *   5  a POSIX timer on CLOCK_MONOTONIC with the same handler (a wall-clock hrtimer, as
- *      perf's cpu-clock is, but with a signal).
+ *      perf's cpu-clock is, but with a signal);
+ *   6  no interruption: a second thread that wakes every period, reads the thread's CPU clock
+ *      and 16 cache lines of its stack with process_vm_readv (what the agent's Python sampler,
+ *      src/agent/cpu_python.c, does to a Python thread from another CPU);
+ *   7  that thread's wake-ups alone (no clock, no reads);
+ *   8  2 and 6 together: the agent's two samplers.
  * ci_samples() says how many interruptions the last enabled block took, from the ring's
  * records or the handler's count, so that a block's extra time reads per interruption. */
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +36,13 @@ static struct {
     struct perf_event_mmap_page *page;
     timer_t timer;
     long samples;
+    pthread_t reader;
+    clockid_t target_clock;
+    const char *target_stack;
 } ci = {.fd = -1};
+
+static volatile int ci_reader_state; /* 0 idle, 1 looking, 2 ending */
+static volatile long ci_looks;
 
 static volatile long ci_signals;
 
@@ -59,18 +72,57 @@ static long ci_ring_count(void)
     return n;
 }
 
+/* Kinds 6 and 7: every period, while looking, read the target thread's CPU clock and 16
+ * cache lines of its stack, as the Python sampler reads a frame chain (kind 6), or just wake. */
+static void *ci_reader(void *arg)
+{
+    (void)arg;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    char buffer[16][64];
+    while (ci_reader_state != 2) {
+        next.tv_nsec += 1000000000l / (long)ci.hz;
+        if (next.tv_nsec >= 1000000000l)
+            next.tv_sec++, next.tv_nsec -= 1000000000l;
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        if (ci_reader_state != 1)
+            continue;
+        ci_looks++;
+        if (ci.kind == 7)
+            continue;
+        struct timespec cpu;
+        clock_gettime(ci.target_clock, &cpu);
+        for (int i = 0; i < 16; i++) {
+            struct iovec local = {buffer[i], 64};
+            struct iovec remote = {(void *)(ci.target_stack - 4096 + 256 * i), 64};
+            process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        }
+    }
+    return NULL;
+}
+
 int ci_open(int kind, unsigned hz)
 {
     ci.kind = kind;
     ci.hz = hz;
-    if (kind >= 1 && kind <= 3) {
+    if (kind >= 6) {
+        char here;
+        ci.target_stack = &here;
+        pthread_getcpuclockid(pthread_self(), &ci.target_clock);
+        ci_reader_state = 0;
+        if (pthread_create(&ci.reader, NULL, ci_reader, NULL))
+            return -6;
+        if (kind != 8)
+            return 0;
+    }
+    if ((kind >= 1 && kind <= 3) || kind == 8) {
         struct perf_event_attr attr = {
             .size = sizeof attr,
             .type = PERF_TYPE_SOFTWARE,
             .config = PERF_COUNT_SW_CPU_CLOCK,
             .sample_period = 1000000000u / hz,
             .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                           (kind >= 2 ? PERF_SAMPLE_CALLCHAIN : 0),
+                           (kind != 1 ? PERF_SAMPLE_CALLCHAIN : 0),
             .disabled = 1,
             .exclude_kernel = 1,
             .exclude_hv = 1,
@@ -107,7 +159,7 @@ int ci_open(int kind, unsigned hz)
         return timer_create(kind == 4 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ev,
                             &ci.timer) ? -4 : 0;
     }
-    return kind == 0 ? 0 : -5;
+    return kind == 0 || kind == 6 || kind == 7 ? 0 : -5;
 }
 
 static void ci_arm(int on)
@@ -124,20 +176,27 @@ static void ci_arm(int on)
 void ci_on(void)
 {
     ci_signals = 0;
+    ci_looks = 0;
+    if (ci.kind >= 6)
+        ci_reader_state = 1;
     if (ci.fd >= 0)
         ioctl(ci.fd, PERF_EVENT_IOC_ENABLE, 0);
-    else if (ci.kind >= 4)
+    else if (ci.kind == 4 || ci.kind == 5)
         ci_arm(1);
 }
 
 void ci_off(void)
 {
+    if (ci.kind >= 6)
+        ci_reader_state = 0;
     if (ci.fd >= 0) {
         ioctl(ci.fd, PERF_EVENT_IOC_DISABLE, 0);
         ci.samples = ci_ring_count();
-    } else if (ci.kind >= 4) {
+    } else if (ci.kind == 4 || ci.kind == 5) {
         ci_arm(0);
         ci.samples = ci_signals;
+    } else if (ci.kind >= 6) {
+        ci.samples = ci_looks;
     }
 }
 
@@ -152,8 +211,12 @@ void ci_close(void)
         munmap(ci.page, (CI_RING_PAGES + 1) * (size_t)getpagesize());
     if (ci.fd >= 0)
         close(ci.fd);
-    if (ci.kind >= 4)
+    if (ci.kind == 4 || ci.kind == 5)
         timer_delete(ci.timer);
+    if (ci.kind >= 6) {
+        ci_reader_state = 2;
+        pthread_join(ci.reader, NULL);
+    }
     memset(&ci, 0, sizeof ci);
     ci.fd = -1;
 }
