@@ -16,6 +16,9 @@
  *   8  2 and 6 together: the agent's two samplers.
  * ci_samples() says how many interruptions the last enabled block took, from the ring's
  * records or the handler's count, so that a block's extra time reads per interruption. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv */
+#endif
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
