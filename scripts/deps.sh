@@ -3,7 +3,7 @@
 # SQLite's headers and static library, python3's venv, clang with libFuzzer (scripts/fuzz.sh),
 # pytest, the nvtx Python package and perfetto + protobuf (the tests decode the Perfetto export
 # with them) (scripts/wheel.sh installs the wheel tools into a venv of its own); for the tests
-# only, Chromium (the HTML report is loaded in a headless browser). The CUDA toolkit (NVTX
+# only, py-spy and Chromium (the HTML report is loaded in a headless browser). The CUDA toolkit (NVTX
 # headers) is expected to be installed already.
 
 lantern_apt_install() {
@@ -53,6 +53,10 @@ lantern_install_deps() {
 # Chromium for the HTML report's browser test (tests/analyze): Debian's package, only where
 # apt has one; without it that test skips, saying so.
 lantern_install_test_deps() {
+    # py-spy: the CPU samples' top functions are compared with its (tests/cpu)
+    command -v py-spy >/dev/null || python3 -m pip install -q py-spy >/dev/null 2>&1 ||
+        python3 -m pip install -q --break-system-packages py-spy >/dev/null 2>&1 ||
+        echo "lantern: py-spy could not be installed: the py-spy comparison will skip"
     command -v chromium >/dev/null || command -v chromium-browser >/dev/null && return 0
     command -v apt-get >/dev/null || { echo "lantern: no apt-get: the browser test will skip"; return 0; }
     local sudo=""

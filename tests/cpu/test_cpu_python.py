@@ -18,6 +18,7 @@ BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
 PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
+PY_FIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_five.py")
 PY_SPY = os.environ.get("PY_SPY") or shutil.which("py-spy")
 
 
@@ -222,15 +223,22 @@ def py_spy_top(raw, n):
 
 
 @pytest.mark.skipif(not PY_SPY, reason="py-spy not installed (pip install py-spy; $PY_SPY)")
-def test_the_top_functions_agree_with_py_spy(tmp_path):
+def test_the_top_five_functions_agree_with_py_spy(tmp_path):
+    """The issue's check: py-spy and cpu_sample_sum, each on its own run of py_five.py, name the
+    same five functions in the same order, and Lantern's shares are the program's own
+    measurements within 5 points (the five are 6 to 40 % of its CPU time, 9 points apart at
+    the least)."""
     spy = subprocess.run([PY_SPY, "record", "--format", "raw", "-o", str(tmp_path / "spy.txt"),
-                          "-r", "250", "--", sys.executable, PY_HOT, "2"],
+                          "-r", "250", "--", sys.executable, PY_FIVE, "2"],
                          capture_output=True, text=True, timeout=180)
     if spy.returncode != 0 and "ptrace" in spy.stderr.lower():
         pytest.skip(f"py-spy cannot trace here: {spy.stderr.strip().splitlines()[-1]}")
     assert spy.returncode == 0, spy.stderr
-    theirs = py_spy_top((tmp_path / "spy.txt").read_text(), 2)
-    run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_HOT, "2")
+    theirs = py_spy_top((tmp_path / "spy.txt").read_text(), 5)
+    done = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_FIVE, "2")
+    shares = {f: float(p) for f, _, p in (line.split() for line in done.stdout.splitlines())}
     (rows,) = rows_by_thread(tmp_path).values()
-    ours = [r["function"] for r in rows if r["module"].endswith(".py")][:2]
-    assert ours == theirs == ["hot", "warm"], (ours, theirs)
+    ours = [r for r in rows if r["module"] == "py_five.py"][:5]
+    assert [r["function"] for r in ours] == theirs == ["f1", "f2", "f3", "f4", "f5"], (ours, theirs)
+    for r in ours:
+        assert abs(r["self_percent"] - shares[r["function"]]) <= 5, (r, shares)
