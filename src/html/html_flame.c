@@ -1,9 +1,11 @@
 /* The host CPU section of the HTML page (-t cpu): flame graphs of the CPU samples, per process
  * for the whole run and for its top NVTX ranges by time, as inline SVG (callers on top, callees
  * below, width proportional to samples; each frame's tooltip gives its full name, samples and
- * share). Frames are the database's callsites (merged by path already, model/cpu_profile.h);
- * a frame narrower than FLAME_MIN_SHARE of its graph is pruned with its callees and the pruned
- * samples are counted under the graph, so the page's size is bounded whatever the run's. */
+ * share), coloured by kind (Python, the program's, a library's, unknown) with a legend. Frames
+ * are the database's callsites (merged by path already, model/cpu_profile.h); a frame narrower
+ * than FLAME_MIN_SHARE of its graph is pruned with its callees and the pruned samples are
+ * counted under the graph, so the page's size is bounded whatever the run's. Each frame carries
+ * its sample span for the zoom and search script (html_flame_script.c), written once after. */
 #include "analyze/host_activity.h"
 #include "common/index_map.h"
 #include "html/html_internal.h"
@@ -68,11 +70,14 @@ static const struct {
     const char *shade[4];
 } flame_kinds[KINDS] = {
     [KIND_PYTHON] = {"py", "Python function", {"#6fa8dc", "#7fb3e0", "#8fbee5", "#9fc9ea"}},
-    [KIND_NATIVE] = {"native", "native, the program's own",
+    [KIND_NATIVE] = {"native",
+                     "native, the program's own",
                      {"#e8734a", "#ec8558", "#ef9766", "#f2a974"}},
-    [KIND_LIBRARY] = {"lib", "native, a library's (or the interpreter's)",
+    [KIND_LIBRARY] = {"lib",
+                      "native, a library's (or the interpreter's)",
                       {"#e5b83c", "#e9c251", "#edcb66", "#f0d47b"}},
-    [KIND_UNKNOWN] = {"unknown", "kernel / unknown (no user-space frame, [vdso], [anon])",
+    [KIND_UNKNOWN] = {"unknown",
+                      "kernel / unknown (no user-space frame, [vdso], [anon])",
                       {"#b4b9bf", "#bdc2c7", "#c6cacf", "#cfd2d6"}},
     [KIND_ALL] = {"all", NULL, {"#dfe3e8", "#dfe3e8", "#dfe3e8", "#dfe3e8"}},
 };
@@ -92,8 +97,8 @@ static enum flame_kind frame_kind(const struct cpu_profile *p, int64_t frame)
  * samples (data-n), its kind (data-k) and, where the label is cut, its name whole (data-name),
  * which the zoom script (html_flame_script.c) reads. */
 static void frame_rect(struct html_page *page, struct flame *f, const char *name,
-                       const char *module, enum flame_kind kind, int64_t first,
-                       int64_t samples, int row)
+                       const char *module, enum flame_kind kind, int64_t first, int64_t samples,
+                       int row)
 {
     FILE *out = page->out;
     double scale = (double)FLAME_WIDTH / (double)f->samples, x = (double)first * scale,
@@ -102,16 +107,17 @@ static void frame_rect(struct html_page *page, struct flame *f, const char *name
     for (const char *c = name; *c; c++)
         h = (h ^ (unsigned char)*c) * 16777619u;
     int chars = (int)((w - 4) / 6.5); /* names cut to fit; the tooltip has them whole */
-    char cut[4 * FLAME_WIDTH / 6 + 8] = ""; /* by code points, as the script cuts (by UTF-16 units: the same
-                           * outside the astral planes) */
+    /* cut by code points, as the script cuts (by UTF-16 units: the same outside the astral
+     * planes); at most FLAME_WIDTH / 6.5 characters of 4 bytes */
+    char cut[4 * FLAME_WIDTH / 6 + 8] = "";
     if (chars >= 3) {
         if (utf8_width(name) > (size_t)chars)
             snprintf(cut, sizeof cut, "%.*s..", (int)utf8_prefix(name, (size_t)chars - 2), name);
         else
             snprintf(cut, sizeof cut, "%s", name);
     }
-    fprintf(out, "<g class=\"fr\" data-s=\"%lld\" data-n=\"%lld\" data-k=\"%s\"",
-            (long long)first, (long long)samples, flame_kinds[kind].key);
+    fprintf(out, "<g class=\"fr\" data-s=\"%lld\" data-n=\"%lld\" data-k=\"%s\"", (long long)first,
+            (long long)samples, flame_kinds[kind].key);
     if (strcmp(cut, name)) {
         fputs(" data-name=\"", out);
         html_text(out, name);
@@ -384,8 +390,7 @@ int html_section_cpu(struct html_page *page)
         rc = process_graphs(page, &f, counts, sqlite3_column_int64(procs, 0),
                             (const char *)sqlite3_column_text(procs, 1));
     if (rc == 0)
-        fprintf(out, "<script id=\"flame-script\">\n%s</script>\n</section>\n",
-                html_flame_script);
+        fprintf(out, "<script id=\"flame-script\">\n%s</script>\n</section>\n", html_flame_script);
     else if (!page->ctx->error[0])
         snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s", sqlite3_errmsg(page->db));
     sqlite3_finalize(procs);
