@@ -301,6 +301,9 @@ PROBE = r"""<script>
  out.focusAfter=svg.getAttribute('data-focus');
  out.hiddenAfter=gs.filter(function(g){return g.getAttribute('display')==='none';}).length;
  out.resetAfter=reset.disabled;
+ var main=gs.filter(function(g){return g.querySelector('title').textContent.indexOf('main ')===0;})[0];
+ main.focus();main.dispatchEvent(new KeyboardEvent('keydown',{key:'Enter',bubbles:true}));
+ out.tabbable=main.getAttribute('tabindex');out.focusEnter=svg.getAttribute('data-focus');
  document.body.setAttribute('data-probe',JSON.stringify(out));
 })();
 </script></body>"""
@@ -339,3 +342,5 @@ def test_clicking_searching_and_escape_in_headless_chromium(native):
     assert got["matched"] == f"Matched: {hot['n']} of {total} samples ({100 * hot['n'] / total:.1f} %)"
     assert got["hits"] == 1
     assert got["focusAfter"] == "0" and got["hiddenAfter"] == 0 and got["resetAfter"] is True
+    main = next(i for i, f in enumerate(frames) if f["title"] == "main (cpu_hot)")
+    assert got["tabbable"] == "0" and got["focusEnter"] == str(main)
