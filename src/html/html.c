@@ -30,7 +30,11 @@ static const char page_style[] =
     "svg .val{fill:#59616b}svg .axis{stroke:#9aa3ad;stroke-width:1}"
     "figure{margin:10px 0 18px}figcaption{color:#59616b;font-size:12.5px}"
     ".legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:10px;"
-    "height:10px;margin-right:4px;vertical-align:middle}";
+    "height:10px;margin-right:4px;vertical-align:middle}"
+    "svg.flame g.fr{cursor:pointer}svg.flame rect{stroke:#fff;stroke-width:.6}"
+    "svg.flame .anc{opacity:.5}svg.flame .hit rect{fill:#e03ee0}"
+    "svg.flame g.fr:focus{outline:none}svg.flame g.fr:focus rect{stroke:#1d232b;stroke-width:1.5}"
+    ".flamebar input{margin:0 10px}";
 
 /* Sorts a table by the clicked column (numbers by their data-v value, else text). */
 static const char page_script[] =

@@ -1,13 +1,16 @@
 /* The host CPU section of the HTML page (-t cpu): flame graphs of the CPU samples, per process
  * for the whole run and for its top NVTX ranges by time, as inline SVG (callers on top, callees
  * below, width proportional to samples; each frame's tooltip gives its full name, samples and
- * share). Frames are the database's callsites (merged by path already, model/cpu_profile.h);
- * a frame narrower than FLAME_MIN_SHARE of its graph is pruned with its callees and the pruned
- * samples are counted under the graph, so the page's size is bounded whatever the run's. */
+ * share), coloured by kind (Python, the program's, a library's, unknown) with a legend. Frames
+ * are the database's callsites (merged by path already, model/cpu_profile.h); a frame narrower
+ * than FLAME_MIN_SHARE of its graph is pruned with its callees and the pruned samples are
+ * counted under the graph, so the page's size is bounded whatever the run's. Each frame carries
+ * its sample span for the zoom and search script (html_flame_script.c), written once after. */
 #include "analyze/host_activity.h"
 #include "common/index_map.h"
 #include "html/html_internal.h"
 #include "model/cpu_profile.h"
+#include "output/utf8.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -59,13 +62,68 @@ static int build_tree(struct flame *f)
     return 0;
 }
 
+/* Frames coloured by kind, a hue per kind with shades picked by the name's hash (neighbours
+ * stay apart); the legend lists them. KIND_ALL is the root. */
+enum flame_kind { KIND_PYTHON, KIND_NATIVE, KIND_LIBRARY, KIND_UNKNOWN, KIND_ALL, KINDS };
+static const struct {
+    const char *key, *legend; /* data-k, the legend's words (NULL: not in the legend) */
+    const char *shade[4];
+} flame_kinds[KINDS] = {
+    [KIND_PYTHON] = {"py", "Python function", {"#6fa8dc", "#7fb3e0", "#8fbee5", "#9fc9ea"}},
+    [KIND_NATIVE] = {"native",
+                     "native, the program's own",
+                     {"#e8734a", "#ec8558", "#ef9766", "#f2a974"}},
+    [KIND_LIBRARY] = {"lib",
+                      "native, a library's (or the interpreter's)",
+                      {"#e5b83c", "#e9c251", "#edcb66", "#f0d47b"}},
+    [KIND_UNKNOWN] = {"unknown",
+                      "kernel / unknown (no user-space frame, [vdso], [anon])",
+                      {"#b4b9bf", "#bdc2c7", "#c6cacf", "#cfd2d6"}},
+    [KIND_ALL] = {"all", NULL, {"#dfe3e8", "#dfe3e8", "#dfe3e8", "#dfe3e8"}},
+};
+
+/* A frame's kind: a Python function (it has a file), a frame without a module or in a pseudo
+ * module ("[vdso]", "[anon]"), else the program's or a library's by cpu_frame_is_library. */
+static enum flame_kind frame_kind(const struct cpu_profile *p, int64_t frame)
+{
+    if (frame && p->file[frame])
+        return KIND_PYTHON;
+    if (!frame || !p->module[frame] || p->module[frame][0] == '[')
+        return KIND_UNKNOWN;
+    return p->library[frame] ? KIND_LIBRARY : KIND_NATIVE;
+}
+
+/* One frame: a g.fr carrying its first sample (data-s, counted from the graph's left), its
+ * samples (data-n), its kind (data-k) and, where the label is cut, its name whole (data-name),
+ * which the zoom script (html_flame_script.c) reads. */
 static void frame_rect(struct html_page *page, struct flame *f, const char *name,
-                       const char *module, int64_t samples, double x, double w, int row)
+                       const char *module, enum flame_kind kind, int64_t first, int64_t samples,
+                       int row)
 {
     FILE *out = page->out;
-    char color[8];
-    html_color(module ? module : name, color);
-    fputs("<g class=\"fr\"><title>", out);
+    double scale = (double)FLAME_WIDTH / (double)f->samples, x = (double)first * scale,
+           w = (double)samples * scale;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    int chars = (int)((w - 4) / 6.5); /* names cut to fit; the tooltip has them whole */
+    /* cut by code points, as the script cuts (by UTF-16 units: the same outside the astral
+     * planes); at most FLAME_WIDTH / 6.5 characters of 4 bytes */
+    char cut[4 * FLAME_WIDTH / 6 + 8] = "";
+    if (chars >= 3) {
+        if (utf8_width(name) > (size_t)chars)
+            snprintf(cut, sizeof cut, "%.*s..", (int)utf8_prefix(name, (size_t)chars - 2), name);
+        else
+            snprintf(cut, sizeof cut, "%s", name);
+    }
+    fprintf(out, "<g class=\"fr\" data-s=\"%lld\" data-n=\"%lld\" data-k=\"%s\"", (long long)first,
+            (long long)samples, flame_kinds[kind].key);
+    if (strcmp(cut, name)) {
+        fputs(" data-name=\"", out);
+        html_text(out, name);
+        putc('"', out);
+    }
+    fputs("><title>", out);
     html_text(out, name);
     if (module) {
         fputs(" (", out);
@@ -76,15 +134,8 @@ static void frame_rect(struct html_page *page, struct flame *f, const char *name
             ": %lld samples, %.1f %%</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
             "height=\"%d\" fill=\"%s\"/>",
             (long long)samples, 100.0 * (double)samples / (double)f->samples, x, row * FLAME_ROW, w,
-            FLAME_ROW - 1, color);
-    int chars = (int)((w - 4) / 6.5); /* names cut to fit; the tooltip has them whole */
-    if (chars >= 3) {
-        char cut[256];
-        size_t len = strlen(name);
-        if ((int)len > chars && chars < (int)sizeof cut)
-            snprintf(cut, sizeof cut, "%.*s..", chars - 2, name);
-        else
-            snprintf(cut, sizeof cut, "%s", name);
+            FLAME_ROW - 1, flame_kinds[kind].shade[h % 4]);
+    if (cut[0]) {
         fprintf(out, "<text x=\"%.1f\" y=\"%d\">", x + 2, row * FLAME_ROW + 12);
         html_text(out, cut);
         fputs("</text>", out);
@@ -111,21 +162,20 @@ static int rows_below(const struct flame *f, int64_t c, int row)
     return rows;
 }
 
-/* Draws the callees of callsite c (0: the root) from x, one row below `row`. */
-static void draw_children(struct html_page *page, struct flame *f, int64_t c, double x, int row)
+/* Draws the callees of callsite c (0: the root) from sample `first`, one row below `row`. */
+static void draw_children(struct html_page *page, struct flame *f, int64_t c, int64_t first,
+                          int row)
 {
-    double scale = (double)FLAME_WIDTH / (double)f->samples;
     for (int64_t k = f->first_child[c]; k; k = f->next_sibling[k]) {
-        double w = (double)f->total[k] * scale;
         if (!drawn(f, k, row)) {
             f->pruned += f->total[k];
             continue; /* pruned with its callees (the narrowest come last) */
         }
         int64_t frame = f->p->frame[k];
         frame_rect(page, f, frame ? f->p->name[frame] : "?", frame ? f->p->module[frame] : NULL,
-                   f->total[k], x, w, row + 1);
-        draw_children(page, f, k, x, row + 1);
-        x += w;
+                   frame_kind(f->p, frame), first, f->total[k], row + 1);
+        draw_children(page, f, k, first, row + 1);
+        first += f->total[k];
     }
 }
 
@@ -156,15 +206,14 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
             "</h4>\n<figure><svg class=\"flame\" viewBox=\"0 0 %d %d\" width=\"%d\" "
             "height=\"%d\" role=\"img\" data-samples=\"%lld\">\n",
             FLAME_WIDTH, rows * FLAME_ROW, FLAME_WIDTH, rows * FLAME_ROW, (long long)f->samples);
-    frame_rect(page, f, "all", NULL, f->samples, 0, FLAME_WIDTH, 0);
+    frame_rect(page, f, "all", NULL, KIND_ALL, 0, f->samples, 0);
     draw_children(page, f, 0, 0, 0);
-    double x = 0;
+    int64_t first = 0;
     for (int64_t k = f->first_child[0]; k; k = f->next_sibling[k])
         if (drawn(f, k, 0))
-            x += (double)f->total[k] * FLAME_WIDTH / (double)f->samples;
+            first += f->total[k];
     if (no_frame >= FLAME_MIN_SHARE * (double)f->samples)
-        frame_rect(page, f, "[no user-space frame]", NULL, no_frame, x,
-                   (double)no_frame * FLAME_WIDTH / (double)f->samples, 1);
+        frame_rect(page, f, "[no user-space frame]", NULL, KIND_UNKNOWN, first, no_frame, 1);
     else
         f->pruned += no_frame;
     fprintf(out, "</svg>\n<figcaption data-pruned=\"%lld\">%lld samples", (long long)f->pruned,
@@ -320,17 +369,28 @@ int html_section_cpu(struct html_page *page)
               " p.id = t.process_id JOIN process_labels pl ON pl.id = p.id"
               " GROUP BY t.process_id ORDER BY 3 DESC, 1 LIMIT " FLAME_PROCESSES);
     rc = !procs ? -EIO : counts && f.first_child && f.next_sibling ? 0 : -ENOMEM;
-    if (rc == 0)
-        fputs("<p>Where the profiled threads spent their CPU time (native stacks, -t cpu): "
-              "callers above their callees, each frame as wide as its samples; hover a frame "
-              "for its full name. Per process, the whole run and its NVTX ranges with the most "
-              "time (docs/cpu.md).</p>\n",
+    if (rc == 0) {
+        fputs("<p>Where the profiled threads spent their CPU time (native and Python stacks, -t "
+              "cpu): callers above their callees, each frame as wide as its samples; hover a "
+              "frame for its full name, samples and share. Click a frame (or Enter on it) to "
+              "zoom into it, its callers greyed above it; Reset zoom or Escape goes back; the "
+              "search box marks the frames whose name holds its text and says their share of "
+              "the samples. Per process, the whole run and its NVTX ranges with the most time "
+              "(docs/cpu.md).</p>\n<p class=\"legend\">",
               out);
+        for (int k = 0; k < KINDS; k++)
+            if (flame_kinds[k].legend)
+                fprintf(out, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>",
+                        flame_kinds[k].shade[0], flame_kinds[k].legend);
+        fputs("<span><i class=\"sw\" style=\"background:#e03ee0\"></i>search match</span>"
+              "</p>\n",
+              out);
+    }
     while (rc == 0 && sqlite3_step(procs) == SQLITE_ROW)
         rc = process_graphs(page, &f, counts, sqlite3_column_int64(procs, 0),
                             (const char *)sqlite3_column_text(procs, 1));
     if (rc == 0)
-        fputs("</section>\n", out);
+        fprintf(out, "<script id=\"flame-script\">\n%s</script>\n</section>\n", html_flame_script);
     else if (!page->ctx->error[0])
         snprintf(page->ctx->error, sizeof page->ctx->error, "report: %s", sqlite3_errmsg(page->db));
     sqlite3_finalize(procs);

@@ -59,5 +59,7 @@ int html_section_findings(struct html_page *page);
 int html_section_energy(struct html_page *page);
 int html_section_gpu_metrics(struct html_page *page); /* html_gpu_metrics.c */
 int html_section_cpu(struct html_page *page);         /* html_flame.c: only with -t cpu */
+/* The flame graphs' zoom and search script (html_flame_script.c), written by html_flame.c. */
+extern const char html_flame_script[];
 
 #endif
