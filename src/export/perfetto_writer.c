@@ -351,8 +351,8 @@ void perfetto_nest_release(struct perfetto_writer *w, struct perfetto_nest *n)
     *n = (struct perfetto_nest){0};
 }
 
-uint64_t perfetto_thread_slice(struct perfetto_writer *w, struct perfetto_nest *n,
-                               sqlite3_stmt *st, uint64_t track, const char *name)
+uint64_t perfetto_thread_slice(struct perfetto_writer *w, struct perfetto_nest *n, sqlite3_stmt *st,
+                               uint64_t track, const char *name)
 {
     int64_t thread = sqlite3_column_int64(st, 0);
     uint64_t start = (uint64_t)sqlite3_column_int64(st, 1);

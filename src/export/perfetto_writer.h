@@ -276,8 +276,8 @@ void perfetto_nest_release(struct perfetto_writer *w, struct perfetto_nest *n);
  * (PERFETTO_THREAD_TRACK, which the core describes) or a child track of it named `name`,
  * described at its first slice. Nests the slice on n and begins its event; the caller writes
  * its name, category and annotations, then perfetto_event_end(w, the start returned). */
-uint64_t perfetto_thread_slice(struct perfetto_writer *w, struct perfetto_nest *n,
-                               sqlite3_stmt *st, uint64_t track, const char *name);
+uint64_t perfetto_thread_slice(struct perfetto_writer *w, struct perfetto_nest *n, sqlite3_stmt *st,
+                               uint64_t track, const char *name);
 
 /* The track of GPU gpu ("GPU 0: NVIDIA H100 80GB HBM3"), described on first use. */
 void perfetto_gpu_track(struct perfetto_writer *w, int64_t gpu);
