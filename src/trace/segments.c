@@ -57,8 +57,8 @@ int trace_write_all(int fd, const void *buf, size_t len)
 
 int trace_segment_create(int dir_fd, const char *path)
 {
-    int fd = openat(dir_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-                    0644);
+    int fd =
+        openat(dir_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     uint8_t header[TRACE_FILE_HEADER_SIZE];
