@@ -4,6 +4,7 @@
 #define LANTERN_STATS_STATS_H
 
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "output/table.h"
@@ -47,6 +48,12 @@ struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *
 /* A report with nothing to show (its reason already in ctx->note): its table without rows, so
  * that JSON stays whole and CSV keeps its header. Returns 0, or -EIO/-ENOMEM with ctx->error set. */
 int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
+
+/* output.c: the "Thread" and "Process" cells of a thread's row ("tid (label)", "pid (label)";
+ * empty for a thread the database does not know) through the query stats_thread_query
+ * prepares (NULL: the database's error). */
+sqlite3_stmt *stats_thread_query(sqlite3 *db);
+void stats_thread_cells(struct table *t, sqlite3_stmt *query, int64_t thread_id);
 
 /* Why a database holds no CUDA activity (no API call, kernel, copy or set): writes the reason
  * ("-t cuda was off", "the host had no NVIDIA GPU", "the program made no CUDA call") into why
