@@ -41,6 +41,22 @@ int stats_header(struct stats_ctx *ctx, FILE *out);
  * or 0 when a process was recorded. */
 int stats_why_nothing(sqlite3 *db, char *why, size_t size);
 
+/* The columns of nsys's summaries of durations (cuda_api_sum, osrt_sum, nvtx_sum, ...): the
+ * spread of a group's durations, and the whole run of them: Time %, Total Time, a count (its
+ * title and key), then the spread. */
+#define STATS_DURATION_SPREAD_COLUMNS                                                              \
+    {"Avg", "avg_ns", TABLE_NS}, {"Med", "med_ns", TABLE_NS}, {"Min", "min_ns", TABLE_NS},         \
+        {"Max", "max_ns", TABLE_NS}, {"StdDev", "stddev_ns", TABLE_NS}
+#define STATS_DURATION_COLUMNS(count_title, count_key)                                             \
+    {"Time", "time_percent", TABLE_PERCENT}, {"Total Time", "total_ns", TABLE_NS},                 \
+        {count_title, count_key, TABLE_INT}, STATS_DURATION_SPREAD_COLUMNS
+/* Their SQL, over the expression `duration` of rows grouped by the caller, the share against
+ * `all` (the SQL of all rows' total): the columns of STATS_DURATION_COLUMNS but the name. */
+#define STATS_DURATION_SQL(duration, all)                                                          \
+    "100.0 * SUM(" duration ") / (" all "), SUM(" duration "), COUNT(*), AVG(" duration "),"       \
+    " lantern_median(" duration "), MIN(" duration "), MAX(" duration "),"                         \
+    " lantern_stddev(" duration ")"
+
 /* output.c: a report's table on ctx->out in its format, fitted to ctx->width, its CSV escaped for a
  * terminal (table.h). NULL if out of memory. */
 struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
