@@ -82,18 +82,7 @@ static int writer_checked_fd(void)
  * negative errno with errno set (-EIO for a write that wrote nothing, errno left as it was). */
 static int writer_write_fd(int fd, const uint8_t *p, size_t len)
 {
-    if (fd < 0)
-        return fd;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return fd < 0 ? fd : trace_write_all(fd, p, len);
 }
 
 int writer_write_all(const uint8_t *p, size_t len)
@@ -264,25 +253,22 @@ int writer_ring_open(uint64_t n)
     int rc = trace_segment_path(path, sizeof path, writer.path, n);
     if (rc < 0)
         return rc;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = trace_segment_create(AT_FDCWD, path);
     struct stat st;
-    uint8_t header[TRACE_FILE_HEADER_SIZE];
-    trace_file_header(header);
-    rc = fd < 0 || fstat(fd, &st) != 0 ? -errno : writer_write_fd(fd, header, sizeof header);
-    if (rc < 0) {
+    if (fd >= 0 && fstat(fd, &st) != 0) {
         int err = errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(path);
-        }
+        close(fd);
+        unlink(path);
         errno = err;
-        return rc;
+        fd = -err;
     }
+    if (fd < 0)
+        return fd;
     writer_ring.fd = writer_fd_high(fd);
     writer_ring.fd_dev = st.st_dev;
     writer_ring.fd_ino = st.st_ino;
     memcpy(writer_ring.path, path, sizeof path);
-    writer_ring.file_bytes = sizeof header;
+    writer_ring.file_bytes = TRACE_FILE_HEADER_SIZE;
     writer_ring.number = n;
     writer_ring.started_ns = clock_mono_ns();
     struct trace_segment r = {.number = n, .start = writer_ring.started_ns};

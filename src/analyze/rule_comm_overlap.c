@@ -9,7 +9,6 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,38 +29,33 @@ static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f,
     timeline_rank_evidence(ctx, f, c->r, c->ns, detail);
 }
 
+/* A rank's exposed communication; none without NCCL kernels. */
+static int64_t exposed_ns(const struct timeline_rank *r, int64_t span)
+{
+    (void)span;
+    return r->nccl.total > 0 ? r->kernels.total - r->compute.total : -1;
+}
+
 int rule_comm_overlap(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     int rc;
     struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t || !timeline_several_ranks(t, res))
         return rc;
-    struct timeline_rank_share *v = calloc(t->rank_count, sizeof *v);
-    if (!v) {
-        snprintf(ctx->error, sizeof ctx->error, "comm_overlap: out of memory");
-        return -ENOMEM;
-    }
-    size_t n = 0, flagged = 0;
+    struct timeline_rank_share *v;
+    long count = timeline_rank_shares(ctx, t, "comm_overlap", exposed_ns, &v);
+    if (count < 0)
+        return (int)count;
+    size_t n = (size_t)count, flagged = 0;
     int64_t least = -1;
     const struct timeline_rank_share *least_rank = NULL;
-    for (size_t i = 0; i < t->rank_count; i++) {
-        const struct timeline_rank *r = &t->ranks[i];
-        int64_t span = r->last_end - r->first_start;
-        if (r->nccl.total <= 0 || span <= 0)
-            continue;
-        struct timeline_rank_share *c = &v[n++];
-        *c = (struct timeline_rank_share){
-            .r = r, .span = span, .ns = r->kernels.total - r->compute.total};
-        c->share = 100.0 * (double)c->ns / (double)span;
-        flagged += c->share >= COMM_EXPOSED_MIN_SHARE;
-    }
-    if (n)
-        qsort(v, n, sizeof *v, timeline_rank_by_share);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        flagged += v[i].share >= COMM_EXPOSED_MIN_SHARE;
         if (least < 0 || v[i].ns < least) {
             least = v[i].ns;
             least_rank = &v[i];
         }
+    }
     if (n == 0)
         analyze_note(res, "no NCCL kernels (ncclDevKernel_*, ncclSymkDevKernel_*, ncclKernel_*) in "
                           "this database");

@@ -7,7 +7,6 @@
 #include "analyze/thresholds.h"
 #include "analyze/timeline.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,29 +33,24 @@ static void rank_row(struct analyze_ctx *ctx, struct analyze_finding *f,
     timeline_rank_evidence(ctx, f, e->r, e->ns, detail);
 }
 
+/* A rank's GPU idle time: its span less its work. */
+static int64_t idle_ns(const struct timeline_rank *r, int64_t span)
+{
+    return span - r->all.total;
+}
+
 int rule_rank_idle(struct analyze_ctx *ctx, struct analyze_result *res)
 {
     int rc;
     struct analyze_timeline *t = analyze_gpu_work(ctx, res, &rc);
     if (!t || !timeline_several_ranks(t, res))
         return rc;
-    struct timeline_rank_share *v = calloc(t->rank_count, sizeof *v);
-    if (!v) {
-        snprintf(ctx->error, sizeof ctx->error, "rank_idle: out of memory");
-        return -ENOMEM;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < t->rank_count; i++) {
-        const struct timeline_rank *r = &t->ranks[i];
-        int64_t span = r->last_end - r->first_start;
-        if (span <= 0)
-            continue;
-        struct timeline_rank_share *e = &v[n++];
-        *e = (struct timeline_rank_share){.r = r, .span = span, .ns = span - r->all.total};
-        e->share = 100.0 * (double)e->ns / (double)span;
-    }
+    struct timeline_rank_share *v;
+    long count = timeline_rank_shares(ctx, t, "rank_idle", idle_ns, &v);
+    if (count < 0)
+        return (int)count;
+    size_t n = (size_t)count;
     if (n >= 2) {
-        qsort(v, n, sizeof *v, timeline_rank_by_share);
         analyze_note(res,
                      "%zu ranks: GPU idle between each rank's first and last work from "
                      "%.1f %% to %.1f %% of it (median %.1f %%)",

@@ -248,6 +248,13 @@ struct timeline_rank_share {
 };
 /* qsort order: the largest share first, then by process id. */
 int timeline_rank_by_share(const void *a, const void *b);
+/* The shares of the ranks with a span and a time of the kind (measure's, < 0: none), sorted
+ * by timeline_rank_by_share, into *out (calloc'd; the caller frees it). Returns their count,
+ * or -ENOMEM with ctx->error set for rule. */
+long timeline_rank_shares(struct analyze_ctx *ctx, const struct analyze_timeline *t,
+                          const char *rule, int64_t (*measure)(const struct timeline_rank *r,
+                                                               int64_t span),
+                          struct timeline_rank_share **out);
 /* An evidence row for a rank, named "rank 3" (else "pid 4242"): from its first work on its
  * GPU, lasting duration_ns, with detail. */
 void timeline_rank_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,

@@ -200,6 +200,31 @@ int timeline_rank_by_share(const void *a, const void *b)
     return (x->r->process_id > y->r->process_id) - (x->r->process_id < y->r->process_id);
 }
 
+long timeline_rank_shares(struct analyze_ctx *ctx, const struct analyze_timeline *t,
+                          const char *rule,
+                          int64_t (*measure)(const struct timeline_rank *r, int64_t span),
+                          struct timeline_rank_share **out)
+{
+    struct timeline_rank_share *v = *out = calloc(t->rank_count, sizeof *v);
+    if (!v) {
+        snprintf(ctx->error, sizeof ctx->error, "%s: out of memory", rule);
+        return -ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t->rank_count; i++) {
+        const struct timeline_rank *r = &t->ranks[i];
+        int64_t span = r->last_end - r->first_start, ns = span > 0 ? measure(r, span) : -1;
+        if (ns < 0)
+            continue;
+        v[n] = (struct timeline_rank_share){
+            .r = r, .span = span, .ns = ns, .share = 100.0 * (double)ns / (double)span};
+        n++;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, timeline_rank_by_share);
+    return (long)n;
+}
+
 void timeline_rank_evidence(struct analyze_ctx *ctx, struct analyze_finding *f,
                             const struct timeline_rank *r, int64_t duration_ns, char *detail)
 {

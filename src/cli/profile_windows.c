@@ -109,51 +109,100 @@ int profile_windows_finish(const struct profile_windows *pw, const struct launch
     return rc;
 }
 
-/* The instances of the range named name in the database at path, in start order, none inside
- * another, at most max (0: all): [start, end] as windows (end + 1: what begins at the range's
- * end is its). Returns how many, or -EIO/-ENOMEM. */
-static long capture_instances(const char *path, const char *name, long max,
-                              struct import_window **out)
+/* The windows a capture's instances make, as read so far. */
+struct instance_list {
+    struct import_window *windows;
+    long n, cap;
+    int open; /* profiler_row: a start call seen and no stop since */
+};
+
+static int instance_add(struct instance_list *l, struct import_window w)
+{
+    if (l->n == l->cap) {
+        long cap = l->cap ? l->cap * 2 : 16;
+        struct import_window *grown = realloc(l->windows, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        l->windows = grown;
+        l->cap = cap;
+    }
+    l->windows[l->n++] = w;
+    return 0;
+}
+
+/* One row of a capture's query into l: 0 for the next row, 1 when done (max reached), or
+ * -ENOMEM. */
+typedef int instance_row(struct instance_list *l, sqlite3_stmt *st, long max);
+
+/* The instances that the rows of sql (?1 bound to bind, when not NULL) over the database at
+ * path make, row by row. Returns how many, or -EIO/-ENOMEM. */
+static long read_instances(const char *path, const char *sql, const char *bind, instance_row *row,
+                           long max, struct import_window **out)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    long n = 0, cap = 0, rc = -EIO;
+    struct instance_list l = {0};
+    int rc = -EIO;
     *out = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "SELECT r.start_ns, coalesce(r.end_ns + 1, 9223372036854775807)"
-                           " FROM ranges r JOIN strings s ON s.id = r.name_id"
-                           " WHERE s.value = ? ORDER BY r.start_ns, r.id",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto fail;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    uint64_t previous_end = 0;
-    while (sqlite3_step(st) == SQLITE_ROW && (!max || n < max)) {
-        struct import_window w = {(uint64_t)sqlite3_column_int64(st, 0),
-                                  (uint64_t)sqlite3_column_int64(st, 1)};
-        if (n && w.start_ns < previous_end)
-            continue; /* nested in the previous instance: part of it */
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct import_window *grown = realloc(*out, (size_t)cap * sizeof *grown);
-            if (!grown) {
-                rc = -ENOMEM;
-                goto fail;
-            }
-            *out = grown;
-        }
-        (*out)[n++] = w;
-        previous_end = w.end_ns;
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    if (bind)
+        sqlite3_bind_text(st, 1, bind, -1, SQLITE_STATIC);
+    rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = row(&l, st, max);
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (rc < 0) {
+        free(l.windows);
+        return rc;
     }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
-fail:
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    free(*out);
-    *out = NULL;
-    return rc;
+    *out = l.windows;
+    return l.n;
+}
+
+/* A capture range's instance, [start, end] as a window (end + 1: what begins at the range's
+ * end is its), unless it is inside the previous one. */
+static int capture_row(struct instance_list *l, sqlite3_stmt *st, long max)
+{
+    struct import_window w = {(uint64_t)sqlite3_column_int64(st, 0),
+                              (uint64_t)sqlite3_column_int64(st, 1)};
+    if (l->n && w.start_ns < l->windows[l->n - 1].end_ns)
+        return 0; /* nested in the previous instance: part of it */
+    int rc = instance_add(l, w);
+    return rc < 0 ? rc : max && l->n == max;
+}
+
+/* The instances of the range named name in the database at path, in start order, none inside
+ * another, at most max (0: all). Returns how many, or -EIO/-ENOMEM. */
+static long capture_instances(const char *path, const char *name, long max,
+                              struct import_window **out)
+{
+    return read_instances(path,
+                          "SELECT r.start_ns, coalesce(r.end_ns + 1, 9223372036854775807)"
+                          " FROM ranges r JOIN strings s ON s.id = r.name_id"
+                          " WHERE s.value = ? ORDER BY r.start_ns, r.id",
+                          name, capture_row, max, out);
+}
+
+/* A start call while none is open begins a window, the next stop call's end ends it; a
+ * start inside a window is the runtime's call making the driver's. */
+static int profiler_row(struct instance_list *l, sqlite3_stmt *st, long max)
+{
+    int start = sqlite3_column_int(st, 2);
+    if (start == l->open)
+        return 0;
+    l->open = start;
+    if (!start) {
+        l->windows[l->n - 1].end_ns = (uint64_t)sqlite3_column_int64(st, 1) + 1;
+        return 0;
+    }
+    if (max && l->n == max)
+        return 1;
+    return instance_add(
+        l, (struct import_window){(uint64_t)sqlite3_column_int64(st, 0), (uint64_t)INT64_MAX});
 }
 
 /* The cudaProfilerApi capture's instances in the database at path: from a start call
@@ -163,51 +212,12 @@ fail:
  * -EIO/-ENOMEM. */
 static long profiler_instances(const char *path, long max, struct import_window **out)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long n = 0, cap = 0, rc = -EIO;
-    *out = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "SELECT a.start_ns, a.end_ns, s.value IN ('cudaProfilerStart',"
-                           " 'cuProfilerStart') FROM cuda_api a JOIN strings s ON s.id = a.name_id"
-                           " WHERE s.value IN ('cudaProfilerStart', 'cuProfilerStart',"
-                           " 'cudaProfilerStop', 'cuProfilerStop') ORDER BY a.start_ns, a.id",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto fail;
-    int open = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int start = sqlite3_column_int(st, 2);
-        if (start == open)
-            continue; /* a start inside a window (the runtime's call makes the driver's) */
-        if (start) {
-            if (max && n == max)
-                break;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                struct import_window *grown = realloc(*out, (size_t)cap * sizeof *grown);
-                if (!grown) {
-                    rc = -ENOMEM;
-                    goto fail;
-                }
-                *out = grown;
-            }
-            (*out)[n++] = (struct import_window){(uint64_t)sqlite3_column_int64(st, 0),
-                                                 (uint64_t)INT64_MAX};
-        } else {
-            (*out)[n - 1].end_ns = (uint64_t)sqlite3_column_int64(st, 1) + 1;
-        }
-        open = start;
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
-fail:
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    free(*out);
-    *out = NULL;
-    return rc;
+    return read_instances(path,
+                          "SELECT a.start_ns, a.end_ns, s.value IN ('cudaProfilerStart',"
+                          " 'cuProfilerStart') FROM cuda_api a JOIN strings s ON s.id = a.name_id"
+                          " WHERE s.value IN ('cudaProfilerStart', 'cuProfilerStart',"
+                          " 'cudaProfilerStop', 'cuProfilerStop') ORDER BY a.start_ns, a.id",
+                          NULL, profiler_row, max, out);
 }
 
 int profile_capture_repeat(const struct profile_windows *pw, const char *capture_range, long max,

@@ -108,6 +108,18 @@ int import_step(struct import_file *f, sqlite3_stmt *st, const char *what)
     return -EIO;
 }
 
+int import_meta_reason(struct import_file *f, int slot, const char *key, struct trace_bytes reason,
+                       const char *what)
+{
+    char message[96];
+    sqlite3_stmt *st = import_stmt(f, slot, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
+    if (!st)
+        return -EIO;
+    import_bind_row(st, IMPORT_TEXT(key), IMPORT_BYTES_TEXT(reason));
+    snprintf(message, sizeof message, "cannot store the %s: ", what);
+    return import_step(f, st, message);
+}
+
 sqlite3_stmt *import_stmt(struct import_file *f, int slot, const char *sql)
 {
     return stmt_in_bank(f, f->bank, slot, sql);

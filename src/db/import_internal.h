@@ -15,6 +15,7 @@
 
 #include "db/import.h"
 #include "trace/codec.h"
+#include "trace/records.h"
 
 struct import_file; /* one raw file being imported (opaque to sources) */
 
@@ -240,6 +241,11 @@ void import_bind_values(sqlite3_stmt *st, int first, const struct import_value *
  * array of the values added ~4 % to bench_import's instructions, an unrolled one ~0.8 %). Up
  * to 24 values. */
 #define import_bind_row(st, ...) import_bind_row_at(st, 1, __VA_ARGS__)
+
+/* A source's one-line reason for sampling nothing (NVML's, RAPL's) as meta's key, through the
+ * source's statement slot; 0, or -EIO warned "cannot store the <what>: ...". */
+int import_meta_reason(struct import_file *f, int slot, const char *key, struct trace_bytes reason,
+                       const char *what);
 #define import_bind_row_at(st, first, ...)                                                         \
     do {                                                                                           \
         sqlite3_stmt *import_st_ = (st);                                                           \

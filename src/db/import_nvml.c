@@ -114,13 +114,8 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_nvml_disabled d;
     trace_get_nvml_disabled(fl, &d);
-    sqlite3_stmt *st =
-        import_stmt(f, SLOT_DISABLED,
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES('nvml_disabled_reason', ?)");
-    if (!st)
-        return -EIO;
-    import_bind_row(st, IMPORT_BYTES_TEXT(d.reason));
-    return import_step(f, st, "cannot store the NVML disabled reason: ");
+    return import_meta_reason(f, SLOT_DISABLED, "nvml_disabled_reason", d.reason,
+                              "NVML disabled reason");
 }
 
 static int import_sampler(struct import_file *f, struct trace_fields *fl)

@@ -43,13 +43,8 @@ static int import_disabled(struct import_file *f, struct trace_fields *fl)
 {
     struct trace_rapl_disabled d;
     trace_get_rapl_disabled(fl, &d);
-    sqlite3_stmt *st =
-        import_stmt(f, SLOT_DISABLED,
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES('rapl_disabled_reason', ?)");
-    if (!st)
-        return -EIO;
-    import_bind_row(st, IMPORT_BYTES_TEXT(d.reason));
-    return import_step(f, st, "cannot store the RAPL disabled reason: ");
+    return import_meta_reason(f, SLOT_DISABLED, "rapl_disabled_reason", d.reason,
+                              "RAPL disabled reason");
 }
 
 static int (*const importers[])(struct import_file *, struct trace_fields *) = {

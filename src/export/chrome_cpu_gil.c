@@ -4,9 +4,18 @@
  * an arg. Nothing is written for a session without waits. docs/export.md. */
 #include "export/chrome_writer.h"
 
-#include <errno.h>
-
 int chrome_cpu_gil_waits(struct chrome_writer *w);
+
+static void write_wait(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_write_thread_slice(w, st, "python_gil");
+    fputs(", \"args\": {", w->out);
+    if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+        fputs("\"function\": ", w->out);
+        chrome_write_text_column(w->out, st, 5);
+    }
+    fputs("}}", w->out);
+}
 
 int chrome_cpu_gil_waits(struct chrome_writer *w)
 {
@@ -17,18 +26,5 @@ int chrome_cpu_gil_waits(struct chrome_writer *w)
         " LEFT JOIN cpu_stacks k ON k.id = g.stack_id"
         " LEFT JOIN cpu_callsites c ON c.id = k.callsite_id"
         " LEFT JOIN cpu_frames f ON f.id = c.frame_id ORDER BY g.thread_id, g.ts_ns";
-    sqlite3_stmt *st;
-    int rc;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_write_thread_slice(w, st, "python_gil");
-        fputs(", \"args\": {", w->out);
-        if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
-            fputs("\"function\": ", w->out);
-            chrome_write_text_column(w->out, st, 5);
-        }
-        fputs("}}", w->out);
-    }
-    return chrome_finish(st, rc);
+    return chrome_rows(w, sql, write_wait);
 }

@@ -25,6 +25,17 @@
 
 /* "M" events naming the GPU processes ("GPU 0: NVIDIA H100 80GB HBM3") and the stream
  * threads (the NVTX name the program gave the stream, else "Stream 7"). */
+static void write_name(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_event_begin(w);
+    fprintf(w->out,
+            "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
+            (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+            sqlite3_column_int64(st, 2));
+    chrome_write_text_column(w->out, st, 3);
+    fputs("}}", w->out);
+}
+
 static int write_names(struct chrome_writer *w)
 {
     // clang-format off
@@ -42,24 +53,17 @@ static int write_names(struct chrome_writer *w)
         "  THEN ' (pid ' || (SELECT pid FROM processes WHERE id = l.process_id) || ')' ELSE '' END"
         " FROM lanes l";
     // clang-format on
-    sqlite3_stmt *st;
-    int rc;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_event_begin(w);
-        fprintf(w->out,
-                "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
-                "\"args\": {\"name\": ",
-                (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
-                sqlite3_column_int64(st, 2));
-        chrome_write_text_column(w->out, st, 3);
-        fputs("}}", w->out);
-    }
-    return chrome_finish(st, rc);
+    return chrome_rows(w, sql, write_name);
 }
 
 /* CUDA API calls as complete events on the calling thread. */
+static void write_api_call(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_write_thread_slice(w, st, "cuda_api");
+    fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"return_code\": %lld}}",
+            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6));
+}
+
 static int write_api_calls(struct chrome_writer *w)
 {
     static const char sql[] =
@@ -67,16 +71,7 @@ static int write_api_calls(struct chrome_writer *w)
         " a.correlation_id, a.return_code FROM cuda_api a"
         " JOIN processes p ON p.id = a.process_id JOIN threads t ON t.id = a.thread_id"
         " LEFT JOIN strings s ON s.id = a.name_id ORDER BY a.start_ns, a.id";
-    sqlite3_stmt *st;
-    int rc;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_write_thread_slice(w, st, "cuda_api");
-        fprintf(w->out, ", \"args\": {\"correlation_id\": %lld, \"return_code\": %lld}}",
-                sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6));
-    }
-    return chrome_finish(st, rc);
+    return chrome_rows(w, sql, write_api_call);
 }
 
 enum {
@@ -216,7 +211,15 @@ static void write_flow(struct chrome_writer *w, sqlite3_stmt *st)
     fputs("}", w->out);
 }
 
-/* Kernels, copies and memsets on their stream rows, each with its flow from the API call. */
+/* A kernel, copy or memset on its stream row, with its flow from the API call. */
+static void write_launched_op(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    write_gpu_op(w, st);
+    if (sqlite3_column_type(st, OP_API_START) != SQLITE_NULL &&
+        sqlite3_column_type(st, OP_API_TID) != SQLITE_NULL)
+        write_flow(w, st);
+}
+
 static int write_gpu_ops(struct chrome_writer *w)
 {
     // clang-format off
@@ -231,21 +234,20 @@ static int write_gpu_ops(struct chrome_writer *w)
         " LEFT JOIN cuda_api a ON a.id = o.api_id LEFT JOIN processes p ON p.id = a.process_id"
         " LEFT JOIN threads t ON t.id = a.thread_id ORDER BY o.start_ns, o.flow_id";
     // clang-format on
-    sqlite3_stmt *st;
-    int rc;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        write_gpu_op(w, st);
-        if (sqlite3_column_type(st, OP_API_START) != SQLITE_NULL &&
-            sqlite3_column_type(st, OP_API_TID) != SQLITE_NULL)
-            write_flow(w, st);
-    }
-    return chrome_finish(st, rc);
+    return chrome_rows(w, sql, write_launched_op);
 }
 
 /* Device memory in use per GPU after each allocation and free ("C" counter events): the
  * running sum of device allocations minus frees, in CUPTI's order. */
+static void write_memory_counter(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_event_begin(w);
+    fprintf(w->out, "\"name\": \"Device memory in use\", \"ph\": \"C\", \"pid\": %lld, \"ts\": ",
+            sqlite3_column_int64(st, 0));
+    chrome_write_us(w, sqlite3_column_int64(st, 1));
+    fprintf(w->out, ", \"args\": {\"bytes\": %lld}}", sqlite3_column_int64(st, 2));
+}
+
 static int write_memory_counters(struct chrome_writer *w)
 {
     // clang-format off
@@ -255,20 +257,7 @@ static int write_memory_counters(struct chrome_writer *w)
         " ROWS UNBOUNDED PRECEDING) FROM cuda_memory"
         " WHERE mem_kind IS NULL OR mem_kind = 'device' ORDER BY ts_ns, id";
     // clang-format on
-    sqlite3_stmt *st;
-    int rc;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_event_begin(w);
-        fprintf(w->out,
-                "\"name\": \"Device memory in use\", \"ph\": \"C\", \"pid\": %lld, "
-                "\"ts\": ",
-                sqlite3_column_int64(st, 0));
-        chrome_write_us(w, sqlite3_column_int64(st, 1));
-        fprintf(w->out, ", \"args\": {\"bytes\": %lld}}", sqlite3_column_int64(st, 2));
-    }
-    return chrome_finish(st, rc);
+    return chrome_rows(w, sql, write_memory_counter);
 }
 
 int chrome_cuda_events(struct chrome_writer *w)

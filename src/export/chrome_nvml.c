@@ -33,23 +33,6 @@ static const char names_sql[] =
     " COALESCE(g.name, 'unknown GPU') FROM (SELECT DISTINCT gpu_id FROM gpu_samples) s"
     " LEFT JOIN gpus g ON g.id = s.gpu_id";
 
-static int write_gpu_names(struct chrome_writer *w)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(w->db, names_sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_event_begin(w);
-        fprintf(w->out,
-                "\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": ",
-                (long long)sqlite3_column_int64(st, 0));
-        json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 1));
-        fputs("}}", w->out);
-    }
-    return chrome_finish(st, step);
-}
-
 static void write_series(FILE *out, sqlite3_stmt *st, int key_col, int first)
 {
     if (sqlite3_column_type(st, key_col) == SQLITE_NULL ||
@@ -62,27 +45,25 @@ static void write_series(FILE *out, sqlite3_stmt *st, int key_col, int first)
     json_write_double(out, sqlite3_column_double(st, key_col + 1));
 }
 
+static void write_counter(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_event_begin(w);
+    fputs("\"name\": ", w->out);
+    json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 2));
+    fprintf(w->out,
+            ", \"ph\": \"C\", \"pid\": %lld, \"ts\": ", (long long)sqlite3_column_int64(st, 0));
+    chrome_write_us(w, sqlite3_column_int64(st, 1));
+    fputs(", \"args\": {", w->out);
+    int has_first =
+        sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL;
+    write_series(w->out, st, 3, 1);
+    write_series(w->out, st, 5, !has_first);
+    fputs("}}", w->out);
+}
+
 int chrome_nvml_events(struct chrome_writer *w)
 {
-    if (write_gpu_names(w) < 0)
+    if (chrome_rows(w, names_sql, chrome_write_process_name) < 0)
         return -EIO;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(w->db, counters_sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_event_begin(w);
-        fputs("\"name\": ", w->out);
-        json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 2));
-        fprintf(w->out,
-                ", \"ph\": \"C\", \"pid\": %lld, \"ts\": ", (long long)sqlite3_column_int64(st, 0));
-        chrome_write_us(w, sqlite3_column_int64(st, 1));
-        fputs(", \"args\": {", w->out);
-        int has_first =
-            sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL;
-        write_series(w->out, st, 3, 1);
-        write_series(w->out, st, 5, !has_first);
-        fputs("}}", w->out);
-    }
-    return chrome_finish(st, step);
+    return chrome_rows(w, counters_sql, write_counter);
 }

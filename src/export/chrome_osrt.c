@@ -3,9 +3,20 @@
  * one, its caller's backtrace (frames joined by "<-", innermost first) as args. */
 #include "export/chrome_writer.h"
 
-#include <errno.h>
-
 int chrome_osrt_events(struct chrome_writer *w);
+
+static void write_call(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_write_thread_slice(w, st, "osrt");
+    fprintf(w->out, ", \"args\": {\"return\": %lld", sqlite3_column_int64(st, 5));
+    if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+        fprintf(w->out, ", \"errno\": %lld", sqlite3_column_int64(st, 6));
+    if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+        fputs(", \"backtrace\": ", w->out);
+        chrome_write_text_column(w->out, st, 7);
+    }
+    fputs("}}", w->out);
+}
 
 int chrome_osrt_events(struct chrome_writer *w)
 {
@@ -14,20 +25,5 @@ int chrome_osrt_events(struct chrome_writer *w)
         " FROM osrt_calls o LEFT JOIN strings b ON b.id = o.backtrace_id"
         " JOIN threads t ON t.id = o.thread_id JOIN processes p ON p.id = t.process_id"
         " JOIN strings s ON s.id = o.name_id ORDER BY o.start_ns, o.id";
-    sqlite3_stmt *st;
-    int rc;
-    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_write_thread_slice(w, st, "osrt");
-        fprintf(w->out, ", \"args\": {\"return\": %lld", sqlite3_column_int64(st, 5));
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-            fprintf(w->out, ", \"errno\": %lld", sqlite3_column_int64(st, 6));
-        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
-            fputs(", \"backtrace\": ", w->out);
-            chrome_write_text_column(w->out, st, 7);
-        }
-        fputs("}}", w->out);
-    }
-    return chrome_finish(st, rc);
+    return chrome_rows(w, sql, write_call);
 }

@@ -4,6 +4,8 @@
 #include "export/chrome_writer.h"
 #include "output/json.h"
 
+#include <errno.h>
+
 /* CPU package rows need pids no OS pid and no GPU row can take (chrome_writer.h). */
 #define RAPL_PACKAGE_PID "(1100000000 + s.package)"
 
@@ -15,43 +17,25 @@ static const char counters_sql[] =
 static const char names_sql[] = "SELECT DISTINCT " RAPL_PACKAGE_PID ", 'CPU package ' || s.package"
                                 " FROM cpu_energy_samples s ORDER BY 1";
 
-static int write_names(struct chrome_writer *w)
+static void write_counter(struct chrome_writer *w, sqlite3_stmt *st)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(w->db, names_sql, -1, &st, NULL) != SQLITE_OK)
-        return 0; /* a database from before RAPL was recorded */
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_event_begin(w);
-        fprintf(w->out,
-                "\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": ",
-                (long long)sqlite3_column_int64(st, 0));
-        json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 1));
-        fputs("}}", w->out);
+    chrome_event_begin(w);
+    fprintf(w->out, "\"name\": \"CPU energy (J)\", \"ph\": \"C\", \"pid\": %lld, \"ts\": ",
+            (long long)sqlite3_column_int64(st, 0));
+    chrome_write_us(w, sqlite3_column_int64(st, 1));
+    fputs(", \"args\": {\"package\": ", w->out);
+    json_write_double(w->out, sqlite3_column_double(st, 2));
+    if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
+        fputs(", \"dram\": ", w->out);
+        json_write_double(w->out, sqlite3_column_double(st, 3));
     }
-    return chrome_finish(st, step);
+    fputs("}}", w->out);
 }
 
 int chrome_rapl_events(struct chrome_writer *w)
 {
-    if (write_names(w) < 0)
-        return -1;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(w->db, counters_sql, -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        chrome_event_begin(w);
-        fprintf(w->out, "\"name\": \"CPU energy (J)\", \"ph\": \"C\", \"pid\": %lld, \"ts\": ",
-                (long long)sqlite3_column_int64(st, 0));
-        chrome_write_us(w, sqlite3_column_int64(st, 1));
-        fputs(", \"args\": {\"package\": ", w->out);
-        json_write_double(w->out, sqlite3_column_double(st, 2));
-        if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
-            fputs(", \"dram\": ", w->out);
-            json_write_double(w->out, sqlite3_column_double(st, 3));
-        }
-        fputs("}}", w->out);
-    }
-    return chrome_finish(st, step);
+    int rc = chrome_rows(w, names_sql, chrome_write_process_name);
+    if (rc == 0)
+        rc = chrome_rows(w, counters_sql, write_counter);
+    return rc == -ENOENT ? 0 : rc; /* a database from before RAPL was recorded */
 }

@@ -62,3 +62,25 @@ int chrome_finish(sqlite3_stmt *st, int step_rc)
     int rc = sqlite3_finalize(st);
     return step_rc == SQLITE_DONE && rc == SQLITE_OK ? 0 : -EIO;
 }
+
+int chrome_rows(struct chrome_writer *w, const char *sql,
+                void (*write_row)(struct chrome_writer *w, sqlite3_stmt *st))
+{
+    sqlite3_stmt *st;
+    int step;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -ENOENT;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        write_row(w, st);
+    return chrome_finish(st, step);
+}
+
+void chrome_write_process_name(struct chrome_writer *w, sqlite3_stmt *st)
+{
+    chrome_event_begin(w);
+    fprintf(w->out,
+            "\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": ",
+            (long long)sqlite3_column_int64(st, 0));
+    json_write_cstring(w->out, (const char *)sqlite3_column_text(st, 1));
+    fputs("}}", w->out);
+}

@@ -37,6 +37,13 @@ long long chrome_span_ns(long long start, long long end);
 void chrome_write_thread_slice(struct chrome_writer *w, sqlite3_stmt *st, const char *cat);
 /* A text column as a JSON string (NULL as null). */
 void chrome_write_text_column(FILE *out, sqlite3_stmt *st, int col);
+/* Writes each row of sql with write_row. 0, -ENOENT when sql cannot be prepared (a table or
+ * column the database lacks), or -EIO when a step fails (the database's error says why). */
+int chrome_rows(struct chrome_writer *w, const char *sql,
+                void (*write_row)(struct chrome_writer *w, sqlite3_stmt *st));
+/* A row of pid and name as that pid's process_name metadata event (the rows the export adds
+ * for GPUs and CPU packages). */
+void chrome_write_process_name(struct chrome_writer *w, sqlite3_stmt *st);
 /* Finalizes st after its last step: 0 when stepping ended with SQLITE_DONE and finalizing
  * succeeded, else -1. */
 int chrome_finish(sqlite3_stmt *st, int step_rc);

@@ -6,7 +6,6 @@
 #include "export/perfetto_writer.h"
 
 #include <errno.h>
-#include <stdlib.h>
 
 int perfetto_cpu_gil_waits(struct perfetto_writer *w);
 
@@ -22,17 +21,9 @@ int perfetto_cpu_gil_waits(struct perfetto_writer *w)
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -EIO;
     struct perfetto_nest nest = {0};
-    int64_t last_thread = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
-        int64_t thread = sqlite3_column_int64(st, 0);
-        uint64_t track = PERFETTO_GIL_TRACK(thread);
-        if (thread != last_thread)
-            perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread), "Python GIL", NULL, NULL, 0);
-        last_thread = thread;
-        uint64_t start = (uint64_t)sqlite3_column_int64(st, 1);
-        uint64_t end = (uint64_t)sqlite3_column_int64(st, 2);
-        perfetto_nest_begin(w, &nest, track, start, &end);
-        perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
+        uint64_t start = perfetto_thread_slice(
+            w, &nest, st, PERFETTO_GIL_TRACK(sqlite3_column_int64(st, 0)), "Python GIL");
         perfetto_event_name_text(w, PERFETTO_SYNTHETIC_GIL_WAIT, "GIL wait");
         perfetto_event_category(w, PERFETTO_CATEGORY_PYTHON_GIL, "python_gil");
         if (sqlite3_column_type(st, 3) != SQLITE_NULL)
@@ -40,7 +31,6 @@ int perfetto_cpu_gil_waits(struct perfetto_writer *w)
                                        (size_t)sqlite3_column_bytes(st, 3));
         perfetto_event_end(w, start);
     }
-    perfetto_nest_close(w, &nest);
-    free(nest.ends);
+    perfetto_nest_release(w, &nest);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }

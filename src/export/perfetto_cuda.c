@@ -105,30 +105,21 @@ static void put_flows(struct perfetto_writer *w, const struct flow_index *fi, in
 static int put_api_calls(struct perfetto_writer *w, const struct flow_index *fi)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT a.id, a.thread_id, a.start_ns, a.end_ns, a.name_id, a.correlation_id"
+    const char *sql = "SELECT a.thread_id, a.start_ns, a.end_ns, a.name_id, a.correlation_id, a.id"
                       " FROM cuda_api a ORDER BY a.thread_id, a.start_ns, a.end_ns DESC";
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return -EIO;
     struct perfetto_nest nest = {0};
-    int64_t last_thread = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
-        int64_t thread = sqlite3_column_int64(st, 1);
-        uint64_t track = PERFETTO_API_TRACK(thread);
-        if (thread != last_thread)
-            perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread), "CUDA API", NULL, NULL, 0);
-        last_thread = thread;
-        uint64_t start = (uint64_t)sqlite3_column_int64(st, 2);
-        uint64_t end = (uint64_t)sqlite3_column_int64(st, 3);
-        perfetto_nest_begin(w, &nest, track, start, &end);
-        perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
-        perfetto_event_name_id(w, sqlite3_column_int64(st, 4));
+        uint64_t start = perfetto_thread_slice(
+            w, &nest, st, PERFETTO_API_TRACK(sqlite3_column_int64(st, 0)), "CUDA API");
+        perfetto_event_name_id(w, sqlite3_column_int64(st, 3));
         perfetto_event_category(w, PERFETTO_CATEGORY_CUDA_API, "cuda_api");
-        perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, 5));
-        put_flows(w, fi, sqlite3_column_int64(st, 0));
+        perfetto_annotation_int(w, PF_ARG_CORRELATION, sqlite3_column_int64(st, 4));
+        put_flows(w, fi, sqlite3_column_int64(st, 5));
         perfetto_event_end(w, start);
     }
-    perfetto_nest_close(w, &nest);
-    free(nest.ends);
+    perfetto_nest_release(w, &nest);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
@@ -251,8 +242,7 @@ static int put_gpu_ops(struct perfetto_writer *w)
                        (uint64_t)sqlite3_column_int64(st, OP_FLOW));
         perfetto_event_end(w, start);
     }
-    perfetto_nest_close(w, &nest);
-    free(nest.ends);
+    perfetto_nest_release(w, &nest);
     sqlite3_value_free(stream);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }

@@ -35,11 +35,11 @@ static void perfetto_nvtx_args(struct perfetto_writer *w, sqlite3_stmt *st, int 
 #define NVTX_CATEGORY_NAME                                                                         \
     "(SELECT s.value FROM categories c JOIN strings s ON s.id = c.name_id"                         \
     " WHERE c.domain_id = r.domain_id AND c.category = r.category)"
-/* Ranges of one style, grouped by `key` (then domain) and sorted by `order`: key, domain,
- * start, end (the process's, else the session's (?1), for a range never ended), unended,
- * name id, domain name, payload, category. */
+/* Ranges of one style, grouped by `key` (then domain) and sorted by `order`: key, start, end
+ * (the process's, else the session's (?1), for a range never ended), domain, unended, name id,
+ * domain name, payload, category. */
 #define NVTX_RANGES_SQL(key, style, order)                                                         \
-    "SELECT " key ", r.domain_id, r.start_ns, coalesce(r.end_ns, p.end_ns, ?),"                    \
+    "SELECT " key ", r.start_ns, coalesce(r.end_ns, p.end_ns, ?), r.domain_id,"                    \
     " r.end_ns IS NULL, r.name_id, " NVTX_DOMAIN_NAME ", r.payload,"                               \
     " CASE WHEN r.category THEN coalesce(" NVTX_CATEGORY_NAME ", r.category) END"                  \
     " FROM ranges r JOIN processes p ON p.id = r.process_id WHERE r.style = " style                \
@@ -55,28 +55,19 @@ static int perfetto_push_pop(struct perfetto_writer *w, long long session_end)
         return -EIO;
     sqlite3_bind_int64(st, 1, session_end);
     struct perfetto_nest nest = {0};
-    int64_t last_thread = -1, last_domain = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
-        int64_t thread = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 1);
+        int64_t thread = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 3);
         const char *domain_name = (const char *)sqlite3_column_text(st, 6);
         uint64_t track =
             domain ? PERFETTO_DOMAIN_TRACK(thread, domain) : PERFETTO_THREAD_TRACK(thread);
-        if (domain && (thread != last_thread || domain != last_domain))
-            perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread),
-                           domain_name ? domain_name : "nvtx", NULL, NULL, 0);
-        last_thread = thread;
-        last_domain = domain;
-        uint64_t start = (uint64_t)sqlite3_column_int64(st, 2);
-        uint64_t end = (uint64_t)sqlite3_column_int64(st, 3);
-        perfetto_nest_begin(w, &nest, track, start, &end);
-        perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
+        uint64_t start =
+            perfetto_thread_slice(w, &nest, st, track, domain_name ? domain_name : "nvtx");
         perfetto_event_name_id(w, sqlite3_column_int64(st, 5));
         perfetto_domain_category(w, domain, domain_name);
         perfetto_nvtx_args(w, st, 7, sqlite3_column_int(st, 4));
         perfetto_event_end(w, start);
     }
-    perfetto_nest_close(w, &nest);
-    free(nest.ends);
+    perfetto_nest_release(w, &nest);
     return sqlite3_finalize(st) == SQLITE_OK ? 0 : -EIO;
 }
 
@@ -123,7 +114,7 @@ static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
     }
     l->process = l->domain = -1;
     while (sqlite3_step(st) == SQLITE_ROW && !w->write_failed) {
-        int64_t process = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 1);
+        int64_t process = sqlite3_column_int64(st, 0), domain = sqlite3_column_int64(st, 3);
         const char *domain_name = (const char *)sqlite3_column_text(st, 6);
         if (process != l->process || domain != l->domain) {
             async_close_until(w, l, UINT64_MAX);
@@ -132,8 +123,8 @@ static int perfetto_start_end(struct perfetto_writer *w, long long session_end)
             l->domain = domain;
             perfetto_run_begin(w, PERFETTO_LANE_TRACK(process, domain, 0));
         }
-        uint64_t start = (uint64_t)sqlite3_column_int64(st, 2);
-        uint64_t end = (uint64_t)sqlite3_column_int64(st, 3);
+        uint64_t start = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t end = (uint64_t)sqlite3_column_int64(st, 2);
         if (end < start)
             end = start;
         async_close_until(w, l, start);

@@ -302,6 +302,15 @@ void perfetto_annotation_string(struct perfetto_writer *w, unsigned name_iid, co
 
 /* ---- nested slices ------------------------------------------------------------------------ */
 
+/* The ends still open on the current track, innermost first. */
+static void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n)
+{
+    while (n->depth) {
+        perfetto_event_begin(w, PF_TYPE_SLICE_END, n->track);
+        perfetto_event_end(w, n->ends[--n->depth]);
+    }
+}
+
 /* Slices of one track arrive sorted by start (outer first on ties); the ends still open are
  * on a stack, and each is written before the first begin at or after it, so every track's
  * events are in order and nested. A slice that would overlap its parent's end is cut there. */
@@ -335,12 +344,24 @@ void perfetto_nest_begin(struct perfetto_writer *w, struct perfetto_nest *n, uin
     n->ends[n->depth++] = *end;
 }
 
-void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n)
+void perfetto_nest_release(struct perfetto_writer *w, struct perfetto_nest *n)
 {
-    while (n->depth) {
-        perfetto_event_begin(w, PF_TYPE_SLICE_END, n->track);
-        perfetto_event_end(w, n->ends[--n->depth]);
-    }
+    perfetto_nest_close(w, n);
+    free(n->ends);
+    *n = (struct perfetto_nest){0};
+}
+
+uint64_t perfetto_thread_slice(struct perfetto_writer *w, struct perfetto_nest *n, sqlite3_stmt *st,
+                               uint64_t track, const char *name)
+{
+    int64_t thread = sqlite3_column_int64(st, 0);
+    uint64_t start = (uint64_t)sqlite3_column_int64(st, 1);
+    uint64_t end = (uint64_t)sqlite3_column_int64(st, 2);
+    if (track != PERFETTO_THREAD_TRACK(thread) && (track != n->track || !n->started))
+        perfetto_track(w, track, PERFETTO_THREAD_TRACK(thread), name, NULL, NULL, 0);
+    perfetto_nest_begin(w, n, track, start, &end);
+    perfetto_event_begin(w, PF_TYPE_SLICE_BEGIN, track);
+    return start;
 }
 
 /* ---- tracks several sources share ---------------------------------------------------------- */

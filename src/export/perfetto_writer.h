@@ -267,7 +267,17 @@ struct perfetto_nest {
 };
 void perfetto_nest_begin(struct perfetto_writer *w, struct perfetto_nest *n, uint64_t track,
                          uint64_t start, uint64_t *end);
-void perfetto_nest_close(struct perfetto_writer *w, struct perfetto_nest *n);
+/* Ends the slices still open and frees n's stack (n can start again). */
+void perfetto_nest_release(struct perfetto_writer *w, struct perfetto_nest *n);
+
+/* The head of a slice on a host thread, from a row whose first three columns are thread_id,
+ * start_ns and end_ns, the rows sorted by track, then start, then end descending (as
+ * chrome_write_thread_slice is for the Chrome export): `track` is the thread's own
+ * (PERFETTO_THREAD_TRACK, which the core describes) or a child track of it named `name`,
+ * described at its first slice. Nests the slice on n and begins its event; the caller writes
+ * its name, category and annotations, then perfetto_event_end(w, the start returned). */
+uint64_t perfetto_thread_slice(struct perfetto_writer *w, struct perfetto_nest *n, sqlite3_stmt *st,
+                               uint64_t track, const char *name);
 
 /* The track of GPU gpu ("GPU 0: NVIDIA H100 80GB HBM3"), described on first use. */
 void perfetto_gpu_track(struct perfetto_writer *w, int64_t gpu);

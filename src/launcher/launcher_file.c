@@ -57,29 +57,13 @@ static uint64_t clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Writes len bytes of buf: 0, or write's -errno (-EIO when nothing more could be written). */
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int launcher_file_open(int fd, int dir_fd, uint64_t ring_ns, struct launcher_file **out)
 {
     *out = NULL;
     uint8_t header[TRACE_FILE_HEADER_SIZE];
     trace_file_header(header);
     struct launcher_file *f = calloc(1, sizeof *f);
-    int rc = !f ? -ENOMEM : write_all(fd, header, sizeof header);
+    int rc = !f ? -ENOMEM : trace_write_all(fd, header, sizeof header);
     if (rc < 0) {
         int err = errno;
         close(fd);
@@ -120,19 +104,15 @@ static int ring_rotate(struct launcher_file *f, uint64_t now)
     int rc = trace_segment_path(name, sizeof name, LAUNCHER_FILE_NAME, n);
     if (rc < 0)
         return rc;
-    int fd = openat(f->dir_fd, name,
-                    O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = trace_segment_create(f->dir_fd, name);
     if (fd < 0)
-        return -errno;
-    uint8_t header[TRACE_FILE_HEADER_SIZE], chunk[TRACE_CHUNK_HEADER_SIZE + 64];
-    trace_file_header(header);
+        return fd;
+    uint8_t chunk[TRACE_CHUNK_HEADER_SIZE + 64];
     struct trace_chunk_builder b;
     trace_chunk_begin(&b, chunk, sizeof chunk, now);
     struct trace_segment r = {.number = n, .start = now};
     trace_put_segment(&b, &r);
-    if ((rc = write_all(fd, header, sizeof header)) == 0)
-        rc = write_all(fd, chunk, trace_chunk_finish(&b));
-    if (rc < 0) {
+    if ((rc = trace_write_all(fd, chunk, trace_chunk_finish(&b))) < 0) {
         close(fd);
         return rc;
     }
@@ -174,7 +154,7 @@ static int ring_write(struct launcher_file *f, uint8_t *chunk, size_t len)
     int rotated = ring_rotate(f, clock_ns(CLOCK_MONOTONIC)), rc;
     if (f->definition_bytes >= TRACE_SEGMENT_DEFINITIONS_MAX) {
         trace_chunk_renumber(chunk);
-        return rotated < 0 ? rotated : write_all(f->segment_fd, chunk, len);
+        return rotated < 0 ? rotated : trace_write_all(f->segment_fd, chunk, len);
     }
     if ((rc = ring_split_room(f, len)) < 0)
         return rc;
@@ -187,20 +167,20 @@ static int ring_write(struct launcher_file *f, uint8_t *chunk, size_t len)
         return rc;
     if (!trace_chunk_empty(&defs)) {
         size_t n = trace_chunk_finish(&defs);
-        if ((rc = write_all(f->fd, f->defs_buf, n)) < 0)
+        if ((rc = trace_write_all(f->fd, f->defs_buf, n)) < 0)
             return rc;
         f->definition_bytes += n;
     }
     if (trace_chunk_empty(&events))
         return 0;
     return rotated < 0 ? rotated
-                       : write_all(f->segment_fd, f->events_buf, trace_chunk_finish(&events));
+                       : trace_write_all(f->segment_fd, f->events_buf, trace_chunk_finish(&events));
 }
 
 int launcher_file_write(struct launcher_file *f, uint8_t *chunk, size_t len)
 {
     pthread_mutex_lock(&f->lock);
-    int rc = f->segment_ns ? ring_write(f, chunk, len) : write_all(f->fd, chunk, len);
+    int rc = f->segment_ns ? ring_write(f, chunk, len) : trace_write_all(f->fd, chunk, len);
     pthread_mutex_unlock(&f->lock);
     return rc;
 }
@@ -217,7 +197,7 @@ void launcher_flush_chunk(int fd, struct trace_chunk_builder *b, uint8_t *buffer
                           uint64_t base_ts)
 {
     if (!trace_chunk_empty(b))
-        write_all(fd, buffer, trace_chunk_finish(b)); /* a failure loses the chunk */
+        trace_write_all(fd, buffer, trace_chunk_finish(b)); /* a failure loses the chunk */
     trace_chunk_begin(b, buffer, size, base_ts);
 }
 
@@ -263,7 +243,7 @@ static int exits_flush_locked(struct launcher_file *f)
     if (trace_chunk_empty(&f->exits))
         return 0;
     int rc = f->segment_ns ? ring_write(f, f->exits_buf, trace_chunk_finish(&f->exits))
-                           : write_all(f->fd, f->exits_buf, trace_chunk_finish(&f->exits));
+                           : trace_write_all(f->fd, f->exits_buf, trace_chunk_finish(&f->exits));
     f->exits.records = 0;
     return rc;
 }

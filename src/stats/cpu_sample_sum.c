@@ -273,12 +273,7 @@ static int write_rows(struct stats_ctx *ctx, struct cpu_sum *s)
     int rc = -EIO;
     if (sqlite3_prepare_v2(ctx->db, "SELECT name, module FROM cpu_frames WHERE id = ?", -1, &frame,
                            NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(ctx->db,
-                           "SELECT t.tid || ' (' || tl.label || ')', p.pid || ' (' || pl.label"
-                           " || ')' FROM threads t JOIN thread_labels tl ON tl.id = t.id"
-                           " JOIN processes p ON p.id = t.process_id"
-                           " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?",
-                           -1, &thread, NULL) != SQLITE_OK)
+        !(thread = stats_thread_query(ctx->db)))
         goto out;
     struct table *t = stats_new_table(ctx, columns, (int)(sizeof columns / sizeof columns[0]));
     for (size_t i = 0; t && i < s->nrows; i++) {
@@ -294,11 +289,7 @@ static int write_rows(struct stats_ctx *ctx, struct cpu_sum *s)
         table_text(t, has_frame ? (const char *)sqlite3_column_text(frame, 0)
                                 : "[no user-space frame]");
         table_text(t, has_frame ? (const char *)sqlite3_column_text(frame, 1) : NULL);
-        sqlite3_reset(thread);
-        sqlite3_bind_int64(thread, 1, r->thread_id);
-        int has_thread = sqlite3_step(thread) == SQLITE_ROW;
-        table_text(t, has_thread ? (const char *)sqlite3_column_text(thread, 0) : NULL);
-        table_text(t, has_thread ? (const char *)sqlite3_column_text(thread, 1) : NULL);
+        stats_thread_cells(t, thread, r->thread_id);
     }
     rc = !t ? -ENOMEM : table_finish(t) == 0 ? 0 : -EIO;
 out:

@@ -30,14 +30,7 @@ static const char cuda_gpu_kern_sum_sql[] =
 // clang-format on
 
 static const struct table_column cuda_gpu_kern_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},
-    {"Total Time", "total_ns", TABLE_NS},
-    {"Instances", "instances", TABLE_INT},
-    {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},
-    {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},
-    {"StdDev", "stddev_ns", TABLE_NS},
+    STATS_DURATION_COLUMNS("Instances", "instances"),
     {"Name", "name", TABLE_TEXT},
 };
 

@@ -6,20 +6,12 @@
 // clang-format off
 static const char cuda_gpu_mem_time_sum_sql[] =
     CUDA_SQL_MEM_OPS
-    "SELECT 100.0 * SUM(duration) / (SELECT SUM(duration) FROM mem_ops), SUM(duration),"
-    " COUNT(*), AVG(duration), lantern_median(duration), MIN(duration), MAX(duration),"
-    " lantern_stddev(duration), name FROM mem_ops GROUP BY name ORDER BY 2 DESC, name";
+    "SELECT " STATS_DURATION_SQL("duration", "SELECT SUM(duration) FROM mem_ops") ","
+    " name FROM mem_ops GROUP BY name ORDER BY 2 DESC, name";
 // clang-format on
 
 static const struct table_column cuda_gpu_mem_time_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},
-    {"Total Time", "total_ns", TABLE_NS},
-    {"Count", "count", TABLE_INT},
-    {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},
-    {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},
-    {"StdDev", "stddev_ns", TABLE_NS},
+    STATS_DURATION_COLUMNS("Count", "count"),
     {"Operation", "operation", TABLE_TEXT},
 };
 

@@ -130,14 +130,7 @@ static const char nccl_sum_sql[] =
 // clang-format on
 
 static const struct table_column nccl_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},
-    {"Total Time", "total_ns", TABLE_NS},
-    {"Calls", "calls", TABLE_INT},
-    {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},
-    {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},
-    {"StdDev", "stddev_ns", TABLE_NS},
+    STATS_DURATION_COLUMNS("Calls", "calls"),
     {"Size (B)", "size_bytes", TABLE_INT},
     {"AlgBW (GB/s)", "algbw_gbps", TABLE_REAL},
     {"BusBW (GB/s)", "busbw_gbps", TABLE_REAL},

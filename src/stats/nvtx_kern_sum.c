@@ -30,11 +30,7 @@ static const struct table_column nvtx_kern_sum_columns[] = {
     {"NVTX Inst", "range_instances", TABLE_INT},
     {"Kern Inst", "kernel_instances", TABLE_INT},
     {"Total Time", "total_ns", TABLE_NS},
-    {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},
-    {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},
-    {"StdDev", "stddev_ns", TABLE_NS},
+    STATS_DURATION_SPREAD_COLUMNS,
     {"Kernel Name", "kernel", TABLE_TEXT},
 };
 

@@ -144,14 +144,7 @@ fail:
 }
 
 static const struct table_column columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},
-    {"Total Time", "total_ns", TABLE_NS},
-    {"Instances", "instances", TABLE_INT},
-    {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},
-    {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},
-    {"StdDev", "stddev_ns", TABLE_NS},
+    STATS_DURATION_COLUMNS("Instances", "instances"),
     {"Style", "style", TABLE_TEXT},
     {"Range", "range", TABLE_TEXT},
     {"Energy (J)", "energy_j", TABLE_REAL}, /* only when the database has GPU power samples */

@@ -10,20 +10,12 @@
 #define DURATION "(o.end_ns - o.start_ns)"
 
 static const char osrt_sum_sql[] =
-    "SELECT 100.0 * SUM(" DURATION ") / (SELECT SUM(end_ns - start_ns) FROM osrt_calls),"
-    " SUM(" DURATION "), COUNT(*), AVG(" DURATION "), lantern_median(" DURATION "),"
-    " MIN(" DURATION "), MAX(" DURATION "), lantern_stddev(" DURATION "), s.value AS name"
+    "SELECT " STATS_DURATION_SQL(DURATION, "SELECT SUM(end_ns - start_ns) FROM osrt_calls")
+    ", s.value AS name"
     " FROM osrt_calls o JOIN strings s ON s.id = o.name_id GROUP BY name ORDER BY 2 DESC, name";
 
 static const struct table_column osrt_sum_columns[] = {
-    {"Time", "time_percent", TABLE_PERCENT},
-    {"Total Time", "total_ns", TABLE_NS},
-    {"Num Calls", "num_calls", TABLE_INT},
-    {"Avg", "avg_ns", TABLE_NS},
-    {"Med", "med_ns", TABLE_NS},
-    {"Min", "min_ns", TABLE_NS},
-    {"Max", "max_ns", TABLE_NS},
-    {"StdDev", "stddev_ns", TABLE_NS},
+    STATS_DURATION_COLUMNS("Num Calls", "num_calls"),
     {"Name", "name", TABLE_TEXT},
 };
 #define OSRT_SUM_COLUMNS (sizeof osrt_sum_columns / sizeof osrt_sum_columns[0])

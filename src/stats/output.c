@@ -22,3 +22,24 @@ int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncol
     snprintf(ctx->error, sizeof ctx->error, "cannot write the table");
     return t ? -EIO : -ENOMEM;
 }
+
+sqlite3_stmt *stats_thread_query(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db,
+                       "SELECT t.tid || ' (' || tl.label || ')', p.pid || ' (' || pl.label || ')'"
+                       " FROM threads t JOIN thread_labels tl ON tl.id = t.id"
+                       " JOIN processes p ON p.id = t.process_id"
+                       " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?",
+                       -1, &st, NULL);
+    return st;
+}
+
+void stats_thread_cells(struct table *t, sqlite3_stmt *query, int64_t thread_id)
+{
+    sqlite3_reset(query);
+    sqlite3_bind_int64(query, 1, thread_id);
+    int known = sqlite3_step(query) == SQLITE_ROW;
+    table_text(t, known ? (const char *)sqlite3_column_text(query, 0) : NULL);
+    table_text(t, known ? (const char *)sqlite3_column_text(query, 1) : NULL);
+}

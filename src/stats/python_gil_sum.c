@@ -149,12 +149,7 @@ static int write_rows(struct stats_ctx *ctx, const struct gil_rows *rows)
     int rc = -EIO;
     if (sqlite3_prepare_v2(ctx->db, "SELECT name FROM cpu_frames WHERE id = ?", -1, &frame, NULL) !=
             SQLITE_OK ||
-        sqlite3_prepare_v2(ctx->db,
-                           "SELECT t.tid || ' (' || tl.label || ')', p.pid || ' (' || pl.label"
-                           " || ')' FROM threads t JOIN thread_labels tl ON tl.id = t.id"
-                           " JOIN processes p ON p.id = t.process_id"
-                           " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?",
-                           -1, &thread, NULL) != SQLITE_OK)
+        !(thread = stats_thread_query(ctx->db)))
         goto out;
     if (!(t = stats_new_table(ctx, columns, COLUMNS))) {
         rc = -ENOMEM;
@@ -169,11 +164,7 @@ static int write_rows(struct stats_ctx *ctx, const struct gil_rows *rows)
         table_ns(t, (double)r->wall_ns);
         format_functions(frame, r, functions, sizeof functions);
         table_text(t, functions);
-        sqlite3_reset(thread);
-        sqlite3_bind_int64(thread, 1, r->thread_id);
-        int known = sqlite3_step(thread) == SQLITE_ROW;
-        table_text(t, known ? (const char *)sqlite3_column_text(thread, 0) : NULL);
-        table_text(t, known ? (const char *)sqlite3_column_text(thread, 1) : NULL);
+        stats_thread_cells(t, thread, r->thread_id);
     }
     rc = table_finish(t) == 0 ? 0 : -EIO;
 out:

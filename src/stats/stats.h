@@ -4,6 +4,7 @@
 #define LANTERN_STATS_STATS_H
 
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "output/table.h"
@@ -40,6 +41,22 @@ int stats_header(struct stats_ctx *ctx, FILE *out);
  * or 0 when a process was recorded. */
 int stats_why_nothing(sqlite3 *db, char *why, size_t size);
 
+/* The columns of nsys's summaries of durations (cuda_api_sum, osrt_sum, nvtx_sum, ...): the
+ * spread of a group's durations, and the whole run of them: Time %, Total Time, a count (its
+ * title and key), then the spread. */
+#define STATS_DURATION_SPREAD_COLUMNS                                                              \
+    {"Avg", "avg_ns", TABLE_NS}, {"Med", "med_ns", TABLE_NS}, {"Min", "min_ns", TABLE_NS},         \
+        {"Max", "max_ns", TABLE_NS}, {"StdDev", "stddev_ns", TABLE_NS}
+#define STATS_DURATION_COLUMNS(count_title, count_key)                                             \
+    {"Time", "time_percent", TABLE_PERCENT}, {"Total Time", "total_ns", TABLE_NS},                 \
+        {count_title, count_key, TABLE_INT}, STATS_DURATION_SPREAD_COLUMNS
+/* Their SQL, over the expression `duration` of rows grouped by the caller, the share against
+ * `all` (the SQL of all rows' total): the columns of STATS_DURATION_COLUMNS but the name. */
+#define STATS_DURATION_SQL(duration, all)                                                          \
+    "100.0 * SUM(" duration ") / (" all "), SUM(" duration "), COUNT(*), AVG(" duration "),"       \
+    " lantern_median(" duration "), MIN(" duration "), MAX(" duration "),"                         \
+    " lantern_stddev(" duration ")"
+
 /* output.c: a report's table on ctx->out in its format, fitted to ctx->width, its CSV escaped for a
  * terminal (table.h). NULL if out of memory. */
 struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
@@ -47,6 +64,12 @@ struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *
 /* A report with nothing to show (its reason already in ctx->note): its table without rows, so
  * that JSON stays whole and CSV keeps its header. Returns 0, or -EIO/-ENOMEM with ctx->error set. */
 int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
+
+/* output.c: the "Thread" and "Process" cells of a thread's row ("tid (label)", "pid (label)";
+ * empty for a thread the database does not know) through the query stats_thread_query
+ * prepares (NULL: the database's error). */
+sqlite3_stmt *stats_thread_query(sqlite3 *db);
+void stats_thread_cells(struct table *t, sqlite3_stmt *query, int64_t thread_id);
 
 /* Why a database holds no CUDA activity (no API call, kernel, copy or set): writes the reason
  * ("-t cuda was off", "the host had no NVIDIA GPU", "the program made no CUDA call") into why

@@ -40,6 +40,40 @@ int trace_segment_path(char *out, size_t cap, const char *lrt_path, uint64_t num
     return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
+int trace_write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int trace_segment_create(int dir_fd, const char *path)
+{
+    int fd =
+        openat(dir_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    uint8_t header[TRACE_FILE_HEADER_SIZE];
+    trace_file_header(header);
+    int rc = trace_write_all(fd, header, sizeof header);
+    if (rc < 0) {
+        int err = errno;
+        close(fd);
+        unlinkat(dir_fd, path, 0);
+        errno = err;
+        return rc;
+    }
+    return fd;
+}
+
 uint64_t trace_segment_number(const char *name, const char *lrt_name)
 {
     size_t stem = strlen(lrt_name);

@@ -29,6 +29,13 @@ uint64_t trace_segments_kept(uint64_t ring_ns);
 /* "<pid>-<start_ns>.<n>.lrs" from the trace file's path "<pid>-<start_ns>.lrt"; 0, -EINVAL
  * when the path is not a .lrt, or -ENAMETOOLONG when it does not fit cap. */
 int trace_segment_path(char *out, size_t cap, const char *lrt_path, uint64_t number);
+/* Creates the segment file at path (relative to dir_fd, which may be AT_FDCWD): exclusively,
+ * appended to, close-on-exec, no link followed, with its file header written. The descriptor,
+ * or a negative errno with errno set (a file created is removed again). */
+int trace_segment_create(int dir_fd, const char *path);
+/* Writes len bytes of buf to fd through short and interrupted writes: 0, or write's -errno
+ * (errno set), -EIO when a write wrote nothing (errno left as it was). */
+int trace_write_all(int fd, const void *buf, size_t len);
 /* The segment number of name if it is a segment of the trace file named lrt_name (both
  * without folder), else 0. */
 uint64_t trace_segment_number(const char *name, const char *lrt_name);

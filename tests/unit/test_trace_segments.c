@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* A chunk mixing definitions and events, each with a timestamp where it has one. */
@@ -178,6 +180,31 @@ static void join_orders_chunks_by_sequence(void)
     unlink(out);
 }
 
+/* A new segment: created beside the others (a folder's descriptor, as the launcher's) with
+ * its file header, close-on-exec; one that exists already is never written over. */
+static void segment_create_writes_its_header_once(void)
+{
+    char dir[] = "/tmp/lantern-seg-d-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ASSERT(dir_fd >= 0);
+    int fd = trace_segment_create(dir_fd, "1-2.000001.lrs");
+    ASSERT(fd >= 0);
+    ASSERT(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    ASSERT_EQ(trace_write_all(fd, "x", 1), 0);
+    close(fd);
+    ASSERT_EQ(trace_segment_create(dir_fd, "1-2.000001.lrs"), -EEXIST);
+    uint8_t expect[TRACE_FILE_HEADER_SIZE], got[TRACE_FILE_HEADER_SIZE + 2];
+    trace_file_header(expect);
+    int rd = openat(dir_fd, "1-2.000001.lrs", O_RDONLY);
+    ASSERT_EQ(read(rd, got, sizeof got), (ssize_t)sizeof expect + 1);
+    ASSERT(memcmp(got, expect, sizeof expect) == 0 && got[sizeof expect] == 'x');
+    close(rd);
+    unlinkat(dir_fd, "1-2.000001.lrs", 0);
+    close(dir_fd);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case tests[] = {
@@ -185,6 +212,7 @@ int main(int argc, char **argv)
         {"segment_names_round_trip", segment_names_round_trip},
         {"segments_cover_the_ring", segments_cover_the_ring},
         {"join_orders_chunks_by_sequence", join_orders_chunks_by_sequence},
+        {"segment_create_writes_its_header_once", segment_create_writes_its_header_once},
         {NULL, NULL},
     };
     return test_main(tests, argc, argv);
