@@ -35,8 +35,44 @@ def count_ranges(db_path, name):
                           " JOIN strings s ON s.id = r.name_id WHERE s.value = ?", (name,)).fetchone()
 
 
-def wait_until_gone(pid, seconds=60):
-    """The daemon is not our child: watch /proc until it has exited (or is a zombie)."""
+def read_proc(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError as e:
+        return f"({e.strerror})"
+
+
+def describe(pids):
+    """What each process is doing, for a failure's message: each thread's state, wait channel
+    and system call, its kernel stack where readable, and gdb's backtraces where gdb is."""
+    lines = []
+    for pid in pids:
+        lines.append(f"pid {pid}: {read_proc(f'/proc/{pid}/stat')[:120]}")
+        try:
+            tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+        except OSError:
+            continue
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            stat = read_proc(f"{task}/stat").rsplit(")", 1)
+            lines.append(f"  tid {tid} ({read_proc(f'{task}/comm')}) state "
+                         f"{stat[1].split()[0] if len(stat) == 2 else '?'} wchan "
+                         f"{read_proc(f'{task}/wchan')} syscall {read_proc(f'{task}/syscall')[:40]}")
+            lines += ["    " + l for l in read_proc(f"{task}/stack").splitlines()[:8]]
+        try:
+            gdb = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex",
+                                  "thread apply all bt 25"], capture_output=True, text=True,
+                                 timeout=60)
+            lines += ["    " + l for l in gdb.stdout.splitlines() if l.startswith(("#", "Thread"))]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            lines.append(f"  (no gdb backtrace: {e})")
+    return "\n".join(lines)
+
+
+def wait_until_gone(pid, seconds=60, others=()):
+    """The daemon is not our child: watch /proc until it has exited (or is a zombie). Past
+    the time, the failure describes pid and `others` (the session's other processes)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -46,7 +82,8 @@ def wait_until_gone(pid, seconds=60):
         except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while we read
             return
         if time.monotonic() >= deadline:
-            raise AssertionError(f"pid {pid} still running after {seconds} s")
+            raise AssertionError(f"pid {pid} still running after {seconds} s\n"
+                                 + describe([pid, *others]))
         time.sleep(0.05)
 
 
@@ -239,8 +276,11 @@ def test_sigterm_during_the_wait_stops_it_and_keeps_the_raw_folder(tmp_path):
     while len(list(raw.glob("*-*.lrt"))) < 3:  # the program, the middle process, the daemon
         assert time.monotonic() < deadline and lantern_run.poll() is None
         time.sleep(0.01)
-    first = min(raw.glob("*-*.lrt"), key=lambda p: int(p.stem.split("-")[1]))
-    wait_until_gone(int(first.stem.split("-")[0]))  # the program has ended: lantern waits
+    first, *others = sorted(raw.glob("*-*.lrt"), key=lambda p: int(p.stem.split("-")[1]))
+    # the program has ended: lantern waits (a failure describes the program, the middle
+    # process, the daemon and lantern)
+    wait_until_gone(int(first.stem.split("-")[0]),
+                    others=[*(int(p.stem.split("-")[0]) for p in others), lantern_run.pid])
     # again until it acts: one sent in the instant between the program's end and the signals'
     # hold is still forwarded to the (dead) program, as during the run
     while lantern_run.poll() is None:
