@@ -281,14 +281,50 @@ def test_sigterm_during_the_wait_stops_it_and_keeps_the_raw_folder(tmp_path):
     # process, the daemon and lantern)
     wait_until_gone(int(first.stem.split("-")[0]),
                     others=[*(int(p.stem.split("-")[0]) for p in others), lantern_run.pid])
-    # again until it acts: one sent in the instant between the program's end and the signals'
-    # hold is still forwarded to the (dead) program, as during the run
-    while lantern_run.poll() is None:
+    # once: one that comes before lantern reaped the program is lantern's too (the test below)
+    lantern_run.send_signal(signal.SIGTERM)
+    lantern_run.wait(timeout=120)
+    err.close()
+    stderr = (tmp_path / "stderr").read_text()
+    assert lantern_run.returncode == -signal.SIGTERM, stderr
+    pid, line = still_running_pid(stderr, pairs=4000)
+    assert os.path.exists(f"/proc/{pid}"), "lantern waited for the daemon's end"
+    assert "interrupted" in stderr and not (tmp_path / "x.db").exists() and raw.is_dir()
+    os.kill(pid, signal.SIGKILL)
+    wait_until_gone(pid)
+
+
+def test_sigterm_after_the_program_ended_before_lantern_reaped_it_is_not_lost(tmp_path):
+    """A signal for lantern that comes once the program has ended but before lantern reaped
+    it (a loaded machine may leave lantern unscheduled that long: here lantern is stopped
+    meanwhile) is lantern's: not forwarded to the dead program and lost, it ends the wait."""
+    err = open(tmp_path / "stderr", "w")
+    # the program waits for the file "go" (sh, then exec: the same process)
+    lantern_run = subprocess.Popen(
+        [LANTERN, "profile", "-t", "nvtx", "-o", "x.db", "sh", "-c",
+         'while [ ! -e go ]; do sleep 0.01; done; exec "$0" "$@"', WORKLOAD, "daemon", "4000"],
+        cwd=tmp_path, stderr=err)
+    children = f"/proc/{lantern_run.pid}/task/{lantern_run.pid}/children"
+    deadline = time.monotonic() + 60
+    while not read_proc(children).split()[:1]:
+        assert time.monotonic() < deadline and lantern_run.poll() is None
+        time.sleep(0.01)
+    program = int(read_proc(children).split()[0])
+    lantern_run.send_signal(signal.SIGSTOP)
+    try:
+        (tmp_path / "go").touch()
+        raw = tmp_path / "x.db.raw"
+        while len(list(raw.glob("*-*.lrt"))) < 3:  # the program, the middle process, the daemon
+            assert time.monotonic() < deadline, describe([program])
+            time.sleep(0.01)
+        # the program has ended; lantern, stopped, has not reaped it
+        while read_proc(f"/proc/{program}/stat").rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, describe([program])
+            time.sleep(0.01)
         lantern_run.send_signal(signal.SIGTERM)
-        try:
-            lantern_run.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            pass
+    finally:
+        lantern_run.send_signal(signal.SIGCONT)
+    lantern_run.wait(timeout=120)
     err.close()
     stderr = (tmp_path / "stderr").read_text()
     assert lantern_run.returncode == -signal.SIGTERM, stderr
