@@ -70,17 +70,21 @@ def describe(pids):
     return "\n".join(lines)
 
 
+def ended(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return (f.read().rsplit(")", 1)[1].split()[0] in "ZX"
+                    and len(os.listdir(f"/proc/{pid}/task")) <= 1)
+    except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while we read
+        return True
+
+
 def wait_until_gone(pid, seconds=60, others=()):
-    """The daemon is not our child: watch /proc until it has exited (or is a zombie). Past
-    the time, the failure describes pid and `others` (the session's other processes)."""
+    """The daemon is not our child: watch /proc until it has exited (or is a zombie whose
+    other threads have ended too: until then a signal sent to it is taken by none and lost).
+    Past the time, the failure describes pid and `others` (the session's other processes)."""
     deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
-                    return
-        except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while we read
-            return
+    while not ended(pid):
         if time.monotonic() >= deadline:
             raise AssertionError(f"pid {pid} still running after {seconds} s\n"
                                  + describe([pid, *others]))
@@ -289,6 +293,7 @@ def test_sigterm_during_the_wait_stops_it_and_keeps_the_raw_folder(tmp_path):
     assert lantern_run.returncode == -signal.SIGTERM, stderr
     pid, line = still_running_pid(stderr, pairs=4000)
     assert os.path.exists(f"/proc/{pid}"), "lantern waited for the daemon's end"
+    assert "(the wait stopped by a signal)" in line and "imported" not in line, line
     assert "interrupted" in stderr and not (tmp_path / "x.db").exists() and raw.is_dir()
     os.kill(pid, signal.SIGKILL)
     wait_until_gone(pid)
@@ -318,7 +323,7 @@ def test_sigterm_after_the_program_ended_before_lantern_reaped_it_is_not_lost(tm
             assert time.monotonic() < deadline, describe([program])
             time.sleep(0.01)
         # the program has ended; lantern, stopped, has not reaped it
-        while read_proc(f"/proc/{program}/stat").rsplit(")", 1)[1].split()[0] != "Z":
+        while not ended(program):
             assert time.monotonic() < deadline, describe([program])
             time.sleep(0.01)
         lantern_run.send_signal(signal.SIGTERM)
@@ -330,6 +335,7 @@ def test_sigterm_after_the_program_ended_before_lantern_reaped_it_is_not_lost(tm
     assert lantern_run.returncode == -signal.SIGTERM, stderr
     pid, line = still_running_pid(stderr, pairs=4000)
     assert os.path.exists(f"/proc/{pid}"), "lantern waited for the daemon's end"
+    assert "(the wait stopped by a signal)" in line and "imported" not in line, line
     assert "interrupted" in stderr and not (tmp_path / "x.db").exists() and raw.is_dir()
     os.kill(pid, signal.SIGKILL)
     wait_until_gone(pid)
