@@ -278,8 +278,9 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     agent_busy = 1; /* the agent's own thread: -t osrt never times its calls */
-    __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
+    /* a sanitizer's prctl takes its thread-registry lock (the thread's name): fork waits */
     prctl(PR_SET_NAME, "lantern-writer");
+    __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&writer_tid, ring_gettid(), __ATOMIC_RELEASE);
     uint32_t seen = ring_wake_count();
     uint64_t alone_checked = clock_mono_ns(), periodic_ran = alone_checked;
@@ -569,8 +570,9 @@ void writer_flush_now(void)
 
 /* fork(): the parent's events so far go to the parent's file before the address space is
  * copied; the lock is held across fork() so the child never sees a half-built chunk. A writer
- * thread still starting (its C library's and a sanitizer's set-up allocate) is waited for, at
- * most 100 ms: a fork in the middle of that would hand the child a held allocator lock. */
+ * thread still starting (its C library's and a sanitizer's set-up allocate, and a sanitizer's
+ * prctl naming it takes its thread-registry lock) is waited for, at most 1000 naps of 0.1 ms:
+ * a fork in the middle of that would hand the child a held allocator or registry lock. */
 void writer_fork_prepare(void)
 {
     struct timespec pause = {0, 100000}; /* 0.1 ms */
@@ -593,6 +595,10 @@ void writer_fork_child(void)
     __atomic_store_n(&writer_end_requested, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&writer_ended, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&writer_tid, 0, __ATOMIC_RELAXED); /* the child's starts later */
+    /* not inside this handler (the sources' hooks below take the writer lock), nor wanted as
+     * a parent that was itself a fork child wanted it: writer_fork_child_done says */
+    __atomic_store_n(&writer_thread_wanted, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE); /* the parent's, if any */
     pthread_mutex_init(&writer.lock, NULL); /* held by the parent's thread at fork */
     names_fork_child();
     if (!writer.open) {

@@ -345,6 +345,8 @@ static void say_still_writing(const struct launcher *l)
     char waited[64];
     if (o->wait_primary)
         snprintf(waited, sizeof waited, "not waited for: --wait=primary");
+    else if (l->wait_interrupted) /* and the import stops on the signal: nothing imported */
+        snprintf(waited, sizeof waited, "the wait stopped by a signal");
     else
         snprintf(waited, sizeof waited, "after waiting %g s: --wait-timeout", o->wait_timeout_s);
     if (!l->running) {
@@ -355,12 +357,13 @@ static void say_still_writing(const struct launcher *l)
     }
     /* "traced" unless one of them is a descendant with no raw file being written (it may
      * load the agent later) */
-    cli_error("%zu %sprocess%s still running (%s): %s; %s events so far are imported, and "
-              "'%s' is kept, which %s may still write: once %s ended, 'lantern import %s -o %s "
-              "--force' imports everything",
+    const char *imported = l->wait_interrupted       ? ""
+                           : l->still_writing == 1 ? "its events so far are imported, and "
+                                                   : "their events so far are imported, and ";
+    cli_error("%zu %sprocess%s still running (%s): %s; %s'%s' is kept, which %s may still "
+              "write: once %s ended, 'lantern import %s -o %s --force' imports everything",
               l->still_writing, l->untraced_running ? "" : "traced ",
-              l->still_writing == 1 ? "" : "es", waited, l->running,
-              l->still_writing == 1 ? "its" : "their", l->raw_dir,
+              l->still_writing == 1 ? "" : "es", waited, l->running, imported, l->raw_dir,
               l->still_writing == 1 ? "it" : "they", l->still_writing == 1 ? "it has" : "they have",
               l->raw_dir, o->output);
 }

@@ -21,6 +21,20 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t child_pid;
+/* A signal that came once the child had ended, before the launcher reaped it: lantern's own,
+ * raised again once the signals are held (child_run), so the wait and the import stop on it
+ * as on one that comes after. Forwarded, it would be lost on the dead child. */
+static volatile sig_atomic_t signal_after_end;
+
+/* Whether the child has ended: a zombie, or reaped already (ECHILD). A look only (WNOWAIT);
+ * the main thread reaps it. */
+static int child_ended(pid_t pid)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+           info.si_pid == pid;
+}
 
 /* A Ctrl-C or terminal hang-up reaches the child directly (same process group), so only
  * signals sent to the launcher itself (kill(2), sigqueue(3)) are forwarded: otherwise the
@@ -28,8 +42,15 @@ static volatile sig_atomic_t child_pid;
 static void forward_signal(int sig, siginfo_t *info, void *ucontext)
 {
     (void)ucontext;
-    if ((info->si_code == SI_USER || info->si_code == SI_QUEUE) && child_pid > 0)
-        kill((pid_t)child_pid, sig);
+    pid_t pid = (pid_t)child_pid;
+    if (pid <= 0)
+        return;
+    int saved_errno = errno;
+    if (child_ended(pid))
+        signal_after_end = sig;
+    else if (info->si_code == SI_USER || info->si_code == SI_QUEUE)
+        kill(pid, sig);
+    errno = saved_errno;
 }
 
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -262,6 +283,8 @@ int child_run(struct launcher *l)
     child_pid = 0;
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
         signal(forwarded_signals[i], SIG_DFL);
+    if (signal_after_end)
+        raise(signal_after_end); /* held: pending, as if it came now */
     if (n == (ssize_t)sizeof err)
         return explain_exec_failure(l, command[0], err);
     if (WIFSIGNALED(status))

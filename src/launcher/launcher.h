@@ -97,6 +97,7 @@ struct launcher {
                              still writing, and the command's other descendants */
     size_t untraced_running; /* of them, descendants with no raw file being written */
     char *running;        /* them, "pid 1234 (daemon --port 80), pid ..." (NULL: none) */
+    int wait_interrupted; /* the wait stopped on a pending INT, TERM or HUP */
     int reaper;           /* the command's descendants are the launcher's to reap (child.c) */
     /* start and stop on demand (control.c) */
     struct trace_control *control; /* OUTPUT.raw/session.lrc, mapped (NULL: none) */
@@ -153,7 +154,8 @@ int launcher_run(struct launcher *l);
  * ago), and, when l->reaper, the launcher has no child left (every descendant of the command
  * ended; each is reaped as it ends), polling from 1 ms apart up to 100 ms apart, for at most
  * o->wait_timeout_s (not at all with o->wait_primary), or until an INT, TERM or HUP is pending.
- * Sets l->still_writing, l->untraced_running and l->running to those still running at the end,
+ * Sets l->still_writing, l->untraced_running and l->running to those still running at the end
+ * (l->wait_interrupted when a signal stopped the wait),
  * whose raw folder must then be kept. Returns 0, or opendir's -errno or -ENOMEM when the session
  * folder cannot be read. */
 int launcher_wait_writers(struct launcher *l);

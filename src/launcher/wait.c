@@ -336,7 +336,10 @@ int launcher_wait_writers(struct launcher *l)
         int children = l->reaper && child_reap_ended(l);
         writing = writer_set_poll(&set) + writer_set_unborn(&set);
         uint64_t waited = clock_ns(CLOCK_MONOTONIC) - start;
-        if ((!writing && !children) || waited >= timeout_ns || ending_signal_pending())
+        if (!writing && !children)
+            break;
+        l->wait_interrupted = ending_signal_pending();
+        if (waited >= timeout_ns || l->wait_interrupted)
             break;
         uint64_t nap = poll_ns < timeout_ns - waited ? poll_ns : timeout_ns - waited;
         struct timespec ts = {(time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull)};

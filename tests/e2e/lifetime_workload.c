@@ -30,10 +30,25 @@ static uint64_t mono_ns(void)
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
+/* The threads of this process (/proc/self/task). */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
 /* The program loads the agent (a mark), then starts a daemon the classic way (fork, setsid,
  * fork; the middle process exits and the program reaps it) and exits once the daemon has
  * started. The daemon waits
- * for the program's end, then does `pairs` push/pop pairs 2.5 ms apart (~1 s for 400). */
+ * for the program's end, then does `pairs` push/pop pairs 2.5 ms apart (~1 s for 400).
+ * The middle process and the daemon each have one thread as their fork returns: the agent
+ * starts a fork child's writer thread later, never inside fork (a thread made in an atfork
+ * handler can hang: a sanitizer's lock held in the parent at fork is held for good in the child). */
 static void scenario_daemon(int pairs)
 {
     nvtxMarkA("program");
@@ -42,11 +57,13 @@ static void scenario_daemon(int pairs)
     pid_t middle = fork();
     require(middle >= 0, "fork");
     if (middle == 0) {
+        require(thread_count() == 1, "one thread in the middle process after fork");
         require(setsid() > 0, "setsid");
         pid_t daemon = fork();
         require(daemon >= 0, "fork (daemon)");
         if (daemon > 0)
             _exit(0);
+        require(thread_count() == 1, "one thread in the daemon after fork");
         close(ready[0]);
         close(gone[1]);
         /* its raw file exists now: the agent made it at fork */

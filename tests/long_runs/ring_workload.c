@@ -2,7 +2,8 @@
  * payload the step's number) every PERIOD_US microseconds and logs each step's number and its
  * CLOCK_MONOTONIC start to LOG (the ground truth the dumps are checked against), until the file
  * STOP exists. MODE: "steps" (only that), "spin" (each step busy on the CPU in spin_step
- * instead of asleep: CPU samples), "mark:K" (an NVTX mark "slow" at step K, a
+ * instead of asleep: CPU samples; each log line also gets the thread's CPU time at the step's
+ * start, CLOCK_THREAD_CPUTIME_ID: what the samples must account for), "mark:K" (an NVTX mark "slow" at step K, a
  * --ring-trigger), "crash:K" (a SIGSEGV at step K), "rotation-crash:K:D" (from step K on, it
  * watches its segment files: a SIGSEGV D steps after the writer began a new one),
  * "names:N" (N ranges, each named by a new
@@ -29,11 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 static long rss_anon_kib(void)
@@ -199,7 +205,12 @@ int main(int argc, char **argv)
         name_things();
     struct timespec pause = {period_us / 1000000, (period_us % 1000000) * 1000};
     for (uint64_t n = 1; access(argv[2], F_OK) != 0; n++) {
-        fprintf(log, "%llu %llu\n", (unsigned long long)n, (unsigned long long)now_ns());
+        uint64_t start_ns = now_ns();
+        if (spin)
+            fprintf(log, "%llu %llu %llu\n", (unsigned long long)n, (unsigned long long)start_ns,
+                    (unsigned long long)clock_ns(CLOCK_THREAD_CPUTIME_ID));
+        else
+            fprintf(log, "%llu %llu\n", (unsigned long long)n, (unsigned long long)start_ns);
         nvtxEventAttributes_t a = {0};
         a.version = NVTX_VERSION;
         a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
