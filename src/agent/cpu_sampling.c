@@ -547,8 +547,7 @@ static void cpu_stop_taken_signal(void)
     int signo = cpu_timers_signal();
     size_t used = strlen(cpu.reason);
     snprintf(cpu.reason + used, sizeof cpu.reason - used,
-             "; stopped: the program installed its own handler for signal %d (SIGRTMAX-%d)",
-             signo, SIGRTMAX - signo);
+             "; stopped: the program installed its own handler for signal %d", signo);
     cpu_put_status(TRACE_CPU_SAMPLING_ON, cpu.reason);
     agent_warn("CPU sampling stops in this process: the program installed its own handler for "
                "signal %d, which the CPU-time timers used; the samples so far are kept",

@@ -4,9 +4,13 @@
  * and "cpu_ns NS". Runs inside an NVTX range "work" (for --filter-nvtx) after a short range
  * "setup" that does only warm_loop. Built with frame pointers (docs/cpu.md). Optional: a
  * second thread doing the same (CPU_HOT_THREADS=2), or a fork child doing the same alongside
- * (CPU_HOT_FORK=1: the agent's fork path). */
+ * (CPU_HOT_FORK=1: the agent's fork path); or halfway through, its own handler for SIGRTMAX
+ * (CPU_HOT_TAKE_SIGNAL=1: the signal the CPU-time timers use), raised once, then the second
+ * half: prints "own_signal_at NS" (CLOCK_MONOTONIC), "own_signals N" (its raise() seen by
+ * the handler) and "stray_timer_signals N" (timer signals that reached it). */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -76,6 +80,29 @@ static void *run(void *arg)
     return NULL;
 }
 
+static volatile sig_atomic_t own_signals, stray_timer_signals;
+
+static void own_handler(int signo, siginfo_t *info, void *context)
+{
+    (void)signo, (void)context;
+    if (info->si_code == SI_TIMER)
+        stray_timer_signals++;
+    else
+        own_signals++;
+}
+
+/* The program takes SIGRTMAX for itself and raises it. */
+static void take_signal(void)
+{
+    struct sigaction sa = {.sa_sigaction = own_handler, .sa_flags = SA_SIGINFO};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGRTMAX, &sa, NULL);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    printf("own_signal_at %lld\n", now.tv_sec * 1000000000LL + now.tv_nsec);
+    raise(SIGRTMAX);
+}
+
 int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
@@ -93,6 +120,12 @@ int main(int argc, char **argv)
     pthread_t other;
     if (threads > 1)
         pthread_create(&other, NULL, run, &w[1]);
+    const char *take_text = getenv("CPU_HOT_TAKE_SIGNAL");
+    if (take_text && atoi(take_text)) { /* two halves, the signal taken between them */
+        w[0].seconds /= 2;
+        run(&w[0]);
+        take_signal();
+    }
     run(&w[0]);
     if (threads > 1)
         pthread_join(other, NULL);
@@ -104,6 +137,9 @@ int main(int argc, char **argv)
     }
     if (child > 0)
         waitpid(child, NULL, 0);
+    if (take_text && atoi(take_text))
+        printf("own_signals %d\nstray_timer_signals %d\n", (int)own_signals,
+               (int)stray_timer_signals);
     printf("hot_share %.2f\ncpu_ns %lld\niterations_per_cpu_s %.0f\n",
            100.0 * (double)w[0].hot_ns / (double)cpu, cpu, w[0].iterations * 1e9 / (double)cpu);
     return 0;
