@@ -95,6 +95,7 @@ static _Atomic uint64_t cpu_resumed_at; /* when it learnt of the last resume */
 static int cpu_events_on = 1; /* the writer's events are enabled (writer thread only) */
 
 static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
+_Static_assert(CPU_MAX_THREADS <= CPU_TIMERS_MAX_THREADS, "a ring slot is a timer's buffer slot");
 static struct cpu_stack_slot cpu_stacks[CPU_STACK_SLOTS];
 static struct cpu_mapping cpu_mappings[CPU_MAX_MAPPINGS];
 

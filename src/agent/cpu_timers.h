@@ -8,8 +8,10 @@
 
 #include <stdint.h>
 
-/* Frames kept per sample: the interrupted instruction and its callers. */
+/* Frames kept per sample: the interrupted instruction and its callers (a sample is 1 KiB). */
 #define CPU_TIMERS_FRAMES 126u
+/* Threads sampled at once: one buffer slot each. */
+#define CPU_TIMERS_MAX_THREADS 4096u
 
 struct cpu_timer_sample {
     uint64_t ts; /* CLOCK_MONOTONIC, the common clock */
@@ -24,10 +26,9 @@ struct cpu_timer_sample {
  * real-time signal is the program's). */
 int cpu_timers_start(uint64_t period_ns, uint32_t slots);
 
-/* A timer for thread tid whose samples go to buffer `slot` (< max_slots of cpu_sampling.c,
- * CPU_TIMERS_MAX_THREADS), armed or not; the buffer is mapped the first time the slot is used
- * and kept for the next thread. 0, or -errno (-ESRCH: the thread ended). */
-#define CPU_TIMERS_MAX_THREADS 4096u
+/* A timer for thread tid whose samples go to buffer `slot` (< CPU_TIMERS_MAX_THREADS), armed
+ * or not; the buffer is mapped the first time the slot is used and kept for the next thread.
+ * 0, or -errno (-ESRCH: the thread ended). */
 int cpu_timers_open(uint32_t slot, uint32_t tid, int armed);
 
 /* Deletes the slot's timer (its buffer stays, read it first). */
