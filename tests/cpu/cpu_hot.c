@@ -7,7 +7,9 @@
  * (CPU_HOT_FORK=1: the agent's fork path); or halfway through, its own handler for SIGRTMAX
  * (CPU_HOT_TAKE_SIGNAL=1: the signal the CPU-time timers use), raised once, then the second
  * half: prints "own_signal_at NS" (CLOCK_MONOTONIC), "own_signals N" (its raise() seen by
- * the handler) and "stray_timer_signals N" (timer signals that reached it). */
+ * the handler) and "stray_timer_signals N" (timer signals that reached it). CPU_HOT_ALTSTACK=1:
+ * each worker runs signal handlers on an alternate stack (sigaltstack); CPU_HOT_BLOCK=1: each
+ * worker blocks every signal for the first half of its time. */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,6 +53,13 @@ struct work {
     double iterations; /* work done: the overhead bench's rate */
 };
 
+static void use_alternate_signal_stack(void)
+{
+    stack_t alt = {.ss_sp = malloc(SIGSTKSZ), .ss_size = SIGSTKSZ};
+    if (alt.ss_sp)
+        sigaltstack(&alt, NULL);
+}
+
 /* Alternates short calls so that each takes its share of the thread's time, adjusting the
  * iteration counts to the time each actually took. */
 static void *run(void *arg)
@@ -58,7 +67,18 @@ static void *run(void *arg)
     struct work *w = arg;
     long hot_iter = 200000, warm_iter = 200000;
     long long start = thread_cpu_ns(), end = start + (long long)(w->seconds * 1e9);
+    if (getenv("CPU_HOT_ALTSTACK"))
+        use_alternate_signal_stack();
+    sigset_t all, before;
+    int blocked = getenv("CPU_HOT_BLOCK") != NULL;
+    sigfillset(&all);
+    if (blocked)
+        pthread_sigmask(SIG_BLOCK, &all, &before);
     while (thread_cpu_ns() < end) {
+        if (blocked && thread_cpu_ns() >= start + (end - start) / 2) {
+            pthread_sigmask(SIG_SETMASK, &before, NULL);
+            blocked = 0;
+        }
         long long t0 = thread_cpu_ns();
         hot_loop(hot_iter);
         long long t1 = thread_cpu_ns();

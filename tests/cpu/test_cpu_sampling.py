@@ -233,6 +233,31 @@ def test_a_program_that_takes_the_timers_signal_keeps_working(tmp_path):
     assert last <= int(out["own_signal_at"]), (last, out)
 
 
+def test_cpu_time_timers_on_an_alternate_stack_and_a_blocked_signal(tmp_path):
+    """The worker runs handlers on an alternate signal stack (the handler still walks the
+    interrupted stack: its registers come from the ucontext), and blocks every signal for the
+    first half of its CPU time: it is sampled in the second half only, the first half's periods
+    are counted lost (the kernel folds them into the signal delivered at the unblock), and
+    the program runs to its end."""
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "3",
+               prefix=[CPU_REFUSE], env={"CPU_HOT_ALTSTACK": "1", "CPU_HOT_BLOCK": "1"})
+    share = measured_share(prof.stdout)
+    cpu_ns = int(next(l.split()[1] for l in prof.stdout.splitlines() if l.startswith("cpu_ns")))
+    rows = cpu_rows(tmp_path, "--filter-nvtx", "work")["rows"]
+    assert rows[0]["function"] == "hot_loop", rows[:3]
+    assert abs(rows[0]["self_percent"] - share) <= 5, (rows[0], share)
+    periods = cpu_ns / timer_period_ns()
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
+        callers = db.execute(
+            "SELECT pf.name FROM cpu_callsites c JOIN cpu_frames f ON f.id = c.frame_id"
+            " JOIN cpu_callsites p ON p.id = c.parent_id JOIN cpu_frames pf ON pf.id = p.frame_id"
+            " WHERE f.name = 'hot_loop'").fetchall()
+    assert ("main",) in callers
+    assert samples <= 0.6 * periods and lost >= 0.4 * periods, (samples, lost, periods)
+    assert 0.9 * periods <= samples + lost <= 1.1 * periods + 10, (samples, lost, periods)
+
+
 PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
 
 
