@@ -362,8 +362,16 @@ static int cpu_timer_ring_open(struct cpu_ring *r, uint32_t tid)
 
 static void cpu_timer_ring_close(struct cpu_ring *r)
 {
-    cpu_timers_close(cpu_slot_of(r));
+    if (cpu_timers_close(cpu_slot_of(r))) { /* it blocked the signal all along */
+        cpu.threads--;
+        cpu.threads_unsampled++;
+    }
     r->tid = 0;
+}
+
+static void cpu_timer_ring_watch(struct cpu_ring *r)
+{
+    cpu_timers_watch(cpu_slot_of(r), __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) == 0);
 }
 
 static void cpu_timer_ring_read(struct cpu_ring *r)
@@ -396,6 +404,7 @@ struct cpu_method {
     int (*switch_all)(int on); /* a pause or a resume, on the writer thread: 0 done */
     void (*at_fork_child)(void);
     int (*still_ours)(void); /* NULL: nothing the program can take away */
+    void (*watch)(struct cpu_ring *r); /* at each scan of a live thread; NULL: nothing to do */
 };
 
 static const struct cpu_method cpu_perf_method = {
@@ -412,6 +421,7 @@ static const struct cpu_method cpu_timer_method = {
     .switch_all = cpu_timers_switch,
     .at_fork_child = cpu_timers_at_fork_child,
     .still_ours = cpu_timers_handler_is_ours,
+    .watch = cpu_timer_ring_watch,
 };
 
 static const struct cpu_method *cpu_method = &cpu_perf_method;
@@ -469,6 +479,8 @@ static int cpu_scan(void)
         struct cpu_ring *r = cpu_ring_of(tid);
         if (r) {
             r->seen = cpu.scan;
+            if (cpu_method->watch)
+                cpu_method->watch(r);
             continue;
         }
         int rc = cpu_thread_add(tid);
@@ -534,6 +546,8 @@ static void cpu_close_all(void)
 {
     for (uint32_t i = 0; i < cpu.rings_used; i++)
         if (cpu_rings[i].tid) {
+            if (cpu_method->watch)
+                cpu_method->watch(&cpu_rings[i]);
             cpu_method->read(&cpu_rings[i]);
             cpu_method->close(&cpu_rings[i]);
         }

@@ -34,6 +34,10 @@ struct cpu_timer_slot {
     struct cpu_timer_buffer *buffer; /* mapped at the slot's first use, kept for the next */
     _Atomic uint32_t generation;     /* a signal of another generation is a stale one */
     int timer;                       /* the kernel's timer id; -1: none */
+    uint32_t tid;
+    /* whether the thread ever took a signal (cpu_timers_watch): the buffer's counts at the
+     * timer's creation, and the thread's CPU time while armed, as of the last look */
+    uint64_t delivered_at_open, cpu_ns_last, cpu_ns_armed;
 };
 
 static struct {
@@ -144,6 +148,21 @@ static int cpu_timers_set(int timer, int armed)
     return syscall(SYS_timer_settime, timer, 0, &it, NULL) == 0 ? 0 : -errno;
 }
 
+/* Signals the slot's buffer saw: samples kept or not, and the expiries folded into them. */
+static uint64_t cpu_timers_delivered(const struct cpu_timer_buffer *b)
+{
+    return __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) + __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&b->overruns, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t cpu_timers_thread_cpu_ns(uint32_t tid)
+{
+    struct timespec ts;
+    if (clock_gettime(cpu_timers_thread_clock(tid), &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int cpu_timers_map(struct cpu_timer_slot *t)
 {
     size_t bytes = sizeof *t->buffer + (size_t)timers.slots * sizeof t->buffer->samples[0];
@@ -175,18 +194,36 @@ int cpu_timers_open(uint32_t slot, uint32_t tid, int armed)
         return -err;
     }
     t->timer = timer;
+    t->tid = tid;
+    t->delivered_at_open = cpu_timers_delivered(t->buffer);
+    t->cpu_ns_last = cpu_timers_thread_cpu_ns(tid);
+    t->cpu_ns_armed = 0;
     return armed ? cpu_timers_set(timer, 1) : 0;
 }
 
-void cpu_timers_close(uint32_t slot)
+void cpu_timers_watch(uint32_t slot, int armed)
+{
+    struct cpu_timer_slot *t = &timer_slots[slot];
+    uint64_t now = t->timer >= 0 ? cpu_timers_thread_cpu_ns(t->tid) : 0;
+    if (now < t->cpu_ns_last) /* ended: its clock reads no more */
+        return;
+    if (armed)
+        t->cpu_ns_armed += now - t->cpu_ns_last;
+    t->cpu_ns_last = now;
+}
+
+int cpu_timers_close(uint32_t slot)
 {
     struct cpu_timer_slot *t = &timer_slots[slot];
     if (t->timer < 0)
-        return;
+        return 0;
     syscall(SYS_timer_delete, t->timer);
     t->timer = -1;
     /* a signal of this timer still in flight is ignored, and the buffer waits for a new thread */
     __atomic_fetch_add(&t->generation, 1, __ATOMIC_RELEASE);
+    /* no signal in 4 periods of its CPU time, armed: it had the signal blocked */
+    return cpu_timers_delivered(t->buffer) == t->delivered_at_open &&
+           t->cpu_ns_armed >= 4 * timers.period_ns;
 }
 
 void cpu_timers_arm(uint32_t slot, int armed)

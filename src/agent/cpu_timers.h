@@ -31,8 +31,13 @@ int cpu_timers_start(uint64_t period_ns, uint32_t slots);
  * 0, or -errno (-ESRCH: the thread ended). */
 int cpu_timers_open(uint32_t slot, uint32_t tid, int armed);
 
-/* Deletes the slot's timer (its buffer stays, read it first). */
-void cpu_timers_close(uint32_t slot);
+/* Notes the slot's thread's CPU time now (at each scan, and before the last close): time it
+ * ran while armed counts towards cpu_timers_close's verdict. */
+void cpu_timers_watch(uint32_t slot, int armed);
+
+/* Deletes the slot's timer (its buffer stays, read it first). Returns 1 when the thread took
+ * no signal while it ran 4 periods or more armed (it blocked the signal: not sampled). */
+int cpu_timers_close(uint32_t slot);
 
 /* Arms or disarms the slot's timer (a pause). */
 void cpu_timers_arm(uint32_t slot, int armed);

@@ -9,7 +9,8 @@
  * half: prints "own_signal_at NS" (CLOCK_MONOTONIC), "own_signals N" (its raise() seen by
  * the handler) and "stray_timer_signals N" (timer signals that reached it). CPU_HOT_ALTSTACK=1:
  * each worker runs signal handlers on an alternate stack (sigaltstack); CPU_HOT_BLOCK=1: each
- * worker blocks every signal for the first half of its time. */
+ * worker blocks every signal for the first half of its time; CPU_HOT_BLOCK=2: the second worker
+ * (CPU_HOT_THREADS=2) blocks every signal all its life. */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,12 +71,14 @@ static void *run(void *arg)
     if (getenv("CPU_HOT_ALTSTACK"))
         use_alternate_signal_stack();
     sigset_t all, before;
-    int blocked = getenv("CPU_HOT_BLOCK") != NULL;
+    const char *block_text = getenv("CPU_HOT_BLOCK");
+    int block = block_text ? atoi(block_text) : 0;
+    int blocked = block == 1 || (block == 2 && w->seed == 2); /* seed 2: the second worker */
     sigfillset(&all);
     if (blocked)
         pthread_sigmask(SIG_BLOCK, &all, &before);
     while (thread_cpu_ns() < end) {
-        if (blocked && thread_cpu_ns() >= start + (end - start) / 2) {
+        if (blocked && block == 1 && thread_cpu_ns() >= start + (end - start) / 2) {
             pthread_sigmask(SIG_SETMASK, &before, NULL);
             blocked = 0;
         }

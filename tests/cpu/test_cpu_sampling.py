@@ -258,6 +258,20 @@ def test_cpu_time_timers_on_an_alternate_stack_and_a_blocked_signal(tmp_path):
     assert 0.9 * periods <= samples + lost <= 1.1 * periods + 10, (samples, lost, periods)
 
 
+def test_a_thread_that_blocks_the_timers_signal_is_counted_unsampled(tmp_path):
+    """The second worker blocks every signal all its life: it takes no sample, and the header
+    says one thread was not sampled; the first is sampled as ever."""
+    run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "1", prefix=[CPU_REFUSE],
+        env={"CPU_HOT_THREADS": "2", "CPU_HOT_BLOCK": "2"})
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        threads, unsampled = db.execute(
+            "SELECT threads, threads_unsampled FROM cpu_sampling").fetchone()
+        sampled = db.execute("SELECT count(DISTINCT thread_id) FROM cpu_samples").fetchone()[0]
+    assert (threads, unsampled, sampled) == (1, 1, 1), (threads, unsampled, sampled)
+    header = run(tmp_path, "stats", "x.db").stdout
+    assert "samples of 1 thread (" in header and "; 1 threads not sampled" in header, header
+
+
 PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
 
 
