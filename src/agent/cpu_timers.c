@@ -27,6 +27,9 @@ struct cpu_timer_buffer {
     _Atomic uint64_t overruns; /* and expiries folded into a later signal */
     uint64_t lost_taken, overruns_taken; /* the drain's: the parts already handed on */
     uint64_t pad[2];                     /* the samples start on a cache line of their own */
+    /* the handler's window on the stack it walks: a page read at once, and not on the signal
+     * stack, which may be a small alternate one */
+    unsigned char scratch[4096];
     struct cpu_timer_sample samples[];
 };
 
@@ -58,7 +61,8 @@ static int cpu_timers_keep_frame(void *context, uintptr_t return_address)
 
 /* The interrupted instruction and its callers by their frame pointers (x86-64 and AArch64;
  * elsewhere no frame: the sample says only that the thread ran). */
-static void cpu_timers_take_stack(struct cpu_timer_sample *s, const ucontext_t *uc)
+static void cpu_timers_take_stack(struct cpu_timer_buffer *b, struct cpu_timer_sample *s,
+                                  const ucontext_t *uc)
 {
     uintptr_t ip = 0, fp = 0;
 #if defined(__x86_64__)
@@ -74,7 +78,8 @@ static void cpu_timers_take_stack(struct cpu_timer_sample *s, const ucontext_t *
     if (!ip)
         return;
     s->ips[s->frames++] = ip;
-    frame_chain_walk(timers.pid, fp, CPU_TIMERS_FRAMES - 1, cpu_timers_keep_frame, s);
+    frame_chain_walk(timers.pid, fp, CPU_TIMERS_FRAMES - 1, cpu_timers_keep_frame, s, b->scratch,
+                     sizeof b->scratch);
 }
 
 static void cpu_timers_on_signal(int signo, siginfo_t *info, void *context)
@@ -104,7 +109,7 @@ static void cpu_timers_on_signal(int signo, siginfo_t *info, void *context)
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now); /* the vDSO: no system call */
         s->ts = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-        cpu_timers_take_stack(s, context);
+        cpu_timers_take_stack(b, s, context);
         __atomic_store_n(&b->head, head + 1, __ATOMIC_RELEASE);
     }
     errno = saved_errno;

@@ -16,8 +16,9 @@ typedef int (*frame_chain_visit)(void *context, uintptr_t return_address);
  * pointer, [fp + 8] the return address) for at most max_frames frames, in process pid (the
  * caller's own, cached: getpid() is a system call). Stops at an unreadable or misaligned
  * frame, at a caller's frame that is not above this one, or one more than 1 MiB above it.
- * Returns the frames visited. */
+ * The stack is read into scratch (at least 16 bytes; each read stays in one 4 KiB page, so
+ * more than 4096 is not used): the larger, the fewer reads. Returns the frames visited. */
 unsigned frame_chain_walk(pid_t pid, uintptr_t fp, unsigned max_frames, frame_chain_visit visit,
-                          void *context);
+                          void *context, unsigned char *scratch, size_t scratch_len);
 
 #endif

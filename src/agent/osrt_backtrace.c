@@ -20,6 +20,8 @@
 
 /* Return addresses below this are no code's (the first page is never mapped). */
 #define BT_PAGE 4096u
+/* The stack is read this much at a time (frame_chain.c), on the wrapper's stack. */
+#define BT_WINDOW 512u
 
 /* glibc's struct dl_find_object (dlfcn.h, 2.35), mirrored so that the agent builds and loads
  * on an older glibc, where _dl_find_object is not found and only Python frames are written. */
@@ -173,9 +175,10 @@ static __attribute__((noinline)) size_t bt_native(char *out, size_t used, size_t
     struct bt_walk b = {.out = out, .used = used, .cap = cap, .depth = depth, .python = python,
                         .caller_pending = 1, .caller = caller};
     b.kept = (unsigned)bt_frame(out, &b.used, cap, caller, python, &b.last_path, &b.stop);
+    unsigned char window[BT_WINDOW];
     if (!b.stop && b.kept < depth)
         frame_chain_walk(getpid(), (uintptr_t)__builtin_frame_address(0),
-                         2 * OSRT_BACKTRACE_MAX_DEPTH, bt_visit, &b);
+                         2 * OSRT_BACKTRACE_MAX_DEPTH, bt_visit, &b, window, sizeof window);
     return b.used;
 }
 
