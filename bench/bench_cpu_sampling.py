@@ -7,6 +7,9 @@ PROGRAM c (default): tests/cpu/cpu_hot.c. PROGRAM py / py-threads: tests/cpu/py_
 pure-Python loop; two threading workers taking the GIL in turn), with a third arm: native
 samples only (LANTERN_CPU_PYTHON=0), so that the Python stacks' own cost shows (python vs
 native), and the Python sampler thread's CPU time (python_cpu_ns) per second of run.
+PROGRAM c-timers: cpu_hot with a third arm sampled by the CPU-time timers, the fallback where
+perf_event_open is refused (LANTERN_TEST_CPU_TIMERS=1; at most the kernel's tick, 250 Hz at
+CONFIG_HZ=250: compare at HZ 250), and their ratio to the perf arm (timers vs cpu).
 HZ 0 is the A/A run: both arms unsampled, the ratio's spread is the machine's noise.
 Usage: python3 bench/bench_cpu_sampling.py BUILD [ROUNDS] [SECONDS] [HZ] [PROGRAM]"""
 import os
@@ -21,7 +24,7 @@ PY_HOT = os.path.join(HERE, "..", "tests", "cpu", "py_hot.py")
 
 
 def command(build, program, seconds):
-    if program == "c":
+    if program in ("c", "c-timers"):
         return [os.path.join(build, "bin", "cpu_hot"), str(seconds)], "iterations_per_cpu_s"
     threads = ["2"] if program == "py-threads" else []
     return [sys.executable, PY_HOT, str(seconds), *threads], "work_per_cpu_s"
@@ -35,6 +38,8 @@ def rate(build, program, arm, seconds, hz, folder):
     if sample == "cpu":
         args += ["--sampling-frequency", str(hz)]
     env = {**os.environ, "LANTERN_CPU_PYTHON": "0" if arm == "native" else "1"}
+    if arm == "timers":
+        env["LANTERN_TEST_CPU_TIMERS"] = "1"
     program_args, key = command(build, program, seconds)
     out = subprocess.run(args + program_args, capture_output=True, text=True, check=True,
                          env=env).stdout
@@ -60,7 +65,8 @@ def main():
     seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 2.0
     hz = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
     program = sys.argv[5] if len(sys.argv) > 5 else "c"
-    arms = ["none", "cpu"] if program == "c" else ["none", "native", "python"]
+    arms = {"c": ["none", "cpu"], "c-timers": ["none", "cpu", "timers"]}.get(
+        program, ["none", "native", "python"])
     sampled = arms[-1]
     ratios = {a: [] for a in arms[1:]}
     writer, sampler, stored = [], [], []
@@ -70,9 +76,11 @@ def main():
             got = {a: rate(build, program, a, seconds, hz, folder) for a in order}
             for a in arms[1:]:
                 ratios[a].append(got["none"][0] / got[a][0])
-            if len(arms) == 3:
+            if "python" in arms:
                 ratios.setdefault("python vs native", []).append(
                     got["native"][0] / got["python"][0])
+            if "timers" in arms:
+                ratios.setdefault("timers vs cpu", []).append(got["cpu"][0] / got["timers"][0])
             if got[sampled][1]:
                 samples, cpu_ns, py_cpu_ns, _, size = got[sampled][1]
                 writer.append(cpu_ns / 1e9 / seconds * 100)
@@ -84,7 +92,7 @@ def main():
         summary(f"  {name}", values)
     if writer:
         print(f"writer reading the rings: median {statistics.median(writer):.3f} % of one CPU")
-        if program != "c":
+        if program not in ("c", "c-timers"):
             print(f"Python sampler thread: median {statistics.median(sampler):.3f} % of one CPU")
         print(f"database bytes per sample: median {statistics.median(stored):.1f}")
 

@@ -559,17 +559,17 @@ static void py_start(uint64_t tick_ns)
 
 /* TRACE_CPU_SAMPLING again, with the Python fields: native sampling is on, or this would not
  * run. */
-static void py_put_status(uint64_t period_ns)
+static void py_put_status(uint64_t period_ns, const char *native_reason)
 {
     struct trace_cpu_sampling rec = {.status = TRACE_CPU_SAMPLING_ON,
                                      .period_ns = period_ns,
-                                     .reason = trace_cstr(""),
+                                     .reason = trace_cstr(native_reason),
                                      .python_status = py.status,
                                      .python_tick_ns = py.tick_ns,
                                      .python_interpreter = trace_cstr(py.interpreter),
                                      .python_reason = trace_cstr(py.reason),
                                      .optional_present = 4};
-    writer_reserve_locked(64 + strlen(py.interpreter) + strlen(py.reason));
+    writer_reserve_locked(64 + strlen(native_reason) + strlen(py.interpreter) + strlen(py.reason));
     trace_put_cpu_sampling(writer_chunk_locked(), &rec);
     py.status = 0;
 }
@@ -649,14 +649,14 @@ void cpu_python_totals(struct trace_cpu_sampler *rec)
     rec->optional_present = 6;
 }
 
-void cpu_python_drain(int final, int may_start, uint64_t period_ns)
+void cpu_python_drain(int final, int may_start, uint64_t period_ns, const char *native_reason)
 {
     if (py.started == PY_NOT_STARTED && may_start)
         py_start(period_ns);
     if (py.started != PY_STARTED)
         return;
     if (py.status)
-        py_put_status(period_ns);
+        py_put_status(period_ns, native_reason);
     if (final)
         __atomic_store_n(&py.stop, 1, __ATOMIC_RELEASE);
     uint64_t head = __atomic_load_n(&py.head, __ATOMIC_ACQUIRE);

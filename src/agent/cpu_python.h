@@ -13,9 +13,9 @@ struct trace_cpu_sampler;
 /* At each drain of the CPU sampler, writer lock held: starts the sampler thread the first
  * time the process runs an initialised CPython (only where `may_start`: on the writer thread;
  * it looks every period_ns, at least 1 ms), and writes its status (TRACE_CPU_SAMPLING's Python
- * fields) and the looks it took; `final` stops it. A process without Python pays one failed
- * dlsym, once. */
-void cpu_python_drain(int final, int may_start, uint64_t period_ns);
+ * fields, with native_reason: how the native samples are taken) and the looks it took; `final`
+ * stops it. A process without Python pays one failed dlsym, once. */
+void cpu_python_drain(int final, int may_start, uint64_t period_ns, const char *native_reason);
 
 /* The Python sampler's totals into TRACE_CPU_SAMPLER's Python fields (none without it). */
 void cpu_python_totals(struct trace_cpu_sampler *rec);

@@ -7,10 +7,13 @@
  * every CPU_SCAN_NS): one event per thread, not `inherit`, because the kernel refuses to map
  * an inherited per-thread event, and per-CPU inherited events would cost one ring per CPU.
  * Symbols are the importer's (src/db/import_cpu.c), from the mappings written here.
+ * Where perf_event_open is refused, each thread gets a CPU-time timer instead (cpu_timers.c),
+ * drained into the same records: a method table below holds the two.
  * docs/cpu.md says what this sees and what it misses. */
 #include "agent/agent.h"
 #include "agent/clock.h"
 #include "agent/cpu_python.h"
+#include "agent/cpu_timers.h"
 #include "agent/ring.h"
 #include "agent/writer.h"
 #include "trace/environment.h"
@@ -20,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +77,8 @@ static struct {
     uint32_t mappings;
     uint64_t samples, lost, threads, threads_unsampled, cpu_ns, paused_samples;
     int map_errno; /* the last ring that could not be mapped (the locked-memory limit) */
+    int stopped;   /* the timers' signal was taken by the program: no thread is sampled now */
+    char reason[384]; /* TRACE_CPU_SAMPLING's reason while on: how the threads are sampled */
 } cpu;
 
 /* Start and stop on demand (set_recording, docs/long-runs.md): a pause switches the kernel's
@@ -89,6 +95,7 @@ static _Atomic uint64_t cpu_resumed_at; /* when it learnt of the last resume */
 static int cpu_events_on = 1; /* the writer's events are enabled (writer thread only) */
 
 static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
+_Static_assert(CPU_MAX_THREADS <= CPU_TIMERS_MAX_THREADS, "a ring slot is a timer's buffer slot");
 static struct cpu_stack_slot cpu_stacks[CPU_STACK_SLOTS];
 static struct cpu_mapping cpu_mappings[CPU_MAX_MAPPINGS];
 
@@ -119,7 +126,8 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
     int on_writer = ring_gettid() == writer_thread_tid();
     attr.disabled = on_writer ? !cpu_events_on
                               : __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) != 0;
-    if (getenv(trace_env_name(TRACE_ENV_TEST_CPU_REFUSE))) /* tests: the refusal of a locked-down kernel */
+    if (getenv(trace_env_name(TRACE_ENV_TEST_CPU_REFUSE)) ||
+        getenv(trace_env_name(TRACE_ENV_TEST_CPU_TIMERS))) /* tests: a locked-down kernel */
         return -EACCES;
     long fd = cpu_perf_event_open(&attr, (pid_t)tid);
     if (fd < 0 && errno == EINVAL) { /* kernels before 5.13 know no remove_on_exec */
@@ -268,20 +276,28 @@ static uint32_t cpu_stack_id(const uint64_t *ips, uint32_t n)
     return rec.stack_id;
 }
 
-/* One PERF_RECORD_SAMPLE: u32 pid, u32 tid; u64 time; u64 nr, u64 ips[nr] (sample_type's
- * order, perf_event_open(2)). */
-static void cpu_put_sample(const uint64_t *body, size_t words)
+/* One sample of either method: thread, time (CLOCK_MONOTONIC), addresses leaf first. */
+static void cpu_put_sample(uint32_t tid, uint64_t ts, const uint64_t *ips, uint32_t n)
 {
-    if (words < 3)
-        return;
-    uint32_t tid = (uint32_t)(body[0] >> 32);
-    uint64_t ts = body[1], nr = body[2];
     uint64_t paused_at = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED);
     if ((paused_at && ts >= paused_at) ||
         ts < __atomic_load_n(&cpu_resumed_at, __ATOMIC_RELAXED)) {
         cpu.paused_samples++; /* taken while the session was paused */
         return;
     }
+    struct trace_cpu_sample rec = {.os_tid = tid, .ts = ts, .stack_id = cpu_stack_id(ips, n)};
+    writer_reserve_locked(48);
+    trace_put_cpu_sample(writer_chunk_locked(), &rec);
+    cpu.samples++;
+}
+
+/* One PERF_RECORD_SAMPLE: u32 pid, u32 tid; u64 time; u64 nr, u64 ips[nr] (sample_type's
+ * order, perf_event_open(2)). */
+static void cpu_put_perf_sample(const uint64_t *body, size_t words)
+{
+    if (words < 3)
+        return;
+    uint64_t nr = body[2];
     if (nr > words - 3)
         nr = words - 3;
     uint64_t ips[CPU_MAX_FRAMES];
@@ -289,10 +305,7 @@ static void cpu_put_sample(const uint64_t *body, size_t words)
     for (uint64_t i = 0; i < nr && n < CPU_MAX_FRAMES; i++)
         if (body[3 + i] < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
             ips[n++] = body[3 + i];
-    struct trace_cpu_sample rec = {.os_tid = tid, .ts = ts, .stack_id = cpu_stack_id(ips, n)};
-    writer_reserve_locked(48);
-    trace_put_cpu_sample(writer_chunk_locked(), &rec);
-    cpu.samples++;
+    cpu_put_sample((uint32_t)(body[0] >> 32), body[1], ips, n);
 }
 
 /* Everything the kernel put in one ring since the last read. */
@@ -314,7 +327,7 @@ static void cpu_ring_read(struct cpu_ring *r)
         for (size_t i = 0; i < bytes; i++)
             ((uint8_t *)record)[i] = data[(tail + sizeof h + i) % size];
         if (h.type == PERF_RECORD_SAMPLE)
-            cpu_put_sample(record, bytes / 8);
+            cpu_put_perf_sample(record, bytes / 8);
         else if (h.type == PERF_RECORD_LOST && bytes >= 16) {
             cpu.lost += record[1];
             writer_put_dropped(0, record[1]);
@@ -323,6 +336,95 @@ static void cpu_ring_read(struct cpu_ring *r)
     }
     __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
 }
+
+static int cpu_perf_switch(int on)
+{
+    return prctl(on ? PR_TASK_PERF_EVENTS_ENABLE : PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0);
+}
+
+/* ---- the CPU-time timers (cpu_timers.c): a ring slot's index is its timer's buffer ---- */
+
+static uint32_t cpu_slot_of(const struct cpu_ring *r)
+{
+    return (uint32_t)(r - cpu_rings);
+}
+
+/* Any thread may create, arm and delete the process's timers: the writer owns them all. */
+static int cpu_timer_ring_open(struct cpu_ring *r, uint32_t tid)
+{
+    int rc = cpu_timers_open(cpu_slot_of(r), tid,
+                             __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) == 0);
+    if (rc)
+        return rc;
+    *r = (struct cpu_ring){.tid = tid, .seen = cpu.scan, .adopted = 1};
+    return 0;
+}
+
+static void cpu_timer_ring_close(struct cpu_ring *r)
+{
+    if (cpu_timers_close(cpu_slot_of(r))) { /* it blocked the signal all along */
+        cpu.threads--;
+        cpu.threads_unsampled++;
+    }
+    r->tid = 0;
+}
+
+static void cpu_timer_ring_watch(struct cpu_ring *r)
+{
+    cpu_timers_watch(cpu_slot_of(r), __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) == 0);
+}
+
+static void cpu_timer_ring_read(struct cpu_ring *r)
+{
+    uint32_t slot = cpu_slot_of(r);
+    const struct cpu_timer_sample *s;
+    while ((s = cpu_timers_peek(slot))) {
+        cpu_put_sample(r->tid, s->ts, s->ips, s->frames);
+        cpu_timers_pop(slot);
+    }
+    uint64_t overruns, lost = cpu_timers_take_lost(slot, &overruns);
+    cpu.lost += lost + overruns; /* the header's "lost": periods of CPU time without a sample */
+    if (lost) /* the Lost events line: samples taken and dropped */
+        writer_put_dropped(0, lost);
+}
+
+static int cpu_timers_switch(int on)
+{
+    for (uint32_t i = 0; i < cpu.rings_used; i++)
+        if (cpu_rings[i].tid)
+            cpu_timers_arm(i, on);
+    return 0;
+}
+
+/* How threads are sampled: perf events, or CPU-time timers where those are refused. */
+struct cpu_method {
+    int (*open)(struct cpu_ring *r, uint32_t tid); /* 0, or -errno */
+    void (*close)(struct cpu_ring *r);
+    void (*read)(struct cpu_ring *r);
+    int (*switch_all)(int on); /* a pause or a resume, on the writer thread: 0 done */
+    void (*at_fork_child)(void);
+    int (*still_ours)(void); /* NULL: nothing the program can take away */
+    void (*watch)(struct cpu_ring *r); /* at each scan of a live thread; NULL: nothing to do */
+};
+
+static const struct cpu_method cpu_perf_method = {
+    .open = cpu_ring_open,
+    .close = cpu_ring_close,
+    .read = cpu_ring_read,
+    .switch_all = cpu_perf_switch,
+};
+
+static const struct cpu_method cpu_timer_method = {
+    .open = cpu_timer_ring_open,
+    .close = cpu_timer_ring_close,
+    .read = cpu_timer_ring_read,
+    .switch_all = cpu_timers_switch,
+    .at_fork_child = cpu_timers_at_fork_child,
+    .still_ours = cpu_timers_handler_is_ours,
+    .watch = cpu_timer_ring_watch,
+};
+
+static const struct cpu_method *cpu_method = &cpu_perf_method;
 
 static struct cpu_ring *cpu_ring_of(uint32_t tid)
 {
@@ -343,12 +445,14 @@ static struct cpu_ring *cpu_ring_free_slot(void)
 /* Opens tid's ring; the first error of the process is returned for the status. */
 static int cpu_thread_add(uint32_t tid)
 {
+    if (cpu.stopped)
+        return 0;
     struct cpu_ring *r = cpu_ring_free_slot();
     if (!r) {
         cpu.threads_unsampled++;
         return 0;
     }
-    int rc = cpu_ring_open(r, tid);
+    int rc = cpu_method->open(r, tid);
     if (rc == 0)
         cpu.threads++;
     else if (rc != -ESRCH) /* it ended meanwhile */
@@ -375,6 +479,8 @@ static int cpu_scan(void)
         struct cpu_ring *r = cpu_ring_of(tid);
         if (r) {
             r->seen = cpu.scan;
+            if (cpu_method->watch)
+                cpu_method->watch(r);
             continue;
         }
         int rc = cpu_thread_add(tid);
@@ -385,8 +491,8 @@ static int cpu_scan(void)
     for (uint32_t i = 0; i < cpu.rings_used; i++) {
         struct cpu_ring *r = &cpu_rings[i];
         if (r->tid && r->seen != cpu.scan) { /* ended: its last samples, then the ring goes */
-            cpu_ring_read(r);
-            cpu_ring_close(r);
+            cpu_method->read(r);
+            cpu_method->close(r);
         }
     }
     cpu.last_scan_ns = clock_mono_ns();
@@ -403,15 +509,14 @@ static void cpu_writer_owns_and_switches(void)
         if (!r->tid || r->adopted)
             continue;
         uint32_t tid = r->tid;
-        cpu_ring_read(r);
-        cpu_ring_close(r);
-        int rc = cpu_ring_open(r, tid);
+        cpu_method->read(r);
+        cpu_method->close(r);
+        int rc = cpu_method->open(r, tid);
         if (rc != 0 && rc != -ESRCH) /* -ESRCH: it ended meanwhile */
             cpu.threads_unsampled++;
     }
     int want = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) == 0;
-    if (want != cpu_events_on &&
-        prctl(want ? PR_TASK_PERF_EVENTS_ENABLE : PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0) == 0)
+    if (want != cpu_events_on && cpu_method->switch_all(want) == 0)
         cpu_events_on = want;
 }
 
@@ -435,6 +540,35 @@ static void cpu_put_totals(void)
     trace_put_cpu_sampler(writer_chunk_locked(), &rec);
 }
 
+/* Every thread's last samples, then its ring or timer goes: at the final drain, or when the
+ * program took the timers' signal. */
+static void cpu_close_all(void)
+{
+    for (uint32_t i = 0; i < cpu.rings_used; i++)
+        if (cpu_rings[i].tid) {
+            if (cpu_method->watch)
+                cpu_method->watch(&cpu_rings[i]);
+            cpu_method->read(&cpu_rings[i]);
+            cpu_method->close(&cpu_rings[i]);
+        }
+}
+
+/* The program installed its own handler for the timers' signal: sampling stops (its handler
+ * gets the signals still in flight), the samples so far stay, and the status says so. */
+static void cpu_stop_taken_signal(void)
+{
+    cpu_close_all();
+    cpu.stopped = 1;
+    int signo = cpu_timers_signal();
+    size_t used = strlen(cpu.reason);
+    snprintf(cpu.reason + used, sizeof cpu.reason - used,
+             "; stopped: the program installed its own handler for signal %d", signo);
+    cpu_put_status(TRACE_CPU_SAMPLING_ON, cpu.reason);
+    agent_warn("CPU sampling stops in this process: the program installed its own handler for "
+               "signal %d, which the CPU-time timers used; the samples so far are kept",
+               signo);
+}
+
 /* On every drain of the writer, lock held: the rings' new samples; new threads every
  * CPU_SCAN_NS; at the final drain, the mappings once more and the totals. */
 static void cpu_drain(int final)
@@ -443,14 +577,16 @@ static void cpu_drain(int final)
         return;
     uint64_t cpu_start = cpu_thread_cpu_ns();
     if (cpu.status_pending) {
-        cpu_put_status(TRACE_CPU_SAMPLING_ON, "");
+        cpu_put_status(TRACE_CPU_SAMPLING_ON, cpu.reason);
         cpu.status_pending = 0;
     }
     /* listing threads and reading maps allocate (opendir): only on the writer thread or at the
      * end, never in a program thread that helps the writer (writer_help) or forks */
     int on_writer = ring_gettid() == writer_thread_tid();
     int may_allocate = final || on_writer;
-    cpu_python_drain(final, on_writer && !final, cpu.period_ns);
+    cpu_python_drain(final, on_writer && !final, cpu.period_ns, cpu.reason);
+    if (on_writer && !cpu.stopped && cpu_method->still_ours && !cpu_method->still_ours())
+        cpu_stop_taken_signal();
     if (may_allocate && clock_mono_ns() - cpu.last_scan_ns >= CPU_SCAN_NS)
         cpu_scan();
     if (on_writer)
@@ -463,8 +599,10 @@ static void cpu_drain(int final)
             writer_note_tid_locked(r->tid);
             r->named = 1;
         }
-        cpu_ring_read(r);
+        cpu_method->read(r);
     }
+    if (final) /* no sample after the file's end: none is taken */
+        cpu_close_all();
     /* a new library's addresses: its mapping before the file can end (rate: one read per
      * scan period, as a broken frame-pointer chain yields addresses in no mapping) */
     uint64_t now = clock_mono_ns();
@@ -488,9 +626,10 @@ static unsigned cpu_ring_pages(unsigned hz)
     return pages;
 }
 
-static const char *cpu_refusal(int err, unsigned *status)
+#define CPU_REASON_ROOM 320u
+static char *cpu_refusal(int err, unsigned *status)
 {
-    static char reason[256];
+    static char reason[CPU_REASON_ROOM];
     if (cpu.map_errno) {
         *status = TRACE_CPU_SAMPLING_FAILED;
         snprintf(reason, sizeof reason,
@@ -536,6 +675,53 @@ static void cpu_set_recording(int on)
         __atomic_store_n(&cpu_paused_at, now, __ATOMIC_RELAXED);
 }
 
+static uint32_t cpu_timer_slots(unsigned hz)
+{
+    /* room for 50 ms of samples (5 drains), as the perf rings: 64 (64 KiB) at 1 kHz */
+    uint32_t want = hz / 20u, slots = 16;
+    while (slots < want && slots < 512)
+        slots *= 2;
+    return slots;
+}
+
+/* perf_event_open was refused (refusal says why): every thread gets a CPU-time timer instead.
+ * Returns 1 when at least one thread is sampled so, with cpu.reason saying how; else 0, with
+ * why not appended to refusal. */
+static int cpu_fall_back_to_timers(char *refusal, size_t room, unsigned hz)
+{
+    /* the kernel checks CPU-time timers at its scheduler tick (CONFIG_HZ), whose length is
+     * the coarse clocks' resolution: a shorter period would fire once a tick all the same */
+    struct timespec tick = {0, 0};
+    clock_getres(CLOCK_MONOTONIC_COARSE, &tick);
+    uint64_t tick_ns = (uint64_t)tick.tv_sec * 1000000000u + (uint64_t)tick.tv_nsec;
+    uint64_t period_ns = cpu.period_ns > tick_ns ? cpu.period_ns : tick_ns;
+    int rc = getenv(trace_env_name(TRACE_ENV_TEST_CPU_REFUSE))
+                 ? -EPERM /* tests: a kernel that refuses both */
+                 : cpu_timers_start(period_ns, cpu_timer_slots(hz));
+    if (rc > 0) {
+        cpu_method = &cpu_timer_method;
+        uint64_t asked_ns = cpu.period_ns;
+        cpu.period_ns = period_ns;
+        cpu.threads_unsampled = 0;
+        cpu_scan();
+        if (cpu.threads > 0) {
+            if (period_ns > asked_ns)
+                snprintf(cpu.reason, sizeof cpu.reason,
+                         "CPU-time timers, at most %llu Hz (the kernel's tick): %s",
+                         (unsigned long long)(1000000000u / period_ns), refusal);
+            else
+                snprintf(cpu.reason, sizeof cpu.reason, "CPU-time timers: %s", refusal);
+            return 1;
+        }
+        cpu.period_ns = asked_ns;
+        rc = -ESRCH;
+    }
+    size_t used = strlen(refusal);
+    snprintf(refusal + used, room - used, "; no CPU-time timer either (%s)",
+             rc == -EBUSY ? "the program handles every real-time signal" : strerror(-rc));
+    return 0;
+}
+
 static int cpu_init(void)
 {
     const char *hz_text = getenv(trace_env_name(TRACE_ENV_SAMPLING_HZ));
@@ -552,8 +738,16 @@ static int cpu_init(void)
     const char *reason = "";
     if (cpu.threads == 0) {
         err = err ? err : -ESRCH;
-        reason = cpu_refusal(err, &status);
-        agent_warn("CPU sampling is off in this process: %s; the rest is recorded", reason);
+        char *refusal = cpu_refusal(err, &status);
+        if (cpu_fall_back_to_timers(refusal, CPU_REASON_ROOM, (unsigned)hz)) {
+            status = TRACE_CPU_SAMPLING_ON;
+            reason = cpu.reason;
+            agent_warn("CPU sampling falls back to CPU-time timers (signal %d) in this process: %s",
+                       cpu_timers_signal(), refusal);
+        } else {
+            reason = refusal;
+            agent_warn("CPU sampling is off in this process: %s; the rest is recorded", reason);
+        }
     }
     if (!writer_lock())
         return -ECANCELED;
@@ -582,6 +776,8 @@ static void cpu_at_fork_child(void)
     cpu.status_pending = 1;
     cpu_events_on = !__atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED); /* the child's writer owns none yet */
     cpu_python_at_fork_child();
+    if (cpu_method->at_fork_child)
+        cpu_method->at_fork_child();
     cpu_thread_add(ring_gettid());
     /* the child's writer thread (which reads the ring) starts at the child's first event,
      * not after 16 blocks: a ring holds ~0.5 s of samples (docs/cpu.md) */

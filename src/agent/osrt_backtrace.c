@@ -2,11 +2,12 @@
  * interpreter's memory (pystack.c, as --python-backtrace reads them) and the native callers
  * by their frame pointers. Not glibc's backtrace(): its unwinder takes the dynamic loader's
  * lock and may allocate, and a wrapper can run inside the program's signal handler. Every
- * word of the stack is read with process_vm_readv, which fails where a plain load would fault
- * (a frame pointer that code built without them left holding anything), and addresses are
+ * word of the stack is read with process_vm_readv (frame_chain.c, shared with the CPU-time
+ * timers), which fails where a plain load would fault, and addresses are
  * placed with _dl_find_object (glibc 2.35, lock-free and async-signal-safe); their names are
  * the importer's (import_symbols.c), so nothing here searches a symbol table. */
 #include "agent/osrt_backtrace.h"
+#include "agent/frame_chain.h"
 #include "agent/pystack.h"
 #include "trace/environment.h"
 
@@ -15,14 +16,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-/* A frame further than this above the one before ends the walk: it is no caller's. */
-#define BT_MAX_FRAME_BYTES (1u << 20)
-/* Reads stay inside one 4 KiB page (process_vm_readv fails a read that crosses into an
- * unreadable page as a whole) and fetch this much, so near frames cost one system call. */
+/* Return addresses below this are no code's (the first page is never mapped). */
 #define BT_PAGE 4096u
+/* The stack is read this much at a time (frame_chain.c), on the wrapper's stack. */
 #define BT_WINDOW 512u
 
 /* glibc's struct dl_find_object (dlfcn.h, 2.35), mirrored so that the agent builds and loads
@@ -85,30 +83,6 @@ void osrt_backtrace_init(uint64_t *ns, unsigned *depth)
     pystack_python(warm, sizeof warm);
 }
 
-/* A window of the stack read with process_vm_readv. */
-struct bt_window {
-    uintptr_t base;
-    size_t len;
-    unsigned char bytes[BT_WINDOW];
-};
-
-/* The frame at fp: the caller's frame pointer and the return address. 0: unreadable. */
-static int bt_read_frame(struct bt_window *w, pid_t pid, uintptr_t fp, uintptr_t frame[2])
-{
-    if (fp < w->base || fp - w->base + 2 * sizeof(uintptr_t) > w->len) {
-        size_t len = BT_PAGE - (fp & (BT_PAGE - 1));
-        len = len > BT_WINDOW ? BT_WINDOW : len < 2 * sizeof(uintptr_t) ? 2 * sizeof(uintptr_t) : len;
-        struct iovec local = {w->bytes, len}, remote = {(void *)fp, len};
-        ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-        if (got < (ssize_t)(2 * sizeof(uintptr_t)))
-            return 0;
-        w->base = fp;
-        w->len = (size_t)got;
-    }
-    memcpy(frame, w->bytes + (fp - w->base), 2 * sizeof(uintptr_t));
-    return 1;
-}
-
 static size_t bt_put(char *out, size_t at, size_t cap, const char *s, size_t n)
 {
     if (at + n >= cap)
@@ -167,36 +141,45 @@ static int bt_frame(char *out, size_t *used, size_t cap, uintptr_t ret, int pyth
     return 1;
 }
 
+/* The walk's state: the text so far and the frames kept. */
+struct bt_walk {
+    char *out;
+    size_t used, cap;
+    unsigned kept, depth;
+    int python, stop, caller_pending;
+    uintptr_t caller;
+    const char *last_path;
+};
+
+static int bt_visit(void *context, uintptr_t ret)
+{
+    struct bt_walk *b = context;
+    if (bt_in(bt.agent, ret)) {
+        /* the agent's own frames */
+    } else if (b->caller_pending && ret == b->caller) {
+        b->caller_pending = 0;
+    } else {
+        b->caller_pending = 0;
+        b->kept += (unsigned)bt_frame(b->out, &b->used, b->cap, ret, b->python, &b->last_path,
+                                      &b->stop);
+    }
+    return !b->stop && b->kept < b->depth;
+}
+
 /* The native frames after out's Python text: the wrapper's caller, then the frame-pointer
  * chain from this function's frame outwards (where the wrappers keep a frame, its first
  * program frame is that caller again: written once). */
 static __attribute__((noinline)) size_t bt_native(char *out, size_t used, size_t cap,
                                                   unsigned depth, int python, uintptr_t caller)
 {
-    struct bt_window w = {0, 0, {0}};
-    pid_t pid = getpid();
-    uintptr_t fp = (uintptr_t)__builtin_frame_address(0), frame[2];
-    const char *last_path = NULL;
-    int stop = 0, caller_pending = 1;
-    unsigned kept = bt_frame(out, &used, cap, caller, python, &last_path, &stop);
-    for (unsigned walked = 0; !stop && kept < depth && walked < 2 * OSRT_BACKTRACE_MAX_DEPTH;
-         walked++) {
-        if ((fp & (sizeof(uintptr_t) - 1)) || !bt_read_frame(&w, pid, fp, frame))
-            break;
-        uintptr_t next = frame[0], ret = frame[1];
-        if (bt_in(bt.agent, ret)) {
-            /* the agent's own frames */
-        } else if (caller_pending && ret == caller) {
-            caller_pending = 0;
-        } else {
-            caller_pending = 0;
-            kept += (unsigned)bt_frame(out, &used, cap, ret, python, &last_path, &stop);
-        }
-        if (next <= fp || next - fp > BT_MAX_FRAME_BYTES)
-            break;
-        fp = next;
-    }
-    return used;
+    struct bt_walk b = {.out = out, .used = used, .cap = cap, .depth = depth, .python = python,
+                        .caller_pending = 1, .caller = caller};
+    b.kept = (unsigned)bt_frame(out, &b.used, cap, caller, python, &b.last_path, &b.stop);
+    unsigned char window[BT_WINDOW];
+    if (!b.stop && b.kept < depth)
+        frame_chain_walk(getpid(), (uintptr_t)__builtin_frame_address(0),
+                         2 * OSRT_BACKTRACE_MAX_DEPTH, bt_visit, &b, window, sizeof window);
+    return b.used;
 }
 
 size_t osrt_backtrace_capture(char *out, size_t out_len, unsigned depth, const void *caller)

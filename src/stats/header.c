@@ -35,7 +35,9 @@ static char *cpu_sampling_line(sqlite3 *db)
             " (SELECT group_concat('pid ' || p.pid, ', ') FROM cpu_sampling c2"
             "  JOIN processes p ON p.id = c2.process_id WHERE c2.status <> 'on'),"
             " (SELECT status || ': ' || ifnull(reason, '') FROM cpu_sampling"
-            "  WHERE status <> 'on' LIMIT 1), ifnull(sum(threads_unsampled), 0) FROM cpu_sampling",
+            "  WHERE status <> 'on' LIMIT 1), ifnull(sum(threads_unsampled), 0),"
+            " (SELECT reason FROM cpu_sampling WHERE status = 'on' AND reason <> '' LIMIT 1)"
+            " FROM cpu_sampling",
             -1, &st, NULL) != SQLITE_OK)
         return NULL;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0) {
@@ -45,9 +47,12 @@ static char *cpu_sampling_line(sqlite3 *db)
         int n;
         long long unsampled = sqlite3_column_int64(st, 8);
         long long threads = sqlite3_column_int64(st, 5);
+        /* how it sampled where that is not perf events (CPU-time timers) */
+        const char *how = (const char *)sqlite3_column_text(st, 9);
         if (on == processes)
             n = asprintf(
-                &line, "on, %lld Hz: %lld samples of %lld thread%s (%lld lost)%s%.0lld%s",
+                &line, "on%s%s%s, %lld Hz: %lld samples of %lld thread%s (%lld lost)%s%.0lld%s",
+                how ? " (" : "", how ? how : "", how ? ")" : "",
                 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
                 threads, threads == 1 ? "" : "s", (long long)sqlite3_column_int64(st, 4),
                 unsampled ? "; " : "", unsampled, unsampled ? " threads not sampled" : "");

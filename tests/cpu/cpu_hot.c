@@ -4,9 +4,16 @@
  * and "cpu_ns NS". Runs inside an NVTX range "work" (for --filter-nvtx) after a short range
  * "setup" that does only warm_loop. Built with frame pointers (docs/cpu.md). Optional: a
  * second thread doing the same (CPU_HOT_THREADS=2), or a fork child doing the same alongside
- * (CPU_HOT_FORK=1: the agent's fork path). */
+ * (CPU_HOT_FORK=1: the agent's fork path); or halfway through, its own handler for SIGRTMAX
+ * (CPU_HOT_TAKE_SIGNAL=1: the signal the CPU-time timers use), raised once, then the second
+ * half: prints "own_signal_at NS" (CLOCK_MONOTONIC), "own_signals N" (its raise() seen by
+ * the handler) and "stray_timer_signals N" (timer signals that reached it). CPU_HOT_ALTSTACK=1:
+ * each worker runs signal handlers on an alternate stack (sigaltstack); CPU_HOT_BLOCK=1: each
+ * worker blocks every signal for the first half of its time; CPU_HOT_BLOCK=2: the second worker
+ * (CPU_HOT_THREADS=2) blocks every signal all its life. */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -47,6 +54,13 @@ struct work {
     double iterations; /* work done: the overhead bench's rate */
 };
 
+static void use_alternate_signal_stack(void)
+{
+    stack_t alt = {.ss_sp = malloc(SIGSTKSZ), .ss_size = SIGSTKSZ};
+    if (alt.ss_sp)
+        sigaltstack(&alt, NULL);
+}
+
 /* Alternates short calls so that each takes its share of the thread's time, adjusting the
  * iteration counts to the time each actually took. */
 static void *run(void *arg)
@@ -54,7 +68,20 @@ static void *run(void *arg)
     struct work *w = arg;
     long hot_iter = 200000, warm_iter = 200000;
     long long start = thread_cpu_ns(), end = start + (long long)(w->seconds * 1e9);
+    if (getenv("CPU_HOT_ALTSTACK"))
+        use_alternate_signal_stack();
+    sigset_t all, before;
+    const char *block_text = getenv("CPU_HOT_BLOCK");
+    int block = block_text ? atoi(block_text) : 0;
+    int blocked = block == 1 || (block == 2 && w->seed == 2); /* seed 2: the second worker */
+    sigfillset(&all);
+    if (blocked)
+        pthread_sigmask(SIG_BLOCK, &all, &before);
     while (thread_cpu_ns() < end) {
+        if (blocked && block == 1 && thread_cpu_ns() >= start + (end - start) / 2) {
+            pthread_sigmask(SIG_SETMASK, &before, NULL);
+            blocked = 0;
+        }
         long long t0 = thread_cpu_ns();
         hot_loop(hot_iter);
         long long t1 = thread_cpu_ns();
@@ -76,6 +103,29 @@ static void *run(void *arg)
     return NULL;
 }
 
+static volatile sig_atomic_t own_signals, stray_timer_signals;
+
+static void own_handler(int signo, siginfo_t *info, void *context)
+{
+    (void)signo, (void)context;
+    if (info->si_code == SI_TIMER)
+        stray_timer_signals++;
+    else
+        own_signals++;
+}
+
+/* The program takes SIGRTMAX for itself and raises it. */
+static void take_signal(void)
+{
+    struct sigaction sa = {.sa_sigaction = own_handler, .sa_flags = SA_SIGINFO};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGRTMAX, &sa, NULL);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    printf("own_signal_at %lld\n", now.tv_sec * 1000000000LL + now.tv_nsec);
+    raise(SIGRTMAX);
+}
+
 int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
@@ -93,6 +143,12 @@ int main(int argc, char **argv)
     pthread_t other;
     if (threads > 1)
         pthread_create(&other, NULL, run, &w[1]);
+    const char *take_text = getenv("CPU_HOT_TAKE_SIGNAL");
+    if (take_text && atoi(take_text)) { /* two halves, the signal taken between them */
+        w[0].seconds /= 2;
+        run(&w[0]);
+        take_signal();
+    }
     run(&w[0]);
     if (threads > 1)
         pthread_join(other, NULL);
@@ -104,6 +160,9 @@ int main(int argc, char **argv)
     }
     if (child > 0)
         waitpid(child, NULL, 0);
+    if (take_text && atoi(take_text))
+        printf("own_signals %d\nstray_timer_signals %d\n", (int)own_signals,
+               (int)stray_timer_signals);
     printf("hot_share %.2f\ncpu_ns %lld\niterations_per_cpu_s %.0f\n",
            100.0 * (double)w[0].hot_ns / (double)cpu, cpu, w[0].iterations * 1e9 / (double)cpu);
     return 0;

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -120,12 +121,67 @@ def test_bad_sampling_options_are_usage_errors(tmp_path):
         assert done.stderr.startswith("lantern:"), done.stderr
 
 
-def test_refused_sampling_says_one_line_and_keeps_the_rest(tmp_path):
-    done = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "0.3",
+def timer_period_ns(hz=1000):
+    """The CPU-time timers' period: the asked one, or the kernel's tick where that is longer
+    (the resolution of CLOCK_MONOTONIC_COARSE, 6 on Linux)."""
+    return max(1000000000 // hz, round(time.clock_getres(6) * 1e9))
+
+
+def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
+    """perf_event_open refused for real (cpu_refuse's seccomp filter): the threads are sampled
+    by CPU-time timers, and the hot function's share is the program's own measure."""
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "3",
                prefix=[CPU_REFUSE])
+    lines = [l for l in prof.stderr.splitlines() if "CPU sampling" in l]
+    assert len(lines) == 1, prof.stderr
+    assert lines[0].startswith("lantern: CPU sampling falls back to CPU-time timers"), lines
+    assert "perf_event_open was refused" in lines[0]
+    share = measured_share(prof.stdout)
+    cpu_ns = int(next(l.split()[1] for l in prof.stdout.splitlines() if l.startswith("cpu_ns")))
+    report = cpu_rows(tmp_path, "--filter-nvtx", "work")
+    rows = report["rows"]
+    assert rows[0]["function"] == "hot_loop", rows[:3]
+    assert abs(rows[0]["self_percent"] - share) <= 5, (rows[0], share)
+    assert rows[1]["function"] == "warm_loop"
+    header = report["session"]["cpu_sampling"]
+    assert header.startswith("on (CPU-time timers"), header
+    assert "perf_event_open was refused" in header
+    period = timer_period_ns()
+    assert f", {1000000000 // period} Hz: " in header, header
+    text = run(tmp_path, "stats", "x.db").stdout
+    assert "CPU sampling:    on (CPU-time timers" in text, text
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        status, period_ns, reason, samples, lost = db.execute(
+            "SELECT status, period_ns, reason, samples, lost FROM cpu_sampling").fetchone()
+        assert status == "on" and reason.startswith("CPU-time timers"), reason
+        assert period_ns == period
+        # each period of the thread's CPU time gave a sample or is counted (a late tick folds
+        # two expiries into one signal): the work's CPU time, and the process's start and setup
+        assert 0.9 * cpu_ns / period <= samples + lost <= 1.1 * cpu_ns / period + 10, (
+            samples, lost, cpu_ns / period)
+        outside = db.execute("SELECT count(*) FROM cpu_samples s JOIN threads t"
+                             " ON t.id = s.thread_id JOIN processes p ON p.id = t.process_id"
+                             " WHERE s.ts_ns < p.start_ns OR s.ts_ns > p.end_ns").fetchone()[0]
+        assert outside == 0
+        # the handler walked the frame pointers: hot_loop's caller is main
+        callers = db.execute(
+            "SELECT pf.name FROM cpu_callsites c JOIN cpu_frames f ON f.id = c.frame_id"
+            " JOIN cpu_callsites p ON p.id = c.parent_id JOIN cpu_frames pf ON pf.id = p.frame_id"
+            " WHERE f.name = 'hot_loop'").fetchall()
+        assert ("main",) in callers
+        ranges = db.execute("SELECT s.value FROM ranges r JOIN strings s ON s.id = r.name_id"
+                            " WHERE r.end_ns IS NOT NULL ORDER BY r.start_ns").fetchall()
+    assert ranges == [("setup",), ("work",)]  # the rest of the profile is there
+
+
+def test_refused_sampling_says_one_line_and_keeps_the_rest(tmp_path):
+    """perf_event_open refused (the seccomp filter) and the timers too (LANTERN_TEST_CPU_REFUSE):
+    sampling is off, said once, and the rest is recorded."""
+    done = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "0.3",
+               prefix=[CPU_REFUSE], env={"LANTERN_TEST_CPU_REFUSE": "1"})
     lines = [l for l in done.stderr.splitlines() if "CPU sampling" in l]
     assert len(lines) == 1 and lines[0].startswith("lantern: CPU sampling is off"), done.stderr
-    assert "refused" in lines[0]
+    assert "refused" in lines[0] and "no CPU-time timer either" in lines[0]
     with sqlite3.connect(tmp_path / "x.db") as db:
         status, = db.execute("SELECT status FROM cpu_sampling").fetchone()
         assert status == "not permitted"
@@ -137,6 +193,101 @@ def test_refused_sampling_says_one_line_and_keeps_the_rest(tmp_path):
     assert "CPU sampling:    off in pid" in header and "not permitted" in header
     empty = run(tmp_path, "stats", "x.db", "-r", "cpu_sample_sum")
     assert "not permitted" in empty.stderr
+
+
+def test_cpu_time_timers_sample_threads_and_a_fork_child(tmp_path):
+    """Under the refusal: a thread created later gets its timer, and a fork child (which
+    inherits no timer) its own, in its own file."""
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "1",
+               prefix=[CPU_REFUSE], env={"CPU_HOT_FORK": "1", "CPU_HOT_THREADS": "2"})
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        statuses = db.execute("SELECT c.status, c.reason, c.samples, c.lost FROM cpu_sampling c"
+                              " JOIN processes p ON p.id = c.process_id ORDER BY p.start_ns"
+                              ).fetchall()
+    assert [s[0] for s in statuses] == ["on", "on"], statuses
+    assert all(s[1].startswith("CPU-time timers") for s in statuses), statuses
+    per_second = 1e9 / timer_period_ns()
+    # two threads of ~1 s of CPU each, and setup
+    assert all(1.6 * per_second <= s[2] + s[3] <= 2.6 * per_second for s in statuses), statuses
+    hot = [r for r in cpu_rows(tmp_path)["rows"] if r["function"] == "hot_loop"]
+    assert len({r["thread"] for r in hot}) == 4, hot  # two threads in each process
+    assert len({r["process"] for r in hot}) == 2
+    assert all(60 <= r["self_percent"] <= 80 for r in hot), hot
+
+
+def test_a_program_that_takes_the_timers_signal_keeps_working(tmp_path):
+    """cpu_hot installs its own handler for SIGRTMAX (the timers' signal) halfway: its handler
+    runs, it ends normally, sampling stops there (said once) and the samples before stay."""
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "2",
+               prefix=[CPU_REFUSE], env={"CPU_HOT_TAKE_SIGNAL": "1"})
+    out = dict(l.split()[:2] for l in prof.stdout.splitlines())
+    assert out["own_signals"] == "1", prof.stdout  # its raise() reached its handler
+    lines = [l for l in prof.stderr.splitlines() if "CPU sampling stops" in l]
+    assert len(lines) == 1 and "its own handler for signal" in lines[0], prof.stderr
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        reason, samples = db.execute("SELECT reason, samples FROM cpu_sampling").fetchone()
+        last = db.execute("SELECT max(ts_ns) FROM cpu_samples").fetchone()[0]
+    assert "stopped: the program installed its own handler" in reason, reason
+    # ~1 s of CPU before the handler, none after it: the agent's handler no longer runs
+    assert samples >= 0.6 * 1e9 / timer_period_ns(), samples
+    assert last <= int(out["own_signal_at"]), (last, out)
+
+
+def test_cpu_time_timers_on_an_alternate_stack_and_a_blocked_signal(tmp_path):
+    """The worker runs handlers on an alternate signal stack (the handler still walks the
+    interrupted stack: its registers come from the ucontext), and blocks every signal for the
+    first half of its CPU time: it is sampled in the second half only, the first half's periods
+    are counted lost (the kernel folds them into the signal delivered at the unblock), and
+    the program runs to its end."""
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "3",
+               prefix=[CPU_REFUSE], env={"CPU_HOT_ALTSTACK": "1", "CPU_HOT_BLOCK": "1"})
+    share = measured_share(prof.stdout)
+    cpu_ns = int(next(l.split()[1] for l in prof.stdout.splitlines() if l.startswith("cpu_ns")))
+    rows = cpu_rows(tmp_path, "--filter-nvtx", "work")["rows"]
+    assert rows[0]["function"] == "hot_loop", rows[:3]
+    assert abs(rows[0]["self_percent"] - share) <= 5, (rows[0], share)
+    periods = cpu_ns / timer_period_ns()
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
+        callers = db.execute(
+            "SELECT pf.name FROM cpu_callsites c JOIN cpu_frames f ON f.id = c.frame_id"
+            " JOIN cpu_callsites p ON p.id = c.parent_id JOIN cpu_frames pf ON pf.id = p.frame_id"
+            " WHERE f.name = 'hot_loop'").fetchall()
+    assert ("main",) in callers
+    assert samples <= 0.6 * periods and lost >= 0.4 * periods, (samples, lost, periods)
+    assert 0.9 * periods <= samples + lost <= 1.1 * periods + 10, (samples, lost, periods)
+
+
+def test_a_thread_that_blocks_the_timers_signal_is_counted_unsampled(tmp_path):
+    """The second worker blocks every signal all its life: it takes no sample, and the header
+    says one thread was not sampled; the first is sampled as ever."""
+    run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "1", prefix=[CPU_REFUSE],
+        env={"CPU_HOT_THREADS": "2", "CPU_HOT_BLOCK": "2"})
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        threads, unsampled = db.execute(
+            "SELECT threads, threads_unsampled FROM cpu_sampling").fetchone()
+        sampled = db.execute("SELECT count(DISTINCT thread_id) FROM cpu_samples").fetchone()[0]
+    assert (threads, unsampled, sampled) == (1, 1, 1), (threads, unsampled, sampled)
+    header = run(tmp_path, "stats", "x.db").stdout
+    assert "samples of 1 thread (" in header and "; 1 threads not sampled" in header, header
+
+
+PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
+
+
+def test_a_python_program_under_the_refusal_gets_python_frames(tmp_path):
+    prof = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_HOT, "2",
+               prefix=[CPU_REFUSE])
+    hot = float(next(l.split()[2] for l in prof.stdout.splitlines()
+                     if l.startswith("main hot_share")))
+    rows = cpu_rows(tmp_path)["rows"]
+    assert (rows[0]["function"], rows[0]["module"]) == ("hot", "py_hot.py"), rows[:3]
+    assert abs(rows[0]["self_percent"] - hot) <= 5, (rows[0], hot)
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        reason, python_status, matched, samples = db.execute(
+            "SELECT reason, python_status, python_matched, samples FROM cpu_sampling").fetchone()
+    assert reason.startswith("CPU-time timers") and python_status == "on", reason
+    assert matched >= 0.7 * samples, (matched, samples)
 
 
 @needs_perf

@@ -331,13 +331,16 @@ def test_a_start_during_a_windows_import_waits_for_it_and_is_not_lost(tmp_path):
     assert one[-1][1] < two[0][1]
 
 
-def test_cpu_samples_pause_with_the_session(tmp_path):
+@pytest.mark.parametrize("method", ["perf", "timers"])
+def test_cpu_samples_pause_with_the_session(tmp_path, method):
     """CPU sampling (--sample=cpu, docs/cpu.md) pauses with the session: each window's database
     holds samples taken inside it only, and the raw folder none of the paused time's (the
     program spins on the CPU throughout, paused or not); and the pause switches the kernel's
-    sampling off (paused_samples: those it took before the writer's next drain, then dropped)."""
+    sampling off (paused_samples: those it took before the writer's next drain, then dropped).
+    Both methods: perf events, and the CPU-time timers (LANTERN_TEST_CPU_TIMERS: disarmed)."""
+    timers = {"LANTERN_TEST_CPU_TIMERS": "1"} if method == "timers" else {}
     server = Server(tmp_path, "--sample=cpu", "--start-paused", "--keep-raw", "-o", "run-%n.db",
-                    env={"SERVER_WORKLOAD_SPIN": "1"})
+                    env={"SERVER_WORKLOAD_SPIN": "1", **timers})
     times = []
     for i in range(2):
         time.sleep(0.3)  # paused, on the CPU
@@ -355,6 +358,8 @@ def test_cpu_samples_pause_with_the_session(tmp_path):
             status = db.execute("SELECT group_concat(DISTINCT status) FROM cpu_sampling").fetchone()
             if status != ("on",):
                 pytest.skip(f"CPU sampling is not permitted here: {status}")
+            reason = db.execute("SELECT group_concat(DISTINCT reason) FROM cpu_sampling").fetchone()
+            assert (reason[0] or "").startswith("CPU-time timers") == (method == "timers"), reason
             return [ts for ts, in db.execute("SELECT ts_ns FROM cpu_samples")]
 
     for i, (opened, closed) in enumerate(times):
