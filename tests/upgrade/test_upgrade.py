@@ -18,8 +18,8 @@ BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2]
 LANTERN = BUILD / "bin" / "lantern"
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parents[1]
-VERSIONS = [1, 2, 3, 4, 5, 6, 7]
-CURRENT = 8
+VERSIONS = [1, 2, 3, 4, 5, 6, 7, 8]
+CURRENT = 9
 ENV = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # whole lines
 
 
