@@ -27,9 +27,10 @@ needs_perf = pytest.mark.skipif(not perf_events_allowed(),
                                 reason="kernel.perf_event_paranoid > 2: no unprivileged sampling")
 
 
-def profile(tmp_path, *args):
+def profile(tmp_path, *args, env=None):
     done = subprocess.run([LANTERN, "profile", "-o", "x.db", CPU_STATES, *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr
     threads = {}
     for line in done.stdout.splitlines():
@@ -93,3 +94,43 @@ def test_a_pipe_ping_pong_is_merged_into_few_rows_that_keep_every_switch(tmp_pat
             if lost == 0:  # every switch of a round trip (a read that blocks) is counted
                 assert switches >= 0.5 * 20000, (name, rows, switches)
             assert rows < switches / 2, (name, rows, switches)
+
+
+def report(tmp_path, *options):
+    done = subprocess.run([LANTERN, "stats", "x.db", "-r", "thread_state_sum", "--format", "json",
+                           *options], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["rows"], done.stderr
+
+
+@needs_perf
+def test_thread_state_sum_is_the_rows_of_the_table(tmp_path):
+    w = profile(tmp_path, "sleep", "10")["sleeper"]
+    rows, _ = report(tmp_path)
+    row = next(r for r in rows if r["thread"].startswith(f"{w['tid']} "))
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        tid = db.execute("SELECT id FROM threads WHERE tid = ?", (w["tid"],)).fetchone()[0]
+        blocked, preempted, switches = db.execute(
+            "SELECT sum(CASE WHEN state = 'blocked' THEN state_ns ELSE 0 END),"
+            " sum(CASE WHEN state = 'preempted' THEN state_ns ELSE 0 END), sum(switches)"
+            " FROM cpu_thread_states WHERE thread_id = ?", (tid,)).fetchone()
+        first, last = db.execute(
+            "SELECT min(s), max(e) FROM (SELECT start_ns AS s, start_ns AS e FROM threads"
+            " WHERE id = ?1 UNION ALL SELECT min(ts_ns), max(ts_ns) FROM cpu_samples"
+            " WHERE thread_id = ?1 UNION ALL SELECT min(start_ns), max(end_ns)"
+            " FROM cpu_thread_states WHERE thread_id = ?1)", (tid,)).fetchone()
+    assert (row["blocked_ns"], row["preempted_ns"], row["switches"]) == (blocked, preempted, switches)
+    assert row["wall_ns"] == last - first
+    assert abs(row["running_ns"] - (last - first - blocked - preempted)) <= 1
+    assert abs(row["running_percent"] + row["blocked_percent"] + row["preempted_percent"] - 100) < 0.01
+    # the sleeper sleeps 2/3 of its measured time: blocked is its largest share
+    assert row["blocked_percent"] > row["running_percent"], row
+    # --filter-nvtx: the main thread's range "states" holds its whole join (blocked)
+    main = [r for r in report(tmp_path, "--filter-nvtx", "states")[0] if r["thread"] != row["thread"]]
+    assert len(main) == 1 and main[0]["blocked_percent"] > 90, main
+
+
+def test_thread_states_are_unknown_where_sampling_is_refused(tmp_path):
+    profile(tmp_path, "sleep", "1", env={"LANTERN_TEST_CPU_REFUSE": "1"})
+    rows, note = report(tmp_path)
+    assert rows == [] and "thread states unknown: CPU sampling was not permitted" in note, note
