@@ -174,10 +174,13 @@ static void explain_empty(struct stats_ctx *ctx)
         snprintf(ctx->note, sizeof ctx->note,
                  "thread_state_sum: thread states unknown: the kernel gave no context switches "
                  "(Linux 4.3 or later has them)");
+    else if (states < 0)
+        snprintf(ctx->note, sizeof ctx->note,
+                 "thread_state_sum: thread states unknown: not recorded (a database before "
+                 "schema 9, or processes that ended without their sampler's totals)");
     else
         snprintf(ctx->note, sizeof ctx->note,
-                 "thread_state_sum: no sampled thread left the CPU, or the states were not "
-                 "recorded (a database before schema 9)");
+                 "thread_state_sum: no sampled thread left the CPU");
     sqlite3_finalize(st);
 }
 
