@@ -664,7 +664,8 @@ static int cpu_init(void)
         hz = CPU_DEFAULT_HZ;
     cpu.period_ns = 1000000000u / hz;
     cpu.ring_bytes = (size_t)(1 + cpu_ring_pages((unsigned)hz)) * (size_t)getpagesize();
-    cpu.states = 1; /* until the kernel refuses context switches (cpu_ring_open) */
+    const char *states = getenv(trace_env_name(TRACE_ENV_CPU_STATES)); /* 0: none asked for */
+    cpu.states = !(states && !strcmp(states, "0")); /* until the kernel refuses (cpu_ring_open) */
     if (agent_paused()) /* started paused: no sample before the first start */
         cpu_set_recording(0);
     cpu.last_scan_ns = clock_mono_ns();

@@ -172,8 +172,8 @@ static void explain_empty(struct stats_ctx *ctx)
                  reason ? reason : "");
     else if (states == 0)
         snprintf(ctx->note, sizeof ctx->note,
-                 "thread_state_sum: thread states unknown: the kernel gave no context switches "
-                 "(Linux 4.3 or later has them)");
+                 "thread_state_sum: thread states unknown: no context switches were recorded "
+                 "(LANTERN_CPU_STATES=0, or a kernel before Linux 4.3)");
     else if (states < 0)
         snprintf(ctx->note, sizeof ctx->note,
                  "thread_state_sum: thread states unknown: not recorded (a database before "

@@ -175,3 +175,13 @@ def test_the_exports_carry_every_state_as_a_slice_on_its_thread(tmp_path):
         return decoded.tracks[decoded.tracks[s["track"]].parent_uuid].thread.tid
     assert collections.Counter((tid(s), s["name"], s["ts"], s["end"]) for s in states) == \
         collections.Counter(k[:4] for k in rows.elements())
+
+
+@needs_perf
+def test_lantern_cpu_states_0_records_none_and_says_so(tmp_path):
+    profile(tmp_path, "sleep", "1", env={"LANTERN_CPU_STATES": "0"})
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        assert db.execute("SELECT status, thread_states, switches FROM cpu_sampling").fetchone() \
+            == ("on", 0, 0)
+    rows, note = report(tmp_path)
+    assert rows == [] and "no context switches were recorded (LANTERN_CPU_STATES=0" in note, note
