@@ -2,7 +2,8 @@
 `lantern profile --sample=cpu` with them (the default) against LANTERN_CPU_STATES=0, in
 alternating rounds (bench/alternate.py's habit), on
   pingpong  tests/cpu/cpu_states.c's pipe ping-pong (two threads, a switch each way per round
-            trip: the switch-heavy case), round trips per second of wall time;
+            trip: the switch-heavy case), round trips per second of the ping thread's CPU time
+            (user and system: the kernel writes the switch records in the switching thread);
   hot       tests/cpu/cpu_hot.c (a CPU-bound thread, few switches), work per second of CPU time.
 The ratio per pair (without / with: above 1 is a slowdown), its median and range; with them,
 the switches and rows (cpu_thread_states) per second, and the raw trace's bytes per switch
@@ -25,8 +26,8 @@ def command(build, program, amount):
 def measure(program, out, amount):
     for line in out.splitlines():
         words = line.split()
-        if program == "pingpong" and words[:1] == ["ping"]:
-            return amount / (int(words[words.index("wall_ns") + 1]) / 1e9)
+        if program == "pingpong" and words[:1] == ["ping"]:  # per second of ping's CPU time
+            return amount / (int(words[words.index("cpu_ns") + 1]) / 1e9)
         if program == "hot" and words[:1] == ["iterations_per_cpu_s"]:
             return float(words[1])
     raise ValueError(out)
