@@ -59,11 +59,14 @@ def main():
     amount = sys.argv[4] if len(sys.argv) > 4 else ("100000" if program == "pingpong" else "2")
     amount = int(amount) if program == "pingpong" else float(amount)
     ratios, per_s, rows_s, per_switch, lost = [], [], [], [], 0
+    rates = {0: [], 1: []}
     with tempfile.TemporaryDirectory() as folder:
         for i in range(rounds):
             order = (0, 1) if i % 2 == 0 else (1, 0)
             got = {s: run(build, program, amount, s, folder) for s in order}
             ratios.append(got[0][0] / got[1][0])
+            for arm in (0, 1):
+                rates[arm].append(got[arm][0])
             rate, switches, rows, seconds, lost_now, size = got[1]
             per_s.append(switches / seconds)
             rows_s.append(rows / seconds)
@@ -76,6 +79,9 @@ def main():
           f" range x{min(ratios):.4f}-x{max(ratios):.4f}")
     print(f"switch-outs recorded: median {statistics.median(per_s):.0f}/s; rows written: median"
           f" {statistics.median(rows_s):.0f}/s; kernel records lost: {lost}")
+    if program == "pingpong":  # ping's CPU per round trip: one switch-out each way
+        trip = {arm: 1e6 / statistics.median(rates[arm]) for arm in (0, 1)}
+        print(f"ping's CPU per round trip: median {trip[0]:.2f} us without, {trip[1]:.2f} us with")
     if per_switch:
         print(f"raw trace bytes per switch-out: median {statistics.median(per_switch):.1f}")
 
