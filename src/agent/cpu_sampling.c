@@ -324,8 +324,9 @@ static void cpu_put_sample(const uint64_t *body, size_t words)
  * switches very often (a futex or pipe ping-pong: 100 000 a second) would write a record per
  * switch; so intervals of the same state less than CPU_STATE_MERGE_GAP_NS of running apart are
  * merged into one of at most CPU_STATE_MERGE_SPAN_NS, which keeps its running time inside
- * (on_ns) so that every total stays exact: at most about one record per millisecond per such
- * thread. */
+ * (on_ns) so that every total stays exact: a thread switching densely in one state writes
+ * at most about one record a millisecond (a pipe ping-pong on a loaded machine, its states
+ * alternating: one per ~10 switches, docs/cpu.md "Thread states"). */
 
 #ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
 #define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
@@ -364,7 +365,11 @@ static void cpu_state_add(struct cpu_ring *r, uint64_t start, uint64_t end, uint
         return;
     }
     cpu_state_flush(r);
-    *u = (struct cpu_state_run){.state = state, .start = start, .end = end};
+    u->state = state;
+    u->start = start;
+    u->end = end;
+    u->merged = 0;
+    u->on_ns = 0;
 }
 
 /* The switch-out waiting for its switch-in ends at `at` (a pause, the file's end). */
