@@ -316,7 +316,7 @@ static int top_functions(const struct cpu_profile *p, const int64_t *counts, str
         }
         rows[n++] = (struct fn_row){leaf, user, counts[c]};
     }
-    if (rc == 0) {
+    if (rc == 0 && n) { /* none: a thread off the CPU the whole windows (rows NULL) */
         qsort(rows, n, sizeof *rows, by_samples);
         for (size_t i = 0; i < n && h->top_count < ANALYZE_HOST_TOP; i++) {
             struct analyze_host_function *t = &h->top[h->top_count++];
