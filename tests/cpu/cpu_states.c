@@ -1,7 +1,9 @@
 /* A program whose threads' states are known, for the thread-state tests (docs/cpu.md, "Thread
  * states"); each mode runs inside an NVTX range "states" and prints what it measured. Each
  * thread first sleeps 150 ms (the agent finds a new thread within 100 ms), then measures from
- * "t0" to "t1" (CLOCK_MONOTONIC ns, the trace's clock):
+ * "t0" to "t1" (CLOCK_MONOTONIC ns, the trace's clock), and prints marks along the way
+ * ("mark NAME MONO_NS CPU_NS SLEPT_NS": its CPU time and sleeps since t0; before each sleep, or
+ * every 10 ms of a spin), where a test can start comparing once the agent watches the thread:
  *   sleep N     a thread "sleeper" sleeps 10 ms (clock_nanosleep) then spins 5 ms of its CPU
  *               time, N times: "tid", "slept_ns" (the sleeps, CLOCK_MONOTONIC around each),
  *               "cpu_ns" (CLOCK_THREAD_CPUTIME_ID over its life), "wall_ns"
@@ -34,19 +36,37 @@ static void spin_cpu(long long ns)
         ;
 }
 
+#define MARKS 256
+
+/* A point of a thread's measure: its CLOCK_MONOTONIC time, its CPU time and sleeps so far
+ * (from t0), so that a test can start its comparison where the agent started to watch. */
+struct mark {
+    long long mono_ns, cpu_ns, slept_ns;
+};
+
 struct worker {
     const char *name;
     long arg;
     long long wall_ns, cpu_ns, slept_ns, t0, t1;
     long tid;
     int fds[2]; /* pingpong: read, write */
+    struct mark marks[MARKS];
+    int nmarks;
 };
+
+static void mark(struct worker *w, long long c0)
+{
+    if (w->nmarks < MARKS)
+        w->marks[w->nmarks++] = (struct mark){clock_ns(CLOCK_MONOTONIC),
+                                              clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0, w->slept_ns};
+}
 
 static void *sleeper(void *p)
 {
     struct worker *w = p;
     long long w0 = w->t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     for (long i = 0; i < w->arg; i++) {
+        mark(w, c0);
         long long s = clock_ns(CLOCK_MONOTONIC);
         struct timespec t = {0, 10000000};
         clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
@@ -69,8 +89,12 @@ static void *spinner(void *p)
     struct timespec warm = {0, 150000000};
     clock_nanosleep(CLOCK_MONOTONIC, 0, &warm, NULL);
     long long w0 = w->t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    long long next = w0;
     while (clock_ns(CLOCK_MONOTONIC) - w0 < w->arg * 1000000LL)
-        ;
+        if (clock_ns(CLOCK_MONOTONIC) >= next) { /* every 10 ms */
+            mark(w, c0);
+            next += 10000000;
+        }
     w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     w->t1 = clock_ns(CLOCK_MONOTONIC);
     w->wall_ns = w->t1 - w0;
@@ -148,9 +172,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     nvtxRangePop();
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         printf("%s tid %ld cpu_ns %lld wall_ns %lld slept_ns %lld t0 %lld t1 %lld\n", w[i].name,
                w[i].tid, w[i].cpu_ns, w[i].wall_ns, w[i].slept_ns, w[i].t0, w[i].t1);
+        for (int k = 0; k < w[i].nmarks; k++)
+            printf("mark %s %lld %lld %lld\n", w[i].name, w[i].marks[k].mono_ns,
+                   w[i].marks[k].cpu_ns, w[i].marks[k].slept_ns);
+    }
     if (!strcmp(argv[1], "pingpong"))
         printf("round_trips %ld\n", arg);
     return 0;
