@@ -256,7 +256,9 @@ static int import_totals(struct cpu_file *c, struct trace_fields *fl)
         if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
             return -EIO;
     }
-    return r.optional_present ? import_py_totals(c, &r) : 0;
+    /* the Python totals where the Python sampler said it ran (the later fields, written when
+     * set, make the encoder write these too, as zeros) */
+    return r.optional_present && c->interpreter ? import_py_totals(c, &r) : 0;
 }
 
 static int import_mapping(struct cpu_file *c, struct trace_fields *fl)
