@@ -78,6 +78,8 @@ def test_blocked_time_is_the_sleeps_and_running_time_the_cpu_time(tmp_path):
     sleeper = profile(tmp_path, "sleep", "20")["sleeper"]
     with sqlite3.connect(tmp_path / "x.db") as db:
         assert db.execute("SELECT thread_states, switches > 0 FROM cpu_sampling").fetchone() == (1, 1)
+        # no Python here: the Python sampler's totals stay NULL (the states' fields follow them)
+        assert db.execute("SELECT python_snapshots FROM cpu_sampling").fetchone() == (None,)
         w = watched(db, sleeper)
         states = state_ns(db, sleeper["tid"], w["t0"], w["t1"])
     blocked, preempted = states.get("blocked", 0), states.get("preempted", 0)
