@@ -33,7 +33,7 @@ static int generate(sqlite3 *db, long iterations)
     int64_t end = 1000000 + iterations * (int64_t)ITERATION_NS + (iterations / 1000 + 1) * 200000;
     char meta[512];
     snprintf(meta, sizeof meta,
-             "BEGIN; INSERT INTO meta VALUES ('schema_version', 8), ('start_ns', 0),"
+             "BEGIN; INSERT INTO meta VALUES ('schema_version', 9), ('start_ns', 0),"
              " ('end_ns', %lld), ('command', 'bench_analyze loop'), ('trace', 'nvtx,cuda,nvml'),"
              " ('dropped_events', 0), ('import_warnings', 0);",
              (long long)end);

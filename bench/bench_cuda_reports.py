@@ -18,7 +18,7 @@ def make_session(path, steps, per_range):
     db = sqlite3.connect(path)
     with open(os.path.join(SOURCE, "src", "db", "schema.sql")) as f:
         db.executescript(f.read())
-    db.execute("INSERT INTO meta VALUES('schema_version', 8), ('start_ns', 0),"
+    db.execute("INSERT INTO meta VALUES('schema_version', 9), ('start_ns', 0),"
                " ('end_ns', 10000000000)")
     db.execute("INSERT INTO processes(id, pid) VALUES(1, 1000)")
     db.execute("INSERT INTO threads(id, process_id, tid) VALUES(1, 1, 1000)")

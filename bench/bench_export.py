@@ -40,7 +40,7 @@ def make_training_db(path, steps, kernels=40):
     step_ns, start = 2_000_000, 1_000_000_000
     end = start + steps * step_ns + step_ns
     db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [
-        ("schema_version", 8), ("lantern_version", "bench"), ("command", "python3 train.py"),
+        ("schema_version", 9), ("lantern_version", "bench"), ("command", "python3 train.py"),
         ("start_ns", start), ("end_ns", end), ("trace", "cuda,nvtx,nvml"), ("dropped_events", 0),
         ("import_warnings", 0)])
     db.execute("INSERT INTO processes(id, pid, ppid, exe, cmdline, name, start_ns, end_ns, clean_exit)"

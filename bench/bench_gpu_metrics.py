@@ -24,7 +24,7 @@ def make_session(path, seconds, kernels):
     with open(os.path.join(SOURCE, "src", "db", "schema.sql")) as f:
         db.executescript(f.read())
     span = seconds * 1_000_000_000
-    db.execute("INSERT INTO meta VALUES('schema_version', 8), ('start_ns', 0), ('end_ns', ?),"
+    db.execute("INSERT INTO meta VALUES('schema_version', 9), ('start_ns', 0), ('end_ns', ?),"
                " ('command', 'bench'), ('trace', 'cuda,nvtx,gpu_metrics')", (span,))
     db.execute("INSERT INTO processes(id, pid, name) VALUES(1, 1000, 'bench')")
     db.execute("INSERT INTO threads(id, process_id, tid) VALUES(1, 1, 1000)")

@@ -90,7 +90,7 @@ static void add_kernel(sqlite3_stmt *st, int64_t start, int64_t name_id, int api
 static int generate(sqlite3 *db, long count, long extra)
 {
     if (exec_sql(db, "BEGIN;"
-                 "INSERT INTO meta VALUES ('schema_version', 8);"
+                 "INSERT INTO meta VALUES ('schema_version', 9);"
                  "INSERT INTO processes(id, pid) VALUES (1, 1);"
                  "INSERT INTO threads(id, process_id, tid) VALUES (1, 1, 100), (2, 1, 101);"
                  "INSERT INTO cuda_api(id, process_id, thread_id, api, start_ns, end_ns)"

@@ -177,7 +177,7 @@ static int generate(sqlite3 *db, long steps, int64_t stall_ns, int64_t wait_ns)
     char sql[1024];
     snprintf(sql, sizeof sql,
              "UPDATE processes SET end_ns = %" PRId64 ";"
-             "INSERT INTO meta VALUES ('schema_version', 8), ('lantern_version', 'bench'),"
+             "INSERT INTO meta VALUES ('schema_version', 9), ('lantern_version', 'bench'),"
              " ('command', 'python3 train.py'), ('host', 'node000'), ('start_wall_ns', %lld),"
              " ('start_ns', %lld), ('end_ns', %" PRId64 "), ('clock', 'CLOCK_MONOTONIC'),"
              " ('trace', 'nvtx,cuda,nvml'), ('exit_status', 0), ('dropped_events', 0),"

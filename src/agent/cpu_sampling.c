@@ -6,7 +6,9 @@
  * sample, no signal is sent. Threads are found by listing /proc/self/task (at the start, then
  * every CPU_SCAN_NS): one event per thread, not `inherit`, because the kernel refuses to map
  * an inherited per-thread event, and per-CPU inherited events would cost one ring per CPU.
- * Symbols are the importer's (src/db/import_cpu.c), from the mappings written here.
+ * Symbols are the importer's (src/db/import_cpu.c), from the mappings written here. The same
+ * event reports each context switch of its thread (context_switch: PERF_RECORD_SWITCH), from
+ * which the writer makes the thread's blocked and preempted intervals (TRACE_CPU_THREAD_STATE).
  * Where perf_event_open is refused, each thread gets a CPU-time timer instead (cpu_timers.c),
  * drained into the same records: a method table below holds the two.
  * docs/cpu.md says what this sees and what it misses. */
@@ -46,12 +48,23 @@
 #define CPU_MAX_FRAMES 128u /* the kernel's perf_event_max_stack is 127 by default */
 #define CPU_MAX_MAPPINGS 8192u
 
+/* A thread's context switches (PERF_RECORD_SWITCH) as the writer reads them: the switch-out
+ * waiting for its switch-in, and the off-CPU interval being merged (cpu_state_* below). */
+struct cpu_state_run {
+    uint64_t out_ts;   /* the last switch-out */
+    uint8_t out_state; /* its TRACE_CPU_STATE_*; 0: the thread is on the CPU (or not known) */
+    uint8_t state;     /* the interval's TRACE_CPU_STATE_*; 0: none being merged */
+    uint32_t merged;
+    uint64_t start, end, on_ns;
+};
+
 struct cpu_ring {
     uint32_t tid;  /* 0: a free slot */
     uint32_t seen; /* the scan that last listed it */
     int named;     /* its OS name was written (TRACE_THREAD_OS_NAME) */
     int adopted;   /* opened by the writer thread, which owns it (see cpu_events_on) */
     struct perf_event_mmap_page *page;
+    struct cpu_state_run run;
 };
 
 struct cpu_stack_slot {
@@ -76,6 +89,8 @@ static struct {
     uint32_t stack_generation, next_stack_id, stacks_in_generation;
     uint32_t mappings;
     uint64_t samples, lost, threads, threads_unsampled, cpu_ns, paused_samples;
+    uint64_t switches; /* switch-outs seen while recording */
+    int states;        /* the kernel reports context switches (context_switch accepted) */
     int map_errno; /* the last ring that could not be mapped (the locked-memory limit) */
     int stopped;   /* the timers' signal was taken by the program: no thread is sampled now */
     char reason[384]; /* TRACE_CPU_SAMPLING's reason while on: how the threads are sampled */
@@ -122,6 +137,9 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
         .clockid = CLOCK_MONOTONIC, /* the common clock: no conversion */
         .remove_on_exec = 1,
         .wakeup_events = 1u << 30, /* never woken: the writer polls */
+        /* thread states: a record at each switch of the thread, with its tid and time */
+        .context_switch = (unsigned)cpu.states,
+        .sample_id_all = (unsigned)cpu.states,
     };
     int on_writer = ring_gettid() == writer_thread_tid();
     attr.disabled = on_writer ? !cpu_events_on
@@ -132,6 +150,11 @@ static int cpu_ring_open(struct cpu_ring *r, uint32_t tid)
     long fd = cpu_perf_event_open(&attr, (pid_t)tid);
     if (fd < 0 && errno == EINVAL) { /* kernels before 5.13 know no remove_on_exec */
         attr.remove_on_exec = 0;
+        fd = cpu_perf_event_open(&attr, (pid_t)tid);
+    }
+    if (fd < 0 && errno == EINVAL && cpu.states) { /* before 4.3: no context switches */
+        cpu.states = 0;
+        attr.context_switch = attr.sample_id_all = 0;
         fd = cpu_perf_event_open(&attr, (pid_t)tid);
     }
     if (fd < 0)
@@ -308,6 +331,96 @@ static void cpu_put_perf_sample(const uint64_t *body, size_t words)
     cpu_put_sample((uint32_t)(body[0] >> 32), body[1], ips, n);
 }
 
+/* ---- thread states: a sampled thread's context switches (PERF_RECORD_SWITCH) ----
+ * A switch-out opens an off-CPU interval, blocked or preempted (PERF_RECORD_MISC_SWITCH_OUT_
+ * PREEMPT: the thread was still runnable, Linux 4.17), its switch-in closes it. A thread that
+ * switches very often (a futex or pipe ping-pong: 100 000 a second) would write a record per
+ * switch; so intervals of the same state less than CPU_STATE_MERGE_GAP_NS of running apart are
+ * merged into one of at most CPU_STATE_MERGE_SPAN_NS, which keeps its running time inside
+ * (on_ns) so that every total stays exact: a thread switching densely in one state writes
+ * at most about one record a millisecond (a pipe ping-pong on a loaded machine, its states
+ * alternating: one per ~10 switches, docs/cpu.md "Thread states"). */
+
+#ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
+#define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
+#endif
+#define CPU_STATE_MERGE_GAP_NS 20000u
+#define CPU_STATE_MERGE_SPAN_NS 1000000u
+
+static void cpu_state_flush(struct cpu_ring *r)
+{
+    struct cpu_state_run *u = &r->run;
+    if (!u->state)
+        return;
+    struct trace_cpu_thread_state rec = {.os_tid = r->tid,
+                                         .start = u->start,
+                                         .end = u->end,
+                                         .state = u->state,
+                                         .merged = u->merged,
+                                         .on_ns = u->on_ns};
+    writer_reserve_locked(64);
+    trace_put_cpu_thread_state(writer_chunk_locked(), &rec);
+    u->state = 0;
+}
+
+/* The thread was off the CPU in state from start to end: merged into the interval being made,
+ * or that one written and this one begun. */
+static void cpu_state_add(struct cpu_ring *r, uint64_t start, uint64_t end, uint8_t state)
+{
+    struct cpu_state_run *u = &r->run;
+    if (end <= start)
+        return;
+    if (u->state == state && start >= u->end && start - u->end < CPU_STATE_MERGE_GAP_NS &&
+        end - u->start <= CPU_STATE_MERGE_SPAN_NS) {
+        u->on_ns += start - u->end;
+        u->end = end;
+        u->merged++;
+        return;
+    }
+    cpu_state_flush(r);
+    u->state = state;
+    u->start = start;
+    u->end = end;
+    u->merged = 0;
+    u->on_ns = 0;
+}
+
+/* The switch-out waiting for its switch-in ends at `at` (a pause, the file's end). */
+static void cpu_state_close(struct cpu_ring *r, uint64_t at)
+{
+    if (r->run.out_state && at > r->run.out_ts)
+        cpu_state_add(r, r->run.out_ts, at, r->run.out_state);
+    r->run.out_state = 0;
+    cpu_state_flush(r);
+}
+
+/* One PERF_RECORD_SWITCH of r's thread: its sample_id, u32 pid, u32 tid, u64 time. Those
+ * outside the recording are dropped, a switch-out pending at the pause ends there. */
+static void cpu_state_switch(struct cpu_ring *r, uint16_t misc, const uint64_t *body, size_t words)
+{
+    if (words < 2)
+        return;
+    uint64_t ts = body[1];
+    uint64_t paused_at = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED);
+    if (paused_at && ts >= paused_at) {
+        cpu_state_close(r, paused_at);
+        return;
+    }
+    if (ts < __atomic_load_n(&cpu_resumed_at, __ATOMIC_RELAXED)) {
+        r->run.out_state = 0;
+        return;
+    }
+    if (misc & PERF_RECORD_MISC_SWITCH_OUT) {
+        r->run.out_ts = ts;
+        r->run.out_state = misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? TRACE_CPU_STATE_PREEMPTED
+                                                                       : TRACE_CPU_STATE_BLOCKED;
+        cpu.switches++;
+    } else if (r->run.out_state) {
+        cpu_state_add(r, r->run.out_ts, ts, r->run.out_state);
+        r->run.out_state = 0;
+    }
+}
+
 /* Everything the kernel put in one ring since the last read. */
 static void cpu_ring_read(struct cpu_ring *r)
 {
@@ -328,9 +441,12 @@ static void cpu_ring_read(struct cpu_ring *r)
             ((uint8_t *)record)[i] = data[(tail + sizeof h + i) % size];
         if (h.type == PERF_RECORD_SAMPLE)
             cpu_put_perf_sample(record, bytes / 8);
+        else if (h.type == PERF_RECORD_SWITCH)
+            cpu_state_switch(r, h.misc, record, bytes / 8);
         else if (h.type == PERF_RECORD_LOST && bytes >= 16) {
             cpu.lost += record[1];
             writer_put_dropped(0, record[1]);
+            r->run.out_state = 0; /* its switch-in may be among them */
         }
         tail += h.size;
     }
@@ -452,6 +568,7 @@ static int cpu_thread_add(uint32_t tid)
         cpu.threads_unsampled++;
         return 0;
     }
+    r->run = (struct cpu_state_run){0};
     int rc = cpu_method->open(r, tid);
     if (rc == 0)
         cpu.threads++;
@@ -492,6 +609,8 @@ static int cpu_scan(void)
         struct cpu_ring *r = &cpu_rings[i];
         if (r->tid && r->seen != cpu.scan) { /* ended: its last samples, then the ring goes */
             cpu_method->read(r);
+            r->run.out_state = 0; /* its last switch-out was its exit */
+            cpu_state_flush(r);
             cpu_method->close(r);
         }
     }
@@ -534,7 +653,10 @@ static void cpu_put_totals(void)
                                     .threads = cpu.threads,
                                     .threads_unsampled = cpu.threads_unsampled,
                                     .cpu_ns = cpu.cpu_ns,
-                                    .paused_samples = cpu.paused_samples};
+                                    .paused_samples = cpu.paused_samples,
+                                    .switches = cpu.switches,
+                                    .states = (uint64_t)cpu.states,
+                                    .optional_present = 9}; /* states 0 is an answer too */
     cpu_python_totals(&rec);
     writer_reserve_locked(128);
     trace_put_cpu_sampler(writer_chunk_locked(), &rec);
@@ -600,6 +722,9 @@ static void cpu_drain(int final)
             r->named = 1;
         }
         cpu_method->read(r);
+        uint64_t paused_at = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED);
+        if (paused_at || final) /* no switch-in will come: the events are off, or the file ends */
+            cpu_state_close(r, paused_at ? paused_at : clock_mono_ns());
     }
     if (final) /* no sample after the file's end: none is taken */
         cpu_close_all();
@@ -730,6 +855,8 @@ static int cpu_init(void)
         hz = CPU_DEFAULT_HZ;
     cpu.period_ns = 1000000000u / hz;
     cpu.ring_bytes = (size_t)(1 + cpu_ring_pages((unsigned)hz)) * (size_t)getpagesize();
+    const char *states = getenv(trace_env_name(TRACE_ENV_CPU_STATES)); /* 0: none asked for */
+    cpu.states = !(states && !strcmp(states, "0")); /* until the kernel refuses (cpu_ring_open) */
     if (agent_paused()) /* started paused: no sample before the first start */
         cpu_set_recording(0);
     cpu.last_scan_ns = clock_mono_ns();
@@ -741,6 +868,7 @@ static int cpu_init(void)
         char *refusal = cpu_refusal(err, &status);
         if (cpu_fall_back_to_timers(refusal, CPU_REASON_ROOM, (unsigned)hz)) {
             status = TRACE_CPU_SAMPLING_ON;
+            cpu.states = 0; /* timers see no context switch: thread states unknown */
             reason = cpu.reason;
             agent_warn("CPU sampling falls back to CPU-time timers (signal %d) in this process: %s",
                        cpu_timers_signal(), refusal);
@@ -772,7 +900,7 @@ static void cpu_at_fork_child(void)
     cpu.maps_stale = 1;
     cpu.last_maps_ns = 0;
     cpu.samples = cpu.lost = cpu.threads = cpu.threads_unsampled = cpu.cpu_ns = 0;
-    cpu.paused_samples = 0;
+    cpu.paused_samples = cpu.switches = 0;
     cpu.status_pending = 1;
     cpu_events_on = !__atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED); /* the child's writer owns none yet */
     cpu_python_at_fork_child();

@@ -10,6 +10,7 @@
 #include "common/index_map.h"
 #include "common/u64_map.h"
 #include "model/gil_waits.h"
+#include "model/thread_states.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -75,6 +76,7 @@ struct analyze_cpu {
     int loaded;   /* profile and masks below are loaded */
     int has_osrt; /* -t osrt ran in a process (osrt has rows) */
     int has_gil;  /* the Python sampler saw GIL waits (cpu_gil_waits has rows) */
+    int has_states; /* the sampled threads' states were recorded (cpu_thread_states has rows) */
     struct cpu_profile profile;
     uint32_t *frame_bits; /* by frame: the patterns its own name or module matches */
     uint32_t *stack_bits; /* by callsite: the patterns any frame from it up matches */
@@ -124,6 +126,7 @@ static struct analyze_cpu *cpu_state(struct analyze_ctx *ctx)
     c->asked = analyze_query_int(ctx, "SELECT 1 FROM cpu_sampling LIMIT 1", 0) == 1;
     c->has_osrt = analyze_query_int(ctx, "SELECT 1 FROM osrt LIMIT 1", 0) == 1;
     c->has_gil = gil_waits_present(ctx->db);
+    c->has_states = thread_states_present(ctx->db);
     ctx->cpu = c;
     return c;
 }
@@ -313,7 +316,7 @@ static int top_functions(const struct cpu_profile *p, const int64_t *counts, str
         }
         rows[n++] = (struct fn_row){leaf, user, counts[c]};
     }
-    if (rc == 0) {
+    if (rc == 0 && n) { /* none: a thread off the CPU the whole windows (rows NULL) */
         qsort(rows, n, sizeof *rows, by_samples);
         for (size_t i = 0; i < n && h->top_count < ANALYZE_HOST_TOP; i++) {
             struct analyze_host_function *t = &h->top[h->top_count++];
@@ -488,6 +491,34 @@ static int gil_waits(struct analyze_ctx *ctx, const struct cpu_profile *p,
     return 0;
 }
 
+/* ---- thread states: read only where the kernel gave context switches ------------------------ */
+
+/* The sampled threads' time in the windows (inside each one's sampled life) and how much of it
+ * they were blocked and preempted (model/thread_states.h): running is the rest. */
+static int thread_states(struct analyze_ctx *ctx, const struct scope_threads *t,
+                         const struct cpu_windows *w, struct analyze_host *h)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < t->n; i++) {
+        struct thread_state_sum sum = {0};
+        int64_t start, end;
+        if (!t->period[i])
+            continue;
+        if ((rc = thread_states_life(ctx->db, t->ids[i], &start, &end)) < 0 ||
+            (rc = thread_states_add(ctx->db, t->ids[i], w, &sum)) < 0)
+            break;
+        if (sum.switches == 0) /* no state inside: not known to have run the whole time */
+            continue;
+        h->state_threads++;
+        h->state_ns += (double)gil_overlap(w, start, end);
+        h->state_blocked_ns += sum.blocked_ns;
+        h->state_preempted_ns += sum.preempted_ns;
+    }
+    if (rc < 0)
+        snprintf(ctx->error, sizeof ctx->error, "host activity: %s", sqlite3_errmsg(ctx->db));
+    return rc;
+}
+
 /* ---- the summary, the pattern and its advice ---------------------------------------------- */
 
 static void append(char **text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -538,6 +569,13 @@ static void write_summary(const struct analyze_host_scope *s, struct analyze_hos
         if (c->caller)
             append(&h->summary, " from %s (%.0f %% of it)", c->caller,
                    c->ns > 0 ? 100.0 * (double)c->caller_ns / (double)c->ns : 0);
+    }
+    if (h->state_threads && h->state_ns > 0) {
+        double blocked = 100.0 * h->state_blocked_ns / h->state_ns;
+        double preempted = 100.0 * h->state_preempted_ns / h->state_ns;
+        append(&h->summary, "; %s blocked %.1f %% of the %s, preempted %.1f %%, running %.1f %%",
+               h->state_threads == 1 ? "the thread was" : "the threads were", blocked, s->what,
+               preempted, blocked + preempted < 100 ? 100 - blocked - preempted : 0);
     }
     if (!h->gil_waits)
         return;
@@ -661,6 +699,8 @@ int analyze_host_describe(struct analyze_ctx *ctx, struct analyze_finding *f,
         goto out;
     if (c->has_gil && s->windows.count &&
         (rc = gil_waits(ctx, &c->profile, &t, &s->windows, h)) < 0)
+        goto out;
+    if (c->has_states && s->windows.count && (rc = thread_states(ctx, &t, &s->windows, h)) < 0)
         goto out;
     write_summary(s, h);
     choose_pattern(c, counts, s, pattern_ns, f, h);

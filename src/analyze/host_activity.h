@@ -51,6 +51,10 @@ struct analyze_host {
     int64_t gil_waits;      /* those waits; 0: none (the summary then says nothing of them) */
     struct analyze_host_gil_function gil_top[ANALYZE_HOST_GIL_TOP];
     int gil_top_count;
+    int state_threads;         /* sampled threads with a state in the windows; 0: none known */
+    double state_ns;           /* their time in the windows (inside their sampled lives) */
+    double state_blocked_ns;   /* of it, blocked (cpu_thread_states) */
+    double state_preempted_ns; /* and preempted */
     const char *pattern;    /* the pattern behind the advice, NULL none */
     double pattern_percent; /* its share: of the samples, or of the window time blocked */
 };

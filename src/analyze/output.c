@@ -317,6 +317,10 @@ static void write_json_host(const struct analyze_host *h, FILE *out)
         }
         putc(']', out);
     }
+    if (h->state_threads) /* only where the states are known */
+        fprintf(out, ", \"state_threads\": %d, \"state_ns\": %.0f, \"blocked_state_ns\": %.0f,"
+                     " \"preempted_state_ns\": %.0f",
+                h->state_threads, h->state_ns, h->state_blocked_ns, h->state_preempted_ns);
     fputs(", \"pattern\": ", out);
     json_write_cstring(out, h->pattern);
     fputs(", \"pattern_percent\": ", out);

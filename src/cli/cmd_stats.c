@@ -46,9 +46,9 @@ static const struct cli_option stats_rows[] = {
     CLI_STRING(0, "sort", "COL", struct stats_args, sort,
                "cuda_gpu_trace: rows by start (default) or duration"),
     CLI_STRING(0, "filter-nvtx", "RANGE", struct stats_args, filter_nvtx,
-               "cpu_sample_sum, python_gil_sum: only samples taken\n"
-               "(GIL waits' time) on a thread while it was inside\n"
-               "an NVTX range named RANGE"),
+               "cpu_sample_sum, python_gil_sum, thread_state_sum:\n"
+               "only samples taken (GIL waits', states' time) on a\n"
+               "thread while it was inside an NVTX range named RANGE"),
     CLI_HELP_ROW,
     CLI_ROWS_END,
 };

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* The schema the importer writes (meta.schema_version, docs/schema.md), which the CLI reads. */
-#define IMPORT_SCHEMA_VERSION 8
+#define IMPORT_SCHEMA_VERSION 9
 
 /* ---- the importer as a whole (used by the CLI) ----------------------------------------- */
 

@@ -5,7 +5,8 @@
  * each distinct address once per file, through the ELF files' symbol tables
  * (import_symbols.c); frames and callsites are shared by the whole session. In a Python
  * process, each sample then takes its thread's nearest Python stack (TRACE_PY_*), spliced in
- * place of the interpreter's frames (import_cpu_python.c). Layouts: src/trace/records.def;
+ * place of the interpreter's frames (import_cpu_python.c). The threads' off-CPU intervals
+ * (TRACE_CPU_THREAD_STATE) go to cpu_thread_states as they come. Layouts: src/trace/records.def;
  * the tables: docs/schema.md. */
 #include "common/u64_map.h"
 #include "db/import_cpu_python.h"
@@ -38,6 +39,8 @@ enum {
     SLOT_PY_QUALITY,
     SLOT_STACK_ROW,
     SLOT_PERIOD,
+    SLOT_THREAD_STATE,
+    SLOT_SWITCHES,
 };
 
 #define CPU_MAX_FRAMES 128u
@@ -243,7 +246,19 @@ static int import_totals(struct cpu_file *c, struct trace_fields *fl)
                     IMPORT_INT(r.paused_samples), IMPORT_INT(import_process(c->f)));
     if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
         return -EIO;
-    return r.optional_present ? import_py_totals(c, &r) : 0;
+    if (r.optional_present >= 8) { /* the thread states' fields (schema 9) */
+        st = import_stmt(c->f, SLOT_SWITCHES,
+                         "UPDATE cpu_sampling SET switches = ?, thread_states = ? WHERE process_id = ?");
+        if (!st)
+            return -EIO;
+        import_bind_row(st, IMPORT_INT(r.switches), IMPORT_INT(r.states),
+                        IMPORT_INT(import_process(c->f)));
+        if (import_step(c->f, st, "cannot store the CPU sampler's totals: ") < 0)
+            return -EIO;
+    }
+    /* the Python totals where the Python sampler said it ran (the later fields, written when
+     * set, make the encoder write these too, as zeros) */
+    return r.optional_present && c->interpreter ? import_py_totals(c, &r) : 0;
 }
 
 static int import_mapping(struct cpu_file *c, struct trace_fields *fl)
@@ -606,6 +621,29 @@ static int import_py_sample(struct cpu_file *c, struct trace_fields *fl)
     return import_step(c->f, st, "cannot store a GIL wait: ");
 }
 
+/* A thread off the CPU, blocked or preempted, with the switch-outs merged into it. */
+static int import_thread_state(struct cpu_file *c, struct trace_fields *fl)
+{
+    static const char *const names[] = {[TRACE_CPU_STATE_BLOCKED] = "blocked",
+                                        [TRACE_CPU_STATE_PREEMPTED] = "preempted"};
+    struct trace_cpu_thread_state r;
+    trace_get_cpu_thread_state(fl, &r);
+    if (r.end <= r.start || r.on_ns >= r.end - r.start || r.state >= sizeof names / sizeof *names ||
+        !names[r.state]) {
+        import_malformed(c->f);
+        return 0;
+    }
+    sqlite3_stmt *st = import_stmt(c->f, SLOT_THREAD_STATE,
+                                   "INSERT INTO cpu_thread_states(thread_id, start_ns, end_ns,"
+                                   " state, state_ns, switches) VALUES(?, ?, ?, ?, ?, ?)");
+    if (!st)
+        return -EIO;
+    import_bind_row(st, IMPORT_INT(import_thread_by_tid(c->f, r.os_tid)), IMPORT_INT(r.start),
+                    IMPORT_INT(r.end), IMPORT_TEXT(names[r.state]),
+                    IMPORT_INT(r.end - r.start - r.on_ns), IMPORT_INT(r.merged + 1));
+    return import_step(c->f, st, "cannot store a thread state: ");
+}
+
 static int cpu_record(void *ctx, unsigned type, struct trace_fields *fl)
 {
     struct cpu_file *c = ctx;
@@ -620,6 +658,8 @@ static int cpu_record(void *ctx, unsigned type, struct trace_fields *fl)
         return import_sample(c, fl);
     case TRACE_CPU_SAMPLER:
         return import_totals(c, fl);
+    case TRACE_CPU_THREAD_STATE:
+        return import_thread_state(c, fl);
     case TRACE_PY_FRAME:
         return import_py_frame(c, fl);
     case TRACE_PY_STACK:

@@ -14,4 +14,5 @@ CREATE INDEX gpu_samples_by_gpu ON gpu_samples(gpu_id, ts_ns);
 CREATE INDEX gpu_metric_samples_by_set ON gpu_metric_samples(set_id, start_ns);
 CREATE INDEX nvtx_payload_values_by_range ON nvtx_payload_values(range_id);
 CREATE INDEX cpu_samples_by_thread ON cpu_samples(thread_id, ts_ns);
+CREATE INDEX cpu_thread_states_by_thread ON cpu_thread_states(thread_id, start_ns);
 CREATE INDEX osrt_calls_by_thread ON osrt_calls(thread_id, start_ns);

@@ -285,7 +285,9 @@ CREATE TABLE cpu_sampling(
   python_cpu_ns INTEGER,                        -- the Python sampler thread's CPU time
   python_matched INTEGER,                       -- samples given their thread's Python stack
   python_unmatched INTEGER,                     -- samples of a Python thread with no look near
-  paused_samples INTEGER);                      -- taken while paused, dropped (schema 8)
+  paused_samples INTEGER,                       -- taken while paused, dropped (schema 8)
+  switches INTEGER,                             -- context switches out of the sampled threads
+  thread_states INTEGER);                       -- 1: cpu_thread_states recorded (schema 9)
 CREATE TABLE cpu_frames(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL,   -- the function, or module+0xOFFSET
   module TEXT,                                  -- the file's base name ([vdso], [anon])
@@ -302,6 +304,14 @@ CREATE TABLE cpu_samples(
 CREATE TABLE cpu_gil_waits(
   thread_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
   stack_id INTEGER);
+-- A sampled thread off the CPU (docs/cpu.md, "Thread states"): blocked (it waited) or
+-- preempted (runnable, no CPU), from a switch-out to its switch-in; switch-outs of one state
+-- close together are merged into one row of at most 1 ms, state_ns its time in the state.
+CREATE TABLE cpu_thread_states(
+  thread_id INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  state TEXT NOT NULL,                          -- blocked, preempted
+  state_ns INTEGER NOT NULL,                    -- of end_ns - start_ns, off the CPU
+  switches INTEGER NOT NULL);                   -- switch-outs merged into the row (1..)
 
 -- OS runtime calls (-t osrt, docs/osrt.md): the wrapped libc calls that lasted at least the
 -- process's threshold, named as nsys names them (strings: read, pthread_mutex_lock, ...); and

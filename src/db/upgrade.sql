@@ -14,6 +14,8 @@ UPDATE processes SET parent_id = (SELECT p.id FROM processes p WHERE p.pid = pro
 -- schema 7 added only tables (CPU sampling): they start empty, nothing to fill
 -- schema 8 added cpu_sampling.paused_samples and the osrt backtraces (osrt_calls.backtrace_id,
 -- osrt.backtrace_threshold_ns, backtrace_depth): not known before (NULL)
+-- schema 9 added cpu_thread_states (empty: no thread states before) and cpu_sampling.switches,
+-- thread_states: not known before (NULL)
 
 UPDATE meta SET value = :to WHERE key = 'schema_version';
 INSERT OR REPLACE INTO meta(key, value) VALUES('upgraded_from', :from);

@@ -129,7 +129,9 @@ enum {
     X(RETURN, "return")                     /* OS runtime */                                       \
     X(ERRNO, "errno")                       /* OS runtime */                                       \
     X(BACKTRACE, "backtrace")               /* OS runtime */ \
-    X(FUNCTION, "function")                 /* Python GIL */
+    X(FUNCTION, "function")                 /* Python GIL */ \
+    X(SWITCHES, "switches")                 /* thread states */ \
+    X(OFF_CPU_NS, "off_cpu_ns")             /* thread states */
 enum {
     PF_ARG_NONE,
 #define PERFETTO_ARG_ENUM(id, text) PF_ARG_##id,
@@ -146,6 +148,7 @@ enum {
     PERFETTO_CATEGORY_MEMSET,
     PERFETTO_CATEGORY_OSRT,
     PERFETTO_CATEGORY_PYTHON_GIL,
+    PERFETTO_CATEGORY_THREAD_STATE,
     PERFETTO_CATEGORY_DOMAIN = 16, /* + domains.id */
 };
 
@@ -171,10 +174,14 @@ enum {
 #define PERFETTO_OSRT_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 9)
 /* RAPL's: a CPU package's energy counters (zone 0 the package, 1 its DRAM), at the top. */
 #define PERFETTO_RAPL_TRACK(package, zone) (((uint64_t)(package) << 1 | (uint64_t)(zone)) << 8 | 10)
-/* The Python sampler's GIL waits under their thread. The next free kind is 12. */
+/* The Python sampler's GIL waits under their thread. */
 #define PERFETTO_GIL_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 11)
+/* A sampled thread's states (blocked, preempted) under it. The next free kind is 13. */
+#define PERFETTO_STATE_TRACK(thread_id) ((uint64_t)(thread_id) << 8 | 12)
 /* Synthetic names (perfetto_event_name_text) beside CUDA's own 0 .. 11 (perfetto_cuda.c). */
 #define PERFETTO_SYNTHETIC_GIL_WAIT 16u
+#define PERFETTO_SYNTHETIC_BLOCKED 17u
+#define PERFETTO_SYNTHETIC_PREEMPTED 18u
 
 /* ---- The writer -------------------------------------------------------------------------- */
 

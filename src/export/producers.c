@@ -13,6 +13,7 @@ int chrome_gpu_metrics_events(struct chrome_writer *w);
 int chrome_cpu_events(struct chrome_writer *w);
 int chrome_cpu_stack_frames(struct chrome_writer *w);
 int chrome_cpu_gil_waits(struct chrome_writer *w);
+int chrome_cpu_thread_states(struct chrome_writer *w);
 int chrome_osrt_events(struct chrome_writer *w);
 int chrome_rapl_events(struct chrome_writer *w);
 
@@ -24,6 +25,7 @@ const struct chrome_producer chrome_producers[] = {
     /* chrome_cpu.c: samples as instant events, their stacks in "stackFrames" */
     {EXPORT_SOURCE_CPU, chrome_cpu_events, chrome_cpu_stack_frames},
     {EXPORT_SOURCE_CPU, chrome_cpu_gil_waits, NULL}, /* chrome_cpu_gil.c: GIL waits on threads */
+    {EXPORT_SOURCE_CPU, chrome_cpu_thread_states, NULL}, /* chrome_cpu_state.c: thread states */
     {EXPORT_SOURCE_OSRT, chrome_osrt_events, NULL}, /* chrome_osrt.c: calls on their thread */
     {EXPORT_SOURCE_RAPL, chrome_rapl_events, NULL}, /* chrome_rapl.c: counters per CPU package */
 };
@@ -36,6 +38,7 @@ int perfetto_gpu_metrics_counters(struct perfetto_writer *w);
 int perfetto_cuda_memory_counter(struct perfetto_writer *w);
 int perfetto_cpu_samples(struct perfetto_writer *w);
 int perfetto_cpu_gil_waits(struct perfetto_writer *w);
+int perfetto_cpu_thread_states(struct perfetto_writer *w);
 int perfetto_osrt_events(struct perfetto_writer *w);
 int perfetto_rapl_counters(struct perfetto_writer *w);
 
@@ -47,6 +50,7 @@ const struct perfetto_producer perfetto_producers[] = {
     {EXPORT_SOURCE_CUDA, perfetto_cuda_memory_counter}, /* perfetto_cuda.c */
     {EXPORT_SOURCE_CPU, perfetto_cpu_samples},          /* perfetto_cpu.c: PerfSample packets */
     {EXPORT_SOURCE_CPU, perfetto_cpu_gil_waits},        /* perfetto_cpu_gil.c: Python GIL tracks */
+    {EXPORT_SOURCE_CPU, perfetto_cpu_thread_states},    /* perfetto_cpu_state.c: thread states */
     {EXPORT_SOURCE_OSRT, perfetto_osrt_events},         /* perfetto_osrt.c: OS runtime tracks */
     {EXPORT_SOURCE_RAPL, perfetto_rapl_counters},       /* perfetto_rapl.c: CPU package energy */
 };

@@ -32,6 +32,8 @@ const struct stats_entry stats_table[] = {
      "OS runtime calls (-t osrt): who made the long ones, time per function and caller"},
     {"python_gil_sum", stats_python_gil_sum,
      "GIL waits: time each Python thread waited for the GIL, its share, where (--filter-nvtx)"},
+    {"thread_state_sum", stats_thread_state_sum,
+     "Thread states: time each sampled thread ran, was blocked or preempted (--filter-nvtx)"},
     {"kernels", stats_kernels,
      "One row per kernel/copy/memset with its layer, op, FLOPs, rates (as lantern kernels)"},
     {NULL, NULL, NULL},

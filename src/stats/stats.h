@@ -85,5 +85,6 @@ int stats_kernels(struct stats_ctx *ctx);         /* kernels.c: `lantern kernels
 int stats_osrt_sum(struct stats_ctx *ctx);        /* osrt_sum.c */
 int stats_osrt_backtraces(struct stats_ctx *ctx); /* osrt_backtraces.c */
 int stats_python_gil_sum(struct stats_ctx *ctx);  /* python_gil_sum.c */
+int stats_thread_state_sum(struct stats_ctx *ctx); /* thread_state_sum.c */
 
 #endif

@@ -161,6 +161,12 @@ enum trace_cpu_sampling_status {
     TRACE_CPU_SAMPLING_FAILED = 4,        /* another error (its errno in the reason) */
 };
 
+/* TRACE_CPU_THREAD_STATE state: why a sampled thread was off the CPU (cpu_thread_states.state) */
+enum trace_cpu_state {
+    TRACE_CPU_STATE_BLOCKED = 1,   /* it waited (a system call, a futex, a sleep) */
+    TRACE_CPU_STATE_PREEMPTED = 2, /* runnable, but another task had the CPU */
+};
+
 /* TRACE_NVML_GPU flags */
 #define TRACE_NVML_HAS_ENERGY_COUNTER 0x1u  /* Volta and later */
 #define TRACE_NVML_HAS_INSTANT_POWER 0x2u

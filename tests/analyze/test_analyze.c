@@ -26,7 +26,7 @@ static sqlite3 *session(const char *rows)
     sqlite3 *db = NULL;
     ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
     exec(db, import_schema_sql);
-    exec(db, "INSERT INTO meta VALUES('schema_version', 8), ('start_ns', 0), ('end_ns', 1000000),"
+    exec(db, "INSERT INTO meta VALUES('schema_version', 9), ('start_ns', 0), ('end_ns', 1000000),"
              " ('command', 'app');"
              "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, "
              "1000000, 1);"
@@ -573,7 +573,7 @@ static sqlite3 *ranks_session(const char *rows)
     sqlite3 *db = NULL;
     ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
     exec(db, import_schema_sql);
-    exec(db, "INSERT INTO meta VALUES('schema_version', 8), ('start_ns', 0), ('end_ns', 1000000),"
+    exec(db, "INSERT INTO meta VALUES('schema_version', 9), ('start_ns', 0), ('end_ns', 1000000),"
              " ('command', 'train.py'), ('host', 'a,b');"
              "INSERT INTO processes(id, pid, host, rank, name, start_ns, end_ns, clean_exit) VALUES"
              " (1, 100, 'a', 0, 'train.py', 0, 1000000, 1), (2, 200, 'a', 1, 'train.py', 0,"

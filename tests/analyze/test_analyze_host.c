@@ -29,7 +29,7 @@ static sqlite3 *gap_session(const char *rows)
     sqlite3 *db = NULL;
     ASSERT(sqlite3_open(":memory:", &db) == SQLITE_OK);
     exec(db, import_schema_sql);
-    exec(db, "INSERT INTO meta VALUES('schema_version', 8), ('start_ns', 0), ('end_ns', 1000000),"
+    exec(db, "INSERT INTO meta VALUES('schema_version', 9), ('start_ns', 0), ('end_ns', 1000000),"
              " ('command', 'app');"
              "INSERT INTO processes(id, pid, start_ns, end_ns, clean_exit) VALUES(1, 100, 0, "
              "1000000, 1);"
@@ -310,6 +310,31 @@ static void gil_waits_give_their_share_of_the_gap_and_the_functions_waiting(void
     sqlite3_close(db);
 }
 
+/* The launching thread's states in the 270 µs gap [30, 300) µs (its sampled life from its
+ * first sample at 20 µs): blocked [60, 219.7] µs, preempted [230, 238.1], and a merged blocked
+ * row [290, 310] of 10 µs blocked, half of it inside: 164.7 µs blocked (61.0 %), 8.1 µs
+ * preempted (3.0 %); thread 2's states (no CUDA call) are not counted. */
+static void thread_states_give_their_share_of_the_gap(void)
+{
+    sqlite3 *db = gap_session(sampling_on);
+    exec(db, "INSERT INTO threads(id, process_id, tid) VALUES(2, 1, 101);"
+             "INSERT INTO cpu_thread_states VALUES(1, 60000, 219700, 'blocked', 159700, 1),"
+             " (1, 230000, 238100, 'preempted', 8100, 1), (1, 290000, 310000, 'blocked', 10000, 3),"
+             " (2, 40000, 280000, 'blocked', 240000, 1);");
+    samples(db, 1, 20000, 1);
+    struct analyze_run run;
+    const struct analyze_finding *gpu = run_gpu_idle(db, &run);
+    const struct analyze_host *h = gpu->host;
+    ASSERT_EQ(h->state_threads, 1);
+    ASSERT(fabs(h->state_ns - 270000) < 1e-6);
+    ASSERT(fabs(h->state_blocked_ns - 164700) < 1e-6);
+    ASSERT(fabs(h->state_preempted_ns - 8100) < 1e-6);
+    ASSERT(strstr(h->summary, "; the thread was blocked 61.0 % of the host-wait gaps, preempted"
+                              " 3.0 %, running 36.0 %"));
+    analyze_run_release(&run);
+    sqlite3_close(db);
+}
+
 /* The same reads with their backtraces (--osrt-backtrace-threshold): the summary and the advice
  * name the caller with most of the blocked time, its first three frames. */
 static void blocking_calls_name_their_top_caller(void)
@@ -463,6 +488,7 @@ int main(int argc, char **argv)
         {"blocking_calls_name_their_top_caller", blocking_calls_name_their_top_caller},
         {"gil_waits_give_their_share_of_the_gap_and_the_functions_waiting",
          gil_waits_give_their_share_of_the_gap_and_the_functions_waiting},
+        {"thread_states_give_their_share_of_the_gap", thread_states_give_their_share_of_the_gap},
         {"sampling_off_is_said_with_its_reason", sampling_off_is_said_with_its_reason},
         {"no_sampling_asked_leaves_findings_as_they_were",
          no_sampling_asked_leaves_findings_as_they_were},

@@ -60,7 +60,7 @@ def make_db(path, ranges, marks=(), strings=None):
     """ranges: (name, domain_id, style, start_ns, end_ns or None, extra dict) on pid 4242."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 8, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
+    meta = {"schema_version": 9, "lantern_version": "0.1.0", "command": "./app --x", "host": "h",
             "start_wall_ns": 0, "start_ns": START, "end_ns": START + 5_000_000, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx", "exit_status": 0, "dropped_events": 2, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -206,7 +206,7 @@ def test_newer_schema_is_refused(tmp_path, known_db):
     db.commit()
     db.close()
     line = one_error_line(run("stats", known_db), 1)
-    assert line.endswith("schema version 99, this lantern reads versions 1 to 8 (a newer Lantern wrote it)")
+    assert line.endswith("schema version 99, this lantern reads versions 1 to 9 (a newer Lantern wrote it)")
 
 
 def test_older_schema_is_read_through_an_upgraded_copy(tmp_path, known_db):

@@ -7,7 +7,7 @@
 -- Thread 2: push/pop "io" [1400,1700] in domain "mylib".
 -- GPU work: axpy 500/800/700 ns, reduce 300/200 ns, copies HtoD 4 MB/400 ns and 2 MB/150 ns,
 --           DtoH 1 MB/100 ns, memset 2 MB/100 ns; device memory: +4 MB, +1 MB, -4 MB.
-INSERT INTO meta VALUES('schema_version', 8),('start_ns', 100),('end_ns', 50100),('command', 'app'),
+INSERT INTO meta VALUES('schema_version', 9),('start_ns', 100),('end_ns', 50100),('command', 'app'),
  ('dropped_events', 0),('trace', 'nvtx,cuda');
 INSERT INTO processes(id,pid,exe,start_ns,end_ns,clean_exit) VALUES(1,1000,'/bin/app',0,50000,1);
 INSERT INTO threads(id,process_id,tid) VALUES(1,1,1000),(2,1,1001);

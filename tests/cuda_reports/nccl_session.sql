@@ -13,7 +13,7 @@
 --   an AllReduce kernel of 2000 ns launched (300) after no call; a SendRecv kernel of 400 ns
 --   whose launch was not recorded; a SendRecv kernel of 700 ns replayed from a CUDA graph
 --   launched (170) after the Send
-INSERT INTO meta VALUES('schema_version', 8),('start_ns', 0),('end_ns', 20000),('command', 'app'),
+INSERT INTO meta VALUES('schema_version', 9),('start_ns', 0),('end_ns', 20000),('command', 'app'),
  ('dropped_events', 0),('trace', 'nvtx,cuda');
 INSERT INTO processes(id,pid,exe,name,rank,start_ns,end_ns,clean_exit) VALUES
  (1,1000,'/bin/app','app',0,0,20000,1),(2,1001,'/bin/app','app',1,0,20000,1);

@@ -228,7 +228,7 @@ def cuda_session(path, gemm, gemm_ms, tensor, gpu="NVIDIA H100 80GB HBM3", steps
                    " gpu_util, throttle_reasons, energy_uncertainty_ns) VALUES (1, ?, 300000, ?,"
                    " 1980, 90, 0, 0)", [(ts, ts * 300 // ms) for ts in range(0, t + ms, ms)])
     db.executescript(f"""
-        INSERT INTO meta VALUES ('schema_version', 8), ('start_ns', 0), ('end_ns', {t}),
+        INSERT INTO meta VALUES ('schema_version', 9), ('start_ns', 0), ('end_ns', {t}),
           ('command', 'python3 train.py'), ('lantern_version', '0.1.0'), ('host', 'gpu-host'),
           ('trace', 'nvtx,cuda,nvml'), ('dropped_events', 0), ('import_warnings', 0);
     """)

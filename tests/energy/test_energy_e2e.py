@@ -177,7 +177,7 @@ def make_energy_db(path):
     interval whose ends fall where power is constant are then known exactly."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 8, "lantern_version": "0.1.0", "command": "./train", "host": "h",
+    meta = {"schema_version": 9, "lantern_version": "0.1.0", "command": "./train", "host": "h",
             "start_wall_ns": 0, "start_ns": T0, "end_ns": T0 + 2000 * MS, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx,cuda,nvml", "exit_status": 0, "dropped_events": 0, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())
@@ -276,7 +276,7 @@ def make_ranks_energy_db(path):
     [1300, 1800] ms), rank 3 once ([1000, 1400] ms), the loader `load` once."""
     db = sqlite3.connect(path)
     db.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 8, "lantern_version": "0.1.0", "command": "train.py", "host": "a,b",
+    meta = {"schema_version": 9, "lantern_version": "0.1.0", "command": "train.py", "host": "a,b",
             "start_wall_ns": 0, "start_ns": T0, "end_ns": T0 + 2000 * MS, "clock": "CLOCK_MONOTONIC",
             "trace": "nvtx,cuda,nvml", "exit_status": 0, "dropped_events": 0, "import_warnings": 0}
     db.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())

@@ -52,7 +52,7 @@ def make_db(path, trace="nvtx", ranges=(), start_ns=1_000_000_000, end_ns=1_005_
     """A Lantern database built from schema.sql: ranges are (name, start_ns, end_ns)."""
     con = sqlite3.connect(path)
     con.executescript((SOURCE / "src/db/schema.sql").read_text())
-    meta = {"schema_version": 8, "lantern_version": "0.1.0", "command": "./app", "host": "h",
+    meta = {"schema_version": 9, "lantern_version": "0.1.0", "command": "./app", "host": "h",
             "start_wall_ns": 0, "start_ns": start_ns, "end_ns": end_ns, "clock": "CLOCK_MONOTONIC",
             "trace": trace, "exit_status": 0, "dropped_events": 0, "import_warnings": 0}
     con.executemany("INSERT INTO meta VALUES(?, ?)", meta.items())

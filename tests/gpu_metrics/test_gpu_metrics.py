@@ -240,7 +240,7 @@ def test_headers_without_metrics_say_nothing(tmp_path):
     con = sqlite3.connect(db)
     with open(os.path.join(SOURCE, "src", "db", "schema.sql")) as f:
         con.executescript(f.read())
-    con.execute("INSERT INTO meta VALUES ('schema_version', 8), ('start_ns', 0), ('end_ns', 10),"
+    con.execute("INSERT INTO meta VALUES ('schema_version', 9), ('start_ns', 0), ('end_ns', 10),"
                 " ('trace', 'nvtx')")
     con.commit()
     assert "GPU metrics" not in ok(lantern("stats", db)).stdout

@@ -175,7 +175,7 @@ static void every_nvtx_record_becomes_its_row(void)
     ASSERT_STR_EQ(
         rows(db, "SELECT key, value FROM meta ORDER BY key"),
         "clock|CLOCK_MONOTONIC;command|demo -x;dropped_events|5;end_ns|4000;exit_status|-;host|h1;"
-        "import_warnings|0;lantern_version|0.1.0;schema_version|8;start_ns|1000;"
+        "import_warnings|0;lantern_version|0.1.0;schema_version|9;start_ns|1000;"
         "start_wall_ns|1700000000000001000;trace|nvtx;truncated_strings|0");
     ASSERT_STR_EQ(
         rows(db,

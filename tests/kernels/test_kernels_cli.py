@@ -45,7 +45,7 @@ def db(tmp_path_factory):
     con = sqlite3.connect(path)
     con.executescript(open(SCHEMA).read())
     con.executescript(f"""
-        INSERT INTO meta(key, value) VALUES ('schema_version', 8);
+        INSERT INTO meta(key, value) VALUES ('schema_version', 9);
         INSERT INTO processes(id, pid) VALUES (1, 77);
         INSERT INTO threads(id, process_id, tid) VALUES (1, 1, 500), (2, 1, 501);
         INSERT INTO gpus(id, uuid, sm_count, cc_major, max_threads_per_sm, max_regs_per_sm,

@@ -369,6 +369,12 @@ def test_cpu_samples_pause_with_the_session(tmp_path, method):
             assert db.execute("SELECT sum(samples) FROM cpu_sampling").fetchone() == (len(window),)
     raw = samples(tmp_path / "all.db")
     assert raw and all(any(o <= ts <= c for o, c in times) for ts in raw)
+    # thread states (context switches: off with the sampling) only in the recorded time too
+    for path in [tmp_path / f"run-{i + 1}.db" for i in range(2)] + [tmp_path / "all.db"]:
+        with sqlite3.connect(path) as db:
+            states = db.execute("SELECT start_ns, end_ns, state_ns FROM cpu_thread_states").fetchall()
+        assert all(any(o <= s and e <= c for o, c in times) and 0 < n <= e - s
+                   for s, e, n in states), (path.name, states[:5])
     # the program's sampling rate while recording, from the windows; paused it ran 1.2 s (three
     # 0.3 s pauses and 0.3 s before its end) and would have been sampled as often, had the pause
     # only dropped the samples; switched off, the kernel takes those of <= a drain (~10 ms) per

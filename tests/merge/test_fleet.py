@@ -35,7 +35,7 @@ def files(tmp_path_factory):
         db = sqlite3.connect(path)
         db.executescript(schema)
         db.executemany("INSERT INTO meta VALUES (?, ?)", [
-            ("schema_version", 8), ("host", host), ("start_ns", 1000),
+            ("schema_version", 9), ("host", host), ("start_ns", 1000),
             ("start_wall_ns", 1_764_000_000_000_000_000 + (rank // 2) * 5000),
             ("end_ns", 10_000_000), ("trace", "cuda"), ("dropped_events", 0)])
         # the same ids in every file, naming other strings: a query that joined across files

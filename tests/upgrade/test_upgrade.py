@@ -18,8 +18,8 @@ BUILD = Path(os.environ.get("LANTERN_BUILD", Path(__file__).resolve().parents[2]
 LANTERN = BUILD / "bin" / "lantern"
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parents[1]
-VERSIONS = [1, 2, 3, 4, 5, 6, 7]
-CURRENT = 8
+VERSIONS = [1, 2, 3, 4, 5, 6, 7, 8]
+CURRENT = 9
 ENV = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # whole lines
 
 
@@ -109,7 +109,15 @@ def test_upgrade_rewrites_the_file_at_this_schema_with_every_row(old, tmp_path):
     assert query(path, "SELECT count(*) FROM process_labels") == [(1,)]
     r = lantern("stats", path)
     assert r.returncode == 0 and r.stderr == "" and "Processes:       1" in r.stdout
-    assert "CPU sampling:" not in r.stdout  # not recorded then: no line, as without -t cpu
+    # CPU sampling (on by default from schema 8's Lantern): its line where the old file has it
+    sampled = "cpu_sampling" in tables and query(original, "SELECT count(*) FROM cpu_sampling")[0][0]
+    assert ("CPU sampling:" in r.stdout) == bool(sampled)
+    # schema 9's columns are not known in an older file: NULL, and no thread state
+    if sampled:
+        assert query(path, "SELECT DISTINCT switches, thread_states FROM cpu_sampling") == [(None, None)]
+    assert query(path, "SELECT count(*) FROM cpu_thread_states") == [(0,)]
+    r = lantern("stats", path, "-r", "thread_state_sum")
+    assert r.returncode == 0 and "thread states unknown" in r.stderr, r.stderr
     again = lantern("upgrade", path)
     assert again.returncode == 0 and "already of schema version" in again.stderr
     assert not [f for f in tmp_path.iterdir() if f.name not in (path.name, original.name)]

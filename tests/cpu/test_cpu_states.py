@@ -1,0 +1,210 @@
+"""Thread states (docs/cpu.md, "Thread states"): cpu_states.c under `lantern profile`, its
+threads' blocked and preempted time (cpu_thread_states, from the kernel's context switches)
+checked against what the program measured itself: the sleeps (CLOCK_MONOTONIC around each),
+its CPU time (CLOCK_THREAD_CPUTIME_ID), the wall time two threads pinned to one CPU shared.
+Needs $LANTERN_BUILD and $CPU_STATES."""
+import collections
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
+BUILD = os.environ.get("LANTERN_BUILD", "")
+LANTERN = os.path.join(BUILD, "bin", "lantern")
+CPU_STATES = os.environ.get("CPU_STATES", os.path.join(BUILD, "bin", "cpu_states"))
+
+
+def perf_events_allowed():
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            return int(f.read()) <= 2
+    except OSError:
+        return False
+
+
+needs_perf = pytest.mark.skipif(not perf_events_allowed(),
+                                reason="kernel.perf_event_paranoid > 2: no unprivileged sampling")
+
+
+def profile(tmp_path, *args, env=None):
+    done = subprocess.run([LANTERN, "profile", "-o", "x.db", CPU_STATES, *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    threads = {}
+    for line in done.stdout.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[1] == "tid":
+            threads[words[0]] = {k: int(v) for k, v in zip(words[1::2], words[2::2])}
+            threads[words[0]]["marks"] = []
+        elif words[:1] == ["mark"]:
+            threads[words[1]]["marks"].append(tuple(int(v) for v in words[2:5]))
+    return threads
+
+
+def watched(db, w):
+    """The thread's measure from its first mark after the agent started to watch it (its first
+    sample or state: a new thread is found within 100 ms, later on a loaded machine) to t1:
+    its wall time, CPU time and sleeps there, and the window."""
+    first = db.execute(
+        "SELECT min(ts) FROM (SELECT min(s.ts_ns) AS ts FROM cpu_samples s JOIN threads t"
+        " ON t.id = s.thread_id WHERE t.tid = ?1 UNION ALL SELECT min(s.start_ns)"
+        " FROM cpu_thread_states s JOIN threads t ON t.id = s.thread_id WHERE t.tid = ?1)",
+        (w["tid"],)).fetchone()[0]
+    assert first is not None, w
+    mono, cpu, slept = next(m for m in w["marks"] if m[0] >= first)
+    wall = w["t1"] - mono
+    assert wall >= 0.5 * w["wall_ns"], ("the agent watched the thread too late", first, w["t0"])
+    return {"wall_ns": wall, "cpu_ns": w["cpu_ns"] - cpu, "slept_ns": w["slept_ns"] - slept,
+            "t0": mono, "t1": w["t1"]}
+
+
+def state_ns(db, tid, t0, t1):
+    """Each state's time of thread tid inside [t0, t1]: a row's state_ns spread over the row."""
+    rows = db.execute(
+        "SELECT s.state, sum(CAST(max(0, min(s.end_ns, ?2) - max(s.start_ns, ?1)) AS REAL)"
+        " * s.state_ns / (s.end_ns - s.start_ns))"
+        " FROM cpu_thread_states s JOIN threads t ON t.id = s.thread_id"
+        " WHERE t.tid = ?3 GROUP BY s.state", (t0, t1, tid)).fetchall()
+    return {state: ns for state, ns in rows}
+
+
+@needs_perf
+def test_blocked_time_is_the_sleeps_and_running_time_the_cpu_time(tmp_path):
+    sleeper = profile(tmp_path, "sleep", "20")["sleeper"]
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        assert db.execute("SELECT thread_states, switches > 0 FROM cpu_sampling").fetchone() == (1, 1)
+        # no Python here: the Python sampler's totals stay NULL (the states' fields follow them)
+        assert db.execute("SELECT python_snapshots FROM cpu_sampling").fetchone() == (None,)
+        w = watched(db, sleeper)
+        states = state_ns(db, sleeper["tid"], w["t0"], w["t1"])
+    blocked, preempted = states.get("blocked", 0), states.get("preempted", 0)
+    assert abs(blocked - w["slept_ns"]) <= 0.05 * w["slept_ns"], (states, w)
+    running = w["wall_ns"] - blocked - preempted
+    assert abs(running - w["cpu_ns"]) <= 0.05 * w["cpu_ns"] + 2e6, (running, states, w)
+
+
+@needs_perf
+def test_two_spinners_on_one_cpu_are_preempted_about_half_their_time(tmp_path):
+    threads = profile(tmp_path, "preempt", "400")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        for name in ("spinA", "spinB"):
+            w = watched(db, threads[name])
+            states = state_ns(db, threads[name]["tid"], w["t0"], w["t1"])
+            preempted = states.get("preempted", 0)
+            # off the CPU while runnable: the wall time it did not run (the machine may be
+            # loaded: the other spinner is not the only one taking the CPU)
+            assert abs(preempted - (w["wall_ns"] - w["cpu_ns"])) <= 0.1 * w["wall_ns"], (states, w)
+            assert 0.3 * w["wall_ns"] <= preempted <= 0.98 * w["wall_ns"], (states, w)
+            assert states.get("blocked", 0) < 0.05 * w["wall_ns"], (states, w)
+
+
+@needs_perf
+def test_a_pipe_ping_pong_is_merged_into_few_rows_that_keep_every_switch(tmp_path):
+    """20 000 round trips through two pipes: thousands of switches, written as rows of at most
+    1 ms that count every switch-out the kernel reported (but a thread's last, its exit)."""
+    threads = profile(tmp_path, "pingpong", "20000")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        lost, reported = db.execute("SELECT lost, switches FROM cpu_sampling").fetchone()
+        kept, nthreads = db.execute("SELECT sum(switches), count(DISTINCT thread_id)"
+                                    " FROM cpu_thread_states").fetchone()
+        if lost == 0:
+            assert reported - nthreads <= kept <= reported, (kept, reported)
+        for name in ("ping", "pong"):
+            rows, switches, span = db.execute(
+                "SELECT count(*), sum(s.switches),"
+                " max(CASE WHEN s.switches > 1 THEN s.end_ns - s.start_ns ELSE 0 END)"
+                " FROM cpu_thread_states s JOIN threads t ON t.id = s.thread_id WHERE t.tid = ?",
+                (threads[name]["tid"],)).fetchone()
+            assert switches > 1000, (name, rows, switches)
+            assert span <= 1000000  # a merged row spans at most 1 ms
+            assert rows < switches / 2, (name, rows, switches)
+
+def report(tmp_path, *options):
+    done = subprocess.run([LANTERN, "stats", "x.db", "-r", "thread_state_sum", "--format", "json",
+                           *options], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["rows"], done.stderr
+
+
+@needs_perf
+def test_thread_state_sum_is_the_rows_of_the_table(tmp_path):
+    w = profile(tmp_path, "sleep", "10")["sleeper"]
+    rows, _ = report(tmp_path)
+    row = next(r for r in rows if r["thread"].startswith(f"{w['tid']} "))
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        tid = db.execute("SELECT id FROM threads WHERE tid = ?", (w["tid"],)).fetchone()[0]
+        blocked, preempted, switches = db.execute(
+            "SELECT sum(CASE WHEN state = 'blocked' THEN state_ns ELSE 0 END),"
+            " sum(CASE WHEN state = 'preempted' THEN state_ns ELSE 0 END), sum(switches)"
+            " FROM cpu_thread_states WHERE thread_id = ?", (tid,)).fetchone()
+        first, last = db.execute(
+            "SELECT min(s), max(e) FROM (SELECT start_ns AS s, start_ns AS e FROM threads"
+            " WHERE id = ?1 UNION ALL SELECT min(ts_ns), max(ts_ns) FROM cpu_samples"
+            " WHERE thread_id = ?1 UNION ALL SELECT min(start_ns), max(end_ns)"
+            " FROM cpu_thread_states WHERE thread_id = ?1)", (tid,)).fetchone()
+    assert (row["blocked_ns"], row["preempted_ns"], row["switches"]) == (blocked, preempted, switches)
+    assert row["wall_ns"] == last - first
+    assert abs(row["running_ns"] - (last - first - blocked - preempted)) <= 1
+    assert abs(row["running_percent"] + row["blocked_percent"] + row["preempted_percent"] - 100) < 0.01
+    # the sleeper sleeps 2/3 of its measured time: blocked is its largest share
+    assert row["blocked_percent"] > row["running_percent"], row
+    # --filter-nvtx: the main thread's range "states" holds its whole join (blocked)
+    main = [r for r in report(tmp_path, "--filter-nvtx", "states")[0] if r["thread"] != row["thread"]]
+    assert len(main) == 1 and main[0]["blocked_percent"] > 90, main
+
+
+def test_thread_states_are_unknown_where_sampling_is_refused(tmp_path):
+    profile(tmp_path, "sleep", "1", env={"LANTERN_TEST_CPU_REFUSE": "1"})
+    rows, note = report(tmp_path)
+    assert rows == [] and "thread states unknown: CPU sampling was not permitted" in note, note
+
+
+@needs_perf
+def test_the_exports_carry_every_state_as_a_slice_on_its_thread(tmp_path):
+    """Chrome: a complete event "Blocked"/"Preempted" (category thread_state) on the thread;
+    Perfetto: a slice on a "Thread state" child track of the thread; each row exactly."""
+    profile(tmp_path, "sleep", "5")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        rows = collections.Counter(
+            (tid, state.capitalize(), start, end, switches) for tid, state, start, end, switches
+            in db.execute("SELECT t.tid, s.state, s.start_ns, s.end_ns, s.switches"
+                          " FROM cpu_thread_states s JOIN threads t ON t.id = s.thread_id"))
+        origin = db.execute("SELECT value FROM meta WHERE key = 'start_ns'").fetchone()[0]
+    assert sum(rows.values()) >= 5  # the sleeps at least
+    subprocess.run([LANTERN, "export", "x.db", "--format", "chrome", "-o", "x.json"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    events = json.loads((tmp_path / "x.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    chrome = collections.Counter(
+        (e["tid"], e["name"], origin + round(e["ts"] * 1000),
+         origin + round((e["ts"] + e["dur"]) * 1000), e["args"]["switches"])
+        for e in events if e.get("cat") == "thread_state")
+    assert chrome == rows
+    perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
+                                         "protobuf (scripts/deps.sh installs them)")
+    subprocess.run([LANTERN, "export", "x.db", "--format", "perfetto", "-o", "x.perfetto-trace"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    decoded = perfetto_check.decode(str(tmp_path / "x.perfetto-trace"))
+    assert decoded.problems == []
+    states = [s for s in decoded.slices if "thread_state" in s["category"]]
+    assert {decoded.tracks[s["track"]].name for s in states} == {"Thread state"}
+
+    def tid(s):
+        return decoded.tracks[decoded.tracks[s["track"]].parent_uuid].thread.tid
+    assert collections.Counter((tid(s), s["name"], s["ts"], s["end"]) for s in states) == \
+        collections.Counter(k[:4] for k in rows.elements())
+
+
+@needs_perf
+def test_lantern_cpu_states_0_records_none_and_says_so(tmp_path):
+    profile(tmp_path, "sleep", "1", env={"LANTERN_CPU_STATES": "0"})
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        assert db.execute("SELECT status, thread_states, switches FROM cpu_sampling").fetchone() \
+            == ("on", 0, 0)
+    rows, note = report(tmp_path)
+    assert rows == [] and "no context switches were recorded (LANTERN_CPU_STATES=0" in note, note
