@@ -263,21 +263,26 @@ def test_trigger_during_a_dump_is_counted_and_dumped(tmp_path):
     second is sent once the first dump's folder exists)."""
     ring = Ring(tmp_path)
     ring.run_for(RING_S + 0.5)
-    first = subprocess.Popen([LANTERN, "dump", str(ring.proc.pid)], cwd=tmp_path, env=ENV,
-                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not (ring.raw / "dump.tmp").exists():
-        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
-        time.sleep(0.001)
+    # a loaded machine may leave this test unscheduled for a whole dump: then another
+    for dump in range(1, 6):
+        first = subprocess.Popen([LANTERN, "dump", str(ring.proc.pid)], cwd=tmp_path, env=ENV,
+                                 stderr=subprocess.PIPE, text=True)
+        while not (ring.raw / "dump.tmp").exists() and first.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        if first.poll() is None:
+            break
+        assert first.returncode == 0, first.communicate()
     ring.proc.send_signal(signal.SIGUSR1)
     assert first.wait(timeout=120) == 0
-    while not (tmp_path / "ring-2.db").exists():
+    while not (tmp_path / f"ring-{dump + 1}.db").exists():
         assert time.monotonic() < deadline
         time.sleep(0.02)
     err = ring.stop()
-    assert "a trigger came while dump 1 was written: dump 2 follows" in err, err
-    assert len(list(tmp_path.glob("ring-*.db"))) == 3  # and the program's end
-    for db in ("ring-1.db", "ring-2.db"):
+    assert f"a trigger came while dump {dump} was written: dump {dump + 1} follows" in err, err
+    assert len(list(tmp_path.glob("ring-*.db"))) == dump + 2  # and the program's end
+    for db in (f"ring-{dump}.db", f"ring-{dump + 1}.db"):
         check_dump(tmp_path / db, ring.logged())
 
 
