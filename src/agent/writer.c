@@ -282,6 +282,8 @@ static void *writer_main(void *arg)
     prctl(PR_SET_NAME, "lantern-writer");
     __atomic_store_n(&writer_thread_starting, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&writer_tid, ring_gettid(), __ATOMIC_RELEASE);
+    if (ring_pool.header) /* the launcher now waits for this thread's answer to a pause */
+        __atomic_store_n(&ring_pool.header->writer_running, 1, __ATOMIC_RELEASE);
     uint32_t seen = ring_wake_count();
     uint64_t alone_checked = clock_mono_ns(), periodic_ran = alone_checked;
     while (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE)) {

@@ -106,8 +106,10 @@ static void control_start_window(struct launcher *l)
 }
 
 /* Whether the agent of the buffer file fd has written what it held at the end of window: it
- * said so, or every thread's stream is in its trace file already (a fork child that has not
- * started its writer thread but recorded nothing since). */
+ * said so, or, where no writer thread runs to say it (a fork child that has not started one),
+ * every thread's stream is in its trace file already. A running writer's streams can all be
+ * in the file before its pause has flushed CUPTI's records, which are in no stream: a window
+ * imported then missed its kernels (gpu_windows on the H100: a third window of 0 kernels). */
 static int control_pool_paused(int fd, uint64_t window)
 {
     struct pool_header h;
@@ -115,6 +117,8 @@ static int control_pool_paused(int fd, uint64_t window)
         return 1; /* not one we can read: nothing to wait for */
     if (h.ended || h.paused_window >= window)
         return 1;
+    if (h.writer_running)
+        return 0;
     struct pool_slot slot;
     for (uint32_t i = 0; i < h.slots; i++) {
         off_t at = (off_t)(h.slot_offset + (uint64_t)i * POOL_SLOT_BYTES);

@@ -46,6 +46,9 @@ struct pool_header {
     /* --ring: the dump (trace/control.h) for which the agent last wrote everything it held
      * into its current segment */
     _Atomic uint64_t dumped;
+    /* 1 once the agent's writer thread runs: it answers a pause itself (paused_window), after
+     * CUPTI's records, which no thread's stream holds, are flushed into the .lrt. */
+    _Atomic uint32_t writer_running;
 };
 
 /* One thread's stream. The owning thread writes head, first_block and dropped; the writer
