@@ -107,7 +107,7 @@ def test_ring_rotates_the_launchers_samples_and_a_dump_holds_them(tmp_path):
 
 def orphans_hwm_kib(tmp_path, n):
     """lantern profile of orphan_workload N (untraced orphans): the launcher's VmHWM."""
-    run = subprocess.run([LANTERN, "profile", "-t", "nvtx", "-o", f"o{n}.db", "--", ORPHANS,
+    run = subprocess.run([LANTERN, "profile", "-t", "nvtx", "-f", "-o", f"o{n}.db", "--", ORPHANS,
                           str(n), "quiet"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=600, env=ENV)
     assert run.returncode == 0, run.stderr
