@@ -105,9 +105,10 @@ def test_two_spinners_on_one_cpu_are_preempted_about_half_their_time(tmp_path):
 
 @needs_perf
 def test_a_pipe_ping_pong_is_merged_into_few_rows_that_keep_every_switch(tmp_path):
-    """20 000 round trips through two pipes: thousands of switches, written as rows of at most
-    1 ms that count every switch-out the kernel reported (but a thread's last, its exit)."""
-    threads = profile(tmp_path, "pingpong", "20000")
+    """100 000 round trips through two pipes (on a quiet machine 20 000 were over before the
+    agent's scan, 100 ms apart, found the threads): thousands of switches, written as rows of at
+    most 1 ms that count every switch-out the kernel reported (but a thread's last, its exit)."""
+    threads = profile(tmp_path, "pingpong", "100000")
     with sqlite3.connect(tmp_path / "x.db") as db:
         lost, reported = db.execute("SELECT lost, switches FROM cpu_sampling").fetchone()
         kept, nthreads = db.execute("SELECT sum(switches), count(DISTINCT thread_id)"
