@@ -1,7 +1,9 @@
 /* The timeline section of the HTML page: an overview per GPU (busy time and power in 500
- * bins) with the longest top-level NVTX ranges of up to MAX_LANES threads above it, drawn as
+ * bins) with the longest top-level NVTX ranges of up to MAX_LANES threads above it, each over
+ * a strip of its thread's states where -t cpu recorded them (blocked, preempted), drawn as
  * SVG over the analyze timeline. Every query aggregates or is limited. */
 #include "html/html_internal.h"
+#include "model/thread_states.h"
 
 #include <errno.h>
 #include <math.h>
@@ -71,6 +73,90 @@ static int by_lane_time(const void *a, const void *b)
     return (x->thread_id > y->thread_id) - (x->thread_id < y->thread_id);
 }
 
+/* One state's share of each of TIMELINE_LANE_PX columns of the session. */
+struct lane_states {
+    float blocked[TIMELINE_LANE_PX], preempted[TIMELINE_LANE_PX];
+};
+
+/* Adds the thread's off-CPU time of one row, [s, e) holding state_ns of it (a merged row
+ * holds some running time too: spread evenly, as the model does), to the columns it covers. */
+static void lane_states_add(const struct analyze_ctx *ctx, float *cols, int64_t s, int64_t e,
+                            double state_ns)
+{
+    double col_ns = (double)ctx->duration_ns / TIMELINE_LANE_PX, density = state_ns / (double)(e - s);
+    double a = (double)(s - ctx->start_ns), b = (double)(e - ctx->start_ns);
+    int first = a < 0 ? 0 : (int)(a / col_ns), last = (int)(b / col_ns);
+    for (int x = first; x <= last && x < TIMELINE_LANE_PX; x++) {
+        double lo = fmax(a, x * col_ns), hi = fmin(b, (x + 1) * col_ns);
+        if (hi > lo)
+            cols[x] += (float)((hi - lo) * density / col_ns);
+    }
+}
+
+/* The thread's states in columns (st: its rows, bound to the thread here); 1 when it has any,
+ * 0 when none, -EIO. */
+static int lane_states_load(const struct analyze_ctx *ctx, sqlite3_stmt *st, int64_t thread,
+                            struct lane_states *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, thread);
+    int rc, any = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
+        if (e <= s || ctx->duration_ns <= 0)
+            continue;
+        lane_states_add(ctx, sqlite3_column_int(st, 2) ? out->preempted : out->blocked, s, e,
+                        sqlite3_column_double(st, 3));
+        any = 1;
+    }
+    return rc == SQLITE_DONE ? any : -EIO;
+}
+
+/* Columns of one value in runs of like shade: a rect per run above 1 %. */
+static void shaded_runs(FILE *out, const float *cols, int y, int h, const char *fill)
+{
+    for (int x = 0; x < TIMELINE_LANE_PX;) {
+        float c = cols[x] > 1 ? 1 : cols[x];
+        int run = 1;
+        while (x + run < TIMELINE_LANE_PX &&
+               fabsf((cols[x + run] > 1 ? 1 : cols[x + run]) - c) < 0.05f)
+            run++;
+        if (c > 0.01f)
+            fprintf(out,
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                    "fill=\"%s\" fill-opacity=\"%.2f\"/>",
+                    PLOT_LEFT + x * PLOT_WIDTH / TIMELINE_LANE_PX, y,
+                    run * PLOT_WIDTH / TIMELINE_LANE_PX, h, fill, c);
+        x += run;
+    }
+}
+
+/* Under each lane, at y0 + its index x lane_h, its thread's blocked (blue) and preempted
+ * (red) shares per column. The number of lanes with states, or -EIO / -ENOMEM. */
+static int state_strips(struct html_page *page, const struct timeline_lane *const *lanes,
+                        int nlanes, int y0, int lane_h)
+{
+    sqlite3_stmt *st = html_prepare(page, "SELECT start_ns, end_ns, state = 'preempted', state_ns"
+                                          " FROM cpu_thread_states WHERE thread_id = ?1");
+    struct lane_states *cols = malloc(sizeof *cols);
+    int with_states = st && cols ? 0 : st ? -ENOMEM : -EIO;
+    for (int i = 0; i < nlanes && with_states >= 0; i++) {
+        int got = lane_states_load(page->ctx, st, lanes[i]->thread_id, cols);
+        if (got < 0)
+            with_states = got;
+        else if (got > 0) {
+            shaded_runs(page->out, cols->blocked, y0 + i * lane_h, 3, "#3b6fb6");
+            shaded_runs(page->out, cols->preempted, y0 + i * lane_h, 3, "#d1495b");
+            putc('\n', page->out);
+            with_states++;
+        }
+    }
+    free(cols);
+    sqlite3_finalize(st);
+    return with_states;
+}
+
 /* Top-level ranges (depth 0 push/pop, and start/end), one lane per thread (the threads with
  * the most time in them): grey where they cover the time, from the coverage the timeline
  * pass summed per pixel column (so ranges far shorter than a pixel still show), and in color
@@ -107,7 +193,10 @@ static int range_lanes(struct html_page *page)
         sqlite3_finalize(names);
         return -EIO;
     }
-    const int lane_h = 16, top = 4, height = top + nlanes * lane_h + 18;
+    /* with states, each lane has a strip of them under its ranges */
+    int has_states = thread_states_present(page->ctx->db);
+    const int bar_h = 13, lane_h = has_states ? 20 : 16, top = 4,
+              height = top + nlanes * lane_h + 18;
     fprintf(out,
             "<figure><svg id=\"nvtx-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
             "height=\"%d\" role=\"img\">\n",
@@ -115,22 +204,14 @@ static int range_lanes(struct html_page *page)
     for (int i = 0; i < nlanes; i++) { /* coverage: grey, as dense as the ranges */
         int y = top + i * lane_h;
         lane_name(out, names, lanes[i]->thread_id, y + 11);
-        const float *cover = lanes[i]->cover;
-        for (int x = 0; x < TIMELINE_LANE_PX;) {
-            float c = cover[x] > 1 ? 1 : cover[x];
-            int run = 1;
-            while (x + run < TIMELINE_LANE_PX &&
-                   fabsf((cover[x + run] > 1 ? 1 : cover[x + run]) - c) < 0.05f)
-                run++;
-            if (c > 0.01f)
-                fprintf(out,
-                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                        "fill=\"#8a94a0\" fill-opacity=\"%.2f\"/>",
-                        PLOT_LEFT + x * PLOT_WIDTH / TIMELINE_LANE_PX, y,
-                        run * PLOT_WIDTH / TIMELINE_LANE_PX, lane_h - 3, c);
-            x += run;
-        }
+        shaded_runs(out, lanes[i]->cover, y, bar_h, "#8a94a0");
         putc('\n', out);
+    }
+    int with_states = has_states ? state_strips(page, lanes, nlanes, top + bar_h + 1, lane_h) : 0;
+    if (with_states < 0) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(names);
+        return with_states;
     }
     int drawn = 0;
     while (sqlite3_step(st) == SQLITE_ROW) { /* the longest, named (hover) */
@@ -150,7 +231,7 @@ static int range_lanes(struct html_page *page)
         fprintf(out,
                 "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                 "<title>",
-                x0, top + lane * lane_h, x1 - x0, lane_h - 3, color);
+                x0, top + lane * lane_h, x1 - x0, bar_h, color);
         html_text(out, label);
         fputs(" (", out);
         html_ns(out, (double)(e - s));
@@ -163,9 +244,12 @@ static int range_lanes(struct html_page *page)
     fprintf(out,
             "</svg><figcaption>Top-level NVTX ranges of the %d thread%s with the most (named "
             "thread \u00b7 process): grey where they cover the time (darker: denser), in color "
-            "the %d longest, in the colors the program gave them (hover for names).</figcaption>"
-            "</figure>\n",
-            nlanes, nlanes == 1 ? "" : "s", drawn);
+            "the %d longest, in the colors the program gave them (hover for names).%s"
+            "</figcaption></figure>\n",
+            nlanes, nlanes == 1 ? "" : "s", drawn,
+            with_states ? " Under a lane, its thread's state (-t cpu's context switches): blue "
+                          "while it was blocked, red while preempted (darker: more of the time)."
+                        : "");
     return 0;
 }
 
