@@ -229,13 +229,13 @@ def test_the_top_five_functions_agree_with_py_spy(tmp_path):
     measurements within 5 points (the five are 6 to 40 % of its CPU time, 9 points apart at
     the least)."""
     spy = subprocess.run([PY_SPY, "record", "--format", "raw", "-o", str(tmp_path / "spy.txt"),
-                          "-r", "250", "--", sys.executable, PY_FIVE, "2"],
+                          "-r", "250", "--", sys.executable, PY_FIVE, "3"],
                          capture_output=True, text=True, timeout=180)
     if spy.returncode != 0 and "ptrace" in spy.stderr.lower():
         pytest.skip(f"py-spy cannot trace here: {spy.stderr.strip().splitlines()[-1]}")
     assert spy.returncode == 0, spy.stderr
     theirs = py_spy_top((tmp_path / "spy.txt").read_text(), 5)
-    done = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_FIVE, "2")
+    done = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_FIVE, "3")
     shares = {f: float(p) for f, _, p in (line.split() for line in done.stdout.splitlines())}
     (rows,) = rows_by_thread(tmp_path).values()
     ours = [r for r in rows if r["module"] == "py_five.py"][:5]

@@ -2,6 +2,7 @@
 cpu_sample_sum and SQL. Needs $LANTERN_BUILD, $CPU_HOT and $CPU_REFUSE (cpu_refuse.c, which
 runs a command where perf_event_open fails with EACCES through a seccomp filter)."""
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -245,7 +246,12 @@ def test_cpu_time_timers_on_an_alternate_stack_and_a_blocked_signal(tmp_path):
     cpu_ns = int(next(l.split()[1] for l in prof.stdout.splitlines() if l.startswith("cpu_ns")))
     rows = cpu_rows(tmp_path, "--filter-nvtx", "work")["rows"]
     assert rows[0]["function"] == "hot_loop", rows[:3]
-    assert abs(rows[0]["self_percent"] - share) <= 5, (rows[0], share)
+    # half the run sampled at the tick's rate: a few hundred samples, whose share of a 70 %
+    # function spreads by ~2.4 points (a CI run read 64.5 for 69.9): 5 points or three
+    # standard errors, whichever is more (the issue's 5 points hold in the tests above)
+    n = rows[0]["self"] * 100 / rows[0]["self_percent"]
+    spread = 300 * math.sqrt(share / 100 * (1 - share / 100) / n)
+    assert abs(rows[0]["self_percent"] - share) <= max(5, spread), (rows[0], share, n)
     periods = cpu_ns / timer_period_ns()
     with sqlite3.connect(tmp_path / "x.db") as db:
         samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
