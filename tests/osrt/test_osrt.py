@@ -85,11 +85,22 @@ def test_sleeps_and_reads_are_counted_exactly_with_their_measured_durations(tmp_
     # wrapper's times are the TSC through the writer's calibration, the bracket's
     # clock_gettime: two clocks that agree to ~50 ns (docs/architecture.md, "Clock"; one CI run
     # saw a call start 62 ns before its bracket), hence CLOCKS_NS of slack at the edges
+    # (a loaded machine can preempt the program between the call's return and its clock read,
+    # which stretches the bracket alone: one CI run's 2.2 ms bracket held a 2.09 ms sleep, so a
+    # call may miss 5 % of its own bracket; no more than one in ten, and each name's total is
+    # within 5 % of its brackets' total, as osrt_sum reports it)
+    off = []
     for (name, start, duration), row in zip(long_calls, kept):
         assert row[0] == name
         assert start - CLOCKS_NS <= row[1] and row[1] + row[2] <= start + duration + CLOCKS_NS, \
             (row, start, duration)
-        assert abs(row[2] - duration) <= 0.05 * duration, (row, duration)
+        if abs(row[2] - duration) > 0.05 * duration:
+            off.append((row, duration))
+    assert len(off) <= len(long_calls) // 10, off
+    for name in expected_counts:
+        ours = sum(k[2] for k in kept if k[0] == name)
+        theirs = sum(c[2] for c in long_calls if c[0] == name)
+        assert abs(ours - theirs) <= 0.05 * theirs, (name, ours, theirs)
     with sqlite3.connect(tmp_path / "x.db") as db:
         seen, kept_count, lost = db.execute("SELECT seen, kept, lost FROM osrt").fetchone()
     assert kept_count == len(long_calls) and lost == 0
