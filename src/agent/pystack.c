@@ -79,6 +79,17 @@ static const struct pystack_layout *py_find_layout(int minor)
     return NULL;
 }
 
+/* A failed dlsym leaves its message allocated in the calling thread until its next dlerror
+ * or its end. The writer thread, which looks first (cpu_python.c), may still be ending when a
+ * sanitizer's leak check runs at the process's exit, which then reports the message as a leak
+ * of the program's (a non-Python program's failed "Py_IsInitialized"): taken twice, it is
+ * freed now. */
+static void py_forget_dl_error(void)
+{
+    if (dlerror())
+        dlerror();
+}
+
 /* Racing threads resolve the same addresses; the state is published after the pointers. */
 static int py_resolve(void)
 {
@@ -87,6 +98,7 @@ static int py_resolve(void)
         return state;
     *(void **)&py.is_initialized = dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     if (!py.is_initialized) {
+        py_forget_dl_error();
         __atomic_store_n(&py_state, PY_ABSENT, __ATOMIC_RELEASE);
         return PY_ABSENT;
     }
@@ -95,6 +107,7 @@ static int py_resolve(void)
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     py.layout = py_find_layout(py_running_minor());
+    py_forget_dl_error();
     state = py.this_thread_state && py.addr2line && py.code_type && py.str_type && py.layout
                 ? PY_READABLE
                 : PY_UNREADABLE;
