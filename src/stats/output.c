@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *cols, int ncols)
 {
@@ -21,6 +22,19 @@ int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncol
         return 0;
     snprintf(ctx->error, sizeof ctx->error, "cannot write the table");
     return t ? -EIO : -ENOMEM;
+}
+
+int stats_room_for_row(void **rows, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t grown_cap = *cap ? *cap * 2 : 16;
+    void *grown = realloc(*rows, grown_cap * size);
+    if (!grown)
+        return -ENOMEM;
+    *rows = grown;
+    *cap = grown_cap;
+    return 0;
 }
 
 sqlite3_stmt *stats_thread_query(sqlite3 *db)

@@ -79,16 +79,9 @@ static int add_thread(struct stats_ctx *ctx, sqlite3_stmt *span, struct gil_rows
         goto out;
     }
     gil_wait_sum_sort(&r.sum);
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 16;
-        struct gil_row *grown = realloc(out->rows, cap * sizeof *grown);
-        if (!grown) {
-            gil_wait_sum_release(&r.sum);
-            rc = -ENOMEM;
-            goto out;
-        }
-        out->rows = grown;
-        out->cap = cap;
+    if ((rc = stats_room_for_row((void **)&out->rows, &out->cap, out->n, sizeof r)) < 0) {
+        gil_wait_sum_release(&r.sum);
+        goto out;
     }
     out->rows[out->n++] = r;
 out:

@@ -65,6 +65,10 @@ struct table *stats_new_table(struct stats_ctx *ctx, const struct table_column *
  * that JSON stays whole and CSV keeps its header. Returns 0, or -EIO/-ENOMEM with ctx->error set. */
 int stats_empty(struct stats_ctx *ctx, const struct table_column *cols, int ncols);
 
+/* output.c: room for one more of the per-thread reports' rows (*rows holds n of *cap, each
+ * size bytes), doubling from 16. 0 or -ENOMEM (the rows kept as they were). */
+int stats_room_for_row(void **rows, size_t *cap, size_t n, size_t size);
+
 /* output.c: the "Thread" and "Process" cells of a thread's row ("tid (label)", "pid (label)";
  * empty for a thread the database does not know) through the query stats_thread_query
  * prepares (NULL: the database's error). */

@@ -55,16 +55,8 @@ static int add_thread(struct stats_ctx *ctx, struct state_rows *out, int64_t thr
     r.wall_ns = gil_overlap(w, life_start, life_end);
     if (r.wall_ns <= 0)
         goto out;
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 16;
-        struct state_row *grown = realloc(out->rows, cap * sizeof *grown);
-        if (!grown) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        out->rows = grown;
-        out->cap = cap;
-    }
+    if ((rc = stats_room_for_row((void **)&out->rows, &out->cap, out->n, sizeof r)) < 0)
+        goto out;
     out->rows[out->n++] = r;
 out:
     free(start);
