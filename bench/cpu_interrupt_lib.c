@@ -13,16 +13,20 @@
  *      and 16 cache lines of its stack with process_vm_readv (what the agent's Python sampler,
  *      src/agent/cpu_python.c, does to a Python thread from another CPU);
  *   7  that thread's wake-ups alone (no clock, no reads);
- *   8  2 and 6 together: the agent's two samplers.
+ *   8  2 and 6 together: the agent's two samplers;
+ *  10  2 on every thread of the process (listed at ci_open): what sampling every thread at
+ *      the rate costs the program, whichever thread its time depends on.
  * ci_samples() says how many interruptions the last enabled block took, from the ring's
  * records or the handler's count, so that a block's extra time reads per interruption. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* process_vm_readv */
 #endif
+#include <dirent.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -32,11 +36,14 @@
 #include <unistd.h>
 
 #define CI_RING_PAGES 64u
+#define CI_MAX_EVENTS 256
 
 static struct {
-    int kind, fd;
+    int kind, fd; /* fd: the first event's (-1: none) */
     unsigned hz;
-    struct perf_event_mmap_page *page;
+    int events;
+    int fds[CI_MAX_EVENTS];
+    struct perf_event_mmap_page *pages[CI_MAX_EVENTS];
     timer_t timer;
     long samples;
     pthread_t reader;
@@ -55,9 +62,8 @@ static void ci_handler(int sig, siginfo_t *info, void *context)
     ci_signals++;
 }
 
-static long ci_ring_count(void)
+static long ci_ring_count(struct perf_event_mmap_page *pg)
 {
-    struct perf_event_mmap_page *pg = ci.page;
     uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), tail = pg->data_tail;
     const unsigned char *data = (const unsigned char *)pg + pg->data_offset;
     long n = 0;
@@ -108,7 +114,7 @@ int ci_open(int kind, unsigned hz)
 {
     ci.kind = kind;
     ci.hz = hz;
-    if (kind >= 6) {
+    if (kind >= 6 && kind <= 8) {
         char here;
         ci.target_stack = &here;
         pthread_getcpuclockid(pthread_self(), &ci.target_clock);
@@ -118,7 +124,7 @@ int ci_open(int kind, unsigned hz)
         if (kind != 8)
             return 0;
     }
-    if ((kind >= 1 && kind <= 3) || kind == 8) {
+    if ((kind >= 1 && kind <= 3) || kind == 8 || kind == 10) {
         struct perf_event_attr attr = {
             .size = sizeof attr,
             .type = PERF_TYPE_SOFTWARE,
@@ -136,14 +142,35 @@ int ci_open(int kind, unsigned hz)
             .context_switch = kind == 3,
             .wakeup_events = 1u << 30,
         };
-        ci.fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-        if (ci.fd < 0)
+        pid_t tids[CI_MAX_EVENTS];
+        int n = 0;
+        if (kind == 10) {
+            DIR *dir = opendir("/proc/self/task");
+            struct dirent *e;
+            while (dir && (e = readdir(dir)) && n < CI_MAX_EVENTS)
+                if (e->d_name[0] != '.')
+                    tids[n++] = (pid_t)atoi(e->d_name);
+            if (dir)
+                closedir(dir);
+        } else {
+            tids[n++] = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            int fd = (int)syscall(SYS_perf_event_open, &attr, tids[i], -1, -1, 0);
+            if (fd < 0)
+                continue; /* it ended meanwhile */
+            void *map = mmap(NULL, (CI_RING_PAGES + 1) * (size_t)getpagesize(),
+                             PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (map == MAP_FAILED) {
+                close(fd);
+                return -2;
+            }
+            ci.fds[ci.events] = fd;
+            ci.pages[ci.events++] = map;
+        }
+        if (!ci.events)
             return -1;
-        void *map = mmap(NULL, (CI_RING_PAGES + 1) * (size_t)getpagesize(),
-                         PROT_READ | PROT_WRITE, MAP_SHARED, ci.fd, 0);
-        if (map == MAP_FAILED)
-            return -2;
-        ci.page = map;
+        ci.fd = ci.fds[0];
         return 0;
     }
     if (kind == 4 || kind == 5) {
@@ -180,25 +207,29 @@ void ci_on(void)
 {
     ci_signals = 0;
     ci_looks = 0;
-    if (ci.kind >= 6)
+    if (ci.kind >= 6 && ci.kind <= 8)
         ci_reader_state = 1;
     if (ci.fd >= 0)
-        ioctl(ci.fd, PERF_EVENT_IOC_ENABLE, 0);
+        for (int i = 0; i < ci.events; i++)
+            ioctl(ci.fds[i], PERF_EVENT_IOC_ENABLE, 0);
     else if (ci.kind == 4 || ci.kind == 5)
         ci_arm(1);
 }
 
 void ci_off(void)
 {
-    if (ci.kind >= 6)
+    if (ci.kind >= 6 && ci.kind <= 8)
         ci_reader_state = 0;
     if (ci.fd >= 0) {
-        ioctl(ci.fd, PERF_EVENT_IOC_DISABLE, 0);
-        ci.samples = ci_ring_count();
+        ci.samples = 0;
+        for (int i = 0; i < ci.events; i++)
+            ioctl(ci.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+        for (int i = 0; i < ci.events; i++)
+            ci.samples += ci_ring_count(ci.pages[i]);
     } else if (ci.kind == 4 || ci.kind == 5) {
         ci_arm(0);
         ci.samples = ci_signals;
-    } else if (ci.kind >= 6) {
+    } else if (ci.kind >= 6 && ci.kind <= 8) {
         ci.samples = ci_looks;
     }
 }
@@ -210,13 +241,13 @@ long ci_samples(void)
 
 void ci_close(void)
 {
-    if (ci.page)
-        munmap(ci.page, (CI_RING_PAGES + 1) * (size_t)getpagesize());
-    if (ci.fd >= 0)
-        close(ci.fd);
+    for (int i = 0; i < ci.events; i++) {
+        munmap(ci.pages[i], (CI_RING_PAGES + 1) * (size_t)getpagesize());
+        close(ci.fds[i]);
+    }
     if (ci.kind == 4 || ci.kind == 5)
         timer_delete(ci.timer);
-    if (ci.kind >= 6) {
+    if (ci.kind >= 6 && ci.kind <= 8) {
         ci_reader_state = 2;
         pthread_join(ci.reader, NULL);
     }

@@ -89,6 +89,7 @@ static struct {
     pid_t pid;
     uint64_t tick_ns;
     int started, stop;
+    int switched_off; /* cpu_python_switch */
     uint32_t sampler_tid;
     unsigned status; /* TRACE_CPU_SAMPLING_*: 0 none to write */
     char reason[160], interpreter[512];
@@ -463,7 +464,8 @@ static void *py_sampler_main(void *arg)
         next.tv_nsec = (long)(at % 1000000000u);
         if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
             continue;
-        if (!agent_paused()) /* lantern stop (docs/long-runs.md): no look while paused */
+        /* lantern stop (docs/long-runs.md): no look while paused */
+        if (!agent_paused() && !__atomic_load_n(&py.switched_off, __ATOMIC_RELAXED))
             py_tick();
         uint64_t behind = clock_mono_ns();
         if (behind > (uint64_t)next.tv_sec * 1000000000u + (uint64_t)next.tv_nsec + py.tick_ns)
@@ -674,6 +676,11 @@ void cpu_python_drain(int final, int may_start, uint64_t period_ns, const char *
     __atomic_store_n(&py.tail, head, __ATOMIC_RELEASE);
 }
 
+void cpu_python_switch(int on)
+{
+    __atomic_store_n(&py.switched_off, !on, __ATOMIC_RELAXED);
+}
+
 uint32_t cpu_python_sampler_tid(void)
 {
     return __atomic_load_n(&py.sampler_tid, __ATOMIC_ACQUIRE);
@@ -684,7 +691,9 @@ void cpu_python_at_fork_child(void)
     /* only the forking thread is left: whatever the sampler was doing is abandoned */
     uint32_t key_generation = py.key_generation + 1, thread_generation = py.thread_generation + 1;
     uint32_t stack_generation = py.stack_generation + 1;
+    int switched_off = py.switched_off;
     memset(&py, 0, sizeof py);
+    py.switched_off = switched_off;
     memset(py_function_written, 0, sizeof py_function_written);
     py.key_generation = key_generation;
     py.thread_generation = thread_generation;

@@ -23,6 +23,10 @@ void cpu_python_totals(struct trace_cpu_sampler *rec);
 /* The sampler thread's OS tid (0: none): the native sampler leaves it out. */
 uint32_t cpu_python_sampler_tid(void);
 
+/* A benchmark's switch of CPU sampling alone (LANTERN_TEST_CPU_SWITCH, cpu_sampling.c): while
+ * off, the sampler thread takes no look, as while the session is paused. */
+void cpu_python_switch(int on);
+
 /* In a fork child: the sampler thread is not there; it starts again at the child's drain. */
 void cpu_python_at_fork_child(void);
 

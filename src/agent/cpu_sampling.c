@@ -109,6 +109,14 @@ static _Atomic uint64_t cpu_paused_at;  /* when the sampler learnt of the pause;
 static _Atomic uint64_t cpu_resumed_at; /* when it learnt of the last resume */
 static int cpu_events_on = 1; /* the writer's events are enabled (writer thread only) */
 
+/* A benchmark's switch of CPU sampling alone, inside a recording session: while the file
+ * LANTERN_TEST_CPU_SWITCH names exists, sampling is paused as by a pause of the session
+ * (bench/cpu_interrupt_cost.py times a program's blocks with and without it in one process).
+ * Looked at once a drain by the writer thread; unset, nothing is looked at. */
+static const char *cpu_switch_path;
+static _Atomic int cpu_switched_off;
+static void cpu_set_recording(int on);
+
 static struct cpu_ring cpu_rings[CPU_MAX_THREADS];
 _Static_assert(CPU_MAX_THREADS <= CPU_TIMERS_MAX_THREADS, "a ring slot is a timer's buffer slot");
 static struct cpu_stack_slot cpu_stacks[CPU_STACK_SLOTS];
@@ -634,6 +642,14 @@ static void cpu_writer_owns_and_switches(void)
         if (rc != 0 && rc != -ESRCH) /* -ESRCH: it ended meanwhile */
             cpu.threads_unsampled++;
     }
+    if (cpu_switch_path) {
+        int off = access(cpu_switch_path, F_OK) == 0;
+        if (off != __atomic_load_n(&cpu_switched_off, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&cpu_switched_off, off, __ATOMIC_RELAXED);
+            cpu_python_switch(!off);
+            cpu_set_recording(!off && !agent_paused());
+        }
+    }
     int want = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED) == 0;
     if (want != cpu_events_on && cpu_method->switch_all(want) == 0)
         cpu_events_on = want;
@@ -793,7 +809,7 @@ static char *cpu_refusal(int err, unsigned *status)
 static void cpu_set_recording(int on)
 {
     uint64_t now = clock_mono_ns();
-    if (on) {
+    if (on && !__atomic_load_n(&cpu_switched_off, __ATOMIC_RELAXED)) {
         __atomic_store_n(&cpu_resumed_at, now, __ATOMIC_RELAXED);
         __atomic_store_n(&cpu_paused_at, 0, __ATOMIC_RELAXED);
     } else if (!__atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED))
@@ -857,7 +873,12 @@ static int cpu_init(void)
     cpu.ring_bytes = (size_t)(1 + cpu_ring_pages((unsigned)hz)) * (size_t)getpagesize();
     const char *states = getenv(trace_env_name(TRACE_ENV_CPU_STATES)); /* 0: none asked for */
     cpu.states = !(states && !strcmp(states, "0")); /* until the kernel refuses (cpu_ring_open) */
-    if (agent_paused()) /* started paused: no sample before the first start */
+    cpu_switch_path = getenv(trace_env_name(TRACE_ENV_TEST_CPU_SWITCH));
+    if (cpu_switch_path && access(cpu_switch_path, F_OK) == 0) {
+        cpu_switched_off = 1;
+        cpu_python_switch(0);
+    }
+    if (agent_paused() || cpu_switched_off) /* started paused: no sample before the first start */
         cpu_set_recording(0);
     cpu.last_scan_ns = clock_mono_ns();
     int err = cpu_scan();

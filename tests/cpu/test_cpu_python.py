@@ -242,3 +242,47 @@ def test_the_top_five_functions_agree_with_py_spy(tmp_path):
     assert [r["function"] for r in ours] == theirs == ["f1", "f2", "f3", "f4", "f5"], (ours, theirs)
     for r in ours:
         assert abs(r["self_percent"] - shares[r["function"]]) <= 5, (r, shares)
+
+
+SWITCHED = """
+import os, sys, time
+first = time.monotonic_ns()
+switch = os.environ["LANTERN_TEST_CPU_SWITCH"]
+def spin(s):
+    end = time.monotonic() + s
+    while time.monotonic() < end:
+        pass
+spin(0.4)
+off = time.monotonic_ns()
+open(switch, "w").close()
+spin(0.4)
+on = time.monotonic_ns()
+os.unlink(switch)
+spin(0.4)
+print("times", first, off, on, time.monotonic_ns())
+"""
+
+
+def test_the_benchmarks_switch_pauses_native_and_python_sampling_alone(tmp_path):
+    """bench/cpu_interrupt_cost.py's kind 9 pairs blocks with Lantern's sampling switched on and
+    off inside one process (LANTERN_TEST_CPU_SWITCH): while the file exists, neither sampler
+    looks. The writer sees the switch within a drain (10 ms): 100 ms allowed."""
+    (tmp_path / "switched.py").write_text(SWITCHED)
+    env = dict(os.environ, LANTERN_TEST_CPU_SWITCH=str(tmp_path / "off"))
+    done = subprocess.run([LANTERN, "profile", "-t", "nvtx,cpu", "-o", "x.db", sys.executable,
+                           "switched.py"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    first, off, on, end = map(int, done.stdout.split()[1:5])
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        ts = [r[0] for r in db.execute("SELECT ts_ns FROM cpu_samples")]
+        looks = db.execute(
+            "SELECT python_snapshots FROM cpu_sampling").fetchone()[0]
+    during = [t for t in ts if off + 100_000_000 < t < on]
+    before, after = [t for t in ts if t < off], [t for t in ts if t > on + 100_000_000]
+    assert not during, f"{len(during)} native samples while switched off"
+    # the spinning thread's 400 ms at 1 kHz, a loaded machine giving it a quarter of a CPU
+    assert len(before) >= 100 and len(after) >= 75, (len(before), len(after))
+    # the Python sampler looks at most once a millisecond at a running thread: not while off
+    # (start-up before `first` allowed 100 looks; a sampler that went on looking adds ~300)
+    assert 0 < looks <= (end - first - (on - off - 100_000_000)) / 1e6 + 100, looks
