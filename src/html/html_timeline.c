@@ -1,7 +1,9 @@
 /* The timeline section of the HTML page: an overview per GPU (busy time and power in 500
  * bins) with the longest top-level NVTX ranges of up to MAX_LANES threads above it, each over
- * a strip of its thread's states where -t cpu recorded them (blocked, preempted), drawn as
- * SVG over the analyze timeline. Every query aggregates or is limited. */
+ * a strip of its thread's states where -t cpu recorded them (blocked, preempted), then the
+ * busiest sampled threads without such a lane (MAX_CPU_LANES): their CPU samples as a running
+ * share and their states; drawn as SVG over the analyze timeline. Every query aggregates or is
+ * limited, and every strip is at most TIMELINE_LANE_PX rectangles. */
 #include "html/html_internal.h"
 #include "model/thread_states.h"
 
@@ -15,6 +17,17 @@
 #define PLOT_WIDTH 1000
 #define MAX_LANES 6 /* of TIMELINE_MAX_LANES threads */
 #define MAX_RANGE_RECTS 1500
+#define MAX_CPU_LANES 4 /* sampled threads without an NVTX lane */
+/* A sample stands for a period of CPU time: where a column is shorter than a few periods, one
+ * sample would be a spike, so columns are pooled into buckets of at least this many periods. */
+#define SAMPLE_BUCKET_PERIODS 8
+#define LANE_STATES_SQL                                                                    \
+    "SELECT start_ns, end_ns, state = 'preempted', state_ns FROM cpu_thread_states"        \
+    " WHERE thread_id = ?1"
+#define LANE_NAMES_SQL                                                                     \
+    "SELECT tl.label, t.tid, pl.label, p.pid FROM threads t"                               \
+    " JOIN thread_labels tl ON tl.id = t.id JOIN processes p ON p.id = t.process_id"       \
+    " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?1"
 
 /* ---- timeline ------------------------------------------------------------------------------ */
 
@@ -76,6 +89,7 @@ static int by_lane_time(const void *a, const void *b)
 /* One state's share of each of TIMELINE_LANE_PX columns of the session. */
 struct lane_states {
     float blocked[TIMELINE_LANE_PX], preempted[TIMELINE_LANE_PX];
+    double blocked_ns, preempted_ns; /* the thread's totals */
 };
 
 /* Adds the thread's off-CPU time of one row, [s, e) holding state_ns of it (a merged row
@@ -106,8 +120,10 @@ static int lane_states_load(const struct analyze_ctx *ctx, sqlite3_stmt *st, int
         int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
         if (e <= s || ctx->duration_ns <= 0)
             continue;
-        lane_states_add(ctx, sqlite3_column_int(st, 2) ? out->preempted : out->blocked, s, e,
-                        sqlite3_column_double(st, 3));
+        int preempted = sqlite3_column_int(st, 2);
+        double state_ns = sqlite3_column_double(st, 3);
+        lane_states_add(ctx, preempted ? out->preempted : out->blocked, s, e, state_ns);
+        *(preempted ? &out->preempted_ns : &out->blocked_ns) += state_ns;
         any = 1;
     }
     return rc == SQLITE_DONE ? any : -EIO;
@@ -137,8 +153,7 @@ static void shaded_runs(FILE *out, const float *cols, int y, int h, const char *
 static int state_strips(struct html_page *page, const struct timeline_lane *const *lanes,
                         int nlanes, int y0, int lane_h)
 {
-    sqlite3_stmt *st = html_prepare(page, "SELECT start_ns, end_ns, state = 'preempted', state_ns"
-                                          " FROM cpu_thread_states WHERE thread_id = ?1");
+    sqlite3_stmt *st = html_prepare(page, LANE_STATES_SQL);
     struct lane_states *cols = malloc(sizeof *cols);
     int with_states = st && cols ? 0 : st ? -ENOMEM : -EIO;
     for (int i = 0; i < nlanes && with_states >= 0; i++) {
@@ -157,6 +172,17 @@ static int state_strips(struct html_page *page, const struct timeline_lane *cons
     return with_states;
 }
 
+/* The lanes of NVTX ranges (timeline_ranges done): the MAX_LANES threads with the most time in
+ * top-level ranges, most first. */
+static int nvtx_lanes(const struct analyze_timeline *t, const struct timeline_lane **lanes)
+{
+    int n = t->lanes ? t->lane_count : 0;
+    for (int i = 0; i < n; i++)
+        lanes[i] = &t->lanes[i];
+    qsort(lanes, (size_t)n, sizeof *lanes, by_lane_time);
+    return n < MAX_LANES ? n : MAX_LANES;
+}
+
 /* Top-level ranges (depth 0 push/pop, and start/end), one lane per thread (the threads with
  * the most time in them): grey where they cover the time, from the coverage the timeline
  * pass summed per pixel column (so ranges far shorter than a pixel still show), and in color
@@ -169,11 +195,7 @@ static int range_lanes(struct html_page *page)
     if (rc < 0)
         return rc;
     const struct timeline_lane *lanes[TIMELINE_MAX_LANES];
-    int nlanes = t->lanes ? t->lane_count : 0;
-    for (int i = 0; i < nlanes; i++)
-        lanes[i] = &t->lanes[i];
-    qsort(lanes, (size_t)nlanes, sizeof *lanes, by_lane_time);
-    nlanes = nlanes < MAX_LANES ? nlanes : MAX_LANES;
+    int nlanes = nvtx_lanes(t, lanes);
     if (nlanes == 0)
         return 0;
     sqlite3_stmt *st = html_prepare(
@@ -184,10 +206,7 @@ static int range_lanes(struct html_page *page)
               "  ORDER BY end_ns - start_ns DESC LIMIT 1500) r"
               " LEFT JOIN strings rs ON rs.id = r.name_id LEFT JOIN domains rd ON rd.id ="
               " r.domain_id LEFT JOIN strings rds ON rds.id = rd.name_id");
-    sqlite3_stmt *names = html_prepare(
-        page, "SELECT tl.label, t.tid, pl.label, p.pid FROM threads t"
-              " JOIN thread_labels tl ON tl.id = t.id JOIN processes p ON p.id = t.process_id"
-              " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?1");
+    sqlite3_stmt *names = html_prepare(page, LANE_NAMES_SQL);
     if (!st || !names) {
         sqlite3_finalize(st);
         sqlite3_finalize(names);
@@ -250,6 +269,166 @@ static int range_lanes(struct html_page *page)
             with_states ? " Under a lane, its thread's state (-t cpu's context switches): blue "
                           "while it was blocked, red while preempted (darker: more of the time)."
                         : "");
+    return 0;
+}
+
+/* ---- sampled threads without an NVTX lane ------------------------------------------------- */
+
+/* A thread of a CPU lane: its samples and its process's sampling period (CPU time a sample
+ * stands for). */
+struct cpu_lane {
+    int64_t thread_id, samples, period_ns;
+};
+
+/* What drawing a CPU lane reads and fills, prepared once for all lanes. */
+struct cpu_lane_work {
+    sqlite3_stmt *samples, *states, *names;
+    float running[TIMELINE_LANE_PX];
+    struct lane_states states_cols;
+};
+
+/* The sampled threads (samples or states) without an NVTX lane, most samples first: up to
+ * MAX_CPU_LANES into lanes, the number of the others in *more. The count, or -EIO. */
+static int cpu_lanes_pick(struct html_page *page, const struct timeline_lane *const *nvtx,
+                          int nnvtx, struct cpu_lane *lanes, int64_t *more)
+{
+    sqlite3_stmt *st = html_prepare(
+        page, "SELECT x.thread_id, sum(x.n), c.period_ns FROM (SELECT thread_id, count(*) AS n"
+              " FROM cpu_samples GROUP BY thread_id UNION ALL SELECT DISTINCT thread_id, 0"
+              " FROM cpu_thread_states) x JOIN threads t ON t.id = x.thread_id"
+              " LEFT JOIN cpu_sampling c ON c.process_id = t.process_id"
+              " GROUP BY x.thread_id ORDER BY 2 DESC, 1");
+    if (!st)
+        return -EIO;
+    int n = 0, rc;
+    *more = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        int laned = 0;
+        for (int i = 0; i < nnvtx; i++)
+            laned |= nvtx[i]->thread_id == id;
+        if (laned)
+            continue;
+        if (n == MAX_CPU_LANES)
+            (*more)++;
+        else
+            lanes[n++] = (struct cpu_lane){id, sqlite3_column_int64(st, 1),
+                                           sqlite3_column_int64(st, 2)};
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? n : -EIO;
+}
+
+/* The thread's running share of each column: its samples x the period over the time of each
+ * bucket of columns (SAMPLE_BUCKET_PERIODS periods at least). 0, or -EIO. */
+static int lane_samples_load(const struct analyze_ctx *ctx, sqlite3_stmt *st,
+                             const struct cpu_lane *lane, float *cols)
+{
+    int64_t counts[TIMELINE_LANE_PX] = {0};
+    double col_ns = (double)ctx->duration_ns / TIMELINE_LANE_PX;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, lane->thread_id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        double x = (double)(sqlite3_column_int64(st, 0) - ctx->start_ns) / col_ns;
+        counts[x < 0 ? 0 : x >= TIMELINE_LANE_PX ? TIMELINE_LANE_PX - 1 : (int)x]++;
+    }
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    double bucket = ceil(SAMPLE_BUCKET_PERIODS * (double)lane->period_ns / col_ns);
+    int width = bucket < 1 ? 1 : bucket > TIMELINE_LANE_PX ? TIMELINE_LANE_PX : (int)bucket;
+    for (int b = 0; b < TIMELINE_LANE_PX; b += width) {
+        int end = b + width < TIMELINE_LANE_PX ? b + width : TIMELINE_LANE_PX;
+        int64_t sum = 0;
+        for (int x = b; x < end; x++)
+            sum += counts[x];
+        for (int x = b; x < end; x++)
+            cols[x] = (float)((double)sum * (double)lane->period_ns / ((end - b) * col_ns));
+    }
+    return 0;
+}
+
+/* One CPU lane at y: its name, its running share (green) over its states' strip, in a group
+ * whose tooltip gives its totals. 0, or -EIO. */
+static int cpu_lane_draw(struct html_page *page, struct cpu_lane_work *w,
+                         const struct cpu_lane *lane, int y)
+{
+    FILE *out = page->out;
+    const int bar_h = 13;
+    int states = page->ctx->duration_ns > 0
+                     ? lane_states_load(page->ctx, w->states, lane->thread_id, &w->states_cols)
+                     : 0;
+    if (states < 0 || (page->ctx->duration_ns > 0 &&
+                       lane_samples_load(page->ctx, w->samples, lane, w->running) < 0))
+        return -EIO;
+    lane_name(out, w->names, lane->thread_id, y + 11);
+    fprintf(out, "<g class=\"cpu-lane\"><title>%lld samples: ", (long long)lane->samples);
+    html_ns(out, (double)(lane->samples * lane->period_ns));
+    fprintf(out, " of CPU time (%.1f %% of the session)",
+            page->ctx->duration_ns > 0
+                ? 100.0 * (double)(lane->samples * lane->period_ns) / (double)page->ctx->duration_ns
+                : 0.0);
+    if (states > 0) {
+        fputs("; blocked ", out);
+        html_ns(out, w->states_cols.blocked_ns);
+        fputs(", preempted ", out);
+        html_ns(out, w->states_cols.preempted_ns);
+    }
+    fputs("</title>", out);
+    if (page->ctx->duration_ns > 0 && lane->period_ns > 0)
+        shaded_runs(out, w->running, y, bar_h, "#3f9a58");
+    if (states > 0) {
+        shaded_runs(out, w->states_cols.blocked, y + bar_h + 1, 3, "#3b6fb6");
+        shaded_runs(out, w->states_cols.preempted, y + bar_h + 1, 3, "#d1495b");
+    }
+    fputs("</g>\n", out);
+    return 0;
+}
+
+/* A lane per busy sampled thread without an NVTX lane (a data loader's, PyTorch's autograd
+ * thread): its CPU samples and states, MAX_CPU_LANES at most, the others counted. */
+static int cpu_lanes(struct html_page *page)
+{
+    const struct timeline_lane *nvtx[TIMELINE_MAX_LANES];
+    int nnvtx = nvtx_lanes(page->timeline, nvtx);
+    struct cpu_lane lanes[MAX_CPU_LANES];
+    int64_t more = 0;
+    int n = cpu_lanes_pick(page, nvtx, nnvtx, lanes, &more);
+    if (n <= 0)
+        return n;
+    struct cpu_lane_work *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->samples = html_prepare(page, "SELECT ts_ns FROM cpu_samples WHERE thread_id = ?1");
+    w->states = html_prepare(page, LANE_STATES_SQL);
+    w->names = html_prepare(page, LANE_NAMES_SQL);
+    int rc = w->samples && w->states && w->names ? 0 : -EIO;
+    FILE *out = page->out;
+    const int lane_h = 20, top = 4, height = top + n * lane_h + 18;
+    fprintf(out,
+            "<figure><svg id=\"cpu-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\">\n",
+            PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = cpu_lane_draw(page, w, &lanes[i], top + i * lane_h);
+    sqlite3_finalize(w->samples);
+    sqlite3_finalize(w->states);
+    sqlite3_finalize(w->names);
+    free(w);
+    if (rc < 0)
+        return rc;
+    time_axis(out, page->ctx, top + n * lane_h + 2);
+    fprintf(out,
+            "</svg><figcaption>CPU samples of the %d sampled thread%s without an NVTX lane "
+            "with the most (named thread \u00b7 process): green as dense as the thread ran "
+            "(its samples \u00d7 the sampling period over the time of each column, pooled over "
+            "%d periods at least); under it, blue while it was blocked, red while preempted "
+            "(hover a lane for its totals).",
+            n, n == 1 ? "" : "s", SAMPLE_BUCKET_PERIODS);
+    if (more)
+        fprintf(out, " %lld more thread%s sampled: see <code>lantern stats -r cpu_sample_sum"
+                     "</code>.", (long long)more, more == 1 ? "" : "s");
+    fputs("</figcaption></figure>\n", out);
     return 0;
 }
 
@@ -323,6 +502,7 @@ int html_section_timeline(struct html_page *page)
     FILE *out = page->out;
     fputs("<section id=\"timeline\"><h2>Timeline</h2>\n", out);
     int rc = range_lanes(page);
+    rc = rc < 0 ? rc : cpu_lanes(page);
     if (rc < 0)
         return rc;
     sqlite3_stmt *power = html_prepare(

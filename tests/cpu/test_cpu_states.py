@@ -186,6 +186,112 @@ def test_the_page_draws_each_lanes_thread_states_under_it(tmp_path):
     expected = blocked * 1000 / (end - start)
     assert expected > 100 and abs(blue - expected) <= 0.1 * expected, (blue, expected)
     assert "blue while it was blocked" in html
+    # the sleeper opens no range: its own lane below, named, its strip its blocked rows
+    lanes = cpu_lanes(html)
+    assert list(lanes) == ["sleeper"], list(lanes)
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        blocked = db.execute(
+            "SELECT sum(s.state_ns) FROM cpu_thread_states s JOIN threads t ON t.id = s.thread_id"
+            " WHERE t.tid = ? AND s.state = 'blocked'", (lanes["sleeper"]["tid"],)).fetchone()[0]
+    expected = blocked * 1000 / (end - start)
+    blue = shade(lanes["sleeper"]["body"], 3, BLUE)
+    assert expected > 100 and abs(blue - expected) <= 0.1 * expected, (blue, expected)
+
+
+GREEN, BLUE, RED = "#3f9a58", "#3b6fb6", "#d1495b"  # html_timeline.c's running, blocked, preempted
+
+
+def shade(body, height, fill):
+    """The px of a lane's strip (height 13: samples, 3: states) in one color: each run's width
+    times its opacity."""
+    return sum(float(w) * float(o) for w, o in re.findall(
+        rf'width="(\d+)" height="{height}" fill="{fill}" fill-opacity="([\d.]+)"', body))
+
+
+def cpu_lanes(html):
+    """{thread name: {tid, pid, title, body}} of the page's lanes of sampled threads without an
+    NVTX lane, in page order."""
+    svg = html[html.index('id="cpu-lanes"'):]
+    svg = svg[:svg.index("</svg>")]
+    lanes = {}
+    for name, tid, pid, title, body in re.findall(
+            r'<text class="lane" x="2" y="\d+"><title>thread (\S+) \(tid (\d+)\) of process '
+            r'\S+ \(pid (\d+)\)</title>[^<]*</text>\n<g class="cpu-lane"><title>([^<]*)</title>'
+            r'(.*?)</g>', svg, re.S):
+        lanes[name] = {"tid": int(tid), "pid": int(pid), "title": title, "body": body}
+    assert svg.count('<text class="lane"') == len(lanes), svg[:2000]
+    return lanes
+
+
+@needs_perf
+def test_the_page_draws_a_lane_for_each_sampled_thread_without_an_nvtx_range(tmp_path):
+    """Two spinners sharing one CPU open no NVTX range: each gets a lane under the NVTX lanes,
+    named, whose green (its samples x the period over each column's time) adds up to the CPU
+    time the thread measured itself (from where the agent watched it), whose red adds up to its
+    preempted rows, and whose tooltip gives its samples."""
+    threads = profile(tmp_path, "preempt", "400")
+    done = subprocess.run([LANTERN, "report", "x.db", "-o", "x.html"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "x.html").read_text()
+    lanes = cpu_lanes(html)
+    assert sorted(lanes) == ["spinA", "spinB"], list(lanes)  # main has its NVTX lane
+    assert "more threads sampled" not in html
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        start, end = (int(db.execute("SELECT value FROM meta WHERE key = ?", (k,)).fetchone()[0])
+                      for k in ("start_ns", "end_ns"))
+        for name in ("spinA", "spinB"):
+            lane, w = lanes[name], watched(db, threads[name])
+            assert lane["tid"] == threads[name]["tid"], lane
+            samples, preempted = db.execute(
+                "SELECT (SELECT count(*) FROM cpu_samples WHERE thread_id = t.id),"
+                " (SELECT sum(state_ns) FROM cpu_thread_states WHERE thread_id = t.id"
+                " AND state = 'preempted') FROM threads t WHERE t.tid = ?",
+                (lane["tid"],)).fetchone()
+            assert lane["title"].startswith(f"{samples} samples: "), lane["title"]
+            # the samples before the first mark the comparison starts from: 10 ms at most
+            running_ns = shade(lane["body"], 13, GREEN) * (end - start) / 1000
+            assert abs(running_ns - w["cpu_ns"]) <= 0.1 * w["cpu_ns"] + 12e6, (running_ns, w)
+            red = shade(lane["body"], 3, RED)
+            expected = preempted * 1000 / (end - start)
+            assert expected > 50 and abs(red - expected) <= 0.1 * expected, (red, expected)
+
+
+def test_the_page_bounds_its_lanes_of_sampled_threads(tmp_path):
+    """A recording given 40 more sampled threads (samples and states written into its database:
+    no sampling needed), each switching state every 20 µs: 4 lanes, the threads with the most
+    samples, the others counted and pointed at cpu_sample_sum, each lane's strips at most a
+    rectangle per column."""
+    done = subprocess.run([LANTERN, "profile", "-t", "nvtx", "-o", "x.db", CPU_STATES, "sleep",
+                           "1"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        start, end = (int(db.execute("SELECT value FROM meta WHERE key = ?", (k,)).fetchone()[0])
+                      for k in ("start_ns", "end_ns"))
+        process = db.execute("SELECT process_id FROM threads LIMIT 1").fetchone()[0]
+        db.execute("INSERT OR REPLACE INTO cpu_sampling(process_id, status, period_ns)"
+                   " VALUES(?, 'on', 100000)", (process,))
+        for i in range(40):
+            name = db.execute("INSERT INTO strings(value) VALUES(?)", (f"worker-{i}",)).lastrowid
+            thread = db.execute("INSERT INTO threads(process_id, tid, os_name_id, start_ns)"
+                                " VALUES(?, ?, ?, ?)", (process, 900000 + i, name, start)).lastrowid
+            step = (end - start) // (100 + 10 * i)  # worker-39 has the most samples
+            db.executemany("INSERT INTO cpu_samples(thread_id, ts_ns) VALUES(?, ?)",
+                           ((thread, t) for t in range(start, end, step)))
+            db.executemany(
+                "INSERT INTO cpu_thread_states VALUES(?, ?, ?, ?, 10000, 1)",
+                ((thread, t, t + 10000, ("blocked", "preempted")[(t // 20000) % 2])
+                 for t in range(start, end, 20000)))
+    done = subprocess.run([LANTERN, "report", "x.db", "-o", "x.html"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "x.html").read_text()
+    lanes = cpu_lanes(html)
+    assert list(lanes) == ["worker-39", "worker-38", "worker-37", "worker-36"], list(lanes)
+    assert "36 more threads sampled: see <code>lantern stats -r cpu_sample_sum</code>" in html
+    for lane in lanes.values():
+        assert lane["body"].count("<rect") <= 3 * 1000, lane["body"].count("<rect")
+        assert shade(lane["body"], 3, BLUE) > 100 and shade(lane["body"], 3, RED) > 100
 
 
 def test_thread_states_are_unknown_where_sampling_is_refused(tmp_path):
