@@ -21,12 +21,12 @@
 /* A sample stands for a period of CPU time: where a column is shorter than a few periods, one
  * sample would be a spike, so columns are pooled into buckets of at least this many periods. */
 #define SAMPLE_BUCKET_PERIODS 8
-#define LANE_STATES_SQL                                                                    \
-    "SELECT start_ns, end_ns, state = 'preempted', state_ns FROM cpu_thread_states"        \
+#define LANE_STATES_SQL                                                                            \
+    "SELECT start_ns, end_ns, state = 'preempted', state_ns FROM cpu_thread_states"                \
     " WHERE thread_id = ?1"
-#define LANE_NAMES_SQL                                                                     \
-    "SELECT tl.label, t.tid, pl.label, p.pid FROM threads t"                               \
-    " JOIN thread_labels tl ON tl.id = t.id JOIN processes p ON p.id = t.process_id"       \
+#define LANE_NAMES_SQL                                                                             \
+    "SELECT tl.label, t.tid, pl.label, p.pid FROM threads t"                                       \
+    " JOIN thread_labels tl ON tl.id = t.id JOIN processes p ON p.id = t.process_id"               \
     " JOIN process_labels pl ON pl.id = p.id WHERE t.id = ?1"
 
 /* ---- timeline ------------------------------------------------------------------------------ */
@@ -312,8 +312,8 @@ static int cpu_lanes_pick(struct html_page *page, const struct timeline_lane *co
         if (n == MAX_CPU_LANES)
             (*more)++;
         else
-            lanes[n++] = (struct cpu_lane){id, sqlite3_column_int64(st, 1),
-                                           sqlite3_column_int64(st, 2)};
+            lanes[n++] =
+                (struct cpu_lane){id, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)};
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? n : -EIO;
@@ -331,7 +331,8 @@ static int lane_samples_load(const struct analyze_ctx *ctx, sqlite3_stmt *st,
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         double x = (double)(sqlite3_column_int64(st, 0) - ctx->start_ns) / col_ns;
-        counts[x < 0 ? 0 : x >= TIMELINE_LANE_PX ? TIMELINE_LANE_PX - 1 : (int)x]++;
+        if (x >= 0 && x < TIMELINE_LANE_PX)
+            counts[(int)x]++;
     }
     if (rc != SQLITE_DONE)
         return -EIO;
@@ -349,7 +350,7 @@ static int lane_samples_load(const struct analyze_ctx *ctx, sqlite3_stmt *st,
 }
 
 /* One CPU lane at y: its name, its running share (green) over its states' strip, in a group
- * whose tooltip gives its totals. 0, or -EIO. */
+ * whose tooltip gives its totals. 1 when it has states, 0 when none, or -EIO. */
 static int cpu_lane_draw(struct html_page *page, struct cpu_lane_work *w,
                          const struct cpu_lane *lane, int y)
 {
@@ -382,7 +383,7 @@ static int cpu_lane_draw(struct html_page *page, struct cpu_lane_work *w,
         shaded_runs(out, w->states_cols.preempted, y + bar_h + 1, 3, "#d1495b");
     }
     fputs("</g>\n", out);
-    return 0;
+    return states > 0;
 }
 
 /* A lane per busy sampled thread without an NVTX lane (a data loader's, PyTorch's autograd
@@ -402,15 +403,17 @@ static int cpu_lanes(struct html_page *page)
     w->samples = html_prepare(page, "SELECT ts_ns FROM cpu_samples WHERE thread_id = ?1");
     w->states = html_prepare(page, LANE_STATES_SQL);
     w->names = html_prepare(page, LANE_NAMES_SQL);
-    int rc = w->samples && w->states && w->names ? 0 : -EIO;
+    int rc = w->samples && w->states && w->names ? 0 : -EIO, with_states = 0;
     FILE *out = page->out;
     const int lane_h = 20, top = 4, height = top + n * lane_h + 18;
     fprintf(out,
             "<figure><svg id=\"cpu-lanes\" viewBox=\"0 0 %d %d\" width=\"%d\" "
             "height=\"%d\" role=\"img\">\n",
             PLOT_LEFT + PLOT_WIDTH + 10, height, PLOT_LEFT + PLOT_WIDTH + 10, height);
-    for (int i = 0; i < n && rc == 0; i++)
+    for (int i = 0; i < n && rc >= 0; i++) {
         rc = cpu_lane_draw(page, w, &lanes[i], top + i * lane_h);
+        with_states += rc > 0;
+    }
     sqlite3_finalize(w->samples);
     sqlite3_finalize(w->states);
     sqlite3_finalize(w->names);
@@ -422,12 +425,14 @@ static int cpu_lanes(struct html_page *page)
             "</svg><figcaption>CPU samples of the %d sampled thread%s without an NVTX lane "
             "with the most (named thread \u00b7 process): green as dense as the thread ran "
             "(its samples \u00d7 the sampling period over the time of each column, pooled over "
-            "%d periods at least); under it, blue while it was blocked, red while preempted "
-            "(hover a lane for its totals).",
-            n, n == 1 ? "" : "s", SAMPLE_BUCKET_PERIODS);
+            "%d periods at least)%s (hover a lane for its totals).",
+            n, n == 1 ? "" : "s", SAMPLE_BUCKET_PERIODS,
+            with_states ? "; under it, blue while it was blocked, red while preempted" : "");
     if (more)
-        fprintf(out, " %lld more thread%s sampled: see <code>lantern stats -r cpu_sample_sum"
-                     "</code>.", (long long)more, more == 1 ? "" : "s");
+        fprintf(out,
+                " %lld more thread%s sampled: see <code>lantern stats -r cpu_sample_sum"
+                "</code>.",
+                (long long)more, more == 1 ? "" : "s");
     fputs("</figcaption></figure>\n", out);
     return 0;
 }
