@@ -129,3 +129,41 @@ def test_a_matching_build_id_without_the_links_crc_is_refused_by_name(tmp_path):
     place(debug, placements(tmp_path, target)["beside"])
     functions = hot_functions(tmp_path, target, tmp_path / "root")
     assert "static_spin" not in functions, functions[:3]
+
+
+def libc_debug_file():
+    """The distribution's debug file of the libc python3 runs on (libc6-dbg), or None."""
+    maps = subprocess.run(["python3", "-c", "print(open('/proc/self/maps').read())"],
+                          check=True, capture_output=True, text=True).stdout
+    libc = next((l.split()[-1] for l in maps.splitlines() if "/libc.so" in l), None)
+    if not libc:
+        return None, None
+    hexid = build_id(libc)
+    debug = f"/usr/lib/debug/.build-id/{hexid[:2]}/{hexid[2:]}.debug"
+    return libc, debug if os.path.exists(debug) else None
+
+
+def test_a_distribution_librarys_local_function_is_named_from_usr_lib_debug(tmp_path):
+    """A Python loop copying 64 MiB buffers spends its time in libc's memcpy variant, a local
+    symbol of the stripped libc.so.6: named from the distribution's debug file under the
+    default root, as readelf reads it there (and not in libc's .dynsym)."""
+    libc, debug = libc_debug_file()
+    if not debug:
+        pytest.skip("no /usr/lib/debug/.build-id file for this libc (install libc6-dbg)")
+    (tmp_path / "copy.py").write_text(
+        "import time\nb = bytearray(64 << 20)\nend = time.process_time() + 1\n"
+        "while time.process_time() < end:\n    bytes(b)\n")
+    env = {**os.environ, "LANTERN_CPU_PYTHON": "0", "LANTERN_DEBUG_DIRS": ""}
+    done = subprocess.run([LANTERN, "profile", "-t", "cpu", "-o", "x.db", "python3", "copy.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    out = subprocess.run([LANTERN, "stats", "x.db", "-r", "cpu_sample_sum", "--format", "json"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    top = json.loads(out.stdout)["rows"][0]
+    assert top["module"] == os.path.basename(libc), top
+    local = subprocess.run(["readelf", "-sW", debug], capture_output=True, text=True).stdout
+    exported = subprocess.run(["readelf", "-sW", "--dyn-syms", libc], capture_output=True,
+                              text=True).stdout
+    assert re.search(rf"FUNC\s+LOCAL\s+\S+\s+\S+\s+{re.escape(top['function'])}$", local,
+                     re.M), top
+    assert not re.search(rf"\s{re.escape(top['function'])}(@\S*)?$", exported, re.M), top
