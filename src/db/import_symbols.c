@@ -1,18 +1,16 @@
 /* Symbols of the ELF files behind the CPU samples' addresses (import_symbols.h): each file is
- * mapped read-only once, its function symbols (.symtab where the file kept it, else .dynsym)
- * sorted by address, and a file offset turned into an address through its PT_LOAD segments.
- * Names point into the mapped string table, which stays mapped until the cache is freed.
- * Not read: separate debug files (/usr/lib/debug), DWARF, and JIT maps (docs/cpu.md). */
+ * mapped read-only once, its function symbols (.symtab where the file kept it, else the .symtab
+ * of its separate debug file (import_debug_file.c), else .dynsym) sorted by address, and a file
+ * offset turned into an address through its PT_LOAD segments. Names point into the mapped string
+ * table, which stays mapped until the cache is freed. Not read: DWARF, and JIT maps
+ * (docs/cpu.md). */
 #include "db/import_symbols.h"
 
-#include <elf.h>
+#include "db/import_debug_file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 struct elf_symbol {
     uint64_t value, size;
@@ -21,8 +19,7 @@ struct elf_symbol {
 
 struct elf_file {
     char *path;
-    void *map;
-    size_t map_len;
+    struct elf_image image, debug; /* debug: the separate debug file whose names are used */
     const Elf64_Phdr *segments;
     size_t segment_count;
     struct elf_symbol *symbols;
@@ -45,8 +42,8 @@ void symbol_cache_free(struct symbol_cache *c)
         return;
     for (struct elf_file *e = c->files, *next; e; e = next) {
         next = e->next;
-        if (e->map)
-            munmap(e->map, e->map_len);
+        elf_image_close(&e->image);
+        elf_image_close(&e->debug);
         free(e->symbols);
         free(e->path);
         free(e);
@@ -60,32 +57,30 @@ static int symbol_order(const void *a, const void *b)
     return x->value < y->value ? -1 : x->value > y->value;
 }
 
-/* Whether [off, off + len) lies within the file. */
-static int elf_within(const struct elf_file *e, uint64_t off, uint64_t len)
+/* The function symbols of im's first symbol table section of this type (its strings in the
+ * linked section) into e: 0 when it has some. */
+static int elf_read_symbols(struct elf_file *e, const struct elf_image *im, uint32_t type)
 {
-    return off <= e->map_len && len <= e->map_len - off;
-}
-
-/* The function symbols of one symbol table section (its strings in the linked section). */
-static int elf_read_symbols(struct elf_file *e, const Elf64_Shdr *sections, size_t count,
-                            size_t index)
-{
-    const Elf64_Shdr *sh = &sections[index];
-    if (sh->sh_link >= count || sh->sh_entsize != sizeof(Elf64_Sym) ||
-        !elf_within(e, sh->sh_offset, sh->sh_size))
+    size_t index = elf_image_find_section(im, type);
+    const Elf64_Shdr *sh = &im->sections[index];
+    if (!index || sh->sh_link >= im->section_count || sh->sh_entsize != sizeof(Elf64_Sym) ||
+        !elf_image_within(im, sh->sh_offset, sh->sh_size))
         return -ENOEXEC;
-    const Elf64_Shdr *strtab = &sections[sh->sh_link];
-    if (!elf_within(e, strtab->sh_offset, strtab->sh_size) || strtab->sh_size == 0)
+    const Elf64_Shdr *strtab = &im->sections[sh->sh_link];
+    if (strtab->sh_type == SHT_NOBITS || strtab->sh_size == 0 ||
+        !elf_image_within(im, strtab->sh_offset, strtab->sh_size))
         return -ENOEXEC;
-    const char *strings = (const char *)e->map + strtab->sh_offset;
-    const Elf64_Sym *syms = (const Elf64_Sym *)((const char *)e->map + sh->sh_offset);
+    const char *strings = (const char *)im->map + strtab->sh_offset;
+    const Elf64_Sym *syms = (const Elf64_Sym *)(im->map + sh->sh_offset);
     size_t n = sh->sh_size / sizeof(Elf64_Sym);
+    free(e->symbols);
+    e->symbol_count = 0;
     e->symbols = calloc(n ? n : 1, sizeof *e->symbols);
     if (!e->symbols)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        unsigned type = ELF64_ST_TYPE(syms[i].st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[i].st_value == 0 ||
+        unsigned sym_type = ELF64_ST_TYPE(syms[i].st_info);
+        if ((sym_type != STT_FUNC && sym_type != STT_GNU_IFUNC) || syms[i].st_value == 0 ||
             syms[i].st_name >= strtab->sh_size ||
             !memchr(strings + syms[i].st_name, 0, strtab->sh_size - syms[i].st_name))
             continue;
@@ -93,49 +88,25 @@ static int elf_read_symbols(struct elf_file *e, const Elf64_Shdr *sections, size
             (struct elf_symbol){syms[i].st_value, syms[i].st_size, strings + syms[i].st_name};
     }
     qsort(e->symbols, e->symbol_count, sizeof *e->symbols, symbol_order);
-    return 0;
+    return e->symbol_count ? 0 : -ENOENT;
 }
 
-/* Maps the file and reads its segments and symbols; a file that is not a 64-bit ELF keeps
- * no symbols (every lookup fails). */
+/* Maps the file and reads its segments and symbols: its own .symtab, else its debug file's,
+ * else its .dynsym; a file that is not a 64-bit ELF keeps no symbols (every lookup fails). */
 static void elf_load(struct elf_file *e)
 {
-    int fd = open(e->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
-    struct stat st;
-    if (fd < 0)
+    if (elf_image_open(&e->image, e->path) != 0)
         return;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)sizeof(Elf64_Ehdr)) {
-        e->map_len = (size_t)st.st_size;
-        e->map = mmap(NULL, e->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (e->map == MAP_FAILED)
-            e->map = NULL;
+    e->segments = (const Elf64_Phdr *)(e->image.map + e->image.header->e_phoff);
+    e->segment_count = e->image.header->e_phnum;
+    if (elf_read_symbols(e, &e->image, SHT_SYMTAB) == 0)
+        return;
+    if (debug_file_open(&e->image, e->path, &e->debug) == 0) {
+        if (elf_read_symbols(e, &e->debug, SHT_SYMTAB) == 0)
+            return;
+        elf_image_close(&e->debug);
     }
-    close(fd);
-    if (!e->map)
-        return;
-    const Elf64_Ehdr *eh = e->map;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        !elf_within(e, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)) ||
-        !elf_within(e, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
-        return;
-    e->segments = (const Elf64_Phdr *)((const char *)e->map + eh->e_phoff);
-    e->segment_count = eh->e_phnum;
-    const Elf64_Shdr *sections = (const Elf64_Shdr *)((const char *)e->map + eh->e_shoff);
-    size_t symtab = 0, dynsym = 0;
-    for (size_t i = 0; i < eh->e_shnum; i++) {
-        if (sections[i].sh_type == SHT_SYMTAB && !symtab)
-            symtab = i;
-        if (sections[i].sh_type == SHT_DYNSYM && !dynsym)
-            dynsym = i;
-    }
-    if (symtab && elf_read_symbols(e, sections, eh->e_shnum, symtab) == 0 && e->symbol_count)
-        return;
-    free(e->symbols);
-    e->symbols = NULL;
-    e->symbol_count = 0;
-    if (dynsym)
-        elf_read_symbols(e, sections, eh->e_shnum, dynsym);
+    elf_read_symbols(e, &e->image, SHT_DYNSYM);
 }
 
 static struct elf_file *elf_of(struct symbol_cache *c, const char *path)
