@@ -307,11 +307,10 @@ static uint32_t cpu_stack_id(const uint64_t *ips, uint32_t n)
     return rec.stack_id;
 }
 
-/* One sample of either method: thread, time (CLOCK_MONOTONIC), addresses leaf first. */
-/* A sample of thread tid at ts (ips: n frames, leaf first) that stands for 1 + overruns
- * periods of its CPU time (CPU-time timers: expiries a late tick folded into one signal; the
- * perf path: 0). A fold of TRACE_CPU_SAMPLE_WEIGHT_MAX periods or more is a signal the thread
- * kept blocked: the sample stands for one, the folded periods are counted lost. */
+/* One sample of either method: thread, time (CLOCK_MONOTONIC), addresses leaf first; it stands
+ * for 1 + overruns periods of the thread's CPU time (CPU-time timers: expiries a late tick
+ * folded into one signal; the perf path: 0). A fold of TRACE_CPU_SAMPLE_WEIGHT_MAX expiries or
+ * more is a signal the thread kept blocked: the sample stands for one, the rest count lost. */
 static void cpu_put_sample(uint32_t tid, uint64_t ts, const uint64_t *ips, uint32_t n,
                            uint32_t overruns)
 {
