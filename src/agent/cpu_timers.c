@@ -157,7 +157,8 @@ static int cpu_timers_set(int timer, int armed)
 /* Signals the slot's buffer saw: samples kept or not. */
 static uint64_t cpu_timers_delivered(const struct cpu_timer_buffer *b)
 {
-    return __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) + __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
 }
 
 static uint64_t cpu_timers_thread_cpu_ns(uint32_t tid)
