@@ -307,19 +307,26 @@ static uint32_t cpu_stack_id(const uint64_t *ips, uint32_t n)
     return rec.stack_id;
 }
 
-/* One sample of either method: thread, time (CLOCK_MONOTONIC), addresses leaf first. */
-static void cpu_put_sample(uint32_t tid, uint64_t ts, const uint64_t *ips, uint32_t n)
+/* One sample of either method: thread, time (CLOCK_MONOTONIC), addresses leaf first; it stands
+ * for 1 + overruns periods of the thread's CPU time (CPU-time timers: expiries a late tick
+ * folded into one signal; the perf path: 0). A fold of TRACE_CPU_SAMPLE_WEIGHT_MAX expiries or
+ * more is a signal the thread kept blocked: the sample stands for one, the rest count lost. */
+static void cpu_put_sample(uint32_t tid, uint64_t ts, const uint64_t *ips, uint32_t n,
+                           uint32_t overruns)
 {
+    uint32_t weighted = overruns < TRACE_CPU_SAMPLE_WEIGHT_MAX ? overruns : 0;
     uint64_t paused_at = __atomic_load_n(&cpu_paused_at, __ATOMIC_RELAXED);
     if ((paused_at && ts >= paused_at) ||
         ts < __atomic_load_n(&cpu_resumed_at, __ATOMIC_RELAXED)) {
-        cpu.paused_samples++; /* taken while the session was paused */
+        cpu.paused_samples += 1 + (uint64_t)weighted; /* taken while the session was paused */
         return;
     }
-    struct trace_cpu_sample rec = {.os_tid = tid, .ts = ts, .stack_id = cpu_stack_id(ips, n)};
-    writer_reserve_locked(48);
+    struct trace_cpu_sample rec = {
+        .os_tid = tid, .ts = ts, .stack_id = cpu_stack_id(ips, n), .overruns = weighted};
+    writer_reserve_locked(56);
     trace_put_cpu_sample(writer_chunk_locked(), &rec);
-    cpu.samples++;
+    cpu.samples += 1 + (uint64_t)weighted;
+    cpu.lost += overruns - weighted;
 }
 
 /* One PERF_RECORD_SAMPLE: u32 pid, u32 tid; u64 time; u64 nr, u64 ips[nr] (sample_type's
@@ -336,7 +343,7 @@ static void cpu_put_perf_sample(const uint64_t *body, size_t words)
     for (uint64_t i = 0; i < nr && n < CPU_MAX_FRAMES; i++)
         if (body[3 + i] < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
             ips[n++] = body[3 + i];
-    cpu_put_sample((uint32_t)(body[0] >> 32), body[1], ips, n);
+    cpu_put_sample((uint32_t)(body[0] >> 32), body[1], ips, n, 0);
 }
 
 /* ---- thread states: a sampled thread's context switches (PERF_RECORD_SWITCH) ----
@@ -503,7 +510,7 @@ static void cpu_timer_ring_read(struct cpu_ring *r)
     uint32_t slot = cpu_slot_of(r);
     const struct cpu_timer_sample *s;
     while ((s = cpu_timers_peek(slot))) {
-        cpu_put_sample(r->tid, s->ts, s->ips, s->frames);
+        cpu_put_sample(r->tid, s->ts, s->ips, s->frames, s->overruns);
         cpu_timers_pop(slot);
     }
     uint64_t overruns, lost = cpu_timers_take_lost(slot, &overruns);

@@ -24,7 +24,7 @@ struct cpu_timer_buffer {
     _Atomic uint64_t head;
     _Atomic uint64_t tail;
     _Atomic uint64_t lost;     /* the handler's counts: samples the buffer had no room for, */
-    _Atomic uint64_t overruns; /* and expiries folded into a later signal */
+    _Atomic uint64_t overruns; /* and the expiries folded into those */
     uint64_t lost_taken, overruns_taken; /* the drain's: the parts already handed on */
     uint64_t pad[2];                     /* the samples start on a cache line of their own */
     /* the handler's window on the stack it walks: a page read at once, and not on the signal
@@ -96,16 +96,17 @@ static void cpu_timers_on_signal(int signo, siginfo_t *info, void *context)
     if (!b)
         return;
     int saved_errno = errno;
-    if (info->si_overrun > 0) /* expiries the kernel folded into this one */
-        __atomic_store_n(&b->overruns,
-                         __atomic_load_n(&b->overruns, __ATOMIC_RELAXED) + (uint64_t)info->si_overrun,
-                         __ATOMIC_RELEASE);
+    /* expiries the kernel folded into this one: the sample stands for them too */
+    uint32_t overruns = info->si_overrun > 0 ? (uint32_t)info->si_overrun : 0;
     uint64_t head = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
     if (head - __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE) >= timers.slots) {
+        __atomic_store_n(&b->overruns, __atomic_load_n(&b->overruns, __ATOMIC_RELAXED) + overruns,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(&b->lost, __atomic_load_n(&b->lost, __ATOMIC_RELAXED) + 1,
                          __ATOMIC_RELEASE);
     } else {
         struct cpu_timer_sample *s = &b->samples[head & (timers.slots - 1)];
+        s->overruns = overruns;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now); /* the vDSO: no system call */
         s->ts = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
@@ -153,11 +154,11 @@ static int cpu_timers_set(int timer, int armed)
     return syscall(SYS_timer_settime, timer, 0, &it, NULL) == 0 ? 0 : -errno;
 }
 
-/* Signals the slot's buffer saw: samples kept or not, and the expiries folded into them. */
+/* Signals the slot's buffer saw: samples kept or not. */
 static uint64_t cpu_timers_delivered(const struct cpu_timer_buffer *b)
 {
-    return __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) + __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE) +
-           __atomic_load_n(&b->overruns, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
 }
 
 static uint64_t cpu_timers_thread_cpu_ns(uint32_t tid)

@@ -16,7 +16,7 @@
 struct cpu_timer_sample {
     uint64_t ts; /* CLOCK_MONOTONIC, the common clock */
     uint32_t frames;
-    uint32_t reserved;
+    uint32_t overruns; /* expiries the kernel folded into this signal (si_overrun): a late tick */
     uint64_t ips[CPU_TIMERS_FRAMES];
 };
 
@@ -47,8 +47,7 @@ const struct cpu_timer_sample *cpu_timers_peek(uint32_t slot);
 void cpu_timers_pop(uint32_t slot);
 
 /* Samples the slot's thread took since the last call that its buffer had no room for; and in
- * *overruns the expiries that took no sample of their own (the kernel folds an expiry into
- * the pending signal: a tick that came late, or a thread that blocks the signal). */
+ * *overruns the expiries the kernel had folded into those (a kept sample carries its own). */
 uint64_t cpu_timers_take_lost(uint32_t slot, uint64_t *overruns);
 
 /* Whether the signal's action is still this handler (the program may install its own). */

@@ -74,9 +74,10 @@ struct cpu_py_stack {
     int64_t row; /* its cpu_stacks row alone (GIL waits), made at first need */
 };
 
-/* A sample as stored: its row, to give it a Python stack at the file's end. */
+/* A sample as stored: its rows (first to last: 1 + its overruns), to give it a Python stack
+ * at the file's end. */
 struct cpu_sample_ref {
-    int64_t row;
+    int64_t row, last_row;
     uint32_t tid;
     uint64_t ts;
     uint32_t stack; /* index + 1 into stacks; 0: no user-space frame */
@@ -319,27 +320,36 @@ static int import_stack(struct cpu_file *c, struct trace_fields *fl)
     return 0;
 }
 
+/* A sample that stands for 1 + overruns periods (CPU-time timers: expiries a late tick folded
+ * into one signal) is stored as that many rows, the same but for their rowid: every reader of
+ * cpu_samples counts periods of CPU time by counting rows. */
 static int import_sample(struct cpu_file *c, struct trace_fields *fl)
 {
     struct trace_cpu_sample r;
     trace_get_cpu_sample(fl, &r);
     int64_t index = id_vec_get(&c->stack_index, r.stack_id);
-    if (r.stack_id && !index) {
-        import_malformed(c->f); /* a stack the file never described */
+    if ((r.stack_id && !index) || r.overruns >= TRACE_CPU_SAMPLE_WEIGHT_MAX) {
+        import_malformed(c->f); /* a stack the file never described, or a weight no agent writes */
         return 0;
     }
     sqlite3_stmt *st = import_stmt(
         c->f, SLOT_SAMPLE, "INSERT INTO cpu_samples(thread_id, ts_ns, stack_id) VALUES(?, ?, ?)");
     if (!st)
         return -EIO;
-    import_bind_row(st, IMPORT_INT(import_thread_by_tid(c->f, r.os_tid)), IMPORT_INT(r.ts),
-                    IMPORT_NONZERO(index ? c->stacks[index - 1].row : 0));
-    if (import_step(c->f, st, "cannot store a CPU sample: ") < 0)
-        return -EIO;
+    int64_t thread = import_thread_by_tid(c->f, r.os_tid), first = 0;
+    for (uint64_t i = 0; i <= r.overruns; i++) {
+        import_bind_row(st, IMPORT_INT(thread), IMPORT_INT(r.ts),
+                        IMPORT_NONZERO(index ? c->stacks[index - 1].row : 0));
+        if (import_step(c->f, st, "cannot store a CPU sample: ") < 0)
+            return -EIO;
+        if (!first)
+            first = sqlite3_last_insert_rowid(import_db(c->f));
+    }
     if (grow((void **)&c->samples, &c->sample_cap, c->sample_count, sizeof *c->samples) < 0)
         return -ENOMEM;
-    c->samples[c->sample_count++] = (struct cpu_sample_ref){
-        sqlite3_last_insert_rowid(import_db(c->f)), (uint32_t)r.os_tid, r.ts, (uint32_t)index};
+    c->samples[c->sample_count++] =
+        (struct cpu_sample_ref){first, sqlite3_last_insert_rowid(import_db(c->f)),
+                                (uint32_t)r.os_tid, r.ts, (uint32_t)index};
     return 0;
 }
 
@@ -752,15 +762,16 @@ static int join_python(struct cpu_file *c)
     int rc = 0;
     for (size_t i = 0; i < c->sample_count && rc == 0; i++) {
         const struct cpu_sample_ref *sr = &c->samples[i];
+        uint64_t periods = (uint64_t)(sr->last_row - sr->row) + 1; /* counted as samples are */
         const struct cpu_py_look *look =
             cpu_python_nearest(c->looks, c->look_count, sr->tid, sr->ts, within);
         if (!look) {
             /* a thread the sampler never looked at runs no Python */
-            unmatched += cpu_python_nearest(c->looks, c->look_count, sr->tid, sr->ts,
-                                            UINT64_MAX - 1) != NULL;
+            if (cpu_python_nearest(c->looks, c->look_count, sr->tid, sr->ts, UINT64_MAX - 1))
+                unmatched += periods;
             continue;
         }
-        matched++;
+        matched += periods;
         if (!look->stack)
             continue;
         uint64_t key = (uint64_t)sr->stack << 32 | look->stack;
@@ -777,8 +788,9 @@ static int join_python(struct cpu_file *c)
                 break;
             }
         }
-        st = import_stmt(c->f, SLOT_RESTACK, "UPDATE cpu_samples SET stack_id = ? WHERE rowid = ?");
-        import_bind_row(st, IMPORT_INT(row), IMPORT_INT(sr->row));
+        st = import_stmt(c->f, SLOT_RESTACK,
+                         "UPDATE cpu_samples SET stack_id = ? WHERE rowid BETWEEN ? AND ?");
+        import_bind_row(st, IMPORT_INT(row), IMPORT_INT(sr->row), IMPORT_INT(sr->last_row));
         rc = import_step(c->f, st, "cannot store a CPU sample's Python stack: ");
     }
     u64_map_release(&rows);

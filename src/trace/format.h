@@ -167,6 +167,13 @@ enum trace_cpu_state {
     TRACE_CPU_STATE_PREEMPTED = 2, /* runnable, but another task had the CPU */
 };
 
+/* TRACE_CPU_SAMPLE: the most periods one sample stands for (1 + overruns). A late tick folds
+ * a few of a CPU-time timer's expiries into one signal (the sample stands for them); a fold of
+ * this many expiries or more is a thread that kept the signal blocked, whose periods ran
+ * elsewhere than where the signal lands: the agent counts them lost and writes the sample
+ * alone. The importer stores a sample as 1 + overruns rows (docs/cpu.md, "CPU-time timers"). */
+#define TRACE_CPU_SAMPLE_WEIGHT_MAX 16u
+
 /* TRACE_NVML_GPU flags */
 #define TRACE_NVML_HAS_ENERGY_COUNTER 0x1u  /* Volta and later */
 #define TRACE_NVML_HAS_INSTANT_POWER 0x2u

@@ -10,12 +10,14 @@
  * the handler) and "stray_timer_signals N" (timer signals that reached it). CPU_HOT_ALTSTACK=1:
  * each worker runs signal handlers on an alternate stack (sigaltstack); CPU_HOT_BLOCK=1: each
  * worker blocks every signal for the first half of its time; CPU_HOT_BLOCK=2: the second worker
- * (CPU_HOT_THREADS=2) blocks every signal all its life. */
+ * (CPU_HOT_THREADS=2) blocks every signal all its life. Prints "thread_cpu_ns TID NS" for each
+ * worker: its CPU time since it began, as it ends (the main thread's includes the setup). */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +54,8 @@ struct work {
     long long hot_ns, total_ns;
     unsigned seed;
     double iterations; /* work done: the overhead bench's rate */
+    long tid;
+    long long life_ns; /* the thread's CPU time since it began, at the end of run() */
 };
 
 static void use_alternate_signal_stack(void)
@@ -100,6 +104,8 @@ static void *run(void *arg)
             warm_iter = (long)(cycle_ns * (100 - w->share) / 100 / ns_per_warm) + 1;
         }
     }
+    w->tid = syscall(SYS_gettid);
+    w->life_ns = thread_cpu_ns();
     return NULL;
 }
 
@@ -131,8 +137,8 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     const char *share_text = getenv("HOT_SHARE"), *threads_text = getenv("CPU_HOT_THREADS");
     int threads = threads_text ? atoi(threads_text) : 1;
-    struct work w[2] = {{seconds, share_text ? atoi(share_text) : 70, 0, 0, 1, 0},
-                        {seconds, share_text ? atoi(share_text) : 70, 0, 0, 2, 0}};
+    struct work w[2] = {{seconds, share_text ? atoi(share_text) : 70, 0, 0, 1, 0, 0, 0},
+                        {seconds, share_text ? atoi(share_text) : 70, 0, 0, 2, 0, 0, 0}};
     nvtxRangePushA("setup");
     warm_loop(2000000);
     nvtxRangePop();
@@ -163,6 +169,8 @@ int main(int argc, char **argv)
     if (take_text && atoi(take_text))
         printf("own_signals %d\nstray_timer_signals %d\n", (int)own_signals,
                (int)stray_timer_signals);
+    for (int i = 0; i < threads && i < 2; i++)
+        printf("thread_cpu_ns %ld %lld\n", w[i].tid, w[i].life_ns);
     printf("hot_share %.2f\ncpu_ns %lld\niterations_per_cpu_s %.0f\n",
            100.0 * (double)w[0].hot_ns / (double)cpu, cpu, w[0].iterations * 1e9 / (double)cpu);
     return 0;

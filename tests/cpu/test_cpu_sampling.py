@@ -4,6 +4,7 @@ runs a command where perf_event_open fails with EACCES through a seccomp filter)
 import json
 import math
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -156,10 +157,13 @@ def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
             "SELECT status, period_ns, reason, samples, lost FROM cpu_sampling").fetchone()
         assert status == "on" and reason.startswith("CPU-time timers"), reason
         assert period_ns == period
-        # each period of the thread's CPU time gave a sample or is counted (a late tick folds
-        # two expiries into one signal): the work's CPU time, and the process's start and setup
-        assert 0.9 * cpu_ns / period <= samples + lost <= 1.1 * cpu_ns / period + 10, (
+        # each period of the thread's CPU time is a sample's row (a late tick folds expiries
+        # into one signal: its sample stands for them), none lost: the work's CPU time, and
+        # the process's start and setup
+        stored = db.execute("SELECT count(*) FROM cpu_samples").fetchone()[0]
+        assert 0.9 * cpu_ns / period <= samples <= 1.1 * cpu_ns / period + 10, (
             samples, lost, cpu_ns / period)
+        assert (stored, lost) == (samples, 0), (stored, samples, lost)
         outside = db.execute("SELECT count(*) FROM cpu_samples s JOIN threads t"
                              " ON t.id = s.thread_id JOIN processes p ON p.id = t.process_id"
                              " WHERE s.ts_ns < p.start_ns OR s.ts_ns > p.end_ns").fetchone()[0]
@@ -173,6 +177,36 @@ def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
         ranges = db.execute("SELECT s.value FROM ranges r JOIN strings s ON s.id = r.name_id"
                             " WHERE r.end_ns IS NOT NULL ORDER BY r.start_ns").fetchall()
     assert ranges == [("setup",), ("work",)]  # the rest of the profile is there
+
+
+def thread_cpu_ns(stdout):
+    """cpu_hot's "thread_cpu_ns TID NS" lines: {tid: its CPU time}."""
+    return {int(l.split()[1]): int(l.split()[2]) for l in stdout.splitlines()
+            if l.startswith("thread_cpu_ns ")}
+
+
+@pytest.mark.skipif(not shutil.which("taskset"), reason="no taskset to share one CPU")
+def test_cpu_time_timers_weigh_the_expiries_a_late_tick_folds(tmp_path):
+    """Two spinning threads share one CPU (taskset): a thread's tick often comes late, and the
+    kernel folds its timer's expiries into one signal (si_overrun). The sample stands for all
+    of them: each thread's samples are its CPU time over the period, within 10 %, and none of
+    the folded expiries is counted lost."""
+    prof = run(tmp_path, "profile", "-t", "nvtx,cpu", "-o", "x.db", CPU_HOT, "2",
+               prefix=["taskset", "-c", "0", CPU_REFUSE], env={"CPU_HOT_THREADS": "2"})
+    cpu = thread_cpu_ns(prof.stdout)
+    assert len(cpu) == 2, prof.stdout
+    period = timer_period_ns()
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
+        stored = dict(db.execute("SELECT t.tid, count(*) FROM cpu_samples s"
+                                 " JOIN threads t ON t.id = s.thread_id GROUP BY t.tid"))
+        folded = db.execute("SELECT count(*) FROM (SELECT 1 FROM cpu_samples"
+                            " GROUP BY thread_id, ts_ns HAVING count(*) > 1)").fetchone()[0]
+    for tid, ns in cpu.items():
+        assert 0.9 * ns / period <= stored.get(tid, 0) <= 1.1 * ns / period + 5, (
+            tid, stored, ns / period, folded)
+    assert sum(stored.values()) == samples, (stored, samples)
+    assert lost == 0, (samples, lost, folded)
 
 
 def test_refused_sampling_says_one_line_and_keeps_the_rest(tmp_path):
@@ -213,7 +247,11 @@ def test_cpu_time_timers_sample_threads_and_a_fork_child(tmp_path):
     hot = [r for r in cpu_rows(tmp_path)["rows"] if r["function"] == "hot_loop"]
     assert len({r["thread"] for r in hot}) == 4, hot  # two threads in each process
     assert len({r["process"] for r in hot}) == 2
-    assert all(60 <= r["self_percent"] <= 80 for r in hot), hot
+    # four threads on the VM's two loaded cores: many ticks come late, and their folded periods
+    # are weighted at the stack the tick lands on, which favours the code that runs in long
+    # stretches: hot_loop read 71-86 in three runs here (one run unweighted: 78), against 70
+    # (docs/cpu.md, "Limits of the CPU-time timers")
+    assert all(60 <= r["self_percent"] <= 88 for r in hot), hot
 
 
 def test_a_program_that_takes_the_timers_signal_keeps_working(tmp_path):

@@ -953,6 +953,50 @@ static void cpu_records_become_samples_stacks_and_frames(void)
     sqlite3_close(db);
 }
 
+/* 400-1.lrt: CPU-time timers' samples in a Python process: one that stands for 3 periods (two
+ * expiries folded into its signal) becomes 3 rows, each given the Python stack of the look
+ * near it; one without the field (the layout before it: 1 period), 1 row; one whose fold no
+ * agent writes (a blocked signal's: counted lost by the agent), none (malformed). */
+static void weighted_cpu_samples_become_one_row_per_period(void)
+{
+    fresh_session();
+    struct raw_writer w;
+    char path[300];
+    snprintf(path, sizeof path, "%s/400-1.lrt", dir);
+    raw_open(&w, path, 1 << 16);
+    raw_chunk(&w, 1000);
+    raw_process(&w, 400, 1000, "python3", 8, TRACE_FLAG_CPU, NULL);
+    RAW(&w, cpu_sampling, .status = TRACE_CPU_SAMPLING_ON, .period_ns = 4000000,
+        .reason = trace_cstr("CPU-time timers"), .python_status = TRACE_CPU_SAMPLING_ON,
+        .python_tick_ns = 10000000, .python_interpreter = trace_cstr("/usr/bin/python3"));
+    RAW(&w, py_frame, .frame_id = 1, .file = trace_cstr("app.py"), .function = trace_cstr("hot"),
+        .first_line = 3);
+    uint8_t frames[] = {1 << 1 | 1}; /* frame 1, the outermost */
+    RAW(&w, py_stack, .stack_id = 1, .frames = trace_bytes(frames, sizeof frames));
+    RAW(&w, py_sample, .os_tid = 400, .ts = 2000, .stack_id = 1);
+    RAW(&w, cpu_sample, .os_tid = 400, .ts = 2100, .stack_id = 0, .overruns = 2);
+    /* the record as written before the field: its three fields alone */
+    struct trace_record_mark m = trace_record_begin(&w.b, TRACE_CPU_SAMPLE);
+    trace_put_u(&w.b, 400);
+    trace_put_ts(&w.b, 2200);
+    trace_put_u(&w.b, 0);
+    ASSERT_EQ(trace_record_end(&w.b, m), 0);
+    RAW(&w, cpu_sample, .os_tid = 400, .ts = 2300, .overruns = TRACE_CPU_SAMPLE_WEIGHT_MAX);
+    RAW(&w, cpu_sampler, .samples = 4, .lost = 16, .threads = 1);
+    RAW(&w, process_end, .end = 9000, .clean = 1);
+    raw_flush(&w, 0);
+    raw_close(&w);
+
+    sqlite3 *db = import_and_open();
+    ASSERT_STR_EQ(rows(db, "SELECT s.ts_ns, count(*), count(DISTINCT s.stack_id), f.name"
+                           " FROM cpu_samples s JOIN cpu_stacks k ON k.id = s.stack_id"
+                           " JOIN cpu_callsites c ON c.id = k.callsite_id"
+                           " JOIN cpu_frames f ON f.id = c.frame_id GROUP BY s.ts_ns"),
+                  "2100|3|1|hot;2200|1|1|hot");
+    ASSERT_STR_EQ(rows(db, "SELECT samples, lost, python_matched FROM cpu_sampling"), "4|16|4");
+    sqlite3_close(db);
+}
+
 /* Kernels and API calls are written in batches of 64 (import_cuda_records.c): across three
  * batches and a partial one, every row keeps the id of its record's place in the file, and
  * each kernel gets its launching call as the file says it: the runtime call over the driver
@@ -1075,6 +1119,8 @@ static const struct test_case tests[] = {
     {"gpu_metric_sampler_fills_the_latest_set_of_its_id",
      gpu_metric_sampler_fills_the_latest_set_of_its_id},
     {"cpu_records_become_samples_stacks_and_frames", cpu_records_become_samples_stacks_and_frames},
+    {"weighted_cpu_samples_become_one_row_per_period",
+     weighted_cpu_samples_become_one_row_per_period},
     {"cuda_rows_keep_their_ids_and_launching_calls_across_batches",
      cuda_rows_keep_their_ids_and_launching_calls_across_batches},
     {NULL, NULL},
