@@ -259,19 +259,30 @@ def test_python_sleeps_and_reads_go_through_the_interpreter(tmp_path):
     assert sum(1 for c in truth if c[0] == "sleep") == 20
     functions = {"sleep": ("clock_nanosleep", "nanosleep", "select"), "read": ("read",)}
     kept = calls(tmp_path, "t.tid = p.pid")
-    counted = 0
+    counted, off, totals = 0, [], collections.defaultdict(lambda: [0, 0])
     for name, start, duration in truth:
         inside = [r for r in kept if r[0] in functions[name] and start <= r[1]
                   and r[1] + r[2] <= start + duration]
         if duration >= threshold + 200000:  # well above: the interpreter's own time aside
             assert len(inside) == 1, (name, start, duration, inside)
+            assert inside[0][2] <= duration
+            if name == "sleep":  # the kernel never ends a 2 ms sleep early
+                assert inside[0][2] >= 2000000, inside
             # within 5 %, besides the interpreter's own time inside the program's bracket
-            # (0.13 ms of a 2.2 ms time.sleep once, on a loaded CI machine)
-            assert duration - 0.05 * duration - 200000 <= inside[0][2] <= duration, (
-                inside, duration)
+            # (0.13 ms of a 2.2 ms time.sleep once, on a loaded CI machine; another run was
+            # preempted 0.38 ms inside a 2.68 ms bracket): one call in ten may miss, and each
+            # name's total is within 5 % of its brackets' total, 0.2 ms a call aside
+            if inside[0][2] < duration - 0.05 * duration - 200000:
+                off.append((inside, duration))
+            totals[name][0] += inside[0][2]
+            totals[name][1] += duration
             counted += 1
         assert len(inside) <= 1
     assert counted >= 25, truth  # the 20 sleeps and most blocking reads
+    assert len(off) <= counted // 10, off
+    for name, (ours, theirs) in totals.items():
+        n = sum(1 for c in truth if c[0] == name and c[2] >= threshold + 200000)
+        assert ours >= theirs - 0.05 * theirs - 200000 * n, (name, ours, theirs)
 
 
 def test_exports_put_each_call_on_its_thread(tmp_path):
