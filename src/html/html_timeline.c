@@ -21,6 +21,10 @@
 /* A sample stands for a period of CPU time: where a column is shorter than a few periods, one
  * sample would be a spike, so columns are pooled into buckets of at least this many periods. */
 #define SAMPLE_BUCKET_PERIODS 8
+/* a thread's strips: running (its CPU samples), blocked and preempted (its states) */
+#define RUNNING_FILL "#3f9a58"
+#define BLOCKED_FILL "#3b6fb6"
+#define PREEMPTED_FILL "#d1495b"
 #define LANE_STATES_SQL                                                                            \
     "SELECT start_ns, end_ns, state = 'preempted', state_ns FROM cpu_thread_states"                \
     " WHERE thread_id = ?1"
@@ -148,6 +152,13 @@ static void shaded_runs(FILE *out, const float *cols, int y, int h, const char *
     }
 }
 
+/* A thread's states' strip, 3 px high at y: blue while it was blocked, red while preempted. */
+static void states_strip(FILE *out, const struct lane_states *cols, int y)
+{
+    shaded_runs(out, cols->blocked, y, 3, BLOCKED_FILL);
+    shaded_runs(out, cols->preempted, y, 3, PREEMPTED_FILL);
+}
+
 /* Under each lane, at y0 + its index x lane_h, its thread's blocked (blue) and preempted
  * (red) shares per column. The number of lanes with states, or -EIO / -ENOMEM. */
 static int state_strips(struct html_page *page, const struct timeline_lane *const *lanes,
@@ -161,8 +172,7 @@ static int state_strips(struct html_page *page, const struct timeline_lane *cons
         if (got < 0)
             with_states = got;
         else if (got > 0) {
-            shaded_runs(page->out, cols->blocked, y0 + i * lane_h, 3, "#3b6fb6");
-            shaded_runs(page->out, cols->preempted, y0 + i * lane_h, 3, "#d1495b");
+            states_strip(page->out, cols, y0 + i * lane_h);
             putc('\n', page->out);
             with_states++;
         }
@@ -377,11 +387,9 @@ static int cpu_lane_draw(struct html_page *page, struct cpu_lane_work *w,
     }
     fputs("</title>", out);
     if (page->ctx->duration_ns > 0 && lane->period_ns > 0)
-        shaded_runs(out, w->running, y, bar_h, "#3f9a58");
-    if (states > 0) {
-        shaded_runs(out, w->states_cols.blocked, y + bar_h + 1, 3, "#3b6fb6");
-        shaded_runs(out, w->states_cols.preempted, y + bar_h + 1, 3, "#d1495b");
-    }
+        shaded_runs(out, w->running, y, bar_h, RUNNING_FILL);
+    if (states > 0)
+        states_strip(out, &w->states_cols, y + bar_h + 1);
     fputs("</g>\n", out);
     return states > 0;
 }
