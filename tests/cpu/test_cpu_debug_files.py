@@ -13,19 +13,13 @@ import subprocess
 
 import pytest
 
+from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_STATIC = os.environ.get("CPU_STATIC", os.path.join(BUILD, "bin", "cpu_static"))
 CPU_STATIC_OTHER = os.environ.get("CPU_STATIC_OTHER",
                                   os.path.join(BUILD, "bin", "cpu_static_other"))
-
-
-def perf_events_allowed():
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read()) <= 2
-    except OSError:
-        return False
 
 
 pytestmark = [

@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "export"))
 perfetto_check = pytest.importorskip("perfetto_check", reason="Python packages perfetto and "
@@ -26,14 +28,6 @@ pb = perfetto_check.pb
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
-
-
-def perf_events_allowed():
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read()) <= 2
-    except OSError:
-        return False
 
 
 def lantern(cwd, *args):

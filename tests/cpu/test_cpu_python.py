@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
 
 BUILD = os.environ.get("LANTERN_BUILD", "")
@@ -20,14 +22,6 @@ CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
 PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
 PY_FIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_five.py")
 PY_SPY = os.environ.get("PY_SPY") or shutil.which("py-spy")
-
-
-def perf_events_allowed():
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read()) <= 2
-    except OSError:
-        return False
 
 
 pytestmark = pytest.mark.skipif(not perf_events_allowed(),

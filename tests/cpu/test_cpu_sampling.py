@@ -12,18 +12,12 @@ import time
 
 import pytest
 
+from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
 CPU_REFUSE = os.environ.get("CPU_REFUSE", os.path.join(BUILD, "bin", "cpu_refuse"))
-
-
-def perf_events_allowed():
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read()) <= 2
-    except OSError:
-        return False
 
 
 needs_perf = pytest.mark.skipif(not perf_events_allowed(),

@@ -18,19 +18,13 @@ import sys
 
 import pytest
 
+from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
 PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
 WIDTH, ROW, MIN_SHARE, MAX_ROWS = 1140, 16, 0.005, 64  # html_flame.c's FLAME_*
-
-
-def perf_events_allowed():
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read()) <= 2
-    except OSError:
-        return False
 
 
 def lantern(cwd, *args):
