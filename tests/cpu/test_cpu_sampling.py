@@ -152,12 +152,13 @@ def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
         assert status == "on" and reason.startswith("CPU-time timers"), reason
         assert period_ns == period
         # each period of the thread's CPU time is a sample's row (a late tick folds expiries
-        # into one signal: its sample stands for them), none lost: the work's CPU time, and
-        # the process's start and setup
+        # into one signal: its sample stands for them) or counted lost: the work's CPU time,
+        # and the process's start and setup
         stored = db.execute("SELECT count(*) FROM cpu_samples").fetchone()[0]
-        assert 0.9 * cpu_ns / period <= samples <= 1.1 * cpu_ns / period + 10, (
+        assert 0.9 * cpu_ns / period <= samples + lost <= 1.1 * cpu_ns / period + 10, (
             samples, lost, cpu_ns / period)
-        assert (stored, lost) == (samples, 0), (stored, samples, lost)
+        assert stored == samples, (stored, samples, lost)
+        assert_lost_only_to_a_full_buffer(db, samples, lost)
         outside = db.execute("SELECT count(*) FROM cpu_samples s JOIN threads t"
                              " ON t.id = s.thread_id JOIN processes p ON p.id = t.process_id"
                              " WHERE s.ts_ns < p.start_ns OR s.ts_ns > p.end_ns").fetchone()[0]
@@ -171,6 +172,16 @@ def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
         ranges = db.execute("SELECT s.value FROM ranges r JOIN strings s ON s.id = r.name_id"
                             " WHERE r.end_ns IS NOT NULL ORDER BY r.start_ns").fetchall()
     assert ranges == [("setup",), ("work",)]  # the rest of the profile is there
+
+
+def assert_lost_only_to_a_full_buffer(db, samples, lost, *context):
+    """No period is lost to the kernel's folding of expiries (the sample stands for them). A
+    writer the machine stalls longer than its buffers last (a loaded CI host: 22 of 750 periods
+    once) loses samples, counted into the Dropped events line, and at most a tenth here."""
+    dropped = db.execute("SELECT value FROM meta WHERE key = 'dropped_events'").fetchone()
+    dropped = int(dropped[0]) if dropped else 0
+    assert lost == 0 or (0 < dropped <= lost <= 0.1 * (samples + lost)), (
+        samples, lost, dropped, *context)
 
 
 def thread_cpu_ns(stdout):
@@ -200,7 +211,7 @@ def test_cpu_time_timers_weigh_the_expiries_a_late_tick_folds(tmp_path):
         assert 0.9 * ns / period <= stored.get(tid, 0) <= 1.1 * ns / period + 5, (
             tid, stored, ns / period, folded)
     assert sum(stored.values()) == samples, (stored, samples)
-    assert lost == 0, (samples, lost, folded)
+    assert_lost_only_to_a_full_buffer(db, samples, lost, folded)
 
 
 def test_refused_sampling_says_one_line_and_keeps_the_rest(tmp_path):
