@@ -118,7 +118,8 @@ static void elf_load(struct elf_file *e)
             elf_add_dynamic_symbols(e);
         }
     }
-    qsort(e->symbols, e->symbol_count, sizeof *e->symbols, symbol_order);
+    if (e->symbol_count) /* else symbols may be NULL */
+        qsort(e->symbols, e->symbol_count, sizeof *e->symbols, symbol_order);
 }
 
 static struct elf_file *elf_of(struct symbol_cache *c, const char *path)

@@ -136,6 +136,13 @@ def test_without_minidebuginfo_only_the_exported_functions_are_named(tmp_path):
     assert not named, named[:5]
 
 
+def test_a_file_without_function_symbols_names_nothing(tmp_path):
+    """cpu_static stripped, no section: its .dynsym has no function of its own."""
+    target = with_section(CPU_STATIC, None, tmp_path, "cpu_static")
+    local, exported = local_and_exported(CPU_STATIC)
+    assert probe(target, local + exported) == [None] * len(local + exported)
+
+
 def elf_machine_patched(image, machine):
     return image[:18] + struct.pack("<H", machine) + image[20:]
 
