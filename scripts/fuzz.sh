@@ -4,7 +4,7 @@
 # writes here and now (lantern profile --keep-raw of the test programs in BUILD, default
 # build/), plus tests/fuzz/regressions/ (inputs that once failed: they must pass first); then
 # the importer's ELF reading (tests/fuzz/fuzz_symbols.c) for a quarter of SECONDS on
-# cpu_static without its DWARF and stripped with MiniDebugInfo.
+# cpu_static without its DWARF, without sections, and stripped with MiniDebugInfo.
 # Failures are saved as build-fuzz/crash-* (leak-*, timeout-*, oom-*); the script then fails.
 #   scripts/fuzz.sh [SECONDS] [BUILD]      e.g. scripts/fuzz.sh 3600 for a longer local run
 # CI (scripts/test.sh) runs it for 60 s. docs/testing.md reports runs and findings.
@@ -57,11 +57,14 @@ mkdir -p "$fuzz/sessions/gpu_metrics"
     { echo "lantern: seed session gpu_metrics failed"; exit 1; }
 for f in "$fuzz/sessions/gpu_metrics"/*.lrt; do cp "$f" "$seeds/gpu_metrics-$(basename "$f")"; done
 cp tests/fuzz/regressions/* "$seeds/"
-# The ELF reader's seeds: a program with its .symtab (its DWARF stripped), and stripped with
-# MiniDebugInfo by test_cpu_minidebug.py's recipe (find-debuginfo's)
+# The ELF reader's seeds: a program with its .symtab (its DWARF stripped), its section headers
+# gone (e_shnum 0: no symbol table at all, which found a qsort of NULL at once), and stripped
+# with MiniDebugInfo by test_cpu_minidebug.py's recipe (find-debuginfo's)
 elf_seeds=$fuzz/elf_seeds
 rm -rf "$elf_seeds" "$fuzz/elf_work" && mkdir -p "$elf_seeds" "$fuzz/elf_work"
 strip --strip-debug -o "$elf_seeds/symtab" "$build/bin/cpu_static" &&
+    python3 -c "import sys; d = bytearray(open(sys.argv[1], 'rb').read()); d[0x3C:0x40] = bytes(4)
+open(sys.argv[2], 'wb').write(d)" "$elf_seeds/symtab" "$elf_seeds/no_sections" &&
     python3 -c "import sys, pathlib, shutil
 sys.path.insert(0, 'tests/cpu')
 import test_cpu_minidebug as recipe
