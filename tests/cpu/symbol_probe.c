@@ -1,6 +1,7 @@
 /* The importer's symbol lookup (import_symbols.c) on one ELF file, for test_cpu_minidebug.py:
  * `symbol_probe FILE ADDRESS...` prints, a line per address (hex, a link-time address), the
- * function the importer names there, or "-". Exit 2 on bad arguments. */
+ * function the importer names there, or "-". FILE is an absolute path, as the mappings' are (a
+ * relative one names nothing). Exit 2 on bad arguments. */
 #include "db/import_symbols.h"
 
 #include <inttypes.h>
