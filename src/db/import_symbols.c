@@ -1,10 +1,9 @@
 /* Symbols of the ELF files behind the CPU samples' addresses (import_symbols.h): each file is
  * mapped read-only once, its function symbols (.symtab where the file kept it, else the .symtab
  * of its separate debug file (import_debug_file.c), else .dynsym with its MiniDebugInfo's
- * .symtab (import_minidebug.c)) sorted by address, and a file
- * offset turned into an address through its PT_LOAD segments. Names point into the string tables,
- * which stay mapped (or in memory) until the cache is freed. Not read: DWARF, and JIT maps
- * (docs/cpu.md). */
+ * .symtab (import_minidebug.c)) sorted by address, and a file offset turned into an address
+ * through its PT_LOAD segments. Names point into the string tables, which stay mapped (or in
+ * memory) until the cache is freed. Not read: DWARF, and JIT maps (docs/cpu.md). */
 #include "db/import_symbols.h"
 
 #include "db/import_debug_file.h"
