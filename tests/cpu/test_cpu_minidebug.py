@@ -3,8 +3,9 @@ find-debuginfo does (gdb's manual, "MiniDebugInfo": the functions missing from .
 debug file, xz-compressed, added to the stripped file). cpu_static's static function is named
 from it under `lantern profile`; the agent library's every function is named at its address
 (the union of .dynsym and the section's .symtab) by the importer's lookup (symbol_probe); a
-damaged, foreign or oversized section is refused and the file keeps .dynsym. Needs
-$LANTERN_BUILD, $CPU_STATIC, $SYMBOL_PROBE, $AGENT_LIBRARY, binutils, xz and liblzma."""
+damaged, foreign or oversized section is refused and the file keeps .dynsym, as it does where
+liblzma is missing. Needs $LANTERN_BUILD, $CPU_STATIC, $SYMBOL_PROBE, $NO_LIBLZMA,
+$AGENT_LIBRARY, binutils, xz and liblzma."""
 import ctypes
 import json
 import lzma
@@ -22,6 +23,7 @@ BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_STATIC = os.environ.get("CPU_STATIC", os.path.join(BUILD, "bin", "cpu_static"))
 SYMBOL_PROBE = os.environ.get("SYMBOL_PROBE", os.path.join(BUILD, "bin", "symbol_probe"))
+NO_LIBLZMA = os.environ.get("NO_LIBLZMA", os.path.join(BUILD, "lib", "libno_liblzma.so"))
 AGENT_LIBRARY = os.environ.get("AGENT_LIBRARY",
                                os.path.join(BUILD, "lib", "liblantern-agent.so"))
 
@@ -96,10 +98,10 @@ def function_symbols(program):
     return out
 
 
-def probe(path, addresses):
+def probe(path, addresses, env=None):
     """The importer's name at each address, None where it has none."""
     out = subprocess.run([SYMBOL_PROBE, path] + [f"{a:x}" for a in addresses], check=True,
-                         capture_output=True, text=True, timeout=60).stdout.splitlines()
+                         capture_output=True, text=True, timeout=60, env=env).stdout.splitlines()
     return [None if name == "-" else name for name in out]
 
 
@@ -135,6 +137,21 @@ def test_without_minidebuginfo_only_the_exported_functions_are_named(tmp_path):
     assert all(n in truth[a] for a, n in zip(exported, probe(target, exported)))
     named = [n for a, n in zip(local, probe(target, local)) if n in truth[a]]
     assert not named, named[:5]
+
+
+def test_without_liblzma_the_file_keeps_dynsym(tmp_path):
+    """The same file, liblzma refused to the importer (no_liblzma preloaded after whatever is
+    preloaded already, e.g. the sanitizers' runtimes): the exported functions still named, the
+    locals not, nothing failed."""
+    local, exported = local_and_exported(AGENT_LIBRARY)
+    truth = function_symbols(AGENT_LIBRARY)
+    target = with_section(AGENT_LIBRARY, xz(mini_debuginfo(AGENT_LIBRARY, tmp_path), tmp_path),
+                          tmp_path, "liblantern-agent.so")
+    preload = ":".join(p for p in (os.environ.get("LD_PRELOAD"), NO_LIBLZMA) if p)
+    without = {**os.environ, "LD_PRELOAD": preload}
+    assert all(n in truth[a] for a, n in zip(local, probe(target, local)))  # with liblzma
+    assert not [n for a, n in zip(local, probe(target, local, without)) if n in truth[a]]
+    assert all(n in truth[a] for a, n in zip(exported, probe(target, exported, without)))
 
 
 def test_a_file_without_function_symbols_names_nothing(tmp_path):
