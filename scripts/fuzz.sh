@@ -2,7 +2,9 @@
 # Fuzzes the raw-trace reader and the importer (tests/fuzz/fuzz_import.c) with clang's
 # libFuzzer for SECONDS (default 60), on a seed corpus of real traces that the real agent
 # writes here and now (lantern profile --keep-raw of the test programs in BUILD, default
-# build/), plus tests/fuzz/regressions/ (inputs that once failed: they must pass first).
+# build/), plus tests/fuzz/regressions/ (inputs that once failed: they must pass first); then
+# the importer's ELF reading (tests/fuzz/fuzz_symbols.c) for a quarter of SECONDS on
+# cpu_static without its DWARF, without sections, and stripped with MiniDebugInfo.
 # Failures are saved as build-fuzz/crash-* (leak-*, timeout-*, oom-*); the script then fails.
 #   scripts/fuzz.sh [SECONDS] [BUILD]      e.g. scripts/fuzz.sh 3600 for a longer local run
 # CI (scripts/test.sh) runs it for 60 s. docs/testing.md reports runs and findings.
@@ -16,7 +18,7 @@ jobs=$(nproc)
 echo "=== building $fuzz (clang, libFuzzer, ASan+UBSan)"
 cmake -S . -B "$fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
     -DCMAKE_CXX_COMPILER=clang++ -DLANTERN_FUZZ=ON >"$fuzz.cmake.log" 2>&1 &&
-    cmake --build "$fuzz" -j"$jobs" --target fuzz_import >"$fuzz.build.log" 2>&1 ||
+    cmake --build "$fuzz" -j"$jobs" --target fuzz_import fuzz_symbols >"$fuzz.build.log" 2>&1 ||
     { tail -40 "$fuzz.cmake.log" "$fuzz.build.log"; echo "lantern: build of $fuzz failed"; exit 1; }
 
 # The seeds: every raw file (agent and launcher) of a few real sessions.
@@ -55,18 +57,41 @@ mkdir -p "$fuzz/sessions/gpu_metrics"
     { echo "lantern: seed session gpu_metrics failed"; exit 1; }
 for f in "$fuzz/sessions/gpu_metrics"/*.lrt; do cp "$f" "$seeds/gpu_metrics-$(basename "$f")"; done
 cp tests/fuzz/regressions/* "$seeds/"
-echo "=== fuzzing for ${seconds}s on $(ls "$seeds" | wc -l) seed files"
-mkdir -p "$fuzz/corpus"
-rm -f "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* "$fuzz"/oom-*
-(cd "$fuzz" && ./bin/fuzz_import -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 corpus seeds) >"$fuzz/fuzz.log" 2>&1
-status=$?
-grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|runtime error|ERROR|SUMMARY|stat::number_of_executed_units" \
-    "$fuzz/fuzz.log"
-found=$(cd "$fuzz" && ls | grep -E '^(crash|leak|timeout|oom)-')
-if [ -n "$found" ] || [ "$status" -ne 0 ]; then
-    echo "lantern: the fuzzer found a failure (exit $status): ${found:-see $fuzz/fuzz.log}" \
-        "(replay: $fuzz/bin/fuzz_import $fuzz/${found%%$'\n'*})"
-    exit 1
-fi
-echo "lantern: fuzzing found nothing in ${seconds}s"
+# The ELF reader's seeds: a program with its .symtab (its DWARF stripped), its section headers
+# gone (e_shnum 0: no symbol table at all, which found a qsort of NULL at once), and stripped
+# with MiniDebugInfo by test_cpu_minidebug.py's recipe (find-debuginfo's)
+elf_seeds=$fuzz/elf_seeds
+rm -rf "$elf_seeds" "$fuzz/elf_work" && mkdir -p "$elf_seeds" "$fuzz/elf_work"
+strip --strip-debug -o "$elf_seeds/symtab" "$build/bin/cpu_static" &&
+    python3 -c "import sys; d = bytearray(open(sys.argv[1], 'rb').read()); d[0x3C:0x40] = bytes(4)
+open(sys.argv[2], 'wb').write(d)" "$elf_seeds/symtab" "$elf_seeds/no_sections" &&
+    python3 -c "import sys, pathlib, shutil
+sys.path.insert(0, 'tests/cpu')
+import test_cpu_minidebug as recipe
+program, work = sys.argv[1], pathlib.Path(sys.argv[2])
+packed = recipe.xz(recipe.mini_debuginfo(program, work), work)
+shutil.copy(recipe.with_section(program, packed, work, 'minidebug'), sys.argv[3])" \
+        "$build/bin/cpu_static" "$fuzz/elf_work" "$elf_seeds/minidebug" ||
+    { echo "lantern: ELF seeds failed"; exit 1; }
+
+# fuzz TARGET SECONDS CORPUS SEEDS MAX_LEN: runs one target, fails the script on what it finds
+fuzz() {
+    local target=$1 time=$2 corpus=$3 seed_dir=$4 max_len=$5
+    echo "=== fuzzing $target for ${time}s on $(ls "$seed_dir" | wc -l) seed files"
+    mkdir -p "$fuzz/$corpus"
+    rm -f "$fuzz"/crash-* "$fuzz"/leak-* "$fuzz"/timeout-* "$fuzz"/oom-*
+    (cd "$fuzz" && ./bin/"$target" -max_total_time="$time" -timeout=10 -rss_limit_mb=2048 \
+        -max_len="$max_len" -print_final_stats=1 "$corpus" "${seed_dir#$fuzz/}") >"$fuzz/$target.log" 2>&1
+    local status=$?
+    grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|runtime error|ERROR|SUMMARY|stat::number_of_executed_units" \
+        "$fuzz/$target.log"
+    found=$(cd "$fuzz" && ls | grep -E '^(crash|leak|timeout|oom)-')
+    if [ -n "$found" ] || [ "$status" -ne 0 ]; then
+        echo "lantern: the fuzzer found a failure (exit $status): ${found:-see $fuzz/$target.log}" \
+            "(replay: $fuzz/bin/$target $fuzz/${found%%$'\n'*})"
+        exit 1
+    fi
+}
+fuzz fuzz_import "$seconds" corpus "$seeds" 65536
+fuzz fuzz_symbols $(((seconds + 3) / 4)) corpus_elf "$elf_seeds" 65536
+echo "lantern: fuzzing found nothing in ${seconds}s + $(((seconds + 3) / 4))s"

@@ -26,7 +26,9 @@ int elf_image_within(const struct elf_image *im, uint64_t off, uint64_t len)
 
 void elf_image_close(struct elf_image *im)
 {
-    if (im->map)
+    if (im->in_memory)
+        free((void *)im->map);
+    else if (im->map)
         munmap((void *)im->map, im->len);
     *im = (struct elf_image){0};
 }
@@ -34,12 +36,13 @@ void elf_image_close(struct elf_image *im)
 static int elf_image_check(struct elf_image *im)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->map;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+    if (im->len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_phoff % 8 || eh->e_shoff % 8 ||
         !elf_image_within(im, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)) ||
         !elf_image_within(im, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
         return -1;
-    im->header = eh;
+    im->header = eh; /* the tables are read in place: aligned (checked above) */
     im->sections = (const Elf64_Shdr *)(im->map + eh->e_shoff);
     im->section_count = eh->e_shnum;
     return 0;
@@ -66,6 +69,15 @@ int elf_image_open(struct elf_image *im, const char *path)
     return -1;
 }
 
+int elf_image_take_buffer(struct elf_image *im, unsigned char *buffer, size_t len)
+{
+    *im = (struct elf_image){.map = buffer, .len = len, .in_memory = 1};
+    if (buffer && elf_image_check(im) == 0)
+        return 0;
+    elf_image_close(im);
+    return -1;
+}
+
 size_t elf_image_find_section(const struct elf_image *im, uint32_t type)
 {
     for (size_t i = 1; i < im->section_count; i++)
@@ -82,9 +94,7 @@ static const unsigned char *elf_image_contents(const struct elf_image *im, const
                : NULL;
 }
 
-/* The contents of the section named name, or NULL; *size its length. */
-static const unsigned char *elf_image_named(const struct elf_image *im, const char *name,
-                                            size_t *size)
+const unsigned char *elf_image_named(const struct elf_image *im, const char *name, size_t *size)
 {
     size_t names = im->header->e_shstrndx;
     const unsigned char *table =

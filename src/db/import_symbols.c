@@ -1,12 +1,13 @@
 /* Symbols of the ELF files behind the CPU samples' addresses (import_symbols.h): each file is
  * mapped read-only once, its function symbols (.symtab where the file kept it, else the .symtab
- * of its separate debug file (import_debug_file.c), else .dynsym) sorted by address, and a file
- * offset turned into an address through its PT_LOAD segments. Names point into the mapped string
- * table, which stays mapped until the cache is freed. Not read: DWARF, and JIT maps
- * (docs/cpu.md). */
+ * of its separate debug file (import_debug_file.c), else .dynsym with its MiniDebugInfo's
+ * .symtab (import_minidebug.c)) sorted by address, and a file offset turned into an address
+ * through its PT_LOAD segments. Names point into the string tables, which stay mapped (or in
+ * memory) until the cache is freed. Not read: DWARF, and JIT maps (docs/cpu.md). */
 #include "db/import_symbols.h"
 
 #include "db/import_debug_file.h"
+#include "db/import_minidebug.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +20,8 @@ struct elf_symbol {
 
 struct elf_file {
     char *path;
-    struct elf_image image, debug; /* debug: the separate debug file whose names are used */
+    struct elf_image image, debug; /* debug: the separate debug file or the MiniDebugInfo
+                                    * whose names are used */
     const Elf64_Phdr *segments;
     size_t segment_count;
     struct elf_symbol *symbols;
@@ -57,14 +59,14 @@ static int symbol_order(const void *a, const void *b)
     return x->value < y->value ? -1 : x->value > y->value;
 }
 
-/* The function symbols of im's first symbol table section of this type (its strings in the
- * linked section) into e: 0 when it has some. */
-static int elf_read_symbols(struct elf_file *e, const struct elf_image *im, uint32_t type)
+/* Adds the function symbols of im's first symbol table section of this type (its strings in
+ * the linked section) to e's: 0 when it has some. */
+static int elf_add_symbols(struct elf_file *e, const struct elf_image *im, uint32_t type)
 {
     size_t index = elf_image_find_section(im, type);
     const Elf64_Shdr *sh = &im->sections[index];
     if (!index || sh->sh_link >= im->section_count || sh->sh_entsize != sizeof(Elf64_Sym) ||
-        !elf_image_within(im, sh->sh_offset, sh->sh_size))
+        sh->sh_offset % 8 || !elf_image_within(im, sh->sh_offset, sh->sh_size))
         return -ENOEXEC;
     const Elf64_Shdr *strtab = &im->sections[sh->sh_link];
     if (strtab->sh_type == SHT_NOBITS || strtab->sh_size == 0 ||
@@ -72,12 +74,11 @@ static int elf_read_symbols(struct elf_file *e, const struct elf_image *im, uint
         return -ENOEXEC;
     const char *strings = (const char *)im->map + strtab->sh_offset;
     const Elf64_Sym *syms = (const Elf64_Sym *)(im->map + sh->sh_offset);
-    size_t n = sh->sh_size / sizeof(Elf64_Sym);
-    free(e->symbols);
-    e->symbol_count = 0;
-    e->symbols = calloc(n ? n : 1, sizeof *e->symbols);
-    if (!e->symbols)
+    size_t n = sh->sh_size / sizeof(Elf64_Sym), before = e->symbol_count;
+    struct elf_symbol *grown = realloc(e->symbols, (before + n + 1) * sizeof *e->symbols);
+    if (!grown)
         return -ENOMEM;
+    e->symbols = grown;
     for (size_t i = 0; i < n; i++) {
         unsigned sym_type = ELF64_ST_TYPE(syms[i].st_info);
         if ((sym_type != STT_FUNC && sym_type != STT_GNU_IFUNC) || syms[i].st_value == 0 ||
@@ -87,26 +88,37 @@ static int elf_read_symbols(struct elf_file *e, const struct elf_image *im, uint
         e->symbols[e->symbol_count++] =
             (struct elf_symbol){syms[i].st_value, syms[i].st_size, strings + syms[i].st_name};
     }
-    qsort(e->symbols, e->symbol_count, sizeof *e->symbols, symbol_order);
-    return e->symbol_count ? 0 : -ENOENT;
+    return e->symbol_count > before ? 0 : -ENOENT;
 }
 
-/* Maps the file and reads its segments and symbols: its own .symtab, else its debug file's,
- * else its .dynsym; a file that is not a 64-bit ELF keeps no symbols (every lookup fails). */
+/* The names of a file that kept neither .symtab nor a debug file: .dynsym and, where the file
+ * carries MiniDebugInfo, its .symtab of the local functions (the union, as gdb reads it). */
+static void elf_add_dynamic_symbols(struct elf_file *e)
+{
+    if (minidebug_open(&e->image, &e->debug) == 0 && elf_add_symbols(e, &e->debug, SHT_SYMTAB))
+        elf_image_close(&e->debug);
+    elf_add_symbols(e, &e->image, SHT_DYNSYM);
+}
+
+/* Maps the file and reads its segments and symbols, sorted by address: its own .symtab, else
+ * its debug file's, else its .dynsym with its MiniDebugInfo's; a file that is not a 64-bit ELF
+ * keeps no symbols (every lookup fails). */
 static void elf_load(struct elf_file *e)
 {
     if (elf_image_open(&e->image, e->path) != 0)
         return;
     e->segments = (const Elf64_Phdr *)(e->image.map + e->image.header->e_phoff);
     e->segment_count = e->image.header->e_phnum;
-    if (elf_read_symbols(e, &e->image, SHT_SYMTAB) == 0)
-        return;
-    if (debug_file_open(&e->image, e->path, &e->debug) == 0) {
-        if (elf_read_symbols(e, &e->debug, SHT_SYMTAB) == 0)
-            return;
-        elf_image_close(&e->debug);
+    if (elf_add_symbols(e, &e->image, SHT_SYMTAB) != 0) {
+        if (debug_file_open(&e->image, e->path, &e->debug) != 0)
+            elf_add_dynamic_symbols(e);
+        else if (elf_add_symbols(e, &e->debug, SHT_SYMTAB) != 0) {
+            elf_image_close(&e->debug);
+            elf_add_dynamic_symbols(e);
+        }
     }
-    elf_read_symbols(e, &e->image, SHT_DYNSYM);
+    if (e->symbol_count) /* else symbols may be NULL */
+        qsort(e->symbols, e->symbol_count, sizeof *e->symbols, symbol_order);
 }
 
 static struct elf_file *elf_of(struct symbol_cache *c, const char *path)

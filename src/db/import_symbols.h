@@ -1,7 +1,8 @@
 /* Function names of code addresses, from the ELF files a process had mapped: for the CPU
  * samples' frames (import_cpu.c) and the OS runtime calls' backtraces (import_osrt.c). Each
- * file's symbol table (.symtab, else its separate debug file's .symtab, else .dynsym) is read
- * once per session; the files must still be where the process mapped them (docs/cpu.md). */
+ * file's symbol table (.symtab, else its separate debug file's .symtab, else .dynsym with its
+ * MiniDebugInfo's .symtab) is read once per session; the files must still be where the process
+ * mapped them (docs/cpu.md). */
 #ifndef LANTERN_DB_IMPORT_SYMBOLS_H
 #define LANTERN_DB_IMPORT_SYMBOLS_H
 
