@@ -160,11 +160,19 @@ int child_helper_reaped(pid_t pid, int *status, struct rusage *ru)
     if (ended) {
         *status = h->status;
         *ru = h->ru;
+        h->pid = 0;
     }
+    pthread_mutex_unlock(&helpers_lock);
+    return ended;
+}
+
+void child_helper_forget(pid_t pid)
+{
+    pthread_mutex_lock(&helpers_lock);
+    struct helper *h = helper_find(pid);
     if (h)
         h->pid = 0;
     pthread_mutex_unlock(&helpers_lock);
-    return ended;
 }
 
 /* Keeps a reaped helper's status and resources; 1 when pid is a helper. */

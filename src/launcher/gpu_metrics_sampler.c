@@ -276,15 +276,26 @@ static const char *signal_name(int sig, char *buffer, size_t size)
  * resources in *ru; 0, or wait4's -errno when it is not ours to wait for any more. */
 static int reap(struct sampler_child *c, int *status, struct rusage *ru)
 {
-    for (int tries = 0;; tries++) {
+    struct timespec moment = {0, 1000000};
+    for (int tries = 0, handed = 0;; tries++) {
         pid_t w = wait4(c->pid, status, tries < 100 ? WNOHANG : 0, ru);
         if (w == c->pid) {
-            struct rusage ignored;
-            child_helper_reaped(c->pid, status, &ignored); /* forgotten */
+            child_helper_forget(c->pid);
             return 0;
         }
-        if (w < 0 && errno == ECHILD && child_helper_reaped(c->pid, status, ru))
-            return 0;
+        /* the reaper took it: its status and resources follow, under the reaper's lock, a
+         * moment after its wait4 returned (a loaded ASan run read 0 ns of CPU without this
+         * wait); never a signal to the pid then, which may be another process's by now */
+        if (w < 0 && errno == ECHILD) {
+            if (child_helper_reaped(c->pid, status, ru))
+                return 0;
+            if (++handed < 1000) {
+                nanosleep(&moment, NULL);
+                continue;
+            }
+            child_helper_forget(c->pid);
+            return -ECHILD;
+        }
         if (w < 0 && errno != EINTR)
             return -errno;
         if (tries == 100)
@@ -491,8 +502,10 @@ static int spawn(struct sampler_child *c, char **argv, char **env)
     kill(c->pid, SIGKILL);
     int status;
     struct rusage ru;
-    wait4(c->pid, &status, 0, &ru);
-    child_helper_reaped(c->pid, &status, &ru);
+    if (wait4(c->pid, &status, 0, &ru) == c->pid)
+        child_helper_forget(c->pid);
+    else
+        reap(c, &status, &ru);
     close(c->records_fd);
     close(c->control_fd);
     c->records_fd = c->control_fd = -1;

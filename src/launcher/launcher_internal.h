@@ -75,10 +75,12 @@ void child_hold_signals(int block);
 int child_reap_ended(struct launcher *l);
 /* child.c: the launcher's own helper processes (the GPU metric samplers), which the reaper of
  * descendants leaves out: added once forked; child_helper_reaped says whether the reaper took
- * its end (its wait status in *status, its resources in *ru) and forgets it. */
+ * its end (its wait status in *status, its resources in *ru), and then forgets it;
+ * child_helper_forget forgets one its owner reaped itself. */
 struct rusage;
 void child_helper_add(pid_t pid);
 int child_helper_reaped(pid_t pid, int *status, struct rusage *ru);
+void child_helper_forget(pid_t pid);
 int child_is_helper(pid_t pid);
 
 /* launcher_file.c: launcher.lrt's first record; at the end the exits not written yet and the
