@@ -3,9 +3,11 @@
  * below, width proportional to samples; each frame's tooltip gives its full name, samples and
  * share), coloured by kind (Python, the program's, a library's, unknown) with a legend. Frames
  * are the database's callsites (merged by path already, model/cpu_profile.h); a frame narrower
- * than FLAME_MIN_SHARE of its graph is pruned with its callees and the pruned samples are
- * counted under the graph, so the page's size is bounded whatever the run's. Each frame carries
- * its sample span for the zoom and search script (html_flame_script.c), written once after. */
+ * than FLAME_MIN_SHARE of its graph, or than the FLAME_MAX_FRAMES widest, is pruned with its
+ * callees and the pruned samples are counted under the graph, so the page's size is bounded
+ * whatever the run's, and a zoom into a frame of 5 % shows its callees down to 1 % of it. Each
+ * frame carries its sample span for the zoom and search script (html_flame_script.c), written
+ * once after. */
 #include "analyze/host_activity.h"
 #include "common/index_map.h"
 #include "html/html_internal.h"
@@ -18,8 +20,9 @@
 
 #define FLAME_PROCESSES "4"   /* the processes with the most samples (SQL LIMIT) */
 #define FLAME_RANGES "4"      /* per process, the NVTX range names with the most time */
-#define FLAME_MIN_SHARE 0.005 /* frames under 0.5 % of the graph's width are pruned */
-#define FLAME_MAX_ROWS 64     /* deeper frames are pruned too */
+#define FLAME_MIN_SHARE 0.0005 /* frames under 0.05 % of the graph's width are pruned, */
+#define FLAME_MAX_FRAMES 2000  /* and those narrower than the 2000 widest */
+#define FLAME_MAX_ROWS 64      /* deeper frames are pruned too */
 #define FLAME_WIDTH 1140
 #define FLAME_ROW 16
 
@@ -28,6 +31,7 @@ struct flame {
     int64_t *total; /* by callsite: samples with it on the stack (0: no frame) */
     int64_t *first_child, *next_sibling; /* by callsite: the tree of callsites with samples */
     int64_t samples, pruned;
+    int64_t narrowest; /* a frame is drawn when wider than this (samples): FLAME_MAX_FRAMES */
 };
 
 /* Children in order of samples (most first), then id: a stable drawing. */
@@ -143,10 +147,54 @@ static void frame_rect(struct html_page *page, struct flame *f, const char *name
     fputs("</g>\n", out);
 }
 
+/* Whether a frame of these samples is wide enough to draw. */
+static int wide_enough(const struct flame *f, int64_t samples)
+{
+    return (double)samples >= FLAME_MIN_SHARE * (double)f->samples && samples > f->narrowest;
+}
+
 /* Whether callsite k is drawn (not pruned) as a callee in row `row` + 1. */
 static int drawn(const struct flame *f, int64_t k, int row)
 {
-    return (double)f->total[k] >= FLAME_MIN_SHARE * (double)f->samples && row + 1 < FLAME_MAX_ROWS;
+    return wide_enough(f, f->total[k]) && row + 1 < FLAME_MAX_ROWS;
+}
+
+/* The widths (samples) of the frames that could be drawn at c's callees, below row `row`, into
+ * widths[*n...] (room for the callsites and one more). */
+static void candidate_widths(const struct flame *f, int64_t c, int row, int64_t *widths,
+                             size_t *n)
+{
+    for (int64_t k = f->first_child[c]; k; k = f->next_sibling[k])
+        if (row + 1 < FLAME_MAX_ROWS && (double)f->total[k] >= FLAME_MIN_SHARE * (double)f->samples) {
+            widths[(*n)++] = f->total[k];
+            candidate_widths(f, k, row + 1, widths, n);
+        }
+}
+
+static int by_width_down(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+/* f->narrowest: the width of the widest frame beyond FLAME_MAX_FRAMES (ties left out with it),
+ * 0 when there are no more; no_frame is the samples without a frame, drawn as one. */
+static int set_narrowest(struct flame *f, int64_t no_frame)
+{
+    f->narrowest = 0;
+    int64_t *widths = malloc((f->p->callsites + 1) * sizeof *widths);
+    if (!widths)
+        return -ENOMEM;
+    size_t n = 0;
+    candidate_widths(f, 0, 0, widths, &n);
+    if (no_frame && (double)no_frame >= FLAME_MIN_SHARE * (double)f->samples)
+        widths[n++] = no_frame;
+    if (n > FLAME_MAX_FRAMES) {
+        qsort(widths, n, sizeof *widths, by_width_down);
+        f->narrowest = widths[FLAME_MAX_FRAMES];
+    }
+    free(widths);
+    return 0;
 }
 
 /* The rows the callees of c take below row `row` (the graph's height, before drawing). */
@@ -195,7 +243,7 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
     f->pruned = 0;
     memset(f->first_child, 0, p->callsites * sizeof *f->first_child);
     memset(f->next_sibling, 0, p->callsites * sizeof *f->next_sibling);
-    if (build_tree(f) < 0)
+    if (build_tree(f) < 0 || set_narrowest(f, no_frame) < 0)
         return -ENOMEM;
     int rows = rows_below(f, 0, 0);
     if (rows < 2 && no_frame)
@@ -212,15 +260,20 @@ static int draw(struct html_page *page, struct flame *f, int64_t *counts, const 
     for (int64_t k = f->first_child[0]; k; k = f->next_sibling[k])
         if (drawn(f, k, 0))
             first += f->total[k];
-    if (no_frame >= FLAME_MIN_SHARE * (double)f->samples)
+    if (no_frame && wide_enough(f, no_frame))
         frame_rect(page, f, "[no user-space frame]", NULL, KIND_UNKNOWN, first, no_frame, 1);
     else
         f->pruned += no_frame;
     fprintf(out, "</svg>\n<figcaption data-pruned=\"%lld\">%lld samples", (long long)f->pruned,
             (long long)f->samples);
-    if (f->pruned)
+    if (f->pruned && f->narrowest)
         fprintf(out,
-                "; %lld samples in frames under %.1f %% of the width (or deeper than %d "
+                "; %lld samples in frames of %lld samples or fewer (the %d widest drawn) or "
+                "deeper than %d rows not drawn",
+                (long long)f->pruned, (long long)f->narrowest, FLAME_MAX_FRAMES, FLAME_MAX_ROWS);
+    else if (f->pruned)
+        fprintf(out,
+                "; %lld samples in frames under %.2f %% of the width (or deeper than %d "
                 "rows) not drawn",
                 (long long)f->pruned, 100 * FLAME_MIN_SHARE, FLAME_MAX_ROWS);
     fputs(".</figcaption></figure>\n", out);

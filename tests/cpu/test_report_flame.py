@@ -24,7 +24,7 @@ BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
 CPU_HOT = os.environ.get("CPU_HOT", os.path.join(BUILD, "bin", "cpu_hot"))
 PY_HOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_hot.py")
-WIDTH, ROW, MIN_SHARE, MAX_ROWS = 1140, 16, 0.005, 64  # html_flame.c's FLAME_*
+WIDTH, ROW, MIN_SHARE, MAX_FRAMES, MAX_ROWS = 1140, 16, 0.0005, 2000, 64  # html_flame.c's FLAME_*
 
 
 def lantern(cwd, *args):
@@ -103,11 +103,21 @@ def expected_frames(db, leaves):
     for c in total:
         kids[callsites[c][0]].append(c)
     out, pruned = [("all", 0, n, 0)], 0
+    none = sum(1 for leaf in leaves if not leaf)
+
+    def widths(c, row):  # the frames wide and shallow enough, before the cap
+        for k in kids[c]:
+            if total[k] >= MIN_SHARE * n and row + 1 < MAX_ROWS:
+                yield total[k]
+                yield from widths(k, row + 1)
+    candidates = sorted([*widths(0, 0), *([none] if none and none >= MIN_SHARE * n else [])],
+                        reverse=True)
+    narrowest = candidates[MAX_FRAMES] if len(candidates) > MAX_FRAMES else 0
 
     def walk(c, first, row):
         nonlocal pruned
         for k in sorted(kids[c], key=lambda k: (-total[k], k)):
-            if total[k] < MIN_SHARE * n or row + 1 >= MAX_ROWS:
+            if total[k] < MIN_SHARE * n or total[k] <= narrowest or row + 1 >= MAX_ROWS:
                 pruned += total[k]
                 continue
             name, module = frames[callsites[k][1]]
@@ -116,9 +126,8 @@ def expected_frames(db, leaves):
             walk(k, first, row + 1)
             first += total[k]
     walk(0, 0, 0)
-    none = sum(1 for leaf in leaves if not leaf)
-    if none >= MIN_SHARE * n and none:
-        first = sum(total[k] for k in kids[0] if total[k] >= MIN_SHARE * n)
+    if none >= MIN_SHARE * n and none > narrowest:
+        first = sum(total[k] for k in kids[0] if total[k] >= MIN_SHARE * n and total[k] > narrowest)
         out.append(("[no user-space frame]", first, none, ROW))
     elif none:
         pruned += none
@@ -163,6 +172,45 @@ def test_each_graph_holds_the_databases_frames_at_their_sample_offsets(native):
     assert kinds["all"] == "all" and kinds["hot_loop (cpu_hot)"] == "native"
     assert kinds["main (cpu_hot)"] == "native"
     assert all(k == "lib" for t, k in kinds.items() if ".so" in t)
+
+
+def test_a_graph_draws_its_widest_frames_only(native, tmp_path):
+    """A run of many narrow frames: the native profile plus 1200 call chains three deep, 10 to
+    16 samples each (over the 0.05 % floor): 3600 frames wide enough, of which the graph draws
+    the 2000 widest (ties at the cut left out together), the rest counted as pruned and said
+    in the caption."""
+    tmp, _ = native
+    shutil.copy(tmp / "x.db", tmp_path / "x.db")
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        thread, process, ts = db.execute(
+            "SELECT t.id, t.process_id, p.start_ns FROM threads t JOIN processes p"
+            " ON p.id = t.process_id ORDER BY t.id LIMIT 1").fetchone()
+        frame = db.execute("SELECT max(id) FROM cpu_frames").fetchone()[0]
+        callsite = db.execute("SELECT max(id) FROM cpu_callsites").fetchone()[0]
+        stack = db.execute("SELECT max(id) FROM cpu_stacks").fetchone()[0]
+        for chain in range(1200):
+            parent = None
+            for depth, name in enumerate(("outer", "middle", "inner")):
+                frame, callsite = frame + 1, callsite + 1
+                db.execute("INSERT INTO cpu_frames(id, name, module) VALUES (?, ?, 'chains')",
+                           (frame, f"{name}_{chain}"))
+                db.execute("INSERT INTO cpu_callsites VALUES (?, ?, ?, ?)",
+                           (callsite, parent, frame, depth))
+                parent = callsite
+            stack += 1
+            db.execute("INSERT INTO cpu_stacks VALUES (?, ?, ?)", (stack, process, callsite))
+            db.executemany("INSERT INTO cpu_samples VALUES (?, ?, ?)",
+                           [(thread, ts + i, stack) for i in range(10 + chain % 7)])
+        leaves = leaves_of(db)
+    lantern(tmp_path, "report", "x.db", "-o", "x.html")
+    page = (tmp_path / "x.html").read_text()
+    whole = graphs(page)["The whole run"]
+    want, pruned = expected_frames(sqlite3.connect(tmp_path / "x.db"), leaves)
+    check_graph(whole, want, pruned)
+    drawn = [f for f in whole[2] if f["title"].endswith("(chains)")]
+    assert 1000 < len(drawn) and len(whole[2]) <= MAX_FRAMES + 1, (len(drawn), len(whole[2]))
+    assert pruned > 0
+    assert f"(the {MAX_FRAMES} widest drawn)" in page
 
 
 def test_python_frames_are_coloured_as_python(python):
