@@ -109,13 +109,11 @@ static void elf_load(struct elf_file *e)
         return;
     e->segments = (const Elf64_Phdr *)(e->image.map + e->image.header->e_phoff);
     e->segment_count = e->image.header->e_phnum;
-    if (elf_add_symbols(e, &e->image, SHT_SYMTAB) != 0) {
-        if (debug_file_open(&e->image, e->path, &e->debug) != 0)
-            elf_add_dynamic_symbols(e);
-        else if (elf_add_symbols(e, &e->debug, SHT_SYMTAB) != 0) {
-            elf_image_close(&e->debug);
-            elf_add_dynamic_symbols(e);
-        }
+    if (elf_add_symbols(e, &e->image, SHT_SYMTAB) != 0 &&
+        (debug_file_open(&e->image, e->path, &e->debug) != 0 ||
+         elf_add_symbols(e, &e->debug, SHT_SYMTAB) != 0)) {
+        elf_image_close(&e->debug); /* none found, or one without function symbols */
+        elf_add_dynamic_symbols(e);
     }
     if (e->symbol_count) /* else symbols may be NULL */
         qsort(e->symbols, e->symbol_count, sizeof *e->symbols, symbol_order);

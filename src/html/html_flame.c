@@ -159,13 +159,13 @@ static int drawn(const struct flame *f, int64_t k, int row)
     return wide_enough(f, f->total[k]) && row + 1 < FLAME_MAX_ROWS;
 }
 
-/* The widths (samples) of the frames that could be drawn at c's callees, below row `row`, into
- * widths[*n...] (room for the callsites and one more). */
+/* The widths (samples) of the frames drawn at c's callees, below row `row`, into widths[*n...]
+ * (room for the callsites and one more), before any cut (f->narrowest 0). */
 static void candidate_widths(const struct flame *f, int64_t c, int row, int64_t *widths,
                              size_t *n)
 {
     for (int64_t k = f->first_child[c]; k; k = f->next_sibling[k])
-        if (row + 1 < FLAME_MAX_ROWS && (double)f->total[k] >= FLAME_MIN_SHARE * (double)f->samples) {
+        if (drawn(f, k, row)) {
             widths[(*n)++] = f->total[k];
             candidate_widths(f, k, row + 1, widths, n);
         }
@@ -187,7 +187,7 @@ static int set_narrowest(struct flame *f, int64_t no_frame)
         return -ENOMEM;
     size_t n = 0;
     candidate_widths(f, 0, 0, widths, &n);
-    if (no_frame && (double)no_frame >= FLAME_MIN_SHARE * (double)f->samples)
+    if (no_frame && wide_enough(f, no_frame))
         widths[n++] = no_frame;
     if (n > FLAME_MAX_FRAMES) {
         qsort(widths, n, sizeof *widths, by_width_down);

@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+import cpu_tests  # tests/cpu/ is on the path
+from cpu_tests import perf_events_allowed
 
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
@@ -62,16 +63,9 @@ def place(debug, where):
 
 
 def hot_functions(tmp_path, program, root):
-    """The functions of cpu_sample_sum's rows, most self time first; root is the second of
-    LANTERN_DEBUG_DIRS's folders (the first does not exist)."""
-    env = {**os.environ, "LANTERN_DEBUG_DIRS": f"{root}-absent::{root}"}
-    done = subprocess.run([LANTERN, "profile", "-t", "nvtx,cpu", "-o", "x.db", program, "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    out = subprocess.run([LANTERN, "stats", "x.db", "-r", "cpu_sample_sum", "--format", "json"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    return [r["function"] for r in json.loads(out.stdout)["rows"]]
+    """cpu_sample_sum's functions; root is the second of LANTERN_DEBUG_DIRS's folders (the
+    first does not exist)."""
+    return cpu_tests.hot_functions(LANTERN, tmp_path, program, f"{root}-absent::{root}")
 
 
 def placements(tmp_path, program):

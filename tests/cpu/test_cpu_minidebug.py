@@ -7,7 +7,6 @@ damaged, foreign or oversized section is refused and the file keeps .dynsym, as 
 liblzma is missing. Needs $LANTERN_BUILD, $CPU_STATIC, $SYMBOL_PROBE, $NO_LIBLZMA,
 $AGENT_LIBRARY, binutils, xz and liblzma."""
 import ctypes
-import json
 import lzma
 import os
 import re
@@ -17,7 +16,8 @@ import subprocess
 
 import pytest
 
-from cpu_tests import perf_events_allowed  # tests/cpu/ is on the path
+import cpu_tests  # tests/cpu/ is on the path
+from cpu_tests import perf_events_allowed
 
 BUILD = os.environ.get("LANTERN_BUILD", "")
 LANTERN = os.path.join(BUILD, "bin", "lantern")
@@ -219,16 +219,8 @@ def test_a_damaged_section_is_refused_and_dynsym_kept(tmp_path, damage):
 
 
 def hot_functions(tmp_path, program):
-    """The functions of cpu_sample_sum's rows for program under `lantern profile`, most self
-    time first (no debug roots: only the file itself can name them)."""
-    env = {**os.environ, "LANTERN_DEBUG_DIRS": str(tmp_path / "absent")}
-    done = subprocess.run([LANTERN, "profile", "-t", "nvtx,cpu", "-o", "x.db", program, "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    out = subprocess.run([LANTERN, "stats", "x.db", "-r", "cpu_sample_sum", "--format", "json"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    return [r["function"] for r in json.loads(out.stdout)["rows"]]
+    """cpu_sample_sum's functions (no debug roots: only the file itself can name them)."""
+    return cpu_tests.hot_functions(LANTERN, tmp_path, program, str(tmp_path / "absent"))
 
 
 @needs_sampling
