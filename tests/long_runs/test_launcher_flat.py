@@ -28,9 +28,11 @@ def fake_nvml_env(tmp_path):
     return dict(ENV, LANTERN_NVML_LIBRARY=FAKE_NVML, LANTERN_FAKE_NVML_SCRIPT=str(script))
 
 
-def rss_kib(pid):
+def anon_kib(pid):
+    """PID's anonymous memory (RssAnon): its heap and stacks, not its libraries' file pages,
+    which the page cache drops and brings back at will."""
     with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        return next(int(line.split()[1]) for line in f if line.startswith("RssAnon:"))
 
 
 def launcher_files(raw):
@@ -54,13 +56,13 @@ def test_ring_rotates_the_launchers_samples_and_a_dump_holds_them(tmp_path):
          str(RING_S), "-o", "ring-%n.db", "--", RING_WORKLOAD, str(tmp_path / "steps.log"),
          str(stop), "10000", "steps"], cwd=tmp_path, env=fake_nvml_env(tmp_path),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    samples = []  # (seconds since start, launcher.lrt bytes, segment bytes, segments, RSS KiB)
+    samples = []  # (seconds since start, launcher.lrt bytes, segment bytes, segments, RssAnon KiB)
     start = time.monotonic()
     while time.monotonic() - start < 10 * RING_S:
         assert proc.poll() is None, proc.communicate()
         files = launcher_files(raw) if raw.exists() else None
         if files:
-            samples.append((time.monotonic() - start, *files, rss_kib(proc.pid)))
+            samples.append((time.monotonic() - start, *files, anon_kib(proc.pid)))
         time.sleep(0.05)
     sent = time.monotonic_ns()
     dump = subprocess.run([LANTERN, "dump", str(proc.pid)], cwd=tmp_path, capture_output=True,
@@ -74,7 +76,7 @@ def test_ring_rotates_the_launchers_samples_and_a_dump_holds_them(tmp_path):
     assert len(late) > 20, samples
     print("launcher.lrt bytes", samples[0][1], "->", samples[-1][1],
           "; segments: max", max(s[2] for s in late), "bytes,", max(s[3] for s in late),
-          "files; RSS KiB", min(s[4] for s in late), "->", max(s[4] for s in late))
+          "files; RssAnon KiB", min(s[4] for s in late), "->", max(s[4] for s in late))
     # launcher.lrt: the definitions only (the process, the GPU), written at the start
     assert max(s[1] for s in late) == min(s[1] for s in late), late
     assert late[-1][1] < 8192, late[-1]
