@@ -140,12 +140,17 @@ def leaves_of(db, where="1", args=()):
         " WHERE " + where, args)]
 
 
+# html_flame.c prints shares and coordinates with one decimal: a value ending in 5 at the
+# second decimal (1.25 printed 1.2) is 0.05 away, plus the floating point's last bit
+HALF_TENTH = 0.05 + 1e-9
+
+
 def check_graph(graph, want, pruned):
     samples, got_pruned, frames = graph
     assert samples == want[0][2] and got_pruned == pruned
     assert [(f["title"], f["s"], f["n"], f["y"]) for f in frames] == want
     for f in frames:  # drawn from the offsets, its label cut to fit, whole in data-name
-        assert f["n2"] == f["n"] and abs(f["share"] - 100 * f["n"] / samples) <= 0.05
+        assert f["n2"] == f["n"] and abs(f["share"] - 100 * f["n"] / samples) <= HALF_TENTH
         assert f["x"] == float(f"{f['s'] * WIDTH / samples:.1f}")
         assert f["w"] == float(f"{f['n'] * WIDTH / samples:.1f}")
         assert f["title"].startswith(f["name"])
@@ -282,7 +287,8 @@ def test_zoom_label_and_search_in_node(native):
     labels, (nested, syn_a, syn_c) = out[5:5 + len(frames)], out[5 + len(frames):]
     # zooming on the root gives the graph html_flame.c drew, and the same labels
     for z, f in zip(unzoomed, frames):
-        assert z["st"] == 0 and abs(z["x"] - f["x"]) <= 0.05 and abs(z["w"] - f["w"]) <= 0.05
+        assert z["st"] == 0 and abs(z["x"] - f["x"]) <= HALF_TENTH, (z, f)
+        assert abs(z["w"] - f["w"]) <= HALF_TENTH, (z, f)
     assert [t or None for t in labels] == [f["text"] for f in frames]
     # on hot_loop: it spans the width, its callers are whole-width and greyed, the rest hidden
     assert on_hot[hot] == {"x": 0, "w": WIDTH, "st": 0}
