@@ -221,19 +221,26 @@ def test_the_top_five_functions_agree_with_py_spy(tmp_path):
     """The issue's check: py-spy and cpu_sample_sum, each on its own run of py_five.py, name the
     same five functions in the same order, and Lantern's shares are the program's own
     measurements within 5 points (the five are 6 to 40 % of its CPU time, 9 points apart at
-    the least)."""
+    the least). py-spy's side leaves out main, whose own time is the clock reads between the
+    calls: py-spy samples the wall clock, and a machine busy with other work preempts the
+    thread at those system calls, which py-spy then charges to main (a loaded CI run, and the
+    dev VM with three times more work than CPUs, put main fifth). Lantern samples CPU time:
+    its main stays under 2 %."""
     spy = subprocess.run([PY_SPY, "record", "--format", "raw", "-o", str(tmp_path / "spy.txt"),
                           "-r", "250", "--", sys.executable, PY_FIVE, "3"],
                          capture_output=True, text=True, timeout=180)
     if spy.returncode != 0 and "ptrace" in spy.stderr.lower():
         pytest.skip(f"py-spy cannot trace here: {spy.stderr.strip().splitlines()[-1]}")
     assert spy.returncode == 0, spy.stderr
-    theirs = py_spy_top((tmp_path / "spy.txt").read_text(), 5)
+    theirs = [f for f in py_spy_top((tmp_path / "spy.txt").read_text(), 6) if f != "main"][:5]
     done = run(tmp_path, "profile", "-t", "cpu", "-o", "x.db", sys.executable, PY_FIVE, "3")
     shares = {f: float(p) for f, _, p in (line.split() for line in done.stdout.splitlines())}
     (rows,) = rows_by_thread(tmp_path).values()
     ours = [r for r in rows if r["module"] == "py_five.py"][:5]
     assert [r["function"] for r in ours] == theirs == ["f1", "f2", "f3", "f4", "f5"], (ours, theirs)
+    main = [r["self_percent"] for r in rows
+            if (r["function"], r["module"]) == ("main", "py_five.py")]
+    assert sum(main) < 2, main
     for r in ours:
         assert abs(r["self_percent"] - shares[r["function"]]) <= 5, (r, shares)
 

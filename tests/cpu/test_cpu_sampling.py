@@ -123,21 +123,28 @@ def timer_period_ns(hz=1000):
     return max(1000000000 // hz, round(time.clock_getres(6) * 1e9))
 
 
-def timer_share_bound(cpu_s, wall_s):
-    """How far a CPU-time timer's share may be from the program's own measure: 5 points (the
-    issue's) where the thread had a CPU to itself, 15 where other programs kept it off its CPU
-    for a tenth of its time or more. The ticks then see less of the code that calls the kernel
-    (docs/cpu.md, "Limits of the CPU-time timers": 12.8 points at most measured, and 4.7-6.0
-    with two busy loops beside cpu_hot on the dev VM's 2 CPUs, where it ran 37 % of its time
-    off them; 1.2-3.0 alone). The perf path's tests keep 5 points under any load."""
-    return 5 if wall_s - cpu_s < 0.1 * wall_s else 15
+def timer_share_bounds(cpu_s, wall_s):
+    """How far a CPU-time timer's share may be under and over the program's own measure: 5
+    points either way (the issue's) where the thread had a CPU to itself; where other programs
+    kept it off its CPU for a tenth of its time or more, 5 under and 30 over. The ticks then
+    see less of the code that calls the kernel and more of the long stretches, so a hot loop
+    reads high, never low (docs/cpu.md, "Limits of the CPU-time timers": 4.7-6.0 points over
+    with two busy loops beside cpu_hot on the dev VM's 2 CPUs, 37 % of its time off them; up
+    to 16.2 over with three times more work than CPUs; 1.2-3.0 alone). The perf path's tests
+    keep 5 points under any load."""
+    return (5, 5) if wall_s - cpu_s < 0.1 * wall_s else (5, 30)
 
 
-def cpu_hot_bound(stdout):
-    """timer_share_bound of cpu_hot's main thread over its range "work"."""
+def within(sampled, measured, bounds):
+    under, over = bounds
+    return measured - under <= sampled <= measured + over
+
+
+def cpu_hot_bounds(stdout):
+    """timer_share_bounds of cpu_hot's main thread over its range "work"."""
     printed = dict(l.split()[:2] for l in stdout.splitlines()
                    if l.startswith(("cpu_ns ", "wall_ns ")))
-    return timer_share_bound(int(printed["cpu_ns"]) / 1e9, int(printed["wall_ns"]) / 1e9)
+    return timer_share_bounds(int(printed["cpu_ns"]) / 1e9, int(printed["wall_ns"]) / 1e9)
 
 
 def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
@@ -154,8 +161,8 @@ def test_refused_perf_events_fall_back_to_cpu_time_timers(tmp_path):
     report = cpu_rows(tmp_path, "--filter-nvtx", "work")
     rows = report["rows"]
     assert rows[0]["function"] == "hot_loop", rows[:3]
-    bound = cpu_hot_bound(prof.stdout)
-    assert abs(rows[0]["self_percent"] - share) <= bound, (rows[0], share, bound)
+    bounds = cpu_hot_bounds(prof.stdout)
+    assert within(rows[0]["self_percent"], share, bounds), (rows[0], share, bounds)
     assert rows[1]["function"] == "warm_loop"
     header = report["session"]["cpu_sampling"]
     assert header.startswith("on (CPU-time timers"), header
@@ -309,11 +316,11 @@ def test_cpu_time_timers_on_an_alternate_stack_and_a_blocked_signal(tmp_path):
     assert rows[0]["function"] == "hot_loop", rows[:3]
     # half the run sampled at the tick's rate: a few hundred samples, whose share of a 70 %
     # function spreads by ~2.4 points (a CI run read 64.5 for 69.9): 5 points or three
-    # standard errors, whichever is more (timer_share_bound: 15 where other programs competed)
+    # standard errors, whichever is more (timer_share_bounds: 30 over where others competed)
     n = rows[0]["self"] * 100 / rows[0]["self_percent"]
     spread = 300 * math.sqrt(share / 100 * (1 - share / 100) / n)
-    bound = max(cpu_hot_bound(prof.stdout), spread)
-    assert abs(rows[0]["self_percent"] - share) <= bound, (rows[0], share, n, bound)
+    bounds = tuple(max(b, spread) for b in cpu_hot_bounds(prof.stdout))
+    assert within(rows[0]["self_percent"], share, bounds), (rows[0], share, n, bounds)
     periods = cpu_ns / timer_period_ns()
     with sqlite3.connect(tmp_path / "x.db") as db:
         samples, lost = db.execute("SELECT samples, lost FROM cpu_sampling").fetchone()
@@ -348,10 +355,10 @@ def test_a_python_program_under_the_refusal_gets_python_frames(tmp_path):
                prefix=[CPU_REFUSE])
     main = next(l.split() for l in prof.stdout.splitlines() if l.startswith("main hot_share"))
     hot, off_cpu_s, cpu_s = float(main[2]), float(main[6]), float(main[8])
-    bound = timer_share_bound(cpu_s, cpu_s + off_cpu_s)
+    bounds = timer_share_bounds(cpu_s, cpu_s + off_cpu_s)
     rows = cpu_rows(tmp_path)["rows"]
     assert (rows[0]["function"], rows[0]["module"]) == ("hot", "py_hot.py"), rows[:3]
-    assert abs(rows[0]["self_percent"] - hot) <= bound, (rows[0], hot, bound)
+    assert within(rows[0]["self_percent"], hot, bounds), (rows[0], hot, bounds)
     with sqlite3.connect(tmp_path / "x.db") as db:
         reason, python_status, matched, samples = db.execute(
             "SELECT reason, python_status, python_matched, samples FROM cpu_sampling").fetchone()
