@@ -100,7 +100,10 @@ def test_sleeps_and_reads_are_counted_exactly_with_their_measured_durations(tmp_
     for name in expected_counts:
         ours = sum(k[2] for k in kept if k[0] == name)
         theirs = sum(c[2] for c in long_calls if c[0] == name)
-        assert abs(ours - theirs) <= 0.05 * theirs, (name, ours, theirs)
+        # a name of few calls: a preempted bracket of the one in ten let off above is in its
+        # total too (a loaded ASan run: one write of 1.44 ms in a 1.57 ms bracket)
+        stretched = sum(duration - row[2] for row, duration in off if row[0] == name)
+        assert abs(ours - theirs) <= 0.05 * theirs + stretched, (name, ours, theirs, off)
     with sqlite3.connect(tmp_path / "x.db") as db:
         seen, kept_count, lost = db.execute("SELECT seen, kept, lost FROM osrt").fetchone()
     assert kept_count == len(long_calls) and lost == 0
@@ -273,7 +276,7 @@ def test_python_sleeps_and_reads_go_through_the_interpreter(tmp_path):
             # preempted 0.38 ms inside a 2.68 ms bracket): one call in ten may miss, and each
             # name's total is within 5 % of its brackets' total, 0.2 ms a call aside
             if inside[0][2] < duration - 0.05 * duration - 200000:
-                off.append((inside, duration))
+                off.append((name, inside, duration))
             totals[name][0] += inside[0][2]
             totals[name][1] += duration
             counted += 1
@@ -282,7 +285,8 @@ def test_python_sleeps_and_reads_go_through_the_interpreter(tmp_path):
     assert len(off) <= counted // 10, off
     for name, (ours, theirs) in totals.items():
         n = sum(1 for c in truth if c[0] == name and c[2] >= threshold + 200000)
-        assert ours >= theirs - 0.05 * theirs - 200000 * n, (name, ours, theirs)
+        stretched = sum(duration - inside[0][2] for o, inside, duration in off if o == name)
+        assert ours >= theirs - 0.05 * theirs - 200000 * n - stretched, (name, ours, theirs, off)
 
 
 def test_exports_put_each_call_on_its_thread(tmp_path):
