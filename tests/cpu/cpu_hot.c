@@ -1,7 +1,8 @@
 /* A program with a known hot function for CPU sampling's tests: hot_loop takes a set share of
  * its thread's CPU time (HOT_SHARE, percent; 70 by default) and warm_loop the rest, measured
  * with CLOCK_THREAD_CPUTIME_ID around each call. Prints "hot_share PCT" (the measured share),
- * "cpu_ns NS" and "wall_ns NS" (the main thread's CPU and wall time in the range "work"). Runs inside an NVTX range "work" (for --filter-nvtx) after a short range
+ * "cpu_ns NS" and "wall_ns NS" (the main thread's CPU and wall time in the range "work").
+ * Runs inside an NVTX range "work" (for --filter-nvtx) after a short range
  * "setup" that does only warm_loop. Built with frame pointers (docs/cpu.md). Optional: a
  * second thread doing the same (CPU_HOT_THREADS=2), or a fork child doing the same alongside
  * (CPU_HOT_FORK=1: the agent's fork path); or halfway through, its own handler for SIGRTMAX
@@ -24,18 +25,16 @@
 
 static volatile double sink;
 
-static long long thread_cpu_ns(void)
+static long long clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(clock, &ts);
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static long long wall_ns(void)
+static long long thread_cpu_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* Each loop is its own: the samples' leaf (self time) is the function itself. */
@@ -152,7 +151,7 @@ int main(int argc, char **argv)
     const char *fork_text = getenv("CPU_HOT_FORK");
     pid_t child = fork_text && atoi(fork_text) ? fork() : -1;
     nvtxRangePushA("work");
-    long long t0 = thread_cpu_ns(), wall0 = wall_ns();
+    long long t0 = thread_cpu_ns(), wall0 = clock_ns(CLOCK_MONOTONIC);
     pthread_t other;
     if (threads > 1)
         pthread_create(&other, NULL, run, &w[1]);
@@ -165,7 +164,7 @@ int main(int argc, char **argv)
     run(&w[0]);
     if (threads > 1)
         pthread_join(other, NULL);
-    long long cpu = thread_cpu_ns() - t0, wall = wall_ns() - wall0;
+    long long cpu = thread_cpu_ns() - t0, wall = clock_ns(CLOCK_MONOTONIC) - wall0;
     nvtxRangePop();
     if (child == 0) { /* the fork child: its share on one line of its own */
         printf("child_hot_share %.2f\n", 100.0 * (double)w[0].hot_ns / (double)cpu);
